@@ -1,0 +1,3 @@
+module github.com/fifoq/fifoq
+
+go 1.26.8
