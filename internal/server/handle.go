@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/protocol"
+)
+
+// serveAPI answers one SQS API request in either wire protocol.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	requestID := newUUID()
+	proto := protocol.Detect(r)
+	defer func() {
+		// A bug must cost one request, never the server: answer 500 with the
+		// request id, and log the stack so the bug can be found.
+		if v := recover(); v != nil {
+			s.logger.Error("panic serving request", "request_id", requestID, "panic", v, "stack", string(debug.Stack()))
+			protocol.WriteError(w, proto, api.ErrInternalFailure("Internal failure; request id %s.", requestID), requestID)
+		}
+	}()
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			protocol.WriteError(w, proto, api.ErrRequestEntityTooLarge(MaxRequestBodyBytes), requestID)
+			return
+		}
+		protocol.WriteError(w, proto, api.ErrMalformedQueryString("Could not read the request body: %v", err), requestID)
+		return
+	}
+	_, req, apiErr := protocol.Decode(proto, r, body)
+	if apiErr != nil {
+		protocol.WriteError(w, proto, apiErr, requestID)
+		return
+	}
+	resp, err := s.do(r.Context(), req)
+	if err != nil {
+		protocol.WriteError(w, proto, api.AsError(err), requestID)
+		return
+	}
+	rewriteQueueURLs(resp, baseURL(r))
+	protocol.WriteResponse(w, proto, req.Action(), resp, requestID)
+}
+
+// do validates a typed request and carries it out.
+func (s *Server) do(ctx context.Context, req api.Request) (api.Response, error) {
+	if err := api.Validate(req); err != nil {
+		return nil, err
+	}
+	cmd := &engine.Command{
+		Time:    s.now().UnixNano(),
+		Caller:  s.cfg.Account,
+		Request: req,
+	}
+	if u, ok := api.QueueURLOf(req); ok {
+		q, err := api.ParseQueueURL(u)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Queue = q
+	}
+	switch req := req.(type) {
+	case *api.SendMessageRequest:
+		cmd.MessageIDs = []string{newUUID()}
+	case *api.SendMessageBatchRequest:
+		cmd.MessageIDs = make([]string, len(req.Entries))
+		for i := range cmd.MessageIDs {
+			cmd.MessageIDs[i] = newUUID()
+		}
+	case *api.ReceiveMessageRequest:
+		return s.receive(ctx, cmd, req)
+	}
+	if req.Action().ReadOnly() {
+		return s.read(cmd)
+	}
+	cmd.Entropy = newEntropy()
+	return s.apply(ctx, cmd)
+}
+
+// baseURL is the scheme and host the client reached us by, from which queue
+// URLs are built so that they work behind port mappings and proxies.
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// rewriteQueueURLs turns the queue paths the engine answers with into
+// absolute URLs.
+func rewriteQueueURLs(resp api.Response, base string) {
+	abs := func(p string) string {
+		if strings.HasPrefix(p, "/") {
+			return base + p
+		}
+		return p
+	}
+	switch r := resp.(type) {
+	case *api.CreateQueueResult:
+		r.QueueUrl = abs(r.QueueUrl)
+	case *api.GetQueueUrlResult:
+		r.QueueUrl = abs(r.QueueUrl)
+	case *api.ListQueuesResult:
+		for i := range r.QueueUrls {
+			r.QueueUrls[i] = abs(r.QueueUrls[i])
+		}
+	case *api.ListDeadLetterSourceQueuesResult:
+		for i := range r.QueueUrls {
+			r.QueueUrls[i] = abs(r.QueueUrls[i])
+		}
+	}
+}

@@ -1,0 +1,167 @@
+// Package server is fifoq's HTTP front: it decodes requests with the wire
+// codecs, turns them into commands for the log, waits for long polls, and
+// encodes the answers. It wires the other packages together and holds no
+// queue state of its own.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/replog"
+)
+
+// DefaultAccount is the account of callers when no credentials say otherwise.
+const DefaultAccount = "000000000000"
+
+// DefaultRegion is the region written into queue ARNs by default.
+const DefaultRegion = "us-east-1"
+
+// MaxRequestBodyBytes bounds a request body. The largest valid SQS request is
+// a batch of 1 MiB in total; the Query protocol's percent-encoding can triple
+// that, so 8 MiB leaves room for every valid request and refuses the rest
+// before they are buffered.
+const MaxRequestBodyBytes = 8 << 20
+
+// Config configures a Server.
+type Config struct {
+	// Account is the account id of unauthenticated callers (DefaultAccount if empty).
+	Account string
+	// Region is the region of queue ARNs (DefaultRegion if empty).
+	Region string
+	// Logger receives the server's log lines (slog.Default() if nil).
+	Logger *slog.Logger
+	// Now is the clock that timestamps commands (time.Now if nil). Tests
+	// replace it to move time forward without sleeping.
+	Now func() time.Time
+	// Log is the command log to apply commands through. If nil, the server
+	// creates an in-memory log over a new engine.
+	Log replog.Log
+	// Engine is the engine behind Log; required when Log is set, so that the
+	// server can register its long-poll notifier with it.
+	Engine *engine.Engine
+}
+
+// Server serves the SQS API over HTTP.
+type Server struct {
+	cfg      Config
+	log      replog.Log
+	logger   *slog.Logger
+	now      func() time.Time
+	notifier *notifier
+	movers   *moveTaskDriver
+
+	// done is closed by Shutdown; long polls answer at once when it is.
+	done     chan struct{}
+	doneOnce sync.Once
+	httpSrv  *http.Server
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Account == "" {
+		cfg.Account = DefaultAccount
+	}
+	if cfg.Region == "" {
+		cfg.Region = DefaultRegion
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		if cfg.Engine != nil {
+			return nil, errors.New("server config: Engine given without Log")
+		}
+		cfg.Engine = engine.New(engine.Config{Region: cfg.Region})
+		cfg.Log = replog.NewMemory(cfg.Engine)
+	} else if cfg.Engine == nil {
+		return nil, errors.New("server config: Log given without its Engine")
+	}
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Log,
+		logger:   cfg.Logger,
+		now:      cfg.Now,
+		notifier: newNotifier(),
+		done:     make(chan struct{}),
+	}
+	cfg.Engine.SetAvailableHook(s.notifier.broadcast)
+	s.movers = newMoveTaskDriver(s)
+	s.httpSrv = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Long polls last up to 20 s; the write timeout must exceed that.
+		WriteTimeout: 60 * time.Second,
+		IdleTimeout:  120 * time.Second,
+		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+// Handler returns the HTTP handler of the SQS API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", s.serveAPI)
+	return mux
+}
+
+// Serve accepts connections on ln until Shutdown is called.
+func (s *Server) Serve(ln net.Listener) error {
+	s.movers.start()
+	err := s.httpSrv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections, answers waiting long polls with
+// empty results, waits for in-flight requests until ctx ends, and closes
+// the log.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.doneOnce.Do(func() { close(s.done) })
+	err := s.httpSrv.Shutdown(ctx)
+	s.movers.stop()
+	if cerr := s.log.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close log: %w", cerr)
+	}
+	return err
+}
+
+// apply sends a state-changing command through the log.
+func (s *Server) apply(ctx context.Context, cmd *engine.Command) (api.Response, error) {
+	resp, err := s.log.Apply(ctx, cmd)
+	if err == nil {
+		s.afterApply(cmd)
+	}
+	return resp, err
+}
+
+// afterApply does what the server must do when a command succeeded: wake
+// long polls of a deleted or purged queue so they notice, and start the
+// move-task driver when a task begins.
+func (s *Server) afterApply(cmd *engine.Command) {
+	switch cmd.Request.(type) {
+	case *api.DeleteQueueRequest, *api.PurgeQueueRequest:
+		s.notifier.broadcast(cmd.Queue)
+	case *api.StartMessageMoveTaskRequest:
+		s.movers.kick()
+	}
+}
+
+// read answers a read-only command from the engine.
+func (s *Server) read(cmd *engine.Command) (resp api.Response, err error) {
+	s.log.Read(func(e *engine.Engine) { resp, err = e.Read(cmd) })
+	return resp, err
+}
