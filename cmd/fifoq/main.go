@@ -1,6 +1,7 @@
 // Command fifoq is a message queue server that speaks the Amazon SQS API.
 //
 //	fifoq serve [flags]    run the server
+//	fifoq bench [flags]    load-test an SQS endpoint and verify what it delivered
 //	fifoq version          print the version
 //
 // Run "fifoq serve --help" for the server's flags.
@@ -28,6 +29,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "fifoq %s\n", version)
 		return 0
@@ -46,6 +49,7 @@ func usage(w io.Writer) {
 
 Usage:
   fifoq serve [flags]   run the server (see "fifoq serve --help")
+  fifoq bench [flags]   load-test an SQS endpoint and verify what it delivered
   fifoq version         print the version
 `)
 }
