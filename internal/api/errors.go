@@ -106,6 +106,12 @@ func ErrEmptyBatchRequest() *Error {
 	return kindEmptyBatchRequest.with("There should be at least one SendMessageBatchRequestEntry in the request.")
 }
 
+// ErrEmptyBatchRequestFor: a batch without entries, naming the entry shape
+// of the action (SendMessageBatchRequestEntry, DeleteMessageBatchRequestEntry, ...).
+func ErrEmptyBatchRequestFor(entry string) *Error {
+	return kindEmptyBatchRequest.with("There should be at least one %s in the request.", entry)
+}
+
 // ErrInvalidAddress: a queue URL that does not name a queue of this endpoint.
 func ErrInvalidAddress(url string) *Error {
 	return kindInvalidAddress.with("The address %s is not valid for this endpoint.", url)
@@ -119,6 +125,18 @@ func ErrInvalidAttributeName(name string) *Error {
 // ErrInvalidAttributeValue: a queue attribute whose value is out of range or malformed.
 func ErrInvalidAttributeValue(format string, args ...any) *Error {
 	return kindInvalidAttributeValue.with(format, args...)
+}
+
+// ErrSSEConflict: a request that enables both SSE-KMS
+// (KmsMasterKeyId) and SSE-SQS (SqsManagedSseEnabled) on one queue.
+func ErrSSEConflict() *Error {
+	return kindInvalidAttributeName.with("You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE.")
+}
+
+// ErrThroughputNeedsMessageGroupScope: FifoThroughputLimit
+// perMessageGroupId on a queue whose DeduplicationScope is not messageGroup.
+func ErrThroughputNeedsMessageGroupScope() *Error {
+	return kindInvalidAttributeValue.with("The perMessageGroupId value is allowed only when the value for DeduplicationScope is messageGroup")
 }
 
 // ErrInvalidBatchEntryId: a batch entry Id that is not 1-80 alphanumerics, hyphens or underscores.
@@ -199,6 +217,12 @@ func ErrUnsupportedOperation(format string, args ...any) *Error {
 // ErrInvalidParameterValue: a parameter with a value outside its allowed set.
 func ErrInvalidParameterValue(format string, args ...any) *Error {
 	return kindInvalidParameterValue.with(format, args...)
+}
+
+// ErrMessageTooLong: a message (body and attributes) over the size limit,
+// the absolute one or the queue's MaximumMessageSize.
+func ErrMessageTooLong(max int) *Error {
+	return kindInvalidParameterValue.with("One or more parameters are invalid. Reason: Message must be shorter than %d bytes.", max)
 }
 
 // ErrInvalidParameterCombination: parameters that cannot be used together.

@@ -1,61 +1,105 @@
 package api
 
-// This file's bodies are being written; the signatures are the contract the
-// engine and codecs are built against.
+import (
+	"reflect"
+	"strings"
+)
 
 // Validate checks the rules of a request that do not depend on any queue's
 // state: required parameters, ranges, batch rules, identifier formats,
 // message body characters, message attribute rules, sizes against the
 // absolute limits. It returns an *Error with SQS's code.
-func Validate(r Request) error { panic("api.Validate: not written yet") }
-
-// ValidateQueueAttribute checks one settable queue attribute's name and value
-// for a queue of the given kind (fifo). It returns InvalidAttributeName for a
-// name that is unknown or read-only, and InvalidAttributeValue for a bad value.
-func ValidateQueueAttribute(name, value string, fifo bool) error {
-	panic("api.ValidateQueueAttribute: not written yet")
+//
+// For the batch actions Validate checks only what fails the whole request
+// (missing or empty Entries, more than 10 entries, missing, malformed or
+// repeated entry Ids, and for SendMessageBatch the total size). What is wrong
+// with one entry's content is checked by ValidateSendEntry,
+// ValidateDeleteMessageBatchEntry and ValidateChangeMessageVisibilityBatchEntry,
+// which the engine calls per entry: SQS reports those problems in the
+// entry's Failed result on a standard queue, and fails the whole request on
+// a FIFO queue, which only the engine knows.
+//
+// Checks run in a fixed order (members in model order, map keys sorted), so
+// an invalid request always gets the same error.
+func Validate(r Request) error {
+	if r == nil || isNilPointer(r) {
+		return ErrInternalFailure("no request to validate")
+	}
+	switch r := r.(type) {
+	case *AddPermissionRequest:
+		return validateAddPermission(r)
+	case *CancelMessageMoveTaskRequest:
+		return validateCancelMessageMoveTask(r)
+	case *ChangeMessageVisibilityRequest:
+		return validateChangeMessageVisibility(r)
+	case *ChangeMessageVisibilityBatchRequest:
+		return validateChangeMessageVisibilityBatch(r)
+	case *CreateQueueRequest:
+		return validateCreateQueue(r)
+	case *DeleteMessageRequest:
+		return validateDeleteMessage(r)
+	case *DeleteMessageBatchRequest:
+		return validateDeleteMessageBatch(r)
+	case *DeleteQueueRequest:
+		return validateQueueURL(r.QueueUrl)
+	case *GetQueueAttributesRequest:
+		return validateGetQueueAttributes(r)
+	case *GetQueueUrlRequest:
+		return validateGetQueueUrl(r)
+	case *ListDeadLetterSourceQueuesRequest:
+		return validateListDeadLetterSourceQueues(r)
+	case *ListMessageMoveTasksRequest:
+		return validateListMessageMoveTasks(r)
+	case *ListQueueTagsRequest:
+		return validateQueueURL(r.QueueUrl)
+	case *ListQueuesRequest:
+		return validateListQueues(r)
+	case *PurgeQueueRequest:
+		return validateQueueURL(r.QueueUrl)
+	case *ReceiveMessageRequest:
+		return validateReceiveMessage(r)
+	case *RemovePermissionRequest:
+		return validateRemovePermission(r)
+	case *SendMessageRequest:
+		return validateSendMessage(r)
+	case *SendMessageBatchRequest:
+		return validateSendMessageBatch(r)
+	case *SetQueueAttributesRequest:
+		return validateSetQueueAttributes(r)
+	case *StartMessageMoveTaskRequest:
+		return validateStartMessageMoveTask(r)
+	case *TagQueueRequest:
+		return validateTagQueue(r)
+	case *UntagQueueRequest:
+		return validateUntagQueue(r)
+	}
+	return ErrInvalidAction(string(r.Action()))
 }
 
-// RedrivePolicy is the parsed RedrivePolicy queue attribute.
-type RedrivePolicy struct {
-	DeadLetterTargetArn string `json:"deadLetterTargetArn"`
-	MaxReceiveCount     int    `json:"maxReceiveCount"`
+// isNilPointer reports whether r is a typed nil pointer, which the type
+// switch would match and then dereference.
+func isNilPointer(r Request) bool {
+	v := reflect.ValueOf(r)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// ParseRedrivePolicy parses and validates a RedrivePolicy attribute value.
-func ParseRedrivePolicy(s string) (RedrivePolicy, error) {
-	panic("api.ParseRedrivePolicy: not written yet")
+// validateQueueURL checks a required QueueUrl member: present, and of a
+// form that can name a queue.
+func validateQueueURL(queueURL string) error {
+	_, err := ParseQueueURL(queueURL)
+	return err
 }
 
-// RedriveAllowPolicy is the parsed RedriveAllowPolicy queue attribute.
-type RedriveAllowPolicy struct {
-	RedrivePermission string   `json:"redrivePermission"` // allowAll, denyAll or byQueue
-	SourceQueueArns   []string `json:"sourceQueueArns,omitempty"`
-}
+// isBlank reports whether a required string member is absent: empty or
+// made only of white space, which SQS treats as missing (a receipt handle
+// of " " is a missing receipt handle).
+func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 
-// ParseRedriveAllowPolicy parses and validates a RedriveAllowPolicy attribute value.
-func ParseRedriveAllowPolicy(s string) (RedriveAllowPolicy, error) {
-	panic("api.ParseRedriveAllowPolicy: not written yet")
-}
-
-// MD5OfBody is the hex MD5 of the body's UTF-8 bytes.
-func MD5OfBody(body string) string { panic("api.MD5OfBody: not written yet") }
-
-// MD5OfMessageAttributes is the hex MD5 of the message attributes, encoded
-// as SQS does (names sorted; length-prefixed name, data type, transport type
-// byte and value). It is "" when there are no attributes.
-func MD5OfMessageAttributes(attrs map[string]MessageAttributeValue) string {
-	panic("api.MD5OfMessageAttributes: not written yet")
-}
-
-// ContentDeduplicationID is the deduplication id of a message sent to a
-// queue with ContentBasedDeduplication: the hex SHA-256 of its body.
-func ContentDeduplicationID(body string) string {
-	panic("api.ContentDeduplicationID: not written yet")
-}
-
-// MessageSize is the size that counts against MaximumMessageSize: the body's
-// bytes plus, for every message attribute, its name, data type and value.
-func MessageSize(body string, attrs map[string]MessageAttributeValue) int {
-	panic("api.MessageSize: not written yet")
+// optionalIntError checks an optional integer member against [min, max];
+// a nil value is absent and valid. reason is SQS's wording of the range.
+func optionalIntError(param string, v *int, min, max int, reason string) error {
+	if v == nil || (*v >= min && *v <= max) {
+		return nil
+	}
+	return ErrInvalidParameterValue("Value %d for parameter %s is invalid. Reason: %s", *v, param, reason)
 }

@@ -1,0 +1,241 @@
+package api
+
+import "fmt"
+
+// The rules of the message actions: send, receive, delete and visibility
+// changes, single and batched.
+
+// SQS's wording of the ranges of the message actions, and the parameter and
+// entry names its messages use.
+const (
+	reasonDelaySeconds          = "DelaySeconds must be >= 0 and <= 900."
+	reasonMaxNumberOfMessages   = "Must be between 1 and 10, if provided."
+	reasonReceiveVisibility     = "Must be >= 0 and <= 43200, if provided."
+	reasonWaitTimeSeconds       = "Must be >= 0 and <= 20, if provided."
+	reasonChangeVisibility      = "Must be between 0 and 43200."
+	reasonBatchEntryVisibility  = "VisibilityTimeout must be an integer between 0 and 43200."
+	entrySendMessageBatch       = "SendMessageBatchRequestEntry"
+	entryDeleteMessageBatch     = "DeleteMessageBatchRequestEntry"
+	entryChangeVisibilityBatch  = "ChangeMessageVisibilityBatch"
+	paramMessageBody            = "MessageBody"
+	paramReceiptHandle          = "ReceiptHandle"
+	paramVisibilityTimeout      = "VisibilityTimeout"
+	paramMessageDeduplicationID = "MessageDeduplicationId"
+	paramMessageGroupID         = "MessageGroupId"
+)
+
+func validateSendMessage(r *SendMessageRequest) error {
+	if err := validateQueueURL(r.QueueUrl); err != nil {
+		return err
+	}
+	return validateMessage(r.MessageBody, r.DelaySeconds, r.MessageAttributes, r.MessageSystemAttributes,
+		r.MessageDeduplicationId, r.MessageGroupId)
+}
+
+// ValidateSendEntry checks the content of one SendMessageBatch entry, with
+// the rules SendMessage applies to its message: a non-empty body of allowed
+// characters, DelaySeconds 0-900, message and system attributes, a size
+// within MaxMessageSizeLimit, well-formed FIFO ids. Validate has already
+// checked the entry's Id. The engine calls it per entry and reports the
+// error in the entry's Failed result (standard queue) or as the answer to
+// the whole request (FIFO queue), as SQS does; the queue's own
+// MaximumMessageSize and the FIFO rules (group id required, no per-message
+// delay) are the engine's to check.
+//
+// SQS names a missing body "SendMessageBatchRequestEntry.N.MessageBody"; an
+// entry does not know its position, so the error names "MessageBody".
+func ValidateSendEntry(e *SendMessageBatchRequestEntry) error {
+	return validateMessage(e.MessageBody, e.DelaySeconds, e.MessageAttributes, e.MessageSystemAttributes,
+		e.MessageDeduplicationId, e.MessageGroupId)
+}
+
+// validateMessage checks one message to send, for SendMessage and for each
+// SendMessageBatch entry.
+func validateMessage(body string, delay *int, attrs map[string]MessageAttributeValue,
+	sysAttrs map[string]MessageSystemAttributeValue, dedupID, groupID string) error {
+	if body == "" {
+		return ErrMissingParameter(paramMessageBody)
+	}
+	if err := optionalIntError("DelaySeconds", delay, 0, MaxDelaySeconds, reasonDelaySeconds); err != nil {
+		return err
+	}
+	if err := validateMessageAttributes(attrs); err != nil {
+		return err
+	}
+	if err := validateMessageSystemAttributes(sysAttrs); err != nil {
+		return err
+	}
+	if !validMessageText(body) {
+		return ErrInvalidMessageContents()
+	}
+	if size := MessageSize(body, attrs); size > MaxMessageSizeLimit {
+		return ErrMessageTooLong(MaxMessageSizeLimit)
+	}
+	if err := validateFIFOToken(paramMessageDeduplicationID, dedupID, MaxDeduplicationIdLength); err != nil {
+		return err
+	}
+	return validateFIFOToken(paramMessageGroupID, groupID, MaxGroupIdLength)
+}
+
+func validateSendMessageBatch(r *SendMessageBatchRequest) error {
+	if err := validateQueueURL(r.QueueUrl); err != nil {
+		return err
+	}
+	if r.Entries == nil {
+		return ErrMissingParameter("Entries")
+	}
+	err := validateBatchIDs(entrySendMessageBatch, len(r.Entries), func(i int) string { return r.Entries[i].Id })
+	if err != nil {
+		return err
+	}
+	total := 0
+	for i := range r.Entries {
+		total += MessageSize(r.Entries[i].MessageBody, r.Entries[i].MessageAttributes)
+	}
+	if total > MaxMessageSizeLimit {
+		return ErrBatchRequestTooLong(total, MaxMessageSizeLimit)
+	}
+	return nil
+}
+
+func validateReceiveMessage(r *ReceiveMessageRequest) error {
+	if err := validateQueueURL(r.QueueUrl); err != nil {
+		return err
+	}
+	if err := optionalIntError("MaxNumberOfMessages", r.MaxNumberOfMessages, 1, MaxReceiveMessages, reasonMaxNumberOfMessages); err != nil {
+		return err
+	}
+	if err := optionalIntError(paramVisibilityTimeout, r.VisibilityTimeout, 0, MaxVisibilityTimeout, reasonReceiveVisibility); err != nil {
+		return err
+	}
+	if err := optionalIntError("WaitTimeSeconds", r.WaitTimeSeconds, 0, MaxWaitTimeSeconds, reasonWaitTimeSeconds); err != nil {
+		return err
+	}
+	if err := validateFIFOToken("ReceiveRequestAttemptId", r.ReceiveRequestAttemptId, MaxReceiveRequestAttemptIdLength); err != nil {
+		return err
+	}
+	// The deprecated AttributeNames is typed QueueAttributeName in the model,
+	// so SDKs let callers pass those names; SQS only returns message system
+	// attributes for them.
+	for _, name := range r.AttributeNames {
+		if !isMessageSystemAttributeName(name) && !IsQueueAttributeName(name) {
+			return ErrInvalidAttributeName(name)
+		}
+	}
+	for _, name := range r.MessageSystemAttributeNames {
+		if !isMessageSystemAttributeName(name) {
+			return ErrInvalidAttributeName(name)
+		}
+	}
+	// MessageAttributeNames is a filter: names that match nothing select
+	// nothing, and SQS does not reject them.
+	return nil
+}
+
+// isMessageSystemAttributeName reports whether name is in the model's
+// MessageSystemAttributeName enum ("All" included).
+func isMessageSystemAttributeName(name string) bool {
+	switch name {
+	case MsgAttrAll, MsgAttrSenderId, MsgAttrSentTimestamp, MsgAttrApproximateReceiveCount,
+		MsgAttrApproximateFirstReceiveTimestamp, MsgAttrSequenceNumber,
+		MsgAttrMessageDeduplicationId, MsgAttrMessageGroupId, MsgAttrAWSTraceHeader,
+		MsgAttrDeadLetterQueueSourceArn:
+		return true
+	}
+	return false
+}
+
+func validateDeleteMessage(r *DeleteMessageRequest) error {
+	if err := validateQueueURL(r.QueueUrl); err != nil {
+		return err
+	}
+	if isBlank(r.ReceiptHandle) {
+		return ErrMissingParameter(paramReceiptHandle)
+	}
+	return nil
+}
+
+func validateDeleteMessageBatch(r *DeleteMessageBatchRequest) error {
+	if err := validateQueueURL(r.QueueUrl); err != nil {
+		return err
+	}
+	if r.Entries == nil {
+		return ErrMissingParameter("Entries")
+	}
+	return validateBatchIDs(entryDeleteMessageBatch, len(r.Entries), func(i int) string { return r.Entries[i].Id })
+}
+
+// ValidateDeleteMessageBatchEntry checks the content of one
+// DeleteMessageBatch entry: its receipt handle must be present. SQS reports
+// a missing one in the entry's Failed result.
+func ValidateDeleteMessageBatchEntry(e *DeleteMessageBatchRequestEntry) error {
+	if isBlank(e.ReceiptHandle) {
+		return ErrMissingParameter(paramReceiptHandle)
+	}
+	return nil
+}
+
+func validateChangeMessageVisibility(r *ChangeMessageVisibilityRequest) error {
+	if err := validateQueueURL(r.QueueUrl); err != nil {
+		return err
+	}
+	if isBlank(r.ReceiptHandle) {
+		return ErrMissingParameter(paramReceiptHandle)
+	}
+	if r.VisibilityTimeout == nil {
+		return ErrMissingParameter(paramVisibilityTimeout)
+	}
+	return optionalIntError(paramVisibilityTimeout, r.VisibilityTimeout, 0, MaxVisibilityTimeout, reasonChangeVisibility)
+}
+
+func validateChangeMessageVisibilityBatch(r *ChangeMessageVisibilityBatchRequest) error {
+	if err := validateQueueURL(r.QueueUrl); err != nil {
+		return err
+	}
+	if r.Entries == nil {
+		return ErrMissingParameter("Entries")
+	}
+	return validateBatchIDs(entryChangeVisibilityBatch, len(r.Entries), func(i int) string { return r.Entries[i].Id })
+}
+
+// ValidateChangeMessageVisibilityBatchEntry checks the content of one
+// ChangeMessageVisibilityBatch entry: a receipt handle and a
+// VisibilityTimeout of 0 to 43200. SQS reports these problems in the entry's
+// Failed result; it names a missing timeout
+// "ChangeMessageVisibilityBatchRequestEntry.N.VisibilityTimeout", and an
+// entry does not know its position, so the error names "VisibilityTimeout".
+func ValidateChangeMessageVisibilityBatchEntry(e *ChangeMessageVisibilityBatchRequestEntry) error {
+	if isBlank(e.ReceiptHandle) {
+		return ErrMissingParameter(paramReceiptHandle)
+	}
+	if e.VisibilityTimeout == nil {
+		return ErrMissingParameter(paramVisibilityTimeout)
+	}
+	return optionalIntError(paramVisibilityTimeout, e.VisibilityTimeout, 0, MaxVisibilityTimeout, reasonBatchEntryVisibility)
+}
+
+// validateBatchIDs checks the entries of a batch as a whole: at least one,
+// at most ten, and every Id present, well formed and distinct. entry is the
+// name SQS gives the entries in its messages; id returns the Id of entry i.
+func validateBatchIDs(entry string, n int, id func(i int) string) error {
+	if n == 0 {
+		return ErrEmptyBatchRequestFor(entry)
+	}
+	if n > MaxBatchEntries {
+		return ErrTooManyEntriesInBatchRequest(n)
+	}
+	seen := make(map[string]bool, n)
+	for i := 0; i < n; i++ {
+		entryID := id(i)
+		switch {
+		case entryID == "":
+			return ErrMissingParameter(fmt.Sprintf("%s.%d.Id", entry, i+1))
+		case !validBatchEntryID(entryID):
+			return ErrInvalidBatchEntryId()
+		case seen[entryID]:
+			return ErrBatchEntryIdsNotDistinct(entryID)
+		}
+		seen[entryID] = true
+	}
+	return nil
+}
