@@ -1,0 +1,72 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// errorTypePrefix qualifies error codes in AWS JSON "__type" members with
+// the namespace of the service's Smithy model, as SQS does.
+const errorTypePrefix = "com.amazonaws.sqs#"
+
+// encodeJSONResult encodes a result (a value of the action's result type)
+// as the body of an AWS JSON response. Empty members are omitted, except the
+// lists the model requires, which are written as [] when empty: the batch
+// results' Successful and Failed, and ListDeadLetterSourceQueues' queueUrls.
+func encodeJSONResult(result any) ([]byte, error) {
+	switch r := result.(type) {
+	case api.Empty:
+		return []byte("{}"), nil
+	case api.ChangeMessageVisibilityBatchResult:
+		r.Successful, r.Failed = nonNil(r.Successful), nonNil(r.Failed)
+		result = r
+	case api.DeleteMessageBatchResult:
+		r.Successful, r.Failed = nonNil(r.Successful), nonNil(r.Failed)
+		result = r
+	case api.SendMessageBatchResult:
+		r.Successful, r.Failed = nonNil(r.Successful), nonNil(r.Failed)
+		result = r
+	case api.ListDeadLetterSourceQueuesResult:
+		r.QueueUrls = nonNil(r.QueueUrls)
+		result = r
+	case api.ListMessageMoveTasksResult:
+		r.Results = nonNil(r.Results)
+		result = r
+	}
+	return marshalJSON(result)
+}
+
+// encodeJSONError encodes the body of an AWS JSON error response.
+func encodeJSONError(err *api.Error) []byte {
+	body, mErr := marshalJSON(struct {
+		Type    string `json:"__type"`
+		Message string `json:"message"`
+	}{errorTypePrefix + err.Code, err.Message})
+	if mErr != nil {
+		// Two strings always marshal; keep a valid body all the same.
+		return []byte(`{"__type":"` + errorTypePrefix + `InternalFailure"}`)
+	}
+	return body
+}
+
+// marshalJSON is json.Marshal without the escaping of <, > and & meant for
+// HTML, which would only inflate message bodies.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// nonNil returns s, or an empty slice if s is nil, so that it encodes as [].
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
