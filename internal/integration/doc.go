@@ -1,0 +1,10 @@
+// Package integration tests the whole fifoq server the way its users meet
+// it: an in-process server on a free loopback port, driven by unmodified
+// AWS clients — aws-sdk-go-v2 (AWS JSON 1.0), aws-sdk-go v1 pinned at a
+// version whose SQS client speaks AWS Query, the AWS CLI and boto3.
+//
+// The package's only non-test code is the harness (harness.go): it starts a
+// server with a clock the test can move forward, and builds the clients.
+// Every behaviour under test is Amazon SQS's documented behaviour; a test
+// that fails points at a difference between fifoq and SQS.
+package integration
