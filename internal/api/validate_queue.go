@@ -34,8 +34,12 @@ func validateCreateQueue(r *CreateQueueRequest) error {
 		return errMissingQueueName()
 	}
 	// A queue is FIFO when its name ends in .fifo and FifoQueue is "true".
-	// Attributes are checked first, as SQS does: FifoQueue on a queue that is
-	// not FIFO by both marks is an unknown attribute.
+	// FifoQueue=true on a name without the suffix is a bad FIFO name, as SQS
+	// answers; FifoQueue on any other queue that is not FIFO by both marks
+	// is an unknown attribute (SQS answers FifoQueue=false so).
+	if r.Attributes[AttrFifoQueue] == "true" && !IsFIFOName(r.QueueName) {
+		return ErrInvalidParameterValue(reasonFIFOQueueName)
+	}
 	fifo := IsFIFOName(r.QueueName) && r.Attributes[AttrFifoQueue] == "true"
 	if err := ValidateQueueAttributes(r.Attributes, fifo); err != nil {
 		return err

@@ -387,7 +387,7 @@ func TestValidateCreateQueue(t *testing.T) {
 		{"period in standard name", create("in.fo", nil), "InvalidParameterValue", "Can only include alphanumeric characters"},
 		{"non-ascii name", create("ééwwà)", nil), "InvalidParameterValue", "Can only include"},
 		{".fifo without FifoQueue", create("example.fifo", nil), "InvalidParameterValue", "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"},
-		{"FifoQueue without .fifo", create("example", fifo()), "InvalidAttributeName", "Unknown Attribute FifoQueue."},
+		{"FifoQueue without .fifo", create("example", fifo()), "InvalidParameterValue", "must end with .fifo suffix"},
 		{"FifoQueue false", create("example.fifo", map[string]string{"FifoQueue": "false"}), "InvalidAttributeName", "Unknown Attribute FifoQueue."},
 		{"FifoQueue false on standard name", create("example", map[string]string{"FifoQueue": "false"}), "InvalidAttributeName", "Unknown Attribute FifoQueue."},
 		{"fifo name of 80", create(strings.Repeat("q", 75)+".fifo", fifo()), "", ""},

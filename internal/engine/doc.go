@@ -1,0 +1,22 @@
+// Package engine is fifoq's queue state machine: the queues, their messages
+// and the rules of Amazon SQS for FIFO and standard queues.
+//
+// The engine is deterministic. It never reads a clock, draws a random number
+// or does I/O: every Command carries its timestamp, its message ids and the
+// entropy receipt handles are derived from, and delays, visibility timeouts,
+// retention, deduplication and receive attempts are computed from command
+// times. Applying the same commands to two engines leaves them in the same
+// state and gives the same results, which is what lets a replicated log
+// drive several replicas.
+//
+// Time is applied lazily: a message whose delay or visibility timeout ran
+// out becomes visible when a command next touches its queue. Reads account
+// for what ran out without applying it, so they never change state and may
+// run concurrently.
+//
+// Costs do not grow with backlogs. A FIFO queue keeps its message groups
+// with a receivable head in a heap ordered by the head's sequence number,
+// so a receive finds the oldest receivable group in O(log groups) whatever
+// the number of stored messages; deletes, visibility changes and expiry are
+// O(log in-flight messages) at most.
+package engine

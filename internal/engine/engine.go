@@ -1,0 +1,273 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// Config configures an Engine.
+type Config struct {
+	// Region is the region of the queue ARNs the engine hands out and
+	// accepts: arn:aws:sqs:REGION:ACCOUNT:NAME.
+	Region string
+}
+
+// Engine holds every queue and applies commands to them. Apply must be
+// called by one goroutine at a time; Read, NextWake and Receivable change
+// nothing and may run concurrently with each other, but not with Apply.
+type Engine struct {
+	cfg Config
+
+	now    int64  // time of the latest command applied, ns
+	serial uint64 // serial of the latest message created
+
+	queues map[api.QueueKey]*queue
+
+	// deleted holds the deletion times of recently deleted queues, for
+	// QueueDeletedRecently; deletedLog the same records in time order, so
+	// that they are dropped once QueueDeletionCooldown has passed.
+	deleted    map[api.QueueKey]int64
+	deletedLog ring[deletion]
+
+	// dlqSources maps a dead-letter queue to the queues whose RedrivePolicy
+	// names it.
+	dlqSources map[api.QueueKey]map[api.QueueKey]struct{}
+
+	// running lists the running message move tasks, oldest first.
+	running []*moveTask
+
+	hook  func(api.QueueKey)
+	woken []api.QueueKey // queues to pass to hook when the command is done
+}
+
+// New returns an engine with no queues.
+func New(cfg Config) *Engine {
+	return &Engine{
+		cfg:        cfg,
+		queues:     map[api.QueueKey]*queue{},
+		deleted:    map[api.QueueKey]int64{},
+		dlqSources: map[api.QueueKey]map[api.QueueKey]struct{}{},
+	}
+}
+
+// SetAvailableHook sets a function that Apply calls, synchronously and
+// after the command is applied, with the key of every queue in which
+// messages may have become receivable during the command: a send without
+// delay, a visibility change to 0, a delay or visibility timeout that ran
+// out, a deletion that unblocked a FIFO group, a message moved in. Calls
+// may be spurious; the function must not block or call back into the engine.
+func (e *Engine) SetAvailableHook(fn func(api.QueueKey)) { e.hook = fn }
+
+// HasActiveMoveTasks reports whether a message move task is running, in
+// which case the server should apply TickRequest commands regularly (about
+// every 100 ms) so that the tasks make progress.
+func (e *Engine) HasActiveMoveTasks() bool { return len(e.running) > 0 }
+
+// Apply applies a state-changing command: every action whose
+// api.Action.ReadOnly is false, and *TickRequest. It returns the typed
+// result (api.Empty{} for actions whose result has no fields) or an
+// *api.Error. Read-only actions are answered as Read would answer them.
+func (e *Engine) Apply(cmd *Command) (api.Response, error) {
+	if cmd.Time > e.now {
+		e.now = cmd.Time
+	}
+	now := e.now
+	e.woken = e.woken[:0]
+	e.advanceMoveTasks(now)
+	resp, err := e.apply(cmd, now)
+	e.flushWakes()
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// Read answers a read-only action (GetQueueUrl, ListQueues,
+// GetQueueAttributes, ListQueueTags, ListDeadLetterSourceQueues,
+// ListMessageMoveTasks) as of cmd.Time, changing nothing: counts account
+// for the delays, visibility timeouts and retention periods that ran out by
+// then without applying them.
+func (e *Engine) Read(cmd *Command) (api.Response, error) {
+	t := max(cmd.Time, e.now)
+	switch r := cmd.Request.(type) {
+	case *api.GetQueueUrlRequest:
+		return e.getQueueURL(cmd, r)
+	case *api.ListQueuesRequest:
+		return e.listQueues(cmd, r)
+	case *api.GetQueueAttributesRequest:
+		return e.getQueueAttributes(cmd, r, t)
+	case *api.ListQueueTagsRequest:
+		return e.listQueueTags(cmd)
+	case *api.ListDeadLetterSourceQueuesRequest:
+		return e.listDeadLetterSourceQueues(cmd, r)
+	case *api.ListMessageMoveTasksRequest:
+		return e.listMessageMoveTasks(r)
+	case nil:
+		return nil, api.ErrInternalFailure("engine: command without request")
+	}
+	return nil, api.ErrInternalFailure("engine: %s is not a read-only action", cmd.Request.Action())
+}
+
+// NextWake returns the earliest time (Unix ns) after now at which a delayed
+// or in-flight message of queue q becomes visible, and false if there is
+// none. A long poll sleeps until then at most. It changes nothing.
+func (e *Engine) NextWake(q api.QueueKey, now int64) (int64, bool) {
+	qu := e.queues[q]
+	if qu == nil {
+		return 0, false
+	}
+	return qu.nextWake(max(now, e.now))
+}
+
+// Receivable reports whether a ReceiveMessage on queue q at time now would
+// find at least one message (for a standard queue at its in-flight limit:
+// would answer OverLimit). It changes nothing.
+func (e *Engine) Receivable(q api.QueueKey, now int64) bool {
+	qu := e.queues[q]
+	if qu == nil {
+		return false
+	}
+	return qu.receivableAt(max(now, e.now))
+}
+
+func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
+	switch r := cmd.Request.(type) {
+	case *TickRequest:
+		return e.tick(now)
+	case *api.CreateQueueRequest:
+		return e.createQueue(cmd, r, now)
+	case *api.DeleteQueueRequest:
+		return e.deleteQueue(cmd, now)
+	case *api.SetQueueAttributesRequest:
+		return e.setQueueAttributes(cmd, r, now)
+	case *api.PurgeQueueRequest:
+		return e.purgeQueue(cmd, now)
+	case *api.TagQueueRequest:
+		return e.tagQueue(cmd, r)
+	case *api.UntagQueueRequest:
+		return e.untagQueue(cmd, r)
+	case *api.AddPermissionRequest:
+		return e.addPermission(cmd, r, now)
+	case *api.RemovePermissionRequest:
+		return e.removePermission(cmd, r, now)
+	case *api.SendMessageRequest:
+		return e.sendMessage(cmd, r, now)
+	case *api.SendMessageBatchRequest:
+		return e.sendMessageBatch(cmd, r, now)
+	case *api.ReceiveMessageRequest:
+		return e.receiveMessage(cmd, r, now)
+	case *api.DeleteMessageRequest:
+		return e.deleteMessage(cmd, r, now)
+	case *api.DeleteMessageBatchRequest:
+		return e.deleteMessageBatch(cmd, r, now)
+	case *api.ChangeMessageVisibilityRequest:
+		return e.changeMessageVisibility(cmd, r, now)
+	case *api.ChangeMessageVisibilityBatchRequest:
+		return e.changeMessageVisibilityBatch(cmd, r, now)
+	case *api.StartMessageMoveTaskRequest:
+		return e.startMessageMoveTask(cmd, r, now)
+	case *api.CancelMessageMoveTaskRequest:
+		return e.cancelMessageMoveTask(r, now)
+	case nil:
+		return nil, api.ErrInternalFailure("engine: command without request")
+	}
+	if cmd.Request.Action().ReadOnly() {
+		c := *cmd
+		c.Time = now
+		return e.Read(&c)
+	}
+	return nil, api.ErrInternalFailure("engine: unsupported request %T", cmd.Request)
+}
+
+// queueFor returns the queue a command names by URL, processed up to now.
+func (e *Engine) queueFor(cmd *Command, now int64) (*queue, error) {
+	q := e.queues[cmd.Queue]
+	if q == nil {
+		return nil, api.ErrQueueDoesNotExist()
+	}
+	e.process(q, now)
+	return q, nil
+}
+
+// process applies to q what time did by now, and wakes its waiters if
+// messages became visible.
+func (e *Engine) process(q *queue, now int64) {
+	if q.process(now) {
+		e.wake(q.key)
+	}
+}
+
+// tick makes move tasks progress (done by Apply for every command) and
+// applies time to every queue, dropping expired deduplication and receive
+// attempt records and deletion records.
+func (e *Engine) tick(now int64) (api.Response, error) {
+	for _, q := range e.queues {
+		e.process(q, now)
+	}
+	e.pruneDeleted(now)
+	return api.Empty{}, nil
+}
+
+// deletion records that a queue was deleted at a time.
+type deletion struct {
+	key api.QueueKey
+	at  int64
+}
+
+// pruneDeleted forgets deletions older than QueueDeletionCooldown.
+func (e *Engine) pruneDeleted(now int64) {
+	for e.deletedLog.Len() > 0 {
+		d := e.deletedLog.Front()
+		if now-d.at < int64(api.QueueDeletionCooldown) {
+			return
+		}
+		e.deletedLog.PopFront()
+		if at, ok := e.deleted[d.key]; ok && at == d.at {
+			delete(e.deleted, d.key)
+		}
+	}
+}
+
+// wake records that messages may have become receivable in queue k.
+func (e *Engine) wake(k api.QueueKey) {
+	if n := len(e.woken); n > 0 && e.woken[n-1] == k {
+		return
+	}
+	e.woken = append(e.woken, k)
+}
+
+func (e *Engine) flushWakes() {
+	woken := e.woken
+	e.woken = e.woken[:0]
+	if e.hook == nil {
+		return
+	}
+	if len(woken) <= 16 {
+		for i, k := range woken {
+			if !slices.Contains(woken[:i], k) {
+				e.hook(k)
+			}
+		}
+		return
+	}
+	seen := make(map[api.QueueKey]bool, len(woken))
+	for _, k := range woken {
+		if !seen[k] {
+			seen[k] = true
+			e.hook(k)
+		}
+	}
+}
+
+// newMessageID returns the id the command carries for its i-th message.
+// Commands always carry them; the fallback derives a stable id from the
+// command's entropy so that a malformed command cannot break determinism.
+func newMessageID(cmd *Command, i int, serial uint64) string {
+	if i < len(cmd.MessageIDs) && cmd.MessageIDs[i] != "" {
+		return cmd.MessageIDs[i]
+	}
+	a, b := mix64(cmd.Entropy^serial), mix64(serial^0x6a09e667f3bcc909)
+	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", a>>32, a>>16&0xffff, a&0xfff, b>>48&0x3fff|0x8000, b&0xffffffffffff)
+}

@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"hash/fnv"
+	"strconv"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// A receipt handle names one receive of one message. It encodes
+//
+//	version (1 byte) | queue tag (4) | message serial (8) | receipt nonce (8)
+//
+// in unpadded URL-safe base64. The queue tag binds the handle to one
+// incarnation of one queue, the serial finds the message, and the nonce,
+// drawn from the receiving command's entropy, tells the current receive
+// from older ones and cannot be guessed.
+const (
+	handleVersion = 1
+	handleLen     = 1 + 4 + 8 + 8
+)
+
+// queueTag identifies one incarnation of a queue: a queue deleted and
+// created again under the same name gets another tag, so handles of the
+// old queue are rejected rather than resolved against the new one.
+func queueTag(key api.QueueKey, createdAt int64) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(key.Account))
+	h.Write([]byte{0})
+	h.Write([]byte(key.Name))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.FormatInt(createdAt, 10)))
+	return h.Sum32()
+}
+
+func encodeHandle(tag uint32, serial, nonce uint64) string {
+	var b [handleLen]byte
+	b[0] = handleVersion
+	binary.BigEndian.PutUint32(b[1:5], tag)
+	binary.BigEndian.PutUint64(b[5:13], serial)
+	binary.BigEndian.PutUint64(b[13:21], nonce)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// decodeHandle parses a receipt handle; ok is false if it is malformed.
+func decodeHandle(s string) (tag uint32, serial, nonce uint64, ok bool) {
+	if base64.RawURLEncoding.DecodedLen(len(s)) != handleLen {
+		return 0, 0, 0, false
+	}
+	var b [handleLen]byte
+	n, err := base64.RawURLEncoding.Decode(b[:], []byte(s))
+	if err != nil || n != handleLen || b[0] != handleVersion {
+		return 0, 0, 0, false
+	}
+	return binary.BigEndian.Uint32(b[1:5]), binary.BigEndian.Uint64(b[5:13]), binary.BigEndian.Uint64(b[13:21]), true
+}
+
+// lookup resolves a receipt handle of queue q. It returns the message (nil
+// if it no longer exists in q: deleted, expired, purged or moved) and the
+// nonce the handle carries, or ReceiptHandleIsInvalid if the handle is
+// malformed or belongs to another queue.
+func (q *queue) lookup(handle string) (*message, uint64, error) {
+	tag, serial, nonce, ok := decodeHandle(handle)
+	if !ok || tag != q.handleTag || nonce == 0 {
+		return nil, 0, api.ErrReceiptHandleIsInvalid(handle)
+	}
+	return q.msgs[serial], nonce, nil
+}
+
+// errHandleExpired is SQS's answer, for FIFO queues, to a receipt handle
+// whose receive is over: its visibility timeout ran out or the message was
+// received again since.
+func errHandleExpired(handle string) error {
+	err := api.ErrReceiptHandleIsInvalid(handle)
+	err.Message = "Value " + handle + " for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."
+	return err
+}

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// msgState is where a message stands in its queue's life cycle.
+type msgState uint8
+
+const (
+	// stateVisible: stored and receivable (subject to FIFO group order).
+	stateVisible msgState = iota
+	// stateDelayed: sent with a delay that has not run out yet.
+	stateDelayed
+	// stateInflight: received, and its visibility timeout has not run out.
+	stateInflight
+)
+
+// message is one stored message. The fields up to the index block are the
+// message's state, everything a snapshot has to keep; the index fields are
+// positions in the queue's lists and heaps, rebuilt from that state.
+type message struct {
+	serial uint64 // engine-wide identity, the key of receipt handles
+	id     string // MessageId
+
+	body        string
+	attrs       map[string]api.MessageAttributeValue
+	md5Body     string
+	md5Attrs    string // MD5 of all of attrs
+	traceHeader string // AWSTraceHeader system attribute
+	sender      string // SenderId: the sending account
+	size        int
+
+	group   string // MessageGroupId: FIFO group, or fair-queue tenant
+	dedupID string // effective MessageDeduplicationId (FIFO)
+	seq     uint64 // SequenceNumber in its current queue (FIFO)
+
+	sentAt     int64  // SentTimestamp, ns; kept across moves
+	enqueuedAt int64  // start of the retention period, ns
+	dlqSource  string // DeadLetterQueueSourceArn
+
+	state       msgState
+	visibleAt   int64  // when a delayed or in-flight message becomes visible, ns
+	receives    int    // ApproximateReceiveCount
+	firstRecvAt int64  // ApproximateFirstReceiveTimestamp, ns (valid if receives > 0)
+	receivedAt  int64  // time of the current receive, ns
+	nonce       uint64 // receipt nonce of the current receive; 0 if never received here
+	vizChanges  int    // ChangeMessageVisibility calls since the current receive
+
+	// Index fields.
+	prev, next   *message // FIFO: the group's list; standard: the tenant's visible list
+	aprev, anext *message // the queue's arrival list (retention order)
+	timerPos     int      // position in queue.timers
+	agedPos      int      // position in queue.aged
+}
+
+// timerLess orders messages by the time they become visible, then by serial
+// so that equal times resolve the same way on every replica.
+func timerLess(a, b *message) bool {
+	if a.visibleAt != b.visibleAt {
+		return a.visibleAt < b.visibleAt
+	}
+	return a.serial < b.serial
+}
+
+// agedLess orders messages by the start of their retention period.
+func agedLess(a, b *message) bool {
+	if a.enqueuedAt != b.enqueuedAt {
+		return a.enqueuedAt < b.enqueuedAt
+	}
+	return a.serial < b.serial
+}
+
+func timerPos(m *message) *int { return &m.timerPos }
+func agedPos(m *message) *int  { return &m.agedPos }
+
+// mix64 is the SplitMix64 finaliser: a bijective scrambling of 64 bits. The
+// engine derives receipt nonces and task handles from command entropy with
+// it, so they are unguessable without the entropy yet identical on replay.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// receiptNonce derives the nonce of one receive of one message: unique per
+// (message, receive) and unguessable without the command's entropy.
+func receiptNonce(entropy, serial uint64, receives int) uint64 {
+	n := mix64(entropy ^ mix64(serial) ^ mix64(uint64(receives)<<32|0x5bd1e995))
+	if n == 0 {
+		n = 1 // 0 means "never received"
+	}
+	return n
+}

@@ -1,0 +1,309 @@
+package engine
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// Message move tasks move the messages of a dead-letter queue back to the
+// queues they came from, or to a given destination, at a rate. They make
+// progress in every Apply (the server applies TickRequest while any runs):
+// by time t a task has moved up to rate × (t − start) messages.
+const (
+	// minOptimisedRate is the rate of a task started without
+	// MaxNumberOfMessagesPerSecond, SQS's "system-optimised" rate: at least
+	// this many messages per second, more for large backlogs (see
+	// optimisedRate).
+	minOptimisedRate = 500
+	// optimisedDrainSeconds: a task without a rate aims to move its backlog
+	// in about this long.
+	optimisedDrainSeconds = 60
+	// maxMovesPerApply bounds the work one command does for one task, so a
+	// long pause between commands cannot stall the engine.
+	maxMovesPerApply = 10_000
+	// maxTasksKept is how many tasks a queue remembers for
+	// ListMessageMoveTasks.
+	maxTasksKept = api.MaxListedMoveTasks
+)
+
+// moveTask is one message move task.
+type moveTask struct {
+	handle    string
+	source    api.QueueKey
+	sourceArn string
+	destArn   string // "" to return messages to their source queues
+	dest      api.QueueKey
+	rate      *int  // as requested
+	perSecond int64 // effective rate
+	status    string
+	moved     int64
+	toMove    int64
+	startedAt int64
+	failure   string
+}
+
+func optimisedRate(backlog int64) int64 {
+	return max(minOptimisedRate, backlog/optimisedDrainSeconds)
+}
+
+// encodeTaskHandle makes a task handle: opaque to clients, unguessable, and
+// naming the source queue so that CancelMessageMoveTask can find the task.
+func encodeTaskHandle(nonce uint64, sourceArn string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatUint(nonce, 16) + ":" + sourceArn))
+}
+
+func decodeTaskHandle(h string) (sourceArn string, ok bool) {
+	b, err := base64.RawURLEncoding.DecodeString(h)
+	if err != nil {
+		return "", false
+	}
+	nonce, arn, ok := strings.Cut(string(b), ":")
+	if !ok || nonce == "" || arn == "" {
+		return "", false
+	}
+	if _, err := strconv.ParseUint(nonce, 16, 64); err != nil {
+		return "", false
+	}
+	return arn, true
+}
+
+// queueByARN returns the queue an ARN names in the engine's region.
+func (e *Engine) queueByARN(arn string) *queue {
+	region, key, ok := api.ParseQueueARN(arn)
+	if !ok || region != e.cfg.Region {
+		return nil
+	}
+	return e.queues[key]
+}
+
+func (e *Engine) startMessageMoveTask(cmd *Command, r *api.StartMessageMoveTaskRequest, now int64) (api.Response, error) {
+	src := e.queueByARN(r.SourceArn)
+	if src == nil {
+		return nil, api.ErrResourceNotFound("The resource that you specified for the SourceArn parameter doesn't exist.")
+	}
+	if !e.isDeadLetterQueue(src.key) {
+		return nil, api.ErrInvalidParameterValue("Source queue must be configured as a Dead Letter Queue.")
+	}
+	t := &moveTask{
+		source:    src.key,
+		sourceArn: src.arn,
+		rate:      r.MaxNumberOfMessagesPerSecond,
+		status:    api.MoveTaskRunning,
+		startedAt: now,
+	}
+	if r.DestinationArn != "" {
+		dst := e.queueByARN(r.DestinationArn)
+		if dst == nil {
+			return nil, api.ErrResourceNotFound("The resource that you specified for the DestinationArn parameter doesn't exist.")
+		}
+		if dst == src {
+			return nil, api.ErrInvalidParameterValue("Source queue arn and destination queue arn cannot be the same.")
+		}
+		if dst.fifo != src.fifo {
+			return nil, api.ErrInvalidParameterValue("The source queue and destination queue must be of the same queue type.")
+		}
+		t.destArn, t.dest = dst.arn, dst.key
+	}
+	for _, old := range src.tasks {
+		if old.status == api.MoveTaskRunning {
+			return nil, api.ErrInvalidParameterValue("There is already a task running. Only one active task is allowed for a source queue arn at a given time.")
+		}
+	}
+	e.process(src, now)
+	visible, _, _ := src.countsAt(now)
+	t.toMove = int64(visible)
+	if t.rate != nil {
+		t.perSecond = int64(*t.rate)
+	} else {
+		t.perSecond = optimisedRate(t.toMove)
+	}
+	t.handle = encodeTaskHandle(mix64(cmd.Entropy^mix64(e.serial)), src.arn)
+	src.tasks = append(src.tasks, t)
+	if len(src.tasks) > maxTasksKept {
+		src.tasks = append(src.tasks[:0:0], src.tasks[len(src.tasks)-maxTasksKept:]...)
+	}
+	e.running = append(e.running, t)
+	e.advance(t, now)
+	e.pruneRunning()
+	return &api.StartMessageMoveTaskResult{TaskHandle: t.handle}, nil
+}
+
+func (e *Engine) cancelMessageMoveTask(r *api.CancelMessageMoveTaskRequest, now int64) (api.Response, error) {
+	notFound := api.ErrResourceNotFound("Task does not exist.")
+	arn, ok := decodeTaskHandle(r.TaskHandle)
+	if !ok {
+		return nil, notFound
+	}
+	src := e.queueByARN(arn)
+	if src == nil {
+		return nil, notFound
+	}
+	for _, t := range src.tasks {
+		if t.handle != r.TaskHandle {
+			continue
+		}
+		if t.status != api.MoveTaskRunning {
+			return nil, api.ErrResourceNotFound("Only a task in status RUNNING can be cancelled; this task is %s.", t.status)
+		}
+		t.status = api.MoveTaskCancelled
+		e.pruneRunning()
+		return &api.CancelMessageMoveTaskResult{ApproximateNumberOfMessagesMoved: t.moved}, nil
+	}
+	return nil, notFound
+}
+
+func (e *Engine) listMessageMoveTasks(r *api.ListMessageMoveTasksRequest) (api.Response, error) {
+	src := e.queueByARN(r.SourceArn)
+	if src == nil {
+		return nil, api.ErrResourceNotFound("The resource that you specified for the SourceArn parameter doesn't exist.")
+	}
+	limit := 1
+	if r.MaxResults != nil {
+		limit = min(max(*r.MaxResults, 1), api.MaxListedMoveTasks)
+	}
+	res := &api.ListMessageMoveTasksResult{Results: []api.ListMessageMoveTasksResultEntry{}}
+	for i := len(src.tasks) - 1; i >= 0 && len(res.Results) < limit; i-- {
+		t := src.tasks[i]
+		toMove := t.toMove
+		en := api.ListMessageMoveTasksResultEntry{
+			Status:                            t.status,
+			SourceArn:                         t.sourceArn,
+			DestinationArn:                    t.destArn,
+			MaxNumberOfMessagesPerSecond:      t.rate,
+			ApproximateNumberOfMessagesMoved:  t.moved,
+			ApproximateNumberOfMessagesToMove: &toMove,
+			FailureReason:                     t.failure,
+			StartedTimestamp:                  t.startedAt / 1e6,
+		}
+		if t.status == api.MoveTaskRunning {
+			en.TaskHandle = t.handle
+		}
+		res.Results = append(res.Results, en)
+	}
+	return res, nil
+}
+
+// advanceMoveTasks makes every running task catch up with time.
+func (e *Engine) advanceMoveTasks(now int64) {
+	if len(e.running) == 0 {
+		return
+	}
+	for _, t := range e.running {
+		e.advance(t, now)
+	}
+	e.pruneRunning()
+}
+
+// pruneRunning drops the tasks that are no longer running from e.running.
+func (e *Engine) pruneRunning() {
+	kept := e.running[:0]
+	for _, t := range e.running {
+		if t.status == api.MoveTaskRunning {
+			kept = append(kept, t)
+		}
+	}
+	clear(e.running[len(kept):])
+	e.running = kept
+}
+
+// stopRunning forgets a task whose source queue was deleted.
+func (e *Engine) stopRunning(t *moveTask) {
+	if t.status == api.MoveTaskRunning {
+		t.status = api.MoveTaskFailed
+		t.failure = "AWS.SimpleQueueService.NonExistentQueue"
+	}
+	e.pruneRunning()
+}
+
+// advance moves as many messages as the task's rate allows by now. A task
+// completes when it has moved as many messages as the source held at its
+// start, or when the source has no visible message left; it fails when a
+// message has nowhere to go.
+func (e *Engine) advance(t *moveTask, now int64) {
+	if t.status != api.MoveTaskRunning {
+		return
+	}
+	src := e.queues[t.source]
+	if src == nil {
+		t.status, t.failure = api.MoveTaskFailed, "AWS.SimpleQueueService.NonExistentQueue"
+		return
+	}
+	e.process(src, now)
+	elapsedMs := (now - t.startedAt) / 1e6
+	due := min(elapsedMs*t.perSecond/1000-t.moved, t.toMove-t.moved, maxMovesPerApply)
+	for ; due > 0; due-- {
+		m := src.nextMovable()
+		if m == nil {
+			break
+		}
+		dst, reason := e.moveDestination(t, src, m)
+		if dst == nil {
+			t.status, t.failure = api.MoveTaskFailed, reason
+			return
+		}
+		e.moveMessage(src, dst, m, now)
+		t.moved++
+	}
+	if t.moved >= t.toMove || src.nextMovable() == nil {
+		t.status = api.MoveTaskCompleted
+	}
+}
+
+// nextMovable returns the next visible message a task may move: the oldest
+// receivable one, FIFO order respected.
+func (q *queue) nextMovable() *message {
+	if q.fifo {
+		if q.ready.Len() == 0 {
+			return nil
+		}
+		return q.ready.Min().head
+	}
+	if q.fair.Len() == 0 {
+		return nil
+	}
+	return q.fair.Min().head
+}
+
+// moveDestination returns the queue a task moves m to, or nil and a
+// failure reason.
+func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, string) {
+	if t.destArn != "" {
+		if d := e.queues[t.dest]; d != nil {
+			return d, ""
+		}
+		return nil, "AWS.SimpleQueueService.NonExistentQueue: the destination queue " + t.destArn + " does not exist."
+	}
+	if m.dlqSource == "" {
+		return nil, "InvalidParameterValue: message " + m.id + " has no DeadLetterQueueSourceArn to return to; give a DestinationArn."
+	}
+	d := e.queueByARN(m.dlqSource)
+	if d == nil || d == src {
+		return nil, "AWS.SimpleQueueService.NonExistentQueue: the source queue " + m.dlqSource + " does not exist."
+	}
+	if d.fifo != src.fifo {
+		return nil, "InvalidParameterValue: the source queue " + m.dlqSource + " is not of the dead-letter queue's type."
+	}
+	return d, ""
+}
+
+// moveMessage moves m from src to dst as a new arrival: it keeps its id,
+// body, attributes, sent time and FIFO group and deduplication ids, starts
+// a new retention period with a receive count of 0, gets a new sequence
+// number in a FIFO destination, and bypasses the destination's
+// deduplication.
+func (e *Engine) moveMessage(src, dst *queue, m *message, now int64) {
+	src.remove(m)
+	m.receives, m.firstRecvAt, m.receivedAt = 0, 0, 0
+	m.nonce, m.vizChanges = 0, 0
+	m.dlqSource = ""
+	m.enqueuedAt = now
+	m.visibleAt = now
+	if dst.fifo {
+		m.seq = dst.nextSeq(now)
+	}
+	dst.insert(m, now)
+	e.wake(dst.key)
+}

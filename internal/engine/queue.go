@@ -1,0 +1,376 @@
+package engine
+
+import (
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// queue is one queue: its configuration, its messages and the indexes over
+// them. The state a snapshot has to keep is the configuration, the messages
+// with their fields (FIFO: in sequence order; standard: with the order of
+// each tenant's visible list, the only order that is not derived from
+// message fields), the deduplication and receive attempt records, the move
+// tasks and the counters (lastSeq, purgedAt). The maps, heaps, arrival list
+// and counts are rebuilt from it: every heap orders by a total key, so its
+// layout does not matter.
+type queue struct {
+	key        api.QueueKey
+	arn        string
+	fifo       bool
+	attrs      queueAttrs
+	tags       map[string]string
+	createdAt  int64
+	modifiedAt int64
+	handleTag  uint32
+	purgedAt   int64
+	purged     bool
+
+	msgs map[uint64]*message // by serial
+
+	// The arrival list holds messages in the order their retention period
+	// started, which is arrival order for everything but messages moved to a
+	// standard dead-letter queue: those keep their original enqueue time
+	// and go to the aged heap instead.
+	arrivalHead, arrivalTail *message
+	aged                     indexedHeap[*message]
+
+	// timers holds every delayed or in-flight message, by visibleAt.
+	timers indexedHeap[*message]
+
+	// Message counts by state, as of the last time the queue was processed.
+	nVisible, nInflight, nDelayed int
+
+	// FIFO queues.
+	groups     map[string]*fifoGroup
+	ready      indexedHeap[*fifoGroup]
+	lastSeq    uint64
+	dedup      map[dedupKey]*dedupRecord
+	dedupLog   ring[*dedupRecord]
+	attempts   map[string]*attemptRecord
+	attemptLog ring[*attemptRecord]
+
+	// Standard queues.
+	tenants map[string]*tenant
+	fair    indexedHeap[*tenant]
+
+	// Message move tasks whose source is this queue, oldest first.
+	tasks []*moveTask
+}
+
+func newQueue(key api.QueueKey, region string, fifo bool, attrs queueAttrs, now int64) *queue {
+	q := &queue{
+		key:        key,
+		arn:        key.ARN(region),
+		fifo:       fifo,
+		attrs:      attrs,
+		tags:       map[string]string{},
+		createdAt:  now,
+		modifiedAt: now,
+		handleTag:  queueTag(key, now),
+	}
+	q.resetMessages()
+	if fifo {
+		q.dedup = map[dedupKey]*dedupRecord{}
+		q.attempts = map[string]*attemptRecord{}
+	}
+	return q
+}
+
+// resetMessages drops every message and index.
+func (q *queue) resetMessages() {
+	q.msgs = map[uint64]*message{}
+	q.arrivalHead, q.arrivalTail = nil, nil
+	q.aged = newIndexedHeap(agedLess, agedPos)
+	q.timers = newIndexedHeap(timerLess, timerPos)
+	q.nVisible, q.nInflight, q.nDelayed = 0, 0, 0
+	if q.fifo {
+		q.groups = map[string]*fifoGroup{}
+		q.ready = newIndexedHeap(groupLess, groupPos)
+	} else {
+		q.tenants = map[string]*tenant{}
+		q.fair = newIndexedHeap(tenantLess, tenantPos)
+	}
+}
+
+// path is the queue URL's path, which results carry in place of the URL.
+func (q *queue) path() string { return q.key.Path() }
+
+// insert stores m, whose fields are set, at time now: visible, or delayed
+// if m.visibleAt is later.
+func (q *queue) insert(m *message, now int64) {
+	q.msgs[m.serial] = m
+	if q.arrivalTail == nil || m.enqueuedAt >= q.arrivalTail.enqueuedAt {
+		m.aprev, m.anext = q.arrivalTail, nil
+		if q.arrivalTail != nil {
+			q.arrivalTail.anext = m
+		} else {
+			q.arrivalHead = m
+		}
+		q.arrivalTail = m
+	} else {
+		q.aged.Push(m)
+	}
+	if m.visibleAt > now {
+		m.state = stateDelayed
+		q.nDelayed++
+		q.timers.Push(m)
+	} else {
+		m.state = stateVisible
+		q.nVisible++
+	}
+	if q.fifo {
+		g := q.fifoGroupOf(m.group)
+		g.append(m)
+		q.refreshGroup(g)
+		return
+	}
+	t := q.tenantOf(m.group)
+	t.total++
+	if m.state == stateVisible {
+		t.pushBack(m)
+	}
+	q.refreshTenant(t)
+}
+
+// remove deletes m from the queue, whatever its state.
+func (q *queue) remove(m *message) {
+	delete(q.msgs, m.serial)
+	if q.aged.Contains(m) {
+		q.aged.Remove(m)
+	} else {
+		if m.aprev != nil {
+			m.aprev.anext = m.anext
+		} else {
+			q.arrivalHead = m.anext
+		}
+		if m.anext != nil {
+			m.anext.aprev = m.aprev
+		} else {
+			q.arrivalTail = m.aprev
+		}
+		m.aprev, m.anext = nil, nil
+	}
+	switch m.state {
+	case stateVisible:
+		q.nVisible--
+	case stateDelayed:
+		q.nDelayed--
+		q.timers.Remove(m)
+	case stateInflight:
+		q.nInflight--
+		q.timers.Remove(m)
+	}
+	if q.fifo {
+		g := q.groups[m.group]
+		g.unlink(m)
+		if m.state == stateInflight {
+			g.inflight--
+		}
+		q.refreshGroup(g)
+		return
+	}
+	t := q.tenants[m.group]
+	switch m.state {
+	case stateVisible:
+		t.unlink(m)
+	case stateInflight:
+		t.inflight--
+	}
+	t.total--
+	q.refreshTenant(t)
+}
+
+// deliver makes the visible message m in flight for vis nanoseconds under a
+// new receive identified by nonce.
+func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
+	q.nVisible--
+	q.nInflight++
+	m.state = stateInflight
+	m.visibleAt = now + vis
+	m.receives++
+	if m.receives == 1 {
+		m.firstRecvAt = now
+	}
+	m.receivedAt = now
+	m.nonce = nonce
+	m.vizChanges = 0
+	q.timers.Push(m)
+	if q.fifo {
+		g := q.groups[m.group]
+		g.inflight++
+		q.refreshGroup(g)
+		return
+	}
+	t := q.tenants[m.group]
+	t.unlink(m)
+	t.inflight++
+	q.refreshTenant(t)
+}
+
+// makeVisible makes a delayed or in-flight message visible now.
+func (q *queue) makeVisible(m *message) {
+	q.timers.Remove(m)
+	wasInflight := m.state == stateInflight
+	if wasInflight {
+		q.nInflight--
+	} else {
+		q.nDelayed--
+	}
+	q.nVisible++
+	m.state = stateVisible
+	if q.fifo {
+		g := q.groups[m.group]
+		if wasInflight {
+			g.inflight--
+		}
+		q.refreshGroup(g)
+		return
+	}
+	t := q.tenants[m.group]
+	if wasInflight {
+		t.inflight--
+		t.pushFront(m)
+	} else {
+		t.pushBack(m)
+	}
+	q.refreshTenant(t)
+}
+
+// setVisibility moves the end of an in-flight message's visibility timeout.
+func (q *queue) setVisibility(m *message, visibleAt int64) {
+	m.visibleAt = visibleAt
+	q.timers.Fix(m)
+}
+
+// retentionLimit returns the enqueue time at or before which a message has
+// outlived the retention period at time t.
+func (q *queue) retentionLimit(t int64) int64 {
+	return t - int64(q.attrs.MessageRetentionPeriod)*1e9
+}
+
+// process applies everything that time did to the queue by now: delays and
+// visibility timeouts that ran out, messages past the retention period,
+// expired deduplication and receive attempt records. It reports whether
+// messages may have become receivable.
+func (q *queue) process(now int64) bool {
+	woke := false
+	for q.timers.Len() > 0 && q.timers.Min().visibleAt <= now {
+		q.makeVisible(q.timers.Min())
+		woke = true
+	}
+	limit := q.retentionLimit(now)
+	for q.arrivalHead != nil && q.arrivalHead.enqueuedAt <= limit {
+		q.remove(q.arrivalHead)
+		woke = true // an expired in-flight message may unblock its group
+	}
+	for q.aged.Len() > 0 && q.aged.Min().enqueuedAt <= limit {
+		q.remove(q.aged.Min())
+		woke = true
+	}
+	if q.fifo {
+		q.pruneDedup(now)
+		q.pruneAttempts(now)
+	}
+	return woke
+}
+
+// countsAt returns the number of visible, in-flight and delayed messages at
+// time t, accounting for the delays, visibility timeouts and retention
+// periods that ran out since the queue was last processed, without
+// changing anything.
+func (q *queue) countsAt(t int64) (visible, inflight, delayed int) {
+	visible, inflight, delayed = q.nVisible, q.nInflight, q.nDelayed
+	q.timers.Scan(func(m *message) bool {
+		if m.visibleAt > t {
+			return false
+		}
+		if m.state == stateInflight {
+			inflight--
+		} else {
+			delayed--
+		}
+		visible++
+		return true
+	}, nil)
+	limit := q.retentionLimit(t)
+	expired := func(m *message) {
+		switch {
+		case m.state == stateVisible || m.visibleAt <= t:
+			visible--
+		case m.state == stateInflight:
+			inflight--
+		default:
+			delayed--
+		}
+	}
+	for m := q.arrivalHead; m != nil && m.enqueuedAt <= limit; m = m.anext {
+		expired(m)
+	}
+	q.aged.Scan(func(m *message) bool {
+		if m.enqueuedAt > limit {
+			return false
+		}
+		expired(m)
+		return true
+	}, nil)
+	return visible, inflight, delayed
+}
+
+// nextWake returns the earliest time after t at which a delayed or
+// in-flight message becomes visible, leaving out messages that will have
+// outlived the retention period by t.
+func (q *queue) nextWake(t int64) (int64, bool) {
+	limit := q.retentionLimit(t)
+	best, found := int64(0), false
+	// Descend past the due timers and the expired messages; the first live
+	// message on each path is the earliest of its subtree.
+	q.timers.Scan(func(m *message) bool { return m.visibleAt <= t || m.enqueuedAt <= limit }, func(m *message) {
+		if !found || m.visibleAt < best {
+			best, found = m.visibleAt, true
+		}
+	})
+	return best, found
+}
+
+// receivableAt reports whether a receive at time t would find a message,
+// without changing anything. For a standard queue it may answer true when
+// the only candidates have outlived the retention period; for a FIFO queue,
+// where an expiring message can unblock its group, it is exact.
+func (q *queue) receivableAt(t int64) bool {
+	if !q.fifo {
+		return q.fair.Len() > 0 || (q.timers.Len() > 0 && q.timers.Min().visibleAt <= t)
+	}
+	if q.nInflight >= api.MaxInflightFIFO {
+		_, inflight, _ := q.countsAt(t)
+		if inflight >= api.MaxInflightFIFO {
+			return false
+		}
+	}
+	limit := q.retentionLimit(t)
+	// Every group that is or may have become ready since the queue was last
+	// processed: the ready ones, those of a message whose delay or
+	// visibility timeout ran out, those of a message that expired.
+	for _, g := range q.ready.items {
+		if g.receivableAt(t, limit) {
+			return true
+		}
+	}
+	found := false
+	check := func(m *message) {
+		if g := q.groups[m.group]; g != nil && g.receivableAt(t, limit) {
+			found = true
+		}
+	}
+	q.timers.Scan(func(m *message) bool {
+		if found || m.visibleAt > t {
+			return false
+		}
+		check(m)
+		return true
+	}, nil)
+	for m := q.arrivalHead; !found && m != nil && m.enqueuedAt <= limit; m = m.anext {
+		if m.state != stateVisible {
+			check(m)
+		}
+	}
+	return found
+}

@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+func (e *Engine) receiveMessage(cmd *Command, r *api.ReceiveMessageRequest, now int64) (api.Response, error) {
+	q, err := e.queueFor(cmd, now)
+	if err != nil {
+		return nil, err
+	}
+	limit := 1
+	if r.MaxNumberOfMessages != nil {
+		limit = min(max(*r.MaxNumberOfMessages, 1), api.MaxReceiveMessages)
+	}
+	vis := int64(q.attrs.VisibilityTimeout) * 1e9
+	if r.VisibilityTimeout != nil {
+		vis = int64(*r.VisibilityTimeout) * 1e9
+	}
+	sel := newSelection(r)
+
+	var got []*message
+	if q.fifo && r.ReceiveRequestAttemptId != "" {
+		if got = q.replay(r.ReceiveRequestAttemptId, now, vis); got != nil {
+			return sel.result(q, got), nil
+		}
+	}
+	if q.fifo {
+		got = e.takeFIFO(q, now, limit, vis, cmd.Entropy)
+	} else {
+		got, err = e.takeStandard(q, now, limit, vis, cmd.Entropy)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if q.fifo && r.ReceiveRequestAttemptId != "" && len(got) > 0 {
+		q.recordAttempt(r.ReceiveRequestAttemptId, now, got)
+	}
+	if vis == 0 && len(got) > 0 {
+		e.wake(q.key) // received with no visibility timeout: receivable again
+	}
+	return sel.result(q, got), nil
+}
+
+// replay answers a retried FIFO receive: if the receive with the same
+// attempt id, within ReceiveRequestAttemptIdInterval, returned messages
+// that are all still in flight under that receive, none deleted and none
+// with its visibility changed, it returns them again (with the same receipt
+// handles) and restarts their visibility timeout. Otherwise it returns nil
+// and the receive proceeds as a new one.
+func (q *queue) replay(id string, now, vis int64) []*message {
+	rec := q.attempts[id]
+	if rec == nil || now-rec.at >= int64(api.ReceiveRequestAttemptIdInterval) {
+		return nil
+	}
+	msgs := make([]*message, len(rec.serials))
+	for i, s := range rec.serials {
+		m := q.msgs[s]
+		if m == nil || m.nonce != rec.nonces[i] || m.state != stateInflight || m.vizChanges != 0 {
+			return nil
+		}
+		msgs[i] = m
+	}
+	for _, m := range msgs {
+		q.setVisibility(m, now+vis)
+	}
+	return msgs
+}
+
+// recordAttempt remembers what a FIFO receive with an attempt id returned.
+func (q *queue) recordAttempt(id string, now int64, msgs []*message) {
+	rec := &attemptRecord{id: id, at: now, serials: make([]uint64, len(msgs)), nonces: make([]uint64, len(msgs))}
+	for i, m := range msgs {
+		rec.serials[i], rec.nonces[i] = m.serial, m.nonce
+	}
+	q.attempts[id] = rec
+	q.attemptLog.Push(rec)
+}
+
+// selection is what a ReceiveMessage asks to see of each message: which
+// system attributes (MessageSystemAttributeNames and the deprecated
+// AttributeNames) and which message attributes (MessageAttributeNames:
+// All, ".*", names and "prefix.*" patterns).
+type selection struct {
+	sysAll      bool
+	sys         map[string]bool
+	attrAll     bool
+	attrNames   map[string]bool
+	attrPrefixs []string
+}
+
+func newSelection(r *api.ReceiveMessageRequest) *selection {
+	s := &selection{}
+	for _, list := range [][]string{r.MessageSystemAttributeNames, r.AttributeNames} {
+		for _, n := range list {
+			if n == api.MsgAttrAll {
+				s.sysAll = true
+				continue
+			}
+			if s.sys == nil {
+				s.sys = map[string]bool{}
+			}
+			s.sys[n] = true
+		}
+	}
+	for _, n := range r.MessageAttributeNames {
+		switch {
+		case n == "All" || n == ".*":
+			s.attrAll = true
+		case strings.HasSuffix(n, ".*"):
+			s.attrPrefixs = append(s.attrPrefixs, strings.TrimSuffix(n, "*"))
+		default:
+			if s.attrNames == nil {
+				s.attrNames = map[string]bool{}
+			}
+			s.attrNames[n] = true
+		}
+	}
+	return s
+}
+
+func (s *selection) wantSys(name string) bool { return s.sysAll || s.sys[name] }
+
+func (s *selection) wantAttr(name string) bool {
+	if s.attrAll || s.attrNames[name] {
+		return true
+	}
+	for _, p := range s.attrPrefixs {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *selection) result(q *queue, msgs []*message) *api.ReceiveMessageResult {
+	res := &api.ReceiveMessageResult{}
+	if len(msgs) > 0 {
+		res.Messages = make([]api.Message, len(msgs))
+		for i, m := range msgs {
+			res.Messages[i] = s.render(q, m)
+		}
+	}
+	return res
+}
+
+// render builds the received form of a message, with the receipt handle of
+// its current receive.
+func (s *selection) render(q *queue, m *message) api.Message {
+	out := api.Message{
+		MessageId:     m.id,
+		ReceiptHandle: encodeHandle(q.handleTag, m.serial, m.nonce),
+		MD5OfBody:     m.md5Body,
+		Body:          m.body,
+	}
+	sys := map[string]string{}
+	add := func(name, value string, present bool) {
+		if present && s.wantSys(name) {
+			sys[name] = value
+		}
+	}
+	ms := func(ns int64) string { return strconv.FormatInt(ns/1e6, 10) }
+	add(api.MsgAttrSenderId, m.sender, true)
+	add(api.MsgAttrSentTimestamp, ms(m.sentAt), true)
+	add(api.MsgAttrApproximateReceiveCount, strconv.Itoa(m.receives), true)
+	add(api.MsgAttrApproximateFirstReceiveTimestamp, ms(m.firstRecvAt), m.receives > 0)
+	add(api.MsgAttrSequenceNumber, strconv.FormatUint(m.seq, 10), q.fifo)
+	add(api.MsgAttrMessageDeduplicationId, m.dedupID, q.fifo)
+	add(api.MsgAttrMessageGroupId, m.group, m.group != "")
+	add(api.MsgAttrAWSTraceHeader, m.traceHeader, m.traceHeader != "")
+	add(api.MsgAttrDeadLetterQueueSourceArn, m.dlqSource, m.dlqSource != "")
+	if len(sys) > 0 {
+		out.Attributes = sys
+	}
+	if len(m.attrs) > 0 {
+		picked := map[string]api.MessageAttributeValue{}
+		for name, v := range m.attrs {
+			if s.wantAttr(name) {
+				picked[name] = v
+			}
+		}
+		switch {
+		case len(picked) == len(m.attrs):
+			out.MessageAttributes, out.MD5OfMessageAttributes = picked, m.md5Attrs
+		case len(picked) > 0:
+			out.MessageAttributes, out.MD5OfMessageAttributes = picked, api.MD5OfMessageAttributes(picked)
+		}
+	}
+	return out
+}

@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// checkRedrive enforces, when a queue's RedrivePolicy is set, what depends
+// on the dead-letter queue it names: it must exist in the same account and
+// region, be of the same type, not be the queue itself, and allow the queue
+// as a source by its RedriveAllowPolicy.
+func (e *Engine) checkRedrive(src api.QueueKey, srcArn string, fifo bool, raw string, rp *redriveTarget) error {
+	invalid := func(reason string) error {
+		return api.ErrInvalidParameterValue("Value %s for parameter RedrivePolicy is invalid. Reason: %s", raw, reason)
+	}
+	region, key, _ := api.ParseQueueARN(rp.arn)
+	d := e.queues[key]
+	if region != e.cfg.Region || d == nil {
+		return invalid("Dead letter target does not exist.")
+	}
+	if key.Account != src.Account {
+		return invalid("Dead-letter target owner should be same as the source.")
+	}
+	if key == src {
+		return invalid("Dead-letter target cannot be the source queue itself.")
+	}
+	if d.fifo != fifo {
+		return invalid("Dead-letter queue must be same type of queue as the source.")
+	}
+	if p := d.attrs.allow; p != nil {
+		allowed := false
+		switch p.RedrivePermission {
+		case redrivePermAllowAll:
+			allowed = true
+		case redrivePermByQueue:
+			for _, a := range p.SourceQueueArns {
+				if a == srcArn {
+					allowed = true
+				}
+			}
+		}
+		if !allowed {
+			return invalid("Queue " + rp.arn + " does not allow this queue as a dead-letter queue source by its RedriveAllowPolicy.")
+		}
+	}
+	return nil
+}
+
+// indexRedrive records q as a source of the dead-letter queue its
+// RedrivePolicy names, replacing the record of its previous policy old.
+func (e *Engine) indexRedrive(q *queue, old *redriveTarget) {
+	if old != nil {
+		if s := e.dlqSources[old.key]; s != nil {
+			delete(s, q.key)
+			if len(s) == 0 {
+				delete(e.dlqSources, old.key)
+			}
+		}
+	}
+	if rp := q.attrs.redrive; rp != nil {
+		s := e.dlqSources[rp.key]
+		if s == nil {
+			s = map[api.QueueKey]struct{}{}
+			e.dlqSources[rp.key] = s
+		}
+		s[q.key] = struct{}{}
+	}
+}
+
+// unindexRedrive forgets a deleted queue as a dead-letter queue source.
+// Sources that name it as their dead-letter queue keep their policy, as in
+// SQS; while it does not exist their messages are not dead-lettered.
+func (e *Engine) unindexRedrive(q *queue) {
+	if rp := q.attrs.redrive; rp != nil {
+		q.attrs.redrive = nil
+		e.indexRedrive(q, rp)
+	}
+}
+
+// isDeadLetterQueue reports whether some queue's RedrivePolicy names k.
+func (e *Engine) isDeadLetterQueue(k api.QueueKey) bool { return len(e.dlqSources[k]) > 0 }
+
+// deadLetter moves m, which is visible in q and about to be received, to
+// q's dead-letter queue if it has been received maxReceiveCount times
+// already. The message keeps its id, body, attributes, group and
+// deduplication ids and receive count; it gets DeadLetterQueueSourceArn and,
+// in a FIFO dead-letter queue, a new sequence number and a new retention
+// period (a standard one keeps the original enqueue time, as in SQS). The
+// move bypasses the dead-letter queue's deduplication. It reports whether
+// m was moved.
+func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
+	rp := q.attrs.redrive
+	if rp == nil || m.receives < rp.maxReceiveCount {
+		return false
+	}
+	d := e.queues[rp.key]
+	if d == nil || d == q || d.fifo != q.fifo {
+		return false
+	}
+	q.remove(m)
+	m.dlqSource = q.arn
+	m.nonce, m.vizChanges = 0, 0
+	if d.fifo {
+		m.enqueuedAt = now
+		m.seq = d.nextSeq(now)
+	}
+	m.visibleAt = now
+	d.insert(m, now)
+	e.wake(d.key)
+	return true
+}
+
+// listDeadLetterSourceQueues lists the queues whose RedrivePolicy names
+// the queue, by name, a page at a time.
+func (e *Engine) listDeadLetterSourceQueues(cmd *Command, r *api.ListDeadLetterSourceQueuesRequest) (api.Response, error) {
+	q := e.queues[cmd.Queue]
+	if q == nil {
+		return nil, api.ErrQueueDoesNotExist()
+	}
+	byName := map[string]api.QueueKey{}
+	var names []string
+	for k := range e.dlqSources[q.key] {
+		// Sources are in the dead-letter queue's account; the name orders them.
+		byName[k.Name] = k
+		names = append(names, k.Name)
+	}
+	page, next, err := paginate(names, r.NextToken, r.MaxResults)
+	if err != nil {
+		return nil, err
+	}
+	res := &api.ListDeadLetterSourceQueuesResult{QueueUrls: []string{}, NextToken: next}
+	for _, name := range page {
+		res.QueueUrls = append(res.QueueUrls, byName[name].Path())
+	}
+	return res, nil
+}

@@ -1,0 +1,211 @@
+package engine
+
+import (
+	"strconv"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// dedupKey is what a FIFO queue deduplicates on: the deduplication id, and
+// the group id when DeduplicationScope is messageGroup ("" otherwise).
+type dedupKey struct {
+	group, id string
+}
+
+// dedupRecord remembers the first message sent with a deduplication key,
+// for DeduplicationInterval from its send.
+type dedupRecord struct {
+	key       dedupKey
+	at        int64
+	messageID string
+	seq       uint64
+}
+
+// attemptRecord remembers the messages a FIFO receive with a
+// ReceiveRequestAttemptId returned, so that a retry gets them again.
+type attemptRecord struct {
+	id      string
+	at      int64
+	serials []uint64
+	nonces  []uint64
+}
+
+func (q *queue) pruneDedup(now int64) {
+	for q.dedupLog.Len() > 0 {
+		r := q.dedupLog.Front()
+		if now-r.at < int64(api.DeduplicationInterval) {
+			return
+		}
+		q.dedupLog.PopFront()
+		if q.dedup[r.key] == r {
+			delete(q.dedup, r.key)
+		}
+	}
+}
+
+func (q *queue) pruneAttempts(now int64) {
+	for q.attemptLog.Len() > 0 {
+		r := q.attemptLog.Front()
+		if now-r.at < int64(api.ReceiveRequestAttemptIdInterval) {
+			return
+		}
+		q.attemptLog.PopFront()
+		if q.attempts[r.id] == r {
+			delete(q.attempts, r.id)
+		}
+	}
+}
+
+// sendInput is one message to send: a SendMessage or a batch entry.
+type sendInput struct {
+	body     string
+	attrs    map[string]api.MessageAttributeValue
+	sysAttrs map[string]api.MessageSystemAttributeValue
+	delay    *int
+	dedupID  string
+	groupID  string
+}
+
+// sendOutput is the result of sending one message.
+type sendOutput struct {
+	messageID, md5Body, md5Attrs, md5SysAttrs, seq string
+}
+
+func (e *Engine) sendMessage(cmd *Command, r *api.SendMessageRequest, now int64) (api.Response, error) {
+	q, err := e.queueFor(cmd, now)
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.send(q, cmd, 0, sendInput{
+		body: r.MessageBody, attrs: r.MessageAttributes, sysAttrs: r.MessageSystemAttributes,
+		delay: r.DelaySeconds, dedupID: r.MessageDeduplicationId, groupID: r.MessageGroupId,
+	}, now)
+	if err != nil {
+		return nil, err
+	}
+	return &api.SendMessageResult{
+		MD5OfMessageBody: out.md5Body, MD5OfMessageAttributes: out.md5Attrs,
+		MD5OfMessageSystemAttributes: out.md5SysAttrs, MessageId: out.messageID, SequenceNumber: out.seq,
+	}, nil
+}
+
+// sendMessageBatch sends each entry on its own, in order: an entry that
+// fails is reported in Failed and the others are sent. An entry that breaks
+// a static rule (api.ValidateSendEntry) fails the whole request on a FIFO
+// queue, before anything is sent, as SQS does.
+func (e *Engine) sendMessageBatch(cmd *Command, r *api.SendMessageBatchRequest, now int64) (api.Response, error) {
+	q, err := e.queueFor(cmd, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateEntries(q, len(r.Entries), func(i int) error {
+		return api.ValidateSendEntry(&r.Entries[i])
+	}); err != nil {
+		return nil, err
+	}
+	res := &api.SendMessageBatchResult{Successful: []api.SendMessageBatchResultEntry{}, Failed: []api.BatchResultErrorEntry{}}
+	for i, en := range r.Entries {
+		var out sendOutput
+		err := api.ValidateSendEntry(&r.Entries[i])
+		if err == nil {
+			out, err = e.send(q, cmd, i, sendInput{
+				body: en.MessageBody, attrs: en.MessageAttributes, sysAttrs: en.MessageSystemAttributes,
+				delay: en.DelaySeconds, dedupID: en.MessageDeduplicationId, groupID: en.MessageGroupId,
+			}, now)
+		}
+		if err != nil {
+			res.Failed = append(res.Failed, api.BatchError(en.Id, api.AsError(err)))
+			continue
+		}
+		res.Successful = append(res.Successful, api.SendMessageBatchResultEntry{
+			Id: en.Id, MessageId: out.messageID, MD5OfMessageBody: out.md5Body,
+			MD5OfMessageAttributes: out.md5Attrs, MD5OfMessageSystemAttributes: out.md5SysAttrs,
+			SequenceNumber: out.seq,
+		})
+	}
+	return res, nil
+}
+
+// send checks one message against the queue and stores it, or, in a FIFO
+// queue, recognises it as a duplicate of a message sent within the
+// deduplication interval and answers with that message's id and sequence
+// number without storing anything. i is the message's index in the command.
+func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (sendOutput, error) {
+	dedupID := in.dedupID
+	if q.fifo {
+		if in.groupID == "" {
+			return sendOutput{}, api.ErrMissingParameter("MessageGroupId")
+		}
+		if in.delay != nil && *in.delay != 0 {
+			return sendOutput{}, api.ErrInvalidParameterValue("Value %d for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type.", *in.delay)
+		}
+		if dedupID == "" {
+			if !q.attrs.ContentBasedDeduplication {
+				return sendOutput{}, api.ErrInvalidParameterValue("The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+			}
+			dedupID = api.ContentDeduplicationID(in.body)
+		}
+	} else if dedupID != "" {
+		return sendOutput{}, api.ErrInvalidParameterValue("Value %s for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type.", dedupID)
+	}
+	size := api.MessageSize(in.body, in.attrs)
+	if size > q.attrs.MaximumMessageSize {
+		return sendOutput{}, api.ErrMessageTooLong(q.attrs.MaximumMessageSize)
+	}
+	out := sendOutput{md5Body: api.MD5OfBody(in.body)}
+	if len(in.attrs) > 0 {
+		out.md5Attrs = api.MD5OfMessageAttributes(in.attrs)
+	}
+	if len(in.sysAttrs) > 0 {
+		out.md5SysAttrs = api.MD5OfMessageAttributes(in.sysAttrs)
+	}
+
+	var key dedupKey
+	if q.fifo {
+		key = dedupKey{id: dedupID}
+		if q.attrs.DeduplicationScope == scopeMessageGroup {
+			key.group = in.groupID
+		}
+		if r := q.dedup[key]; r != nil && now-r.at < int64(api.DeduplicationInterval) {
+			out.messageID, out.seq = r.messageID, strconv.FormatUint(r.seq, 10)
+			return out, nil
+		}
+	}
+
+	e.serial++
+	m := &message{
+		serial:     e.serial,
+		id:         newMessageID(cmd, i, e.serial),
+		body:       in.body,
+		attrs:      in.attrs,
+		md5Body:    out.md5Body,
+		md5Attrs:   out.md5Attrs,
+		sender:     cmd.Caller,
+		size:       size,
+		group:      in.groupID,
+		dedupID:    dedupID,
+		sentAt:     now,
+		enqueuedAt: now,
+	}
+	if v, ok := in.sysAttrs[api.MsgAttrAWSTraceHeader]; ok && v.StringValue != nil {
+		m.traceHeader = *v.StringValue
+	}
+	delay := q.attrs.DelaySeconds
+	if in.delay != nil && !q.fifo {
+		delay = *in.delay
+	}
+	m.visibleAt = now + int64(delay)*1e9
+	if q.fifo {
+		m.seq = q.nextSeq(now)
+		out.seq = strconv.FormatUint(m.seq, 10)
+		r := &dedupRecord{key: key, at: now, messageID: m.id, seq: m.seq}
+		q.dedup[key] = r
+		q.dedupLog.Push(r)
+	}
+	q.insert(m, now)
+	if m.state == stateVisible {
+		e.wake(q.key)
+	}
+	out.messageID = m.id
+	return out, nil
+}
