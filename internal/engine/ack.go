@@ -20,11 +20,6 @@ func (e *Engine) deleteMessageBatch(cmd *Command, r *api.DeleteMessageBatchReque
 	if err != nil {
 		return nil, err
 	}
-	if err := validateEntries(q, len(r.Entries), func(i int) error {
-		return api.ValidateDeleteMessageBatchEntry(&r.Entries[i])
-	}); err != nil {
-		return nil, err
-	}
 	res := &api.DeleteMessageBatchResult{Successful: []api.BatchResultEntry{}, Failed: []api.BatchResultErrorEntry{}}
 	for i, en := range r.Entries {
 		err := api.ValidateDeleteMessageBatchEntry(&r.Entries[i])
@@ -38,21 +33,6 @@ func (e *Engine) deleteMessageBatch(cmd *Command, r *api.DeleteMessageBatchReque
 		res.Successful = append(res.Successful, api.BatchResultEntry{Id: en.Id})
 	}
 	return res, nil
-}
-
-// validateEntries applies a batch action's static entry rule to the
-// entries of a request to a FIFO queue, where SQS fails the whole request
-// for one bad entry; on a standard queue the bad entry just fails.
-func validateEntries(q *queue, n int, check func(i int) error) error {
-	if !q.fifo {
-		return nil
-	}
-	for i := 0; i < n; i++ {
-		if err := check(i); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // deleteOne deletes the message a receipt handle names:
@@ -106,11 +86,6 @@ func (e *Engine) changeMessageVisibility(cmd *Command, r *api.ChangeMessageVisib
 func (e *Engine) changeMessageVisibilityBatch(cmd *Command, r *api.ChangeMessageVisibilityBatchRequest, now int64) (api.Response, error) {
 	q, err := e.queueFor(cmd, now)
 	if err != nil {
-		return nil, err
-	}
-	if err := validateEntries(q, len(r.Entries), func(i int) error {
-		return api.ValidateChangeMessageVisibilityBatchEntry(&r.Entries[i])
-	}); err != nil {
 		return nil, err
 	}
 	res := &api.ChangeMessageVisibilityBatchResult{Successful: []api.BatchResultEntry{}, Failed: []api.BatchResultErrorEntry{}}

@@ -90,17 +90,12 @@ func (e *Engine) sendMessage(cmd *Command, r *api.SendMessageRequest, now int64)
 }
 
 // sendMessageBatch sends each entry on its own, in order: an entry that
-// fails is reported in Failed and the others are sent. An entry that breaks
-// a static rule (api.ValidateSendEntry) fails the whole request on a FIFO
-// queue, before anything is sent, as SQS does.
+// fails, whether it breaks a static rule (api.ValidateSendEntry) or the
+// queue's, is reported in Failed and the others are sent, on both queue
+// types, as SQS's SendMessageBatch documents.
 func (e *Engine) sendMessageBatch(cmd *Command, r *api.SendMessageBatchRequest, now int64) (api.Response, error) {
 	q, err := e.queueFor(cmd, now)
 	if err != nil {
-		return nil, err
-	}
-	if err := validateEntries(q, len(r.Entries), func(i int) error {
-		return api.ValidateSendEntry(&r.Entries[i])
-	}); err != nil {
 		return nil, err
 	}
 	res := &api.SendMessageBatchResult{Successful: []api.SendMessageBatchResultEntry{}, Failed: []api.BatchResultErrorEntry{}}

@@ -108,16 +108,21 @@ func TestStandardRejectsDeduplicationID(t *testing.T) {
 	}
 }
 
-func TestFIFOBatchWithInvalidEntryFailsWhole(t *testing.T) {
+func TestFIFOBatchReportsInvalidEntryAlone(t *testing.T) {
 	h := newHarness(t)
 	q := h.fifoQueue("q.fifo", nil)
-	_, err := h.do(q, &api.SendMessageBatchRequest{QueueUrl: q.Path(), Entries: []api.SendMessageBatchRequestEntry{
+	res := h.must(q, &api.SendMessageBatchRequest{QueueUrl: q.Path(), Entries: []api.SendMessageBatchRequestEntry{
 		{Id: "a", MessageBody: "a", MessageGroupId: "g", MessageDeduplicationId: "a"},
 		{Id: "b", MessageBody: "b", MessageGroupId: "g", MessageDeduplicationId: "b", DelaySeconds: intp(1000)},
-	}})
-	wantCode(t, err, "InvalidParameterValue")
-	if c := h.counts(q); c != [3]int{} {
-		t.Fatalf("counts = %v, want nothing sent", c)
+	}}).(*api.SendMessageBatchResult)
+	if len(res.Successful) != 1 || res.Successful[0].Id != "a" {
+		t.Fatalf("Successful = %+v, want only a", res.Successful)
+	}
+	if len(res.Failed) != 1 || res.Failed[0].Id != "b" || res.Failed[0].Code != "InvalidParameterValue" || !res.Failed[0].SenderFault {
+		t.Fatalf("Failed = %+v, want b with InvalidParameterValue", res.Failed)
+	}
+	if c := h.counts(q); c != [3]int{1, 0, 0} {
+		t.Fatalf("counts = %v, want the one good entry visible", c)
 	}
 }
 
