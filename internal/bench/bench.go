@@ -115,6 +115,7 @@ type run struct {
 	ledger   *ledger
 
 	sent, received     atomic.Int64
+	attempts           atomic.Int64 // receive request attempt ids
 	sendErrs, recvErrs atomic.Int64
 	sendLat, recvLat   latencies
 	endToEnd           latencies
@@ -123,8 +124,10 @@ type run struct {
 
 func (r *run) execute(ctx context.Context) (*Result, error) {
 	start := time.Now()
-	produceCtx, stopProducing := context.WithTimeout(ctx, r.cfg.Duration)
-	defer stopProducing()
+	// Producers stop between sends when the duration is over: cancelling a
+	// request in flight would leave its outcome unknown (and the HTTP
+	// client may then close a connection another request is reading from).
+	stopAt := start.Add(r.cfg.Duration)
 	consumeCtx, stopConsuming := context.WithCancel(ctx)
 	defer stopConsuming()
 
@@ -133,7 +136,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 		producers.Add(1)
 		go func(p int) {
 			defer producers.Done()
-			r.produce(produceCtx, p)
+			r.produce(ctx, stopAt, p)
 		}(p)
 	}
 	for c := 0; c < r.cfg.Consumers; c++ {
@@ -186,13 +189,13 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-// produce sends messages until ctx ends. Producer p numbers its messages
+// produce sends messages until stopAt or until ctx ends. Producer p numbers its messages
 // 0, 1, 2, ... and sends message i to group i mod Groups; it waits for each
 // acknowledgement before the next send, so within one group the order of
 // its messages is the order of their numbers.
-func (r *run) produce(ctx context.Context, p int) {
+func (r *run) produce(ctx context.Context, stopAt time.Time, p int) {
 	seq := 0
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && time.Now().Before(stopAt) {
 		n := r.cfg.Batch
 		msgs := make([]outgoing, n)
 		for i := range msgs {
@@ -283,9 +286,14 @@ func (r *run) sendFailed(ctx context.Context, err error) {
 func (r *run) consume(ctx context.Context) {
 	for ctx.Err() == nil {
 		began := time.Now()
-		out, err := r.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(r.queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-		})
+		in := &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1}
+		if r.cfg.FIFO {
+			// A retried receive (the SDK retries on network errors) must
+			// return the same messages, or they stay in flight, and their
+			// groups locked, until the visibility timeout.
+			in.ReceiveRequestAttemptId = aws.String(strconv.FormatInt(r.attempts.Add(1), 10))
+		}
+		out, err := r.client.ReceiveMessage(ctx, in)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.recvErrs.Add(1)
@@ -311,9 +319,15 @@ func (r *run) consume(ctx context.Context) {
 			r.received.Add(1)
 			entries = append(entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
 		}
-		if _, err := r.client.DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries}); err != nil {
+		out2, err := r.client.DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
+		if err != nil {
 			r.recvErrs.Add(1)
 			r.firstErr.CompareAndSwap(nil, "delete: "+err.Error())
+			continue
+		}
+		for _, f := range out2.Failed {
+			r.recvErrs.Add(1)
+			r.firstErr.CompareAndSwap(nil, fmt.Sprintf("delete entry: %s: %s", aws.ToString(f.Code), aws.ToString(f.Message)))
 		}
 	}
 }
