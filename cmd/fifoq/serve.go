@@ -13,13 +13,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/replog"
 	"github.com/fifoq/fifoq/internal/server"
 )
 
 // serveOptions are the flags of "fifoq serve".
 type serveOptions struct {
 	listen   string
+	dataDir  string
 	inMemory bool
+	minFree  int64
 	account  string
 	region   string
 	logJSON  bool
@@ -30,7 +34,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fifoq serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&opts.listen, "listen", "127.0.0.1:9324", "address to listen on (host:port)")
-	fs.BoolVar(&opts.inMemory, "in-memory", false, "keep all state in memory; it is lost when the server stops")
+	fs.StringVar(&opts.dataDir, "data-dir", "./fifoq-data", "directory of the durable command log and snapshots")
+	fs.Int64Var(&opts.minFree, "min-free-disk-mb", replog.DefaultMinFreeBytes>>20, "refuse writes (503) while the data dir's disk has less than this many MiB free")
+	fs.BoolVar(&opts.inMemory, "in-memory", false, "keep all state in memory only (for tests and quick use): it is lost when the server stops")
 	fs.StringVar(&opts.account, "account", server.DefaultAccount, "account id of callers and of the queues they create")
 	fs.StringVar(&opts.region, "region", server.DefaultRegion, "region written into queue ARNs")
 	fs.BoolVar(&opts.logJSON, "log-json", false, "write log lines as JSON instead of text")
@@ -59,21 +65,37 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := slog.New(handler)
 
-	srv, err := server.New(server.Config{Account: opts.account, Region: opts.region, Logger: logger})
-	if err != nil {
-		logger.Error("cannot start", "err", err)
-		return 1
-	}
 	ln, err := net.Listen("tcp", opts.listen)
 	if err != nil {
 		logger.Error("cannot listen", "addr", opts.listen, "err", err)
 		return 1
 	}
-	// Durable storage is not built yet: say plainly that state is memory only,
-	// whether or not --in-memory was given, so nobody trusts it with data.
+	eng := engine.New(engine.Config{Region: opts.region})
+	var cmdLog replog.Log
+	storage := "memory only: all queues and messages are lost when the server stops"
+	if opts.inMemory {
+		cmdLog = replog.NewMemory(eng)
+	} else {
+		began := time.Now()
+		raftLog, err := replog.OpenRaft(replog.RaftConfig{Dir: opts.dataDir, Logger: logger, MinFreeBytes: minFreeBytes(opts.minFree)}, eng)
+		if err != nil {
+			ln.Close()
+			logger.Error("cannot open data dir", "dir", opts.dataDir, "err", err)
+			return 1
+		}
+		cmdLog = raftLog
+		storage = "durable in " + opts.dataDir
+		logger.Info("recovered state", "dir", opts.dataDir, "took", time.Since(began).Round(time.Millisecond))
+	}
+	srv, err := server.New(server.Config{Account: opts.account, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng})
+	if err != nil {
+		cmdLog.Close()
+		ln.Close()
+		logger.Error("cannot start", "err", err)
+		return 1
+	}
 	logger.Info("fifoq started", "version", version, "listen", ln.Addr().String(),
-		"account", opts.account, "region", opts.region,
-		"storage", "memory only: all queues and messages are lost when the server stops")
+		"account", opts.account, "region", opts.region, "storage", storage)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -110,4 +132,12 @@ func validAccount(s string) bool {
 		}
 	}
 	return true
+}
+
+// minFreeBytes turns --min-free-disk-mb into bytes; 0 turns the check off.
+func minFreeBytes(mb int64) int64 {
+	if mb <= 0 {
+		return -1
+	}
+	return mb << 20
 }

@@ -37,3 +37,7 @@ func (r *ring[T]) PopFront() {
 		r.head = 0
 	}
 }
+
+// live returns the elements, oldest first, without copying: the caller
+// must not keep or change the slice.
+func (r *ring[T]) live() []T { return r.buf[r.head:] }

@@ -1,0 +1,367 @@
+package crashtest
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+var (
+	kills     = flag.Int("crash.kills", 3, "how many times the server is killed with SIGKILL")
+	interval  = flag.Duration("crash.interval", 1500*time.Millisecond, "mean time between kills")
+	producers = flag.Int("crash.producers", 6, "concurrent producers")
+	consumers = flag.Int("crash.consumers", 4, "concurrent consumers")
+	seed      = flag.Int64("crash.seed", 0, "random seed (0: from the clock)")
+)
+
+// binary is the fifoq binary built for the test.
+var binary string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "fifoq-crashtest-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "fifoq")
+	build := exec.Command("go", "build", "-o", binary, "github.com/fifoq/fifoq/cmd/fifoq")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build fifoq:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// serverProc is one run of the fifoq binary.
+type serverProc struct {
+	cmd  *exec.Cmd
+	logs *os.File
+}
+
+func startServer(t *testing.T, addr, dataDir string, logs *os.File, extra ...string) *serverProc {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--listen", addr, "--data-dir", dataDir}, extra...)...)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start fifoq: %v", err)
+	}
+	// Ready when it answers over HTTP.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/?Action=ListQueues")
+		if err == nil {
+			resp.Body.Close()
+			return &serverProc{cmd: cmd, logs: logs}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("fifoq did not come up on %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *serverProc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func newClient(addr string) *sqs.Client {
+	return sqs.New(sqs.Options{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint: aws.String("http://" + addr),
+		// One attempt per call: the test decides what to retry, so that it
+		// knows which outcomes are unknown.
+		RetryMaxAttempts: 1,
+		HTTPClient:       &http.Client{Timeout: 10 * time.Second},
+	})
+}
+
+const groupsPerProducer = 4
+
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test runs the real binary; skipped in -short mode")
+	}
+	s := *seed
+	if s == 0 {
+		s = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (rerun with -crash.seed=%d)", s, s)
+	rng := rand.New(rand.NewSource(s))
+
+	dataDir := t.TempDir()
+	logs, err := os.Create(filepath.Join(t.TempDir(), "fifoq.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			dumpTail(t, logs.Name())
+		}
+	}()
+	addr := freeAddr(t)
+	proc := startServer(t, addr, dataDir, logs)
+	client := newClient(addr)
+
+	ctx := context.Background()
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{
+		QueueName: aws.String("crash.fifo"),
+		Attributes: map[string]string{
+			"FifoQueue": "true", "ContentBasedDeduplication": "true", "VisibilityTimeout": "2",
+		},
+	})
+	if err != nil {
+		t.Fatalf("create queue: %v", err)
+	}
+	queueURL := aws.ToString(out.QueueUrl)
+
+	h := newHistory()
+	runCtx, stopRun := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for p := 0; p < *producers; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			produce(runCtx, client, queueURL, p, h, rand.New(rand.NewSource(s+int64(p))))
+		}(p)
+	}
+	for c := 0; c < *consumers; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			consume(runCtx, client, queueURL, h, rand.New(rand.NewSource(s+1000+int64(c))))
+		}(c)
+	}
+
+	for k := 0; k < *kills; k++ {
+		wait := time.Duration(float64(*interval) * (0.3 + 1.4*rng.Float64()))
+		time.Sleep(wait)
+		proc.kill()
+		t.Logf("kill %d after %v: %s", k+1, wait.Round(time.Millisecond), h.summary())
+		time.Sleep(time.Duration(rng.Intn(200)) * time.Millisecond)
+		proc = startServer(t, addr, dataDir, logs)
+	}
+	time.Sleep(*interval / 2)
+	stopRun()
+	wg.Wait()
+
+	// Final drain: receive until nothing is left, in flight or visible.
+	drain(t, client, queueURL, h)
+	// A graceful stop exits 0.
+	proc.cmd.Process.Signal(syscall.SIGTERM)
+	if err := proc.cmd.Wait(); err != nil {
+		t.Errorf("fifoq did not stop cleanly on SIGTERM: %v", err)
+	}
+
+	t.Logf("history: %s", h.summary())
+	if problems := h.check(); len(problems) > 0 {
+		t.Errorf("history check failed (seed %d):\n  %s", s, strings.Join(problems, "\n  "))
+	}
+	if len(h.acked) == 0 {
+		t.Error("no send was acknowledged: the test exercised nothing")
+	}
+}
+
+// produce sends this producer's messages in order. Each message goes to
+// one of the producer's own groups; an unacknowledged send is retried with
+// the same body and dedup id until it is acknowledged, as a client of SQS
+// FIFO queues should, so the dedup interval makes it exactly-once.
+func produce(ctx context.Context, client *sqs.Client, queueURL string, p int, h *history, rng *rand.Rand) {
+	explicit := p%2 == 0 // half the producers use explicit ids, half content-based
+	seq := 0
+	for ctx.Err() == nil {
+		n := 1
+		if rng.Intn(2) == 0 {
+			n = 1 + rng.Intn(10)
+		}
+		batch := make([]outgoing, n)
+		for i := range batch {
+			batch[i] = newOutgoing(p, seq, explicit)
+			seq++
+		}
+		for !sendBatch(ctx, client, queueURL, batch, h) {
+			if ctx.Err() != nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+type outgoing struct {
+	ref   msgRef
+	group string
+	body  string
+	dedup string // explicit dedup id, or "" for content-based
+}
+
+func newOutgoing(p, seq int, explicit bool) outgoing {
+	o := outgoing{ref: msgRef{p, seq}, group: fmt.Sprintf("p%d-g%d", p, seq%groupsPerProducer)}
+	o.body = fmt.Sprintf("crash p=%d s=%d g=%s", p, seq, o.group)
+	if explicit {
+		o.dedup = fmt.Sprintf("d-%d-%d", p, seq)
+	}
+	return o
+}
+
+// dedupKey is the id the history groups deliveries by.
+func (o outgoing) dedupKey() string {
+	if o.dedup != "" {
+		return o.dedup
+	}
+	return "content:" + o.body
+}
+
+func sendBatch(ctx context.Context, client *sqs.Client, queueURL string, batch []outgoing, h *history) bool {
+	if len(batch) == 1 {
+		o := batch[0]
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(o.body), MessageGroupId: aws.String(o.group)}
+		if o.dedup != "" {
+			in.MessageDeduplicationId = aws.String(o.dedup)
+		}
+		out, err := client.SendMessage(ctx, in)
+		if err != nil {
+			return false
+		}
+		h.sendAcked(o.ref, o.dedupKey(), aws.ToString(out.MessageId))
+		return true
+	}
+	entries := make([]types.SendMessageBatchRequestEntry, len(batch))
+	for i, o := range batch {
+		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(o.body), MessageGroupId: aws.String(o.group)}
+		if o.dedup != "" {
+			entries[i].MessageDeduplicationId = aws.String(o.dedup)
+		}
+	}
+	out, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+	if err != nil || len(out.Failed) > 0 {
+		return false
+	}
+	for _, s := range out.Successful {
+		i, _ := strconv.Atoi(aws.ToString(s.Id))
+		h.sendAcked(batch[i].ref, batch[i].dedupKey(), aws.ToString(s.MessageId))
+	}
+	return true
+}
+
+// consume receives, records, and mostly deletes; sometimes it gives a
+// message back (visibility 0) or leaves it to expire, so redelivery is
+// exercised too.
+func consume(ctx context.Context, client *sqs.Client, queueURL string, h *history, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: int32(1 + rng.Intn(10)), WaitTimeSeconds: 1,
+		})
+		if err != nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		recordDeliveries(out.Messages, h)
+		for _, m := range out.Messages {
+			switch x := rng.Intn(20); {
+			case x == 0:
+				// Leave it in flight: it comes back after the visibility timeout.
+			case x == 1:
+				_, _ = client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+			default:
+				if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err == nil {
+					h.deleteAcked(aws.ToString(m.MessageId))
+				}
+			}
+		}
+	}
+}
+
+func recordDeliveries(msgs []types.Message, h *history) {
+	for _, m := range msgs {
+		var p, s int
+		var g string
+		if _, err := fmt.Sscanf(aws.ToString(m.Body), "crash p=%d s=%d g=%s", &p, &s, &g); err != nil {
+			continue
+		}
+		h.delivered(msgRef{p, s}, g, aws.ToString(m.MessageId))
+	}
+}
+
+// drain receives and deletes until the queue holds nothing, visible or in
+// flight, so every acknowledged message still stored has been delivered.
+func drain(t *testing.T, client *sqs.Client, queueURL string, h *history) {
+	ctx := context.Background()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatalf("drain receive: %v", err)
+		}
+		recordDeliveries(out.Messages, h)
+		for _, m := range out.Messages {
+			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatalf("drain delete: %v", err)
+			}
+			h.deleteAcked(aws.ToString(m.MessageId))
+		}
+		if len(out.Messages) > 0 {
+			continue
+		}
+		attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+		if err != nil {
+			t.Fatalf("drain attributes: %v", err)
+		}
+		if attrs.Attributes["ApproximateNumberOfMessages"] == "0" && attrs.Attributes["ApproximateNumberOfMessagesNotVisible"] == "0" &&
+			attrs.Attributes["ApproximateNumberOfMessagesDelayed"] == "0" {
+			return
+		}
+	}
+	t.Fatal("queue did not drain within 60s")
+}
+
+func dumpTail(t *testing.T, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > 40 {
+			lines = lines[1:]
+		}
+	}
+	t.Logf("server log tail:\n%s", strings.Join(lines, "\n"))
+}

@@ -1,0 +1,461 @@
+package engine
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/binary"
+	"encoding/gob"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"slices"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// A snapshot is the engine's whole state as a byte stream, for a
+// replicated log to compact itself: a replica restores the latest snapshot
+// and applies the commands after it, and must then answer exactly as a
+// replica that applied every command from the start. So a snapshot keeps
+// everything that affects a future result (see the doc comments on queue
+// and message); the lists, heaps, maps and counts derived from it are
+// rebuilt on Restore.
+//
+// Format, version 1:
+//
+//	magic    8 bytes  "FIFOQSNP"
+//	version  4 bytes  big-endian uint32
+//	body     an encoding/gob stream of, in order:
+//	           snapHeader
+//	           per queue, in key order: snapQueue, then snapChunk values
+//	             until the counts snapQueue announces are reached
+//	           snapTrailer
+//	checksum 4 bytes  big-endian CRC-32C (Castagnoli) of everything before it
+//
+// and nothing after. Records go in chunks of bounded size, so neither side
+// holds a second copy of the state: memory beyond the live state is one
+// chunk. Gob streams carry their type descriptions, so the body is
+// self-describing, but for the packed message and deduplication records,
+// whose layout the version number fixes (see snapshot_codec.go). A decoder
+// of a later version reads the gob fields it knows and ignores the others;
+// the version changes when a record layout or the meaning of a field does.
+//
+// The output is a function of the state alone (queues, tags, attributes and
+// tenants are written in sorted order, never by map iteration; see also
+// init), so two replicas of the same binary in the same state write the
+// same bytes.
+const (
+	snapMagic      = "FIFOQSNP"
+	snapVersion    = 1
+	snapChunkSize  = 1024
+	snapChunkBytes = 1 << 20
+)
+
+var snapCRCTable = crc32.MakeTable(crc32.Castagnoli)
+
+// Gob numbers types in the order a process first meets them and writes
+// the numbers into its streams. Meeting the snapshot types when the package
+// is initialised gives them the same numbers in every process running the
+// same binary, so that replicas in the same state write the same bytes.
+func init() {
+	enc := gob.NewEncoder(io.Discard)
+	for _, v := range []any{&snapHeader{}, &snapQueue{}, &snapChunk{}, &snapTrailer{}} {
+		if err := enc.Encode(v); err != nil {
+			panic("engine: registering snapshot types: " + err.Error())
+		}
+	}
+}
+
+// snapHeader is the engine-wide state.
+type snapHeader struct {
+	Region  string // Config.Region of the engine that wrote it
+	Now     int64  // time of the latest command applied, ns
+	Serial  uint64 // serial of the latest message created
+	Queues  int    // number of queue sections that follow
+	Deleted []snapDeletion
+	// Running lists the running move tasks, oldest first (the order in
+	// which they advance), as positions in their source queue's Tasks.
+	Running []snapTaskRef
+}
+
+// snapDeletion is a recently deleted queue, for QueueDeletedRecently.
+type snapDeletion struct {
+	Account, Name string
+	At            int64
+}
+
+// snapTaskRef names the Index-th task of queue (Account, Name).
+type snapTaskRef struct {
+	Account, Name string
+	Index         int
+}
+
+// snapQueue is one queue's configuration and counters, and the number of
+// records of each kind in the chunks that follow it.
+type snapQueue struct {
+	Account, Name string
+	Arn           string
+	Fifo          bool
+	Attrs         snapAttrs
+	Tags          []snapTag // by key
+	CreatedAt     int64
+	ModifiedAt    int64
+	HandleTag     uint32 // binds receipt handles to this incarnation of the queue
+	Purged        bool
+	PurgedAt      int64
+	LastSeq       uint64
+	Tasks         []snapTask // oldest first
+
+	Messages int // message records
+	Dedups   int // deduplication records (FIFO)
+	Attempts int // snapAttempt records (FIFO)
+	Ordered  int // serials in snapOrder records (standard: every visible message)
+}
+
+// snapAttrs is a queue's settable attributes, with the parsed forms of the
+// JSON ones, so that a restore never depends on a parser's version.
+type snapAttrs struct {
+	VisibilityTimeout             int
+	MaximumMessageSize            int
+	MessageRetentionPeriod        int
+	DelaySeconds                  int
+	ReceiveMessageWaitTimeSeconds int
+	Policy                        string
+	RedrivePolicy                 string
+	RedriveAllowPolicy            string
+	ContentBasedDeduplication     bool
+	KmsMasterKeyId                string
+	KmsDataKeyReusePeriodSeconds  int
+	SqsManagedSseEnabled          bool
+	DeduplicationScope            string
+	FifoThroughputLimit           string
+
+	HasRedrive             bool
+	RedriveTargetArn       string
+	RedriveTargetAccount   string
+	RedriveTargetName      string
+	RedriveMaxReceiveCount int
+
+	HasAllow             bool
+	AllowPermission      string
+	AllowSourceQueueArns []string
+}
+
+type snapTag struct{ Key, Value string }
+
+// snapTask is a message move task.
+type snapTask struct {
+	Handle                    string
+	SourceAccount, SourceName string
+	SourceArn                 string
+	DestArn                   string
+	DestAccount, DestName     string
+	HasRate                   bool
+	Rate                      int
+	PerSecond                 int64
+	Status                    string
+	Moved, ToMove             int64
+	StartedAt                 int64
+	Failure                   string
+}
+
+// snapChunk carries records of one queue: up to snapChunkSize records or
+// about snapChunkBytes of them, whichever comes first. A writer sends all
+// messages first, then deduplication records, then attempt records, then
+// tenant orders. Messages and deduplication records are packed binary
+// records (see snapshot_codec.go).
+type snapChunk struct {
+	Messages    int    // message records in MessageData
+	MessageData []byte // in the order of the queue's arrival list (FIFO: sequence order), then the aged heap's
+	Dedups      int    // deduplication records in DedupData
+	DedupData   []byte // oldest first, the order in which they expire
+	Attempts    []snapAttempt
+	Orders      []snapOrder
+}
+
+// snapAttempt is a receive request attempt record, oldest first.
+type snapAttempt struct {
+	ID      string
+	At      int64
+	Serials []uint64
+	Nonces  []uint64
+}
+
+// snapOrder lists, in order, visible messages of a standard queue's tenant:
+// the one order of a standard queue that is not derived from message
+// fields. A tenant's list may span several records.
+type snapOrder struct {
+	Tenant  string
+	Serials []uint64
+}
+
+// snapTrailer ends the body, so that a stream cut between two queues is
+// not taken for a complete one.
+type snapTrailer struct {
+	Queues   int
+	Messages int
+}
+
+// Snapshot writes the engine's whole state to w in a versioned,
+// self-describing format (see the format description above). It changes
+// nothing, so it may run concurrently with Read, NextWake and Receivable,
+// but not with Apply or Restore.
+func (e *Engine) Snapshot(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	cw := &crcWriter{w: bw}
+	var pre [len(snapMagic) + 4]byte
+	copy(pre[:], snapMagic)
+	binary.BigEndian.PutUint32(pre[len(snapMagic):], snapVersion)
+	if _, err := cw.Write(pre[:]); err != nil {
+		return fmt.Errorf("engine: snapshot: %w", err)
+	}
+	enc := gob.NewEncoder(cw)
+	keys := make([]api.QueueKey, 0, len(e.queues))
+	for k := range e.queues {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareKeys)
+	h, err := e.snapHeader(len(keys))
+	if err != nil {
+		return fmt.Errorf("engine: snapshot: %w", err)
+	}
+	if err := enc.Encode(h); err != nil {
+		return fmt.Errorf("engine: snapshot: header: %w", err)
+	}
+	total := 0
+	for _, k := range keys {
+		q := e.queues[k]
+		if err := snapshotQueue(enc, q); err != nil {
+			return fmt.Errorf("engine: snapshot: queue %s: %w", k, err)
+		}
+		total += len(q.msgs)
+	}
+	if err := enc.Encode(&snapTrailer{Queues: len(keys), Messages: total}); err != nil {
+		return fmt.Errorf("engine: snapshot: trailer: %w", err)
+	}
+	var sum [4]byte
+	binary.BigEndian.PutUint32(sum[:], cw.sum)
+	if _, err := bw.Write(sum[:]); err != nil {
+		return fmt.Errorf("engine: snapshot: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("engine: snapshot: %w", err)
+	}
+	return nil
+}
+
+func compareKeys(a, b api.QueueKey) int {
+	return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.Name, b.Name))
+}
+
+// snapHeader builds the engine-wide part of the snapshot.
+func (e *Engine) snapHeader(queues int) (*snapHeader, error) {
+	h := &snapHeader{Region: e.cfg.Region, Now: e.now, Serial: e.serial, Queues: queues}
+	// The log may hold records superseded since (a queue recreated, or
+	// deleted again); only those the map still points to matter.
+	for _, d := range e.deletedLog.live() {
+		if at, ok := e.deleted[d.key]; ok && at == d.at {
+			h.Deleted = append(h.Deleted, snapDeletion{Account: d.key.Account, Name: d.key.Name, At: d.at})
+		}
+	}
+	for _, t := range e.running {
+		// A running task is always among its source's kept tasks: a new
+		// task, which is what trims the list, only starts once none runs,
+		// and deleting the source stops its tasks.
+		i := -1
+		if q := e.queues[t.source]; q != nil {
+			i = slices.Index(q.tasks, t)
+		}
+		if i < 0 {
+			return nil, fmt.Errorf("running move task %s is not among its source queue's tasks", t.handle)
+		}
+		h.Running = append(h.Running, snapTaskRef{Account: t.source.Account, Name: t.source.Name, Index: i})
+	}
+	return h, nil
+}
+
+// snapshotQueue writes one queue's section: its header, then its records
+// in chunks.
+func snapshotQueue(enc *gob.Encoder, q *queue) error {
+	sq := &snapQueue{
+		Account: q.key.Account, Name: q.key.Name, Arn: q.arn, Fifo: q.fifo,
+		Attrs:     snapAttrsOf(&q.attrs),
+		CreatedAt: q.createdAt, ModifiedAt: q.modifiedAt, HandleTag: q.handleTag,
+		Purged: q.purged, PurgedAt: q.purgedAt, LastSeq: q.lastSeq,
+		Messages: len(q.msgs),
+	}
+	for _, k := range sortedKeys(q.tags) {
+		sq.Tags = append(sq.Tags, snapTag{Key: k, Value: q.tags[k]})
+	}
+	for _, t := range q.tasks {
+		sq.Tasks = append(sq.Tasks, snapTaskOf(t))
+	}
+	dedups := liveRecords(q.dedupLog.live(), len(q.dedup), func(r *dedupRecord) bool { return q.dedup[r.key] == r })
+	attempts := liveRecords(q.attemptLog.live(), len(q.attempts), func(r *attemptRecord) bool { return q.attempts[r.id] == r })
+	sq.Dedups, sq.Attempts = len(dedups), len(attempts)
+	var tenants []*tenant
+	if !q.fifo {
+		for _, id := range sortedKeys(q.tenants) {
+			t := q.tenants[id]
+			tenants = append(tenants, t)
+			for m := t.head; m != nil; m = m.next {
+				sq.Ordered++
+			}
+		}
+	}
+	if err := enc.Encode(sq); err != nil {
+		return err
+	}
+
+	cw := chunkWriter{enc: enc}
+	for m := q.arrivalHead; m != nil; m = m.anext {
+		if err := cw.message(m, false); err != nil {
+			return err
+		}
+	}
+	aged := slices.Clone(q.aged.items) // the heap is shared with readers: sort a copy
+	slices.SortFunc(aged, func(a, b *message) int {
+		return cmp.Or(cmp.Compare(a.enqueuedAt, b.enqueuedAt), cmp.Compare(a.serial, b.serial))
+	})
+	for _, m := range aged {
+		if err := cw.message(m, true); err != nil {
+			return err
+		}
+	}
+	for _, r := range dedups {
+		if err := cw.dedupRecord(r); err != nil {
+			return err
+		}
+	}
+	for _, r := range attempts {
+		if err := cw.attempt(r); err != nil {
+			return err
+		}
+	}
+	for _, t := range tenants {
+		for m := t.head; m != nil; m = m.next {
+			if err := cw.order(t.id, m.serial); err != nil {
+				return err
+			}
+		}
+	}
+	return cw.flush()
+}
+
+// liveRecords returns the records of an expiry log that its map still
+// points to (current reports whether it does), oldest first. A log holds
+// every record of the map, plus records superseded by a newer one for the
+// same key: when it is no longer than the map, it holds none of those, and
+// is returned as it is, without a map lookup per record.
+func liveRecords[T any](log []T, inMap int, current func(T) bool) []T {
+	if len(log) == inMap {
+		return log
+	}
+	var live []T
+	for _, r := range log {
+		if current(r) {
+			live = append(live, r)
+		}
+	}
+	return live
+}
+
+// chunkWriter gathers records into chunks and encodes each full chunk.
+type chunkWriter struct {
+	enc   *gob.Encoder
+	chunk snapChunk
+	msgs  recordWriter
+	dedup recordWriter
+	n     int // records in chunk
+}
+
+func (c *chunkWriter) added() error {
+	c.n++
+	if c.n < snapChunkSize && len(c.msgs.buf)+len(c.dedup.buf) < snapChunkBytes {
+		return nil
+	}
+	return c.flush()
+}
+
+func (c *chunkWriter) flush() error {
+	if c.n == 0 {
+		return nil
+	}
+	c.chunk.MessageData, c.chunk.DedupData = c.msgs.buf, c.dedup.buf
+	err := c.enc.Encode(&c.chunk)
+	c.msgs.buf, c.dedup.buf = c.msgs.buf[:0], c.dedup.buf[:0]
+	c.chunk = snapChunk{}
+	c.n = 0
+	return err
+}
+
+func (c *chunkWriter) message(m *message, aged bool) error {
+	c.msgs.message(m, aged)
+	c.chunk.Messages++
+	return c.added()
+}
+
+func (c *chunkWriter) dedupRecord(r *dedupRecord) error {
+	c.dedup.dedup(r)
+	c.chunk.Dedups++
+	return c.added()
+}
+
+func (c *chunkWriter) attempt(r *attemptRecord) error {
+	c.chunk.Attempts = append(c.chunk.Attempts, snapAttempt{ID: r.id, At: r.at, Serials: r.serials, Nonces: r.nonces})
+	return c.added()
+}
+
+func (c *chunkWriter) order(tenant string, serial uint64) error {
+	o := c.chunk.Orders
+	if n := len(o); n > 0 && o[n-1].Tenant == tenant {
+		o[n-1].Serials = append(o[n-1].Serials, serial)
+	} else {
+		c.chunk.Orders = append(o, snapOrder{Tenant: tenant, Serials: []uint64{serial}})
+	}
+	return c.added()
+}
+
+func snapAttrsOf(a *queueAttrs) snapAttrs {
+	s := snapAttrs{
+		VisibilityTimeout: a.VisibilityTimeout, MaximumMessageSize: a.MaximumMessageSize,
+		MessageRetentionPeriod: a.MessageRetentionPeriod, DelaySeconds: a.DelaySeconds,
+		ReceiveMessageWaitTimeSeconds: a.ReceiveMessageWaitTimeSeconds, Policy: a.Policy,
+		RedrivePolicy: a.RedrivePolicy, RedriveAllowPolicy: a.RedriveAllowPolicy,
+		ContentBasedDeduplication: a.ContentBasedDeduplication, KmsMasterKeyId: a.KmsMasterKeyId,
+		KmsDataKeyReusePeriodSeconds: a.KmsDataKeyReusePeriodSeconds, SqsManagedSseEnabled: a.SqsManagedSseEnabled,
+		DeduplicationScope: a.DeduplicationScope, FifoThroughputLimit: a.FifoThroughputLimit,
+	}
+	if r := a.redrive; r != nil {
+		s.HasRedrive, s.RedriveTargetArn, s.RedriveMaxReceiveCount = true, r.arn, r.maxReceiveCount
+		s.RedriveTargetAccount, s.RedriveTargetName = r.key.Account, r.key.Name
+	}
+	if p := a.allow; p != nil {
+		s.HasAllow, s.AllowPermission, s.AllowSourceQueueArns = true, p.RedrivePermission, p.SourceQueueArns
+	}
+	return s
+}
+
+func snapTaskOf(t *moveTask) snapTask {
+	s := snapTask{
+		Handle: t.handle, SourceAccount: t.source.Account, SourceName: t.source.Name, SourceArn: t.sourceArn,
+		DestArn: t.destArn, DestAccount: t.dest.Account, DestName: t.dest.Name,
+		PerSecond: t.perSecond, Status: t.status, Moved: t.moved, ToMove: t.toMove,
+		StartedAt: t.startedAt, Failure: t.failure,
+	}
+	if t.rate != nil {
+		s.HasRate, s.Rate = true, *t.rate
+	}
+	return s
+}
+
+// crcWriter checksums what it writes.
+type crcWriter struct {
+	w   io.Writer
+	sum uint32
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	c.sum = crc32.Update(c.sum, snapCRCTable, p)
+	return c.w.Write(p)
+}

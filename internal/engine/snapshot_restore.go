@@ -1,0 +1,542 @@
+package engine
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"slices"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// Restore replaces the engine's state with one written by Snapshot. The
+// engine's Config and available hook are kept. The snapshot is decoded
+// into a new state, checked, and only then swapped in: on error the engine
+// is left as it was. r must hold exactly one snapshot.
+//
+// Once restored, the engine calls the available hook for every queue, so
+// that long polls waiting on the old state look again.
+func (e *Engine) Restore(r io.Reader) error {
+	n, err := decodeSnapshot(r, e.cfg)
+	if err != nil {
+		return fmt.Errorf("engine: restore: %w", err)
+	}
+	hook := e.hook
+	*e = *n
+	e.hook = hook
+	if hook != nil {
+		keys := make([]api.QueueKey, 0, len(e.queues))
+		for k := range e.queues {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, compareKeys)
+		for _, k := range keys {
+			hook(k)
+		}
+	}
+	return nil
+}
+
+// decodeSnapshot reads a snapshot into a new engine of configuration cfg.
+// Beyond the checksum, it checks the invariants the engine's code relies
+// on to be safe (unique serials, consistent lists and counts, task
+// references), so that a crafted input cannot make the engine panic later.
+func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	cr := &crcReader{r: br}
+	var pre [len(snapMagic) + 4]byte
+	if _, err := io.ReadFull(cr, pre[:]); err != nil {
+		return nil, fmt.Errorf("reading the format header: %w", err)
+	}
+	if string(pre[:len(snapMagic)]) != snapMagic {
+		return nil, errors.New("not an engine snapshot (bad magic number)")
+	}
+	if v := binary.BigEndian.Uint32(pre[len(snapMagic):]); v != snapVersion {
+		return nil, fmt.Errorf("snapshot format version %d; this engine reads version %d", v, snapVersion)
+	}
+	// cr is an io.ByteReader, so gob reads from it exactly the bytes of
+	// each value, and the checksum after the body is left unread.
+	dec := gob.NewDecoder(cr)
+	var h snapHeader
+	if err := dec.Decode(&h); err != nil {
+		return nil, fmt.Errorf("decoding the header: %w", err)
+	}
+	if h.Region != cfg.Region {
+		return nil, fmt.Errorf("snapshot of region %q, engine configured for region %q", h.Region, cfg.Region)
+	}
+	if h.Queues < 0 {
+		return nil, fmt.Errorf("negative queue count %d", h.Queues)
+	}
+	rs := &restorer{e: New(cfg), dec: dec, interned: map[string]string{}}
+	rs.e.now, rs.e.serial = h.Now, h.Serial
+	for i := range h.Queues {
+		if err := rs.queue(); err != nil {
+			return nil, fmt.Errorf("queue %d: %w", i, err)
+		}
+	}
+	if err := rs.engineRecords(&h); err != nil {
+		return nil, err
+	}
+	var tr snapTrailer
+	if err := dec.Decode(&tr); err != nil {
+		return nil, fmt.Errorf("decoding the trailer: %w", err)
+	}
+	if tr.Queues != h.Queues || tr.Messages != len(rs.serials) {
+		return nil, fmt.Errorf("trailer counts %d queues and %d messages, read %d and %d", tr.Queues, tr.Messages, h.Queues, len(rs.serials))
+	}
+	sum := cr.sum
+	var want [4]byte
+	if _, err := io.ReadFull(br, want[:]); err != nil {
+		return nil, fmt.Errorf("reading the checksum: %w", err)
+	}
+	if binary.BigEndian.Uint32(want[:]) != sum {
+		return nil, errors.New("checksum mismatch: the snapshot is corrupt")
+	}
+	switch _, err := br.ReadByte(); {
+	case err == nil:
+		return nil, errors.New("data after the end of the snapshot")
+	case err != io.EOF:
+		return nil, fmt.Errorf("after the checksum: %w", err)
+	}
+	// Serials identify messages engine-wide (a message keeps its serial
+	// when it moves to another queue).
+	slices.Sort(rs.serials)
+	for i := 1; i < len(rs.serials); i++ {
+		if rs.serials[i] == rs.serials[i-1] {
+			return nil, fmt.Errorf("message serial %d in two queues", rs.serials[i])
+		}
+	}
+	return rs.e, nil
+}
+
+// restorer builds an engine from a snapshot's records.
+type restorer struct {
+	e        *Engine
+	dec      *gob.Decoder
+	cur      snapChunk         // the chunk being read
+	serials  []uint64          // of every message, to check they are unique
+	interned map[string]string // sender ids and source ARNs, shared by many messages
+}
+
+// intern returns b as a string, the same string for equal contents.
+func (rs *restorer) intern(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if v, ok := rs.interned[string(b)]; ok {
+		return v
+	}
+	s := string(b)
+	rs.interned[s] = s
+	return s
+}
+
+// engineRecords restores the records of the header that refer to queues:
+// deletions, running tasks; and rebuilds the dead-letter source index.
+func (rs *restorer) engineRecords(h *snapHeader) error {
+	e := rs.e
+	var last int64
+	for i, d := range h.Deleted {
+		key := api.QueueKey{Account: d.Account, Name: d.Name}
+		if _, dup := e.deleted[key]; dup || e.queues[key] != nil {
+			return fmt.Errorf("deletion record of %s: queue exists or deleted twice", key)
+		}
+		if i > 0 && d.At < last {
+			return fmt.Errorf("deletion records out of time order at %s", key)
+		}
+		last = d.At
+		e.deleted[key] = d.At
+		e.deletedLog.Push(deletion{key: key, at: d.At})
+	}
+	running := 0
+	for _, q := range e.queues {
+		for _, t := range q.tasks {
+			if t.status == api.MoveTaskRunning {
+				running++
+			}
+		}
+	}
+	for _, ref := range h.Running {
+		key := api.QueueKey{Account: ref.Account, Name: ref.Name}
+		q := e.queues[key]
+		if q == nil || ref.Index < 0 || ref.Index >= len(q.tasks) {
+			return fmt.Errorf("running task %d of queue %s does not exist", ref.Index, key)
+		}
+		t := q.tasks[ref.Index]
+		if t.status != api.MoveTaskRunning || slices.Contains(e.running, t) {
+			return fmt.Errorf("running task %d of queue %s: status %s or listed twice", ref.Index, key, t.status)
+		}
+		e.running = append(e.running, t)
+	}
+	if running != len(e.running) {
+		return fmt.Errorf("%d tasks are RUNNING, %d listed as running", running, len(e.running))
+	}
+	// The index is a function of the queues' redrive policies.
+	for _, q := range e.queues {
+		e.indexRedrive(q, nil)
+	}
+	return nil
+}
+
+// queueLoad tracks what a queue's section has delivered so far.
+type queueLoad struct {
+	msgs, dedups, attempts, ordered int
+	lastSeq                         uint64 // FIFO: sequence numbers must increase
+	lastDedup, lastAttempt          int64  // records must be in time order
+}
+
+// queue reads one queue section.
+func (rs *restorer) queue() error {
+	var sq snapQueue
+	if err := rs.dec.Decode(&sq); err != nil {
+		return fmt.Errorf("decoding: %w", err)
+	}
+	key := api.QueueKey{Account: sq.Account, Name: sq.Name}
+	q, err := rs.newQueue(&sq)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	var ld queueLoad
+	for ld.msgs < sq.Messages || ld.dedups < sq.Dedups || ld.attempts < sq.Attempts || ld.ordered < sq.Ordered {
+		if err := rs.chunk(q, &sq, &ld); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	if err := rs.finishQueue(q, &sq); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	rs.e.queues[key] = q
+	return nil
+}
+
+// newQueue builds a queue, without messages, from its header.
+func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
+	key := api.QueueKey{Account: sq.Account, Name: sq.Name}
+	switch {
+	case rs.e.queues[key] != nil:
+		return nil, errors.New("queue listed twice")
+	case sq.Arn != key.ARN(rs.e.cfg.Region):
+		return nil, fmt.Errorf("ARN %q does not match the queue", sq.Arn)
+	case sq.Messages < 0 || sq.Dedups < 0 || sq.Attempts < 0 || sq.Ordered < 0:
+		return nil, errors.New("negative record count")
+	case !sq.Fifo && (sq.Dedups > 0 || sq.Attempts > 0):
+		return nil, errors.New("deduplication or attempt records in a standard queue")
+	case sq.Fifo && sq.Ordered > 0:
+		return nil, errors.New("tenant order records in a FIFO queue")
+	case len(sq.Tasks) > maxTasksKept:
+		return nil, fmt.Errorf("%d move tasks, at most %d are kept", len(sq.Tasks), maxTasksKept)
+	}
+	attrs, err := queueAttrsOf(&sq.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	q := &queue{
+		key: key, arn: sq.Arn, fifo: sq.Fifo, attrs: attrs, tags: make(map[string]string, len(sq.Tags)),
+		createdAt: sq.CreatedAt, modifiedAt: sq.ModifiedAt, handleTag: sq.HandleTag,
+		purgedAt: sq.PurgedAt, purged: sq.Purged, lastSeq: sq.LastSeq,
+	}
+	for _, t := range sq.Tags {
+		q.tags[t.Key] = t.Value
+	}
+	q.resetMessages()
+	// The count comes from the input: trust it for the map's size hint
+	// only up to a bound.
+	q.msgs = make(map[uint64]*message, min(sq.Messages, 1<<16))
+	if q.fifo {
+		q.dedup = make(map[dedupKey]*dedupRecord, min(sq.Dedups, 1<<16))
+		q.attempts = map[string]*attemptRecord{}
+	}
+	for i, st := range sq.Tasks {
+		t, err := moveTaskOf(key, &st)
+		if err != nil {
+			return nil, fmt.Errorf("move task %d: %w", i, err)
+		}
+		q.tasks = append(q.tasks, t)
+	}
+	return q, nil
+}
+
+func queueAttrsOf(s *snapAttrs) (queueAttrs, error) {
+	a := queueAttrs{
+		VisibilityTimeout: s.VisibilityTimeout, MaximumMessageSize: s.MaximumMessageSize,
+		MessageRetentionPeriod: s.MessageRetentionPeriod, DelaySeconds: s.DelaySeconds,
+		ReceiveMessageWaitTimeSeconds: s.ReceiveMessageWaitTimeSeconds, Policy: s.Policy,
+		RedrivePolicy: s.RedrivePolicy, RedriveAllowPolicy: s.RedriveAllowPolicy,
+		ContentBasedDeduplication: s.ContentBasedDeduplication, KmsMasterKeyId: s.KmsMasterKeyId,
+		KmsDataKeyReusePeriodSeconds: s.KmsDataKeyReusePeriodSeconds, SqsManagedSseEnabled: s.SqsManagedSseEnabled,
+		DeduplicationScope: s.DeduplicationScope, FifoThroughputLimit: s.FifoThroughputLimit,
+	}
+	if s.HasRedrive != (s.RedrivePolicy != "") || s.HasAllow != (s.RedriveAllowPolicy != "") {
+		return a, errors.New("redrive policies and their parsed forms disagree")
+	}
+	if s.HasRedrive {
+		a.redrive = &redriveTarget{
+			arn:             s.RedriveTargetArn,
+			key:             api.QueueKey{Account: s.RedriveTargetAccount, Name: s.RedriveTargetName},
+			maxReceiveCount: s.RedriveMaxReceiveCount,
+		}
+	}
+	if s.HasAllow {
+		a.allow = &api.RedriveAllowPolicy{RedrivePermission: s.AllowPermission, SourceQueueArns: s.AllowSourceQueueArns}
+	}
+	return a, nil
+}
+
+func moveTaskOf(source api.QueueKey, s *snapTask) (*moveTask, error) {
+	if s.SourceAccount != source.Account || s.SourceName != source.Name {
+		return nil, fmt.Errorf("source %s/%s is not the queue", s.SourceAccount, s.SourceName)
+	}
+	switch s.Status {
+	case api.MoveTaskRunning, api.MoveTaskCompleted, api.MoveTaskCancelled, api.MoveTaskFailed:
+	default:
+		return nil, fmt.Errorf("unknown status %q", s.Status)
+	}
+	t := &moveTask{
+		handle: s.Handle, source: source, sourceArn: s.SourceArn,
+		destArn: s.DestArn, dest: api.QueueKey{Account: s.DestAccount, Name: s.DestName},
+		perSecond: s.PerSecond, status: s.Status, moved: s.Moved, toMove: s.ToMove,
+		startedAt: s.StartedAt, failure: s.Failure,
+	}
+	if s.HasRate {
+		rate := s.Rate
+		t.rate = &rate
+	}
+	return t, nil
+}
+
+// chunk reads one chunk of a queue's records.
+func (rs *restorer) chunk(q *queue, sq *snapQueue, ld *queueLoad) error {
+	// Gob leaves alone the fields a value does not carry and decodes into
+	// the slices it finds: reuse the byte slices, whose contents are
+	// copied out, and nothing else.
+	c := &rs.cur
+	*c = snapChunk{MessageData: c.MessageData[:0], DedupData: c.DedupData[:0]}
+	if err := rs.dec.Decode(c); err != nil {
+		return fmt.Errorf("decoding records: %w", err)
+	}
+	switch {
+	case c.Messages < 0 || c.Dedups < 0:
+		return errors.New("negative record count")
+	case c.Messages+c.Dedups+len(c.Attempts)+len(c.Orders) == 0:
+		return errors.New("empty chunk")
+	case c.Messages > sq.Messages-ld.msgs:
+		return errors.New("more messages than announced")
+	case c.Dedups > sq.Dedups-ld.dedups:
+		return errors.New("more deduplication records than announced")
+	case len(c.Attempts) > sq.Attempts-ld.attempts:
+		return errors.New("more attempt records than announced")
+	}
+	rr := recordReader{buf: c.MessageData}
+	for range c.Messages {
+		d := decodedMessage{m: &message{}}
+		if err := rr.message(&d); err != nil {
+			return fmt.Errorf("message %d: %w", ld.msgs, err)
+		}
+		if err := rs.message(q, &d, ld); err != nil {
+			return fmt.Errorf("message %d: %w", ld.msgs, err)
+		}
+		ld.msgs++
+	}
+	if len(rr.buf) > 0 {
+		return errors.New("unread bytes after the message records")
+	}
+	rr = recordReader{buf: c.DedupData}
+	for range c.Dedups {
+		r, err := rr.dedup()
+		if err == nil {
+			err = restoreDedup(q, r, ld)
+		}
+		if err != nil {
+			return fmt.Errorf("deduplication record %d: %w", ld.dedups, err)
+		}
+		ld.dedups++
+	}
+	if len(rr.buf) > 0 {
+		return errors.New("unread bytes after the deduplication records")
+	}
+	for i := range c.Attempts {
+		if err := restoreAttempt(q, &c.Attempts[i], ld); err != nil {
+			return fmt.Errorf("attempt record %d: %w", ld.attempts, err)
+		}
+		ld.attempts++
+	}
+	for i := range c.Orders {
+		o := &c.Orders[i]
+		if len(o.Serials) > sq.Ordered-ld.ordered {
+			return errors.New("more ordered messages than announced")
+		}
+		if err := restoreOrder(q, o); err != nil {
+			return fmt.Errorf("order of tenant %q: %w", o.Tenant, err)
+		}
+		ld.ordered += len(o.Serials)
+	}
+	return nil
+}
+
+// message adds a decoded message to q, in its arrival list or aged heap,
+// its FIFO group or fair-queue tenant, and the timer heap if it waits for a
+// time. Standard queues link visible messages into their tenant's list
+// later, from the order records.
+func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
+	m := d.m
+	switch {
+	case m.serial == 0 || m.serial > rs.e.serial:
+		return fmt.Errorf("serial %d out of range (latest %d)", m.serial, rs.e.serial)
+	case m.state > stateInflight:
+		return fmt.Errorf("unknown state %d", m.state)
+	case q.fifo && d.aged:
+		return errors.New("aged message in a FIFO queue") // FIFO arrival order is sequence order
+	case q.fifo && (m.seq <= ld.lastSeq || m.seq > q.lastSeq):
+		return fmt.Errorf("sequence number %d out of order", m.seq)
+	case !d.aged && q.arrivalTail != nil && m.enqueuedAt < q.arrivalTail.enqueuedAt:
+		return errors.New("arrival list out of time order")
+	}
+	n := len(q.msgs)
+	q.msgs[m.serial] = m
+	if len(q.msgs) == n {
+		return fmt.Errorf("serial %d twice", m.serial)
+	}
+	ld.lastSeq = m.seq
+	m.sender = rs.intern(d.sender)
+	m.dlqSource = rs.intern(d.dlqSource)
+	rs.serials = append(rs.serials, m.serial)
+	if d.aged {
+		q.aged.Push(m)
+	} else {
+		m.aprev = q.arrivalTail
+		if q.arrivalTail != nil {
+			q.arrivalTail.anext = m
+		} else {
+			q.arrivalHead = m
+		}
+		q.arrivalTail = m
+	}
+	switch m.state {
+	case stateVisible:
+		q.nVisible++
+	case stateDelayed:
+		q.nDelayed++
+		q.timers.Push(m)
+	case stateInflight:
+		q.nInflight++
+		q.timers.Push(m)
+	}
+	// The group's id is shared by its messages, as when they were sent.
+	if q.fifo {
+		g := q.groups[string(d.group)]
+		if g == nil {
+			g = q.fifoGroupOf(string(d.group))
+		}
+		m.group = g.id
+		g.append(m)
+		if m.state == stateInflight {
+			g.inflight++
+		}
+		return nil
+	}
+	t := q.tenants[string(d.group)]
+	if t == nil {
+		t = q.tenantOf(string(d.group))
+	}
+	m.group = t.id
+	t.total++
+	if m.state == stateInflight {
+		t.inflight++
+	}
+	return nil
+}
+
+func restoreDedup(q *queue, r *dedupRecord, ld *queueLoad) error {
+	if ld.dedups > 0 && r.at < ld.lastDedup {
+		return errors.New("out of time order")
+	}
+	ld.lastDedup = r.at
+	n := len(q.dedup)
+	q.dedup[r.key] = r
+	if len(q.dedup) == n {
+		return fmt.Errorf("key (%q, %q) twice", r.key.group, r.key.id)
+	}
+	q.dedupLog.Push(r)
+	return nil
+}
+
+func restoreAttempt(q *queue, a *snapAttempt, ld *queueLoad) error {
+	switch {
+	case q.attempts[a.ID] != nil:
+		return fmt.Errorf("id %q twice", a.ID)
+	case len(a.Serials) != len(a.Nonces):
+		return errors.New("as many serials as nonces needed")
+	case ld.attempts > 0 && a.At < ld.lastAttempt:
+		return errors.New("out of time order")
+	}
+	ld.lastAttempt = a.At
+	r := &attemptRecord{id: a.ID, at: a.At, serials: a.Serials, nonces: a.Nonces}
+	q.attempts[a.ID] = r
+	q.attemptLog.Push(r)
+	return nil
+}
+
+// restoreOrder appends visible messages to their tenant's list.
+func restoreOrder(q *queue, o *snapOrder) error {
+	t := q.tenants[o.Tenant]
+	if t == nil {
+		return errors.New("tenant without messages")
+	}
+	for _, s := range o.Serials {
+		m := q.msgs[s]
+		switch {
+		case m == nil:
+			return fmt.Errorf("unknown message %d", s)
+		case m.group != t.id || m.state != stateVisible:
+			return fmt.Errorf("message %d is not a visible message of the tenant", s)
+		case m.prev != nil || m.next != nil || t.head == m:
+			return fmt.Errorf("message %d listed twice", s)
+		}
+		t.pushBack(m)
+	}
+	return nil
+}
+
+// finishQueue checks that every message is where it belongs and fills the
+// ready heaps. Heaps order by total keys, so the order in which groups and
+// tenants are pushed does not matter.
+func (rs *restorer) finishQueue(q *queue, sq *snapQueue) error {
+	if !q.fifo && sq.Ordered != q.nVisible {
+		return fmt.Errorf("%d visible messages, %d in tenant lists", q.nVisible, sq.Ordered)
+	}
+	for _, g := range q.groups {
+		q.refreshGroup(g)
+	}
+	for _, t := range q.tenants {
+		q.refreshTenant(t)
+	}
+	return nil
+}
+
+// crcReader checksums what it reads. It is an io.ByteReader so that
+// encoding/gob does not wrap it in a buffer of its own, which would read
+// past the gob stream.
+type crcReader struct {
+	r   *bufio.Reader
+	sum uint32
+	one [1]byte
+}
+
+func (c *crcReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.sum = crc32.Update(c.sum, snapCRCTable, p[:n])
+	return n, err
+}
+
+func (c *crcReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.one[0] = b
+		c.sum = crc32.Update(c.sum, snapCRCTable, c.one[:])
+	}
+	return b, err
+}

@@ -1,0 +1,157 @@
+package replog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/fifoq/fifoq/internal/engine"
+)
+
+// fsm is the Raft finite-state machine: it applies each committed entry's
+// commands to the engine, in order, and snapshots and restores the engine.
+type fsm struct {
+	mu     sync.RWMutex // guards eng: Apply and Restore write, reads share
+	eng    *engine.Engine
+	logger *slog.Logger
+
+	// fatal is the first entry that could not be decoded. Raft has already
+	// committed it, so the state machine cannot skip it without diverging
+	// from the log: the node refuses to serve instead.
+	fatalMu sync.Mutex
+	fatal   error
+
+	// appliedBytes counts entry bytes applied since the last snapshot; when
+	// it passes the configured size, onBytes asks for a snapshot.
+	appliedBytes int64
+	snapshotAt   int64
+	onBytes      func()
+}
+
+// Apply implements raft.FSM.
+func (f *fsm) Apply(l *raft.Log) interface{} {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	cmds, err := decodeEntry(l.Data)
+	if err != nil {
+		err = fmt.Errorf("log entry %d (term %d): %w", l.Index, l.Term, err)
+		f.fatalMu.Lock()
+		if f.fatal == nil {
+			f.fatal = err
+		}
+		f.fatalMu.Unlock()
+		f.logger.Error("cannot apply log entry; refusing writes", "err", err)
+		return nil
+	}
+	results := make([]applyResult, len(cmds))
+	f.mu.Lock()
+	for i, c := range cmds {
+		results[i].resp, results[i].err = f.eng.Apply(c)
+	}
+	f.mu.Unlock()
+	f.appliedBytes += int64(len(l.Data))
+	if f.onBytes != nil && f.snapshotAt > 0 && f.appliedBytes >= f.snapshotAt {
+		f.appliedBytes = 0
+		f.onBytes()
+	}
+	return results
+}
+
+func (f *fsm) failure() error {
+	f.fatalMu.Lock()
+	defer f.fatalMu.Unlock()
+	return f.fatal
+}
+
+// snapshotMagic starts every snapshot file's payload, followed by the
+// format version and a CRC-32C of the engine state that follows.
+var snapshotMagic = [8]byte{'F', 'I', 'F', 'O', 'Q', 'F', 'S', 'M'}
+
+// snapshotFormatVersion is the version of the snapshot payload layout.
+const snapshotFormatVersion = 1
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Snapshot implements raft.FSM. It serialises the engine while holding the
+// read lock, so that the state is consistent; writes wait meanwhile.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	var buf bytes.Buffer
+	f.mu.RLock()
+	err := f.eng.Snapshot(&buf)
+	f.mu.RUnlock()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot engine: %w", err)
+	}
+	return &snapshot{state: buf.Bytes()}, nil
+}
+
+// Restore implements raft.FSM.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	state, err := readSnapshotPayload(rc)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.eng.Restore(bytes.NewReader(state)); err != nil {
+		return fmt.Errorf("restore engine from snapshot: %w", err)
+	}
+	return nil
+}
+
+// readSnapshotPayload reads a snapshot written by Persist and returns the
+// engine state in it, after checking its magic, version and checksum.
+func readSnapshotPayload(r io.Reader) ([]byte, error) {
+	br := bufio.NewReader(r)
+	var hdr [16]byte
+	if n, err := io.ReadFull(br, hdr[:]); err != nil {
+		return nil, fmt.Errorf("snapshot header truncated at byte offset %d: %w", n, err)
+	}
+	if !bytes.Equal(hdr[:8], snapshotMagic[:]) {
+		return nil, fmt.Errorf("not a fifoq snapshot: bad magic %q at byte offset 0", hdr[:8])
+	}
+	if v := binary.BigEndian.Uint32(hdr[8:12]); v != snapshotFormatVersion {
+		return nil, fmt.Errorf("snapshot format version %d at byte offset 8; this fifoq reads version %d", v, snapshotFormatVersion)
+	}
+	want := binary.BigEndian.Uint32(hdr[12:16])
+	state, err := io.ReadAll(br)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot after byte offset 16: %w", err)
+	}
+	if got := crc32.Checksum(state, castagnoli); got != want {
+		return nil, fmt.Errorf("snapshot checksum mismatch over byte offsets 16-%d: stored %08x, computed %08x", 16+len(state), want, got)
+	}
+	return state, nil
+}
+
+// snapshot is a serialised engine state waiting to be written.
+type snapshot struct{ state []byte }
+
+// Persist implements raft.FSMSnapshot.
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	var hdr [16]byte
+	copy(hdr[:8], snapshotMagic[:])
+	binary.BigEndian.PutUint32(hdr[8:12], snapshotFormatVersion)
+	binary.BigEndian.PutUint32(hdr[12:16], crc32.Checksum(s.state, castagnoli))
+	if _, err := sink.Write(hdr[:]); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("write snapshot header: %w", err)
+	}
+	if _, err := sink.Write(s.state); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("write snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+// Release implements raft.FSMSnapshot.
+func (s *snapshot) Release() {}

@@ -1,0 +1,508 @@
+package replog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftwal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+)
+
+// RaftConfig configures a durable, Raft-backed log.
+type RaftConfig struct {
+	// Dir holds the log, the snapshots and the lock file.
+	Dir string
+	// NodeID names this node in the Raft configuration.
+	NodeID string
+	// Logger receives the log's messages (slog.Default() if nil).
+	Logger *slog.Logger
+	// MaxBatchCommands and MaxBatchBytes bound one group commit: how many
+	// commands, and how many encoded bytes, one log entry may carry.
+	MaxBatchCommands int
+	MaxBatchBytes    int
+	// SnapshotEntries and SnapshotBytes trigger a snapshot: after this many
+	// log entries, or this many bytes of them, since the last one.
+	SnapshotEntries uint64
+	SnapshotBytes   int64
+	// SnapshotsRetained is how many snapshots are kept on disk.
+	SnapshotsRetained int
+	// MinFreeBytes is the free space the data dir's file system must keep:
+	// below it, writes are refused with ServiceUnavailable (reads go on)
+	// until space returns, so that the log never runs into a full disk in
+	// the middle of a write. Negative disables the check.
+	MinFreeBytes int64
+}
+
+func (c *RaftConfig) setDefaults() {
+	if c.NodeID == "" {
+		c.NodeID = "node-1"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MaxBatchCommands == 0 {
+		c.MaxBatchCommands = 256
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = 1 << 20
+	}
+	if c.SnapshotEntries == 0 {
+		c.SnapshotEntries = 16384
+	}
+	if c.SnapshotBytes == 0 {
+		c.SnapshotBytes = 256 << 20
+	}
+	if c.SnapshotsRetained == 0 {
+		c.SnapshotsRetained = 2
+	}
+	if c.MinFreeBytes == 0 {
+		c.MinFreeBytes = DefaultMinFreeBytes
+	}
+}
+
+// DefaultMinFreeBytes is the free disk space below which writes are refused.
+const DefaultMinFreeBytes = 64 << 20
+
+// Raft is a Log kept in a hashicorp/raft log on disk (raft-wal segments
+// and file snapshots). A single node bootstraps itself as a cluster of one.
+//
+// A command is acknowledged only after the log entry that carries it is
+// fsynced and applied. Concurrent commands are coalesced into one entry
+// (group commit), so one fsync serves many requests.
+type Raft struct {
+	cfg    RaftConfig
+	logger *slog.Logger
+	raft   *raft.Raft
+	fsm    *fsm
+	wal    *closingWAL
+	lock   *dirLock
+
+	submit   chan *pending
+	inflight chan struct{}
+	quit     chan struct{}
+	snapReq  chan struct{} // the fsm asks for a snapshot by size
+	lowDisk  atomic.Bool   // writes are being refused for lack of space
+	wg       sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// pending is a command waiting for its group commit.
+type pending struct {
+	cmd  *engine.Command
+	done chan applyResult
+}
+
+// applyResult is the engine's answer to one command.
+type applyResult struct {
+	resp api.Response
+	err  error
+}
+
+// ErrClosed is returned by Apply after Close.
+var ErrClosed = errors.New("command log is closed")
+
+// maxInflightEntries bounds the log entries handed to Raft and not yet
+// applied. While they are being fsynced, new commands wait and are
+// coalesced into the next entry: that wait is what makes group commit
+// batch under load.
+const maxInflightEntries = 2
+
+// OpenRaft opens (or creates) the log in cfg.Dir, restores eng from the
+// latest snapshot, replays the log after it, and returns once the node leads
+// its cluster of one and every entry on disk has been applied.
+func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
+	cfg.setDefaults()
+	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", cfg.Dir, err)
+	}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.release()
+		}
+	}()
+
+	hlog := hclog.New(&hclog.LoggerOptions{
+		Name:   "raft",
+		Level:  hclog.Warn,
+		Output: slogWriter{cfg.Logger},
+	})
+	walDir := filepath.Join(cfg.Dir, "wal")
+	if err := os.MkdirAll(walDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create log dir %s: %w", walDir, err)
+	}
+	// The WAL does not close the meta database it opens itself, which would
+	// keep the directory locked for the life of the process; give it one we
+	// close.
+	meta := &metadb.BoltMetaDB{}
+	w, err := raftwal.Open(walDir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta))
+	if err != nil {
+		meta.Close()
+		return nil, fmt.Errorf("open log %s: %w", walDir, err)
+	}
+	wal := &closingWAL{WAL: w, meta: meta}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotsRetained, hlog)
+	if err != nil {
+		wal.Close()
+		return nil, fmt.Errorf("open snapshots in %s: %w", cfg.Dir, err)
+	}
+
+	// Raft falls back to an older snapshot when the newest cannot be
+	// restored, and the log entries between them may be compacted away:
+	// that would silently lose data. Check the newest one first and refuse
+	// to start if it is damaged.
+	if err := verifyLatestSnapshot(snaps, cfg.Dir); err != nil {
+		wal.Close()
+		return nil, err
+	}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = hlog
+	// A cluster of one elects itself after HeartbeatTimeout: keep it short
+	// so that a restart is quick.
+	rc.HeartbeatTimeout = 100 * time.Millisecond
+	rc.ElectionTimeout = 100 * time.Millisecond
+	rc.LeaderLeaseTimeout = 100 * time.Millisecond
+	rc.MaxAppendEntries = 1024
+	rc.BatchApplyCh = true
+	rc.SnapshotThreshold = cfg.SnapshotEntries
+	rc.SnapshotInterval = 30 * time.Second
+	rc.TrailingLogs = 1024
+	rc.NoSnapshotRestoreOnStart = false
+
+	addr, transport := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
+	snapReq := make(chan struct{}, 1)
+	f := &fsm{eng: eng, logger: cfg.Logger, snapshotAt: cfg.SnapshotBytes, onBytes: func() {
+		select {
+		case snapReq <- struct{}{}:
+		default:
+		}
+	}}
+
+	existing, err := raft.HasExistingState(wal, wal, snaps)
+	if err != nil {
+		wal.Close()
+		return nil, fmt.Errorf("inspect log %s: %w", cfg.Dir, err)
+	}
+	if !existing {
+		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: addr}}}
+		if err := raft.BootstrapCluster(rc, wal, wal, snaps, transport, boot); err != nil {
+			wal.Close()
+			return nil, fmt.Errorf("bootstrap log in %s: %w", cfg.Dir, err)
+		}
+	}
+	r, err := raft.NewRaft(rc, f, wal, wal, snaps, transport)
+	if err != nil {
+		wal.Close()
+		return nil, fmt.Errorf("start log in %s: %w", cfg.Dir, err)
+	}
+	l := &Raft{
+		cfg: cfg, logger: cfg.Logger, raft: r, fsm: f, wal: wal, lock: lock,
+		submit:   make(chan *pending, 4096),
+		inflight: make(chan struct{}, maxInflightEntries),
+		quit:     make(chan struct{}),
+		snapReq:  snapReq,
+	}
+	if err := l.waitReady(); err != nil {
+		r.Shutdown().Error()
+		wal.Close()
+		return nil, err
+	}
+	ok = true
+	l.wg.Add(2)
+	go l.batchLoop()
+	go l.snapshotLoop()
+	return l, nil
+}
+
+// verifyLatestSnapshot reads the newest snapshot in full and checks its
+// checksums, so that a damaged one stops the start with its file named.
+func verifyLatestSnapshot(snaps *raft.FileSnapshotStore, dir string) error {
+	list, err := snaps.List()
+	if err != nil {
+		return fmt.Errorf("list snapshots in %s: %w", dir, err)
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	path := filepath.Join(dir, "snapshots", list[0].ID, "state.bin")
+	_, rc, err := snaps.Open(list[0].ID)
+	if err != nil {
+		return fmt.Errorf("snapshot %s is damaged: %w; refusing to start (move it away only if the log still holds every entry it covers)", path, err)
+	}
+	defer rc.Close()
+	if _, err := readSnapshotPayload(rc); err != nil {
+		return fmt.Errorf("snapshot %s is damaged: %w; refusing to start", path, err)
+	}
+	return nil
+}
+
+// waitReady waits until the node leads and has applied every entry on
+// disk, so that the first request sees the whole recovered state.
+func (l *Raft) waitReady() error {
+	deadline := time.Now().Add(30 * time.Second)
+	for l.raft.State() != raft.Leader {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("log in %s: no leader after 30s", l.cfg.Dir)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A barrier is applied after every entry before it: once it is done,
+	// the replay is complete.
+	if err := l.raft.Barrier(0).Error(); err != nil {
+		return fmt.Errorf("replay log in %s: %w", l.cfg.Dir, err)
+	}
+	if err := l.fsm.failure(); err != nil {
+		return fmt.Errorf("replay log in %s: %w", l.cfg.Dir, err)
+	}
+	return nil
+}
+
+// Apply implements Log: it queues cmd for the next group commit and waits
+// for its result.
+func (l *Raft) Apply(ctx context.Context, cmd *engine.Command) (api.Response, error) {
+	p := &pending{cmd: cmd, done: make(chan applyResult, 1)}
+	select {
+	case l.submit <- p:
+	case <-l.quit:
+		return nil, api.ErrServiceUnavailable("The server is shutting down.")
+	}
+	// The command is in the pipeline: wait for its outcome even if the
+	// client goes away, so that what the log decided is what we report.
+	res := <-p.done
+	return res.resp, res.err
+}
+
+// batchLoop collects queued commands into log entries and hands them to
+// Raft, at most maxInflightEntries at a time.
+func (l *Raft) batchLoop() {
+	defer l.wg.Done()
+	for {
+		var first *pending
+		select {
+		case first = <-l.submit:
+		case <-l.quit:
+			l.drain()
+			return
+		}
+		// Wait for a free slot first: while the previous entries are being
+		// fsynced, more commands queue up and join this batch.
+		l.inflight <- struct{}{}
+		batch := []*pending{first}
+		size := 0
+	collect:
+		for len(batch) < l.cfg.MaxBatchCommands && size < l.cfg.MaxBatchBytes {
+			select {
+			case p := <-l.submit:
+				batch = append(batch, p)
+				size += approxSize(p.cmd)
+			default:
+				break collect
+			}
+		}
+		l.commit(batch)
+	}
+}
+
+// commit writes one batch as one log entry and, once applied, answers its
+// commands. Answering happens on another goroutine so that the next batch
+// can be collected meanwhile.
+func (l *Raft) commit(batch []*pending) {
+	if err := l.checkDiskSpace(); err != nil {
+		<-l.inflight
+		for _, p := range batch {
+			p.done <- applyResult{err: err}
+		}
+		return
+	}
+	cmds := make([]*engine.Command, len(batch))
+	for i, p := range batch {
+		cmds[i] = p.cmd
+	}
+	data, err := encodeEntry(cmds)
+	if err != nil {
+		<-l.inflight
+		for _, p := range batch {
+			p.done <- applyResult{err: api.ErrInternalFailure("encode command: %v", err)}
+		}
+		return
+	}
+	fut := l.raft.Apply(data, 0)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		err := fut.Error()
+		<-l.inflight
+		if err != nil {
+			l.logger.Error("log append failed", "err", err)
+			for _, p := range batch {
+				p.done <- applyResult{err: unavailable(err)}
+			}
+			return
+		}
+		results, _ := fut.Response().([]applyResult)
+		for i, p := range batch {
+			if i < len(results) {
+				p.done <- results[i]
+			} else {
+				p.done <- applyResult{err: api.ErrInternalFailure("log entry applied without a result")}
+			}
+		}
+	}()
+}
+
+// snapshotLoop takes a snapshot whenever the fsm reports that the entries
+// applied since the last one passed SnapshotBytes. Raft itself snapshots
+// by entry count (SnapshotEntries); this bounds the log by size too, so
+// that a restart never replays more than that many bytes.
+func (l *Raft) snapshotLoop() {
+	defer l.wg.Done()
+	for {
+		select {
+		case <-l.snapReq:
+		case <-l.quit:
+			return
+		}
+		if err := l.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			l.logger.Warn("snapshot by size failed", "err", err)
+		}
+	}
+}
+
+// checkDiskSpace refuses a write when the data dir's file system has less
+// than MinFreeBytes free. It is one statfs per group commit, not per request.
+func (l *Raft) checkDiskSpace() error {
+	if l.cfg.MinFreeBytes < 0 {
+		return nil
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(l.cfg.Dir, &st); err != nil {
+		return nil // cannot tell: let the write itself find out
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free < l.cfg.MinFreeBytes {
+		if l.lowDisk.CompareAndSwap(false, true) {
+			l.logger.Error("disk almost full: refusing writes until space returns", "dir", l.cfg.Dir, "free_bytes", free, "min_free_bytes", l.cfg.MinFreeBytes)
+		}
+		return api.ErrServiceUnavailable("The server's disk is full (%d bytes free); writes are refused until space returns. Retry later.", free)
+	}
+	if l.lowDisk.CompareAndSwap(true, false) {
+		l.logger.Info("disk space returned: accepting writes", "dir", l.cfg.Dir, "free_bytes", free)
+	}
+	return nil
+}
+
+// drain answers commands still queued at shutdown.
+func (l *Raft) drain() {
+	for {
+		select {
+		case p := <-l.submit:
+			p.done <- applyResult{err: api.ErrServiceUnavailable("The server is shutting down.")}
+		default:
+			return
+		}
+	}
+}
+
+// unavailable turns a log failure into the 503 clients see: the command
+// was not made durable, so the client may retry it.
+func unavailable(err error) error {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
+		return api.ErrServiceUnavailable("The server cannot accept writes now (%v); retry.", err)
+	}
+	return api.ErrServiceUnavailable("The write could not be made durable (%v); retry.", err)
+}
+
+// approxSize estimates a command's encoded size, to bound batches in bytes.
+func approxSize(c *engine.Command) int {
+	switch r := c.Request.(type) {
+	case *api.SendMessageRequest:
+		return 256 + len(r.MessageBody)
+	case *api.SendMessageBatchRequest:
+		n := 256
+		for _, e := range r.Entries {
+			n += 128 + len(e.MessageBody)
+		}
+		return n
+	}
+	return 256
+}
+
+// Read implements Log.
+func (l *Raft) Read(fn func(e *engine.Engine)) {
+	l.fsm.mu.RLock()
+	defer l.fsm.mu.RUnlock()
+	fn(l.fsm.eng)
+}
+
+// Close implements Log: it stops taking commands, waits for the entries in
+// flight, takes no final snapshot (the log holds everything) and releases
+// the data directory.
+func (l *Raft) Close() error {
+	l.closeOnce.Do(func() {
+		close(l.quit)
+		l.wg.Wait()
+		if err := l.raft.Shutdown().Error(); err != nil {
+			l.closeErr = fmt.Errorf("stop raft: %w", err)
+		}
+		if err := l.wal.Close(); err != nil && l.closeErr == nil {
+			l.closeErr = fmt.Errorf("close log: %w", err)
+		}
+		l.lock.release()
+	})
+	return l.closeErr
+}
+
+// closingWAL is the log store: a raft-wal WAL whose Close also closes its
+// meta database.
+type closingWAL struct {
+	*raftwal.WAL
+	meta *metadb.BoltMetaDB
+}
+
+// Close closes the WAL, then its meta database.
+func (w *closingWAL) Close() error {
+	err := w.WAL.Close()
+	if merr := w.meta.Close(); merr != nil && err == nil {
+		err = merr
+	}
+	return err
+}
+
+// slogWriter sends hclog's lines to slog.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Warn(string(trimNewline(p)), "component", "raft")
+	return len(p), nil
+}
+
+func trimNewline(p []byte) []byte {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+var _ io.Writer = slogWriter{}

@@ -1,0 +1,110 @@
+package replog
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+)
+
+var recoveryMessages = flag.Int("replog.recovery", 0, "run TestRecoveryTime with this many queued messages (e.g. 1000000)")
+
+// TestRecoveryTime measures how long a restart takes with a large backlog,
+// by log replay and from a snapshot, and the heap the engine then holds
+// per queued message. It only measures (there are no timed assertions)
+// and runs only when asked:
+//
+//	go test ./internal/replog -run TestRecoveryTime -replog.recovery=1000000 -v
+func TestRecoveryTime(t *testing.T) {
+	n := *recoveryMessages
+	if n == 0 {
+		t.Skip("set -replog.recovery=N to measure recovery with N queued messages")
+	}
+	dir := t.TempDir()
+	// No automatic snapshot: the first restart replays the whole log.
+	cfg := RaftConfig{SnapshotEntries: 1 << 40, SnapshotBytes: 1 << 50}
+	c := newClock()
+	l, _ := openTest(t, dir, cfg)
+	createFIFO(t, l, c)
+
+	// Fill with 200-byte bodies in batches of 10, 64 producers at a time so
+	// that group commit packs the log as it would under load.
+	body := fmt.Sprintf("%0200d", 0)
+	began := time.Now()
+	var wg sync.WaitGroup
+	batches := n / 10
+	work := make(chan int)
+	for w := 0; w < 64; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range work {
+				entries := make([]api.SendMessageBatchRequestEntry, 10)
+				ids := make([]string, 10)
+				for i := range entries {
+					k := b*10 + i
+					entries[i] = api.SendMessageBatchRequestEntry{Id: fmt.Sprint(i), MessageBody: body, MessageGroupId: fmt.Sprintf("g%d", k%100), MessageDeduplicationId: fmt.Sprint(k)}
+					ids[i] = fmt.Sprintf("id-%d", k)
+				}
+				if _, err := l.Apply(context.Background(), &engine.Command{Time: c.next(), Caller: testQueue.Account, Queue: testQueue,
+					Request: &api.SendMessageBatchRequest{QueueUrl: testQueue.Path(), Entries: entries}, MessageIDs: ids}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for b := 0; b < batches; b++ {
+		work <- b
+	}
+	close(work)
+	wg.Wait()
+	t.Logf("filled %d messages in %v (%.0f msgs/s) in %d log entries", n, time.Since(began).Round(time.Millisecond),
+		float64(n)/time.Since(began).Seconds(), l.raft.LastIndex())
+	l.Close()
+
+	began = time.Now()
+	l, _ = openTest(t, dir, cfg)
+	t.Logf("restart by log replay: %v", time.Since(began).Round(time.Millisecond))
+	checkCount(t, l, c, n)
+
+	began = time.Now()
+	if err := l.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	t.Logf("snapshot taken in %v", time.Since(began).Round(time.Millisecond))
+	l.Close()
+
+	began = time.Now()
+	l, _ = openTest(t, dir, cfg)
+	defer l.Close()
+	t.Logf("restart from snapshot: %v", time.Since(began).Round(time.Millisecond))
+	checkCount(t, l, c, n)
+
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	t.Logf("heap in use after restore: %d MiB, %.0f bytes per queued message (200-byte bodies)", ms.HeapInuse>>20, float64(ms.HeapInuse)/float64(n))
+}
+
+func checkCount(t *testing.T, l *Raft, c *clock, want int) {
+	t.Helper()
+	var resp api.Response
+	var err error
+	l.Read(func(e *engine.Engine) {
+		resp, err = e.Read(&engine.Command{Time: c.next(), Caller: testQueue.Account, Queue: testQueue,
+			Request: &api.GetQueueAttributesRequest{QueueUrl: testQueue.Path(), AttributeNames: []string{"ApproximateNumberOfMessages"}}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.(*api.GetQueueAttributesResult).Attributes["ApproximateNumberOfMessages"]; got != fmt.Sprint(want) {
+		t.Fatalf("after restart the queue holds %s messages, want %d", got, want)
+	}
+}
