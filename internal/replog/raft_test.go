@@ -44,7 +44,8 @@ func newClock() *clock { return &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time
 
 func apply(t *testing.T, l Log, c *clock, q api.QueueKey, req api.Request, ids ...string) api.Response {
 	t.Helper()
-	resp, err := l.Apply(context.Background(), &engine.Command{Time: c.next(), Caller: q.Account, Queue: q, Request: req, MessageIDs: ids, Entropy: uint64(c.t)})
+	now := c.next()
+	resp, err := l.Apply(context.Background(), &engine.Command{Time: now, Caller: q.Account, Queue: q, Request: req, MessageIDs: ids, Entropy: uint64(now)})
 	if err != nil {
 		t.Fatalf("%s: %v", req.Action(), err)
 	}
@@ -136,7 +137,12 @@ func TestRaftGroupCommit(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			send(t, l, c, i)
+			now := c.next()
+			_, err := l.Apply(context.Background(), &engine.Command{Time: now, Caller: testQueue.Account, Queue: testQueue, Entropy: uint64(now),
+				Request: &api.SendMessageRequest{QueueUrl: testQueue.Path(), MessageBody: fmt.Sprintf("m%d", i), MessageGroupId: "g"}, MessageIDs: []string{fmt.Sprintf("id-%d", i)}})
+			if err != nil {
+				t.Errorf("send %d: %v", i, err) // not Fatal: this is not the test's goroutine
+			}
 		}(i)
 	}
 	wg.Wait()
