@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -494,7 +495,14 @@ func (w *closingWAL) Close() error {
 type slogWriter struct{ l *slog.Logger }
 
 func (w slogWriter) Write(p []byte) (int, error) {
-	w.l.Warn(string(trimNewline(p)), "component", "raft")
+	line := string(trimNewline(p))
+	// A cluster of one elects itself on every start, after the heartbeat
+	// timeout: routine, not worth a warning.
+	if strings.Contains(line, "heartbeat timeout reached, starting election") {
+		w.l.Debug(line, "component", "raft")
+		return len(p), nil
+	}
+	w.l.Warn(line, "component", "raft")
 	return len(p), nil
 }
 
