@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -21,6 +22,10 @@ import (
 //	per command:
 //	  uvarint  length of the command's JSON
 //	  bytes    the command as JSON (wireCommand)
+//	4 bytes  CRC-32C of everything before it, big-endian
+//
+// raft-wal checks a checksum only over the last batch when it recovers a
+// segment's tail; the entry's own CRC catches damage anywhere else.
 const entryFormatVersion = 1
 
 // wireCommand is a Command as it is stored in the log. The request is kept
@@ -57,7 +62,7 @@ func encodeEntry(cmds []*engine.Command) ([]byte, error) {
 		buf = binary.AppendUvarint(buf, uint64(len(w)))
 		buf = append(buf, w...)
 	}
-	return buf, nil
+	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli)), nil
 }
 
 // errCorruptEntry marks a log entry that cannot be decoded.
@@ -65,13 +70,17 @@ var errCorruptEntry = errors.New("corrupt log entry")
 
 // decodeEntry decodes a log entry written by encodeEntry.
 func decodeEntry(data []byte) ([]*engine.Command, error) {
-	if len(data) == 0 {
-		return nil, fmt.Errorf("%w: empty", errCorruptEntry)
+	if len(data) < 5 {
+		return nil, fmt.Errorf("%w: %d bytes, too short", errCorruptEntry, len(data))
 	}
 	if data[0] != entryFormatVersion {
 		return nil, fmt.Errorf("%w: format version %d, this fifoq reads version %d", errCorruptEntry, data[0], entryFormatVersion)
 	}
-	p := data[1:]
+	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
+	if got := crc32.Checksum(body, castagnoli); got != sum {
+		return nil, fmt.Errorf("%w: checksum mismatch over %d bytes: stored %08x, computed %08x", errCorruptEntry, len(body), sum, got)
+	}
+	p := body[1:]
 	n, k := binary.Uvarint(p)
 	if k <= 0 || n > uint64(len(p)) {
 		return nil, fmt.Errorf("%w: bad command count", errCorruptEntry)

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -21,6 +22,7 @@ type fsm struct {
 	mu     sync.RWMutex // guards eng: Apply and Restore write, reads share
 	eng    *engine.Engine
 	logger *slog.Logger
+	walDir string // for naming the segment of an entry that cannot be applied
 
 	// fatal is the first entry that could not be decoded. Raft has already
 	// committed it, so the state machine cannot skip it without diverging
@@ -40,9 +42,14 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	if f.failure() != nil {
+		// Past an entry that could not be applied, the state would no
+		// longer be the log's: apply nothing more.
+		return nil
+	}
 	cmds, err := decodeEntry(l.Data)
 	if err != nil {
-		err = fmt.Errorf("log entry %d (term %d): %w", l.Index, l.Term, err)
+		err = fmt.Errorf("log entry %d (term %d) in %s: %w", l.Index, l.Term, f.segmentOf(l.Index), err)
 		f.fatalMu.Lock()
 		if f.fatal == nil {
 			f.fatal = err
@@ -63,6 +70,23 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		f.onBytes()
 	}
 	return results
+}
+
+// segmentOf names the raft-wal segment file that holds log entry index:
+// the one with the highest base index not above it.
+func (f *fsm) segmentOf(index uint64) string {
+	files, _ := filepath.Glob(filepath.Join(f.walDir, "*.wal"))
+	best, bestBase := f.walDir, uint64(0)
+	for _, file := range files {
+		var base, id uint64
+		if _, err := fmt.Sscanf(filepath.Base(file), "%020d-%016x.wal", &base, &id); err != nil {
+			continue
+		}
+		if base <= index && base >= bestBase {
+			best, bestBase = file, base
+		}
+	}
+	return best
 }
 
 func (f *fsm) failure() error {

@@ -194,7 +194,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 
 	addr, transport := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
 	snapReq := make(chan struct{}, 1)
-	f := &fsm{eng: eng, logger: cfg.Logger, snapshotAt: cfg.SnapshotBytes, onBytes: func() {
+	f := &fsm{eng: eng, logger: cfg.Logger, walDir: walDir, snapshotAt: cfg.SnapshotBytes, onBytes: func() {
 		select {
 		case snapReq <- struct{}{}:
 		default:
