@@ -14,11 +14,11 @@ import "github.com/fifoq/fifoq/internal/api"
 // only: a message whose visibility timeout ran out goes back to the front of
 // its tenant's list, a message whose delay ran out to the back.
 type tenant struct {
-	id         string
-	head, tail *message // visible messages
-	inflight   int
-	total      int // stored messages of the tenant, in any state
-	pos        int // position in queue.tenants heap
+	id       string
+	msgList  // visible messages
+	inflight int
+	total    int // stored messages of the tenant, in any state
+	pos      int // position in queue.tenants heap
 }
 
 func tenantLess(a, b *tenant) bool {
@@ -29,40 +29,6 @@ func tenantLess(a, b *tenant) bool {
 }
 
 func tenantPos(t *tenant) *int { return &t.pos }
-
-func (t *tenant) pushBack(m *message) {
-	m.prev, m.next = t.tail, nil
-	if t.tail != nil {
-		t.tail.next = m
-	} else {
-		t.head = m
-	}
-	t.tail = m
-}
-
-func (t *tenant) pushFront(m *message) {
-	m.prev, m.next = nil, t.head
-	if t.head != nil {
-		t.head.prev = m
-	} else {
-		t.tail = m
-	}
-	t.head = m
-}
-
-func (t *tenant) unlink(m *message) {
-	if m.prev != nil {
-		m.prev.next = m.next
-	} else {
-		t.head = m.next
-	}
-	if m.next != nil {
-		m.next.prev = m.prev
-	} else {
-		t.tail = m.prev
-	}
-	m.prev, m.next = nil, nil
-}
 
 // tenantOf returns the tenant of the given group id, creating it if needed.
 func (q *queue) tenantOf(id string) *tenant {

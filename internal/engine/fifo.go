@@ -13,38 +13,14 @@ import "github.com/fifoq/fifoq/internal/api"
 // their head's sequence number, so a receive picks the group holding the
 // oldest receivable message in O(log groups), however long the backlogs.
 type fifoGroup struct {
-	id         string
-	head, tail *message
-	inflight   int // messages of the group in flight
-	pos        int // position in queue.ready
+	id       string
+	msgList      // the group's messages, in sequence order
+	inflight int // messages of the group in flight
+	pos      int // position in queue.ready
 }
 
 func groupLess(a, b *fifoGroup) bool { return a.head.seq < b.head.seq }
 func groupPos(g *fifoGroup) *int     { return &g.pos }
-
-func (g *fifoGroup) append(m *message) {
-	m.prev, m.next = g.tail, nil
-	if g.tail != nil {
-		g.tail.next = m
-	} else {
-		g.head = m
-	}
-	g.tail = m
-}
-
-func (g *fifoGroup) unlink(m *message) {
-	if m.prev != nil {
-		m.prev.next = m.next
-	} else {
-		g.head = m.next
-	}
-	if m.next != nil {
-		m.next.prev = m.prev
-	} else {
-		g.tail = m.prev
-	}
-	m.prev, m.next = nil, nil
-}
 
 // receivableAt reports whether the group would be ready at time t, once
 // the delays, visibility timeouts and retention periods that run out by t

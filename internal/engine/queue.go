@@ -119,7 +119,7 @@ func (q *queue) insert(m *message, now int64) {
 	}
 	if q.fifo {
 		g := q.fifoGroupOf(m.group)
-		g.append(m)
+		g.pushBack(m)
 		q.refreshGroup(g)
 		return
 	}

@@ -432,7 +432,7 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 			g = q.fifoGroupOf(string(d.group))
 		}
 		m.group = g.id
-		g.append(m)
+		g.pushBack(m)
 		if m.state == stateInflight {
 			g.inflight++
 		}
