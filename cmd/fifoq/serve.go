@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/replog"
 	"github.com/fifoq/fifoq/internal/server"
@@ -24,6 +25,10 @@ type serveOptions struct {
 	dataDir  string
 	inMemory bool
 	minFree  int64
+	creds    string
+	insecure bool
+	tlsCert  string
+	tlsKey   string
 	account  string
 	region   string
 	logJSON  bool
@@ -40,6 +45,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.account, "account", server.DefaultAccount, "account id of callers and of the queues they create")
 	fs.StringVar(&opts.region, "region", server.DefaultRegion, "region written into queue ARNs")
 	fs.BoolVar(&opts.logJSON, "log-json", false, "write log lines as JSON instead of text")
+	fs.StringVar(&opts.creds, "credentials", "", "file of access keys (one \"ACCESS_KEY_ID SECRET_ACCESS_KEY ACCOUNT_ID\" per line); with credentials every request must be signed")
+	fs.BoolVar(&opts.insecure, "insecure", false, "allow listening beyond loopback without credentials: anyone who can reach the port can use every queue")
+	fs.StringVar(&opts.tlsCert, "tls-cert", "", "serve HTTPS with this certificate file (PEM); needs --tls-key")
+	fs.StringVar(&opts.tlsKey, "tls-key", "", "private key file (PEM) for --tls-cert")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: fifoq serve [flags]\n\nRuns the SQS-compatible server.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -56,6 +65,26 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	if !validAccount(opts.account) {
 		fmt.Fprintf(stderr, "fifoq serve: --account must be 12 digits, got %q\n", opts.account)
+		return 2
+	}
+
+	if (opts.tlsCert == "") != (opts.tlsKey == "") {
+		fmt.Fprintln(stderr, "fifoq serve: --tls-cert and --tls-key go together")
+		return 2
+	}
+	store, nKeys, err := loadCredentials(opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "fifoq serve: %v\n", err)
+		return 2
+	}
+	loopback := isLoopback(opts.listen)
+	if store.Empty() && !loopback && !opts.insecure {
+		fmt.Fprintf(stderr, `fifoq serve: refusing to listen on %s without credentials: anyone who can reach it could read,
+write and delete every queue. Either
+  - configure credentials: --credentials FILE, or FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY;
+  - listen on loopback only: --listen 127.0.0.1:9324;
+  - or accept unauthenticated requests from the network: --insecure.
+`, opts.listen)
 		return 2
 	}
 
@@ -87,20 +116,38 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		storage = "durable in " + opts.dataDir
 		logger.Info("recovered state", "dir", opts.dataDir, "took", time.Since(began).Round(time.Millisecond))
 	}
-	srv, err := server.New(server.Config{Account: opts.account, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng})
+	if store.Empty() && !loopback {
+		logger.Warn("--insecure: no credentials are configured and the server listens beyond loopback; every request is accepted, unsigned or not, and anyone who can reach it can read, write and delete every queue", "listen", opts.listen)
+	}
+	verifier := &auth.Verifier{Store: store, DefaultAccount: opts.account, Region: opts.region, Now: time.Now}
+	srv, err := server.New(server.Config{Account: opts.account, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier})
 	if err != nil {
 		cmdLog.Close()
 		ln.Close()
 		logger.Error("cannot start", "err", err)
 		return 1
 	}
-	logger.Info("fifoq started", "version", version, "listen", ln.Addr().String(),
-		"account", opts.account, "region", opts.region, "storage", storage)
+	authMode := "any signature accepted (no credentials configured; loopback only)"
+	if !store.Empty() {
+		authMode = fmt.Sprintf("SigV4 required (%d access keys)", nKeys)
+	}
+	scheme := "http"
+	if opts.tlsCert != "" {
+		scheme = "https"
+	}
+	logger.Info("fifoq started", "version", version, "listen", scheme+"://"+ln.Addr().String(),
+		"account", opts.account, "region", opts.region, "storage", storage, "auth", authMode)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if opts.tlsCert != "" {
+			errc <- srv.ServeTLS(ln, opts.tlsCert, opts.tlsKey)
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		if err != nil {
@@ -140,4 +187,38 @@ func minFreeBytes(mb int64) int64 {
 		return -1
 	}
 	return mb << 20
+}
+
+// loadCredentials gathers the access keys of --credentials and of the
+// FIFOQ_ACCESS_KEY_ID / FIFOQ_SECRET_ACCESS_KEY environment variables.
+func loadCredentials(opts serveOptions) (*auth.Store, int, error) {
+	var creds []auth.Credential
+	if opts.creds != "" {
+		c, err := auth.LoadCredentialsFile(opts.creds)
+		if err != nil {
+			return nil, 0, err
+		}
+		creds = append(creds, c...)
+	}
+	env, err := auth.CredentialsFromEnv(os.Getenv, opts.account)
+	if err != nil {
+		return nil, 0, err
+	}
+	creds = append(creds, env...)
+	store, err := auth.NewStore(creds)
+	return store, len(creds), err
+}
+
+// isLoopback reports whether a listen address accepts connections from
+// this machine only.
+func isLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

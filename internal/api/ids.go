@@ -48,8 +48,8 @@ func validSimpleName(s string, max int) bool {
 	return true
 }
 
-// validAccountID reports whether s is an AWS account id: 12 digits.
-func validAccountID(s string) bool {
+// IsAccountID reports whether s is an AWS account id: 12 ASCII digits.
+func IsAccountID(s string) bool {
 	return len(s) == 12 && isASCIIDigits(s)
 }
 

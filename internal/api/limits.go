@@ -70,6 +70,13 @@ const (
 	MaxTagKeyLength   = 128
 	MaxTagValueLength = 256
 
+	// Queue policy quotas, as SQS documents them: statements per policy,
+	// bytes per policy, principals and actions per statement.
+	MaxPolicyStatements = 20
+	MaxPolicyBytes      = 8192
+	MaxPolicyPrincipals = 50
+	MaxPolicyActions    = 7
+
 	// MaxListQueuesResults bounds ListQueues' and ListDeadLetterSourceQueues' MaxResults.
 	MaxListQueuesResults = 1000
 

@@ -167,6 +167,11 @@ func validateUntagQueue(r *UntagQueueRequest) error {
 // perform. The batch actions are not names of their own: granting
 // SendMessage, DeleteMessage or ChangeMessageVisibility grants their batch
 // forms.
+// IsOwnerOnlyAction reports whether action (a name without the sqs: prefix)
+// is one that only a queue's owner may perform: no AddPermission or queue
+// policy grants it to another account.
+func IsOwnerOnlyAction(action string) bool { return ownerOnlyActions[action] }
+
 var (
 	grantableActions = map[string]bool{
 		"*": true, "ChangeMessageVisibility": true, "DeleteMessage": true,
@@ -192,7 +197,7 @@ func validateAddPermission(r *AddPermissionRequest) error {
 		return ErrMissingParameter("AWSAccountIds")
 	}
 	for _, id := range r.AWSAccountIds {
-		if !validAccountID(id) {
+		if !IsAccountID(id) {
 			return ErrInvalidParameterValue("Value %s for parameter AWSAccountIds is invalid. Reason: An AWS account ID is 12 digits.", id)
 		}
 	}
@@ -202,7 +207,7 @@ func validateAddPermission(r *AddPermissionRequest) error {
 	for _, action := range r.Actions {
 		switch {
 		case grantableActions[action]:
-		case ownerOnlyActions[action]:
+		case IsOwnerOnlyAction(action):
 			return ErrInvalidParameterValue("Value SQS:%s for parameter ActionName is invalid. Reason: Only the queue owner is allowed to invoke this action.", action)
 		default:
 			return ErrInvalidParameterValue("Value SQS:%s for parameter ActionName is invalid. Reason: Please refer to the appropriate WSDL for a list of valid actions.", action)

@@ -564,3 +564,22 @@ func TestValidateMoveTasks(t *testing.T) {
 		{"cancel without handle", &CancelMessageMoveTaskRequest{}, "MissingParameter", "The request must contain the parameter TaskHandle."},
 	})
 }
+
+// TestOwnerOnlyActions checks the owner-only list against the API: SQS names
+// 12 actions no other account can be granted, and every one is an action.
+func TestOwnerOnlyActions(t *testing.T) {
+	n := 0
+	for _, a := range Actions {
+		if IsOwnerOnlyAction(string(a)) {
+			n++
+		}
+	}
+	if n != len(ownerOnlyActions) || n != 12 {
+		t.Errorf("%d owner-only actions are actions, %d listed; want SQS's 12", n, len(ownerOnlyActions))
+	}
+	for _, a := range []string{"SendMessage", "ReceiveMessage", "*", "sendmessage"} {
+		if IsOwnerOnlyAction(a) {
+			t.Errorf("IsOwnerOnlyAction(%q) = true", a)
+		}
+	}
+}

@@ -32,6 +32,12 @@ func (e *Engine) addPermission(cmd *Command, r *api.AddPermissionRequest, now in
 			return nil, api.ErrInvalidParameterValue("Value %s for parameter Label is invalid. Reason: Already exists.", r.Label)
 		}
 	}
+	// The policy must stay within SQS's quotas, or the server's policy
+	// parser would refuse the stored policy and every grant in it.
+	if len(stmts) >= api.MaxPolicyStatements || len(r.AWSAccountIds) > api.MaxPolicyPrincipals || len(r.Actions) > api.MaxPolicyActions {
+		return nil, api.ErrOverLimit("The queue policy would exceed its limits: %d statements, %d principals and %d actions per statement.",
+			api.MaxPolicyStatements, api.MaxPolicyPrincipals, api.MaxPolicyActions)
+	}
 	principals := make([]string, len(r.AWSAccountIds))
 	for i, id := range r.AWSAccountIds {
 		principals[i] = "arn:aws:iam::" + id + ":root"
@@ -48,7 +54,11 @@ func (e *Engine) addPermission(cmd *Command, r *api.AddPermissionRequest, now in
 		"Resource":  q.arn,
 	})
 	doc["Statement"] = stmts
-	q.attrs.Policy = mustJSON(doc)
+	policy := mustJSON(doc)
+	if len(policy) > api.MaxPolicyBytes {
+		return nil, api.ErrOverLimit("The queue policy would be %d bytes; at most %d are allowed.", len(policy), api.MaxPolicyBytes)
+	}
+	q.attrs.Policy = policy
 	q.modifiedAt = now
 	return api.Empty{}, nil
 }

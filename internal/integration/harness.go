@@ -146,6 +146,10 @@ func Start(t testing.TB) *Env {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		// Idle keep-alive connections are closed first: Shutdown waits for
+		// every connection to become idle, and one the server has just
+		// answered may not yet be marked idle on its side.
+		transport.CloseIdleConnections()
 		if err := srv.Shutdown(ctx); err != nil {
 			t.Errorf("server shutdown: %v", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -39,6 +40,12 @@ func decodeJSON(r *http.Request, body []byte) (api.Action, api.Request, *api.Err
 	// Unknown members are ignored, as SQS ignores them. encoding/json matches
 	// member names case-insensitively, which SQS does not; the tolerance
 	// cannot make a valid request fail.
+	// encoding/json replaces invalid UTF-8 and unpaired surrogate escapes
+	// with U+FFFD without a word; storing a body other than the one sent
+	// would break its MD5, so such a body is refused instead.
+	if err := checkJSONText(body); err != nil {
+		return action, nil, err
+	}
 	if err := json.Unmarshal(body, req); err != nil {
 		return action, nil, jsonDecodeError(err)
 	}
@@ -152,4 +159,76 @@ func joinPath(path, name string) string {
 		return name
 	}
 	return path + "." + name
+}
+
+// checkJSONText refuses a body that is not valid UTF-8 or whose strings hold
+// a \u escape of a lone UTF-16 surrogate: neither stands for a Unicode
+// character, and encoding/json would quietly turn both into U+FFFD.
+func checkJSONText(body []byte) *api.Error {
+	if !utf8.Valid(body) {
+		return api.ErrSerialization("The request body is not valid UTF-8.")
+	}
+	inString := false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !inString {
+			inString = c == '"'
+			continue
+		}
+		switch c {
+		case '"':
+			inString = false
+		case '\\':
+			if i+1 >= len(body) {
+				return nil // truncated: json.Unmarshal reports the syntax error
+			}
+			if body[i+1] != 'u' {
+				i++ // skip the escaped character, which may be a quote
+				continue
+			}
+			r, ok := hex4(body, i+2)
+			if !ok {
+				return nil // malformed escape: a syntax error for json.Unmarshal
+			}
+			i += 5
+			switch {
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return api.ErrSerialization("The request body holds an unpaired UTF-16 surrogate escape \\u%04x at byte %d.", r, i-5)
+			case r >= 0xD800 && r <= 0xDBFF:
+				low, ok := -1, false
+				if i+6 < len(body) && body[i+1] == '\\' && body[i+2] == 'u' {
+					var v rune
+					v, ok = hex4(body, i+3)
+					low = int(v)
+				}
+				if !ok || low < 0xDC00 || low > 0xDFFF {
+					return api.ErrSerialization("The request body holds an unpaired UTF-16 surrogate escape \\u%04x at byte %d.", r, i-5)
+				}
+				i += 6
+			}
+		}
+	}
+	return nil
+}
+
+// hex4 reads the four hex digits of a \u escape starting at body[at].
+func hex4(body []byte, at int) (rune, bool) {
+	if at+4 > len(body) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range body[at : at+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

@@ -26,6 +26,15 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
+	// A body declared larger than the limit is refused before a byte of it
+	// is read, so an abusive client cannot make the server read 8 MiB to
+	// learn what the header already says; net/http then closes the
+	// connection rather than drain the rest.
+	if r.ContentLength > MaxRequestBodyBytes {
+		w.Header().Set("Connection", "close")
+		protocol.WriteError(w, proto, api.ErrRequestEntityTooLarge(MaxRequestBodyBytes), requestID)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -36,12 +45,19 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		protocol.WriteError(w, proto, api.ErrMalformedQueryString("Could not read the request body: %v", err), requestID)
 		return
 	}
+	// The signature covers the raw request, so it is checked before the
+	// body is decoded; an unsigned request learns nothing about queues.
+	caller, err := s.verifier.Verify(r, body)
+	if err != nil {
+		protocol.WriteError(w, proto, api.AsError(err), requestID)
+		return
+	}
 	_, req, apiErr := protocol.Decode(proto, r, body)
 	if apiErr != nil {
 		protocol.WriteError(w, proto, apiErr, requestID)
 		return
 	}
-	resp, err := s.do(r.Context(), req)
+	resp, err := s.do(r.Context(), caller, req)
 	if err != nil {
 		protocol.WriteError(w, proto, api.AsError(err), requestID)
 		return
@@ -50,14 +66,18 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	protocol.WriteResponse(w, proto, req.Action(), resp, requestID)
 }
 
-// do validates a typed request and carries it out.
-func (s *Server) do(ctx context.Context, req api.Request) (api.Response, error) {
+// do validates a typed request from the caller's account, checks that
+// the caller may make it, and carries it out.
+func (s *Server) do(ctx context.Context, caller string, req api.Request) (api.Response, error) {
 	if err := api.Validate(req); err != nil {
+		return nil, err
+	}
+	if err := validatePolicies(req); err != nil {
 		return nil, err
 	}
 	cmd := &engine.Command{
 		Time:    s.now().UnixNano(),
-		Caller:  s.cfg.Account,
+		Caller:  caller,
 		Request: req,
 	}
 	if u, ok := api.QueueURLOf(req); ok {
@@ -66,6 +86,9 @@ func (s *Server) do(ctx context.Context, req api.Request) (api.Response, error) 
 			return nil, err
 		}
 		cmd.Queue = q
+	}
+	if err := s.authorize(caller, req, cmd.Queue); err != nil {
+		return nil, err
 	}
 	switch req := req.(type) {
 	case *api.SendMessageRequest:

@@ -21,7 +21,7 @@ func (s *Server) receive(ctx context.Context, cmd *engine.Command, req *api.Rece
 		return nil, err
 	}
 	deadline := time.Unix(0, cmd.Time).Add(wait)
-	first := true
+	first, holding := true, false
 	for {
 		// Take the wake-up channel before looking, so that a message sent
 		// between the look and the wait still wakes us.
@@ -46,6 +46,17 @@ func (s *Server) receive(ctx context.Context, cmd *engine.Command, req *api.Rece
 		remaining := deadline.Sub(now)
 		if remaining <= 0 {
 			return &api.ReceiveMessageResult{}, nil
+		}
+		if !holding {
+			// Waiting takes a slot; with none free, answer as a short poll
+			// would, so that a flood of idle polls cannot pile up.
+			select {
+			case s.pollSlots <- struct{}{}:
+				holding = true
+				defer func() { <-s.pollSlots }()
+			default:
+				return &api.ReceiveMessageResult{}, nil
+			}
 		}
 		if wake, ok := s.nextWake(cmd.Queue, cmd.Time); ok {
 			if d := time.Duration(wake - cmd.Time); d < remaining {

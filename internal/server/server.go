@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/replog"
 )
@@ -48,7 +49,32 @@ type Config struct {
 	// Engine is the engine behind Log; required when Log is set, so that the
 	// server can register its long-poll notifier with it.
 	Engine *engine.Engine
+	// Verifier authenticates requests. If nil, every request is accepted as
+	// from Account (or the account a 12-digit access key names).
+	Verifier *auth.Verifier
+	// MaxLongPolls bounds the receives waiting at once (DefaultMaxLongPolls
+	// if 0); past it a receive answers at once, as a short poll would.
+	MaxLongPolls int
 }
+
+// DefaultMaxLongPolls is the default bound on receives waiting at once.
+const DefaultMaxLongPolls = 10000
+
+// Limits that keep slow or hostile clients from holding the server: headers
+// are small in SQS requests, a request must arrive within ReadTimeout, a
+// response (a 20 s long poll included) must be written within
+// WriteTimeout, and an idle keep-alive connection is closed after
+// IdleTimeout.
+const (
+	MaxHeaderBytes    = 64 << 10
+	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = 30 * time.Second
+	WriteTimeout      = 60 * time.Second
+	IdleTimeout       = 120 * time.Second
+	// MaxStreamsPerConn bounds concurrent requests on one HTTP/2
+	// connection, and so the long polls one connection can hold.
+	MaxStreamsPerConn = 100
+)
 
 // Server serves the SQS API over HTTP.
 type Server struct {
@@ -58,6 +84,10 @@ type Server struct {
 	now      func() time.Time
 	notifier *notifier
 	movers   *moveTaskDriver
+	verifier *auth.Verifier
+	policies policyCache
+	// pollSlots holds one token per receive waiting for messages.
+	pollSlots chan struct{}
 
 	// done is closed by Shutdown; long polls answer at once when it is.
 	done     chan struct{}
@@ -79,6 +109,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.MaxLongPolls == 0 {
+		cfg.MaxLongPolls = DefaultMaxLongPolls
+	}
+	if cfg.Verifier == nil {
+		cfg.Verifier = &auth.Verifier{DefaultAccount: cfg.Account, Now: cfg.Now}
+	}
 	if cfg.Log == nil {
 		if cfg.Engine != nil {
 			return nil, errors.New("server config: Engine given without Log")
@@ -89,22 +125,26 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server config: Log given without its Engine")
 	}
 	s := &Server{
-		cfg:      cfg,
-		log:      cfg.Log,
-		logger:   cfg.Logger,
-		now:      cfg.Now,
-		notifier: newNotifier(),
-		done:     make(chan struct{}),
+		cfg:       cfg,
+		log:       cfg.Log,
+		logger:    cfg.Logger,
+		now:       cfg.Now,
+		notifier:  newNotifier(),
+		done:      make(chan struct{}),
+		verifier:  cfg.Verifier,
+		pollSlots: make(chan struct{}, cfg.MaxLongPolls),
 	}
 	cfg.Engine.SetAvailableHook(s.notifier.broadcast)
 	s.movers = newMoveTaskDriver(s)
 	s.httpSrv = &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		// Long polls last up to 20 s; the write timeout must exceed that.
-		WriteTimeout: 60 * time.Second,
-		IdleTimeout:  120 * time.Second,
-		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout, // above the 20 s of the longest poll
+		IdleTimeout:       IdleTimeout,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: MaxStreamsPerConn},
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	return s, nil
 }
@@ -120,6 +160,16 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) Serve(ln net.Listener) error {
 	s.movers.start()
 	err := s.httpSrv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// ServeTLS is Serve over TLS with the given certificate and key files.
+func (s *Server) ServeTLS(ln net.Listener, certFile, keyFile string) error {
+	s.movers.start()
+	err := s.httpSrv.ServeTLS(ln, certFile, keyFile)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

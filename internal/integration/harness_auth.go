@@ -1,0 +1,132 @@
+package integration
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	awsv2 "github.com/aws/aws-sdk-go-v2/aws"
+	credentialsv2 "github.com/aws/aws-sdk-go-v2/credentials"
+	sqsv2 "github.com/aws/aws-sdk-go-v2/service/sqs"
+	credentialsv1 "github.com/aws/aws-sdk-go/aws/credentials"
+	defaultsv1 "github.com/aws/aws-sdk-go/aws/defaults"
+	sessionv1 "github.com/aws/aws-sdk-go/aws/session"
+	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
+
+	"github.com/fifoq/fifoq/internal/auth"
+	"github.com/fifoq/fifoq/internal/server"
+)
+
+// Options configure a server started by StartWith. The zero Options start
+// the same server as Start.
+type Options struct {
+	// Credentials, when not empty, are the access keys the server knows:
+	// every request must then carry a valid SigV4 signature by one of them.
+	// Empty, the server accepts any signature (or none), and a 12-digit
+	// access key names the caller's account.
+	Credentials []auth.Credential
+	// AccessKeyID and SecretAccessKey sign the requests of the Env's V2
+	// and V1 clients ("test" and "test" if empty, as with Start).
+	AccessKeyID, SecretAccessKey string
+}
+
+// StartWith starts a server as Start does, configured by opts. The server's
+// request verifier checks X-Amz-Date against the Env's Clock, so that a
+// test moves the server's idea of "now" away from the clients' to test
+// clock skew.
+func StartWith(t testing.TB, opts Options) *Env {
+	t.Helper()
+	store, err := auth.NewStore(opts.Credentials)
+	if err != nil {
+		t.Fatalf("auth.NewStore: %v", err)
+	}
+	clock := &Clock{}
+	logw := &testLogWriter{t: t}
+	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	verifier := &auth.Verifier{Store: store, Now: clock.Now, DefaultAccount: Account, Region: Region}
+	srv, err := server.New(server.Config{Account: Account, Region: Region, Now: clock.Now, Logger: logger, Verifier: verifier})
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 64
+	transport.Proxy = nil // the server is on loopback: never go through a proxy
+	env := &Env{
+		URL:    "http://" + ln.Addr().String(),
+		Clock:  clock,
+		V2Wire: &WireLog{},
+		V1Wire: &WireLog{},
+		HTTP:   &http.Client{Transport: transport, Timeout: 30 * time.Second},
+	}
+	key, secret := opts.AccessKeyID, opts.SecretAccessKey
+	if key == "" {
+		key, secret = "test", "test"
+	}
+	env.V2 = newV2ClientAs(env.URL, &http.Client{Transport: &recordingTransport{log: env.V2Wire, next: transport}}, key, secret)
+	env.V1 = newV1ClientAs(env.URL, &http.Client{Transport: &recordingTransport{log: env.V1Wire, next: transport}}, key, secret)
+
+	t.Cleanup(func() {
+		// Close the clients' idle connections first: the server's Shutdown
+		// waits up to 5 s for a connection on which no request came yet,
+		// which the transport leaves behind when parallel dials race.
+		transport.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("server shutdown: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("server Serve: %v", err)
+		}
+		transport.CloseIdleConnections()
+		logw.close()
+	})
+	return env
+}
+
+// ClientsAs returns a v2 (AWS JSON) and a v1 (AWS Query) client of the
+// Env's server that sign with the given key. wrap, if not nil, wraps the
+// HTTP transport of both, so that a test can see or alter requests after
+// the SDK signed them.
+func (e *Env) ClientsAs(accessKeyID, secretAccessKey string, wrap func(http.RoundTripper) http.RoundTripper) (*sqsv2.Client, *sqsv1.SQS) {
+	rt := e.HTTP.Transport
+	if wrap != nil {
+		rt = wrap(rt)
+	}
+	hc := &http.Client{Transport: rt, Timeout: 30 * time.Second}
+	return newV2ClientAs(e.URL, hc, accessKeyID, secretAccessKey), newV1ClientAs(e.URL, hc, accessKeyID, secretAccessKey)
+}
+
+// newV2ClientAs is newV2Client signing with the given key.
+func newV2ClientAs(url string, hc *http.Client, accessKeyID, secretAccessKey string) *sqsv2.Client {
+	cfg := awsv2.Config{
+		Region:      Region,
+		Credentials: awsv2.NewCredentialsCache(credentialsv2.NewStaticCredentialsProvider(accessKeyID, secretAccessKey, "")),
+		HTTPClient:  hc,
+		Retryer:     func() awsv2.Retryer { return awsv2.NopRetryer{} },
+	}
+	return sqsv2.NewFromConfig(cfg, func(o *sqsv2.Options) {
+		o.BaseEndpoint = awsv2.String(url)
+	})
+}
+
+// newV1ClientAs is newV1Client signing with the given key.
+func newV1ClientAs(url string, hc *http.Client, accessKeyID, secretAccessKey string) *sqsv1.SQS {
+	cfg := defaultsv1.Config().
+		WithRegion(Region).
+		WithEndpoint(url).
+		WithCredentials(credentialsv1.NewStaticCredentials(accessKeyID, secretAccessKey, "")).
+		WithHTTPClient(hc).
+		WithMaxRetries(0)
+	return sqsv1.New(&sessionv1.Session{Config: cfg, Handlers: defaultsv1.Handlers()})
+}
