@@ -66,6 +66,15 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	protocol.WriteResponse(w, proto, req.Action(), resp, requestID)
 }
 
+// Do carries out one typed request as the given account would over HTTP:
+// validated, authorized against queue policies and applied through the
+// log. It is how parts of fifoq other than the wire API (the config file's
+// queues, the web console) act on queues, so that they obey the same rules.
+// Queue URLs in the response are paths (/ACCOUNT/NAME), not absolute URLs.
+func (s *Server) Do(ctx context.Context, account string, req api.Request) (api.Response, error) {
+	return s.do(ctx, account, req)
+}
+
 // do validates a typed request from the caller's account, checks that
 // the caller may make it, and carries it out.
 func (s *Server) do(ctx context.Context, caller string, req api.Request) (api.Response, error) {
