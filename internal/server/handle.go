@@ -75,9 +75,22 @@ func (s *Server) Do(ctx context.Context, account string, req api.Request) (api.R
 	return s.do(ctx, account, req)
 }
 
-// do validates a typed request from the caller's account, checks that
-// the caller may make it, and carries it out.
+// do carries out a request and counts its outcome in the queue's counters.
 func (s *Server) do(ctx context.Context, caller string, req api.Request) (api.Response, error) {
+	resp, err := s.doRequest(ctx, caller, req)
+	if err == nil {
+		if u, ok := api.QueueURLOf(req); ok {
+			if q, perr := api.ParseQueueURL(u); perr == nil {
+				s.stats.record(q, req, resp)
+			}
+		}
+	}
+	return resp, err
+}
+
+// doRequest validates a typed request from the caller's account, checks
+// that the caller may make it, and carries it out.
+func (s *Server) doRequest(ctx context.Context, caller string, req api.Request) (api.Response, error) {
 	if err := api.Validate(req); err != nil {
 		return nil, err
 	}

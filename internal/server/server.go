@@ -86,6 +86,7 @@ type Server struct {
 	movers   *moveTaskDriver
 	verifier *auth.Verifier
 	policies policyCache
+	stats    statsTable
 	// pollSlots holds one token per receive waiting for messages.
 	pollSlots chan struct{}
 

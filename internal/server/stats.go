@@ -1,0 +1,114 @@
+package server
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// QueueCounters are the running totals of one queue since the server
+// started, the counters CloudWatch keeps for SQS. They count what requests
+// succeeded at, as the client saw it; they are not replicated or persisted,
+// so a restart starts them from zero, as Prometheus counters expect.
+type QueueCounters struct {
+	// Sent counts messages accepted by SendMessage and SendMessageBatch
+	// (NumberOfMessagesSent), a deduplicated resend included.
+	Sent uint64
+	// SentBytes sums their sizes as SQS measures them: body plus message
+	// attributes (SentMessageSize).
+	SentBytes uint64
+	// Received counts messages returned by ReceiveMessage
+	// (NumberOfMessagesReceived).
+	Received uint64
+	// Deleted counts successful DeleteMessage and DeleteMessageBatch entries
+	// (NumberOfMessagesDeleted).
+	Deleted uint64
+	// EmptyReceives counts ReceiveMessage calls that returned no message
+	// (NumberOfEmptyReceives).
+	EmptyReceives uint64
+}
+
+// queueCounters is the live, concurrently updated form of QueueCounters.
+type queueCounters struct {
+	sent, sentBytes, received, deleted, emptyReceives atomic.Uint64
+}
+
+// statsTable holds the counters of every queue seen since the start.
+type statsTable struct {
+	queues sync.Map // api.QueueKey -> *queueCounters
+}
+
+func (t *statsTable) of(q api.QueueKey) *queueCounters {
+	if c, ok := t.queues.Load(q); ok {
+		return c.(*queueCounters)
+	}
+	c, _ := t.queues.LoadOrStore(q, &queueCounters{})
+	return c.(*queueCounters)
+}
+
+// record counts the outcome of one successful request on queue q.
+func (t *statsTable) record(q api.QueueKey, req api.Request, resp api.Response) {
+	switch r := resp.(type) {
+	case *api.SendMessageResult:
+		in := req.(*api.SendMessageRequest)
+		c := t.of(q)
+		c.sent.Add(1)
+		c.sentBytes.Add(uint64(api.MessageSize(in.MessageBody, in.MessageAttributes)))
+	case *api.SendMessageBatchResult:
+		if len(r.Successful) == 0 {
+			return
+		}
+		in := req.(*api.SendMessageBatchRequest)
+		sizes := make(map[string]int, len(in.Entries))
+		for _, e := range in.Entries {
+			sizes[e.Id] = api.MessageSize(e.MessageBody, e.MessageAttributes)
+		}
+		c := t.of(q)
+		for _, ok := range r.Successful {
+			c.sent.Add(1)
+			c.sentBytes.Add(uint64(sizes[ok.Id]))
+		}
+	case *api.ReceiveMessageResult:
+		c := t.of(q)
+		if len(r.Messages) == 0 {
+			c.emptyReceives.Add(1)
+		} else {
+			c.received.Add(uint64(len(r.Messages)))
+		}
+	case *api.DeleteMessageBatchResult:
+		if n := len(r.Successful); n > 0 {
+			t.of(q).deleted.Add(uint64(n))
+		}
+	default:
+		switch req.(type) {
+		case *api.DeleteMessageRequest:
+			t.of(q).deleted.Add(1)
+		case *api.DeleteQueueRequest:
+			// A queue created again under the name starts from zero.
+			t.queues.Delete(q)
+		}
+	}
+}
+
+// snapshot reads the counters of q.
+func (t *statsTable) snapshot(q api.QueueKey) QueueCounters {
+	c, ok := t.queues.Load(q)
+	if !ok {
+		return QueueCounters{}
+	}
+	qc := c.(*queueCounters)
+	return QueueCounters{
+		Sent:          qc.sent.Load(),
+		SentBytes:     qc.sentBytes.Load(),
+		Received:      qc.received.Load(),
+		Deleted:       qc.deleted.Load(),
+		EmptyReceives: qc.emptyReceives.Load(),
+	}
+}
+
+// QueueCounters returns the running totals of queue q since the server
+// started (zero for a queue it has not seen).
+func (s *Server) QueueCounters(q api.QueueKey) QueueCounters {
+	return s.stats.snapshot(q)
+}
