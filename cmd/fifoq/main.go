@@ -13,9 +13,6 @@ import (
 	"os"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -32,7 +29,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "bench":
 		return benchCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "fifoq %s\n", version)
+		fmt.Fprintln(stdout, versionString())
 		return 0
 	case "help", "-h", "--help", "-help":
 		usage(stdout)
