@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// QueueStats are one queue's message figures at one moment: the gauges
+// CloudWatch keeps for an SQS queue, for metrics and the console.
+type QueueStats struct {
+	// Queue is the queue's account and name.
+	Queue api.QueueKey
+	// FIFO tells a FIFO queue from a standard one.
+	FIFO bool
+	// Visible, NotVisible and Delayed are the numbers GetQueueAttributes
+	// gives as ApproximateNumberOfMessages, ...NotVisible and ...Delayed.
+	Visible, NotVisible, Delayed int
+	// OldestAt is when the retention period of the oldest stored message
+	// began (Unix ns), 0 when the queue holds none. That is its send time,
+	// or for a message moved into the queue by a FIFO redrive or a move
+	// task, the time of the move; a standard dead-letter queue keeps the
+	// original enqueue time, as its retention does.
+	OldestAt int64
+}
+
+// QueueStats returns the figures of queue q as of time now, and false if
+// there is no such queue. Like Read, it accounts for the delays,
+// visibility timeouts and retention periods that ran out by now without
+// applying them, and changes nothing. Its cost is that of
+// GetQueueAttributes: constant, plus the messages whose timer or retention
+// period ran out since a command last touched the queue.
+func (e *Engine) QueueStats(q api.QueueKey, now int64) (QueueStats, bool) {
+	qu := e.queues[q]
+	if qu == nil {
+		return QueueStats{}, false
+	}
+	return qu.statsAt(max(now, e.now)), true
+}
+
+// AppendQueueStats appends the figures of every queue as of time now to
+// dst, in no particular order, and returns the extended slice. It changes
+// nothing; its cost is that of QueueStats for each queue.
+func (e *Engine) AppendQueueStats(dst []QueueStats, now int64) []QueueStats {
+	t := max(now, e.now)
+	for _, qu := range e.queues {
+		dst = append(dst, qu.statsAt(t))
+	}
+	return dst
+}
+
+// statsAt computes the queue's figures at time t without changing it.
+func (q *queue) statsAt(t int64) QueueStats {
+	s := QueueStats{Queue: q.key, FIFO: q.fifo}
+	s.Visible, s.NotVisible, s.Delayed = q.countsAt(t)
+	s.OldestAt = q.oldestAt(t)
+	return s
+}
+
+// oldestAt returns the start of the retention period of the oldest message
+// that has not outlived it by time t, or 0 if there is none. The arrival
+// list is in retention order, and the aged heap is ordered the same way,
+// so only messages that expired unprocessed are passed over.
+func (q *queue) oldestAt(t int64) int64 {
+	limit := q.retentionLimit(t)
+	oldest := int64(0)
+	for m := q.arrivalHead; m != nil; m = m.anext {
+		if m.enqueuedAt > limit {
+			oldest = m.enqueuedAt
+			break
+		}
+	}
+	// In the aged heap every expired message sorts before every live one,
+	// so the live items where the scan stops hold the smallest live one.
+	q.aged.Scan(func(m *message) bool { return m.enqueuedAt <= limit }, func(m *message) {
+		if oldest == 0 || m.enqueuedAt < oldest {
+			oldest = m.enqueuedAt
+		}
+	})
+	return oldest
+}

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// stats reads QueueStats at the harness's time and checks that its counts
+// agree with GetQueueAttributes, and that reading changed nothing: a second
+// read gives the same figures.
+func (h *harness) stats(q api.QueueKey) QueueStats {
+	h.t.Helper()
+	s, ok := h.e.QueueStats(q, h.now)
+	if !ok {
+		h.t.Fatalf("QueueStats(%v): no such queue", q)
+	}
+	if again, _ := h.e.QueueStats(q, h.now); again != s {
+		h.t.Fatalf("QueueStats changed between two reads: %+v, then %+v", s, again)
+	}
+	if c := h.counts(q); c != [3]int{s.Visible, s.NotVisible, s.Delayed} {
+		h.t.Fatalf("QueueStats counts %v, GetQueueAttributes %v", [3]int{s.Visible, s.NotVisible, s.Delayed}, c)
+	}
+	return s
+}
+
+func TestQueueStats(t *testing.T) {
+	h := newHarness(t)
+	q := h.createQueue("q", map[string]string{api.AttrMessageRetentionPeriod: "60"})
+	if s := h.stats(q); s != (QueueStats{Queue: q}) {
+		t.Fatalf("empty queue: %+v", s)
+	}
+
+	h.send(q, &api.SendMessageRequest{MessageBody: "a"})
+	h.advance(time.Second)
+	h.send(q, &api.SendMessageRequest{MessageBody: "delayed", DelaySeconds: intp(10)})
+	h.advance(time.Second)
+	h.send(q, &api.SendMessageRequest{MessageBody: "c"})
+	if got := h.receive(q, 1, 5); len(got) != 1 {
+		t.Fatalf("received %d messages, want 1", len(got))
+	}
+	want := QueueStats{Queue: q, Visible: 1, NotVisible: 1, Delayed: 1, OldestAt: t0}
+	if s := h.stats(q); s != want {
+		t.Fatalf("after sends and a receive: %+v, want %+v", s, want)
+	}
+
+	// No command touches the queue: the delay and the visibility timeout
+	// run out all the same.
+	h.advance(10 * time.Second)
+	want = QueueStats{Queue: q, Visible: 3, OldestAt: t0}
+	if s := h.stats(q); s != want {
+		t.Fatalf("after the timers ran out: %+v, want %+v", s, want)
+	}
+
+	// The first two messages outlive the 60 s retention period, still
+	// unprocessed: the oldest is the third.
+	h.advance(49 * time.Second)
+	want = QueueStats{Queue: q, Visible: 1, OldestAt: t0 + 2*int64(time.Second)}
+	if s := h.stats(q); s != want {
+		t.Fatalf("after retention ran out: %+v, want %+v", s, want)
+	}
+
+	h.advance(time.Minute)
+	if s := h.stats(q); s != (QueueStats{Queue: q}) {
+		t.Fatalf("after every message expired: %+v", s)
+	}
+	if _, ok := h.e.QueueStats(api.QueueKey{Account: testAccount, Name: "none"}, h.now); ok {
+		t.Errorf("QueueStats of a missing queue reported one")
+	}
+}
+
+// TestQueueStatsAgedMessage covers a message moved into a standard
+// dead-letter queue: it keeps its original enqueue time, older than what
+// arrived there before it, so the oldest is found outside the arrival list.
+func TestQueueStatsAgedMessage(t *testing.T) {
+	h := newHarness(t)
+	dlq := h.createQueue("dlq", map[string]string{api.AttrMessageRetentionPeriod: "120"})
+	src := h.createQueue("src", map[string]string{api.AttrRedrivePolicy: redrive(dlq, 1)})
+	h.send(src, &api.SendMessageRequest{MessageBody: "poison"})
+	h.receive(src, 1, 0)
+	h.advance(time.Second)
+	h.send(dlq, &api.SendMessageRequest{MessageBody: "direct"})
+	h.advance(time.Second)
+	if got := h.receive(src, 1, -1); len(got) != 0 {
+		t.Fatalf("message returned past maxReceiveCount")
+	}
+	want := QueueStats{Queue: dlq, Visible: 2, OldestAt: t0}
+	if s := h.stats(dlq); s != want {
+		t.Fatalf("dead-letter queue: %+v, want %+v", s, want)
+	}
+	if s := h.stats(src); s != (QueueStats{Queue: src}) {
+		t.Fatalf("source queue: %+v", s)
+	}
+	// The moved message outlives its original retention period first.
+	h.advance(118*time.Second + 500*time.Millisecond)
+	want = QueueStats{Queue: dlq, Visible: 1, OldestAt: t0 + int64(time.Second)}
+	if s := h.stats(dlq); s != want {
+		t.Fatalf("after the moved message expired: %+v, want %+v", s, want)
+	}
+}
+
+func TestAppendQueueStats(t *testing.T) {
+	h := newHarness(t)
+	f := h.fifoQueue("f.fifo", map[string]string{api.AttrDelaySeconds: "30"})
+	s := h.createQueue("s", nil)
+	h.sendFIFO(f, "x", "g", "d1")
+	h.send(s, &api.SendMessageRequest{MessageBody: "y"})
+	h.send(s, &api.SendMessageRequest{MessageBody: "z"})
+
+	got := map[api.QueueKey]QueueStats{}
+	for _, st := range h.e.AppendQueueStats(nil, h.now) {
+		got[st.Queue] = st
+	}
+	want := map[api.QueueKey]QueueStats{
+		f: {Queue: f, FIFO: true, Delayed: 1, OldestAt: t0},
+		s: {Queue: s, Visible: 2, OldestAt: t0},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("AppendQueueStats gave %d queues, want %d: %+v", len(got), len(want), got)
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%v: %+v, want %+v", k, got[k], w)
+		}
+	}
+
+	h.must(s, &api.DeleteQueueRequest{QueueUrl: s.Path()})
+	if all := h.e.AppendQueueStats(nil, h.now); len(all) != 1 || all[0].Queue != f {
+		t.Errorf("after deleting %v: %+v", s, all)
+	}
+}
