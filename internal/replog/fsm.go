@@ -23,6 +23,8 @@ type fsm struct {
 	eng    *engine.Engine
 	logger *slog.Logger
 	walDir string // for naming the segment of an entry that cannot be applied
+	// observer, if not nil, is told of snapshots written and restored.
+	observer Observer
 
 	// fatal is the first entry that could not be decoded. Raft has already
 	// committed it, so the state machine cannot skip it without diverging
@@ -114,7 +116,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot engine: %w", err)
 	}
-	return &snapshot{state: buf.Bytes()}, nil
+	return &snapshot{state: buf.Bytes(), written: f.observeSnapshot}, nil
 }
 
 // Restore implements raft.FSM.
@@ -129,6 +131,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err := f.eng.Restore(bytes.NewReader(state)); err != nil {
 		return fmt.Errorf("restore engine from snapshot: %w", err)
 	}
+	f.observeSnapshot()
 	return nil
 }
 
@@ -157,8 +160,12 @@ func readSnapshotPayload(r io.Reader) ([]byte, error) {
 	return state, nil
 }
 
-// snapshot is a serialised engine state waiting to be written.
-type snapshot struct{ state []byte }
+// snapshot is a serialised engine state waiting to be written; written is
+// called once it is on disk.
+type snapshot struct {
+	state   []byte
+	written func()
+}
 
 // Persist implements raft.FSMSnapshot.
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
@@ -174,7 +181,13 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 		sink.Cancel()
 		return fmt.Errorf("write snapshot: %w", err)
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	if s.written != nil {
+		s.written()
+	}
+	return nil
 }
 
 // Release implements raft.FSMSnapshot.

@@ -46,6 +46,9 @@ type RaftConfig struct {
 	// until space returns, so that the log never runs into a full disk in
 	// the middle of a write. Negative disables the check.
 	MinFreeBytes int64
+	// Observer, if not nil, is told of every group commit and snapshot,
+	// for metrics.
+	Observer Observer
 }
 
 func (c *RaftConfig) setDefaults() {
@@ -194,7 +197,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 
 	addr, transport := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
 	snapReq := make(chan struct{}, 1)
-	f := &fsm{eng: eng, logger: cfg.Logger, walDir: walDir, snapshotAt: cfg.SnapshotBytes, onBytes: func() {
+	f := &fsm{eng: eng, logger: cfg.Logger, walDir: walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, onBytes: func() {
 		select {
 		case snapReq <- struct{}{}:
 		default:
@@ -349,6 +352,7 @@ func (l *Raft) commit(batch []*pending) {
 		}
 		return
 	}
+	began := time.Now()
 	fut := l.raft.Apply(data, 0)
 	l.wg.Add(1)
 	go func() {
@@ -362,6 +366,7 @@ func (l *Raft) commit(batch []*pending) {
 			}
 			return
 		}
+		l.observeCommit(len(batch), time.Since(began))
 		results, _ := fut.Response().([]applyResult)
 		for i, p := range batch {
 			if i < len(results) {

@@ -7,23 +7,32 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/protocol"
 )
 
-// serveAPI answers one SQS API request in either wire protocol.
+// serveAPI answers one SQS API request in either wire protocol, and
+// meters (and, if configured, logs) it once answered.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	requestID := newUUID()
+	rec := requestRecord{id: newUUID(), began: time.Now()}
 	proto := protocol.Detect(r)
+	sw := &statusWriter{ResponseWriter: w}
+	fail := func(e *api.Error) {
+		rec.err = e
+		protocol.WriteError(sw, proto, e, rec.id)
+	}
 	defer func() {
 		// A bug must cost one request, never the server: answer 500 with the
 		// request id, and log the stack so the bug can be found.
 		if v := recover(); v != nil {
-			s.logger.Error("panic serving request", "request_id", requestID, "panic", v, "stack", string(debug.Stack()))
-			protocol.WriteError(w, proto, api.ErrInternalFailure("Internal failure; request id %s.", requestID), requestID)
+			s.logger.Error("panic serving request", "request_id", rec.id, "panic", v, "stack", string(debug.Stack()))
+			fail(api.ErrInternalFailure("Internal failure; request id %s.", rec.id))
 		}
+		rec.status = sw.status
+		s.finishRequest(&rec)
 	}()
 
 	// A body declared larger than the limit is refused before a byte of it
@@ -32,38 +41,43 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	// connection rather than drain the rest.
 	if r.ContentLength > MaxRequestBodyBytes {
 		w.Header().Set("Connection", "close")
-		protocol.WriteError(w, proto, api.ErrRequestEntityTooLarge(MaxRequestBodyBytes), requestID)
+		fail(api.ErrRequestEntityTooLarge(MaxRequestBodyBytes))
 		return
 	}
+	// The reader is given the original writer: through it, net/http learns
+	// that the body was too large and closes the connection.
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			protocol.WriteError(w, proto, api.ErrRequestEntityTooLarge(MaxRequestBodyBytes), requestID)
+			fail(api.ErrRequestEntityTooLarge(MaxRequestBodyBytes))
 			return
 		}
-		protocol.WriteError(w, proto, api.ErrMalformedQueryString("Could not read the request body: %v", err), requestID)
+		fail(api.ErrMalformedQueryString("Could not read the request body: %v", err))
 		return
 	}
 	// The signature covers the raw request, so it is checked before the
 	// body is decoded; an unsigned request learns nothing about queues.
 	caller, err := s.verifier.Verify(r, body)
 	if err != nil {
-		protocol.WriteError(w, proto, api.AsError(err), requestID)
+		fail(api.AsError(err))
 		return
 	}
-	_, req, apiErr := protocol.Decode(proto, r, body)
+	rec.account = caller
+	action, req, apiErr := protocol.Decode(proto, r, body)
+	rec.action = action
 	if apiErr != nil {
-		protocol.WriteError(w, proto, apiErr, requestID)
+		fail(apiErr)
 		return
 	}
+	rec.queue = queueNameOf(req, caller)
 	resp, err := s.do(r.Context(), caller, req)
 	if err != nil {
-		protocol.WriteError(w, proto, api.AsError(err), requestID)
+		fail(api.AsError(err))
 		return
 	}
 	rewriteQueueURLs(resp, baseURL(r))
-	protocol.WriteResponse(w, proto, req.Action(), resp, requestID)
+	protocol.WriteResponse(sw, proto, req.Action(), resp, rec.id)
 }
 
 // Do carries out one typed request as the given account would over HTTP:

@@ -115,3 +115,7 @@ func (s *Server) nextWake(q api.QueueKey, now int64) (at int64, ok bool) {
 	s.log.Read(func(e *engine.Engine) { at, ok = e.NextWake(q, now) })
 	return at, ok
 }
+
+// longPollWaiters returns the number of receives waiting for messages: each
+// holds one poll slot while it waits.
+func (s *Server) longPollWaiters() int { return len(s.pollSlots) }

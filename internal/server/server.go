@@ -17,6 +17,7 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/metrics"
 	"github.com/fifoq/fifoq/internal/replog"
 )
 
@@ -55,6 +56,11 @@ type Config struct {
 	// MaxLongPolls bounds the receives waiting at once (DefaultMaxLongPolls
 	// if 0); past it a receive answers at once, as a short poll would.
 	MaxLongPolls int
+	// Metrics is the registry the server's metrics go to and /metrics
+	// serves. If nil, the server makes its own.
+	Metrics *metrics.Registry
+	// LogRequests logs one line per API request at Info level.
+	LogRequests bool
 }
 
 // DefaultMaxLongPolls is the default bound on receives waiting at once.
@@ -87,6 +93,7 @@ type Server struct {
 	verifier *auth.Verifier
 	policies policyCache
 	stats    statsTable
+	metrics  *metrics.Registry
 	// pollSlots holds one token per receive waiting for messages.
 	pollSlots chan struct{}
 
@@ -113,6 +120,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxLongPolls == 0 {
 		cfg.MaxLongPolls = DefaultMaxLongPolls
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
 	if cfg.Verifier == nil {
 		cfg.Verifier = &auth.Verifier{DefaultAccount: cfg.Account, Now: cfg.Now}
 	}
@@ -134,6 +144,10 @@ func New(cfg Config) (*Server, error) {
 		done:      make(chan struct{}),
 		verifier:  cfg.Verifier,
 		pollSlots: make(chan struct{}, cfg.MaxLongPolls),
+		metrics:   cfg.Metrics,
+	}
+	if err := cfg.Metrics.WatchServer(metrics.ServerSource{Queues: s.queueFigures, LongPollWaiters: s.longPollWaiters}); err != nil {
+		return nil, fmt.Errorf("server config: %w", err)
 	}
 	cfg.Engine.SetAvailableHook(s.notifier.broadcast)
 	s.movers = newMoveTaskDriver(s)
@@ -150,10 +164,17 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the HTTP handler of the SQS API.
+// Handler returns the HTTP handler of the SQS API, with the metrics
+// (/metrics) and the health probes (/healthz, /readyz) beside it. Those
+// three answer GET without a signature: they are for scrapers and load
+// balancers.
+// A queue URL has two path segments, so none is shadowed.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", s.serveAPI)
+	mux.Handle("GET /metrics", s.metrics.Handler(s.logger))
+	mux.HandleFunc("GET /healthz", s.serveHealth)
+	mux.HandleFunc("GET /readyz", s.serveReady)
 	return mux
 }
 

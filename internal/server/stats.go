@@ -3,8 +3,11 @@ package server
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/metrics"
 )
 
 // QueueCounters are the running totals of one queue since the server
@@ -111,4 +114,28 @@ func (t *statsTable) snapshot(q api.QueueKey) QueueCounters {
 // started (zero for a queue it has not seen).
 func (s *Server) QueueCounters(q api.QueueKey) QueueCounters {
 	return s.stats.snapshot(q)
+}
+
+// queueFigures appends the figures of every existing queue to dst, for the
+// metrics: the engine's counts and oldest message, read under the log's
+// read lock and copied out, joined with the server's counters afterwards
+// so that the lock is held no longer than the engine needs.
+func (s *Server) queueFigures(dst []metrics.QueueFigures) []metrics.QueueFigures {
+	now := s.now()
+	var stats []engine.QueueStats
+	s.log.Read(func(e *engine.Engine) { stats = e.AppendQueueStats(nil, now.UnixNano()) })
+	for _, st := range stats {
+		c := s.stats.snapshot(st.Queue)
+		f := metrics.QueueFigures{
+			Account: st.Queue.Account, Name: st.Queue.Name,
+			Visible: st.Visible, NotVisible: st.NotVisible, Delayed: st.Delayed,
+			Sent: c.Sent, SentBytes: c.SentBytes, Received: c.Received,
+			Deleted: c.Deleted, EmptyReceives: c.EmptyReceives,
+		}
+		if st.OldestAt != 0 {
+			f.OldestAge = max(now.Sub(time.Unix(0, st.OldestAt)), 0)
+		}
+		dst = append(dst, f)
+	}
+	return dst
 }

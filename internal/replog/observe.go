@@ -1,0 +1,62 @@
+package replog
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Observer is told what the Raft log does, so that it can be measured
+// (fifoq's metrics implement it). Its methods are called on the log's own
+// goroutines, some of them while commands wait: they must return quickly
+// and must not call back into the log.
+type Observer interface {
+	// GroupCommitted reports one log entry written by the group-commit
+	// batcher and applied: the number of commands it carried, and the time
+	// from handing it to Raft until it was applied, the fsync included.
+	GroupCommitted(commands int, took time.Duration)
+	// SnapshotDone reports a snapshot of the state written to disk, or
+	// restored from it at start, at the given time.
+	SnapshotDone(at time.Time)
+}
+
+// observeCommit reports a group commit to the observer, if there is one.
+func (l *Raft) observeCommit(commands int, took time.Duration) {
+	if l.cfg.Observer != nil {
+		l.cfg.Observer.GroupCommitted(commands, took)
+	}
+}
+
+// observeSnapshot reports a snapshot written or restored now.
+func (f *fsm) observeSnapshot() {
+	if f.observer != nil {
+		f.observer.SnapshotDone(time.Now())
+	}
+}
+
+// Ready reports whether the log can take writes now, and if not, why: it
+// must be open, this node must lead its cluster, no log entry may have
+// failed to apply, and the disk guard (MinFreeBytes) must allow writes.
+// It is what a readiness probe asks; it changes nothing but the disk
+// guard's view of free space, which a write would refresh the same way.
+func (l *Raft) Ready() error {
+	select {
+	case <-l.quit:
+		return ErrClosed
+	default:
+	}
+	if st := l.raft.State(); st != raft.Leader {
+		return fmt.Errorf("this node is not the leader (it is %s)", st)
+	}
+	if l.fsm.failure() != nil {
+		// The details (file, entry) are in the server's log, not here:
+		// readiness is answered to anyone who asks.
+		return errors.New("the log stopped at an entry it cannot apply (see the server log)")
+	}
+	if err := l.checkDiskSpace(); err != nil {
+		return errors.New("the disk is almost full: writes are refused")
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+package server
+
+import (
+	"io"
+	"net/http"
+)
+
+// readier is a command log that can tell whether it takes writes now;
+// replog.Raft is one. A log without the method is always ready.
+type readier interface {
+	Ready() error
+}
+
+// serveHealth answers the liveness probe: the process serves HTTP.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	writePlain(w, http.StatusOK, "ok\n")
+}
+
+// serveReady answers the readiness probe: 200 while the server can apply
+// writes, 503 with the reason while it cannot (shutting down, the log
+// closed, not the leader, the disk almost full).
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	if err := s.ready(); err != "" {
+		writePlain(w, http.StatusServiceUnavailable, "not ready: "+err+"\n")
+		return
+	}
+	writePlain(w, http.StatusOK, "ok\n")
+}
+
+// ready returns why the server cannot take writes now, or "" if it can.
+func (s *Server) ready() string {
+	select {
+	case <-s.done:
+		return "shutting down"
+	default:
+	}
+	if l, ok := s.log.(readier); ok {
+		if err := l.Ready(); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+// writePlain writes a short plain-text answer that no cache keeps.
+func writePlain(w http.ResponseWriter, status int, body string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}

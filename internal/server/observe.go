@@ -1,0 +1,114 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/metrics"
+)
+
+// requestRecord is what serveAPI learns about a request as it goes, for
+// its metrics and its log line. It never holds the body, the signature or
+// any credential.
+type requestRecord struct {
+	id      string
+	began   time.Time
+	action  api.Action // "" until decoded
+	account string     // the authenticated caller; "" if verification failed
+	queue   string     // ACCOUNT/NAME of the queue acted on, if any
+	status  int
+	err     *api.Error // the error answered, nil on success
+}
+
+// finishRequest meters an answered request and, with LogRequests, logs it
+// in one line.
+func (s *Server) finishRequest(rec *requestRecord) {
+	took := time.Since(rec.began)
+	outcome := metrics.OutcomeOK
+	switch {
+	case rec.err != nil:
+		outcome = rec.err.Code
+	case rec.status >= 400:
+		// The answer was written as an error without passing through
+		// fail: only an encoding failure does that.
+		outcome = "InternalFailure"
+	}
+	action := string(rec.action)
+	if action == "" {
+		action = metrics.UnknownAction
+	}
+	s.metrics.ObserveRequest(action, outcome, took)
+	if !s.cfg.LogRequests {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", rec.id),
+		slog.String("action", action),
+		slog.String("account", rec.account),
+		slog.String("queue", rec.queue),
+		slog.Int("status", rec.status),
+	}
+	if outcome != metrics.OutcomeOK {
+		attrs = append(attrs, slog.String("error", outcome))
+	}
+	attrs = append(attrs, slog.Duration("duration", took))
+	s.logger.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+}
+
+// queueNameOf returns the queue a request acts on as ACCOUNT/NAME, or ""
+// if it names none. The request is not validated yet, so a name longer
+// than any valid one is left out rather than copied into the log.
+func queueNameOf(req api.Request, caller string) string {
+	var k api.QueueKey
+	switch r := req.(type) {
+	case *api.CreateQueueRequest:
+		k = api.QueueKey{Account: caller, Name: r.QueueName}
+	case *api.GetQueueUrlRequest:
+		k = api.QueueKey{Account: caller, Name: r.QueueName}
+		if r.QueueOwnerAWSAccountId != "" {
+			k.Account = r.QueueOwnerAWSAccountId
+		}
+	default:
+		u, ok := api.QueueURLOf(req)
+		if !ok {
+			return ""
+		}
+		var err error
+		if k, err = api.ParseQueueURL(u); err != nil {
+			return ""
+		}
+	}
+	if k.Name == "" || len(k.Name) > api.MaxQueueNameLength || !api.IsAccountID(k.Account) {
+		return ""
+	}
+	return k.String()
+}
+
+// statusWriter remembers the status code of the response written through
+// it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+// WriteHeader implements http.ResponseWriter.
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write implements http.ResponseWriter.
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap returns the underlying writer, for http.ResponseController.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
