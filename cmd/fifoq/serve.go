@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/auth"
+	"github.com/fifoq/fifoq/internal/config"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/metrics"
 	"github.com/fifoq/fifoq/internal/replog"
 	"github.com/fifoq/fifoq/internal/server"
 )
@@ -32,6 +34,8 @@ type serveOptions struct {
 	account  string
 	region   string
 	logJSON  bool
+	logReqs  bool
+	config   string
 }
 
 func serve(args []string, stdout, stderr io.Writer) int {
@@ -45,10 +49,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.account, "account", server.DefaultAccount, "account id of callers and of the queues they create")
 	fs.StringVar(&opts.region, "region", server.DefaultRegion, "region written into queue ARNs")
 	fs.BoolVar(&opts.logJSON, "log-json", false, "write log lines as JSON instead of text")
+	fs.BoolVar(&opts.logReqs, "log-requests", false, "log one line per API request (id, action, account, queue, status, error code, duration)")
 	fs.StringVar(&opts.creds, "credentials", "", "file of access keys (one \"ACCESS_KEY_ID SECRET_ACCESS_KEY ACCOUNT_ID\" per line); with credentials every request must be signed")
 	fs.BoolVar(&opts.insecure, "insecure", false, "allow listening beyond loopback without credentials: anyone who can reach the port can use every queue")
 	fs.StringVar(&opts.tlsCert, "tls-cert", "", "serve HTTPS with this certificate file (PEM); needs --tls-key")
 	fs.StringVar(&opts.tlsKey, "tls-key", "", "private key file (PEM) for --tls-cert")
+	fs.StringVar(&opts.config, "config", "", "YAML config file of settings and queues to declare at start (env FIFOQ_CONFIG); flags and FIFOQ_* variables override its settings")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: fifoq serve [flags]\n\nRuns the SQS-compatible server.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -63,6 +69,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fifoq serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	cfg, err := loadConfig(fs)
+	if err != nil {
+		fmt.Fprintf(stderr, "fifoq serve: %v\n", err)
+		return 2
+	}
 	if !validAccount(opts.account) {
 		fmt.Fprintf(stderr, "fifoq serve: --account must be 12 digits, got %q\n", opts.account)
 		return 2
@@ -72,7 +83,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fifoq serve: --tls-cert and --tls-key go together")
 		return 2
 	}
-	store, nKeys, err := loadCredentials(opts)
+	if cfg != nil {
+		if err := cfg.Check(opts.account, opts.region); err != nil {
+			fmt.Fprintf(stderr, "fifoq serve: %v\n", err)
+			return 2
+		}
+	}
+	store, nKeys, err := loadCredentials(opts, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "fifoq serve: %v\n", err)
 		return 2
@@ -100,13 +117,14 @@ write and delete every queue. Either
 		return 1
 	}
 	eng := engine.New(engine.Config{Region: opts.region})
+	reg := metrics.New()
 	var cmdLog replog.Log
 	storage := "memory only: all queues and messages are lost when the server stops"
 	if opts.inMemory {
 		cmdLog = replog.NewMemory(eng)
 	} else {
 		began := time.Now()
-		raftLog, err := replog.OpenRaft(replog.RaftConfig{Dir: opts.dataDir, Logger: logger, MinFreeBytes: minFreeBytes(opts.minFree)}, eng)
+		raftLog, err := replog.OpenRaft(replog.RaftConfig{Dir: opts.dataDir, Logger: logger, MinFreeBytes: minFreeBytes(opts.minFree), Observer: reg.LogObserver()}, eng)
 		if err != nil {
 			ln.Close()
 			logger.Error("cannot open data dir", "dir", opts.dataDir, "err", err)
@@ -120,12 +138,23 @@ write and delete every queue. Either
 		logger.Warn("--insecure: no credentials are configured and the server listens beyond loopback; every request is accepted, unsigned or not, and anyone who can reach it can read, write and delete every queue", "listen", opts.listen)
 	}
 	verifier := &auth.Verifier{Store: store, DefaultAccount: opts.account, Region: opts.region, Now: time.Now}
-	srv, err := server.New(server.Config{Account: opts.account, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier})
+	srv, err := server.New(server.Config{Account: opts.account, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier,
+		Metrics: reg, LogRequests: opts.logReqs})
 	if err != nil {
 		cmdLog.Close()
 		ln.Close()
 		logger.Error("cannot start", "err", err)
 		return 1
+	}
+	// The file's queues are declared before the first connection is
+	// accepted, so that clients never see the server without them.
+	if cfg != nil {
+		if err := applyConfig(srv, cfg, opts, logger); err != nil {
+			logger.Error("cannot apply the config file", "err", err)
+			srv.Shutdown(context.Background())
+			ln.Close()
+			return 1
+		}
 	}
 	authMode := "any signature accepted (no credentials configured; loopback only)"
 	if !store.Empty() {
@@ -136,7 +165,7 @@ write and delete every queue. Either
 		scheme = "https"
 	}
 	logger.Info("fifoq started", "version", version, "listen", scheme+"://"+ln.Addr().String(),
-		"account", opts.account, "region", opts.region, "storage", storage, "auth", authMode)
+		"account", opts.account, "region", opts.region, "storage", storage, "auth", authMode, "log_requests", opts.logReqs)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -189,10 +218,14 @@ func minFreeBytes(mb int64) int64 {
 	return mb << 20
 }
 
-// loadCredentials gathers the access keys of --credentials and of the
-// FIFOQ_ACCESS_KEY_ID / FIFOQ_SECRET_ACCESS_KEY environment variables.
-func loadCredentials(opts serveOptions) (*auth.Store, int, error) {
+// loadCredentials gathers the access keys of --credentials, of the
+// FIFOQ_ACCESS_KEY_ID / FIFOQ_SECRET_ACCESS_KEY environment variables and
+// of the config file's credentials.keys (cfg may be nil).
+func loadCredentials(opts serveOptions, cfg *config.File) (*auth.Store, int, error) {
 	var creds []auth.Credential
+	if cfg != nil {
+		creds = append(creds, cfg.Credentials(opts.account)...)
+	}
 	if opts.creds != "" {
 		c, err := auth.LoadCredentialsFile(opts.creds)
 		if err != nil {

@@ -1,0 +1,143 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// Kind is the type of a setting's value.
+type Kind int
+
+// The kinds of settings.
+const (
+	// String is any text.
+	String Kind = iota + 1
+	// Path is a file or directory path; in the file, a relative path is
+	// relative to the file's directory.
+	Path
+	// Bool is true or false.
+	Bool
+	// Int is a decimal integer.
+	Int
+	// Account is an account id of 12 digits.
+	Account
+)
+
+// Setting is one server setting, which the command line, the environment
+// and the config file can each give.
+type Setting struct {
+	// Key is the setting's key in the file; a dot separates a section from
+	// its key ("log.json" is json: under log:).
+	Key string
+	// Flag is the fifoq serve flag, without dashes.
+	Flag string
+	// Env is the environment variable.
+	Env string
+	// Kind is the type of the value.
+	Kind Kind
+}
+
+// Settings are the settings Resolve merges, in the order the README lists
+// them. The credentials file's keys (credentials.keys) and the queues are
+// not settings: they exist in the file only.
+var Settings = []Setting{
+	{Key: "listen", Flag: "listen", Env: "FIFOQ_LISTEN", Kind: String},
+	{Key: "data_dir", Flag: "data-dir", Env: "FIFOQ_DATA_DIR", Kind: Path},
+	{Key: "in_memory", Flag: "in-memory", Env: "FIFOQ_IN_MEMORY", Kind: Bool},
+	{Key: "min_free_disk_mb", Flag: "min-free-disk-mb", Env: "FIFOQ_MIN_FREE_DISK_MB", Kind: Int},
+	{Key: "account", Flag: "account", Env: "FIFOQ_ACCOUNT", Kind: Account},
+	{Key: "region", Flag: "region", Env: "FIFOQ_REGION", Kind: String},
+	{Key: "insecure", Flag: "insecure", Env: "FIFOQ_INSECURE", Kind: Bool},
+	{Key: "log.json", Flag: "log-json", Env: "FIFOQ_LOG_JSON", Kind: Bool},
+	{Key: "log.requests", Flag: "log-requests", Env: "FIFOQ_LOG_REQUESTS", Kind: Bool},
+	{Key: "credentials.file", Flag: "credentials", Env: "FIFOQ_CREDENTIALS", Kind: Path},
+	{Key: "tls.cert", Flag: "tls-cert", Env: "FIFOQ_TLS_CERT", Kind: Path},
+	{Key: "tls.key", Flag: "tls-key", Env: "FIFOQ_TLS_KEY", Kind: Path},
+}
+
+// The config file's own flag and environment variable.
+const (
+	ConfigFlag = "config"
+	ConfigEnv  = "FIFOQ_CONFIG"
+)
+
+// ConfigPath returns the config file to load: the --config flag if the
+// command line set it, else FIFOQ_CONFIG; "" if neither names one.
+func ConfigPath(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) string {
+	if f := fs.Lookup(ConfigFlag); f != nil && flagSet(fs, ConfigFlag) {
+		return f.Value.String()
+	}
+	v, _ := lookupEnv(ConfigEnv)
+	return v
+}
+
+// Resolve gives every setting its value by precedence: the flag if the
+// command line set it (as flag.FlagSet.Visit reports), else the setting's
+// FIFOQ_ environment variable if it is set and not empty, else the file
+// (f may be nil), else the flag's default. It writes the chosen values into
+// the flags of fs with fs.Set, so that the variables bound to the flags
+// hold the settings in effect. fs must define a flag for every setting.
+// Errors name the environment variable or the file and line at fault.
+func Resolve(fs *flag.FlagSet, f *File, lookupEnv func(string) (string, bool)) error {
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	for _, s := range Settings {
+		if fs.Lookup(s.Flag) == nil {
+			return fmt.Errorf("config: setting %s has no flag --%s", s.Key, s.Flag)
+		}
+		if given[s.Flag] {
+			continue
+		}
+		if v, ok := lookupEnv(s.Env); ok && v != "" {
+			if err := checkValue(s.Kind, v); err != nil {
+				return fmt.Errorf("environment variable %s=%q: %v", s.Env, v, err)
+			}
+			if err := fs.Set(s.Flag, v); err != nil {
+				return fmt.Errorf("environment variable %s=%q: %v", s.Env, v, err)
+			}
+			continue
+		}
+		if f == nil {
+			continue
+		}
+		if v, ok := f.settings[s.Key]; ok {
+			if err := fs.Set(s.Flag, v.text); err != nil {
+				return &Error{File: f.Path, Line: v.line, Msg: s.Key, Err: err}
+			}
+		}
+	}
+	return nil
+}
+
+// checkValue checks text given for a setting of kind k.
+func checkValue(k Kind, text string) error {
+	switch k {
+	case Bool:
+		if _, err := strconv.ParseBool(text); err != nil {
+			return fmt.Errorf("want true or false")
+		}
+	case Int:
+		if _, err := strconv.ParseInt(text, 10, 64); err != nil {
+			return fmt.Errorf("want a decimal integer")
+		}
+	case Account:
+		if !api.IsAccountID(text) {
+			return fmt.Errorf("an account id is 12 digits")
+		}
+	}
+	return nil
+}
+
+// flagSet reports whether the command line set the named flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
