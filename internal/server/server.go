@@ -167,7 +167,7 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the HTTP handler of the SQS API, with the metrics
 // (/metrics) and the health probes (/healthz, /readyz) beside it. Those
 // three answer GET without a signature: they are for scrapers and load
-// balancers.
+// balancers. The web console is under /console/, behind its own sign-in.
 // A queue URL has two path segments, so none is shadowed.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -175,6 +175,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /metrics", s.metrics.Handler(s.logger))
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /readyz", s.serveReady)
+	mux.Handle("/console/", s.newConsole())
+	mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
 	return mux
 }
 

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+	"maps"
+	"net/http"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/console"
+	"github.com/fifoq/fifoq/internal/engine"
+)
+
+// newConsole builds the web console's handler, acting through the server.
+// If the console cannot be built (it only fails when the system has no
+// randomness), /console/ answers 503 and the API goes on.
+func (s *Server) newConsole() http.Handler {
+	c, err := console.New(console.Config{
+		Backend:        consoleBackend{s},
+		Credentials:    s.verifier.Store,
+		DefaultAccount: s.cfg.Account,
+		Region:         s.cfg.Region,
+		Logger:         s.logger,
+		Now:            s.now,
+	})
+	if err != nil {
+		s.logger.Error("web console unavailable", "err", err)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "the web console is unavailable: "+err.Error(), http.StatusServiceUnavailable)
+		})
+	}
+	return c
+}
+
+// consoleBackend is the console's way into the server: SQS actions through
+// Do, as the API would carry them out, and read-only views of the engine
+// under the same access rules.
+type consoleBackend struct{ s *Server }
+
+// Do implements console.Backend.
+func (b consoleBackend) Do(ctx context.Context, account string, req api.Request) (api.Response, error) {
+	return b.s.Do(ctx, account, req)
+}
+
+// Statuses implements console.Backend: queues whose attributes account may
+// not read (GetQueueAttributes) are left out, as are deleted ones.
+func (b consoleBackend) Statuses(account string, queues []api.QueueKey) []console.QueueStatus {
+	allowed := make([]api.QueueKey, 0, len(queues))
+	for _, q := range queues {
+		if b.s.authorizeOn(account, api.ActionGetQueueAttributes, q) == nil {
+			allowed = append(allowed, q)
+		}
+	}
+	now := b.s.now().UnixNano()
+	sums := make([]engine.QueueSummary, 0, len(allowed))
+	b.s.log.Read(func(e *engine.Engine) {
+		for _, q := range allowed {
+			if sum, ok := e.QueueSummary(q, now); ok {
+				sums = append(sums, sum)
+			}
+		}
+	})
+	out := make([]console.QueueStatus, len(sums))
+	for i, sum := range sums {
+		c := b.s.stats.snapshot(sum.Queue)
+		out[i] = console.QueueStatus{QueueSummary: sum, Counters: console.Counters{
+			Sent: c.Sent, SentBytes: c.SentBytes, Received: c.Received, Deleted: c.Deleted, EmptyReceives: c.EmptyReceives,
+		}}
+	}
+	return out
+}
+
+// Groups implements console.Backend; it needs the right to read the
+// queue's attributes.
+func (b consoleBackend) Groups(account string, q api.QueueKey, opts engine.GroupsOptions) (page engine.GroupsPage, err error) {
+	if err := b.s.authorizeOn(account, api.ActionGetQueueAttributes, q); err != nil {
+		return page, err
+	}
+	now := b.s.now().UnixNano()
+	ok := false
+	b.s.log.Read(func(e *engine.Engine) { page, ok = e.Groups(q, now, opts) })
+	if !ok {
+		return page, api.ErrQueueDoesNotExist()
+	}
+	return page, nil
+}
+
+// Peek implements console.Backend. Peeking shows message bodies, so it
+// needs the right to receive from the queue, though it receives nothing.
+func (b consoleBackend) Peek(account string, q api.QueueKey, opts engine.PeekOptions) (msgs []engine.PeekedMessage, err error) {
+	if err := b.s.authorizeOn(account, api.ActionReceiveMessage, q); err != nil {
+		return nil, err
+	}
+	now := b.s.now().UnixNano()
+	ok := false
+	b.s.log.Read(func(e *engine.Engine) {
+		msgs, ok = e.Peek(q, now, opts)
+		// Message attribute maps are shared with the engine; copy them
+		// while the lock is held, so that nothing of the engine's is
+		// read after it is released.
+		for i := range msgs {
+			msgs[i].MessageAttributes = maps.Clone(msgs[i].MessageAttributes)
+		}
+	})
+	if !ok {
+		return nil, api.ErrQueueDoesNotExist()
+	}
+	return msgs, nil
+}
