@@ -20,13 +20,18 @@ import (
 // chromiumNames are the names a Chromium or Chrome binary goes by.
 var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
 
-// findChromium returns the path of a Chromium binary, or skips the test.
+// findChromium returns the path of a Chromium binary, or skips the test
+// (fails it if FIFOQ_REQUIRE_CHROMIUM is set).
 func findChromium(t *testing.T) string {
 	t.Helper()
 	for _, name := range chromiumNames {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
+	}
+	if os.Getenv("FIFOQ_REQUIRE_CHROMIUM") != "" {
+		// CI sets it, so that a missing browser fails instead of skipping.
+		t.Fatalf("FIFOQ_REQUIRE_CHROMIUM is set but no Chromium binary is in PATH (looked for %s)", strings.Join(chromiumNames, ", "))
 	}
 	t.Skipf("no Chromium binary in PATH (looked for %s): the console's browser tests need one (Debian: apt-get install chromium)", strings.Join(chromiumNames, ", "))
 	return ""
