@@ -5,7 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -42,7 +43,7 @@ func MD5OfMessageAttributes(attrs map[string]MessageAttributeValue) string {
 	if len(attrs) == 0 {
 		return ""
 	}
-	names := sortedKeys(attrs)
+	names := slices.Sorted(maps.Keys(attrs))
 	h := md5.New()
 	var n [4]byte
 	field := func(b []byte) {
@@ -109,15 +110,4 @@ func attributeValueLen(v MessageAttributeValue) int {
 // ("Binary.gif").
 func isBinaryType(dataType string) bool {
 	return dataType == "Binary" || strings.HasPrefix(dataType, "Binary.")
-}
-
-// sortedKeys returns the keys of a map in ascending order, so that checks
-// and digests over a map do not depend on Go's random iteration order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

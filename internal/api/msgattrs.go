@@ -1,6 +1,10 @@
 package api
 
-import "strings"
+import (
+	"maps"
+	"slices"
+	"strings"
+)
 
 // validateMessageAttributes checks the user-defined message attributes of
 // one message: their number, names, data types and values. Attributes are
@@ -10,7 +14,7 @@ func validateMessageAttributes(attrs map[string]MessageAttributeValue) error {
 	if len(attrs) > MaxMessageAttributes {
 		return ErrInvalidParameterValue("Number of message attributes [%d] exceeds the allowed maximum [%d].", len(attrs), MaxMessageAttributes)
 	}
-	for _, name := range sortedKeys(attrs) {
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		if err := validateMessageAttributeName(name); err != nil {
 			return err
 		}
@@ -104,7 +108,7 @@ func attributeBaseType(dataType string) (string, bool) {
 // validateMessageSystemAttributes checks the system attributes a sender may
 // set: only AWSTraceHeader exists, a non-empty String.
 func validateMessageSystemAttributes(attrs map[string]MessageSystemAttributeValue) error {
-	for _, name := range sortedKeys(attrs) {
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		v := attrs[name]
 		if name != MsgAttrAWSTraceHeader {
 			return ErrInvalidParameterValue("Message system attribute name '%s' is invalid.", name)

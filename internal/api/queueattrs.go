@@ -2,6 +2,8 @@ package api
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -147,7 +149,7 @@ func ValidateQueueAttribute(name, value string, fifo bool) error {
 // queue's current ones (FifoThroughputLimit perMessageGroupId needs
 // DeduplicationScope messageGroup) are the engine's.
 func ValidateQueueAttributes(attrs map[string]string, fifo bool) error {
-	for _, name := range sortedKeys(attrs) {
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		if err := ValidateQueueAttribute(name, attrs[name], fifo); err != nil {
 			return err
 		}

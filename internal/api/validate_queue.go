@@ -1,6 +1,10 @@
 package api
 
-import "unicode/utf8"
+import (
+	"maps"
+	"slices"
+	"unicode/utf8"
+)
 
 // The rules of the queue actions: creation, lookup, attributes, tags,
 // permissions, listings and message move tasks.
@@ -99,7 +103,7 @@ func validateSetQueueAttributes(r *SetQueueAttributesRequest) error {
 	}
 	// Values and the FIFO-only names depend on the queue's kind, which the
 	// engine knows; here only names that no queue accepts are refused.
-	for _, name := range sortedKeys(r.Attributes) {
+	for _, name := range slices.Sorted(maps.Keys(r.Attributes)) {
 		if kind, ok := queueAttrKinds[name]; !ok || kind == attrReadOnly {
 			return ErrInvalidAttributeName(name)
 		}
@@ -117,7 +121,7 @@ func validateTags(tags map[string]string, queue string) error {
 	if len(tags) > MaxTagsPerQueue {
 		return ErrInvalidParameterValue("Too many tags added for queue %s.", queue)
 	}
-	for _, key := range sortedKeys(tags) {
+	for _, key := range slices.Sorted(maps.Keys(tags)) {
 		if err := validateTagKey(key); err != nil {
 			return err
 		}

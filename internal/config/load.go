@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -119,7 +120,7 @@ func childKeys(prefix string) []string {
 	add := func(full string) {
 		if rest, ok := strings.CutPrefix(full, prefix); ok {
 			name, _, _ := strings.Cut(rest, ".")
-			if !contains(keys, name) {
+			if !slices.Contains(keys, name) {
 				keys = append(keys, name)
 			}
 		}

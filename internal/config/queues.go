@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
@@ -94,7 +96,7 @@ func (l *loader) queue(i int, item *yaml.Node) (*Queue, error) {
 				q.lines["attributes."+name] = k.Line
 				var val string
 				var err error
-				if contains(jsonAttrs, name) {
+				if slices.Contains(jsonAttrs, name) {
 					val, err = l.jsonDocument(v, "attribute "+name)
 				} else {
 					val, err = l.sqsValue(v, "attribute "+name)
@@ -206,7 +208,7 @@ func (l *loader) checkQueue(q *Queue) error {
 	if err := api.Validate(&api.CreateQueueRequest{QueueName: q.Name, Attributes: fifoOnly(fifoName)}); err != nil {
 		return wrap("name", err)
 	}
-	for _, name := range sortedKeys(q.Attributes) {
+	for _, name := range slices.Sorted(maps.Keys(q.Attributes)) {
 		if err := api.ValidateQueueAttribute(name, q.Attributes[name], fifoName); err != nil {
 			return wrap("attributes."+name, err)
 		}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -77,7 +77,7 @@ func (p *parser) fields(n *yaml.Node, what string, known []string, fn func(key s
 			return p.errAt(k, "%s: key %q appears twice (first on line %d)", what, k.Value, first)
 		}
 		seen[k.Value] = k.Line
-		if known != nil && !contains(known, k.Value) {
+		if known != nil && !slices.Contains(known, k.Value) {
 			return p.errAt(k, "%s: unknown key %q (known keys: %s)", what, k.Value, strings.Join(known, ", "))
 		}
 		if err := fn(k.Value, k, v); err != nil {
@@ -220,23 +220,4 @@ func (p *parser) jsonValue(n *yaml.Node, what string, depth int) (any, error) {
 		return out, err
 	}
 	return nil, p.errAt(n, "%s: unexpected YAML node", what)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// sortedKeys returns a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -152,7 +154,7 @@ func (a *queueAttrs) set(name, value string) error {
 // caller deals with it), in name order, then enforces the rules between
 // attributes. On error a may be partly changed: callers apply to a copy.
 func (a *queueAttrs) apply(given map[string]string, fifo bool) error {
-	for _, name := range sortedKeys(given) {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		if name == api.AttrFifoQueue {
 			continue
 		}
@@ -165,7 +167,7 @@ func (a *queueAttrs) apply(given map[string]string, fifo bool) error {
 	if sse == "true" && kms != "" {
 		return api.ErrSSEConflict()
 	}
-	for _, name := range sortedKeys(given) {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		if name == api.AttrFifoQueue {
 			continue
 		}

@@ -1,7 +1,8 @@
 package engine
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,7 +77,7 @@ func fifoFromRequest(r *api.CreateQueueRequest) (bool, error) {
 // out are not compared: a CreateQueue with just a name returns any
 // existing queue of that name. It returns the first differing attribute.
 func sameAttributes(q *queue, given map[string]string, want *queueAttrs) (string, bool) {
-	for _, name := range sortedKeys(given) {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		if name == api.AttrFifoQueue {
 			continue // the name already decided the type
 		}
@@ -289,15 +290,4 @@ func (e *Engine) listQueueTags(cmd *Command) (api.Response, error) {
 		tags[k] = v
 	}
 	return &api.ListQueueTagsResult{Tags: tags}, nil
-}
-
-// sortedKeys returns a map's keys in order, so that the engine handles the
-// members of a request map in the same order on every replica.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

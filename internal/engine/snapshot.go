@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -284,7 +285,7 @@ func snapshotQueue(enc *gob.Encoder, q *queue) error {
 		Purged: q.purged, PurgedAt: q.purgedAt, LastSeq: q.lastSeq,
 		Messages: len(q.msgs),
 	}
-	for _, k := range sortedKeys(q.tags) {
+	for _, k := range slices.Sorted(maps.Keys(q.tags)) {
 		sq.Tags = append(sq.Tags, snapTag{Key: k, Value: q.tags[k]})
 	}
 	for _, t := range q.tasks {
@@ -295,7 +296,7 @@ func snapshotQueue(enc *gob.Encoder, q *queue) error {
 	sq.Dedups, sq.Attempts = len(dedups), len(attempts)
 	var tenants []*tenant
 	if !q.fifo {
-		for _, id := range sortedKeys(q.tenants) {
+		for _, id := range slices.Sorted(maps.Keys(q.tenants)) {
 			t := q.tenants[id]
 			tenants = append(tenants, t)
 			for m := t.head; m != nil; m = m.next {

@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -56,7 +58,7 @@ func (w *recordWriter) message(m *message, aged bool) {
 	w.str(m.body)
 	w.uvarint(uint64(len(m.attrs)))
 	if len(m.attrs) > 0 {
-		for _, name := range sortedKeys(m.attrs) {
+		for _, name := range slices.Sorted(maps.Keys(m.attrs)) {
 			v := m.attrs[name]
 			w.str(name)
 			w.str(v.DataType)

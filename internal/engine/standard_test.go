@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"testing"
@@ -223,10 +224,10 @@ func TestReceiveSelection(t *testing.T) {
 				t.Fatalf("received %d messages", len(res.Messages))
 			}
 			m := res.Messages[0]
-			if got := sortedKeys(m.Attributes); !slices.Equal(got, tc.wantSys) && !(len(got) == 0 && tc.wantSys == nil) {
+			if got := slices.Sorted(maps.Keys(m.Attributes)); !slices.Equal(got, tc.wantSys) && !(len(got) == 0 && tc.wantSys == nil) {
 				t.Errorf("system attributes %v, want %v", got, tc.wantSys)
 			}
-			if got := sortedKeys(m.MessageAttributes); !slices.Equal(got, tc.wantAttr) && !(len(got) == 0 && tc.wantAttr == nil) {
+			if got := slices.Sorted(maps.Keys(m.MessageAttributes)); !slices.Equal(got, tc.wantAttr) && !(len(got) == 0 && tc.wantAttr == nil) {
 				t.Errorf("message attributes %v, want %v", got, tc.wantAttr)
 			}
 			if want := api.MD5OfMessageAttributes(m.MessageAttributes); m.MD5OfMessageAttributes != want {

@@ -2,25 +2,15 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	awsv2 "github.com/aws/aws-sdk-go-v2/aws"
-	credentialsv2 "github.com/aws/aws-sdk-go-v2/credentials"
 	sqsv2 "github.com/aws/aws-sdk-go-v2/service/sqs"
-	credentialsv1 "github.com/aws/aws-sdk-go/aws/credentials"
-	defaultsv1 "github.com/aws/aws-sdk-go/aws/defaults"
-	sessionv1 "github.com/aws/aws-sdk-go/aws/session"
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
-
-	"github.com/fifoq/fifoq/internal/server"
 )
 
 // Account and Region are the account and region of every test server.
@@ -116,78 +106,7 @@ type Env struct {
 // server is shut down when the test ends.
 func Start(t testing.TB) *Env {
 	t.Helper()
-	clock := &Clock{}
-	logw := &testLogWriter{t: t}
-	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := server.New(server.Config{Account: Account, Region: Region, Now: clock.Now, Logger: logger})
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.MaxIdleConnsPerHost = 64
-	transport.Proxy = nil // the server is on loopback: never go through a proxy
-	env := &Env{
-		URL:    "http://" + ln.Addr().String(),
-		Clock:  clock,
-		V2Wire: &WireLog{},
-		V1Wire: &WireLog{},
-		HTTP:   &http.Client{Transport: transport, Timeout: 30 * time.Second},
-	}
-	env.V2 = newV2Client(env.URL, &http.Client{Transport: &recordingTransport{log: env.V2Wire, next: transport}})
-	env.V1 = newV1Client(env.URL, &http.Client{Transport: &recordingTransport{log: env.V1Wire, next: transport}})
-
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		// Idle keep-alive connections are closed first: Shutdown waits for
-		// every connection to become idle, and one the server has just
-		// answered may not yet be marked idle on its side.
-		transport.CloseIdleConnections()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("server shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("server Serve: %v", err)
-		}
-		transport.CloseIdleConnections()
-		logw.close()
-	})
-	return env
-}
-
-// newV2Client builds an aws-sdk-go-v2 SQS client for url. Its
-// configuration is built by hand rather than loaded, so that nothing of the
-// machine (AWS_* variables such as AWS_CA_BUNDLE, ~/.aws) can change it;
-// it does not retry, so that every answer of the server is seen.
-func newV2Client(url string, hc *http.Client) *sqsv2.Client {
-	cfg := awsv2.Config{
-		Region:      Region,
-		Credentials: awsv2.NewCredentialsCache(credentialsv2.NewStaticCredentialsProvider("test", "test", "")),
-		HTTPClient:  hc,
-		Retryer:     func() awsv2.Retryer { return awsv2.NopRetryer{} },
-	}
-	return sqsv2.NewFromConfig(cfg, func(o *sqsv2.Options) {
-		o.BaseEndpoint = awsv2.String(url)
-	})
-}
-
-// newV1Client builds an aws-sdk-go v1 SQS client for url, likewise
-// without reading the environment and without retries.
-func newV1Client(url string, hc *http.Client) *sqsv1.SQS {
-	cfg := defaultsv1.Config().
-		WithRegion(Region).
-		WithEndpoint(url).
-		WithCredentials(credentialsv1.NewStaticCredentials("test", "test", "")).
-		WithHTTPClient(hc).
-		WithMaxRetries(0)
-	return sqsv1.New(&sessionv1.Session{Config: cfg, Handlers: defaultsv1.Handlers()})
+	return StartWith(t, Options{})
 }
 
 // testLogWriter sends the server's warnings and errors to the test log

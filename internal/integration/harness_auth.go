@@ -72,8 +72,8 @@ func StartWith(t testing.TB, opts Options) *Env {
 	if key == "" {
 		key, secret = "test", "test"
 	}
-	env.V2 = newV2ClientAs(env.URL, &http.Client{Transport: &recordingTransport{log: env.V2Wire, next: transport}}, key, secret)
-	env.V1 = newV1ClientAs(env.URL, &http.Client{Transport: &recordingTransport{log: env.V1Wire, next: transport}}, key, secret)
+	env.V2 = newV2Client(env.URL, &http.Client{Transport: &recordingTransport{log: env.V2Wire, next: transport}}, key, secret)
+	env.V1 = newV1Client(env.URL, &http.Client{Transport: &recordingTransport{log: env.V1Wire, next: transport}}, key, secret)
 
 	t.Cleanup(func() {
 		// Close the clients' idle connections first: the server's Shutdown
@@ -104,11 +104,15 @@ func (e *Env) ClientsAs(accessKeyID, secretAccessKey string, wrap func(http.Roun
 		rt = wrap(rt)
 	}
 	hc := &http.Client{Transport: rt, Timeout: 30 * time.Second}
-	return newV2ClientAs(e.URL, hc, accessKeyID, secretAccessKey), newV1ClientAs(e.URL, hc, accessKeyID, secretAccessKey)
+	return newV2Client(e.URL, hc, accessKeyID, secretAccessKey), newV1Client(e.URL, hc, accessKeyID, secretAccessKey)
 }
 
-// newV2ClientAs is newV2Client signing with the given key.
-func newV2ClientAs(url string, hc *http.Client, accessKeyID, secretAccessKey string) *sqsv2.Client {
+// newV2Client builds an aws-sdk-go-v2 SQS client for url that signs with
+// the given key. Its configuration is built by hand rather than loaded, so
+// that nothing of the machine (AWS_* variables such as AWS_CA_BUNDLE,
+// ~/.aws) can change it; it does not retry, so that every answer of the
+// server is seen.
+func newV2Client(url string, hc *http.Client, accessKeyID, secretAccessKey string) *sqsv2.Client {
 	cfg := awsv2.Config{
 		Region:      Region,
 		Credentials: awsv2.NewCredentialsCache(credentialsv2.NewStaticCredentialsProvider(accessKeyID, secretAccessKey, "")),
@@ -120,8 +124,10 @@ func newV2ClientAs(url string, hc *http.Client, accessKeyID, secretAccessKey str
 	})
 }
 
-// newV1ClientAs is newV1Client signing with the given key.
-func newV1ClientAs(url string, hc *http.Client, accessKeyID, secretAccessKey string) *sqsv1.SQS {
+// newV1Client builds an aws-sdk-go v1 SQS client for url that signs with
+// the given key, likewise without reading the environment and without
+// retries.
+func newV1Client(url string, hc *http.Client, accessKeyID, secretAccessKey string) *sqsv1.SQS {
 	cfg := defaultsv1.Config().
 		WithRegion(Region).
 		WithEndpoint(url).

@@ -3,6 +3,8 @@ package protocol
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -160,7 +162,7 @@ func encodeMessage(x *xmlWriter, m api.Message) {
 	x.optElem("Body", m.Body)
 	x.stringMap("Attribute", "Name", "Value", m.Attributes)
 	x.optElem("MD5OfMessageAttributes", m.MD5OfMessageAttributes)
-	for _, name := range sortedKeys(m.MessageAttributes) {
+	for _, name := range slices.Sorted(maps.Keys(m.MessageAttributes)) {
 		x.open("MessageAttribute")
 		x.elem("Name", name)
 		x.open("Value")

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/xml"
+	"maps"
 	"slices"
 	"strconv"
 )
@@ -71,20 +72,10 @@ func (x *xmlWriter) boolElem(name string, b bool) {
 // stringMap writes a flattened map: one <entry><key>K</key><value>V</value></entry>
 // element per key, in key order so that responses are reproducible.
 func (x *xmlWriter) stringMap(entry, key, value string, m map[string]string) {
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		x.open(entry)
 		x.elem(key, k)
 		x.elem(value, m[k])
 		x.close(entry)
 	}
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
