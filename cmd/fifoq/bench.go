@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -78,7 +80,7 @@ Flags:
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	client, err := sqsClient(ctx, endpoint, region)
+	client, err := sqsClient(ctx, endpoint, region, cfg.Producers+cfg.Consumers)
 	if err != nil {
 		fmt.Fprintf(stderr, "fifoq bench: %v\n", err)
 		return 1
@@ -105,8 +107,17 @@ Flags:
 // environment and shared config; where there are none, it signs with a
 // placeholder key, which fifoq accepts on loopback when it has no
 // credentials configured.
-func sqsClient(ctx context.Context, endpoint, region string) (*sqs.Client, error) {
-	opts := []func(*config.LoadOptions) error{config.WithRegion(region)}
+//
+// The client keeps an idle connection for each of the workers: with the
+// SDK's default of 10 per host, more workers than that would keep closing
+// connections and dialling new ones, which measures connection set-up
+// rather than the queue.
+func sqsClient(ctx context.Context, endpoint, region string, workers int) (*sqs.Client, error) {
+	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns = max(t.MaxIdleConns, workers)
+		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, workers)
+	})
+	opts := []func(*config.LoadOptions) error{config.WithRegion(region), config.WithHTTPClient(httpClient)}
 	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
 		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("fifoq", "fifoq", "")))
 	}

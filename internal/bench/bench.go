@@ -127,9 +127,10 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 	// Producers stop between sends when the duration is over: cancelling a
 	// request in flight would leave its outcome unknown (and the HTTP
 	// client may then close a connection another request is reading from).
+	// Consumers likewise stop between receives once the drain is over;
+	// only ctx (the user's interrupt) cancels a receive in flight.
 	stopAt := start.Add(r.cfg.Duration)
-	consumeCtx, stopConsuming := context.WithCancel(ctx)
-	defer stopConsuming()
+	stopConsuming := make(chan struct{})
 
 	var producers, consumers sync.WaitGroup
 	for p := 0; p < r.cfg.Producers; p++ {
@@ -143,7 +144,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 		consumers.Add(1)
 		go func() {
 			defer consumers.Done()
-			r.consume(consumeCtx)
+			r.consume(ctx, stopConsuming)
 		}()
 	}
 	progressDone := make(chan struct{})
@@ -157,7 +158,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 	for time.Now().Before(drainDeadline) && ctx.Err() == nil && r.ledger.outstanding() > 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
-	stopConsuming()
+	close(stopConsuming)
 	consumers.Wait()
 	close(progressDone)
 	elapsed := time.Since(start)
@@ -282,9 +283,14 @@ func (r *run) sendFailed(ctx context.Context, err error) {
 	r.firstErr.CompareAndSwap(nil, "send: "+err.Error())
 }
 
-// consume receives and deletes messages until ctx ends.
-func (r *run) consume(ctx context.Context) {
+// consume receives and deletes messages until stop is closed or ctx ends.
+func (r *run) consume(ctx context.Context, stop <-chan struct{}) {
 	for ctx.Err() == nil {
+		select {
+		case <-stop:
+			return
+		default:
+		}
 		began := time.Now()
 		in := &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1}
 		if r.cfg.FIFO {
