@@ -70,7 +70,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		fail(apiErr)
 		return
 	}
-	rec.queue = queueNameOf(req, caller)
+	rec.req = req
 	resp, err := s.do(r.Context(), caller, req)
 	if err != nil {
 		fail(api.AsError(err))

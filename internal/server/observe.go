@@ -11,14 +11,15 @@ import (
 )
 
 // requestRecord is what serveAPI learns about a request as it goes, for
-// its metrics and its log line. It never holds the body, the signature or
-// any credential.
+// its metrics and its log line. It keeps the decoded request only to name
+// its queue in the log line: bodies, signatures and credentials are never
+// logged.
 type requestRecord struct {
 	id      string
 	began   time.Time
-	action  api.Action // "" until decoded
-	account string     // the authenticated caller; "" if verification failed
-	queue   string     // ACCOUNT/NAME of the queue acted on, if any
+	action  api.Action  // "" until decoded
+	account string      // the authenticated caller; "" if verification failed
+	req     api.Request // the decoded request, nil until decoded
 	status  int
 	err     *api.Error // the error answered, nil on success
 }
@@ -48,7 +49,8 @@ func (s *Server) finishRequest(rec *requestRecord) {
 		slog.String("request_id", rec.id),
 		slog.String("action", action),
 		slog.String("account", rec.account),
-		slog.String("queue", rec.queue),
+		// Only a logged request pays for finding its queue.
+		slog.String("queue", queueNameOf(rec.req, rec.account)),
 		slog.Int("status", rec.status),
 	}
 	if outcome != metrics.OutcomeOK {
@@ -62,6 +64,9 @@ func (s *Server) finishRequest(rec *requestRecord) {
 // if it names none. The request is not validated yet, so a name longer
 // than any valid one is left out rather than copied into the log.
 func queueNameOf(req api.Request, caller string) string {
+	if req == nil {
+		return ""
+	}
 	var k api.QueueKey
 	switch r := req.(type) {
 	case *api.CreateQueueRequest:
