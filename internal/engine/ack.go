@@ -46,10 +46,12 @@ func (e *Engine) deleteMessageBatch(cmd *Command, r *api.DeleteMessageBatchReque
 //     (InvalidParameterValue, "The receipt handle has expired":
 //     test_fifo_delete_after_visibility_timeout);
 //   - an older handle, while the message was received again since, is
-//     refused by a FIFO queue in the same way, and succeeds without
-//     deleting in a standard queue, as the SQS documentation of
-//     DeleteMessage says ("the request succeeds, but the message might not
-//     be deleted").
+//     refused by a FIFO queue in the same way, and deletes the message in a
+//     standard queue: moto's tests verified against AWS (pull request
+//     #4655, "it is possible to change message visibility or delete a
+//     message using them") found that old handles of a standard queue
+//     still work, which the DeleteMessage documentation allows ("the
+//     message might not be deleted").
 func (e *Engine) deleteOne(q *queue, handle string) error {
 	m, nonce, err := q.lookup(handle)
 	if err != nil {
@@ -58,13 +60,7 @@ func (e *Engine) deleteOne(q *queue, handle string) error {
 	if m == nil {
 		return nil
 	}
-	if m.nonce != nonce {
-		if q.fifo {
-			return errHandleExpired(handle)
-		}
-		return nil
-	}
-	if q.fifo && m.state != stateInflight {
+	if q.fifo && (m.nonce != nonce || m.state != stateInflight) {
 		return errHandleExpired(handle)
 	}
 	atLimit := q.nInflight >= api.MaxInflightStandard

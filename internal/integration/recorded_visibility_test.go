@@ -212,6 +212,41 @@ func TestRecordedStaleHandleEndsVisibility(t *testing.T) {
 	})
 }
 
+// TestRecordedStandardOldHandles: in a standard queue the handle of an
+// earlier receive still deletes the message and changes its visibility
+// (moto test_sqs.py test_delete_message_using_old_receipt_handle and
+// test_change_message_visibility_on_old_message, verified against AWS as
+// moto pull request #4655 states).
+func TestRecordedStandardOldHandles(t *testing.T) {
+	eachProtocol(t, func(t *testing.T, env *Env, c Client) {
+		u := mustCreate(t, c, "old", map[string]string{"VisibilityTimeout": "0"})
+		mustSend(t, c, u, SendIn{Body: "body"})
+		first := mustReceive(t, c, u, 1)
+		second := mustReceive(t, c, u, 1)
+		if len(first) != 1 || len(second) != 1 || first[0].Handle == second[0].Handle {
+			t.Fatalf("receives %+v %+v", first, second)
+		}
+		mustDelete(t, c, u, first[0])
+		wantBodies(t, mustReceive(t, c, u, 1))
+		mustDelete(t, c, u, first[0], second[0])
+
+		v := mustCreate(t, c, "old-visibility", map[string]string{"VisibilityTimeout": "1"})
+		mustSend(t, c, v, SendIn{Body: "test message 1"})
+		orig := mustReceive(t, c, v, 1)[0]
+		env.Clock.Advance(2 * time.Second)
+		if got := mustReceive(t, c, v, 1); len(got) != 1 || got[0].Handle == orig.Handle {
+			t.Fatalf("second receive %+v", got)
+		}
+		for range 2 {
+			if err := c.ChangeVisibility(ctxT(t), v, orig.Handle, 100); err != nil {
+				t.Fatalf("ChangeMessageVisibility with the old handle: %v", err)
+			}
+		}
+		env.Clock.Advance(2 * time.Second)
+		wantBodies(t, mustReceive(t, c, v, 1))
+	})
+}
+
 // TestRecordedFIFOMessagesInOrderAfterTimeout: after the visibility
 // timeout a group's messages come again in order (localstack test_sqs.py:
 // test_fifo_messages_in_order_after_timeout, AWS-validated).
