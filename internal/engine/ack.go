@@ -107,8 +107,7 @@ func (e *Engine) changeMessageVisibilityBatch(cmd *Command, r *api.ChangeMessage
 // changeVisibilityOne sets a new visibility timeout, counted from now, for
 // the message a receipt handle names; 0 makes it visible at once (and
 // unblocks its FIFO group). The message may not stay invisible longer than
-// MaxVisibilityTimeout after its latest receive. Which handles work was
-// recorded from SQS:
+// MaxVisibilityTimeout after its latest receive. Which handles work:
 //
 //   - a handle of a message that no longer exists is InvalidParameterValue,
 //     "Message does not exist or is not available for visibility timeout
@@ -120,7 +119,9 @@ func (e *Engine) changeMessageVisibilityBatch(cmd *Command, r *api.ChangeMessage
 //     (test_terminate_visibility_timeout_after_receive); a visible message
 //     given a timeout is in flight again, under its latest receive;
 //   - in a FIFO queue only the handle of the latest receive of a message in
-//     flight works; any other is refused as expired, like DeleteMessage's.
+//     flight works; any other is refused as expired. No recording shows
+//     this case: the answer is DeleteMessage's recorded one for the same
+//     handle.
 func (e *Engine) changeVisibilityOne(q *queue, handle string, timeout *int, now int64) error {
 	if timeout == nil {
 		return api.ErrMissingParameter("VisibilityTimeout")
