@@ -247,6 +247,62 @@ func TestRecordedStandardOldHandles(t *testing.T) {
 	})
 }
 
+// TestRecordedReceiveWithZeroVisibility: a receive with visibility
+// timeout 0 leaves the message receivable; the next receive gets it with
+// another handle and holds it (localstack test_sqs.py:
+// test_receive_terminate_visibility_timeout, AWS-validated).
+func TestRecordedReceiveWithZeroVisibility(t *testing.T) {
+	eachProtocol(t, func(t *testing.T, env *Env, c Client) {
+		u := mustCreate(t, c, "zero", nil)
+		mustSend(t, c, u, SendIn{Body: "foobar"})
+		first := receiveVis(t, env, c, u, 1, 0)
+		second := mustReceive(t, c, u, 1)
+		if len(first) != 1 || len(second) != 1 || first[0].Handle == second[0].Handle {
+			t.Fatalf("receives %+v %+v", first, second)
+		}
+		wantBodies(t, mustReceive(t, c, u, 1))
+	})
+}
+
+// TestRecordedFIFOLongPollGroupUnlock: a long poll does not get a message
+// sent to a group held by another receive, and gets it as soon as the
+// held message is deleted (localstack test_sqs.py:
+// test_fifo_message_group_visibility, AWS-validated).
+func TestRecordedFIFOLongPollGroupUnlock(t *testing.T) {
+	eachProtocol(t, func(t *testing.T, env *Env, c Client) {
+		u := mustCreate(t, c, "poll.fifo", fifoAttrs("VisibilityTimeout", "60", "ContentBasedDeduplication", "true"))
+		mustSend(t, c, u, SendIn{Body: "message-1", Group: "1"})
+		held := mustReceive(t, c, u, 1)
+		wantBodies(t, held, "message-1")
+		mustSend(t, c, u, SendIn{Body: "message-2", Group: "1"})
+		type answer struct {
+			msgs []Msg
+			err  error
+		}
+		got := make(chan answer, 1)
+		ctx := ctxT(t)
+		go func() {
+			msgs, err := c.Receive(ctx, u, RecvIn{Max: 1, Wait: i32(10)})
+			got <- answer{msgs, err}
+		}()
+		select {
+		case a := <-got:
+			t.Fatalf("long poll returned %v, %v while the group is held", bodies(a.msgs), a.err)
+		case <-time.After(500 * time.Millisecond):
+		}
+		mustDelete(t, c, u, held...)
+		select {
+		case a := <-got:
+			if a.err != nil {
+				t.Fatalf("long poll: %v", a.err)
+			}
+			wantBodies(t, a.msgs, "message-2")
+		case <-time.After(5 * time.Second):
+			t.Fatal("long poll did not return after the delete unlocked the group")
+		}
+	})
+}
+
 // TestRecordedFIFOMessagesInOrderAfterTimeout: after the visibility
 // timeout a group's messages come again in order (localstack test_sqs.py:
 // test_fifo_messages_in_order_after_timeout, AWS-validated).
