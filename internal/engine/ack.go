@@ -39,12 +39,19 @@ func (e *Engine) deleteMessageBatch(cmd *Command, r *api.DeleteMessageBatchReque
 //
 //   - a handle of a message that no longer exists succeeds (deletion is
 //     idempotent);
-//   - the handle of the message's current receive deletes it, except that
-//     a FIFO queue refuses a handle whose visibility timeout ran out
-//     (ReceiptHandleIsInvalid, "The receipt handle has expired");
+//   - the handle of the message's latest receive deletes it, in a standard
+//     queue even after its visibility timeout ran out (LocalStack's
+//     test_delete_after_visibility_timeout), while a FIFO queue refuses a
+//     handle whose visibility timeout ran out or was ended
+//     (InvalidParameterValue, "The receipt handle has expired":
+//     test_fifo_delete_after_visibility_timeout);
 //   - an older handle, while the message was received again since, is
-//     refused by a FIFO queue and succeeds without deleting in a standard
-//     queue.
+//     refused by a FIFO queue in the same way, and deletes the message in a
+//     standard queue: moto's tests verified against AWS (pull request
+//     #4655, "it is possible to change message visibility or delete a
+//     message using them") found that old handles of a standard queue
+//     still work, which the DeleteMessage documentation allows ("the
+//     message might not be deleted").
 func (e *Engine) deleteOne(q *queue, handle string) error {
 	m, nonce, err := q.lookup(handle)
 	if err != nil {
@@ -53,13 +60,7 @@ func (e *Engine) deleteOne(q *queue, handle string) error {
 	if m == nil {
 		return nil
 	}
-	if m.nonce != nonce {
-		if q.fifo {
-			return errHandleExpired(handle)
-		}
-		return nil
-	}
-	if q.fifo && m.state != stateInflight {
+	if q.fifo && (m.nonce != nonce || m.state != stateInflight) {
 		return errHandleExpired(handle)
 	}
 	atLimit := q.nInflight >= api.MaxInflightStandard
@@ -104,11 +105,23 @@ func (e *Engine) changeMessageVisibilityBatch(cmd *Command, r *api.ChangeMessage
 }
 
 // changeVisibilityOne sets a new visibility timeout, counted from now, for
-// the in-flight message a receipt handle names; 0 makes it visible at once.
-// Only the handle of the current receive of an in-flight message works
-// (anything else is MessageNotInflight, in both queue types), and the
-// message may not stay invisible longer than MaxVisibilityTimeout after
-// that receive.
+// the message a receipt handle names; 0 makes it visible at once (and
+// unblocks its FIFO group). The message may not stay invisible longer than
+// MaxVisibilityTimeout after its latest receive. Which handles work:
+//
+//   - a handle of a message that no longer exists is InvalidParameterValue,
+//     "Message does not exist or is not available for visibility timeout
+//     change." (LocalStack's AWS-validated
+//     test_change_visibility_on_deleted_message_raises_invalid_parameter_value);
+//   - in a standard queue any handle of the message works, after its
+//     visibility timeout ran out too (test_change_message_visibility_after_visibility_timeout_expiration,
+//     recorded 200), and so does a handle of an earlier receive
+//     (test_terminate_visibility_timeout_after_receive); a visible message
+//     given a timeout is in flight again, under its latest receive;
+//   - in a FIFO queue only the handle of the latest receive of a message in
+//     flight works; any other is refused as expired. No recording shows
+//     this case: the answer is DeleteMessage's recorded one for the same
+//     handle.
 func (e *Engine) changeVisibilityOne(q *queue, handle string, timeout *int, now int64) error {
 	if timeout == nil {
 		return api.ErrMissingParameter("VisibilityTimeout")
@@ -117,8 +130,11 @@ func (e *Engine) changeVisibilityOne(q *queue, handle string, timeout *int, now 
 	if err != nil {
 		return err
 	}
-	if m == nil || m.nonce != nonce || m.state != stateInflight {
-		return api.ErrMessageNotInflight()
+	if m == nil || m.state == stateDelayed || m.receives == 0 {
+		return errNotAvailable(handle)
+	}
+	if q.fifo && (m.nonce != nonce || m.state != stateInflight) {
+		return errHandleExpired(handle)
 	}
 	vis := *timeout
 	until := now + int64(vis)*1e9
@@ -126,11 +142,16 @@ func (e *Engine) changeVisibilityOne(q *queue, handle string, timeout *int, now 
 		return api.ErrInvalidParameterValue("Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [%d seconds]", vis, api.MaxVisibilityTimeout)
 	}
 	m.vizChanges++
-	if vis == 0 {
-		q.makeVisible(m)
+	switch {
+	case m.state == stateVisible && vis > 0:
+		q.hide(m, until)
+	case m.state == stateVisible:
+		// Already visible: nothing to end.
+	case vis == 0:
+		q.makeVisible(m, now)
 		e.wake(q.key)
-		return nil
+	default:
+		q.setVisibility(m, until)
 	}
-	q.setVisibility(m, until)
 	return nil
 }

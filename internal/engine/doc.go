@@ -15,8 +15,8 @@
 // run concurrently.
 //
 // Costs do not grow with backlogs. A FIFO queue keeps its message groups
-// with a receivable head in a heap ordered by the head's sequence number,
-// so a receive finds the oldest receivable group in O(log groups) whatever
-// the number of stored messages; deletes, visibility changes and expiry are
+// with a receivable head in a heap ordered by when the head became visible
+// (as SQS serves them), so a receive finds the next group in O(log groups)
+// whatever the number of stored messages; deletes, visibility changes and expiry are
 // O(log in-flight messages) at most.
 package engine

@@ -5,13 +5,18 @@ import "github.com/fifoq/fifoq/internal/api"
 // fifoGroup is one message group of a FIFO queue: every stored message of
 // the group, in sequence order, whatever its state.
 //
-// Messages of a group are received strictly in order and only while none of
-// the group is in flight, so the in-flight messages of a group all come from
-// a single receive: they are among the first MaxReceiveMessages messages of
-// the list. A group is ready (its head receivable) when nothing of it is in
-// flight and its head is visible; ready groups sit in queue.ready ordered by
-// their head's sequence number, so a receive picks the group holding the
-// oldest receivable message in O(log groups), however long the backlogs.
+// Messages of a group are received strictly in order: a receive takes the
+// group's messages from the first one on while they are visible, and stops
+// at the first one that is not (in flight or delayed). A group is ready (its
+// head receivable) when its first message is visible, even if later ones
+// are still in flight from an earlier receive: SQS was recorded serving the
+// first message of a group whose visibility was ended early while the
+// second was in flight (LocalStack's AWS-validated
+// test_fifo_message_group_visibility_after_terminate_visibility_timeout,
+// and test_fifo_group_visibility_extends_with_change_message_visibility in
+// test_sqs.snapshot.json). Ready groups sit in queue.ready ordered by when
+// their first message became visible (see groupLess), so a receive picks
+// the next group in O(log groups), however long the backlogs.
 type fifoGroup struct {
 	id       string
 	msgList      // the group's messages, in sequence order
@@ -19,43 +24,38 @@ type fifoGroup struct {
 	pos      int // position in queue.ready
 }
 
-func groupLess(a, b *fifoGroup) bool { return a.head.seq < b.head.seq }
-func groupPos(g *fifoGroup) *int     { return &g.pos }
+// groupLess orders ready groups by the moment their first message became
+// visible (sent, delay over, visibility timeout over or ended by
+// ChangeMessageVisibility), then by its sequence number. SQS was recorded
+// serving groups in that order: a group whose messages' visibility timeout
+// ran out comes after a group that was never received, even one sent
+// later, and a group unblocked by deleting its in-flight messages comes
+// back in the place of the send time of its new first message
+// (LocalStack's AWS-validated test_fifo_receive_message_visibility_timeout_shared_in_group,
+// test_fifo_receive_message_with_zero_visibility_timeout,
+// test_fifo_message_group_visibility_after_delete).
+func groupLess(a, b *fifoGroup) bool {
+	if a.head.visibleAt != b.head.visibleAt {
+		return a.head.visibleAt < b.head.visibleAt
+	}
+	return a.head.seq < b.head.seq
+}
+
+func groupPos(g *fifoGroup) *int { return &g.pos }
 
 // receivableAt reports whether the group would be ready at time t, once
 // the delays, visibility timeouts and retention periods that run out by t
-// are applied (messages enqueued at or before limit have expired): no live
-// message in flight, and the first live message visible. It walks the
-// expired messages at the head, then at most the in-flight ones, which are
-// near the head.
+// are applied (messages enqueued at or before limit have expired): its
+// first live message is visible. It walks the expired messages at the head
+// and stops at the first live one.
 func (g *fifoGroup) receivableAt(t, limit int64) bool {
-	need := g.inflight // in-flight messages not yet seen
-	head := false
 	for m := g.head; m != nil; m = m.next {
 		if m.enqueuedAt <= limit {
-			if m.state == stateInflight {
-				need--
-			}
 			continue
 		}
-		visible := m.state == stateVisible || m.visibleAt <= t
-		if !head {
-			if !visible {
-				return false
-			}
-			head = true
-		}
-		if m.state == stateInflight {
-			if !visible {
-				return false
-			}
-			need--
-		}
-		if need == 0 {
-			return true
-		}
+		return m.state == stateVisible || m.visibleAt <= t
 	}
-	return head
+	return false
 }
 
 // fifoGroupOf returns the group of the given id, creating it if needed.
@@ -78,7 +78,7 @@ func (q *queue) refreshGroup(g *fifoGroup) {
 		}
 		return
 	}
-	ready := g.inflight == 0 && g.head.state == stateVisible
+	ready := g.head.state == stateVisible
 	switch {
 	case ready && !q.ready.Contains(g):
 		q.ready.Push(g)
@@ -104,8 +104,8 @@ func (q *queue) nextSeq(now int64) uint64 {
 }
 
 // takeFIFO receives up to max messages of a FIFO queue: as many as possible
-// from the group with the oldest receivable message, then from the next
-// group, each group in order. Messages due for the dead-letter queue are
+// from the ready group whose first message became visible first, then from
+// the next group, each group in order. Messages due for the dead-letter queue are
 // moved there on the way. At the in-flight limit it returns nothing, as SQS
 // does for FIFO queues.
 func (e *Engine) takeFIFO(q *queue, now int64, max int, vis int64, entropy uint64) []*message {
@@ -115,7 +115,7 @@ func (e *Engine) takeFIFO(q *queue, now int64, max int, vis int64, entropy uint6
 		for m := g.head; m != nil && len(out) < max && q.nInflight < api.MaxInflightFIFO; {
 			next := m.next
 			if m.state != stateVisible {
-				break // a delayed message: the rest of the group waits behind it
+				break // in flight or delayed: the rest of the group waits behind it
 			}
 			if e.deadLetter(q, m, now) {
 				m = next
@@ -126,7 +126,8 @@ func (e *Engine) takeFIFO(q *queue, now int64, max int, vis int64, entropy uint6
 			m = next
 		}
 		// Each pass delivers or dead-letters at least the head of g, so
-		// the loop ends: a group that delivered is in flight, not ready.
+		// the loop ends: a group that delivered has its first message in
+		// flight, so it is not ready.
 		q.refreshGroup(g)
 	}
 	return out

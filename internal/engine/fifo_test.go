@@ -319,17 +319,24 @@ func TestFIFODeleteAndVisibilityHandles(t *testing.T) {
 	otherHandle := h.receive(other, 1, -1)[0].ReceiptHandle
 	h.advance(6 * time.Second)
 
-	// The visibility timeout ran out: the handle is expired.
-	wantCode(t, h.deleteMsg(q, old), "ReceiptHandleIsInvalid")
-	wantCode(t, h.changeVis(q, old, 10), "MessageNotInflight")
+	// The visibility timeout ran out: the handle is expired (LocalStack's
+	// test_fifo_delete_after_visibility_timeout).
+	expired := "Value " + old + " for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."
+	if ae := wantCode(t, h.deleteMsg(q, old), "InvalidParameterValue"); ae.Message != expired {
+		t.Errorf("message %q, want %q", ae.Message, expired)
+	}
+	wantCode(t, h.changeVis(q, old, 10), "InvalidParameterValue")
 
 	cur := h.receive(q, 1, 30)[0].ReceiptHandle
 	// An older handle while the message is in flight under a newer receive.
-	ae := wantCode(t, h.deleteMsg(q, old), "ReceiptHandleIsInvalid")
-	if ae.QueryCode != "ReceiptHandleIsInvalid" {
-		t.Errorf("query code = %s", ae.QueryCode)
+	ae := wantCode(t, h.deleteMsg(q, old), "InvalidParameterValue")
+	if ae.QueryCode != "InvalidParameterValue" || ae.Message != expired {
+		t.Errorf("query code = %s, message %q", ae.QueryCode, ae.Message)
 	}
-	wantCode(t, h.changeVis(q, old, 10), "MessageNotInflight")
+	wantCode(t, h.changeVis(q, old, 10), "InvalidParameterValue")
+	if c := h.counts(q); c != [3]int{0, 1, 0} {
+		t.Errorf("counts = %v: the old handle touched the message", c)
+	}
 	// Malformed handles and handles of another queue.
 	wantCode(t, h.deleteMsg(q, "not-a-handle"), "ReceiptHandleIsInvalid")
 	wantCode(t, h.deleteMsg(q, otherHandle), "ReceiptHandleIsInvalid")
@@ -345,7 +352,12 @@ func TestFIFODeleteAndVisibilityHandles(t *testing.T) {
 	if err := h.deleteMsg(q, old); err != nil {
 		t.Errorf("delete with an old handle of a deleted message: %v", err)
 	}
-	wantCode(t, h.changeVis(q, cur, 10), "MessageNotInflight")
+	// LocalStack's AWS-validated
+	// test_change_visibility_on_deleted_message_raises_invalid_parameter_value.
+	ae = wantCode(t, h.changeVis(q, cur, 10), "InvalidParameterValue")
+	if want := "Value " + cur + " for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change."; ae.Message != want {
+		t.Errorf("message %q, want %q", ae.Message, want)
+	}
 }
 
 func TestChangeMessageVisibility(t *testing.T) {
@@ -390,7 +402,14 @@ func TestChangeMessageVisibility(t *testing.T) {
 			if w := h.takeWoken(); !slices.Contains(w, q) {
 				t.Errorf("hook not called for a visibility change to 0 (got %v)", w)
 			}
-			wantCode(t, h.changeVis(q, m.ReceiptHandle, 10), "MessageNotInflight")
+			if fifo {
+				// The receive is over: the handle has expired.
+				wantCode(t, h.changeVis(q, m.ReceiptHandle, 0), "InvalidParameterValue")
+			} else if err := h.changeVis(q, m.ReceiptHandle, 0); err != nil {
+				// A standard queue takes the handle of a visible message
+				// (LocalStack's test_change_message_visibility_after_visibility_timeout_expiration).
+				t.Errorf("visibility 0 again: %v", err)
+			}
 			again := h.receive(q, 1, -1)
 			if len(again) != 1 || again[0].MessageId != m.MessageId {
 				t.Fatalf("after visibility 0 got %+v", again)

@@ -70,10 +70,17 @@ func (q *queue) lookup(handle string) (*message, uint64, error) {
 }
 
 // errHandleExpired is SQS's answer, for FIFO queues, to a receipt handle
-// whose receive is over: its visibility timeout ran out or the message was
-// received again since.
+// whose receive is over: its visibility timeout ran out or was ended, or
+// the message was received again since. The code and wording were
+// recorded (LocalStack's test_fifo_delete_after_visibility_timeout:
+// InvalidParameterValue, HTTP 400).
 func errHandleExpired(handle string) error {
-	err := api.ErrReceiptHandleIsInvalid(handle)
-	err.Message = "Value " + handle + " for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."
-	return err
+	return api.ErrInvalidParameterValue("Value %s for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.", handle)
+}
+
+// errNotAvailable is SQS's answer to ChangeMessageVisibility with the
+// receipt handle of a message that no longer exists (LocalStack's
+// AWS-validated test_change_visibility_on_deleted_message_raises_invalid_parameter_value).
+func errNotAvailable(handle string) error {
+	return api.ErrInvalidParameterValue("Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", handle)
 }

@@ -304,7 +304,8 @@ type GroupInfo struct {
 }
 
 // GroupOwner is the receive holding a FIFO message group: while its
-// messages are in flight, no other receive gets a message of the group.
+// messages are in flight, no other receive gets them or the group's later
+// messages.
 type GroupOwner struct {
 	// ReceiptHandle is the receipt handle of the first in-flight message.
 	ReceiptHandle string
@@ -435,8 +436,8 @@ func (b *best[T]) Pop() any {
 
 // holder returns the first message of g that is in flight at time t (and
 // has not outlived the retention period), nil if none is. In-flight
-// messages come from one receive and sit near the head, so the walk stops
-// once all of them are seen.
+// messages sit near the head (a receive takes a group's messages from its
+// first visible one on), so the walk stops once all of them are seen.
 func holder(g *fifoGroup, t, limit int64) *message {
 	need := g.inflight
 	for m := g.head; m != nil && need > 0; m = m.next {

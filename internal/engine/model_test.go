@@ -17,10 +17,18 @@ import (
 //   - a message is in flight while it has been received and its visibility
 //     timeout has not run out, delayed while never received and its delay has
 //     not run out, visible otherwise;
-//   - a group is blocked while any of its messages is in flight;
-//   - a receive takes the unblocked group whose oldest message is visible and
-//     oldest, takes its messages in order while they are visible, then the
-//     next group, until it has max messages;
+//   - a group is blocked while its first message is not visible (in flight
+//     or delayed); later messages in flight do not block it;
+//   - a receive takes the unblocked group whose first message became
+//     visible first (then the lower sequence number), takes its messages in
+//     order while they are visible, then the next group, until it has max
+//     messages;
+//   - DeleteMessage and ChangeMessageVisibility refuse, as expired, a
+//     handle other than that of the latest receive of a message in flight;
+//     ChangeMessageVisibility of a message that is gone is refused too.
+//
+// The group rules and the handle answers are what SQS was recorded doing
+// (LocalStack's AWS-validated FIFO tests, see fifo.go and ack.go).
 //   - a send with a deduplication key seen within 5 minutes of its first
 //     send stores nothing and answers with the first message's id.
 type refModel struct {
@@ -127,16 +135,11 @@ func (m *refModel) nextGroup(t int64, skip map[string]bool) []*refMsg {
 			continue
 		}
 		live := m.live(x.group, t)
-		blocked := false
-		for _, y := range live {
-			if m.inflight(y, t) {
-				blocked = true
-			}
-		}
-		if blocked || live[0].visibleAt > t {
+		head := live[0]
+		if head.visibleAt > t {
 			continue
 		}
-		if best == nil || live[0].seq < best[0].seq {
+		if best == nil || head.visibleAt < best[0].visibleAt || head.visibleAt == best[0].visibleAt && head.seq < best[0].seq {
 			best = live
 		}
 	}
@@ -176,7 +179,7 @@ func (m *refModel) deleteMsg(t int64, h refHandle) string {
 		return ""
 	}
 	if h.n != x.receives || !m.inflight(x, t) {
-		return "ReceiptHandleIsInvalid"
+		return "InvalidParameterValue"
 	}
 	x.deleted = true
 	return ""
@@ -189,7 +192,7 @@ func (m *refModel) changeVis(t int64, h refHandle, vis int64) string {
 	}
 	x := m.find(h.id)
 	if x == nil || m.gone(x, t) || h.n != x.receives || !m.inflight(x, t) {
-		return "MessageNotInflight"
+		return "InvalidParameterValue"
 	}
 	if t+vis > x.receivedAt+int64(12*time.Hour) {
 		return "InvalidParameterValue"

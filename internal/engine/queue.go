@@ -206,9 +206,13 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 	q.refreshTenant(t)
 }
 
-// makeVisible makes a delayed or in-flight message visible now.
-func (q *queue) makeVisible(m *message) {
+// makeVisible makes a delayed or in-flight message visible at time now.
+// visibleAt becomes the moment the message turned visible: the end of its
+// delay or visibility timeout if that came first, else now. FIFO queues
+// serve groups in that order (see groupLess).
+func (q *queue) makeVisible(m *message, now int64) {
 	q.timers.Remove(m)
+	m.visibleAt = min(m.visibleAt, now)
 	wasInflight := m.state == stateInflight
 	if wasInflight {
 		q.nInflight--
@@ -235,6 +239,28 @@ func (q *queue) makeVisible(m *message) {
 	q.refreshTenant(t)
 }
 
+// hide makes the visible message m in flight again until visibleAt, under
+// its current receive: a standard queue's ChangeMessageVisibility on a
+// message whose visibility timeout ran out. It is not a new receive: the
+// receive count, the receive time and the receipt nonce stay.
+func (q *queue) hide(m *message, visibleAt int64) {
+	q.nVisible--
+	q.nInflight++
+	m.state = stateInflight
+	m.visibleAt = visibleAt
+	q.timers.Push(m)
+	if q.fifo {
+		g := q.groups[m.group]
+		g.inflight++
+		q.refreshGroup(g)
+		return
+	}
+	t := q.tenants[m.group]
+	t.unlink(m)
+	t.inflight++
+	q.refreshTenant(t)
+}
+
 // setVisibility moves the end of an in-flight message's visibility timeout.
 func (q *queue) setVisibility(m *message, visibleAt int64) {
 	m.visibleAt = visibleAt
@@ -254,7 +280,7 @@ func (q *queue) retentionLimit(t int64) int64 {
 func (q *queue) process(now int64) bool {
 	woke := false
 	for q.timers.Len() > 0 && q.timers.Min().visibleAt <= now {
-		q.makeVisible(q.timers.Min())
+		q.makeVisible(q.timers.Min(), now)
 		woke = true
 	}
 	limit := q.retentionLimit(now)

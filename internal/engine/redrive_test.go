@@ -78,7 +78,6 @@ func TestFIFODeadLetterQueue(t *testing.T) {
 	for i := range 3 {
 		sent = append(sent, h.send(src, &api.SendMessageRequest{MessageBody: "m" + strconv.Itoa(i), MessageGroupId: "g", MessageDeduplicationId: "d" + strconv.Itoa(i), MessageAttributes: attrs}))
 	}
-	h.sendFIFO(src, "other", "h", "other")
 	// The DLQ already saw dedup id d0: moves bypass its deduplication.
 	h.sendFIFO(dlq, "direct", "z", "d0")
 
@@ -90,6 +89,9 @@ func TestFIFODeadLetterQueue(t *testing.T) {
 		}
 		h.advance(11 * time.Second)
 	}
+	// Sent after group g turned visible again, so that g comes first: groups
+	// are served in the order their first message turned visible.
+	h.sendFIFO(src, "other", "h", "other")
 	h.takeWoken()
 	// The third attempt moves m0 and m1 to the DLQ and returns m2 instead.
 	got := h.receive(src, 2, -1)
