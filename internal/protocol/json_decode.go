@@ -20,18 +20,20 @@ import (
 // ask for Query-compatible errors needs no handling here: fifoq always sends
 // x-amzn-query-error.
 func decodeJSON(r *http.Request, body []byte) (api.Action, api.Request, *api.Error) {
+	// A request that names no operation of SQS is answered as AWS JSON
+	// services answer it: UnknownOperationException.
 	target := r.Header.Get(headerTarget)
 	if target == "" {
-		return "", nil, api.ErrMissingParameter(headerTarget)
+		return "", nil, api.ErrUnknownOperation("The request has no X-Amz-Target header.")
 	}
 	name, ok := strings.CutPrefix(target, targetPrefix)
 	if !ok || name == "" {
-		return "", nil, api.ErrInvalidAction(target)
+		return "", nil, api.ErrUnknownOperation("Unknown operation %s.", target)
 	}
 	action := api.Action(name)
 	req, ok := api.NewRequest(action)
 	if !ok {
-		return "", nil, api.ErrInvalidAction(name)
+		return "", nil, api.ErrUnknownOperation("Unknown operation %s.", target)
 	}
 	// An action without input members may come with no body at all.
 	if len(bytes.TrimSpace(body)) == 0 {
