@@ -107,7 +107,7 @@ var (
 	kindMissingParameter            = errorKind{"MissingParameter", "MissingParameter", http.StatusBadRequest, FaultSender}
 	kindInvalidAction               = errorKind{"InvalidAction", "InvalidAction", http.StatusBadRequest, FaultSender}
 	kindInvalidQueryParameter       = errorKind{"InvalidQueryParameter", "InvalidQueryParameter", http.StatusBadRequest, FaultSender}
-	kindMalformedQueryString        = errorKind{"MalformedQueryString", "MalformedQueryString", http.StatusBadRequest, FaultSender}
+	kindMalformedQueryString        = errorKind{"MalformedQueryString", "MalformedQueryString", http.StatusNotFound, FaultSender}
 	kindSerialization               = errorKind{"SerializationException", "SerializationException", http.StatusBadRequest, FaultSender}
 	kindRequestEntityTooLarge       = errorKind{"RequestEntityTooLarge", "RequestEntityTooLarge", http.StatusRequestEntityTooLarge, FaultSender}
 	kindAccessDenied                = errorKind{"AccessDenied", "AccessDenied", http.StatusForbidden, FaultSender}
@@ -126,9 +126,13 @@ var (
 // recorded in LocalStack's AWS-validated snapshots (boto3's QueryErrorCode):
 // test_send_receive_max_number_of_messages (InvalidParameterValue) and
 // test_posting_to_fifo_requires_deduplicationid_group_id (MissingParameter).
+// AccessDenied, unrecorded in JSON, takes the name the API reference's
+// Common Errors page gives it. (That page also gives MalformedQueryString
+// its 404, above.)
 var jsonTypes = map[string]string{
 	"InvalidParameterValue": "InvalidParameterValueException",
 	"MissingParameter":      "MissingRequiredParameterException",
+	"AccessDenied":          "AccessDeniedException",
 }
 
 // ErrBatchEntryIdsNotDistinct: two entries of a batch share an Id.
