@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -386,4 +387,24 @@ func between(s, from, to string) string {
 	}
 	v, _, _ := strings.Cut(rest, to)
 	return v
+}
+
+// TestRecordedJSONStringForInteger: SQS refuses an AWS JSON request whose
+// Integer member is a string, even one of digits, with 400
+// SerializationException "STRING_VALUE can not be converted to an Integer"
+// (a client's capture of sqs.eu-central-1.amazonaws.com answering a
+// ReceiveMessage whose VisibilityTimeout was sent as a string:
+// async-aws/aws issue #1667).
+func TestRecordedJSONStringForInteger(t *testing.T) {
+	t.Parallel()
+	env := Start(t)
+	q := mustCreate(t, v2Client{env.V2}, "string-for-integer", nil)
+	a := postJSON(t, env, "ReceiveMessage", `{"QueueUrl":"`+q+`","VisibilityTimeout":"30","WaitTimeSeconds":0}`)
+	var body struct{ Message string }
+	if err := json.Unmarshal(a.body, &body); err != nil {
+		t.Fatalf("HTTP %d %s: %v", a.status, a.body, err)
+	}
+	if a.status != http.StatusBadRequest || a.jsonType != "SerializationException" || body.Message != "STRING_VALUE can not be converted to an Integer" {
+		t.Fatalf("HTTP %d %s %q, recorded 400 SerializationException %q", a.status, a.jsonType, body.Message, "STRING_VALUE can not be converted to an Integer")
+	}
 }
