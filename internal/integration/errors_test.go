@@ -238,6 +238,15 @@ func TestRawHTTPErrors(t *testing.T) {
 			t.Fatalf("GET ListQueues: HTTP %d: %s", r.status, r.body)
 		}
 	})
+	t.Run("GET without a query string", func(t *testing.T) {
+		// SQS answers a queue's URL so (TestRecordedQueryAtQueueURL);
+		// the endpoint itself is answered alike.
+		req, _ := http.NewRequestWithContext(ctxT(t), http.MethodGet, env.URL+"/", nil)
+		r := rawDo(t, env, req)
+		if r.status != http.StatusNotFound || queryErrorCode(t, r) != "UnknownOperationException" {
+			t.Fatalf("GET /: HTTP %d %s, want 404 <UnknownOperationException/>", r.status, r.body)
+		}
+	})
 	t.Run("empty POST", func(t *testing.T) {
 		r := rawPost(t, env, nil, "")
 		if r.status < 400 || r.status > 499 {
