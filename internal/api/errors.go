@@ -113,9 +113,11 @@ var (
 	kindAccessDenied                = errorKind{"AccessDenied", "AccessDenied", http.StatusForbidden, FaultSender}
 	kindInternalFailure             = errorKind{"InternalFailure", "InternalFailure", http.StatusInternalServerError, FaultReceiver}
 	kindServiceUnavailable          = errorKind{"ServiceUnavailable", "ServiceUnavailable", http.StatusServiceUnavailable, FaultReceiver}
-	// An AWS JSON request whose X-Amz-Target names no operation, and an AWS
-	// Query request without an Action, which SQS answers 404 with a bare
-	// <UnknownOperationException/> document (recorded against a queue URL).
+	// An AWS JSON request whose X-Amz-Target names no operation (400, as an
+	// AWS JSON service was seen answering it: aws/aws-sdk-net issue #1536;
+	// no SQS recording), and an AWS Query request without an Action, which
+	// SQS answers 404 with a bare <UnknownOperationException/> document
+	// (recorded at a queue's URL by LocalStack's AWS-validated tests).
 	kindUnknownOperation      = errorKind{"UnknownOperationException", "UnknownOperationException", http.StatusBadRequest, FaultSender}
 	kindUnknownOperationQuery = errorKind{"UnknownOperationException", "UnknownOperationException", http.StatusNotFound, FaultSender}
 )
