@@ -298,7 +298,9 @@ func TestRecordedJSONAtQueueURL(t *testing.T) {
 // Content-Type with a charset, and a form body that carries Version,
 // Timestamp and AWSAccessKeyId beside the action's parameters, in no
 // particular order, only MessageBody and ReceiptHandle percent-encoded;
-// signed with SigV4 over every header it sets.
+// signed with SigV4 (AWS::Signature4, libaws-signature4-perl) over every
+// header but Date, with an X-Amz-Date added, for the service "sqs" that
+// signer reads from an sqs.REGION.amazonaws.com host name.
 func perlSQSRequest(t *testing.T, u, key, secret string, params [][2]string) *http.Request {
 	t.Helper()
 	now := time.Now().UTC()
@@ -319,7 +321,6 @@ func perlSQSRequest(t *testing.T, u, key, secret string, params [][2]string) *ht
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Date", now.Format("20060102T150405Z"))
 	req.Header.Set("X-Amz-Target", "AmazonSQSv20121105."+action)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded;charset=utf-8")
 	sum := sha256.Sum256([]byte(body))
@@ -327,6 +328,8 @@ func perlSQSRequest(t *testing.T, u, key, secret string, params [][2]string) *ht
 	if err := v4.NewSigner().SignHTTP(context.Background(), awsv2.Credentials{AccessKeyID: key, SecretAccessKey: secret}, req, hash, "sqs", Region, now); err != nil {
 		t.Fatal(err)
 	}
+	// Set after signing: AWS::Signature4 leaves Date out of the signature.
+	req.Header.Set("Date", now.Format("20060102T150405Z"))
 	return req
 }
 
