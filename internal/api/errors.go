@@ -17,8 +17,10 @@ const (
 
 // Error is an error answered to a client, in the form SQS gives it.
 type Error struct {
-	// Code is the error's name in the AWS JSON protocol: the model's shape
-	// name (QueueDoesNotExist) or a common error's code (InvalidParameterValue).
+	// Code names the error: the model's shape name (QueueDoesNotExist), or
+	// for a common error that the model lacks, its Query code
+	// (InvalidParameterValue). The AWS JSON __type is JSONType(), which
+	// differs from Code for a few common errors.
 	Code string
 	// QueryCode is the code of the same error in the AWS Query protocol and
 	// in the x-amzn-query-error header (AWS.SimpleQueueService.NonExistentQueue).
@@ -29,6 +31,9 @@ type Error struct {
 	Fault Fault
 	// Message is the human-readable text, in SQS's wording where known.
 	Message string
+	// QueryMessage is the text in the AWS Query protocol where SQS words it
+	// differently there; empty means the same as Message.
+	QueryMessage string
 }
 
 // Error implements the error interface.
@@ -36,6 +41,25 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // SenderFault reports whether the client caused the error.
 func (e *Error) SenderFault() bool { return e.Fault == FaultSender }
+
+// JSONType returns the error's name in the AWS JSON protocol's __type,
+// without its namespace: the shape name for the model's errors, and for the
+// common errors the name SQS gives them there.
+func (e *Error) JSONType() string {
+	if t, ok := jsonTypes[e.Code]; ok {
+		return t
+	}
+	return e.Code
+}
+
+// MessageIn returns the error's message as the given protocol words it:
+// QueryMessage in the Query protocol where set, Message otherwise.
+func (e *Error) MessageIn(query bool) string {
+	if query && e.QueryMessage != "" {
+		return e.QueryMessage
+	}
+	return e.Message
+}
 
 // errorKind is the fixed part of an error: everything but its message.
 type errorKind struct {
@@ -83,13 +107,35 @@ var (
 	kindMissingParameter            = errorKind{"MissingParameter", "MissingParameter", http.StatusBadRequest, FaultSender}
 	kindInvalidAction               = errorKind{"InvalidAction", "InvalidAction", http.StatusBadRequest, FaultSender}
 	kindInvalidQueryParameter       = errorKind{"InvalidQueryParameter", "InvalidQueryParameter", http.StatusBadRequest, FaultSender}
-	kindMalformedQueryString        = errorKind{"MalformedQueryString", "MalformedQueryString", http.StatusBadRequest, FaultSender}
+	kindMalformedQueryString        = errorKind{"MalformedQueryString", "MalformedQueryString", http.StatusNotFound, FaultSender}
 	kindSerialization               = errorKind{"SerializationException", "SerializationException", http.StatusBadRequest, FaultSender}
 	kindRequestEntityTooLarge       = errorKind{"RequestEntityTooLarge", "RequestEntityTooLarge", http.StatusRequestEntityTooLarge, FaultSender}
 	kindAccessDenied                = errorKind{"AccessDenied", "AccessDenied", http.StatusForbidden, FaultSender}
 	kindInternalFailure             = errorKind{"InternalFailure", "InternalFailure", http.StatusInternalServerError, FaultReceiver}
 	kindServiceUnavailable          = errorKind{"ServiceUnavailable", "ServiceUnavailable", http.StatusServiceUnavailable, FaultReceiver}
+	// An AWS JSON request whose X-Amz-Target names no operation (400, as an
+	// AWS JSON service was seen answering it: aws/aws-sdk-net issue #1536;
+	// no SQS recording), and an AWS Query request without an Action, which
+	// SQS answers 404 with a bare <UnknownOperationException/> document
+	// (recorded at a queue's URL by LocalStack's AWS-validated tests).
+	kindUnknownOperation      = errorKind{"UnknownOperationException", "UnknownOperationException", http.StatusBadRequest, FaultSender}
+	kindUnknownOperationQuery = errorKind{"UnknownOperationException", "UnknownOperationException", http.StatusNotFound, FaultSender}
 )
+
+// jsonTypes are the AWS JSON __type names of the common errors whose name
+// there is not their Query code, keyed by Code. SQS answers them in JSON
+// under these names and with the Query code in x-amzn-query-error, as
+// recorded in LocalStack's AWS-validated snapshots (boto3's QueryErrorCode):
+// test_send_receive_max_number_of_messages (InvalidParameterValue) and
+// test_posting_to_fifo_requires_deduplicationid_group_id (MissingParameter).
+// AccessDenied, unrecorded in JSON, takes the name the API reference's
+// Common Errors page gives it. (That page also gives MalformedQueryString
+// its 404, above.)
+var jsonTypes = map[string]string{
+	"InvalidParameterValue": "InvalidParameterValueException",
+	"MissingParameter":      "MissingRequiredParameterException",
+	"AccessDenied":          "AccessDeniedException",
+}
 
 // ErrBatchEntryIdsNotDistinct: two entries of a batch share an Id.
 func ErrBatchEntryIdsNotDistinct(id string) *Error {
@@ -181,7 +227,11 @@ func ErrQueueDeletedRecently() *Error {
 
 // ErrQueueDoesNotExist: the named queue does not exist (or is not visible to the caller).
 func ErrQueueDoesNotExist() *Error {
-	return kindQueueDoesNotExist.with("The specified queue does not exist.")
+	e := kindQueueDoesNotExist.with("The specified queue does not exist.")
+	// The Query protocol keeps the wording of its WSDL days (recorded in
+	// test_non_existent_queue/queue-does-not-exist-query).
+	e.QueryMessage = "The specified queue does not exist for this wsdl version."
+	return e
 }
 
 // ErrQueueNameExists: CreateQueue for an existing name with different attributes or tags.
@@ -238,6 +288,17 @@ func ErrMissingParameter(name string) *Error {
 // ErrInvalidAction: an unknown action.
 func ErrInvalidAction(action string) *Error {
 	return kindInvalidAction.with("The action %s is not valid for this endpoint.", action)
+}
+
+// ErrUnknownOperation: an AWS JSON request whose X-Amz-Target is missing
+// or names no operation of SQS.
+func ErrUnknownOperation(format string, args ...any) *Error {
+	return kindUnknownOperation.with(format, args...)
+}
+
+// ErrMissingAction: an AWS Query request without an Action parameter.
+func ErrMissingAction() *Error {
+	return kindUnknownOperationQuery.with("The request has no Action parameter.")
 }
 
 // ErrInvalidQueryParameter: a malformed or unexpected Query protocol parameter.

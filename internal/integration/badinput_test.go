@@ -469,18 +469,23 @@ func rawBadInputCases(std string) []rawCase {
 	}
 	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
 	cases = append(cases,
-		rawCase{name: "unknown action", proto: "json", target: "Frobnicate", body: "{}", codes: []string{"InvalidAction", "UnknownOperationException"}},
-		rawCase{name: "action in the wrong case", proto: "json", target: "sendmessage", body: "{}", codes: []string{"InvalidAction", "UnknownOperationException"}},
-		rawCase{name: "other service's target", proto: "json", target: "DynamoDB_20120810.ListTables", body: "{}", codes: []string{"InvalidAction", "UnknownOperationException"}},
-		rawCase{name: "empty action", proto: "json", target: "AmazonSQS.", body: "{}", codes: []string{"InvalidAction", "UnknownOperationException", "MissingParameter"}},
-		rawCase{name: "no target", proto: "json", target: "", body: "{}", codes: []string{"MissingParameter", "InvalidAction", "UnknownOperationException", "MissingAction"}},
+		// A JSON request that names no operation of SQS is an
+		// UnknownOperationException, as AWS JSON services answer it.
+		rawCase{name: "unknown action", proto: "json", target: "Frobnicate", body: "{}", codes: []string{"UnknownOperationException"}},
+		rawCase{name: "action in the wrong case", proto: "json", target: "sendmessage", body: "{}", codes: []string{"UnknownOperationException"}},
+		rawCase{name: "other service's target", proto: "json", target: "DynamoDB_20120810.ListTables", body: "{}", codes: []string{"UnknownOperationException"}},
+		rawCase{name: "empty action", proto: "json", target: "AmazonSQS.", body: "{}", codes: []string{"UnknownOperationException"}},
+		rawCase{name: "no target", proto: "json", target: "", body: "{}", codes: []string{"UnknownOperationException"}},
 		rawCase{name: "deeply nested JSON", proto: "json", target: "SendMessage", body: `{"QueueUrl":"` + std + `","MessageBody":"x","MessageAttributes":` + deep + `}`, codes: serialize},
 		rawCase{name: "invalid UTF-8 in a string", proto: "json", target: "SendMessage", body: `{"QueueUrl":"` + std + "\",\"MessageBody\":\"a\xffb\"}", codes: []string{"SerializationException", "InvalidMessageContents"}},
 		rawCase{name: "lone surrogate escape", proto: "json", target: "SendMessage", body: `{"QueueUrl":"` + std + `","MessageBody":"a\ud800b"}`, codes: []string{"SerializationException", "InvalidMessageContents"}},
 		rawCase{name: "request over 8 MiB", proto: "json", target: "SendMessage", body: `{"QueueUrl":"` + std + `","MessageBody":"` + strings.Repeat("x", 8<<20+1) + `"}`, codes: []string{"RequestEntityTooLarge"}, status: http.StatusRequestEntityTooLarge},
 		rawCase{name: "unknown action", proto: "query", body: "Action=Frobnicate&Version=2012-11-05", codes: []string{"InvalidAction"}},
 		rawCase{name: "action in the wrong case", proto: "query", body: "Action=sendmessage&Version=2012-11-05&QueueUrl=" + std + "&MessageBody=x", codes: []string{"InvalidAction"}},
-		rawCase{name: "no action", proto: "query", body: "Version=2012-11-05&QueueUrl=" + std, codes: []string{"MissingAction", "InvalidAction", "MissingParameter"}},
+		// SQS answers a Query request without an action 404
+		// <UnknownOperationException/> (LocalStack's AWS-validated
+		// test_get_without_query_returns_unknown_operation).
+		rawCase{name: "no action", proto: "query", body: "Version=2012-11-05&QueueUrl=" + std, codes: []string{"UnknownOperationException"}, status: http.StatusNotFound},
 		rawCase{name: "invalid UTF-8 in the body", proto: "query", body: form("SendMessage", "&MessageBody=a%FFb"), codes: []string{"InvalidMessageContents", "MalformedQueryString"}},
 		rawCase{name: "index 0", proto: "query", body: form("GetQueueAttributes", "&AttributeName.0=All"), codes: []string{"InvalidQueryParameter", "MalformedQueryString", "InvalidParameterValue"}},
 		rawCase{name: "index not a number", proto: "query", body: form("GetQueueAttributes", "&AttributeName.x=All"), codes: []string{"InvalidQueryParameter", "MalformedQueryString", "InvalidParameterValue"}},

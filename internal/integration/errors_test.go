@@ -129,9 +129,14 @@ func jsonErrorType(t *testing.T, r rawResponse) string {
 	return body.Type
 }
 
-// queryErrorCode returns the code of an AWS Query XML error body.
+// queryErrorCode returns the code of an AWS Query XML error body. A bare
+// <UnknownOperationException/>, SQS's answer to a request without an
+// action, counts as the code of that name.
 func queryErrorCode(t *testing.T, r rawResponse) string {
 	t.Helper()
+	if string(r.body) == "<UnknownOperationException/>" {
+		return "UnknownOperationException"
+	}
 	var body struct {
 		XMLName xml.Name `xml:"ErrorResponse"`
 		Error   struct {
@@ -167,10 +172,13 @@ func TestRawHTTPErrors(t *testing.T) {
 		body   string
 		codes  []string
 	}{
-		{"unknown action", "Frobnicate", "{}", []string{"UnknownOperationException", "InvalidAction"}},
+		{"unknown action", "Frobnicate", "{}", []string{"UnknownOperationException"}},
 		{"malformed JSON", "ListQueues", "{not json", []string{"SerializationException"}},
 		{"member of the wrong type", "ReceiveMessage", `{"QueueUrl":"http://x/000000000000/q","MaxNumberOfMessages":"ten"}`, []string{"SerializationException"}},
-		{"missing required member", "SendMessage", `{"MessageBody":"x"}`, []string{"MissingParameter", "InvalidAddress"}},
+		// MissingParameter is MissingRequiredParameterException in AWS
+		// JSON (LocalStack's AWS-validated
+		// test_posting_to_fifo_requires_deduplicationid_group_id).
+		{"missing required member", "SendMessage", `{"MessageBody":"x"}`, []string{"MissingRequiredParameterException"}},
 		{"unknown queue", "GetQueueAttributes", `{"QueueUrl":"` + env.URL + `/000000000000/nope"}`, []string{"QueueDoesNotExist"}},
 	}
 	for _, tc := range jsonCases {
@@ -204,7 +212,7 @@ func TestRawHTTPErrors(t *testing.T) {
 	}{
 		{"unknown action", "Action=Frobnicate&Version=2012-11-05", []string{"InvalidAction"}},
 		{"malformed form", "Action=ListQueues&Version=2012-11-05&bad=%zz", []string{"MalformedQueryString"}},
-		{"no Action", "Version=2012-11-05&QueueName=x", []string{"MissingAction", "InvalidAction", "MissingParameter"}},
+		{"no Action", "Version=2012-11-05&QueueName=x", []string{"UnknownOperationException"}},
 		{"unknown queue", "Action=GetQueueUrl&Version=2012-11-05&QueueName=nope", []string{"AWS.SimpleQueueService.NonExistentQueue"}},
 		{"bad integer", "Action=ReceiveMessage&Version=2012-11-05&QueueUrl=" + env.URL + "/000000000000/nope&MaxNumberOfMessages=ten", []string{"InvalidParameterValue", "MalformedQueryString", "InvalidQueryParameter"}},
 	}
@@ -228,6 +236,15 @@ func TestRawHTTPErrors(t *testing.T) {
 		r := rawDo(t, env, req)
 		if r.status != http.StatusOK {
 			t.Fatalf("GET ListQueues: HTTP %d: %s", r.status, r.body)
+		}
+	})
+	t.Run("GET without a query string", func(t *testing.T) {
+		// SQS answers a queue's URL so (TestRecordedQueryAtQueueURL);
+		// the endpoint itself is answered alike.
+		req, _ := http.NewRequestWithContext(ctxT(t), http.MethodGet, env.URL+"/", nil)
+		r := rawDo(t, env, req)
+		if r.status != http.StatusNotFound || queryErrorCode(t, r) != "UnknownOperationException" {
+			t.Fatalf("GET /: HTTP %d %s, want 404 <UnknownOperationException/>", r.status, r.body)
 		}
 	})
 	t.Run("empty POST", func(t *testing.T) {

@@ -181,6 +181,11 @@ func decodeErrorAnswer(t *testing.T, proto string, r rawResponse) errorAnswer {
 		}
 		return out
 	}
+	if string(r.body) == "<UnknownOperationException/>" {
+		// SQS's bare answer to a Query request without an action.
+		out.code = "UnknownOperationException"
+		return out
+	}
 	var body struct {
 		XMLName xml.Name `xml:"ErrorResponse"`
 		Error   struct {

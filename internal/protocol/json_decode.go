@@ -20,18 +20,20 @@ import (
 // ask for Query-compatible errors needs no handling here: fifoq always sends
 // x-amzn-query-error.
 func decodeJSON(r *http.Request, body []byte) (api.Action, api.Request, *api.Error) {
+	// A request that names no operation of SQS is answered as AWS JSON
+	// services answer it: UnknownOperationException.
 	target := r.Header.Get(headerTarget)
 	if target == "" {
-		return "", nil, api.ErrMissingParameter(headerTarget)
+		return "", nil, api.ErrUnknownOperation("The request has no X-Amz-Target header.")
 	}
 	name, ok := strings.CutPrefix(target, targetPrefix)
 	if !ok || name == "" {
-		return "", nil, api.ErrInvalidAction(target)
+		return "", nil, api.ErrUnknownOperation("Unknown operation %s.", target)
 	}
 	action := api.Action(name)
 	req, ok := api.NewRequest(action)
 	if !ok {
-		return "", nil, api.ErrInvalidAction(name)
+		return "", nil, api.ErrUnknownOperation("Unknown operation %s.", target)
 	}
 	// An action without input members may come with no body at all.
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -65,6 +67,12 @@ func jsonDecodeError(err error) *api.Error {
 	case errors.As(err, &syntax):
 		return api.ErrSerialization("The request body is not valid JSON: %s (at byte %d).", syntax.Error(), syntax.Offset)
 	case errors.As(err, &typeErr):
+		if typeErr.Value == "string" && isInteger(typeErr.Type) {
+			// SQS's own words for a string where an Integer belongs, as a
+			// client saw them from sqs.eu-central-1.amazonaws.com for a
+			// VisibilityTimeout sent as "30" (async-aws/aws issue #1667).
+			return api.ErrSerialization("STRING_VALUE can not be converted to an Integer")
+		}
 		if typeErr.Field == "" {
 			return api.ErrSerialization("The request body must be a JSON object, not %s.", typeErr.Value)
 		}
@@ -73,6 +81,15 @@ func jsonDecodeError(err error) *api.Error {
 		return api.ErrSerialization("A blob member is not valid base64: illegal data at byte %d.", int64(b64))
 	}
 	return api.ErrSerialization("The request body cannot be decoded: %v.", err)
+}
+
+// isInteger reports whether t (or what it points to) is the Go type of
+// the model's Integer: int.
+func isInteger(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t != nil && (t.Kind() == reflect.Int || t.Kind() == reflect.Int32)
 }
 
 // describeType names a Go type of the api package by the model type it stands for.

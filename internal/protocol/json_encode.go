@@ -43,7 +43,7 @@ func encodeJSONError(err *api.Error) []byte {
 	body, mErr := marshalJSON(struct {
 		Type    string `json:"__type"`
 		Message string `json:"message"`
-	}{errorTypePrefix + err.Code, err.Message})
+	}{errorTypePrefix + err.JSONType(), err.Message})
 	if mErr != nil {
 		// Two strings always marshal; keep a valid body all the same.
 		return []byte(`{"__type":"` + errorTypePrefix + `InternalFailure"}`)

@@ -37,14 +37,22 @@ const (
 	headerRequestID  = "X-Amzn-Requestid"
 	headerQueryError = "X-Amzn-Query-Error"
 	jsonContentType  = "application/x-amz-json-1.0"
+	formContentType  = "application/x-www-form-urlencoded"
 	// targetPrefix is the service part of X-Amz-Target: the model's targetPrefix.
 	targetPrefix = "AmazonSQS."
 )
 
-// Detect says which protocol a request speaks: JSON when it carries an
-// X-Amz-Target header or an AWS JSON Content-Type, Query otherwise (a form
-// POST, or a GET with a query string).
+// Detect says which protocol a request speaks: Query for a form body,
+// whatever its other headers; JSON when it carries an X-Amz-Target header or
+// an AWS JSON Content-Type; Query otherwise (a GET with a query string, or
+// a POST without a Content-Type). A form body wins over X-Amz-Target because
+// clients of the Query protocol send both: Debian's Perl client
+// (libamazon-sqs-simple-perl 2.07) sends every request as a form with
+// "x-amz-target: AmazonSQSv20121105.<Action>".
 func Detect(r *http.Request) Protocol {
+	if mediaType(r.Header.Get("Content-Type")) == formContentType {
+		return Query
+	}
 	if r.Header.Get(headerTarget) != "" {
 		return JSON
 	}

@@ -18,7 +18,9 @@ func TestDetect(t *testing.T) {
 		want    Protocol
 	}{
 		{"target header", "POST", "/", map[string]string{"X-Amz-Target": "AmazonSQS.ListQueues"}, JSON},
-		{"target header with form content type", "POST", "/", map[string]string{"X-Amz-Target": "AmazonSQS.ListQueues", "Content-Type": "application/x-www-form-urlencoded"}, JSON},
+		// A form is Query whatever X-Amz-Target says: Debian's Perl client
+		// (libamazon-sqs-simple-perl) sends both on every request.
+		{"target header with form content type", "POST", "/", map[string]string{"X-Amz-Target": "AmazonSQSv20121105.ListQueues", "Content-Type": "application/x-www-form-urlencoded;charset=utf-8"}, Query},
 		{"json 1.0 content type", "POST", "/", map[string]string{"Content-Type": "application/x-amz-json-1.0"}, JSON},
 		{"json 1.0 content type with charset", "POST", "/", map[string]string{"Content-Type": "application/x-amz-json-1.0; charset=utf-8"}, JSON},
 		{"json 1.1 content type", "POST", "/", map[string]string{"Content-Type": "APPLICATION/X-AMZ-JSON-1.1"}, JSON},

@@ -24,12 +24,19 @@ func decodeQuery(r *http.Request, body []byte) (api.Action, api.Request, *api.Er
 	}
 	name := f.values["Action"]
 	if name == "" {
-		return "", nil, api.ErrMissingParameter("Action")
+		return "", nil, api.ErrMissingAction()
 	}
 	action := api.Action(name)
 	req, ok := api.NewRequest(action)
 	if !ok {
 		return "", nil, api.ErrInvalidAction(name)
+	}
+	// A queue's URL takes only the actions on a queue: SQS refuses
+	// ListQueues and CreateQueue sent there as invalid (recorded by
+	// LocalStack's AWS-validated test_get_list_queues_fails and
+	// test_get_create_queue_fails).
+	if (action == api.ActionListQueues || action == api.ActionCreateQueue) && r.URL != nil && isQueuePath(r.URL.Path) {
+		return action, nil, api.ErrInvalidAction(name)
 	}
 	d := &queryDecoder{}
 	decodeQueryMembers(d, req, params{f: f})
@@ -46,12 +53,7 @@ func decodeQuery(r *http.Request, body []byte) (api.Action, api.Request, *api.Er
 // path it was sent to, when that path is a queue's ("/ACCOUNT/NAME"): the
 // Query protocol lets clients address a queue by posting to its URL.
 func setQueueURLFromPath(req api.Request, path string) {
-	rest, ok := strings.CutPrefix(path, "/")
-	if !ok {
-		return
-	}
-	account, name, ok := strings.Cut(rest, "/")
-	if !ok || account == "" || name == "" || strings.Contains(name, "/") {
+	if !isQueuePath(path) {
 		return
 	}
 	v := reflect.ValueOf(req)
@@ -62,6 +64,16 @@ func setQueueURLFromPath(req api.Request, path string) {
 	if field.IsValid() && field.Kind() == reflect.String && field.String() == "" {
 		field.SetString(path)
 	}
+}
+
+// isQueuePath reports whether path is a queue's: "/ACCOUNT/NAME".
+func isQueuePath(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/")
+	if !ok {
+		return false
+	}
+	account, name, ok := strings.Cut(rest, "/")
+	return ok && account != "" && name != "" && !strings.Contains(name, "/")
 }
 
 // decodeQueryMembers fills req, a zero request from api.NewRequest, from the

@@ -55,14 +55,14 @@ func encodeQueryResponse(action api.Action, result any, requestID string) ([]byt
 }
 
 // encodeQueryError encodes an AWS Query error document.
-func encodeQueryError(err *api.Error, queryCode string, fault api.Fault, requestID string) []byte {
+func encodeQueryError(message, queryCode string, fault api.Fault, requestID string) []byte {
 	x := &xmlWriter{}
 	x.buf.WriteString(xmlDeclaration)
 	x.buf.WriteString(`<ErrorResponse xmlns="` + xmlNamespace + `">`)
 	x.open("Error")
 	x.elem("Type", string(fault))
 	x.elem("Code", queryCode)
-	x.elem("Message", err.Message)
+	x.elem("Message", message)
 	x.buf.WriteString("<Detail/>")
 	x.close("Error")
 	x.elem("RequestId", requestID)

@@ -28,7 +28,7 @@ func parseForm(r *http.Request, body []byte) (*form, *api.Error) {
 	f := &form{values: make(map[string]string)}
 	if len(body) > 0 {
 		switch mt := mediaType(r.Header.Get("Content-Type")); mt {
-		case "", "application/x-www-form-urlencoded":
+		case "", formContentType:
 			// The charset parameter is ignored: percent-encoded bytes are
 			// read as UTF-8 whatever the client claims. Every AWS SDK
 			// sends UTF-8.
@@ -116,8 +116,12 @@ func (d *queryDecoder) fail(err *api.Error) {
 // elements returns the elements NAME.1, NAME.2, ... of a flattened list or
 // map member, sorted by index. Indexes start at 1 and may come in any order
 // and with gaps (a client that drops an element need not renumber the rest);
-// an index that is not a positive decimal integer is an error.
-func (d *queryDecoder) elements(p params, member string) []element {
+// an index that is not a positive decimal integer is an error, except that
+// a map entry may be written without its index, as NAME.KEY / NAME.VALUE
+// (bare names the entry's fields): the API reference's own Query examples
+// write Attribute.Name=...&Attribute.Value=..., and Debian's Perl client
+// sends SetQueueAttributes so. That entry comes first, with index 0.
+func (d *queryDecoder) elements(p params, member string, bare ...string) []element {
 	full := p.name(member)
 	lo := full + "."
 	hi := full + "/" // '/' follows '.': every key with prefix lo sorts before hi
@@ -130,6 +134,13 @@ func (d *queryDecoder) elements(p params, member string) []element {
 			break
 		}
 		seg, _, _ := strings.Cut(k[len(lo):], ".")
+		if slices.Contains(bare, seg) {
+			if !seen[0] {
+				seen[0] = true
+				out = append(out, element{index: 0, key: full, p: params{f: p.f, prefix: lo}})
+			}
+			continue
+		}
 		idx, ok := parseIndex(seg)
 		if !ok {
 			d.fail(api.ErrInvalidQueryParameter("The parameter %s has an invalid index %q: list and map indexes are integers from 1.", k, seg))
@@ -250,7 +261,7 @@ func (d *queryDecoder) stringMap(p params, member, key, value string) map[string
 	if d.emptyMarker(p, member) {
 		out = map[string]string{}
 	}
-	for _, e := range d.elements(p, member) {
+	for _, e := range d.elements(p, member, key, value) {
 		k, ok := e.p.lookup(key)
 		if !ok {
 			d.fail(api.ErrMissingParameter(e.p.name(key)))
@@ -272,7 +283,7 @@ func (d *queryDecoder) attributeValues(p params, member string) map[string]api.M
 	if d.emptyMarker(p, member) {
 		out = map[string]api.MessageAttributeValue{}
 	}
-	for _, e := range d.elements(p, member) {
+	for _, e := range d.elements(p, member, "Name", "Value") {
 		name, ok := e.p.lookup("Name")
 		if !ok {
 			d.fail(api.ErrMissingParameter(e.p.name("Name")))

@@ -92,8 +92,12 @@ func WriteResponse(w http.ResponseWriter, p Protocol, action api.Action, resp ap
 	writeBody(w, http.StatusOK, contentType, requestID, body)
 }
 
+// unknownOperation is the code of the error for a request that names no
+// operation.
+const unknownOperation = "UnknownOperationException"
+
 // WriteError writes err in protocol p with err.Status: in AWS JSON, the body
-// {"__type":"com.amazonaws.sqs#<Code>","message":...} and the header
+// {"__type":"com.amazonaws.sqs#<JSONType>","message":...} and the header
 // x-amzn-query-error "<QueryCode>;<Fault>", with which SDKs in Query
 // compatible mode report the Query code; in AWS Query, an ErrorResponse
 // document. A nil err is reported as an InternalFailure.
@@ -107,7 +111,14 @@ func WriteError(w http.ResponseWriter, p Protocol, err *api.Error, requestID str
 		queryCode = err.Code
 	}
 	if p == Query {
-		writeBody(w, status, xmlContentType, requestID, encodeQueryError(err, queryCode, fault, requestID))
+		if err.Code == unknownOperation {
+			// SQS answers a Query request without an action with a bare
+			// document of this name, not an ErrorResponse (recorded by
+			// LocalStack's AWS-validated test_get_without_query_returns_unknown_operation).
+			writeBody(w, status, xmlContentType, requestID, []byte("<"+unknownOperation+"/>"))
+			return
+		}
+		writeBody(w, status, xmlContentType, requestID, encodeQueryError(err.MessageIn(true), queryCode, fault, requestID))
 		return
 	}
 	w.Header().Set(headerQueryError, queryCode+";"+string(fault))

@@ -96,7 +96,7 @@ func TestRequestLog(t *testing.T) {
 				{"action": "CreateQueue", "account": "123456789012", "queue": "123456789012/logged", "status": 200.0},
 				{"action": "SendMessage", "account": "123456789012", "queue": "123456789012/logged", "status": 200.0, "request_id": ok.Header.Get("x-amzn-RequestId")},
 				{"action": "SendMessage", "account": "123456789012", "queue": "123456789012/missing", "status": 400.0, "error": "QueueDoesNotExist", "request_id": bad.Header.Get("x-amzn-RequestId")},
-				{"action": "unknown", "account": "123456789012", "queue": "", "status": 400.0, "error": "InvalidAction"},
+				{"action": "unknown", "account": "123456789012", "queue": "", "status": 400.0, "error": "UnknownOperationException"},
 			}
 			for i, w := range want {
 				for k, v := range w {
