@@ -3,6 +3,7 @@ package api
 import (
 	"maps"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -200,10 +201,17 @@ func validateAddPermission(r *AddPermissionRequest) error {
 	if len(r.AWSAccountIds) == 0 {
 		return ErrMissingParameter("AWSAccountIds")
 	}
+	// SQS names the principals it cannot verify, as a list (recorded by
+	// MuleSoft's SQS connector tests against AWS: emarcelino/sqs-connector
+	// AddPermissionTestCases.testAddPermission).
+	var unverified []string
 	for _, id := range r.AWSAccountIds {
 		if !IsAccountID(id) {
-			return ErrInvalidParameterValue("Value %s for parameter AWSAccountIds is invalid. Reason: An AWS account ID is 12 digits.", id)
+			unverified = append(unverified, id)
 		}
+	}
+	if len(unverified) > 0 {
+		return ErrInvalidParameterValue("Value [%s] for parameter PrincipalId is invalid. Reason: Unable to verify.", strings.Join(unverified, ", "))
 	}
 	if len(r.Actions) == 0 {
 		return ErrMissingParameter("ActionName")

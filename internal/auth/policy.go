@@ -24,8 +24,9 @@ type statement struct {
 	principals   principalSet
 	notPrincipal bool
 
-	// actions are lower-case glob patterns over action names, without the
-	// "sqs:" prefix; "*" matches every action.
+	// actions are lower-case glob patterns over "service:action" names;
+	// "*" matches every action. An action of another service never matches
+	// an SQS request.
 	actions   []string
 	notAction bool
 
@@ -34,21 +35,50 @@ type statement struct {
 	// the queue whose policy it is, so it matches any queue ARN asked about.
 	resources   []string
 	notResource bool
+	// resourceUnknown: a resource holds a policy variable (${...}), which
+	// fifoq does not substitute, so whether it matches cannot be told.
+	resourceUnknown bool
+
+	conditions []condition
 }
 
-// applies reports whether the statement is about this caller, action and
-// queue. action is a lower-case action name, as permissionFor returns it.
-func (s *statement) applies(callerAccount, action, queueARN string) bool {
-	if s.principals.has(callerAccount) == s.notPrincipal {
-		return false
+// applies reports whether the statement is about this request: triTrue,
+// triFalse, or triUnknown when a condition or a policy variable cannot be
+// evaluated. name is "sqs:" and the lower-case permission name.
+func (s *statement) applies(r *Request, name string) tri {
+	if s.principals.has(r.Caller) == s.notPrincipal {
+		return triFalse
 	}
-	if matchesAny(s.actions, action) == s.notAction {
-		return false
+	if matchesAny(s.actions, name) == s.notAction {
+		return triFalse
 	}
-	if s.resources == nil {
-		return true
+	result := triTrue
+	if s.resourceUnknown {
+		result = triUnknown
+	} else if s.resources != nil && matchesAny(s.resources, normalizeARNService(r.QueueARN)) == s.notResource {
+		return triFalse
 	}
-	return matchesAny(s.resources, normalizeARNService(queueARN)) != s.notResource
+	if len(s.conditions) == 0 {
+		return result
+	}
+	switch evalConditions(s.conditions, r) {
+	case triFalse:
+		return triFalse
+	case triUnknown:
+		return triUnknown
+	}
+	return result
+}
+
+// Request is what a policy is asked about: who calls, what action on which
+// queue, and what fifoq knows of the request for conditions.
+type Request struct {
+	Caller   string // the caller's 12-digit account
+	Action   string // the SQS action name, "SendMessage"
+	QueueARN string // the target queue
+	// SecureTransport says whether the request came over TLS, for the
+	// aws:SecureTransport condition key; nil when it is not known.
+	SecureTransport *bool
 }
 
 // Decision is the outcome of evaluating a request against a policy.
@@ -80,23 +110,38 @@ func (d Decision) String() string {
 // Evaluate returns Deny if any matching statement denies, else Allow if any
 // matching statement allows, else NoDecision. callerAccount is the 12-digit
 // account of the caller; action is the SQS action name ("SendMessage"), and
-// queueARN the ARN of the target queue.
+// queueARN the ARN of the target queue. It is EvaluateRequest with nothing
+// known of the request's transport.
+func (p *Policy) Evaluate(callerAccount, action, queueARN string) Decision {
+	return p.EvaluateRequest(&Request{Caller: callerAccount, Action: action, QueueARN: queueARN})
+}
+
+// EvaluateRequest returns Deny if any statement that applies to r denies,
+// else Allow if any allows, else NoDecision. A statement whose condition
+// or resource cannot be evaluated counts as applying when it denies and as
+// not applying when it allows, so that what fifoq cannot tell never widens
+// access.
 //
 // The batch actions are authorized as their single forms, as in SQS:
 // SendMessageBatch needs sqs:SendMessage, DeleteMessageBatch
 // sqs:DeleteMessage, ChangeMessageVisibilityBatch
 // sqs:ChangeMessageVisibility. Action names compare case-insensitively; ARNs
 // compare case-sensitively but for their service part.
-func (p *Policy) Evaluate(callerAccount, action, queueARN string) Decision {
+func (p *Policy) EvaluateRequest(r *Request) Decision {
 	if p == nil {
 		return NoDecision
 	}
-	name := permissionFor(action)
+	name := permissionFor(r.Action)
 	d := NoDecision
 	for i := range p.statements {
 		s := &p.statements[i]
-		if !s.applies(callerAccount, name, queueARN) {
+		switch s.applies(r, name) {
+		case triFalse:
 			continue
+		case triUnknown:
+			if !s.deny {
+				continue
+			}
 		}
 		if s.deny {
 			return Deny
@@ -116,19 +161,24 @@ func (p *Policy) Evaluate(callerAccount, action, queueARN string) Decision {
 // SetQueueAttributes locks the owner out of changing the policy, as it
 // locks out every IAM identity of the owning account in SQS.
 func Authorize(p *Policy, callerAccount, ownerAccount, action, queueARN string) error {
-	switch p.Evaluate(callerAccount, action, queueARN) {
+	return AuthorizeRequest(p, &Request{Caller: callerAccount, Action: action, QueueARN: queueARN}, ownerAccount)
+}
+
+// AuthorizeRequest is Authorize for a request whose transport may be known.
+func AuthorizeRequest(p *Policy, r *Request, ownerAccount string) error {
+	switch p.EvaluateRequest(r) {
 	case Deny:
-		return AccessDenied(queueARN)
+		return AccessDenied(r.QueueARN)
 	case Allow:
-		if callerAccount == ownerAccount || !api.IsOwnerOnlyAction(action) {
+		if r.Caller == ownerAccount || !api.IsOwnerOnlyAction(r.Action) {
 			return nil
 		}
-		return AccessDenied(queueARN)
+		return AccessDenied(r.QueueARN)
 	}
-	if callerAccount == ownerAccount {
+	if r.Caller == ownerAccount {
 		return nil
 	}
-	return AccessDenied(queueARN)
+	return AccessDenied(r.QueueARN)
 }
 
 // AccessDenied is SQS's answer to a request the caller may not make:
@@ -141,13 +191,14 @@ func AccessDenied(resource string) *api.Error {
 	return api.ErrAccessDenied("Access to the resource %s is denied.", resource)
 }
 
-// permissionFor returns the lower-case name of the permission an action
-// needs: its own name, or for a batch action the name of its single form.
+// permissionFor returns "sqs:" and the lower-case name of the permission an
+// action needs: its own name, or for a batch action the name of its single
+// form.
 func permissionFor(action string) string {
 	if name, ok := permissionNames[action]; ok {
 		return name
 	}
-	return strings.ToLower(action)
+	return "sqs:" + strings.ToLower(action)
 }
 
 // permissionNames maps every SQS action to permissionFor's answer, computed
@@ -155,10 +206,10 @@ func permissionFor(action string) string {
 var permissionNames = func() map[string]string {
 	m := make(map[string]string, len(api.Actions))
 	for _, a := range api.Actions {
-		m[string(a)] = strings.ToLower(string(a))
+		m[string(a)] = "sqs:" + strings.ToLower(string(a))
 	}
-	m[string(api.ActionSendMessageBatch)] = "sendmessage"
-	m[string(api.ActionDeleteMessageBatch)] = "deletemessage"
-	m[string(api.ActionChangeMessageVisibilityBatch)] = "changemessagevisibility"
+	m[string(api.ActionSendMessageBatch)] = "sqs:sendmessage"
+	m[string(api.ActionDeleteMessageBatch)] = "sqs:deletemessage"
+	m[string(api.ActionChangeMessageVisibilityBatch)] = "sqs:changemessagevisibility"
 	return m
 }()

@@ -12,8 +12,6 @@ import (
 )
 
 // The quotas SQS documents for queue policies ("Amazon SQS policy quotas").
-// The quota of 10 conditions has no counterpart: fifoq refuses every
-// condition.
 const (
 	maxPolicyBytes         = 8192
 	maxPolicyStatements    = 20
@@ -22,41 +20,38 @@ const (
 )
 
 // policyVersions are the policy language versions IAM defines. A policy
-// without Version is read as 2008-10-17, as IAM reads it; fifoq honours
-// nothing that differs between the two: the policy variables of 2012-10-17
-// (${aws:username} in a Resource) are refused in both.
+// without Version is read as 2008-10-17, as IAM reads it. The one
+// difference that matters here: 2012-10-17 substitutes policy variables
+// (${aws:username} in a Resource), which fifoq cannot, so such a resource
+// cannot be evaluated (see statement.resourceUnknown); in 2008-10-17 it is
+// literal text.
 var policyVersions = []string{"2012-10-17", "2008-10-17"}
 
-// knownActions are the lower-case names of the SQS actions, which an Action
-// or NotAction pattern must match at least one of.
-var knownActions = func() []string {
-	names := make([]string, len(api.Actions))
-	for i, a := range api.Actions {
-		names[i] = strings.ToLower(string(a))
-	}
-	return names
-}()
-
 // ParsePolicy parses and validates a queue policy document (the Policy
-// attribute). It accepts exactly the part of the IAM policy language that
-// Evaluate honours and refuses the rest, so that no statement is silently
-// weakened or widened:
+// attribute). It accepts what SQS accepts, as far as recordings show
+// (localstack test_sqs.py::test_set_queue_policy stores a statement with a
+// Condition and a Resource that is no ARN at all), and evaluation never
+// grants more than the document says:
 //
 //   - Version "2012-10-17" or "2008-10-17" (or none); Id; Statement, one
 //     object or a list of them. Statement Sids, where given, are unique.
 //   - Effect "Allow" or "Deny".
-//   - Principal or NotPrincipal: "*", or {"AWS": P} with P one or a list of
-//     "*", a 12-digit account id, or an IAM or STS ARN of an account
-//     (arn:aws:iam::ACCOUNT:root, :user/..., :role/...,
-//     arn:aws:sts::ACCOUNT:assumed-role/...). An ARN stands for its whole
+//   - Principal or NotPrincipal: "*", or an object of principal types. AWS
+//     principals are "*", 12-digit account ids, or IAM or STS ARNs of an
+//     account (arn:aws:iam::ACCOUNT:root, :user/..., :role/...,
+//     arn:aws:sts::ACCOUNT:assumed-role/...); an ARN stands for its whole
 //     account, since fifoq has accounts and no users. Service, Federated
-//     and CanonicalUser principals are refused: no such caller exists here.
-//   - Action or NotAction: "*" or "sqs:NAME" (prefix and name in any case),
-//     NAME a glob with * and ? that matches at least one SQS action.
-//   - Resource or NotResource, optional: "*" or a queue ARN, with * and ?
-//     wildcards. Absent, the statement is about the queue itself.
-//   - Condition: refused unless empty, since fifoq evaluates no condition
-//     key; a condition that cannot be evaluated must not be ignored.
+//     and CanonicalUser principals are kept and match no caller: no such
+//     caller reaches fifoq.
+//   - Action or NotAction: "*" or "SERVICE:NAME", NAME a glob with * and ?.
+//     Actions of other services, and names no SQS action has, match no
+//     request.
+//   - Resource or NotResource, optional: any strings, globs with * and ?
+//     over the queue's ARN. One that names no queue matches none. Absent,
+//     the statement is about the queue itself.
+//   - Condition: any operators and keys; see policy_condition.go for what
+//     is evaluated. A statement whose condition cannot be evaluated never
+//     allows, and always denies.
 //   - SQS's quotas: 8192 bytes, 20 statements, 50 principals, 7 actions per
 //     statement.
 //
@@ -82,10 +77,13 @@ func ParsePolicy(doc string) (*Policy, error) {
 			return nil, invalidPolicy("unknown policy element %q", name)
 		}
 	}
+	substitutes := false // whether policy variables are substituted
 	if raw, ok := top["Version"]; ok {
-		if v, ok := jsonString(raw); !ok || !slices.Contains(policyVersions, v) {
+		v, ok := jsonString(raw)
+		if !ok || !slices.Contains(policyVersions, v) {
 			return nil, invalidPolicy(`Version must be "2012-10-17" or "2008-10-17", not %s`, compact(raw))
 		}
+		substitutes = v == "2012-10-17"
 	}
 	if raw, ok := top["Id"]; ok {
 		if _, ok := jsonString(raw); !ok {
@@ -103,7 +101,7 @@ func ParsePolicy(doc string) (*Policy, error) {
 	sids := map[string]bool{}
 	principals := 0
 	for i, raw := range raws {
-		s, n, err := parseStatement(raw, i+1)
+		s, n, err := parseStatement(raw, i+1, substitutes)
 		if err != nil {
 			return nil, err
 		}
@@ -145,8 +143,9 @@ func statementList(raw json.RawMessage) ([]map[string]json.RawMessage, error) {
 }
 
 // parseStatement parses the n-th statement (counting from 1) and returns it
-// with the number of principals it names.
-func parseStatement(m map[string]json.RawMessage, n int) (statement, int, error) {
+// with the number of principals it names. substitutes says whether the
+// policy's version substitutes policy variables.
+func parseStatement(m map[string]json.RawMessage, n int, substitutes bool) (statement, int, error) {
 	var s statement
 	if raw, ok := m["Sid"]; ok {
 		var isString bool
@@ -225,17 +224,21 @@ func parseStatement(m map[string]json.RawMessage, n int) (statement, int, error)
 		}
 		s.resources = make([]string, 0, len(resources))
 		for _, r := range resources {
-			pattern, err := parseResource(r, name)
-			if err != nil {
-				return fail("%s", err)
+			if r == "" {
+				return fail("%s must not be empty", name)
 			}
-			s.resources = append(s.resources, pattern)
+			if substitutes && strings.Contains(r, "${") {
+				s.resourceUnknown = true
+			}
+			s.resources = append(s.resources, normalizeARNService(r))
 		}
 	}
 	if raw, ok := m["Condition"]; ok {
-		if reason, refused := conditionRefusal(raw); refused {
-			return fail("%s", reason)
+		conds, err := parseConditions(raw)
+		if err != nil {
+			return fail("%s", err)
 		}
+		s.conditions = conds
 	}
 	return s, count, nil
 }
@@ -259,24 +262,6 @@ func oneOf(m map[string]json.RawMessage, name, notName string, required bool) (s
 	return "", nil, nil
 }
 
-// conditionRefusal says why a Condition element is refused, and false for
-// an empty Condition, which restricts nothing and so ignores nothing.
-func conditionRefusal(raw json.RawMessage) (string, bool) {
-	var blocks map[string]json.RawMessage
-	if json.Unmarshal(raw, &blocks) != nil || blocks == nil {
-		return fmt.Sprintf("Condition must be an object, not %s", compact(raw)), true
-	}
-	if len(blocks) == 0 {
-		return "", false
-	}
-	operator := sortedMembers(blocks)[0]
-	var keys map[string]json.RawMessage
-	if json.Unmarshal(blocks[operator], &keys) == nil && len(keys) > 0 {
-		return fmt.Sprintf("Condition %s on %s is not supported: fifoq evaluates no condition keys, and refuses a statement it could not honour", operator, sortedMembers(keys)[0]), true
-	}
-	return fmt.Sprintf("Condition %s is not supported: fifoq evaluates no condition keys, and refuses a statement it could not honour", operator), true
-}
-
 // parsePrincipal parses a Principal or NotPrincipal element (named name)
 // and returns it with the number of principals it lists.
 func parsePrincipal(raw json.RawMessage, name string) (principalSet, int, error) {
@@ -291,20 +276,29 @@ func parsePrincipal(raw json.RawMessage, name string) (principalSet, int, error)
 	if json.Unmarshal(raw, &types) != nil || len(types) == 0 {
 		return principalSet{}, 0, fmt.Errorf(`%s must be "*" or an object such as {"AWS": "123456789012"}, not %s`, name, compact(raw))
 	}
+	others := 0 // principals that are no AWS account: they match no caller
 	for _, t := range sortedMembers(types) {
 		switch t {
 		case "AWS":
 		case "Service", "Federated", "CanonicalUser":
-			return principalSet{}, 0, fmt.Errorf("%s principals are not supported: fifoq has no %s callers; name AWS accounts", t, t)
+			values, err := stringOrList(types[t], name+" "+t)
+			if err != nil {
+				return principalSet{}, 0, err
+			}
+			others += len(values)
 		default:
 			return principalSet{}, 0, fmt.Errorf("unknown principal type %q", t)
 		}
 	}
-	values, err := stringOrList(types["AWS"], name+" AWS")
+	var set principalSet
+	raw, ok := types["AWS"]
+	if !ok {
+		return set, others, nil
+	}
+	values, err := stringOrList(raw, name+" AWS")
 	if err != nil {
 		return principalSet{}, 0, err
 	}
-	var set principalSet
 	for _, v := range values {
 		if v == "*" {
 			set.anyone = true
@@ -321,7 +315,7 @@ func parsePrincipal(raw json.RawMessage, name string) (principalSet, int, error)
 	if set.anyone {
 		set.accounts = nil
 	}
-	return set, len(values), checkNotEveryone(set, name)
+	return set, len(values) + others, checkNotEveryone(set, name)
 }
 
 // checkNotEveryone refuses a NotPrincipal that names everyone: such a
@@ -366,53 +360,17 @@ func hasNamedPrefix(s, prefix string) bool {
 }
 
 // parseAction checks one Action or NotAction value and returns its pattern:
-// "*", or the lower-case name glob that follows "sqs:".
+// "*", or the lower-case "service:name" glob. Any service's actions are
+// accepted; only SQS's can match an SQS request.
 func parseAction(a, name string) (string, error) {
 	if a == "*" {
 		return a, nil
 	}
 	service, action, ok := strings.Cut(a, ":")
-	if !ok || !strings.EqualFold(service, "sqs") {
-		return "", fmt.Errorf(`%s %q is not an SQS action: write "sqs:NAME" or "*"`, name, a)
+	if !ok || service == "" || action == "" || strings.ContainsAny(a, " \t\r\n") {
+		return "", fmt.Errorf(`%s %q is not an action: write "SERVICE:NAME", such as "sqs:SendMessage", or "*"`, name, a)
 	}
-	if action == "" || strings.TrimLeft(action, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ*?") != "" {
-		return "", fmt.Errorf("%s %q is not an SQS action name", name, a)
-	}
-	pattern := strings.ToLower(action)
-	if !slices.ContainsFunc(knownActions, func(k string) bool { return globMatch(pattern, k) }) {
-		return "", fmt.Errorf("%s %q matches no SQS action", name, a)
-	}
-	return pattern, nil
-}
-
-// parseResource checks one Resource or NotResource value and returns its
-// pattern: "*", or an SQS queue ARN in which * and ? may stand for any
-// characters. A pattern without wildcards must be a well-formed queue ARN.
-func parseResource(r, name string) (string, error) {
-	if r == "*" {
-		return r, nil
-	}
-	if strings.Contains(r, "${") {
-		return "", fmt.Errorf("%s %q holds a policy variable; fifoq does not substitute policy variables", name, r)
-	}
-	bad := fmt.Errorf(`%s %q is not "*" or an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:QUEUE, wildcards allowed)`, name, r)
-	parts := strings.Split(r, ":")
-	switch {
-	case parts[0] != "arn" || len(parts) > 6:
-		return "", bad
-	case len(parts) < 6 && !strings.Contains(parts[len(parts)-1], "*"):
-		// Too few parts, and none that could stand for the rest.
-		return "", bad
-	case len(parts) >= 3 && !strings.ContainsAny(parts[1], "*?") && !globMatch(strings.ToLower(parts[2]), "sqs"):
-		return "", bad
-	}
-	pattern := normalizeARNService(r)
-	if !strings.ContainsAny(pattern, "*?") {
-		if _, _, ok := api.ParseQueueARN(pattern); !ok {
-			return "", bad
-		}
-	}
-	return pattern, nil
+	return strings.ToLower(a), nil
 }
 
 // stringOrList decodes an element that holds one string or a non-empty list

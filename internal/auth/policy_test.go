@@ -39,6 +39,7 @@ func mustParsePolicy(t *testing.T, doc string) *Policy {
 }
 
 func TestParsePolicyAccepts(t *testing.T) {
+	stmt := func(body string) string { return policyDoc(`{"Effect":"Allow",` + body + `}`) }
 	many := func(n int, format string) []string {
 		out := make([]string, n)
 		for i := range out {
@@ -86,6 +87,33 @@ func TestParsePolicyAccepts(t *testing.T) {
 		{"single statement object", `{"Version":"2012-10-17","Statement":` + allowStmt(`"*"`, `"*"`) + `}`},
 		{"empty statement list", `{"Version":"2012-10-17","Statement":[]}`},
 		{"empty Condition", policyDoc(`{"Effect":"Allow","Principal":"*","Action":"*","Condition":{}}`)},
+		// What SQS accepts and fifoq used to refuse: kept, and evaluated
+		// so that it never grants more than it says (TestEvaluateAccepted).
+		// localstack test_sqs.py::test_set_queue_policy stores a policy with
+		// an ArnEquals condition and a Resource that is no ARN.
+		{"localstack TEST_POLICY", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"sqs:SendMessage","Resource":"'$sqs_queue_arn'","Condition":{"ArnEquals":{"aws:SourceArn":"'$sns_topic_arn'"}}}]}`},
+		{"condition values of every JSON type", stmt(`"Principal":"*","Action":"*","Condition":{"NumericLessThan":{"x":[1.5,2]},"Bool":{"aws:SecureTransport":true}}`)},
+		{"Service principal", stmt(`"Principal":{"Service":"sns.amazonaws.com"},"Action":"sqs:SendMessage"`)},
+		{"Federated principal", stmt(`"Principal":{"Federated":"cognito-identity.amazonaws.com"},"Action":"*"`)},
+		{"CanonicalUser principal", stmt(`"Principal":{"CanonicalUser":"79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"},"Action":"*"`)},
+		{"AWS and Service principals", stmt(`"Principal":{"AWS":"111111111111","Service":"sns.amazonaws.com"},"Action":"*"`)},
+		{"other service action", stmt(`"Principal":"*","Action":"sns:Publish"`)},
+		{"wildcard service", stmt(`"Principal":"*","Action":"*:SendMessage"`)},
+		{"unknown action", stmt(`"Principal":"*","Action":"sqs:SendMesage"`)},
+		{"wildcard matching nothing", stmt(`"Principal":"*","Action":"sqs:Publish*"`)},
+		{"unknown NotAction", stmt(`"Principal":"*","NotAction":"sqs:Foo"`)},
+		{"S3 resource", stmt(`"Principal":"*","Action":"*","Resource":"arn:aws:s3:::bucket"`)},
+		{"resource not an ARN", stmt(`"Principal":"*","Action":"*","Resource":"orders.fifo"`)},
+		{"resource queue URL", stmt(`"Principal":"*","Action":"*","Resource":"https://sqs.us-east-1.amazonaws.com/000000000000/q"`)},
+		{"resource without queue name", stmt(`"Principal":"*","Action":"*","Resource":"arn:aws:sqs:us-east-1:000000000000"`)},
+		{"resource with empty region", stmt(`"Principal":"*","Action":"*","Resource":"arn:aws:sqs:::q"`)},
+		{"resource with seven parts", stmt(`"Principal":"*","Action":"*","Resource":"arn:aws:sqs:us-east-1:000000000000:q:x"`)},
+		{"NotResource not an ARN", stmt(`"Principal":"*","Action":"*","NotResource":"q"`)},
+		{"condition on source ARN", stmt(`"Principal":"*","Action":"sqs:SendMessage","Condition":{"ArnEquals":{"aws:SourceArn":"arn:aws:sns:us-east-1:111111111111:t"}}`)},
+		{"condition on secure transport", stmt(`"Principal":"*","Action":"*","Condition":{"Bool":{"aws:SecureTransport":"false"}}`)},
+		{"condition with empty operator", stmt(`"Principal":"*","Action":"*","Condition":{"StringEquals":{}}`)},
+		{"condition on a Deny", policyDoc(`{"Effect":"Deny","Principal":"*","Action":"*","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}`)},
+		{"policy variable", stmt(`"Principal":"*","Action":"*","Resource":"arn:aws:sqs:us-east-1:${aws:PrincipalAccount}:q"`)},
 		{"statements without Sid", policyDoc(allowStmt(`"*"`, `"*"`), allowStmt(`"*"`, `"*"`))},
 		{"20 statements", twenty},
 		{"8192 bytes", long},
@@ -142,10 +170,6 @@ func TestParsePolicyRefuses(t *testing.T) {
 		{"Principal bare account", stmt(`"Principal":"111111111111","Action":"*"`), `Principal must be "*" or an object`},
 		{"Principal empty object", stmt(`"Principal":{},"Action":"*"`), `Principal must be "*" or an object`},
 		{"Principal a number", stmt(`"Principal":1,"Action":"*"`), `Principal must be "*" or an object such as {"AWS": "123456789012"}, not 1`},
-		{"Service principal", stmt(`"Principal":{"Service":"sns.amazonaws.com"},"Action":"sqs:SendMessage"`), "Service principals are not supported"},
-		{"Federated principal", stmt(`"Principal":{"Federated":"cognito-identity.amazonaws.com"},"Action":"*"`), "Federated principals are not supported"},
-		{"CanonicalUser principal", stmt(`"Principal":{"CanonicalUser":"79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"},"Action":"*"`), "CanonicalUser principals are not supported"},
-		{"AWS and Service principals", stmt(`"Principal":{"AWS":"111111111111","Service":"sns.amazonaws.com"},"Action":"*"`), "Service principals are not supported"},
 		{"unknown principal type", stmt(`"Principal":{"Aws":"111111111111"},"Action":"*"`), `unknown principal type "Aws"`},
 		{"AWS empty list", stmt(`"Principal":{"AWS":[]},"Action":"*"`), "Principal AWS must be a string or a non-empty list of strings, not []"},
 		{"short account id", stmt(`"Principal":{"AWS":"12345"},"Action":"*"`), `Principal "12345" is not "*", a 12-digit account id, or an IAM ARN of an account`},
@@ -158,37 +182,25 @@ func TestParsePolicyRefuses(t *testing.T) {
 		{"NotPrincipal AWS star", stmt(`"NotPrincipal":{"AWS":["111111111111","*"]},"Action":"*"`), `NotPrincipal "*" applies to no one`},
 		{"Action missing", stmt(`"Principal":"*"`), "Action is missing"},
 		{"Action and NotAction", stmt(`"Principal":"*","Action":"*","NotAction":"sqs:PurgeQueue"`), "Action and NotAction cannot be used together"},
-		{"other service action", stmt(`"Principal":"*","Action":"sns:Publish"`), `Action "sns:Publish" is not an SQS action`},
-		{"action without prefix", stmt(`"Principal":"*","Action":"SendMessage"`), `Action "SendMessage" is not an SQS action`},
-		{"wildcard service", stmt(`"Principal":"*","Action":"*:SendMessage"`), `Action "*:SendMessage" is not an SQS action`},
-		{"empty action name", stmt(`"Principal":"*","Action":"sqs:"`), `Action "sqs:" is not an SQS action name`},
-		{"action with space", stmt(`"Principal":"*","Action":"sqs:Send Message"`), `Action "sqs:Send Message" is not an SQS action name`},
-		{"unknown action", stmt(`"Principal":"*","Action":"sqs:SendMesage"`), `Action "sqs:SendMesage" matches no SQS action`},
-		{"wildcard matching nothing", stmt(`"Principal":"*","Action":"sqs:Publish*"`), `Action "sqs:Publish*" matches no SQS action`},
-		{"unknown NotAction", stmt(`"Principal":"*","NotAction":"sqs:Foo"`), `NotAction "sqs:Foo" matches no SQS action`},
+		{"action without prefix", stmt(`"Principal":"*","Action":"SendMessage"`), `Action "SendMessage" is not an action`},
+		{"empty action name", stmt(`"Principal":"*","Action":"sqs:"`), `Action "sqs:" is not an action`},
+		{"action with space", stmt(`"Principal":"*","Action":"sqs:Send Message"`), `Action "sqs:Send Message" is not an action`},
 		{"Action empty list", stmt(`"Principal":"*","Action":[]`), "Action must be a string or a non-empty list of strings"},
 		{"Action a number", stmt(`"Principal":"*","Action":5`), "Action must be a string or a non-empty list of strings, not 5"},
 		{"eight actions", stmt(`"Principal":"*","Action":["sqs:SendMessage","sqs:ReceiveMessage","sqs:DeleteMessage","sqs:ChangeMessageVisibility","sqs:GetQueueAttributes","sqs:GetQueueUrl","sqs:PurgeQueue","sqs:ListDeadLetterSourceQueues"]`), "Action lists 8 actions; the maximum is 7"},
 		{"Resource and NotResource", stmt(`"Principal":"*","Action":"*","Resource":"*","NotResource":"*"`), "Resource and NotResource cannot be used together"},
-		{"S3 resource", stmt(`"Principal":"*","Action":"*","Resource":"arn:aws:s3:::bucket"`), `Resource "arn:aws:s3:::bucket" is not "*" or an SQS queue ARN`},
-		{"resource not an ARN", stmt(`"Principal":"*","Action":"*","Resource":"orders.fifo"`), `Resource "orders.fifo" is not "*" or an SQS queue ARN`},
-		{"resource queue URL", stmt(`"Principal":"*","Action":"*","Resource":"https://sqs.us-east-1.amazonaws.com/000000000000/q"`), "is not \"*\" or an SQS queue ARN"},
-		{"resource without queue name", stmt(`"Principal":"*","Action":"*","Resource":"arn:aws:sqs:us-east-1:000000000000"`), "is not \"*\" or an SQS queue ARN"},
-		{"resource with empty region", stmt(`"Principal":"*","Action":"*","Resource":"arn:aws:sqs:::q"`), "is not \"*\" or an SQS queue ARN"},
-		{"resource with seven parts", stmt(`"Principal":"*","Action":"*","Resource":"arn:aws:sqs:us-east-1:000000000000:q:x"`), "is not \"*\" or an SQS queue ARN"},
 		{"Resource empty list", stmt(`"Principal":"*","Action":"*","Resource":[]`), "Resource must be a string or a non-empty list of strings"},
-		{"NotResource not an ARN", stmt(`"Principal":"*","Action":"*","NotResource":"q"`), `NotResource "q" is not "*" or an SQS queue ARN`},
-		{"condition on source ARN", stmt(`"Principal":"*","Action":"sqs:SendMessage","Condition":{"ArnEquals":{"aws:SourceArn":"arn:aws:sns:us-east-1:111111111111:t"}}`), "Condition ArnEquals on aws:SourceArn is not supported"},
-		{"condition on secure transport", stmt(`"Principal":"*","Action":"*","Condition":{"Bool":{"aws:SecureTransport":"false"}}`), "Condition Bool on aws:SecureTransport is not supported"},
-		{"condition with empty operator", stmt(`"Principal":"*","Action":"*","Condition":{"StringEquals":{}}`), "Condition StringEquals is not supported"},
+		{"condition operator not an object", stmt(`"Principal":"*","Action":"*","Condition":{"StringEquals":"x"}`), `Condition StringEquals must be an object of condition keys, not "x"`},
+		{"condition value an object", stmt(`"Principal":"*","Action":"*","Condition":{"StringEquals":{"k":{"a":1}}}`), `Condition StringEquals k must be a value or a list of values`},
+		{"condition value an empty list", stmt(`"Principal":"*","Action":"*","Condition":{"StringEquals":{"k":[]}}`), `Condition StringEquals k must be a value or a list of values`},
+		{"Service principal a number", stmt(`"Principal":{"Service":1},"Action":"*"`), "Principal Service must be a string or a non-empty list of strings, not 1"},
+		{"empty resource", stmt(`"Principal":"*","Action":"*","Resource":""`), "Resource must not be empty"},
 		{"condition not an object", stmt(`"Principal":"*","Action":"*","Condition":"x"`), `Condition must be an object, not "x"`},
-		{"condition on a Deny", policyDoc(`{"Effect":"Deny","Principal":"*","Action":"*","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}`), "Condition IpAddress on aws:SourceIp is not supported"},
 		{"Id null", `{"Id":null,"Statement":[]}`, "Id must be a string, not null"},
 		{"Sid null", policyDoc(`{"Sid":null,"Effect":"Allow","Principal":"*","Action":"*"}`), "statement 1: Sid must be a string, not null"},
 		{"Principal null", stmt(`"Principal":null,"Action":"*"`), `Principal must be "*" or an object such as {"AWS": "123456789012"}, not null`},
 		{"Action null", stmt(`"Principal":"*","Action":null`), "Action must be a string or a non-empty list of strings, not null"},
 		{"Resource null", stmt(`"Principal":"*","Action":"*","Resource":null`), "Resource must be a string or a non-empty list of strings, not null"},
-		{"policy variable", stmt(`"Principal":"*","Action":"*","Resource":"arn:aws:sqs:us-east-1:${aws:PrincipalAccount}:q"`), "holds a policy variable; fifoq does not substitute policy variables"},
 		{"Sid with percent", policyDoc(`{"Sid":"100%s","Effect":"Allow","Principal":"*"}`), `statement 1 (Sid "100%s"): Action is missing`},
 	}
 	for _, tt := range tests {
@@ -475,5 +487,66 @@ func TestEvaluateAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("Evaluate and Authorize allocate %v times per call, want 0", allocs)
+	}
+}
+
+// TestEvaluateAccepted: what SQS accepts and fifoq cannot know of a
+// request never grants more than the policy says: a statement that names
+// another queue, another service's action or a principal no fifoq caller
+// is grants nothing; a condition fifoq cannot evaluate makes an Allow grant
+// nothing and a Deny deny.
+func TestEvaluateAccepted(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		name   string
+		stmt   string // with Effect EFFECT
+		tls    *bool
+		caller string
+		allow  Decision // the decision as an Allow statement
+		deny   Decision // the decision as a Deny statement
+	}{
+		{"Service principal", `"Principal":{"Service":"sns.amazonaws.com"},"Action":"*"`, nil, polAlice, NoDecision, NoDecision},
+		{"NotPrincipal Service", `"NotPrincipal":{"Service":"sns.amazonaws.com"},"Action":"*"`, nil, polAlice, Allow, Deny},
+		{"other service's action", `"Principal":"*","Action":"sns:Publish"`, nil, polAlice, NoDecision, NoDecision},
+		{"wildcard service action", `"Principal":"*","Action":"*:SendMessage"`, nil, polAlice, Allow, Deny},
+		{"unknown SQS action", `"Principal":"*","Action":"sqs:SendMesage"`, nil, polAlice, NoDecision, NoDecision},
+		{"resource not an ARN", `"Principal":"*","Action":"*","Resource":"'$sqs_queue_arn'"`, nil, polAlice, NoDecision, NoDecision},
+		{"resource another queue", `"Principal":"*","Action":"*","Resource":"` + polOther + `"`, nil, polAlice, NoDecision, NoDecision},
+		{"resource another service", `"Principal":"*","Action":"*","Resource":"arn:aws:s3:::bucket"`, nil, polAlice, NoDecision, NoDecision},
+		{"policy variable", `"Principal":"*","Action":"*","Resource":"arn:aws:sqs:us-east-1:${aws:PrincipalAccount}:orders.fifo"`, nil, polAlice, NoDecision, Deny},
+		{"absent key, ArnEquals", `"Principal":"*","Action":"*","Condition":{"ArnEquals":{"aws:SourceArn":"arn:aws:sns:us-east-1:111111111111:t"}}`, nil, polAlice, NoDecision, NoDecision},
+		{"absent key, ArnNotEquals", `"Principal":"*","Action":"*","Condition":{"ArnNotEquals":{"aws:SourceArn":"arn:aws:sns:us-east-1:111111111111:t"}}`, nil, polAlice, Allow, Deny},
+		{"absent key, IfExists", `"Principal":"*","Action":"*","Condition":{"StringEqualsIfExists":{"aws:SourceAccount":"111111111111"}}`, nil, polAlice, Allow, Deny},
+		{"absent key, Null true", `"Principal":"*","Action":"*","Condition":{"Null":{"aws:SourceArn":"true"}}`, nil, polAlice, Allow, Deny},
+		{"absent key, Null false", `"Principal":"*","Action":"*","Condition":{"Null":{"aws:SourceArn":false}}`, nil, polAlice, NoDecision, NoDecision},
+		{"absent key, ForAnyValue", `"Principal":"*","Action":"*","Condition":{"ForAnyValue:StringEquals":{"aws:PrincipalOrgID":"o-1"}}`, nil, polAlice, NoDecision, NoDecision},
+		{"absent key, ForAllValues", `"Principal":"*","Action":"*","Condition":{"ForAllValues:StringEquals":{"aws:PrincipalOrgID":"o-1"}}`, nil, polAlice, Allow, Deny},
+		{"absent key, numeric", `"Principal":"*","Action":"*","Condition":{"NumericLessThan":{"aws:SourceAccount":5}}`, nil, polAlice, NoDecision, NoDecision},
+		{"PrincipalAccount equal", `"Principal":"*","Action":"*","Condition":{"StringEquals":{"aws:PrincipalAccount":["222222222222","111111111111"]}}`, nil, polAlice, Allow, Deny},
+		{"PrincipalAccount other", `"Principal":"*","Action":"*","Condition":{"StringEquals":{"aws:PrincipalAccount":"222222222222"}}`, nil, polAlice, NoDecision, NoDecision},
+		{"PrincipalAccount not equal", `"Principal":"*","Action":"*","Condition":{"StringNotEquals":{"aws:PrincipalAccount":"222222222222"}}`, nil, polAlice, Allow, Deny},
+		{"PrincipalAccount like", `"Principal":"*","Action":"*","Condition":{"StringLike":{"aws:PrincipalAccount":"1111*"}}`, nil, polAlice, Allow, Deny},
+		{"SecureTransport false over TLS", `"Principal":"*","Action":"*","Condition":{"Bool":{"aws:SecureTransport":"false"}}`, &yes, polAlice, NoDecision, NoDecision},
+		{"SecureTransport false over HTTP", `"Principal":"*","Action":"*","Condition":{"Bool":{"aws:SecureTransport":"false"}}`, &no, polAlice, Allow, Deny},
+		{"SecureTransport unknown", `"Principal":"*","Action":"*","Condition":{"Bool":{"aws:SecureTransport":"false"}}`, nil, polAlice, NoDecision, Deny},
+		{"unknown key", `"Principal":"*","Action":"*","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}`, nil, polAlice, NoDecision, Deny},
+		{"unknown operator on a known key", `"Principal":"*","Action":"*","Condition":{"NumericEquals":{"aws:PrincipalAccount":"111111111111"}}`, nil, polAlice, NoDecision, Deny},
+		{"false beats unknown", `"Principal":"*","Action":"*","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"},"ArnEquals":{"aws:SourceArn":"x"}}`, nil, polAlice, NoDecision, NoDecision},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Request{Caller: tt.caller, Action: "SendMessage", QueueARN: polQueue, SecureTransport: tt.tls}
+			for effect, want := range map[string]Decision{"Allow": tt.allow, "Deny": tt.deny} {
+				p := mustParsePolicy(t, policyDoc(`{"Effect":"`+effect+`",`+tt.stmt+`}`))
+				if got := p.EvaluateRequest(r); got != want {
+					t.Errorf("%s: %v, want %v", effect, got, want)
+				}
+			}
+		})
+	}
+	// In 2008-10-17 a policy variable is literal text, which names no queue.
+	p := mustParsePolicy(t, `{"Version":"2008-10-17","Statement":[{"Effect":"Deny","Principal":"*","Action":"*","Resource":"arn:aws:sqs:us-east-1:${x}:orders.fifo"}]}`)
+	if got := p.Evaluate(polAlice, "SendMessage", polQueue); got != NoDecision {
+		t.Errorf("2008-10-17 policy variable: %v", got)
 	}
 }

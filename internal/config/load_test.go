@@ -66,7 +66,7 @@ func TestParseBadFiles(t *testing.T) {
 		{"fifo-only attribute on a standard queue", "queues:\n  - name: a\n    attributes:\n      ContentBasedDeduplication: true\n", 4, "InvalidAttributeName"},
 		{"throughput without scope", "queues:\n  - name: a.fifo\n    attributes:\n      FifoQueue: true\n      FifoThroughputLimit: perMessageGroupId\n", 3, "DeduplicationScope"},
 		{"policy not JSON", "queues:\n  - name: a\n    policy: 'not json'\n", 3, "Policy"},
-		{"policy refused by the policy checker", "queues:\n  - name: a\n    policy:\n      Statement:\n        - Effect: Allow\n          Principal: {Service: sqs.amazonaws.com}\n          Action: sqs:SendMessage\n", 3, "Invalid value for the parameter Policy"},
+		{"policy refused by the policy checker", "queues:\n  - name: a\n    policy:\n      Statement:\n        - Effect: Allow\n          Principal: {Bogus: x}\n          Action: sqs:SendMessage\n", 3, "Invalid value for the parameter Policy"},
 		{"policy given twice", "queues:\n  - name: a\n    attributes:\n      Policy: '{}'\n    policy: {Statement: []}\n", 5, "both give the policy (line 4)"},
 		{"dead_letter and RedrivePolicy", "queues:\n  - name: d\n  - name: a\n    attributes:\n      RedrivePolicy: {deadLetterTargetArn: 'arn:aws:sqs:us-east-1:000000000000:d', maxReceiveCount: 3}\n    dead_letter: {queue: d, max_receive_count: 3}\n", 6, "both give the dead-letter queue (line 5)"},
 		{"dead_letter without queue", "queues:\n  - name: a\n    dead_letter: {max_receive_count: 3}\n", 3, "queue is missing"},

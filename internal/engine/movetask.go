@@ -2,6 +2,8 @@ package engine
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -29,6 +31,10 @@ const (
 	maxTasksKept = api.MaxListedMoveTasks
 )
 
+// failNonExistentQueue is the FailureReason of a task whose source or
+// destination queue is gone.
+const failNonExistentQueue = "AWS.SimpleQueueService.NonExistentQueue"
+
 // moveTask is one message move task.
 type moveTask struct {
 	handle    string
@@ -49,13 +55,44 @@ func optimisedRate(backlog int64) int64 {
 	return max(minOptimisedRate, backlog/optimisedDrainSeconds)
 }
 
-// encodeTaskHandle makes a task handle: opaque to clients, unguessable, and
-// naming the source queue so that CancelMessageMoveTask can find the task.
-func encodeTaskHandle(nonce uint64, sourceArn string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatUint(nonce, 16) + ":" + sourceArn))
+// A task handle is what SQS hands out, and what clients decode: the
+// standard base64 (padded) of the JSON document
+//
+//	{"taskId":"<uuid>","sourceArn":"<source queue ARN>"}
+//
+// (recorded: localstack test_sqs_move_task.py::test_basic_move_task_workflow
+// decodes AWS's handle and finds a UUID taskId and the source's ARN). The
+// taskId is derived from the command's entropy, so it is unguessable yet
+// the same on replay.
+type taskHandleDoc struct {
+	TaskID    string `json:"taskId"`
+	SourceArn string `json:"sourceArn"`
 }
 
+// encodeTaskHandle makes the handle of task nonce on the source queue arn.
+func encodeTaskHandle(nonce uint64, sourceArn string) string {
+	a, b := mix64(nonce), mix64(nonce^0x510e527fade682d1)
+	id := fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", a>>32, a>>16&0xffff, a&0xfff, b>>48&0x3fff|0x8000, b&0xffffffffffff)
+	doc, _ := json.Marshal(taskHandleDoc{TaskID: id, SourceArn: sourceArn}) // two strings: cannot fail
+	return base64.StdEncoding.EncodeToString(doc)
+}
+
+// decodeTaskHandle returns the source ARN a handle names, and false for a
+// handle that is not one: not base64, not a JSON object, or without a
+// taskId and a sourceArn. Handles of the format fifoq wrote before (the
+// unpadded URL-safe base64 of "NONCE:ARN") are still read, so that tasks
+// restored from an older log or snapshot can be cancelled.
 func decodeTaskHandle(h string) (sourceArn string, ok bool) {
+	if b, err := base64.StdEncoding.DecodeString(h); err == nil {
+		var doc taskHandleDoc
+		if json.Unmarshal(b, &doc) == nil && doc.TaskID != "" && doc.SourceArn != "" {
+			return doc.SourceArn, true
+		}
+	}
+	return decodeLegacyTaskHandle(h)
+}
+
+func decodeLegacyTaskHandle(h string) (sourceArn string, ok bool) {
 	b, err := base64.RawURLEncoding.DecodeString(h)
 	if err != nil {
 		return "", false
@@ -82,7 +119,7 @@ func (e *Engine) queueByARN(arn string) *queue {
 func (e *Engine) startMessageMoveTask(cmd *Command, r *api.StartMessageMoveTaskRequest, now int64) (api.Response, error) {
 	src := e.queueByARN(r.SourceArn)
 	if src == nil {
-		return nil, api.ErrResourceNotFound("The resource that you specified for the SourceArn parameter doesn't exist.")
+		return nil, errNoSourceArn()
 	}
 	if !e.isDeadLetterQueue(src.key) {
 		return nil, api.ErrInvalidParameterValue("Source queue must be configured as a Dead Letter Queue.")
@@ -132,14 +169,17 @@ func (e *Engine) startMessageMoveTask(cmd *Command, r *api.StartMessageMoveTaskR
 }
 
 func (e *Engine) cancelMessageMoveTask(r *api.CancelMessageMoveTaskRequest, now int64) (api.Response, error) {
-	notFound := api.ErrResourceNotFound("Task does not exist.")
+	// The three answers are AWS's, recorded in localstack
+	// test_sqs_move_task.snapshot.json: test_cancel_with_invalid_task_handle,
+	// test_cancel_with_invalid_source_arn_in_task_handle and
+	// test_cancel_with_invalid_task_id_in_task_handle.
 	arn, ok := decodeTaskHandle(r.TaskHandle)
 	if !ok {
-		return nil, notFound
+		return nil, api.ErrInvalidParameterValue("Value for parameter TaskHandle is invalid.")
 	}
 	src := e.queueByARN(arn)
 	if src == nil {
-		return nil, notFound
+		return nil, errNoSourceArn()
 	}
 	for _, t := range src.tasks {
 		if t.handle != r.TaskHandle {
@@ -152,13 +192,19 @@ func (e *Engine) cancelMessageMoveTask(r *api.CancelMessageMoveTaskRequest, now 
 		e.pruneRunning()
 		return &api.CancelMessageMoveTaskResult{ApproximateNumberOfMessagesMoved: t.moved}, nil
 	}
-	return nil, notFound
+	return nil, api.ErrResourceNotFound("Task does not exist.")
+}
+
+// errNoSourceArn is SQS's answer when the source queue a request names,
+// by ARN or inside a task handle, does not exist.
+func errNoSourceArn() error {
+	return api.ErrResourceNotFound("The resource that you specified for the SourceArn parameter doesn't exist.")
 }
 
 func (e *Engine) listMessageMoveTasks(r *api.ListMessageMoveTasksRequest) (api.Response, error) {
 	src := e.queueByARN(r.SourceArn)
 	if src == nil {
-		return nil, api.ErrResourceNotFound("The resource that you specified for the SourceArn parameter doesn't exist.")
+		return nil, errNoSourceArn()
 	}
 	limit := 1
 	if r.MaxResults != nil {
@@ -213,7 +259,7 @@ func (e *Engine) pruneRunning() {
 func (e *Engine) stopRunning(t *moveTask) {
 	if t.status == api.MoveTaskRunning {
 		t.status = api.MoveTaskFailed
-		t.failure = "AWS.SimpleQueueService.NonExistentQueue"
+		t.failure = failNonExistentQueue
 	}
 	e.pruneRunning()
 }
@@ -228,7 +274,7 @@ func (e *Engine) advance(t *moveTask, now int64) {
 	}
 	src := e.queues[t.source]
 	if src == nil {
-		t.status, t.failure = api.MoveTaskFailed, "AWS.SimpleQueueService.NonExistentQueue"
+		t.status, t.failure = api.MoveTaskFailed, failNonExistentQueue
 		return
 	}
 	e.process(src, now)
@@ -274,14 +320,16 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, s
 		if d := e.queues[t.dest]; d != nil {
 			return d, ""
 		}
-		return nil, "AWS.SimpleQueueService.NonExistentQueue: the destination queue " + t.destArn + " does not exist."
+		// The bare code, as recorded: localstack test_sqs_move_task.snapshot.json
+		// test_move_task_delete_destination_queue_while_running.
+		return nil, failNonExistentQueue
 	}
 	if m.dlqSource == "" {
 		return nil, "InvalidParameterValue: message " + m.id + " has no DeadLetterQueueSourceArn to return to; give a DestinationArn."
 	}
 	d := e.queueByARN(m.dlqSource)
 	if d == nil || d == src {
-		return nil, "AWS.SimpleQueueService.NonExistentQueue: the source queue " + m.dlqSource + " does not exist."
+		return nil, failNonExistentQueue
 	}
 	if d.fifo != src.fifo {
 		return nil, "InvalidParameterValue: the source queue " + m.dlqSource + " is not of the dead-letter queue's type."

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -275,7 +276,15 @@ func TestPermissions(t *testing.T) {
 		t.Fatalf("policy: %v", err)
 	}
 	arn := "arn:aws:sqs:us-east-1:000000000000:q"
-	if doc.Version != "2012-10-17" || doc.Id != arn+"/SQSDefaultPolicy" || len(doc.Statement) != 2 {
+	// SQS's layout, member order included (Version 2008-10-17: the policy
+	// AWS starts; see permissions.go).
+	want := `{"Version":"2008-10-17","Id":"` + arn + `/SQSDefaultPolicy","Statement":[` +
+		`{"Sid":"one","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::111111111111:root"},"Action":"SQS:SendMessage","Resource":"` + arn + `"},` +
+		`{"Sid":"two","Effect":"Allow","Principal":{"AWS":["arn:aws:iam::111111111111:root","arn:aws:iam::222222222222:root"]},"Action":["SQS:ReceiveMessage","SQS:DeleteMessage"],"Resource":"` + arn + `"}]}`
+	if got := h.attrs(q)["Policy"]; got != want {
+		t.Errorf("policy =\n%s\nwant\n%s", got, want)
+	}
+	if doc.Version != "2008-10-17" || doc.Id != arn+"/SQSDefaultPolicy" || len(doc.Statement) != 2 {
 		t.Fatalf("policy = %+v", doc)
 	}
 	s0, s1 := doc.Statement[0], doc.Statement[1]
@@ -301,5 +310,9 @@ func TestPermissions(t *testing.T) {
 	var kept struct{ Statement []map[string]any }
 	if err := json.Unmarshal([]byte(h.attrs(q)["Policy"]), &kept); err != nil || len(kept.Statement) != 2 || kept.Statement[0]["Condition"] == nil || kept.Statement[1]["Action"] != "SQS:*" {
 		t.Errorf("extended policy = %s (%v)", h.attrs(q)["Policy"], err)
+	}
+	// Its members stay in their order, the number as written.
+	if got, want := h.attrs(q)["Policy"], `{"Version":"2012-10-17","Statement":[{"Sid":"mine","Effect":"Deny","Principal":"*","Action":"SQS:*","Resource":"*","Condition":{"NumericLessThan":{"x":1.50}}},{"Sid":"added",`; !strings.HasPrefix(got, want) {
+		t.Errorf("extended policy = %s", got)
 	}
 }

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"testing"
@@ -305,9 +308,16 @@ func TestMessageMoveTaskErrors(t *testing.T) {
 			wantCode(t, err, tc.code)
 		})
 	}
-	for _, handle := range []string{"bm9wZQ", encodeTaskHandle(1, missing.ARN(testRegion)), encodeTaskHandle(1, dlq.ARN(testRegion))} {
-		_, err := h.do(api.QueueKey{}, &api.CancelMessageMoveTaskRequest{TaskHandle: handle})
-		wantCode(t, err, "ResourceNotFoundException")
+	// Recorded: localstack test_sqs_move_task.snapshot.json, the three
+	// test_cancel_with_invalid_* tests.
+	for _, tc := range []struct{ handle, code string }{
+		{"foobared", "InvalidParameterValue"},
+		{"bm9wZQ", "InvalidParameterValue"},
+		{encodeTaskHandle(1, missing.ARN(testRegion)), "ResourceNotFoundException"},
+		{encodeTaskHandle(1, dlq.ARN(testRegion)), "ResourceNotFoundException"},
+	} {
+		_, err := h.do(api.QueueKey{}, &api.CancelMessageMoveTaskRequest{TaskHandle: tc.handle})
+		wantCode(t, err, tc.code)
 	}
 	_, err := h.do(api.QueueKey{}, &api.ListMessageMoveTasksRequest{SourceArn: missing.ARN(testRegion)})
 	wantCode(t, err, "ResourceNotFoundException")
@@ -335,5 +345,38 @@ func TestMessageMoveTaskFailsWithoutSource(t *testing.T) {
 	}
 	if h.e.HasActiveMoveTasks() {
 		t.Errorf("failed task still active")
+	}
+}
+
+// TestTaskHandleFormat: a handle is the padded base64 of
+// {"taskId":UUID,"sourceArn":ARN}, as AWS's (localstack
+// test_sqs_move_task.py::test_basic_move_task_workflow decodes it), and the
+// handles fifoq wrote before still name their source.
+func TestTaskHandleFormat(t *testing.T) {
+	const arn = "arn:aws:sqs:us-east-1:000000000000:dlq"
+	h := encodeTaskHandle(42, arn)
+	raw, err := base64.StdEncoding.DecodeString(h)
+	if err != nil {
+		t.Fatalf("handle %q: %v", h, err)
+	}
+	var doc map[string]string
+	if err := json.Unmarshal(raw, &doc); err != nil || len(doc) != 2 || doc["sourceArn"] != arn ||
+		!regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(doc["taskId"]) {
+		t.Fatalf("handle decodes to %s (%v)", raw, err)
+	}
+	if h == encodeTaskHandle(43, arn) {
+		t.Errorf("two tasks share a handle")
+	}
+	if got, ok := decodeTaskHandle(h); !ok || got != arn {
+		t.Errorf("decode = %q, %v", got, ok)
+	}
+	legacy := base64.RawURLEncoding.EncodeToString([]byte("2a:" + arn))
+	if got, ok := decodeTaskHandle(legacy); !ok || got != arn {
+		t.Errorf("legacy decode = %q, %v", got, ok)
+	}
+	for _, bad := range []string{"", "foobared", base64.StdEncoding.EncodeToString([]byte(`{"taskId":"x"}`)), base64.StdEncoding.EncodeToString([]byte(`[]`))} {
+		if _, ok := decodeTaskHandle(bad); ok {
+			t.Errorf("decode(%q) ok", bad)
+		}
 	}
 }

@@ -368,7 +368,7 @@ func badInputCases(fifo, std, big, stdARN, scratch, handle string) []badCase {
 		{"RedrivePolicy not JSON", "SetQueueAttributes", params{"QueueUrl": std, "Attributes": map[string]string{"RedrivePolicy": "{"}}, invalidAttr},
 		{"RedrivePolicy to no queue", "SetQueueAttributes", params{"QueueUrl": std, "Attributes": map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:` + Account + `:nope","maxReceiveCount":3}`}}, []string{"InvalidParameterValue", "AWS.SimpleQueueService.NonExistentQueue"}},
 		{"Policy not JSON", "SetQueueAttributes", params{"QueueUrl": std, "Attributes": map[string]string{"Policy": "{"}}, invalidAttr},
-		{"Policy with a Condition", "SetQueueAttributes", params{"QueueUrl": std, "Attributes": map[string]string{"Policy": `{"Statement":[{"Effect":"Allow","Principal":"*","Action":"sqs:*","Condition":{"Bool":{"aws:SecureTransport":"true"}}}]}`}}, invalidAttr},
+		{"Policy with a Condition not an object", "SetQueueAttributes", params{"QueueUrl": std, "Attributes": map[string]string{"Policy": `{"Statement":[{"Effect":"Allow","Principal":"*","Action":"sqs:*","Condition":"aws:SecureTransport"}]}`}}, invalidAttr},
 		{"VisibilityTimeout 43201", "CreateQueue", params{"QueueName": "bad-created", "Attributes": map[string]string{"VisibilityTimeout": "43201"}}, invalidAttr},
 		{"MaximumMessageSize 1023", "CreateQueue", params{"QueueName": "bad-created", "Attributes": map[string]string{"MaximumMessageSize": "1023"}}, invalidAttr},
 	} {

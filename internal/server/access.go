@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"sync"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -13,7 +14,8 @@ import (
 // another account needs a policy statement that allows the action and
 // none that denies it. Queues that do not exist are left to the engine,
 // which answers QueueDoesNotExist.
-func (s *Server) authorize(caller string, req api.Request, target api.QueueKey) error {
+func (s *Server) authorize(ctx context.Context, caller string, req api.Request, target api.QueueKey) error {
+	secure := transportOf(ctx)
 	switch r := req.(type) {
 	case *api.CreateQueueRequest, *api.ListQueuesRequest:
 		return nil // always in the caller's own account
@@ -28,41 +30,41 @@ func (s *Server) authorize(caller string, req api.Request, target api.QueueKey) 
 		if owner == "" {
 			owner = caller
 		}
-		return s.authorizeOn(caller, req.Action(), api.QueueKey{Account: owner, Name: r.QueueName})
+		return s.authorizeOn(secure, caller, req.Action(), api.QueueKey{Account: owner, Name: r.QueueName})
 	case *api.StartMessageMoveTaskRequest:
-		if err := s.authorizeARN(caller, req.Action(), r.SourceArn); err != nil {
+		if err := s.authorizeARN(secure, caller, req.Action(), r.SourceArn); err != nil {
 			return err
 		}
 		if r.DestinationArn != "" {
-			return s.authorizeARN(caller, api.ActionSendMessage, r.DestinationArn)
+			return s.authorizeARN(secure, caller, api.ActionSendMessage, r.DestinationArn)
 		}
 		return nil
 	case *api.ListMessageMoveTasksRequest:
-		return s.authorizeARN(caller, req.Action(), r.SourceArn)
+		return s.authorizeARN(secure, caller, req.Action(), r.SourceArn)
 	case *api.CancelMessageMoveTaskRequest:
 		if arn, ok := engine.MoveTaskSource(r.TaskHandle); ok {
-			return s.authorizeARN(caller, req.Action(), arn)
+			return s.authorizeARN(secure, caller, req.Action(), arn)
 		}
 		return nil // a malformed handle: the engine says so
 	}
 	if _, ok := api.QueueURLOf(req); ok {
-		return s.authorizeOn(caller, req.Action(), target)
+		return s.authorizeOn(secure, caller, req.Action(), target)
 	}
 	return nil
 }
 
 // authorizeARN checks access to the queue an ARN names; ARNs that name no
 // queue of this server are left to the engine to refuse.
-func (s *Server) authorizeARN(caller string, action api.Action, arn string) error {
+func (s *Server) authorizeARN(secure *bool, caller string, action api.Action, arn string) error {
 	region, q, ok := api.ParseQueueARN(arn)
 	if !ok || region != s.cfg.Region {
 		return nil
 	}
-	return s.authorizeOn(caller, action, q)
+	return s.authorizeOn(secure, caller, action, q)
 }
 
 // authorizeOn applies the queue's policy to one action on queue q.
-func (s *Server) authorizeOn(caller string, action api.Action, q api.QueueKey) error {
+func (s *Server) authorizeOn(secure *bool, caller string, action api.Action, q api.QueueKey) error {
 	var doc string
 	var exists bool
 	s.log.Read(func(e *engine.Engine) { doc, exists = e.QueuePolicy(q) })
@@ -86,8 +88,28 @@ func (s *Server) authorizeOn(caller string, action api.Action, q api.QueueKey) e
 		}
 		return s.denied(q)
 	}
-	if err := auth.Authorize(p, caller, q.Account, string(action), q.ARN(s.cfg.Region)); err != nil {
+	r := &auth.Request{Caller: caller, Action: string(action), QueueARN: q.ARN(s.cfg.Region), SecureTransport: secure}
+	if err := auth.AuthorizeRequest(p, r, q.Account); err != nil {
 		return err
+	}
+	return nil
+}
+
+// transportKey marks a request's context with whether it came over TLS.
+type transportKey struct{}
+
+// withTransport records in ctx whether the request came over TLS, for the
+// aws:SecureTransport condition key.
+func withTransport(ctx context.Context, tls bool) context.Context {
+	return context.WithValue(ctx, transportKey{}, tls)
+}
+
+// transportOf returns whether the request of ctx came over TLS, or nil for
+// a request that did not come over HTTP (the console, the config file):
+// then a condition on aws:SecureTransport cannot be evaluated.
+func transportOf(ctx context.Context) *bool {
+	if tls, ok := ctx.Value(transportKey{}).(bool); ok {
+		return &tls
 	}
 	return nil
 }
@@ -97,8 +119,8 @@ func (s *Server) denied(q api.QueueKey) error {
 }
 
 // validatePolicies checks a Policy attribute being set with the policy
-// parser, which refuses what fifoq cannot honour (conditions, for one), so
-// that nothing is silently ignored. The engine knows nothing of IAM.
+// parser, which refuses what is not a policy document (see
+// auth.ParsePolicy). The engine knows nothing of IAM.
 func validatePolicies(req api.Request) error {
 	var attrs map[string]string
 	switch r := req.(type) {

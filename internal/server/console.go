@@ -46,7 +46,7 @@ func (b consoleBackend) Do(ctx context.Context, account string, req api.Request)
 func (b consoleBackend) Statuses(account string, queues []api.QueueKey) []console.QueueStatus {
 	allowed := make([]api.QueueKey, 0, len(queues))
 	for _, q := range queues {
-		if b.s.authorizeOn(account, api.ActionGetQueueAttributes, q) == nil {
+		if b.s.authorizeOn(nil, account, api.ActionGetQueueAttributes, q) == nil {
 			allowed = append(allowed, q)
 		}
 	}
@@ -72,7 +72,7 @@ func (b consoleBackend) Statuses(account string, queues []api.QueueKey) []consol
 // Groups implements console.Backend; it needs the right to read the
 // queue's attributes.
 func (b consoleBackend) Groups(account string, q api.QueueKey, opts engine.GroupsOptions) (page engine.GroupsPage, err error) {
-	if err := b.s.authorizeOn(account, api.ActionGetQueueAttributes, q); err != nil {
+	if err := b.s.authorizeOn(nil, account, api.ActionGetQueueAttributes, q); err != nil {
 		return page, err
 	}
 	now := b.s.now().UnixNano()
@@ -87,7 +87,7 @@ func (b consoleBackend) Groups(account string, q api.QueueKey, opts engine.Group
 // Peek implements console.Backend. Peeking shows message bodies, so it
 // needs the right to receive from the queue, though it receives nothing.
 func (b consoleBackend) Peek(account string, q api.QueueKey, opts engine.PeekOptions) (msgs []engine.PeekedMessage, err error) {
-	if err := b.s.authorizeOn(account, api.ActionReceiveMessage, q); err != nil {
+	if err := b.s.authorizeOn(nil, account, api.ActionReceiveMessage, q); err != nil {
 		return nil, err
 	}
 	now := b.s.now().UnixNano()

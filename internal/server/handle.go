@@ -71,7 +71,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.req = req
-	resp, err := s.do(r.Context(), caller, req)
+	resp, err := s.do(withTransport(r.Context(), r.TLS != nil), caller, req)
 	if err != nil {
 		fail(api.AsError(err))
 		return
@@ -123,7 +123,7 @@ func (s *Server) doRequest(ctx context.Context, caller string, req api.Request) 
 		}
 		cmd.Queue = q
 	}
-	if err := s.authorize(caller, req, cmd.Queue); err != nil {
+	if err := s.authorize(ctx, caller, req, cmd.Queue); err != nil {
 		return nil, err
 	}
 	switch req := req.(type) {
