@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -146,12 +147,41 @@ func (s *Server) doRequest(ctx context.Context, caller string, req api.Request) 
 
 // baseURL is the scheme and host the client reached us by, from which queue
 // URLs are built so that they work behind port mappings and proxies.
+//
+// Some clients name the host without the port they connected to (Debian's
+// Perl SQS client sends "Host: 127.0.0.1" to port 9324) and then post to
+// the queue URL they were given. Where the Host header has no port, no
+// proxy says it forwarded the request, and the connection's own port is
+// not the scheme's default, the URL gets the connection's port, so that
+// it leads back here.
 func baseURL(r *http.Request) string {
-	scheme := "http"
+	scheme, defaultPort := "http", "80"
 	if r.TLS != nil {
-		scheme = "https"
+		scheme, defaultPort = "https", "443"
 	}
-	return scheme + "://" + r.Host
+	host := r.Host
+	if _, _, err := net.SplitHostPort(host); err != nil && !forwarded(r.Header) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			if _, port, err := net.SplitHostPort(local.String()); err == nil && port != defaultPort {
+				if host == "" {
+					return scheme + "://" + local.String()
+				}
+				host = net.JoinHostPort(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), port)
+			}
+		}
+	}
+	return scheme + "://" + host
+}
+
+// forwarded reports whether a proxy says it forwarded the request; its
+// Host header is then the public name, port included or implied.
+func forwarded(h http.Header) bool {
+	for _, k := range []string{"Forwarded", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-For"} {
+		if h.Get(k) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // rewriteQueueURLs turns the queue paths the engine answers with into
