@@ -193,6 +193,8 @@ queues:
     tags: *common            # anchors and aliases work
     attributes:
       FifoQueue: false
+recreate_delay: 0
+purge_delay: 1m30s
 `
 	f, err := Parse("/etc/fifoq/fifoq.yaml", []byte(file), env{"FIFOQ_TEST_SECRET": "from-env"}.lookup)
 	if err != nil {
@@ -203,6 +205,7 @@ queues:
 		"account": "000000000000", "region": "eu-west-1", "insecure": "false", "log.json": "true",
 		"log.requests": "true", "credentials.file": "/etc/fifoq/credentials",
 		"tls.cert": "/etc/fifoq/tls/cert.pem", "tls.key": "/etc/fifoq/tls/key.pem",
+		"recreate_delay": "0", "purge_delay": "1m30s",
 	}
 	for _, s := range Settings {
 		got, ok := f.Setting(s.Key)

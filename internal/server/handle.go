@@ -136,6 +136,10 @@ func (s *Server) doRequest(ctx context.Context, caller string, req api.Request) 
 		}
 	case *api.ReceiveMessageRequest:
 		return s.receive(ctx, cmd, req)
+	case *api.DeleteQueueRequest:
+		cmd.RecreateDelay = s.cfg.RecreateDelay
+	case *api.PurgeQueueRequest:
+		cmd.PurgeDelay = s.cfg.PurgeDelay
 	}
 	if req.Action().ReadOnly() {
 		return s.read(cmd)
