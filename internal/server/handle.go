@@ -94,7 +94,7 @@ func (s *Server) do(ctx context.Context, caller string, req api.Request) (api.Re
 	resp, err := s.doRequest(ctx, caller, req)
 	if err == nil {
 		if u, ok := api.QueueURLOf(req); ok {
-			if q, perr := api.ParseQueueURL(u); perr == nil {
+			if q, perr := api.ResolveQueueURL(u, caller); perr == nil {
 				s.stats.record(q, req, resp)
 			}
 		}
@@ -117,7 +117,7 @@ func (s *Server) doRequest(ctx context.Context, caller string, req api.Request) 
 		Request: req,
 	}
 	if u, ok := api.QueueURLOf(req); ok {
-		q, err := api.ParseQueueURL(u)
+		q, err := api.ResolveQueueURL(u, caller)
 		if err != nil {
 			return nil, err
 		}
