@@ -63,6 +63,7 @@ func TestParseBadFiles(t *testing.T) {
 		{"fifo name without FifoQueue", "queues:\n  - name: a.fifo\n", 2, "add FifoQueue: true"},
 		{"FifoQueue false on a fifo name", "queues:\n  - name: a.fifo\n    attributes:\n      VisibilityTimeout: 5\n      FifoQueue: false\n", 5, "the type cannot change"},
 		{"FifoQueue true on a standard name", "queues:\n  - name: a\n    attributes:\n      FifoQueue: true\n", 4, "needs a name that ends in .fifo"},
+		{"FifoQueue True (any case, as SQS reads it) on a standard name", "queues:\n  - name: a\n    attributes:\n      FifoQueue: \"True\"\n", 4, "needs a name that ends in .fifo"},
 		{"fifo-only attribute on a standard queue", "queues:\n  - name: a\n    attributes:\n      ContentBasedDeduplication: true\n", 4, "InvalidAttributeName"},
 		{"throughput without scope", "queues:\n  - name: a.fifo\n    attributes:\n      FifoQueue: true\n      FifoThroughputLimit: perMessageGroupId\n", 3, "DeduplicationScope"},
 		{"policy not JSON", "queues:\n  - name: a\n    policy: 'not json'\n", 3, "Policy"},
