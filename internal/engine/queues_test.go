@@ -344,6 +344,9 @@ func TestCooldownsFromCommand(t *testing.T) {
 	}
 	h.advance(4 * time.Second)
 	wantCode(t, create("short"), "QueueDeletedRecently")
+	// The cool-down the deletion carried survives a snapshot.
+	restoreHarness(t, h)
+	wantCode(t, create("short"), "QueueDeletedRecently")
 	h.advance(time.Second)
 	if err := create("short"); err != nil {
 		t.Errorf("recreate after a 5 s cool-down: %v", err)
