@@ -176,7 +176,8 @@ write and delete every queue. Either
 		scheme = "https"
 	}
 	logger.Info("fifoq started", "version", version, "listen", scheme+"://"+ln.Addr().String(),
-		"account", opts.account, "region", opts.region, "storage", storage, "auth", authMode, "log_requests", opts.logReqs)
+		"account", opts.account, "region", opts.region, "storage", storage, "auth", authMode, "log_requests", opts.logReqs,
+		"recreate_delay", opts.recreateDelay, "purge_delay", opts.purgeDelay)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
