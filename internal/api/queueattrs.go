@@ -96,8 +96,9 @@ func IsTrueAttr(value string) bool {
 	return ok && v
 }
 
-// ErrModifyQueueType is SQS's answer to a SetQueueAttributes that gives
-// FifoQueue: a queue's type is fixed when it is created.
+// ErrModifyQueueType is SQS's answer to a SetQueueAttributes that gives a
+// FIFO queue a FifoQueue other than true: a queue's type is fixed when it
+// is created.
 func ErrModifyQueueType() *Error {
 	return ErrInvalidAttributeValue("Invalid value for the parameter %s. Reason: Modifying queue type is not supported.", AttrFifoQueue)
 }
