@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/config"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -36,6 +37,9 @@ type serveOptions struct {
 	logJSON  bool
 	logReqs  bool
 	config   string
+	// recreateDelay and purgeDelay are SQS's cool-downs; 0 turns one off.
+	recreateDelay time.Duration
+	purgeDelay    time.Duration
 }
 
 func serve(args []string, stdout, stderr io.Writer) int {
@@ -54,6 +58,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opts.insecure, "insecure", false, "allow listening beyond loopback without credentials: anyone who can reach the port can use every queue")
 	fs.StringVar(&opts.tlsCert, "tls-cert", "", "serve HTTPS with this certificate file (PEM); needs --tls-key")
 	fs.StringVar(&opts.tlsKey, "tls-key", "", "private key file (PEM) for --tls-cert")
+	fs.DurationVar(&opts.recreateDelay, "recreate-delay", api.QueueDeletionCooldown, "how long after DeleteQueue a queue of the same name cannot be created (QueueDeletedRecently, as SQS); 0 turns it off")
+	fs.DurationVar(&opts.purgeDelay, "purge-delay", api.PurgeInterval, "how long after PurgeQueue the queue cannot be purged again (PurgeQueueInProgress, as SQS); 0 turns it off")
 	fs.StringVar(&opts.config, "config", "", "YAML config file of settings and queues to declare at start (env FIFOQ_CONFIG); flags and FIFOQ_* variables override its settings")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: fifoq serve [flags]\n\nRuns the SQS-compatible server.\n\nFlags:\n")
@@ -72,6 +78,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	cfg, err := loadConfig(fs)
 	if err != nil {
 		fmt.Fprintf(stderr, "fifoq serve: %v\n", err)
+		return 2
+	}
+	if opts.recreateDelay < 0 || opts.purgeDelay < 0 {
+		fmt.Fprintln(stderr, "fifoq serve: --recreate-delay and --purge-delay cannot be negative (0 turns them off)")
 		return 2
 	}
 	if !validAccount(opts.account) {
@@ -139,7 +149,8 @@ write and delete every queue. Either
 	}
 	verifier := &auth.Verifier{Store: store, DefaultAccount: opts.account, Region: opts.region, Now: time.Now}
 	srv, err := server.New(server.Config{Account: opts.account, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier,
-		Metrics: reg, LogRequests: opts.logReqs})
+		Metrics: reg, LogRequests: opts.logReqs,
+		RecreateDelay: serverDelay(opts.recreateDelay), PurgeDelay: serverDelay(opts.purgeDelay)})
 	if err != nil {
 		cmdLog.Close()
 		ln.Close()
@@ -165,7 +176,8 @@ write and delete every queue. Either
 		scheme = "https"
 	}
 	logger.Info("fifoq started", "version", version, "listen", scheme+"://"+ln.Addr().String(),
-		"account", opts.account, "region", opts.region, "storage", storage, "auth", authMode, "log_requests", opts.logReqs)
+		"account", opts.account, "region", opts.region, "storage", storage, "auth", authMode, "log_requests", opts.logReqs,
+		"recreate_delay", opts.recreateDelay, "purge_delay", opts.purgeDelay)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -254,4 +266,14 @@ func isLoopback(listen string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// serverDelay converts a cool-down flag, where 0 turns the rule off, to
+// server.Config's form, where 0 is SQS's default and a negative value
+// turns the rule off.
+func serverDelay(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

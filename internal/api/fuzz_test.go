@@ -65,7 +65,7 @@ func FuzzValidate(f *testing.F) {
 			if len(r.QueueName) == 0 || len(r.QueueName) > MaxQueueNameLength {
 				t.Fatalf("accepted queue name %q", r.QueueName)
 			}
-			fifo := IsFIFOName(r.QueueName) && r.Attributes[AttrFifoQueue] == "true"
+			fifo := IsFIFOName(r.QueueName) && IsTrueAttr(r.Attributes[AttrFifoQueue])
 			if err := ValidateQueueAttributes(r.Attributes, fifo); err != nil {
 				t.Fatalf("CreateQueue accepted attributes that ValidateQueueAttributes refuses: %v", err)
 			}

@@ -15,8 +15,10 @@ const (
 	MaxMessageSizeLimit = 1 << 20
 	// MinMaximumMessageSize is the lower bound of the MaximumMessageSize attribute.
 	MinMaximumMessageSize = 1024
-	// DefaultMaximumMessageSize is the MaximumMessageSize of a new queue.
-	DefaultMaximumMessageSize = 262144
+	// DefaultMaximumMessageSize is the MaximumMessageSize of a new queue:
+	// 1 MiB, what SQS answers for a queue created with defaults since its
+	// 2025 change (262,144 before).
+	DefaultMaximumMessageSize = MaxMessageSizeLimit
 
 	// MaxBatchEntries is the largest number of entries of a batch action.
 	MaxBatchEntries = 10
@@ -93,11 +95,13 @@ const DeduplicationInterval = 5 * time.Minute
 // ReceiveRequestAttemptIdInterval is how long SQS remembers a receive request attempt id.
 const ReceiveRequestAttemptIdInterval = 5 * time.Minute
 
-// PurgeInterval is the time that must pass between two PurgeQueue calls on a queue.
+// PurgeInterval is the time that must pass between two PurgeQueue calls on
+// a queue in SQS; fifoq's default, which fifoq serve --purge-delay changes.
 const PurgeInterval = 60 * time.Second
 
-// QueueDeletionCooldown is the time after DeleteQueue during which a queue of
-// the same name cannot be created.
+// QueueDeletionCooldown is the time after DeleteQueue during which SQS
+// refuses to create a queue of the same name; fifoq's default, which fifoq
+// serve --recreate-delay changes.
 const QueueDeletionCooldown = 60 * time.Second
 
 // Queue attribute names.

@@ -25,24 +25,37 @@ func (k QueueKey) ARN(region string) string {
 // IsFIFOName reports whether a queue name has the FIFO suffix.
 func IsFIFOName(name string) bool { return strings.HasSuffix(name, FIFOSuffix) }
 
-// ParseQueueURL extracts the queue key from a queue URL. It accepts the
-// absolute URLs fifoq hands out ("http://host:port/ACCOUNT/NAME"), whatever
-// their host, and their bare paths ("/ACCOUNT/NAME"), as SQS accepts a URL of
-// another endpoint form for the same queue. It returns InvalidAddress when
-// the URL cannot name a queue.
+// ParseQueueURL extracts the queue key from a QueueUrl member, as SQS
+// resolves it. A URL whose path is /ACCOUNT/NAME names that queue, whatever
+// its scheme and host ("http://host:port/ACCOUNT/NAME", the bare path
+// "/ACCOUNT/NAME", another endpoint's form of the same queue). Any other
+// value is taken as a queue name in the caller's account, as SQS takes a
+// bare name ("my-queue") given as QueueUrl: the key's Account is then
+// empty, for ResolveQueueURL to fill. A value that names no queue this way
+// ("http://host/x") names no queue that can exist, and the action answers
+// AWS.SimpleQueueService.NonExistentQueue, as SQS does, rather than
+// InvalidAddress. Only an empty QueueUrl is an error: MissingParameter.
 func ParseQueueURL(raw string) (QueueKey, error) {
 	if raw == "" {
 		return QueueKey{}, ErrMissingParameter("QueueUrl")
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return QueueKey{}, ErrInvalidAddress(raw)
+	if u, err := url.Parse(raw); err == nil {
+		parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+		if len(parts) == 2 && parts[0] != "" && parts[1] != "" {
+			return QueueKey{Account: parts[0], Name: parts[1]}, nil
+		}
 	}
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-		return QueueKey{}, ErrInvalidAddress(raw)
+	return QueueKey{Name: raw}, nil
+}
+
+// ResolveQueueURL is ParseQueueURL with a bare queue name resolved in the
+// caller's account.
+func ResolveQueueURL(raw, caller string) (QueueKey, error) {
+	k, err := ParseQueueURL(raw)
+	if err == nil && k.Account == "" {
+		k.Account = caller
 	}
-	return QueueKey{Account: parts[0], Name: parts[1]}, nil
+	return k, err
 }
 
 // ParseQueueARN extracts the region and queue key of an SQS queue ARN

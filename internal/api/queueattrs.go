@@ -66,10 +66,41 @@ var intQueueAttrs = map[string]intRange{
 
 // enumQueueAttrs are the settable attributes with a fixed set of values.
 var enumQueueAttrs = map[string][]string{
-	AttrSqsManagedSseEnabled:      {"true", "false"},
-	AttrContentBasedDeduplication: {"true", "false"},
-	AttrDeduplicationScope:        {"messageGroup", "queue"},
-	AttrFifoThroughputLimit:       {"perQueue", "perMessageGroupId"},
+	AttrDeduplicationScope:  {"messageGroup", "queue"},
+	AttrFifoThroughputLimit: {"perQueue", "perMessageGroupId"},
+}
+
+// boolQueueAttrs are the settable attributes whose value is a boolean.
+var boolQueueAttrs = map[string]bool{
+	AttrSqsManagedSseEnabled:      true,
+	AttrContentBasedDeduplication: true,
+}
+
+// ParseBoolAttr reads a boolean queue attribute value as SQS does: "true"
+// or "false" in any letter case ("True", "TRUE"), nothing else. ok is
+// false for any other text.
+func ParseBoolAttr(value string) (v, ok bool) {
+	switch {
+	case strings.EqualFold(value, "true"):
+		return true, true
+	case strings.EqualFold(value, "false"):
+		return false, true
+	}
+	return false, false
+}
+
+// IsTrueAttr reports whether a boolean queue attribute value is true in
+// any letter case, the test SQS makes of FifoQueue.
+func IsTrueAttr(value string) bool {
+	v, ok := ParseBoolAttr(value)
+	return ok && v
+}
+
+// ErrModifyQueueType is SQS's answer to a SetQueueAttributes that gives a
+// FIFO queue a FifoQueue other than true: a queue's type is fixed when it
+// is created.
+func ErrModifyQueueType() *Error {
+	return ErrInvalidAttributeValue("Invalid value for the parameter %s. Reason: Modifying queue type is not supported.", AttrFifoQueue)
 }
 
 // ValidateQueueAttribute checks one settable queue attribute's name and value
@@ -79,7 +110,8 @@ var enumQueueAttrs = map[string][]string{
 // The FIFO-only attributes on a standard queue are InvalidAttributeName, with
 // SQS's wording for each. FifoQueue is valid only as "true" on a FIFO queue:
 // SQS answers "Unknown Attribute FifoQueue." when a standard queue is given
-// the attribute, whatever its value. Integers are plain decimal digits (no
+// the attribute, whatever its value. Booleans are "true" or "false" in any
+// letter case, as SQS reads them. Integers are plain decimal digits (no
 // sign, no spaces, no fraction). Empty Policy, RedrivePolicy,
 // RedriveAllowPolicy and KmsMasterKeyId values are valid: they remove the
 // setting.
@@ -101,6 +133,12 @@ func ValidateQueueAttribute(name, value string, fifo bool) error {
 		}
 		return nil
 	}
+	if boolQueueAttrs[name] {
+		if _, ok := ParseBoolAttr(value); !ok {
+			return invalidAttributeValue(name)
+		}
+		return nil
+	}
 	if values, ok := enumQueueAttrs[name]; ok {
 		for _, v := range values {
 			if value == v {
@@ -111,10 +149,11 @@ func ValidateQueueAttribute(name, value string, fifo bool) error {
 	}
 	switch name {
 	case AttrFifoQueue:
-		if value == "true" {
+		v, ok := ParseBoolAttr(value)
+		switch {
+		case ok && v:
 			return nil
-		}
-		if value == "false" {
+		case ok:
 			// "false" makes a standard queue, which has no FifoQueue attribute.
 			return ErrInvalidAttributeName(name)
 		}
@@ -154,7 +193,7 @@ func ValidateQueueAttributes(attrs map[string]string, fifo bool) error {
 			return err
 		}
 	}
-	if attrs[AttrSqsManagedSseEnabled] == "true" && attrs[AttrKmsMasterKeyId] != "" {
+	if IsTrueAttr(attrs[AttrSqsManagedSseEnabled]) && attrs[AttrKmsMasterKeyId] != "" {
 		return ErrSSEConflict()
 	}
 	return nil

@@ -42,7 +42,12 @@ func TestValidateQueueAttribute(t *testing.T) {
 		// Booleans and enumerations are case-sensitive.
 		{"SqsManagedSseEnabled", "true", false, "", ""},
 		{"SqsManagedSseEnabled", "false", true, "", ""},
-		{"SqsManagedSseEnabled", "True", false, "InvalidAttributeValue", "SqsManagedSseEnabled"},
+		// Booleans are read in any letter case, as SQS reads them.
+		{"SqsManagedSseEnabled", "True", false, "", ""},
+		{"SqsManagedSseEnabled", "FALSE", false, "", ""},
+		{"SqsManagedSseEnabled", "yes", false, "InvalidAttributeValue", "Invalid value for the parameter SqsManagedSseEnabled."},
+		{"ContentBasedDeduplication", "TRUE", true, "", ""},
+		{"FifoQueue", "True", true, "", ""},
 		{"ContentBasedDeduplication", "true", true, "", ""},
 		{"ContentBasedDeduplication", "false", true, "", ""},
 		{"ContentBasedDeduplication", "yes", true, "InvalidAttributeValue", "Invalid value for the parameter ContentBasedDeduplication."},

@@ -42,10 +42,11 @@ func validateCreateQueue(r *CreateQueueRequest) error {
 	// FifoQueue=true on a name without the suffix is a bad FIFO name, as SQS
 	// answers; FifoQueue on any other queue that is not FIFO by both marks
 	// is an unknown attribute (SQS answers FifoQueue=false so).
-	if r.Attributes[AttrFifoQueue] == "true" && !IsFIFOName(r.QueueName) {
+	// FifoQueue is a boolean of any letter case ("True"), as SQS reads it.
+	if IsTrueAttr(r.Attributes[AttrFifoQueue]) && !IsFIFOName(r.QueueName) {
 		return ErrInvalidParameterValue(reasonFIFOQueueName)
 	}
-	fifo := IsFIFOName(r.QueueName) && r.Attributes[AttrFifoQueue] == "true"
+	fifo := IsFIFOName(r.QueueName) && IsTrueAttr(r.Attributes[AttrFifoQueue])
 	if err := ValidateQueueAttributes(r.Attributes, fifo); err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func validateSetQueueAttributes(r *SetQueueAttributesRequest) error {
 			return ErrInvalidAttributeName(name)
 		}
 	}
-	if r.Attributes[AttrSqsManagedSseEnabled] == "true" && r.Attributes[AttrKmsMasterKeyId] != "" {
+	if IsTrueAttr(r.Attributes[AttrSqsManagedSseEnabled]) && r.Attributes[AttrKmsMasterKeyId] != "" {
 		return ErrSSEConflict()
 	}
 	return nil

@@ -48,8 +48,11 @@ func TestValidateNil(t *testing.T) {
 func TestValidateQueueURL(t *testing.T) {
 	runValidateCases(t, []validateCase{
 		{"missing", &DeleteQueueRequest{}, "MissingParameter", "The request must contain the parameter QueueUrl."},
-		{"not a queue", &PurgeQueueRequest{QueueUrl: "http://localhost:9324/"}, "InvalidAddress", "is not valid for this endpoint"},
-		{"too deep", &ListQueueTagsRequest{QueueUrl: "http://h/a/b/c"}, "InvalidAddress", ""},
+		// A QueueUrl that is not of the /ACCOUNT/NAME form is a queue name,
+		// which the engine answers NonExistentQueue for if there is none.
+		{"not a queue", &PurgeQueueRequest{QueueUrl: "http://localhost:9324/"}, "", ""},
+		{"too deep", &ListQueueTagsRequest{QueueUrl: "http://h/a/b/c"}, "", ""},
+		{"bare name", &ListQueueTagsRequest{QueueUrl: "my-queue"}, "", ""},
 		{"path only", &DeleteQueueRequest{QueueUrl: "/000000000000/q"}, "", ""},
 		{"absolute", &PurgeQueueRequest{QueueUrl: testURL}, "", ""},
 	})
@@ -581,5 +584,28 @@ func TestOwnerOnlyActions(t *testing.T) {
 		if IsOwnerOnlyAction(a) {
 			t.Errorf("IsOwnerOnlyAction(%q) = true", a)
 		}
+	}
+}
+
+// TestResolveQueueURL checks how a QueueUrl names a queue: /ACCOUNT/NAME
+// with any host, else a queue name in the caller's account.
+func TestResolveQueueURL(t *testing.T) {
+	for raw, want := range map[string]QueueKey{
+		"http://localhost:9324/000000000000/q":               {"000000000000", "q"},
+		"https://sqs.eu-west-1.amazonaws.com/111111111111/q": {"111111111111", "q"},
+		"/000000000000/q/":                                   {"000000000000", "q"},
+		"q":                                                  {"222222222222", "q"},
+		"orders.fifo":                                        {"222222222222", "orders.fifo"},
+		"http://h/a/b/c":                                     {"222222222222", "http://h/a/b/c"},
+		"::not a url":                                        {"222222222222", "::not a url"},
+		"http://localhost:9324/":                             {"222222222222", "http://localhost:9324/"},
+	} {
+		got, err := ResolveQueueURL(raw, "222222222222")
+		if err != nil || got != want {
+			t.Errorf("ResolveQueueURL(%q) = %v, %v; want %v", raw, got, err, want)
+		}
+	}
+	if _, err := ResolveQueueURL("", "222222222222"); err == nil {
+		t.Errorf("an empty QueueUrl resolved")
 	}
 }

@@ -180,6 +180,10 @@ func (l *loader) setting(s Setting, v *yaml.Node) error {
 		}
 		text = str
 		switch {
+		case s.Kind == Duration:
+			if err := checkDuration(text); err != nil {
+				return l.errAt(v, "%s: %q: %v", s.Key, text, err)
+			}
 		case s.Kind == Account && !api.IsAccountID(text):
 			return l.errAt(v, "%s: %q is not an account id (12 digits)", s.Key, text)
 		case s.Kind == Path && text != "" && !filepath.IsAbs(text):

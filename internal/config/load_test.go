@@ -63,6 +63,7 @@ func TestParseBadFiles(t *testing.T) {
 		{"fifo name without FifoQueue", "queues:\n  - name: a.fifo\n", 2, "add FifoQueue: true"},
 		{"FifoQueue false on a fifo name", "queues:\n  - name: a.fifo\n    attributes:\n      VisibilityTimeout: 5\n      FifoQueue: false\n", 5, "the type cannot change"},
 		{"FifoQueue true on a standard name", "queues:\n  - name: a\n    attributes:\n      FifoQueue: true\n", 4, "needs a name that ends in .fifo"},
+		{"FifoQueue True (any case, as SQS reads it) on a standard name", "queues:\n  - name: a\n    attributes:\n      FifoQueue: \"True\"\n", 4, "needs a name that ends in .fifo"},
 		{"fifo-only attribute on a standard queue", "queues:\n  - name: a\n    attributes:\n      ContentBasedDeduplication: true\n", 4, "InvalidAttributeName"},
 		{"throughput without scope", "queues:\n  - name: a.fifo\n    attributes:\n      FifoQueue: true\n      FifoThroughputLimit: perMessageGroupId\n", 3, "DeduplicationScope"},
 		{"policy not JSON", "queues:\n  - name: a\n    policy: 'not json'\n", 3, "Policy"},
@@ -193,6 +194,8 @@ queues:
     tags: *common            # anchors and aliases work
     attributes:
       FifoQueue: false
+recreate_delay: 0
+purge_delay: 1m30s
 `
 	f, err := Parse("/etc/fifoq/fifoq.yaml", []byte(file), env{"FIFOQ_TEST_SECRET": "from-env"}.lookup)
 	if err != nil {
@@ -203,6 +206,7 @@ queues:
 		"account": "000000000000", "region": "eu-west-1", "insecure": "false", "log.json": "true",
 		"log.requests": "true", "credentials.file": "/etc/fifoq/credentials",
 		"tls.cert": "/etc/fifoq/tls/cert.pem", "tls.key": "/etc/fifoq/tls/key.pem",
+		"recreate_delay": "0", "purge_delay": "1m30s",
 	}
 	for _, s := range Settings {
 		got, ok := f.Setting(s.Key)

@@ -193,16 +193,18 @@ func (l *loader) checkQueue(q *Queue) error {
 	// The name decides the queue type, and FifoQueue must agree with it,
 	// as in CreateQueue. FifoQueue: false on a standard queue says what the
 	// name says already; SQS would refuse the attribute, so it is dropped.
+	// FifoQueue is read as SQS reads it, in any letter case ("True").
 	fifoName := api.IsFIFOName(q.Name)
 	fifoAttr, given := q.Attributes[api.AttrFifoQueue]
+	fifoValue, isBool := api.ParseBoolAttr(fifoAttr)
 	switch {
 	case fifoName && !given:
 		return at("name", "a name ending in .fifo is a FIFO queue's: add FifoQueue: true to its attributes")
-	case fifoName && fifoAttr != "true":
+	case fifoName && !(isBool && fifoValue):
 		return at("attributes."+api.AttrFifoQueue, "FifoQueue is %q, but a queue whose name ends in .fifo is a FIFO queue; the type cannot change", fifoAttr)
-	case !fifoName && given && fifoAttr == "true":
+	case !fifoName && given && isBool && fifoValue:
 		return at("attributes."+api.AttrFifoQueue, "FifoQueue: true needs a name that ends in .fifo")
-	case !fifoName && given && fifoAttr == "false":
+	case !fifoName && given && isBool:
 		delete(q.Attributes, api.AttrFifoQueue)
 	}
 	if err := api.Validate(&api.CreateQueueRequest{QueueName: q.Name, Attributes: fifoOnly(fifoName)}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -24,6 +25,9 @@ const (
 	Int
 	// Account is an account id of 12 digits.
 	Account
+	// Duration is a length of time as Go writes it ("60s", "1m30s", "0"),
+	// not negative.
+	Duration
 )
 
 // Setting is one server setting, which the command line, the environment
@@ -56,6 +60,8 @@ var Settings = []Setting{
 	{Key: "credentials.file", Flag: "credentials", Env: "FIFOQ_CREDENTIALS", Kind: Path},
 	{Key: "tls.cert", Flag: "tls-cert", Env: "FIFOQ_TLS_CERT", Kind: Path},
 	{Key: "tls.key", Flag: "tls-key", Env: "FIFOQ_TLS_KEY", Kind: Path},
+	{Key: "recreate_delay", Flag: "recreate-delay", Env: "FIFOQ_RECREATE_DELAY", Kind: Duration},
+	{Key: "purge_delay", Flag: "purge-delay", Env: "FIFOQ_PURGE_DELAY", Kind: Duration},
 }
 
 // The config file's own flag and environment variable.
@@ -127,6 +133,18 @@ func checkValue(k Kind, text string) error {
 		if !api.IsAccountID(text) {
 			return fmt.Errorf("an account id is 12 digits")
 		}
+	case Duration:
+		return checkDuration(text)
+	}
+	return nil
+}
+
+// checkDuration checks the text of a Duration setting: a duration as
+// time.ParseDuration reads it, not negative.
+func checkDuration(text string) error {
+	d, err := time.ParseDuration(text)
+	if err != nil || d < 0 {
+		return fmt.Errorf("want a duration such as 60s or 1m30s, or 0")
 	}
 	return nil
 }

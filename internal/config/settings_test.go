@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // serveFlags is a flag set with a flag for every setting, as fifoq serve
@@ -16,6 +17,7 @@ type serveFlags struct {
 	creds, tlsCert, tlsKey, config      string
 	minFree                             int64
 	inMemory, insecure, logJSON, logReq bool
+	recreateDelay, purgeDelay           time.Duration
 }
 
 func newServeFlags(t *testing.T, args ...string) *serveFlags {
@@ -34,6 +36,8 @@ func newServeFlags(t *testing.T, args ...string) *serveFlags {
 	f.fs.StringVar(&f.creds, "credentials", "", "")
 	f.fs.StringVar(&f.tlsCert, "tls-cert", "", "")
 	f.fs.StringVar(&f.tlsKey, "tls-key", "", "")
+	f.fs.DurationVar(&f.recreateDelay, "recreate-delay", 60*time.Second, "")
+	f.fs.DurationVar(&f.purgeDelay, "purge-delay", 60*time.Second, "")
 	f.fs.StringVar(&f.config, "config", "", "")
 	if err := f.fs.Parse(args); err != nil {
 		t.Fatal(err)
@@ -65,6 +69,8 @@ credentials:
 tls:
   cert: /srv/cert.pem
   key: /srv/key.pem
+recreate_delay: 5s
+purge_delay: 0
 `
 
 // TestResolvePrecedence checks flag > FIFOQ_ variable > file > default,
@@ -86,22 +92,25 @@ func TestResolvePrecedence(t *testing.T) {
 			"listen": "10.0.0.1:9324", "data_dir": "/srv/fifoq", "min_free_disk_mb": "128", "account": "111111111111",
 			"region": "eu-west-1", "log.json": "true", "log.requests": "true", "insecure": "true",
 			"credentials.file": "/srv/creds", "tls.cert": "/srv/cert.pem", "tls.key": "/srv/key.pem",
+			"recreate_delay": "5s", "purge_delay": "0s",
 		}},
 		{name: "environment over file", file: file, env: env{
 			"FIFOQ_LISTEN": "10.0.0.2:9324", "FIFOQ_DATA_DIR": "/env/data", "FIFOQ_IN_MEMORY": "true",
 			"FIFOQ_MIN_FREE_DISK_MB": "0", "FIFOQ_ACCOUNT": "222222222222", "FIFOQ_REGION": "ap-south-1",
 			"FIFOQ_INSECURE": "false", "FIFOQ_LOG_JSON": "false", "FIFOQ_LOG_REQUESTS": "0",
 			"FIFOQ_CREDENTIALS": "/env/creds", "FIFOQ_TLS_CERT": "/env/cert", "FIFOQ_TLS_KEY": "/env/key",
+			"FIFOQ_RECREATE_DELAY": "2m", "FIFOQ_PURGE_DELAY": "1s",
 		}, want: map[string]string{
 			"listen": "10.0.0.2:9324", "data_dir": "/env/data", "in_memory": "true", "min_free_disk_mb": "0",
 			"account": "222222222222", "region": "ap-south-1", "credentials.file": "/env/creds",
-			"tls.cert": "/env/cert", "tls.key": "/env/key",
+			"tls.cert": "/env/cert", "tls.key": "/env/key", "recreate_delay": "2m0s", "purge_delay": "1s",
 		}},
 		{name: "empty environment variable is unset", file: file, env: env{"FIFOQ_REGION": "", "FIFOQ_LOG_JSON": ""},
 			want: map[string]string{
 				"listen": "10.0.0.1:9324", "data_dir": "/srv/fifoq", "min_free_disk_mb": "128", "account": "111111111111",
 				"region": "eu-west-1", "log.json": "true", "log.requests": "true", "insecure": "true",
 				"credentials.file": "/srv/creds", "tls.cert": "/srv/cert.pem", "tls.key": "/srv/key.pem",
+				"recreate_delay": "5s", "purge_delay": "0s",
 			}},
 		{name: "flags over environment and file", file: file,
 			args: []string{"--listen", "127.0.0.1:1", "--data-dir", "/flag/data", "--account", "333333333333",
@@ -111,6 +120,7 @@ func TestResolvePrecedence(t *testing.T) {
 				// A flag set to its default value still wins.
 				"listen": "127.0.0.1:1", "data_dir": "/flag/data", "account": "333333333333", "region": "ap-south-1",
 				"log.requests": "true", "credentials.file": "", "tls.cert": "c", "tls.key": "k",
+				"recreate_delay": "5s", "purge_delay": "0s",
 			}},
 	}
 	defaults := newServeFlags(t).values()
@@ -158,6 +168,8 @@ func TestResolveBadEnvironment(t *testing.T) {
 		"FIFOQ_IN_MEMORY":        "yes",
 		"FIFOQ_MIN_FREE_DISK_MB": "64MiB",
 		"FIFOQ_ACCOUNT":          "12345",
+		"FIFOQ_RECREATE_DELAY":   "60",
+		"FIFOQ_PURGE_DELAY":      "-1s",
 	} {
 		f := newServeFlags(t)
 		err := Resolve(f.fs, nil, env{name: value}.lookup)

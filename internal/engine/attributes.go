@@ -118,9 +118,9 @@ func (a *queueAttrs) set(name, value string) error {
 	case api.AttrKmsMasterKeyId:
 		a.KmsMasterKeyId = value
 	case api.AttrSqsManagedSseEnabled:
-		a.SqsManagedSseEnabled = strings.EqualFold(value, "true")
+		a.SqsManagedSseEnabled = api.IsTrueAttr(value)
 	case api.AttrContentBasedDeduplication:
-		a.ContentBasedDeduplication = strings.EqualFold(value, "true")
+		a.ContentBasedDeduplication = api.IsTrueAttr(value)
 	case api.AttrDeduplicationScope:
 		a.DeduplicationScope = value
 	case api.AttrFifoThroughputLimit:
@@ -164,7 +164,7 @@ func (a *queueAttrs) apply(given map[string]string, fifo bool) error {
 	}
 	sse, sseGiven := given[api.AttrSqsManagedSseEnabled]
 	kms, kmsGiven := given[api.AttrKmsMasterKeyId]
-	if sse == "true" && kms != "" {
+	if api.IsTrueAttr(sse) && kms != "" {
 		return api.ErrSSEConflict()
 	}
 	for _, name := range slices.Sorted(maps.Keys(given)) {
@@ -180,7 +180,7 @@ func (a *queueAttrs) apply(given map[string]string, fifo bool) error {
 	switch {
 	case kmsGiven && kms != "":
 		a.SqsManagedSseEnabled = false
-	case sseGiven && sse == "true":
+	case sseGiven && api.IsTrueAttr(sse):
 		a.KmsMasterKeyId = ""
 	}
 	return a.check(fifo)

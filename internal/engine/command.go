@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/fifoq/fifoq/internal/api"
+import (
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
 
 // Command is one state change, in the order the log decided: a typed request
 // together with everything its outcome may depend on that the engine must not
@@ -28,6 +32,31 @@ type Command struct {
 	// Entropy is randomness drawn by the leader, from which the engine
 	// derives unguessable receipt handles and task handles.
 	Entropy uint64
+	// RecreateDelay and PurgeDelay are the server's settings of SQS's two
+	// cool-downs (fifoq serve --recreate-delay and --purge-delay). They
+	// travel in the command, like Time, rather than in the engine's
+	// Config, so that a log replays to the same state whatever the
+	// settings of the server that replays it, and every replica of a log
+	// agrees. DeleteQueue reads RecreateDelay: the queue's name cannot be
+	// used by CreateQueue for that long (QueueDeletedRecently). PurgeQueue
+	// reads PurgeDelay: it is refused within that long of the queue's
+	// previous purge (PurgeQueueInProgress). Zero means SQS's own 60
+	// seconds, so that commands logged before the settings existed replay
+	// as they were applied; a negative value turns the rule off.
+	RecreateDelay time.Duration
+	PurgeDelay    time.Duration
+}
+
+// cooldown returns the length of a cool-down a command carries: d, SQS's
+// default when d is zero, and zero (no cool-down) when d is negative.
+func cooldown(d, sqsDefault time.Duration) int64 {
+	switch {
+	case d == 0:
+		return int64(sqsDefault)
+	case d < 0:
+		return 0
+	}
+	return int64(d)
 }
 
 // TickRequest is an internal request, never sent by clients: the server

@@ -25,10 +25,10 @@ type Engine struct {
 
 	queues map[api.QueueKey]*queue
 
-	// deleted holds the deletion times of recently deleted queues, for
-	// QueueDeletedRecently; deletedLog the same records in time order, so
-	// that they are dropped once QueueDeletionCooldown has passed.
-	deleted    map[api.QueueKey]int64
+	// deleted holds the deletions of recently deleted queues whose
+	// cool-down still runs, for QueueDeletedRecently; deletedLog the same
+	// records in time order, so that they are dropped once it has passed.
+	deleted    map[api.QueueKey]deletion
 	deletedLog ring[deletion]
 
 	// dlqSources maps a dead-letter queue to the queues whose RedrivePolicy
@@ -47,7 +47,7 @@ func New(cfg Config) *Engine {
 	return &Engine{
 		cfg:        cfg,
 		queues:     map[api.QueueKey]*queue{},
-		deleted:    map[api.QueueKey]int64{},
+		deleted:    map[api.QueueKey]deletion{},
 		dlqSources: map[api.QueueKey]map[api.QueueKey]struct{}{},
 	}
 }
@@ -210,21 +210,25 @@ func (e *Engine) tick(now int64) (api.Response, error) {
 	return api.Empty{}, nil
 }
 
-// deletion records that a queue was deleted at a time.
+// deletion records that a queue was deleted at a time, and until when its
+// name cannot be used again.
 type deletion struct {
-	key api.QueueKey
-	at  int64
+	key       api.QueueKey
+	at, until int64
 }
 
-// pruneDeleted forgets deletions older than QueueDeletionCooldown.
+// pruneDeleted forgets deletions whose cool-down has passed. The log is in
+// deletion order; a record whose cool-down ends before an older one's
+// (the setting was shortened) waits behind it, which costs memory only:
+// createQueue compares with until.
 func (e *Engine) pruneDeleted(now int64) {
 	for e.deletedLog.Len() > 0 {
 		d := e.deletedLog.Front()
-		if now-d.at < int64(api.QueueDeletionCooldown) {
+		if now < d.until {
 			return
 		}
 		e.deletedLog.PopFront()
-		if at, ok := e.deleted[d.key]; ok && at == d.at {
+		if cur, ok := e.deleted[d.key]; ok && cur == d {
 			delete(e.deleted, d.key)
 		}
 	}

@@ -29,7 +29,7 @@ func (e *Engine) createQueue(cmd *Command, r *api.CreateQueueRequest, now int64)
 		}
 		return &api.CreateQueueResult{QueueUrl: q.path()}, nil
 	}
-	if at, ok := e.deleted[key]; ok && now-at < int64(api.QueueDeletionCooldown) {
+	if d, ok := e.deleted[key]; ok && now < d.until {
 		return nil, api.ErrQueueDeletedRecently()
 	}
 	if len(r.Tags) > api.MaxTagsPerQueue {
@@ -57,7 +57,7 @@ func (e *Engine) createQueue(cmd *Command, r *api.CreateQueueRequest, now int64)
 // FIFO-only attribute on a standard queue.
 func fifoFromRequest(r *api.CreateQueueRequest) (bool, error) {
 	v, given := r.Attributes[api.AttrFifoQueue]
-	fifo := given && v == "true"
+	fifo := given && api.IsTrueAttr(v)
 	switch fifoName := api.IsFIFOName(r.QueueName); {
 	case fifo && !fifoName:
 		return false, api.ErrInvalidParameterValue("The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.")
@@ -91,7 +91,7 @@ func sameAttributes(q *queue, given map[string]string, want *queueAttrs) (string
 }
 
 // deleteQueue deletes a queue with its messages. Its name cannot be used
-// again for QueueDeletionCooldown.
+// again for the command's RecreateDelay.
 func (e *Engine) deleteQueue(cmd *Command, now int64) (api.Response, error) {
 	q := e.queues[cmd.Queue]
 	if q == nil {
@@ -99,8 +99,14 @@ func (e *Engine) deleteQueue(cmd *Command, now int64) (api.Response, error) {
 	}
 	delete(e.queues, q.key)
 	e.pruneDeleted(now)
-	e.deleted[q.key] = now
-	e.deletedLog.Push(deletion{key: q.key, at: now})
+	// A name freed at once needs no record; a record the name already has
+	// (an earlier deletion whose cool-down runs) is superseded.
+	delete(e.deleted, q.key)
+	if d := cooldown(cmd.RecreateDelay, api.QueueDeletionCooldown); d > 0 {
+		rec := deletion{key: q.key, at: now, until: now + d}
+		e.deleted[q.key] = rec
+		e.deletedLog.Push(rec)
+	}
 	e.unindexRedrive(q)
 	for _, t := range q.tasks {
 		e.stopRunning(t)
@@ -115,10 +121,15 @@ func (e *Engine) setQueueAttributes(cmd *Command, r *api.SetQueueAttributesReque
 		return nil, err
 	}
 	if v, ok := r.Attributes[api.AttrFifoQueue]; ok {
-		// The queue type is fixed at creation: "true" on a FIFO queue
-		// changes nothing, anything else is refused.
-		if err := api.ValidateQueueAttribute(api.AttrFifoQueue, v, q.fifo); err != nil {
-			return nil, err
+		// The queue type is fixed at creation. A standard queue has no
+		// FifoQueue attribute: "Unknown Attribute FifoQueue.", whatever
+		// the value. On a FIFO queue "true" (any case) changes nothing and
+		// anything else is "Modifying queue type is not supported.".
+		switch {
+		case !q.fifo:
+			return nil, api.ErrInvalidAttributeName(api.AttrFifoQueue)
+		case !api.IsTrueAttr(v):
+			return nil, api.ErrModifyQueueType()
 		}
 	}
 	attrs := q.attrs
@@ -137,17 +148,26 @@ func (e *Engine) setQueueAttributes(cmd *Command, r *api.SetQueueAttributesReque
 	return api.Empty{}, nil
 }
 
-// purgeQueue deletes every message of a queue, at most once a minute.
+// purgeQueue deletes every message of a queue, at most once every
+// command's PurgeDelay (a minute in SQS). A FIFO queue also forgets its
+// deduplication ids, as SQS's does: a message sent after the purge with
+// the id of one sent before is accepted and delivered.
 func (e *Engine) purgeQueue(cmd *Command, now int64) (api.Response, error) {
 	q, err := e.queueFor(cmd, now)
 	if err != nil {
 		return nil, err
 	}
-	if q.purged && now-q.purgedAt < int64(api.PurgeInterval) {
-		return nil, api.ErrPurgeQueueInProgress(q.path())
+	if q.purged && now-q.purgedAt < cooldown(cmd.PurgeDelay, api.PurgeInterval) {
+		// SQS names the queue by its name (recorded: "Only one PurgeQueue
+		// operation on <queue-name> is allowed every 60 seconds.").
+		return nil, api.ErrPurgeQueueInProgress(q.key.Name)
 	}
 	q.purged, q.purgedAt = true, now
 	q.resetMessages()
+	if q.fifo {
+		q.dedup = map[dedupKey]*dedupRecord{}
+		q.dedupLog = ring[*dedupRecord]{}
+	}
 	return api.Empty{}, nil
 }
 
@@ -159,9 +179,16 @@ func (e *Engine) getQueueAttributes(cmd *Command, r *api.GetQueueAttributesReque
 	}
 	all := false
 	for _, name := range r.AttributeNames {
-		if name == api.AttrAll {
+		switch {
+		case name == api.AttrAll:
 			all = true
-		} else if !knownAttr(name) {
+		case !knownAttr(name):
+			return nil, api.ErrInvalidAttributeName(name)
+		case !q.fifo && (name == api.AttrFifoQueue || name == api.AttrContentBasedDeduplication):
+			// A standard queue has no FIFO attributes: SQS answers
+			// "Unknown Attribute FifoQueue." when they are asked for by
+			// name (All leaves them out), as AWS's SDK team confirmed
+			// (aws/aws-sdk-ruby#1350).
 			return nil, api.ErrInvalidAttributeName(name)
 		}
 	}

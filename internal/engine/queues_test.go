@@ -22,20 +22,20 @@ func TestQueueDefaults(t *testing.T) {
 		want  map[string]string
 	}{
 		{"q", nil, map[string]string{
-			"VisibilityTimeout": "30", "MaximumMessageSize": "262144", "MessageRetentionPeriod": "345600",
+			"VisibilityTimeout": "30", "MaximumMessageSize": "1048576", "MessageRetentionPeriod": "345600",
 			"DelaySeconds": "0", "ReceiveMessageWaitTimeSeconds": "0", "SqsManagedSseEnabled": "true",
 			"ApproximateNumberOfMessages": "0", "ApproximateNumberOfMessagesNotVisible": "0", "ApproximateNumberOfMessagesDelayed": "0",
 			"CreatedTimestamp": created, "LastModifiedTimestamp": created, "QueueArn": "arn:aws:sqs:us-east-1:000000000000:q",
 		}},
 		{"f.fifo", map[string]string{"FifoQueue": "true"}, map[string]string{
-			"VisibilityTimeout": "30", "MaximumMessageSize": "262144", "MessageRetentionPeriod": "345600",
+			"VisibilityTimeout": "30", "MaximumMessageSize": "1048576", "MessageRetentionPeriod": "345600",
 			"DelaySeconds": "0", "ReceiveMessageWaitTimeSeconds": "0", "SqsManagedSseEnabled": "true",
 			"ApproximateNumberOfMessages": "0", "ApproximateNumberOfMessagesNotVisible": "0", "ApproximateNumberOfMessagesDelayed": "0",
 			"CreatedTimestamp": created, "LastModifiedTimestamp": created, "QueueArn": "arn:aws:sqs:us-east-1:000000000000:f.fifo",
 			"FifoQueue": "true", "ContentBasedDeduplication": "false", "DeduplicationScope": "queue", "FifoThroughputLimit": "perQueue",
 		}},
 		{"kms", map[string]string{"KmsMasterKeyId": "alias/aws/sqs"}, map[string]string{
-			"VisibilityTimeout": "30", "MaximumMessageSize": "262144", "MessageRetentionPeriod": "345600",
+			"VisibilityTimeout": "30", "MaximumMessageSize": "1048576", "MessageRetentionPeriod": "345600",
 			"DelaySeconds": "0", "ReceiveMessageWaitTimeSeconds": "0", "SqsManagedSseEnabled": "false",
 			"KmsMasterKeyId": "alias/aws/sqs", "KmsDataKeyReusePeriodSeconds": "300",
 			"ApproximateNumberOfMessages": "0", "ApproximateNumberOfMessagesNotVisible": "0", "ApproximateNumberOfMessagesDelayed": "0",
@@ -159,7 +159,9 @@ func TestSetQueueAttributes(t *testing.T) {
 		attrs map[string]string
 		code  string
 	}{
-		{"fifo to standard", map[string]string{"FifoQueue": "false"}, "InvalidAttributeName"},
+		// "Modifying queue type is not supported.", whatever the value.
+		{"fifo to standard", map[string]string{"FifoQueue": "false"}, "InvalidAttributeValue"},
+		{"fifo queue not a boolean", map[string]string{"FifoQueue": "yes"}, "InvalidAttributeValue"},
 		{"group throughput without group dedup", map[string]string{"DeduplicationScope": "queue"}, "InvalidAttributeValue"},
 		{"bad value rolls back the whole request", map[string]string{"DelaySeconds": "5", "VisibilityTimeout": "-1"}, "InvalidAttributeValue"},
 	}
@@ -175,6 +177,8 @@ func TestSetQueueAttributes(t *testing.T) {
 	std := h.createQueue("std", nil)
 	_, err := h.do(std, &api.SetQueueAttributesRequest{QueueUrl: std.Path(), Attributes: map[string]string{"FifoQueue": "true"}})
 	wantCode(t, err, "InvalidAttributeName")
+	// FifoQueue=true (any case) on a FIFO queue changes nothing and is accepted.
+	h.must(q, &api.SetQueueAttributesRequest{QueueUrl: q.Path(), Attributes: map[string]string{"FifoQueue": "True"}})
 	_, err = h.do(std, &api.SetQueueAttributesRequest{QueueUrl: std.Path(), Attributes: map[string]string{"ContentBasedDeduplication": "true"}})
 	wantCode(t, err, "InvalidAttributeName")
 	// Choosing one encryption turns the other off.
@@ -314,5 +318,83 @@ func TestPermissions(t *testing.T) {
 	// Its members stay in their order, the number as written.
 	if got, want := h.attrs(q)["Policy"], `{"Version":"2012-10-17","Statement":[{"Sid":"mine","Effect":"Deny","Principal":"*","Action":"SQS:*","Resource":"*","Condition":{"NumericLessThan":{"x":1.50}}},{"Sid":"added",`; !strings.HasPrefix(got, want) {
 		t.Errorf("extended policy = %s", got)
+	}
+}
+
+// TestCooldownsFromCommand checks that the cool-downs of DeleteQueue and
+// PurgeQueue come from the command: zero is SQS's 60 s, a negative value
+// turns the rule off, any other value is its length; and that a deletion
+// keeps the cool-down its DeleteQueue carried.
+func TestCooldownsFromCommand(t *testing.T) {
+	h := newHarness(t)
+	apply := func(q api.QueueKey, req api.Request, mod func(*Command)) error {
+		t.Helper()
+		if err := api.Validate(req); err != nil {
+			t.Fatal(err)
+		}
+		cmd := h.command(q, req)
+		mod(cmd)
+		_, err := h.e.Apply(cmd)
+		return err
+	}
+	create := func(name string) error {
+		_, err := h.do(api.QueueKey{}, &api.CreateQueueRequest{QueueName: name})
+		return err
+	}
+	recreate := func(d time.Duration) func(*Command) { return func(c *Command) { c.RecreateDelay = d } }
+	purge := func(d time.Duration) func(*Command) { return func(c *Command) { c.PurgeDelay = d } }
+
+	off := h.createQueue("off", nil)
+	if err := apply(off, &api.DeleteQueueRequest{QueueUrl: off.Path()}, recreate(-1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := create("off"); err != nil {
+		t.Errorf("recreate with the rule off: %v", err)
+	}
+	short := h.createQueue("short", nil)
+	if err := apply(short, &api.DeleteQueueRequest{QueueUrl: short.Path()}, recreate(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(4 * time.Second)
+	wantCode(t, create("short"), "QueueDeletedRecently")
+	// The cool-down the deletion carried survives a snapshot.
+	restoreHarness(t, h)
+	wantCode(t, create("short"), "QueueDeletedRecently")
+	h.advance(time.Second)
+	if err := create("short"); err != nil {
+		t.Errorf("recreate after a 5 s cool-down: %v", err)
+	}
+
+	q := h.createQueue("p", nil)
+	for range 3 {
+		if err := apply(q, &api.PurgeQueueRequest{QueueUrl: q.Path()}, purge(-1)); err != nil {
+			t.Errorf("purge with the rule off: %v", err)
+		}
+	}
+	wantCode(t, apply(q, &api.PurgeQueueRequest{QueueUrl: q.Path()}, purge(0)), "PurgeQueueInProgress")
+	h.advance(2 * time.Second)
+	if err := apply(q, &api.PurgeQueueRequest{QueueUrl: q.Path()}, purge(2*time.Second)); err != nil {
+		t.Errorf("purge after a 2 s cool-down: %v", err)
+	}
+}
+
+// TestPurgeForgetsDeduplication checks that PurgeQueue drops a FIFO
+// queue's deduplication ids: the same id sent again after a purge is a new
+// message, delivered.
+func TestPurgeForgetsDeduplication(t *testing.T) {
+	h := newHarness(t)
+	q := h.fifoQueue("dedup.fifo", nil)
+	first := h.sendFIFO(q, "before", "g", "same-id")
+	if again := h.sendFIFO(q, "dup", "g", "same-id"); again.MessageId != first.MessageId {
+		t.Fatalf("a duplicate before the purge got a new id")
+	}
+	h.must(q, &api.PurgeQueueRequest{QueueUrl: q.Path()})
+	after := h.sendFIFO(q, "after", "g", "same-id")
+	if after.MessageId == first.MessageId {
+		t.Fatalf("the id sent again after the purge was taken for a duplicate")
+	}
+	msgs := h.receive(q, 10, -1)
+	if len(msgs) != 1 || msgs[0].Body != "after" {
+		t.Errorf("received %v, want the message sent after the purge", msgs)
 	}
 }

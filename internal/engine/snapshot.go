@@ -79,10 +79,14 @@ type snapHeader struct {
 	Running []snapTaskRef
 }
 
-// snapDeletion is a recently deleted queue, for QueueDeletedRecently.
+// snapDeletion is a recently deleted queue, for QueueDeletedRecently:
+// deleted at At, its name free again at Until. Until is absent (zero) in
+// snapshots written before the cool-down was a setting; their records
+// last SQS's 60 seconds.
 type snapDeletion struct {
 	Account, Name string
 	At            int64
+	Until         int64
 }
 
 // snapTaskRef names the Index-th task of queue (Account, Name).
@@ -255,8 +259,8 @@ func (e *Engine) snapHeader(queues int) (*snapHeader, error) {
 	// The log may hold records superseded since (a queue recreated, or
 	// deleted again); only those the map still points to matter.
 	for _, d := range e.deletedLog.live() {
-		if at, ok := e.deleted[d.key]; ok && at == d.at {
-			h.Deleted = append(h.Deleted, snapDeletion{Account: d.key.Account, Name: d.key.Name, At: d.at})
+		if cur, ok := e.deleted[d.key]; ok && cur == d {
+			h.Deleted = append(h.Deleted, snapDeletion{Account: d.key.Account, Name: d.key.Name, At: d.at, Until: d.until})
 		}
 	}
 	for _, t := range e.running {

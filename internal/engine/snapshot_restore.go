@@ -149,8 +149,13 @@ func (rs *restorer) engineRecords(h *snapHeader) error {
 			return fmt.Errorf("deletion records out of time order at %s", key)
 		}
 		last = d.At
-		e.deleted[key] = d.At
-		e.deletedLog.Push(deletion{key: key, at: d.At})
+		until := d.Until
+		if until == 0 {
+			until = d.At + int64(api.QueueDeletionCooldown)
+		}
+		rec := deletion{key: key, at: d.At, until: until}
+		e.deleted[key] = rec
+		e.deletedLog.Push(rec)
 	}
 	running := 0
 	for _, q := range e.queues {

@@ -391,7 +391,7 @@ func TestPurgeQueue(t *testing.T) {
 	}
 	h.advance(59 * time.Second)
 	_, err := h.do(q, &api.PurgeQueueRequest{QueueUrl: q.Path()})
-	if ae := wantCode(t, err, "PurgeQueueInProgress"); ae.Message != "Only one PurgeQueue operation on /000000000000/q.fifo is allowed every 60 seconds." {
+	if ae := wantCode(t, err, "PurgeQueueInProgress"); ae.Message != "Only one PurgeQueue operation on q.fifo is allowed every 60 seconds." {
 		t.Errorf("message = %q", ae.Message)
 	}
 	// Messages sent after the purge stay; the queue works as before.

@@ -96,7 +96,7 @@ func TestQueueActions(t *testing.T) {
 				"VisibilityTimeout":                     "45",
 				"MessageRetentionPeriod":                "120",
 				"DelaySeconds":                          "3",
-				"MaximumMessageSize":                    "262144",
+				"MaximumMessageSize":                    "1048576", // SQS's default since its 2025 change
 				"ReceiveMessageWaitTimeSeconds":         "0",
 				"ApproximateNumberOfMessages":           "0",
 				"ApproximateNumberOfMessagesNotVisible": "0",

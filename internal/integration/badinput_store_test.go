@@ -98,7 +98,8 @@ func storeKept(t *testing.T, c Client) *keptStore {
 		send(cbd, SendIn{Body: fmt.Sprintf("content %d", i), Group: "only"})
 	}
 
-	std := create("keep-std", map[string]string{"VisibilityTimeout": "45", "MessageRetentionPeriod": "86400"}, map[string]string{"env": "test", "team": "sec"})
+	// MaximumMessageSize below the 1 MiB default, for the body over it.
+	std := create("keep-std", map[string]string{"VisibilityTimeout": "45", "MessageRetentionPeriod": "86400", "MaximumMessageSize": "262144"}, map[string]string{"env": "test", "team": "sec"})
 	for i := 0; i < 8; i++ {
 		send(std, SendIn{Body: fmt.Sprintf("standard %d", i), Attrs: keepAttrs(100 + i)})
 	}

@@ -31,6 +31,11 @@ type Options struct {
 	// AccessKeyID and SecretAccessKey sign the requests of the Env's V2
 	// and V1 clients ("test" and "test" if empty, as with Start).
 	AccessKeyID, SecretAccessKey string
+	// RecreateDelay and PurgeDelay are server.Config's: zero keeps SQS's
+	// 60 seconds, a negative value turns QueueDeletedRecently or
+	// PurgeQueueInProgress off (for tests that delete and recreate, or
+	// purge, in a loop).
+	RecreateDelay, PurgeDelay time.Duration
 }
 
 // StartWith starts a server as Start does, configured by opts. The server's
@@ -47,7 +52,8 @@ func StartWith(t testing.TB, opts Options) *Env {
 	logw := &testLogWriter{t: t}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	verifier := &auth.Verifier{Store: store, Now: clock.Now, DefaultAccount: Account, Region: Region}
-	srv, err := server.New(server.Config{Account: Account, Region: Region, Now: clock.Now, Logger: logger, Verifier: verifier})
+	srv, err := server.New(server.Config{Account: Account, Region: Region, Now: clock.Now, Logger: logger, Verifier: verifier,
+		RecreateDelay: opts.RecreateDelay, PurgeDelay: opts.PurgeDelay})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -40,6 +41,11 @@ type wireCommand struct {
 	Request    json.RawMessage `json:"r"`
 	MessageIDs []string        `json:"m,omitempty"`
 	Entropy    uint64          `json:"e,omitempty"`
+	// RecreateDelay and PurgeDelay are the command's cool-downs in ns;
+	// absent in entries written before they existed, which read as zero,
+	// SQS's default, as those entries were applied.
+	RecreateDelay int64 `json:"rd,omitempty"`
+	PurgeDelay    int64 `json:"pd,omitempty"`
 }
 
 // encodeEntry encodes a group of commands as one log entry.
@@ -55,6 +61,7 @@ func encodeEntry(cmds []*engine.Command) ([]byte, error) {
 		w, err := json.Marshal(wireCommand{
 			Time: c.Time, Caller: c.Caller, Account: c.Queue.Account, Queue: c.Queue.Name,
 			Action: c.Request.Action(), Request: req, MessageIDs: c.MessageIDs, Entropy: c.Entropy,
+			RecreateDelay: int64(c.RecreateDelay), PurgeDelay: int64(c.PurgeDelay),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("encode %s command: %w", c.Request.Action(), err)
@@ -126,5 +133,6 @@ func decodeCommand(b []byte) (*engine.Command, error) {
 	return &engine.Command{
 		Time: w.Time, Caller: w.Caller, Queue: api.QueueKey{Account: w.Account, Name: w.Queue},
 		Request: req, MessageIDs: w.MessageIDs, Entropy: w.Entropy,
+		RecreateDelay: time.Duration(w.RecreateDelay), PurgeDelay: time.Duration(w.PurgeDelay),
 	}, nil
 }

@@ -95,7 +95,7 @@ func (s *Server) do(ctx context.Context, caller string, req api.Request) (api.Re
 	resp, err := s.doRequest(ctx, caller, req)
 	if err == nil {
 		if u, ok := api.QueueURLOf(req); ok {
-			if q, perr := api.ParseQueueURL(u); perr == nil {
+			if q, perr := api.ResolveQueueURL(u, caller); perr == nil {
 				s.stats.record(q, req, resp)
 			}
 		}
@@ -118,7 +118,7 @@ func (s *Server) doRequest(ctx context.Context, caller string, req api.Request) 
 		Request: req,
 	}
 	if u, ok := api.QueueURLOf(req); ok {
-		q, err := api.ParseQueueURL(u)
+		q, err := api.ResolveQueueURL(u, caller)
 		if err != nil {
 			return nil, err
 		}
@@ -137,6 +137,10 @@ func (s *Server) doRequest(ctx context.Context, caller string, req api.Request) 
 		}
 	case *api.ReceiveMessageRequest:
 		return s.receive(ctx, cmd, req)
+	case *api.DeleteQueueRequest:
+		cmd.RecreateDelay = s.cfg.RecreateDelay
+	case *api.PurgeQueueRequest:
+		cmd.PurgeDelay = s.cfg.PurgeDelay
 	}
 	if req.Action().ReadOnly() {
 		return s.read(cmd)

@@ -82,7 +82,7 @@ func queueNameOf(req api.Request, caller string) string {
 			return ""
 		}
 		var err error
-		if k, err = api.ParseQueueURL(u); err != nil {
+		if k, err = api.ResolveQueueURL(u, caller); err != nil {
 			return ""
 		}
 	}

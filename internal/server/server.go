@@ -61,6 +61,15 @@ type Config struct {
 	Metrics *metrics.Registry
 	// LogRequests logs one line per API request at Info level.
 	LogRequests bool
+	// RecreateDelay is how long after a DeleteQueue a queue of the same
+	// name cannot be created (QueueDeletedRecently); PurgeDelay how long
+	// after a PurgeQueue the queue cannot be purged again
+	// (PurgeQueueInProgress). Zero means SQS's 60 seconds; a negative
+	// value turns the rule off (what fifoq serve's 0 does). They reach the
+	// engine inside the DeleteQueue and PurgeQueue commands, so that the
+	// log replays the same whatever the settings of a later start.
+	RecreateDelay time.Duration
+	PurgeDelay    time.Duration
 }
 
 // DefaultMaxLongPolls is the default bound on receives waiting at once.
