@@ -40,7 +40,14 @@ var configLoaded = regexp.MustCompile(`msg="config file loaded" file=\S+ queues_
 // wantLoaded checks the log line of the config file's queues.
 func wantLoaded(t *testing.T, p *fifoqProc, created, updated, unchanged string) {
 	t.Helper()
+	// The server logs the line before it serves, but the line reaches
+	// p.out through a pipe copier that may still be behind when the
+	// server first answers: wait for it a little.
 	m := configLoaded.FindStringSubmatch(p.out.String())
+	for deadline := time.Now().Add(5 * time.Second); m == nil && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		m = configLoaded.FindStringSubmatch(p.out.String())
+	}
 	if m == nil {
 		t.Fatalf("no \"config file loaded\" line; output:\n%s", p.out)
 	}
