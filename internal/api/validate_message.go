@@ -17,6 +17,10 @@ const (
 	entrySendMessageBatch       = "SendMessageBatchRequestEntry"
 	entryDeleteMessageBatch     = "DeleteMessageBatchRequestEntry"
 	entryChangeVisibilityBatch  = "ChangeMessageVisibilityBatch"
+	// entryChangeVisibilityShape names the entries of a
+	// ChangeMessageVisibilityBatch in the empty-batch message, after the
+	// model's shape, as SQS names the other two actions' entries.
+	entryChangeVisibilityShape = "ChangeMessageVisibilityBatchRequestEntry"
 	paramMessageBody            = "MessageBody"
 	paramReceiptHandle          = "ReceiptHandle"
 	paramVisibilityTimeout      = "VisibilityTimeout"
@@ -81,8 +85,10 @@ func validateSendMessageBatch(r *SendMessageBatchRequest) error {
 	if err := validateQueueURL(r.QueueUrl); err != nil {
 		return err
 	}
-	if r.Entries == nil {
-		return ErrMissingParameter("Entries")
+	// The Query protocol cannot send an empty list, so no entries at all
+	// and an empty list are one request: an empty batch.
+	if len(r.Entries) == 0 {
+		return ErrEmptyBatchRequestFor(entrySendMessageBatch)
 	}
 	err := validateBatchIDs(entrySendMessageBatch, len(r.Entries), func(i int) string { return r.Entries[i].Id })
 	if err != nil {
@@ -159,8 +165,8 @@ func validateDeleteMessageBatch(r *DeleteMessageBatchRequest) error {
 	if err := validateQueueURL(r.QueueUrl); err != nil {
 		return err
 	}
-	if r.Entries == nil {
-		return ErrMissingParameter("Entries")
+	if len(r.Entries) == 0 {
+		return ErrEmptyBatchRequestFor(entryDeleteMessageBatch)
 	}
 	return validateBatchIDs(entryDeleteMessageBatch, len(r.Entries), func(i int) string { return r.Entries[i].Id })
 }
@@ -192,8 +198,8 @@ func validateChangeMessageVisibilityBatch(r *ChangeMessageVisibilityBatchRequest
 	if err := validateQueueURL(r.QueueUrl); err != nil {
 		return err
 	}
-	if r.Entries == nil {
-		return ErrMissingParameter("Entries")
+	if len(r.Entries) == 0 {
+		return ErrEmptyBatchRequestFor(entryChangeVisibilityShape)
 	}
 	return validateBatchIDs(entryChangeVisibilityBatch, len(r.Entries), func(i int) string { return r.Entries[i].Id })
 }
@@ -236,6 +242,38 @@ func validateBatchIDs(entry string, n int, id func(i int) string) error {
 			return ErrBatchEntryIdsNotDistinct(entryID)
 		}
 		seen[entryID] = true
+	}
+	return nil
+}
+
+// ErrBatchEntryTooLong is the Failed result of a SendMessageBatch entry
+// larger than the queue's MaximumMessageSize. SQS words it differently from
+// SendMessage's ErrMessageTooLong ("cannot be validated", not "are
+// invalid"), and reports it for the entry alone.
+func ErrBatchEntryTooLong(max int) *Error {
+	return kindInvalidParameterValue.with("One or more parameters cannot be validated. Reason: Message must be shorter than %d bytes.", max)
+}
+
+// ErrMissingDeduplicationID answers a message to a FIFO queue without
+// ContentBasedDeduplication that carries no MessageDeduplicationId.
+func ErrMissingDeduplicationID() *Error {
+	return kindInvalidParameterValue.with("The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+}
+
+// ValidateFIFOSendBatch checks what a FIFO queue requires of every entry of
+// a SendMessageBatch: a MessageGroupId, and a MessageDeduplicationId unless
+// contentBasedDedup. SQS fails the whole request when one entry lacks
+// either, even when the others are valid, and names the missing group id
+// with InvalidParameterValue there, where SendMessage says MissingParameter.
+// Entries are checked in order, the group id before the deduplication id.
+func ValidateFIFOSendBatch(entries []SendMessageBatchRequestEntry, contentBasedDedup bool) error {
+	for i := range entries {
+		if entries[i].MessageGroupId == "" {
+			return kindInvalidParameterValue.with("The request must contain the parameter %s.", paramMessageGroupID)
+		}
+		if entries[i].MessageDeduplicationId == "" && !contentBasedDedup {
+			return ErrMissingDeduplicationID()
+		}
 	}
 	return nil
 }

@@ -136,6 +136,14 @@ func decodeQueryMembers(d *queryDecoder, req api.Request, p params) {
 		// MessageSystemAttributeNames is newer than the Query model; its
 		// Query name follows the model's rule for AttributeNames.
 		r.MessageSystemAttributeNames = d.stringList(p, "MessageSystemAttributeName")
+		if len(r.AttributeNames) > 0 {
+			// Over Query, SQS answers AttributeName.N and ignores
+			// MessageSystemAttributeName.N when a form has both; over JSON
+			// the other way round, which the engine applies (localstack
+			// test_sqs.snapshot.json:
+			// test_message_system_attribute_names_with_attribute_names).
+			r.MessageSystemAttributeNames = nil
+		}
 		r.MessageAttributeNames = d.stringList(p, "MessageAttributeName")
 		r.MaxNumberOfMessages = d.integer(p, "MaxNumberOfMessages")
 		r.VisibilityTimeout = d.integer(p, "VisibilityTimeout")
