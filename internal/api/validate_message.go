@@ -8,19 +8,19 @@ import "fmt"
 // SQS's wording of the ranges of the message actions, and the parameter and
 // entry names its messages use.
 const (
-	reasonDelaySeconds          = "DelaySeconds must be >= 0 and <= 900."
-	reasonMaxNumberOfMessages   = "Must be between 1 and 10, if provided."
-	reasonReceiveVisibility     = "Must be >= 0 and <= 43200, if provided."
-	reasonWaitTimeSeconds       = "Must be >= 0 and <= 20, if provided."
-	reasonChangeVisibility      = "Must be between 0 and 43200."
-	reasonBatchEntryVisibility  = "VisibilityTimeout must be an integer between 0 and 43200."
-	entrySendMessageBatch       = "SendMessageBatchRequestEntry"
-	entryDeleteMessageBatch     = "DeleteMessageBatchRequestEntry"
-	entryChangeVisibilityBatch  = "ChangeMessageVisibilityBatch"
+	reasonDelaySeconds         = "DelaySeconds must be >= 0 and <= 900."
+	reasonMaxNumberOfMessages  = "Must be between 1 and 10, if provided."
+	reasonReceiveVisibility    = "Must be >= 0 and <= 43200, if provided."
+	reasonWaitTimeSeconds      = "Must be >= 0 and <= 20, if provided."
+	reasonChangeVisibility     = "Must be between 0 and 43200."
+	reasonBatchEntryVisibility = "VisibilityTimeout must be an integer between 0 and 43200."
+	entrySendMessageBatch      = "SendMessageBatchRequestEntry"
+	entryDeleteMessageBatch    = "DeleteMessageBatchRequestEntry"
+	entryChangeVisibilityBatch = "ChangeMessageVisibilityBatch"
 	// entryChangeVisibilityShape names the entries of a
 	// ChangeMessageVisibilityBatch in the empty-batch message, after the
 	// model's shape, as SQS names the other two actions' entries.
-	entryChangeVisibilityShape = "ChangeMessageVisibilityBatchRequestEntry"
+	entryChangeVisibilityShape  = "ChangeMessageVisibilityBatchRequestEntry"
 	paramMessageBody            = "MessageBody"
 	paramReceiptHandle          = "ReceiptHandle"
 	paramVisibilityTimeout      = "VisibilityTimeout"
@@ -33,7 +33,14 @@ func validateSendMessage(r *SendMessageRequest) error {
 		return err
 	}
 	return validateMessage(r.MessageBody, r.DelaySeconds, r.MessageAttributes, r.MessageSystemAttributes,
-		r.MessageDeduplicationId, r.MessageGroupId)
+		fifoIDs{r.MessageDeduplicationId, r.MessageGroupId, r.MessageDeduplicationIdSet, r.MessageGroupIdSet})
+}
+
+// fifoIDs are a message's deduplication and group ids, and whether the
+// request carried them at all.
+type fifoIDs struct {
+	dedupID, groupID   string
+	dedupSet, groupSet bool
 }
 
 // ValidateSendEntry checks the content of one SendMessageBatch entry, with
@@ -50,13 +57,13 @@ func validateSendMessage(r *SendMessageRequest) error {
 // entry does not know its position, so the error names "MessageBody".
 func ValidateSendEntry(e *SendMessageBatchRequestEntry) error {
 	return validateMessage(e.MessageBody, e.DelaySeconds, e.MessageAttributes, e.MessageSystemAttributes,
-		e.MessageDeduplicationId, e.MessageGroupId)
+		fifoIDs{e.MessageDeduplicationId, e.MessageGroupId, e.MessageDeduplicationIdSet, e.MessageGroupIdSet})
 }
 
 // validateMessage checks one message to send, for SendMessage and for each
 // SendMessageBatch entry.
 func validateMessage(body string, delay *int, attrs map[string]MessageAttributeValue,
-	sysAttrs map[string]MessageSystemAttributeValue, dedupID, groupID string) error {
+	sysAttrs map[string]MessageSystemAttributeValue, ids fifoIDs) error {
 	if body == "" {
 		return ErrMissingParameter(paramMessageBody)
 	}
@@ -75,10 +82,22 @@ func validateMessage(body string, delay *int, attrs map[string]MessageAttributeV
 	if size := MessageSize(body, attrs); size > MaxMessageSizeLimit {
 		return ErrMessageTooLong(MaxMessageSizeLimit)
 	}
-	if err := validateFIFOToken(paramMessageDeduplicationID, dedupID, MaxDeduplicationIdLength); err != nil {
+	if err := validateFIFOID(paramMessageDeduplicationID, ids.dedupID, ids.dedupSet, MaxDeduplicationIdLength); err != nil {
 		return err
 	}
-	return validateFIFOToken(paramMessageGroupID, groupID, MaxGroupIdLength)
+	return validateFIFOID(paramMessageGroupID, ids.groupID, ids.groupSet, MaxGroupIdLength)
+}
+
+// validateFIFOID checks a message's deduplication or group id. An id sent
+// empty is malformed, not absent: SQS answers it like one too long or with
+// spaces (localstack test_sqs.snapshot.json:
+// test_send_message_to_standard_queue_with_invalid_message_group_id[empty],
+// test_message_deduplication_id_invalid[empty]).
+func validateFIFOID(param, value string, set bool, max int) error {
+	if set && value == "" {
+		return ErrInvalidParameterValue("Value %s for parameter %s is invalid. Reason: %s can only include alphanumeric and punctuation characters. 1 to %d in length.", value, param, param, max)
+	}
+	return validateFIFOToken(param, value, max)
 }
 
 func validateSendMessageBatch(r *SendMessageBatchRequest) error {

@@ -182,6 +182,13 @@ func TestValidateSendMessage(t *testing.T) {
 		{"dedup id too long", send(func(r *SendMessageRequest) { r.MessageDeduplicationId = strings.Repeat("d", 129) }), "InvalidParameterValue",
 			"for parameter MessageDeduplicationId is invalid. Reason: MessageDeduplicationId can only include alphanumeric and punctuation characters. 1 to 128 in length."},
 		{"dedup id with tab", send(func(r *SendMessageRequest) { r.MessageDeduplicationId = "a\tb" }), "InvalidParameterValue", "MessageDeduplicationId"},
+		// An id sent empty is malformed (localstack test_sqs.snapshot.json:
+		// test_send_message_to_standard_queue_with_invalid_message_group_id[empty],
+		// test_message_deduplication_id_invalid[empty]); one not sent is absent.
+		{"group id sent empty", send(func(r *SendMessageRequest) { r.MessageGroupIdSet = true }), "InvalidParameterValue",
+			"Value  for parameter MessageGroupId is invalid. Reason: MessageGroupId can only include alphanumeric and punctuation characters. 1 to 128 in length."},
+		{"dedup id sent empty", send(func(r *SendMessageRequest) { r.MessageDeduplicationIdSet = true }), "InvalidParameterValue",
+			"Value  for parameter MessageDeduplicationId is invalid. Reason: MessageDeduplicationId can only include alphanumeric and punctuation characters. 1 to 128 in length."},
 	})
 }
 
@@ -250,6 +257,7 @@ func TestValidateSendEntry(t *testing.T) {
 		{"too long", SendMessageBatchRequestEntry{Id: "1", MessageBody: strings.Repeat("a", MaxMessageSizeLimit+1)}, "InvalidParameterValue", "Message must be shorter than 1048576 bytes."},
 		{"bad group", SendMessageBatchRequestEntry{Id: "1", MessageBody: "m", MessageGroupId: "a b"}, "InvalidParameterValue", "MessageGroupId"},
 		{"bad dedup", SendMessageBatchRequestEntry{Id: "1", MessageBody: "m", MessageDeduplicationId: "a b"}, "InvalidParameterValue", "MessageDeduplicationId"},
+		{"group sent empty", SendMessageBatchRequestEntry{Id: "1", MessageBody: "m", MessageGroupIdSet: true}, "InvalidParameterValue", "Value  for parameter MessageGroupId"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
