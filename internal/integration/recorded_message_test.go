@@ -762,3 +762,34 @@ func TestRecordedFIFOZeroDelay(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordedFIFOSystemAttributes replays localstack
+// test_sqs.snapshot.json: test_fifo_message_attributes: a FIFO message
+// received with All carries its deduplication id (the one sent, on a queue
+// that also deduplicates by content), group id and sequence number beside
+// the standard attributes, and its receive count grows.
+func TestRecordedFIFOSystemAttributes(t *testing.T) {
+	eachProtocol(t, func(t *testing.T, env *Env, c Client) {
+		u := mustCreate(t, c, "q.fifo", map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true", "VisibilityTimeout": "0",
+			"DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
+		sent, err := c.Send(ctxT(t), u, SendIn{Body: "message-body-1", Group: "group-1", Dedup: "dedup-1"})
+		ok(t, err)
+		if sent.MD5Body != "19c9e282d65f9733bc6b35d50062c7ee" || sent.Seq == "" || sent.MD5Attrs != "" {
+			t.Fatalf("send_message: %+v", sent)
+		}
+		want := []string{"ApproximateFirstReceiveTimestamp", "ApproximateReceiveCount", "MessageDeduplicationId", "MessageGroupId",
+			"SenderId", "SentTimestamp", "SequenceNumber"}
+		for i, count := range []string{"1", "2"} {
+			msgs, err := c.Receive(ctxT(t), u, RecvIn{})
+			ok(t, err)
+			if len(msgs) != 1 {
+				t.Fatalf("receive_message_%d: %d messages", i, len(msgs))
+			}
+			sys := msgs[0].Sys
+			if got := sortedKeys(sys); !slices.Equal(got, want) || sys["ApproximateReceiveCount"] != count ||
+				sys["MessageDeduplicationId"] != "dedup-1" || sys["MessageGroupId"] != "group-1" || sys["SequenceNumber"] != sent.Seq {
+				t.Errorf("receive_message_%d: %v", i, sys)
+			}
+		}
+	})
+}
