@@ -793,3 +793,64 @@ func TestRecordedFIFOSystemAttributes(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordedMessageAttributeNameRules replays localstack test_sqs.py
+// test_send_message_with_invalid_string_attributes (AWS-validated, which
+// checks the code only): SQS takes an attribute name with letters beyond
+// ASCII, and refuses control characters in a String value, the reserved
+// prefixes in any case, a leading or trailing period, symbols, names over
+// 256 bytes, an unknown type and a type over 256 bytes, all with
+// InvalidParameterValue.
+func TestRecordedMessageAttributeNameRules(t *testing.T) {
+	eachProtocol(t, func(t *testing.T, env *Env, c Client) {
+		u := mustCreate(t, c, "q", nil)
+		valid := func(v string) Attr { return Attr{DataType: "String", String: v} }
+		_, err := c.Send(ctxT(t), u, SendIn{Body: "test", Attrs: map[string]Attr{"attr.1øßä": valid("Valida")}})
+		ok(t, err)
+		bad := []map[string]Attr{
+			{"attr1": valid("Invalid-\b,\v")},
+			{"aWs.-Invalid-attr": valid("Valid")},
+			{"AMAZON.-Invalid-attr": valid("Valid")},
+			{".-Invalid-attr": valid("Valid")},
+			{"Invalid-!-attr": valid("Valid")},
+			{`Invalid-"-attr`: valid("Valid")},
+			{"Invalid-§-attr": valid("Valid")},
+			{"Invalid-(-attr": valid("Valid")},
+			{"Invalid-?-attr": valid("Valid")},
+			{strings.Repeat("L", 257): valid("Valid")},
+			{"Attribute_name": {DataType: "Invalid", String: "Valid"}},
+			{"Attribute_name": {DataType: "Number." + strings.Repeat("L", 256), String: "Valid"}},
+			{"Invalid.": valid("Valid")},
+		}
+		for _, attrs := range bad {
+			_, err := c.Send(ctxT(t), u, SendIn{Body: "test", Attrs: attrs})
+			if e, _ := apiErr(err); e.Code != "InvalidParameterValue" {
+				t.Errorf("%q: error %v, recorded InvalidParameterValue", sortedKeys(attrs), err)
+			}
+		}
+	})
+}
+
+// TestRecordedBinaryAttributeMD5 replays localstack test_sqs.snapshot.json:
+// test_send_message_with_binary_attributes/binary-attrs-msg: the MD5 of a
+// Binary attribute, on the send and on the receive, is AWS's.
+func TestRecordedBinaryAttributeMD5(t *testing.T) {
+	eachProtocol(t, func(t *testing.T, env *Env, c Client) {
+		u := mustCreate(t, c, "q", nil)
+		attrs := map[string]Attr{"attr1": {DataType: "Binary", Binary: []byte("traceparent\x1e00-774062d6c37081a5a0b9b5b88e30627c-2d2482211f6489da-01")}}
+		sent, err := c.Send(ctxT(t), u, SendIn{Body: "test", Attrs: attrs})
+		ok(t, err)
+		msgs, err := c.Receive(ctxT(t), u, RecvIn{})
+		ok(t, err)
+		if len(msgs) != 1 {
+			t.Fatalf("received %d messages", len(msgs))
+		}
+		const want = "8cbe4db156db8a94db8b801b7addb984"
+		if sent.MD5Attrs != want || msgs[0].MD5Attrs != want || msgs[0].MD5Body != "098f6bcd4621d373cade4e832627b4f6" {
+			t.Errorf("MD5OfMessageAttributes sent %q, received %q, recorded %s", sent.MD5Attrs, msgs[0].MD5Attrs, want)
+		}
+		if got := msgs[0].Attrs["attr1"]; got.DataType != "Binary" || string(got.Binary) != string(attrs["attr1"].Binary) {
+			t.Errorf("attribute %+v", got)
+		}
+	})
+}
