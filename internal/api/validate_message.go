@@ -42,10 +42,9 @@ type fifoIDs struct {
 // characters, DelaySeconds 0-900, message and system attributes, a size
 // within MaxMessageSizeLimit, well-formed FIFO ids. Validate has already
 // checked the entry's Id. The engine calls it per entry and reports the
-// error in the entry's Failed result (standard queue) or as the answer to
-// the whole request (FIFO queue), as SQS does; the queue's own
-// MaximumMessageSize and the FIFO rules (group id required, no per-message
-// delay) are the engine's to check.
+// error in the entry's Failed result; the queue's own MaximumMessageSize and
+// the FIFO rules (group id required, no per-message delay) are the engine's
+// to check.
 //
 // SQS names a missing body "SendMessageBatchRequestEntry.N.MessageBody"; an
 // entry does not know its position, so the error names "MessageBody".
