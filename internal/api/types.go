@@ -1,10 +1,5 @@
 package api
 
-import (
-	"bytes"
-	"encoding/json"
-)
-
 // Action names one SQS API action as it appears on the wire: the suffix of
 // the X-Amz-Target header (AWS JSON) or the Action parameter (AWS Query).
 type Action string
@@ -417,19 +412,10 @@ type SendMessageRequest struct {
 	MessageGroupId          string                                 `json:"MessageGroupId,omitempty"`
 	// MessageDeduplicationIdSet and MessageGroupIdSet report that the
 	// request carried the member, even empty: SQS refuses an empty id as
-	// malformed, which differs from leaving it out. The decoders set them;
-	// they are not part of the wire form.
+	// malformed, which differs from leaving it out. The decoders set them
+	// (see NoteSentFIFOIDs); they are not part of the wire form.
 	MessageDeduplicationIdSet bool `json:"-"`
 	MessageGroupIdSet         bool `json:"-"`
-}
-
-// UnmarshalJSON decodes a SendMessage and notes which FIFO ids it carried.
-func (r *SendMessageRequest) UnmarshalJSON(b []byte) error {
-	type plain SendMessageRequest
-	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
-		return err
-	}
-	return noteIDsPresent(b, r.MessageDeduplicationId, r.MessageGroupId, &r.MessageDeduplicationIdSet, &r.MessageGroupIdSet)
 }
 
 // SendMessageResult is SendMessage's result.
@@ -453,38 +439,6 @@ type SendMessageBatchRequestEntry struct {
 	// MessageDeduplicationIdSet and MessageGroupIdSet: as in SendMessageRequest.
 	MessageDeduplicationIdSet bool `json:"-"`
 	MessageGroupIdSet         bool `json:"-"`
-}
-
-// UnmarshalJSON decodes a SendMessageBatch entry and notes which FIFO ids
-// it carried.
-func (e *SendMessageBatchRequestEntry) UnmarshalJSON(b []byte) error {
-	type plain SendMessageBatchRequestEntry
-	if err := json.Unmarshal(b, (*plain)(e)); err != nil {
-		return err
-	}
-	return noteIDsPresent(b, e.MessageDeduplicationId, e.MessageGroupId, &e.MessageDeduplicationIdSet, &e.MessageGroupIdSet)
-}
-
-// noteIDsPresent sets dedupSet and groupSet for the FIFO ids that the JSON
-// object b carries. A non-empty id is present; only where an id decoded
-// empty and its name occurs in b is b decoded a second time to tell an
-// empty member from an absent one, so that the common request pays nothing.
-func noteIDsPresent(b []byte, dedupID, groupID string, dedupSet, groupSet *bool) error {
-	*dedupSet, *groupSet = dedupID != "", groupID != ""
-	if (*dedupSet || !bytes.Contains(b, []byte("MessageDeduplicationId"))) &&
-		(*groupSet || !bytes.Contains(b, []byte("MessageGroupId"))) {
-		return nil
-	}
-	var ids struct {
-		MessageDeduplicationId *string
-		MessageGroupId         *string
-	}
-	if err := json.Unmarshal(b, &ids); err != nil {
-		return err
-	}
-	*dedupSet = ids.MessageDeduplicationId != nil
-	*groupSet = ids.MessageGroupId != nil
-	return nil
 }
 
 // SendMessageBatchRequest sends up to 10 messages.

@@ -1,5 +1,10 @@
 package api
 
+import (
+	"bytes"
+	"encoding/json"
+)
+
 // The rules of the message actions: send, receive, delete and visibility
 // changes, single and batched.
 
@@ -280,4 +285,53 @@ func ValidateFIFOSendBatch(entries []SendMessageBatchRequestEntry, contentBasedD
 		}
 	}
 	return nil
+}
+
+// NoteSentFIFOIDs sets the MessageDeduplicationIdSet and MessageGroupIdSet
+// flags of a SendMessage or SendMessageBatch request that was decoded from
+// the AWS JSON body, which encoding/json leaves unable to tell an id sent
+// empty from one not sent. A non-empty id was sent; only where an id is
+// empty and its name occurs in the body is the body decoded a second time,
+// so that the common request pays for a substring search at most. Other
+// requests are left alone.
+func NoteSentFIFOIDs(req Request, body []byte) error {
+	mentions := func(name string) bool { return bytes.Contains(body, []byte(name)) }
+	switch r := req.(type) {
+	case *SendMessageRequest:
+		r.MessageDeduplicationIdSet, r.MessageGroupIdSet = r.MessageDeduplicationId != "", r.MessageGroupId != ""
+		if (r.MessageDeduplicationIdSet || !mentions(paramMessageDeduplicationID)) && (r.MessageGroupIdSet || !mentions(paramMessageGroupID)) {
+			return nil
+		}
+		var sent sentFIFOIDs
+		if err := json.Unmarshal(body, &sent); err != nil {
+			return err
+		}
+		r.MessageDeduplicationIdSet, r.MessageGroupIdSet = sent.MessageDeduplicationId != nil, sent.MessageGroupId != nil
+	case *SendMessageBatchRequest:
+		again := false
+		for i := range r.Entries {
+			e := &r.Entries[i]
+			e.MessageDeduplicationIdSet, e.MessageGroupIdSet = e.MessageDeduplicationId != "", e.MessageGroupId != ""
+			again = again || !e.MessageDeduplicationIdSet || !e.MessageGroupIdSet
+		}
+		if !again || (!mentions(paramMessageDeduplicationID) && !mentions(paramMessageGroupID)) {
+			return nil
+		}
+		var sent struct{ Entries []sentFIFOIDs }
+		if err := json.Unmarshal(body, &sent); err != nil {
+			return err
+		}
+		for i := range min(len(sent.Entries), len(r.Entries)) {
+			r.Entries[i].MessageDeduplicationIdSet = sent.Entries[i].MessageDeduplicationId != nil
+			r.Entries[i].MessageGroupIdSet = sent.Entries[i].MessageGroupId != nil
+		}
+	}
+	return nil
+}
+
+// sentFIFOIDs is what NoteSentFIFOIDs decodes a second time: whether each
+// id was sent at all.
+type sentFIFOIDs struct {
+	MessageDeduplicationId *string
+	MessageGroupId         *string
 }
