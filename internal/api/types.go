@@ -410,6 +410,12 @@ type SendMessageRequest struct {
 	MessageSystemAttributes map[string]MessageSystemAttributeValue `json:"MessageSystemAttributes,omitempty"`
 	MessageDeduplicationId  string                                 `json:"MessageDeduplicationId,omitempty"`
 	MessageGroupId          string                                 `json:"MessageGroupId,omitempty"`
+	// MessageDeduplicationIdSet and MessageGroupIdSet report that the
+	// request carried the member, even empty: SQS refuses an empty id as
+	// malformed, which differs from leaving it out. The decoders set them
+	// (see NoteSentFIFOIDs); they are not part of the wire form.
+	MessageDeduplicationIdSet bool `json:"-"`
+	MessageGroupIdSet         bool `json:"-"`
 }
 
 // SendMessageResult is SendMessage's result.
@@ -430,6 +436,9 @@ type SendMessageBatchRequestEntry struct {
 	MessageSystemAttributes map[string]MessageSystemAttributeValue `json:"MessageSystemAttributes,omitempty"`
 	MessageDeduplicationId  string                                 `json:"MessageDeduplicationId,omitempty"`
 	MessageGroupId          string                                 `json:"MessageGroupId,omitempty"`
+	// MessageDeduplicationIdSet and MessageGroupIdSet: as in SendMessageRequest.
+	MessageDeduplicationIdSet bool `json:"-"`
+	MessageGroupIdSet         bool `json:"-"`
 }
 
 // SendMessageBatchRequest sends up to 10 messages.

@@ -15,9 +15,10 @@ import (
 // repeated entry Ids, and for SendMessageBatch the total size). What is wrong
 // with one entry's content is checked by ValidateSendEntry,
 // ValidateDeleteMessageBatchEntry and ValidateChangeMessageVisibilityBatchEntry,
-// which the engine calls per entry: SQS reports those problems in the
-// entry's Failed result on a standard queue, and fails the whole request on
-// a FIFO queue, which only the engine knows.
+// which the engine calls per entry and reports in the entry's Failed result.
+// The exception, which only the engine can tell, is a FIFO entry without a
+// group id or a needed deduplication id: that fails the whole request (see
+// ValidateFIFOSendBatch).
 //
 // Checks run in a fixed order (members in model order, map keys sorted), so
 // an invalid request always gets the same error.

@@ -116,7 +116,10 @@ func TestValidateSendMessage(t *testing.T) {
 		{"256-character name", send(one(strings.Repeat("a", 256), strAttr("String", "x"))), "", ""},
 		{"257-character name", send(one(strings.Repeat("a", 257), strAttr("String", "x"))), "InvalidParameterValue", "Message (user) attribute name must be shorter than 256 bytes."},
 		{"name with space", send(one("a b", strAttr("String", "x"))), "InvalidParameterValue", "can only contain upper and lower score characters"},
-		{"name with non-ascii", send(one("é", strAttr("String", "x"))), "InvalidParameterValue", "can only contain"},
+		// SQS accepts letters beyond ASCII and refuses symbols (moto / localstack
+		// test_send_message_with_invalid_string_attributes, AWS-validated).
+		{"name with a symbol", send(one("Invalid-§-attr", strAttr("String", "x"))), "InvalidParameterValue", "can only contain"},
+		{"name with letters beyond ASCII", send(one("attr.1øßä", strAttr("String", "Valida"))), "", ""},
 		{"name with all allowed characters", send(one("aZ09_-.x", strAttr("String", "x"))), "", ""},
 		{"reserved AWS.", send(one("AWS.x", strAttr("String", "x"))), "InvalidParameterValue", "beginning with 'AWS.' or 'Amazon.'"},
 		{"reserved aws. any case", send(one("aWs.x", strAttr("String", "x"))), "InvalidParameterValue", "reserved for internal use"},
@@ -144,7 +147,9 @@ func TestValidateSendMessage(t *testing.T) {
 		{"binary given as string", send(one("b", strAttr("Binary", "x"))), "InvalidParameterValue", "non-empty value of type 'Binary'"},
 		{"string list", send(one("l", MessageAttributeValue{DataType: "String", StringListValues: []string{"x"}})), "InvalidParameterValue", "Message attribute list values in SendMessage operation are not supported."},
 		{"binary list", send(one("l", MessageAttributeValue{DataType: "Binary", BinaryListValues: [][]byte{{1}}})), "InvalidParameterValue", "list values"},
-		{"invalid character in string value", send(one("s", strAttr("String", "\x01"))), "InvalidMessageContents", ""},
+		// InvalidParameterValue, not the body's InvalidMessageContents (localstack
+		// test_invalid_string_attributes_cause_invalid_parameter_value_error).
+		{"invalid character in string value", send(one("s", strAttr("String", "\x01"))), "InvalidParameterValue", "contains invalid characters"},
 		{"first bad attribute in name order", send(attrs(map[string]MessageAttributeValue{
 			"b": strAttr("Number", "x"), "a": strAttr("Bogus", "x"),
 		})), "InvalidParameterValue", "attribute 'a' is invalid"},
@@ -164,7 +169,7 @@ func TestValidateSendMessage(t *testing.T) {
 		}), "InvalidParameterValue", "list values"},
 		{"trace header with a control character", send(func(r *SendMessageRequest) {
 			r.MessageSystemAttributes = map[string]MessageSystemAttributeValue{"AWSTraceHeader": strAttr("String", "Root=\x00")}
-		}), "InvalidMessageContents", ""},
+		}), "InvalidParameterValue", "contains invalid characters"},
 		{"empty trace header", send(func(r *SendMessageRequest) {
 			r.MessageSystemAttributes = map[string]MessageSystemAttributeValue{"AWSTraceHeader": strAttr("String", "")}
 		}), "InvalidParameterValue", "non-empty value"},
@@ -180,6 +185,13 @@ func TestValidateSendMessage(t *testing.T) {
 		{"dedup id too long", send(func(r *SendMessageRequest) { r.MessageDeduplicationId = strings.Repeat("d", 129) }), "InvalidParameterValue",
 			"for parameter MessageDeduplicationId is invalid. Reason: MessageDeduplicationId can only include alphanumeric and punctuation characters. 1 to 128 in length."},
 		{"dedup id with tab", send(func(r *SendMessageRequest) { r.MessageDeduplicationId = "a\tb" }), "InvalidParameterValue", "MessageDeduplicationId"},
+		// An id sent empty is malformed (localstack test_sqs.snapshot.json:
+		// test_send_message_to_standard_queue_with_invalid_message_group_id[empty],
+		// test_message_deduplication_id_invalid[empty]); one not sent is absent.
+		{"group id sent empty", send(func(r *SendMessageRequest) { r.MessageGroupIdSet = true }), "InvalidParameterValue",
+			"Value  for parameter MessageGroupId is invalid. Reason: MessageGroupId can only include alphanumeric and punctuation characters. 1 to 128 in length."},
+		{"dedup id sent empty", send(func(r *SendMessageRequest) { r.MessageDeduplicationIdSet = true }), "InvalidParameterValue",
+			"Value  for parameter MessageDeduplicationId is invalid. Reason: MessageDeduplicationId can only include alphanumeric and punctuation characters. 1 to 128 in length."},
 	})
 }
 
@@ -201,14 +213,17 @@ func TestValidateSendMessageBatch(t *testing.T) {
 	runValidateCases(t, []validateCase{
 		{"valid", &SendMessageBatchRequest{QueueUrl: testURL, Entries: entries("a", "b-1", "C_2")}, "", ""},
 		{"missing queue url", &SendMessageBatchRequest{Entries: entries("a")}, "MissingParameter", "QueueUrl"},
-		{"missing entries", &SendMessageBatchRequest{QueueUrl: testURL}, "MissingParameter", "The request must contain the parameter Entries."},
+		// The Query protocol cannot send an empty list: no entries is an empty batch.
+		{"missing entries", &SendMessageBatchRequest{QueueUrl: testURL}, "EmptyBatchRequest", "There should be at least one SendMessageBatchRequestEntry in the request."},
 		{"empty entries", &SendMessageBatchRequest{QueueUrl: testURL, Entries: entries()}, "EmptyBatchRequest",
 			"There should be at least one SendMessageBatchRequestEntry in the request."},
 		{"ten entries", &SendMessageBatchRequest{QueueUrl: testURL, Entries: entries(ids(10)...)}, "", ""},
 		{"eleven entries", &SendMessageBatchRequest{QueueUrl: testURL, Entries: entries(ids(11)...)}, "TooManyEntriesInBatchRequest",
 			"Maximum number of entries per request are 10. You have sent 11."},
-		{"missing id", &SendMessageBatchRequest{QueueUrl: testURL, Entries: entries("1", "", "3")}, "MissingParameter",
-			"The request must contain the parameter SendMessageBatchRequestEntry.2.Id."},
+		// An empty or absent Id is malformed (localstack test_sqs.snapshot.json:
+		// test_delete_message_batch_invalid_msg_id[sqs-]).
+		{"missing id", &SendMessageBatchRequest{QueueUrl: testURL, Entries: entries("1", "", "3")}, "InvalidBatchEntryId",
+			"A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long."},
 		{"invalid id", &SendMessageBatchRequest{QueueUrl: testURL, Entries: entries("é")}, "InvalidBatchEntryId",
 			"A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long."},
 		{"blank id", &SendMessageBatchRequest{QueueUrl: testURL, Entries: entries(" ")}, "InvalidBatchEntryId", ""},
@@ -247,6 +262,7 @@ func TestValidateSendEntry(t *testing.T) {
 		{"too long", SendMessageBatchRequestEntry{Id: "1", MessageBody: strings.Repeat("a", MaxMessageSizeLimit+1)}, "InvalidParameterValue", "Message must be shorter than 1048576 bytes."},
 		{"bad group", SendMessageBatchRequestEntry{Id: "1", MessageBody: "m", MessageGroupId: "a b"}, "InvalidParameterValue", "MessageGroupId"},
 		{"bad dedup", SendMessageBatchRequestEntry{Id: "1", MessageBody: "m", MessageDeduplicationId: "a b"}, "InvalidParameterValue", "MessageDeduplicationId"},
+		{"group sent empty", SendMessageBatchRequestEntry{Id: "1", MessageBody: "m", MessageGroupIdSet: true}, "InvalidParameterValue", "Value  for parameter MessageGroupId"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,12 +324,12 @@ func TestValidateDeleteMessage(t *testing.T) {
 func TestValidateDeleteMessageBatch(t *testing.T) {
 	runValidateCases(t, []validateCase{
 		{"valid", &DeleteMessageBatchRequest{QueueUrl: testURL, Entries: []DeleteMessageBatchRequestEntry{{Id: "a", ReceiptHandle: "r"}}}, "", ""},
-		{"missing entries", &DeleteMessageBatchRequest{QueueUrl: testURL}, "MissingParameter", "Entries"},
+		{"missing entries", &DeleteMessageBatchRequest{QueueUrl: testURL}, "EmptyBatchRequest", "There should be at least one DeleteMessageBatchRequestEntry in the request."},
 		{"empty entries", &DeleteMessageBatchRequest{QueueUrl: testURL, Entries: []DeleteMessageBatchRequestEntry{}}, "EmptyBatchRequest",
 			"There should be at least one DeleteMessageBatchRequestEntry in the request."},
 		{"eleven", &DeleteMessageBatchRequest{QueueUrl: testURL, Entries: make([]DeleteMessageBatchRequestEntry, 11)}, "TooManyEntriesInBatchRequest", "You have sent 11."},
 		{"missing id", &DeleteMessageBatchRequest{QueueUrl: testURL, Entries: []DeleteMessageBatchRequestEntry{{Id: "id-1", ReceiptHandle: "r"}, {ReceiptHandle: "r2"}}},
-			"MissingParameter", "The request must contain the parameter DeleteMessageBatchRequestEntry.2.Id."},
+			"InvalidBatchEntryId", "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long."},
 		{"repeated id", &DeleteMessageBatchRequest{QueueUrl: testURL, Entries: []DeleteMessageBatchRequestEntry{{Id: "id-1"}, {Id: "id-1"}}},
 			"BatchEntryIdsNotDistinct", "Id id-1 repeated."},
 		{"missing receipt handle is per entry", &DeleteMessageBatchRequest{QueueUrl: testURL, Entries: []DeleteMessageBatchRequestEntry{{Id: "id-1"}}}, "", ""},
@@ -340,11 +356,11 @@ func TestValidateChangeMessageVisibility(t *testing.T) {
 func TestValidateChangeMessageVisibilityBatch(t *testing.T) {
 	runValidateCases(t, []validateCase{
 		{"valid", &ChangeMessageVisibilityBatchRequest{QueueUrl: testURL, Entries: []ChangeMessageVisibilityBatchRequestEntry{{Id: "1", ReceiptHandle: "r", VisibilityTimeout: intp(5)}}}, "", ""},
-		{"missing entries", &ChangeMessageVisibilityBatchRequest{QueueUrl: testURL}, "MissingParameter", "Entries"},
+		{"missing entries", &ChangeMessageVisibilityBatchRequest{QueueUrl: testURL}, "EmptyBatchRequest", "There should be at least one ChangeMessageVisibilityBatchRequestEntry in the request."},
 		{"empty entries", &ChangeMessageVisibilityBatchRequest{QueueUrl: testURL, Entries: []ChangeMessageVisibilityBatchRequestEntry{}}, "EmptyBatchRequest",
-			"There should be at least one ChangeMessageVisibilityBatch in the request."},
+			"There should be at least one ChangeMessageVisibilityBatchRequestEntry in the request."},
 		{"missing id", &ChangeMessageVisibilityBatchRequest{QueueUrl: testURL, Entries: []ChangeMessageVisibilityBatchRequestEntry{{Id: "1"}, {ReceiptHandle: "d"}, {Id: "3"}}},
-			"MissingParameter", "The request must contain the parameter ChangeMessageVisibilityBatch.2.Id."},
+			"InvalidBatchEntryId", "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long."},
 		{"invalid id", &ChangeMessageVisibilityBatchRequest{QueueUrl: testURL, Entries: []ChangeMessageVisibilityBatchRequestEntry{{Id: "é"}}}, "InvalidBatchEntryId", ""},
 		{"entry content is not checked", &ChangeMessageVisibilityBatchRequest{QueueUrl: testURL, Entries: []ChangeMessageVisibilityBatchRequestEntry{{Id: "1", VisibilityTimeout: intp(-1)}}}, "", ""},
 	})

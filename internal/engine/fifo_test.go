@@ -583,12 +583,16 @@ func TestFIFOInflightLimit(t *testing.T) {
 	}
 }
 
+// TestSendMessageBatchPartialFailure: an entry over the queue's
+// MaximumMessageSize fails alone, with the batch wording of the size error
+// (localstack test_sqs.snapshot.json: test_send_batch_message_size), while
+// an entry without a group id fails the whole request and sends nothing
+// (test_send_batch_missing_message_group_id_for_fifo_queue).
 func TestSendMessageBatchPartialFailure(t *testing.T) {
 	h := newHarness(t)
 	q := h.fifoQueue("q.fifo", map[string]string{api.AttrMaximumMessageSize: "1024"})
 	res := h.must(q, &api.SendMessageBatchRequest{QueueUrl: q.Path(), Entries: []api.SendMessageBatchRequestEntry{
 		{Id: "ok1", MessageBody: "one", MessageGroupId: "g", MessageDeduplicationId: "1"},
-		{Id: "nogroup", MessageBody: "two", MessageDeduplicationId: "2"},
 		{Id: "big", MessageBody: strings.Repeat("x", 2000), MessageGroupId: "g", MessageDeduplicationId: "3"},
 		{Id: "ok2", MessageBody: "four", MessageGroupId: "g", MessageDeduplicationId: "4"},
 	}}).(*api.SendMessageBatchResult)
@@ -597,13 +601,24 @@ func TestSendMessageBatchPartialFailure(t *testing.T) {
 		ok = append(ok, s.Id)
 	}
 	for _, f := range res.Failed {
-		failed = append(failed, f.Id+":"+f.Code)
+		failed = append(failed, f.Id+":"+f.Code+":"+f.Message)
 	}
-	if !slices.Equal(ok, []string{"ok1", "ok2"}) || !slices.Equal(failed, []string{"nogroup:MissingParameter", "big:InvalidParameterValue"}) {
+	if !slices.Equal(ok, []string{"ok1", "ok2"}) || !slices.Equal(failed, []string{"big:InvalidParameterValue:One or more parameters cannot be validated. Reason: Message must be shorter than 1024 bytes."}) {
 		t.Errorf("successful %v, failed %v", ok, failed)
 	}
 	if got := bodies(h.receive(q, 10, -1)); !slices.Equal(got, []string{"one", "four"}) {
 		t.Errorf("received %v", got)
+	}
+
+	_, err := h.do(q, &api.SendMessageBatchRequest{QueueUrl: q.Path(), Entries: []api.SendMessageBatchRequestEntry{
+		{Id: "ok3", MessageBody: "five", MessageGroupId: "g", MessageDeduplicationId: "5"},
+		{Id: "nogroup", MessageBody: "six", MessageDeduplicationId: "6"},
+	}})
+	if ae := wantCode(t, err, "InvalidParameterValue"); ae.Message != "The request must contain the parameter MessageGroupId." {
+		t.Errorf("message = %q", ae.Message)
+	}
+	if c := h.counts(q); c[0]+c[1] != 2 {
+		t.Errorf("a failed batch stored messages: counts %v", c)
 	}
 }
 

@@ -220,8 +220,25 @@ func (r *randomRun) sendBatch() string {
 		body, group, dedup := r.message()
 		req.Entries = append(req.Entries, api.SendMessageBatchRequestEntry{Id: "e" + strconv.Itoa(i), MessageBody: body, MessageGroupId: group, MessageDeduplicationId: dedup})
 	}
+	// An entry without a group id, or without a deduplication id where the
+	// queue does not deduplicate by content, fails the whole batch and
+	// sends nothing (localstack test_sqs.snapshot.json:
+	// test_send_batch_missing_message_group_id_for_fifo_queue,
+	// test_send_batch_missing_deduplication_id_for_fifo_queue).
+	wantFail := false
+	for _, en := range req.Entries {
+		if en.MessageGroupId == "" || (en.MessageDeduplicationId == "" && !r.model.contentDedup) {
+			wantFail = true
+		}
+	}
 	firstID := r.h.ids + 1
 	resp, err := r.h.do(r.q, req)
+	if wantFail {
+		if errCode(err) != "InvalidParameterValue" {
+			r.fail("SendMessageBatch with an entry missing an id: error %q, want InvalidParameterValue", errCode(err))
+		}
+		return "batch -> InvalidParameterValue"
+	}
 	if err != nil {
 		r.fail("SendMessageBatch: %v", err)
 		return "batch error"

@@ -81,9 +81,9 @@ func (q *queue) recordAttempt(id string, now int64, msgs []*message) {
 }
 
 // selection is what a ReceiveMessage asks to see of each message: which
-// system attributes (MessageSystemAttributeNames and the deprecated
+// system attributes (MessageSystemAttributeNames or the deprecated
 // AttributeNames) and which message attributes (MessageAttributeNames:
-// All, ".*", names and "prefix.*" patterns).
+// All, "*", ".*", names and "prefix.*" patterns).
 type selection struct {
 	sysAll      bool
 	sys         map[string]bool
@@ -92,26 +92,42 @@ type selection struct {
 	attrPrefixs []string
 }
 
+// newSelection reads what r selects. Where a request names system
+// attributes both ways, one list wins rather than their union: SQS was
+// recorded returning all attributes for MessageSystemAttributeNames=All
+// with AttributeNames=SenderId over AWS JSON, and only SenderId over Query
+// (localstack test_sqs.snapshot.json:
+// test_message_system_attribute_names_with_attribute_names/different_values).
+// The engine applies the JSON rule, MessageSystemAttributeNames first; the
+// Query decoder keeps only AttributeNames when a form has both.
+//
+// Message attribute names filter and are never refused: "All", "*" and
+// ".*" select every attribute, "Hel.*" every name that starts with "Hel"
+// (Hello and Help.Me), any other name itself only, and a name that is not
+// there, or could not be one (AWS., ..foo), selects nothing (localstack
+// test_sqs.snapshot.json: test_receive_message_message_attribute_names_filters).
 func newSelection(r *api.ReceiveMessageRequest) *selection {
 	s := &selection{}
-	for _, list := range [][]string{r.MessageSystemAttributeNames, r.AttributeNames} {
-		for _, n := range list {
-			if n == api.MsgAttrAll {
-				s.sysAll = true
-				continue
-			}
-			if s.sys == nil {
-				s.sys = map[string]bool{}
-			}
-			s.sys[n] = true
+	sysNames := r.MessageSystemAttributeNames
+	if len(sysNames) == 0 {
+		sysNames = r.AttributeNames
+	}
+	for _, n := range sysNames {
+		if n == api.MsgAttrAll {
+			s.sysAll = true
+			continue
 		}
+		if s.sys == nil {
+			s.sys = map[string]bool{}
+		}
+		s.sys[n] = true
 	}
 	for _, n := range r.MessageAttributeNames {
 		switch {
-		case n == "All" || n == ".*":
+		case n == "All" || n == "*" || n == ".*":
 			s.attrAll = true
 		case strings.HasSuffix(n, ".*"):
-			s.attrPrefixs = append(s.attrPrefixs, strings.TrimSuffix(n, "*"))
+			s.attrPrefixs = append(s.attrPrefixs, strings.TrimSuffix(n, ".*"))
 		default:
 			if s.attrNames == nil {
 				s.attrNames = map[string]bool{}

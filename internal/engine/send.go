@@ -64,6 +64,9 @@ type sendInput struct {
 	delay    *int
 	dedupID  string
 	groupID  string
+	// batch is set for a SendMessageBatch entry, whose size error SQS
+	// words differently from SendMessage's.
+	batch bool
 }
 
 // sendOutput is the result of sending one message.
@@ -92,11 +95,21 @@ func (e *Engine) sendMessage(cmd *Command, r *api.SendMessageRequest, now int64)
 // sendMessageBatch sends each entry on its own, in order: an entry that
 // fails, whether it breaks a static rule (api.ValidateSendEntry) or the
 // queue's, is reported in Failed and the others are sent, on both queue
-// types, as SQS's SendMessageBatch documents.
+// types, as SQS's SendMessageBatch documents. The exception is a FIFO
+// entry without a group id, or without a deduplication id where the queue
+// does not deduplicate by content: SQS fails the whole request then, and
+// sends none of the entries (localstack test_sqs.snapshot.json:
+// test_send_batch_missing_message_group_id_for_fifo_queue,
+// test_send_batch_missing_deduplication_id_for_fifo_queue).
 func (e *Engine) sendMessageBatch(cmd *Command, r *api.SendMessageBatchRequest, now int64) (api.Response, error) {
 	q, err := e.queueFor(cmd, now)
 	if err != nil {
 		return nil, err
+	}
+	if q.fifo {
+		if err := api.ValidateFIFOSendBatch(r.Entries, q.attrs.ContentBasedDeduplication); err != nil {
+			return nil, err
+		}
 	}
 	res := &api.SendMessageBatchResult{Successful: []api.SendMessageBatchResultEntry{}, Failed: []api.BatchResultErrorEntry{}}
 	for i, en := range r.Entries {
@@ -106,6 +119,7 @@ func (e *Engine) sendMessageBatch(cmd *Command, r *api.SendMessageBatchRequest, 
 			out, err = e.send(q, cmd, i, sendInput{
 				body: en.MessageBody, attrs: en.MessageAttributes, sysAttrs: en.MessageSystemAttributes,
 				delay: en.DelaySeconds, dedupID: en.MessageDeduplicationId, groupID: en.MessageGroupId,
+				batch: true,
 			}, now)
 		}
 		if err != nil {
@@ -136,7 +150,7 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 		}
 		if dedupID == "" {
 			if !q.attrs.ContentBasedDeduplication {
-				return sendOutput{}, api.ErrInvalidParameterValue("The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+				return sendOutput{}, api.ErrMissingDeduplicationID()
 			}
 			dedupID = api.ContentDeduplicationID(in.body)
 		}
@@ -144,7 +158,13 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 		return sendOutput{}, api.ErrInvalidParameterValue("Value %s for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type.", dedupID)
 	}
 	size := api.MessageSize(in.body, in.attrs)
+	// A message of exactly MaximumMessageSize bytes is accepted (localstack
+	// test_sqs.snapshot.json:
+	// test_send_message_batch_with_oversized_contents_with_updated_maximum_message_size).
 	if size > q.attrs.MaximumMessageSize {
+		if in.batch {
+			return sendOutput{}, api.ErrBatchEntryTooLong(q.attrs.MaximumMessageSize)
+		}
 		return sendOutput{}, api.ErrMessageTooLong(q.attrs.MaximumMessageSize)
 	}
 	out := sendOutput{md5Body: api.MD5OfBody(in.body)}

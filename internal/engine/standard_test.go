@@ -213,10 +213,20 @@ func TestReceiveSelection(t *testing.T) {
 		{name: "nothing asked"},
 		{name: "all system", sys: []string{"All"}, wantSys: []string{"AWSTraceHeader", "ApproximateFirstReceiveTimestamp", "ApproximateReceiveCount",
 			"MessageDeduplicationId", "MessageGroupId", "SenderId", "SentTimestamp", "SequenceNumber"}},
-		{name: "named system, deprecated parameter too", sys: []string{"SenderId"}, old: []string{"SequenceNumber", "Policy"}, wantSys: []string{"SenderId", "SequenceNumber"}},
+		// Both lists: MessageSystemAttributeNames wins (the JSON rule;
+		// localstack test_sqs.snapshot.json:
+		// test_message_system_attribute_names_with_attribute_names).
+		{name: "named system, deprecated parameter too", sys: []string{"SenderId"}, old: []string{"SequenceNumber", "Policy"}, wantSys: []string{"SenderId"}},
+		{name: "deprecated parameter alone", old: []string{"SequenceNumber", "Policy"}, wantSys: []string{"SequenceNumber"}},
 		{name: "all attributes", msgAttrs: []string{"All"}, wantAttr: []string{"color", "foo.bar", "foo.baz", "foolscap", "size", "trace.like"}},
 		{name: "dot star", msgAttrs: []string{".*"}, wantAttr: []string{"color", "foo.bar", "foo.baz", "foolscap", "size", "trace.like"}},
-		{name: "names and prefix", msgAttrs: []string{"color", "foo.*", "missing"}, wantAttr: []string{"color", "foo.bar", "foo.baz"}},
+		{name: "star", msgAttrs: []string{"*"}, wantAttr: []string{"color", "foo.bar", "foo.baz", "foolscap", "size", "trace.like"}},
+		// "foo.*" selects the names that start with "foo", foolscap too:
+		// SQS's "Hel.*" returned Hello and Help.Me (localstack
+		// test_sqs.snapshot.json:
+		// test_receive_message_message_attribute_names_filters/prefix_filter).
+		{name: "names and prefix", msgAttrs: []string{"color", "foo.*", "missing"}, wantAttr: []string{"color", "foo.bar", "foo.baz", "foolscap"}},
+		{name: "illegal names select nothing", msgAttrs: []string{"AWS.", "..foo"}},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -220,6 +220,11 @@ func badInputCases(fifo, std, big, stdARN, scratch, handle string) []badCase {
 				codes = missingName
 			case "Entries", "Tags", "TagKeys", "AWSAccountIds", "Actions", "Attributes":
 				codes = missingList
+			case "Entries.Id":
+				// SQS answers an entry Id sent empty as malformed (localstack
+				// test_sqs.snapshot.json: test_delete_message_batch_invalid_msg_id[sqs-]);
+				// fifoq cannot tell an absent Id from an empty one.
+				codes = []string{"MissingParameter", "AWS.SimpleQueueService.InvalidBatchEntryId"}
 			}
 			add(badCase{name: "missing " + m, action: b.action, p: setPath(b.p, m, nil), codes: codes})
 		}

@@ -54,6 +54,11 @@ func decodeJSON(r *http.Request, body []byte) (api.Action, api.Request, *api.Err
 	if err := checkIntegerRange(reflect.ValueOf(req), ""); err != nil {
 		return action, nil, err
 	}
+	// SQS refuses a FIFO id sent empty; encoding/json cannot say whether
+	// it was sent.
+	if err := api.NoteSentFIFOIDs(req, body); err != nil {
+		return action, nil, jsonDecodeError(err)
+	}
 	return action, req, nil
 }
 

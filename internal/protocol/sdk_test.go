@@ -121,6 +121,10 @@ func expectedThrough(t *testing.T, v any, sdkType reflect.Type) any {
 	bridge(t, v, sdkCopy.Interface())
 	back := reflect.New(reflect.TypeOf(v).Elem())
 	bridge(t, sdkCopy.Interface(), back.Interface())
+	if r, ok := back.Interface().(api.Request); ok {
+		// The decoders note which FIFO ids were sent: the non-empty ones.
+		_ = api.NoteSentFIFOIDs(r, nil)
+	}
 	return back.Interface()
 }
 

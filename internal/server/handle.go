@@ -72,6 +72,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.req = req
+	traceHeaderAttribute(req, r.Header.Get("X-Amzn-Trace-Id"))
 	resp, err := s.do(withTransport(r.Context(), r.TLS != nil), caller, req)
 	if err != nil {
 		fail(api.AsError(err))
@@ -211,4 +212,23 @@ func rewriteQueueURLs(resp api.Response, base string) {
 			r.QueueUrls[i] = abs(r.QueueUrls[i])
 		}
 	}
+}
+
+// traceHeaderAttribute gives a SendMessage the AWSTraceHeader system
+// attribute from the request's X-Amzn-Trace-Id header, as SQS does for an
+// X-Ray-traced sender (localstack test_sqs.snapshot.json:
+// test_aws_trace_header_propagation/xray-msg), unless the request sets the
+// attribute itself.
+func traceHeaderAttribute(req api.Request, header string) {
+	send, ok := req.(*api.SendMessageRequest)
+	if !ok || header == "" {
+		return
+	}
+	if _, set := send.MessageSystemAttributes[api.MsgAttrAWSTraceHeader]; set {
+		return
+	}
+	if send.MessageSystemAttributes == nil {
+		send.MessageSystemAttributes = map[string]api.MessageSystemAttributeValue{}
+	}
+	send.MessageSystemAttributes[api.MsgAttrAWSTraceHeader] = api.MessageSystemAttributeValue{DataType: "String", StringValue: &header}
 }
