@@ -523,3 +523,83 @@ func TestRecordedJSONAtQueueURLContentType(t *testing.T) {
 		t.Errorf("HTTP %d, Content-Type %q, body %s; recorded 200, application/x-amz-json-1.0, no members", r.status, r.header.Get("Content-Type"), r.body)
 	}
 }
+
+// sweepMembers posts action with p, fails unless it answers 200, and
+// returns the names of the answer's members: the JSON object's keys, or
+// the Query result element's children.
+func (s *scene) sweepMembers(t *testing.T, action string, p params) []string {
+	t.Helper()
+	r := s.post(t, action, p)
+	if r.status != http.StatusOK {
+		t.Fatalf("%s: HTTP %d: %.400s", action, r.status, r.body)
+	}
+	if s.proto == "json" {
+		var body map[string]json.RawMessage
+		if len(strings.TrimSpace(string(r.body))) == 0 {
+			return nil
+		}
+		if err := json.Unmarshal(r.body, &body); err != nil {
+			t.Fatalf("%s answer: %v: %.400s", action, err, r.body)
+		}
+		return sortedKeys(body)
+	}
+	// <ActionResponse><ActionResult><Member>: the members are at depth 3;
+	// ResponseMetadata's RequestId is at that depth too and is no member.
+	dec := xml.NewDecoder(strings.NewReader(string(r.body)))
+	depth := 0
+	var names []string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			depth++
+			if depth == 3 && el.Name.Local != "RequestId" {
+				names = append(names, el.Name.Local)
+			}
+		case xml.EndElement:
+			depth--
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// TestRecordedSweep2AnswerMembers replays the members of recorded success
+// answers: a send to a standard queue answers MD5OfMessageBody and
+// MessageId only (localstack test_sqs.snapshot.json:
+// test_fair_queue_with_message_group_id/send_message), a FIFO send adds
+// SequenceNumber
+// (test_fifo_queue_send_message_with_zero_delay_defaults_to_queue_delay/send_message_result),
+// AddPermission and RemovePermission answer nothing
+// (test_sqs_permission_lifecycle/add-permission-response,
+// remove-permission-response), and a message received without attribute
+// names has Body, MD5OfBody, MessageId and ReceiptHandle only, in a FIFO
+// queue too (test_sqs_fifo_message_group_scope_no_throughput_setting/same-dedup-different-grp-1).
+func TestRecordedSweep2AnswerMembers(t *testing.T) {
+	msgProtocols(t, func(t *testing.T, s *scene) {
+		std := s.queue(t, "std", nil)
+		fifo := mustCreate(t, s.c, "q.fifo", fifoAttrs("ContentBasedDeduplication", "true"))
+		want := func(key string, got []string, members ...string) {
+			t.Helper()
+			if !slices.Equal(got, members) {
+				t.Errorf("%s: members %v, recorded %v", key, got, members)
+			}
+		}
+		want("send_message", s.sweepMembers(t, "SendMessage", params{"QueueUrl": std, "MessageBody": "message", "MessageGroupId": "test"}),
+			"MD5OfMessageBody", "MessageId")
+		want("send_message_result", s.sweepMembers(t, "SendMessage", params{"QueueUrl": fifo, "MessageBody": "message-1", "MessageGroupId": "1", "DelaySeconds": 0}),
+			"MD5OfMessageBody", "MessageId", "SequenceNumber")
+		want("add-permission-response", s.sweepMembers(t, "AddPermission", params{"QueueUrl": std, "Label": "crossaccountpermission",
+			"AWSAccountIds": []string{Account}, "Actions": []string{"ReceiveMessage"}}))
+		want("remove-permission-response", s.sweepMembers(t, "RemovePermission", params{"QueueUrl": std, "Label": "crossaccountpermission"}))
+		for _, u := range []string{std, fifo} {
+			got := s.msgReceive(t, params{"QueueUrl": u})
+			if len(got) != 1 || got[0].Sys != nil || got[0].Attrs != nil || got[0].MD5Attrs != "" {
+				t.Errorf("receive from %s: %+v, recorded Body, MD5OfBody, MessageId and ReceiptHandle only", u, got)
+			}
+		}
+	})
+}
