@@ -603,3 +603,45 @@ func TestRecordedSweep2AnswerMembers(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordedMoveTaskThroughputLimit replays localstack
+// test_sqs_move_task.snapshot.json: test_move_task_with_throughput_limit
+// (and the assertion of test_sqs_move_task.py beside it): a task of
+// MaxNumberOfMessagesPerSecond 1 answers a TaskHandle and takes at least
+// three seconds to move four messages.
+func TestRecordedMoveTaskThroughputLimit(t *testing.T) {
+	msgProtocols(t, func(t *testing.T, s *scene) {
+		ctx := ctxT(t)
+		dlq, src, dest, dlqARN, destARN := s.dlqPipe(t)
+		deadLetter(t, s, src, dlq, 4)
+		if h := must(s.c.StartMove(ctx, dlqARN, destARN, 1))(t); h == "" {
+			t.Fatalf("start-message-move-task-response: no TaskHandle")
+		}
+		s.env.Clock.Advance(2500 * time.Millisecond)
+		if n := numAttr(t, s.c, dest, "ApproximateNumberOfMessages"); n >= 4 {
+			t.Errorf("%d messages moved within 2.5 s at 1 per second, recorded at least 3 s for 4", n)
+		}
+		s.env.Clock.Advance(2 * time.Second)
+		eventually(t, 5*time.Second, "all four messages moved", func() bool {
+			return numAttr(t, s.c, dest, "ApproximateNumberOfMessages") == 4
+		})
+		// deadLetter names its messages message--0 to message--3.
+		wantBodies(t, drainSorted(t, s.c, dest), "message--0", "message--1", "message--2", "message--3")
+	})
+}
+
+// drainSorted receives every message of a standard queue and returns them
+// ordered by body.
+func drainSorted(t *testing.T, c Client, url string) []Msg {
+	t.Helper()
+	var out []Msg
+	for range 10 {
+		got := mustReceive(t, c, url, 10)
+		if len(got) == 0 {
+			break
+		}
+		out = append(out, got...)
+	}
+	slices.SortFunc(out, func(a, b Msg) int { return strings.Compare(a.Body, b.Body) })
+	return out
+}
