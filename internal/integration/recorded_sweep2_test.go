@@ -71,6 +71,18 @@ func TestRecordedSweep2Errors(t *testing.T) {
 				Message: "You can specify the FifoThroughputLimit only when FifoQueue is set to true."},
 		},
 		{
+			name:   "GetQueueAttributes without names of a deleted queue",
+			source: sweepSnapshot + "test_non_existent_queue/queue-does-not-exist, queue-does-not-exist-query",
+			call: func(t *testing.T, s *scene) (string, params) {
+				u := s.queue(t, "deleted", nil)
+				ok(t, s.c.DeleteQueue(ctxT(t), u))
+				return "GetQueueAttributes", params{"QueueUrl": u}
+			},
+			want: awsAnswer{Status: http.StatusBadRequest, Code: "AWS.SimpleQueueService.NonExistentQueue", Type: "QueueDoesNotExist",
+				Message:      "The specified queue does not exist.",
+				QueryMessage: "The specified queue does not exist for this wsdl version."},
+		},
+		{
 			name:   "AddPermission with a label already on the policy",
 			source: sweepSnapshot + "test_sqs_permission_lifecycle/get-queue-policy-attribute-second-account-same-label",
 			call: func(t *testing.T, s *scene) (string, params) {
@@ -313,6 +325,12 @@ func TestRecordedEmptyRedrivePolicy(t *testing.T) {
 // answers a NextToken, and the last page has none.
 func TestRecordedListQueuesPagination(t *testing.T) {
 	const source = sweepSnapshot + "test_list_queues_pagination/"
+	t.Run("pages", func(t *testing.T) { listQueuesPages(t, source) })
+	t.Run("members", func(t *testing.T) { listQueuesMembers(t, source) })
+}
+
+// listQueuesPages checks the pages of test_list_queues_pagination.
+func listQueuesPages(t *testing.T, source string) {
 	eachProtocol(t, func(t *testing.T, env *Env, c Client) {
 		ctx := ctxT(t)
 		var urls []string
@@ -334,6 +352,29 @@ func TestRecordedListQueuesPagination(t *testing.T) {
 		ok(t, err)
 		if !slices.Equal(rest, urls[2:]) || next != "" {
 			t.Errorf("list_remaining: %v, NextToken %q (%s)", rest, next, source+"list_remaining")
+		}
+	})
+}
+
+// listQueuesMembers checks that the last page and an unpaged list have no
+// NextToken member at all.
+func listQueuesMembers(t *testing.T, source string) {
+	msgProtocols(t, func(t *testing.T, s *scene) {
+		for i := range 3 {
+			mustCreate(t, s.c, fmt.Sprintf("7f7df0f5-test-queue-%d", i), nil)
+		}
+		// The Query protocol's list is flattened: one QueueUrl per queue.
+		urls := "QueueUrls"
+		if s.proto == "query" {
+			urls = "QueueUrl"
+		}
+		for _, p := range []params{{"QueueNamePrefix": "7f7df0f5"}, {"QueueNamePrefix": "7f7df0f5", "MaxResults": 10}} {
+			if got := s.sweepMembers(t, "ListQueues", p); !slices.Equal(got, []string{urls}) {
+				t.Errorf("ListQueues %v: members %v, recorded QueueUrls only (%s)", p, got, source+"list_all, list_remaining")
+			}
+		}
+		if got := s.sweepMembers(t, "ListQueues", params{"QueueNamePrefix": "7f7df0f5", "MaxResults": 2}); !slices.Equal(got, []string{"NextToken", urls}) {
+			t.Errorf("ListQueues MaxResults 2: members %v, recorded NextToken and QueueUrls (%s)", got, source+"list_two_max")
 		}
 	})
 }
@@ -644,4 +685,24 @@ func drainSorted(t *testing.T, c Client, url string) []Msg {
 	}
 	slices.SortFunc(out, func(a, b Msg) int { return strings.Compare(a.Body, b.Body) })
 	return out
+}
+
+// TestRecordedMoveTaskCancelAnswer replays localstack
+// test_sqs_move_task.snapshot.json: test_move_task_cancel/cancel: the
+// answer to CancelMessageMoveTask has ApproximateNumberOfMessagesMoved,
+// 0 when nothing was moved yet.
+func TestRecordedMoveTaskCancelAnswer(t *testing.T) {
+	msgProtocols(t, func(t *testing.T, s *scene) {
+		dlq, src, _, dlqARN, destARN := s.dlqPipe(t)
+		deadLetter(t, s, src, dlq, 10)
+		handle := must(s.c.StartMove(ctxT(t), dlqARN, destARN, 1))(t)
+		r := s.post(t, "CancelMessageMoveTask", params{"TaskHandle": handle})
+		if r.status != http.StatusOK {
+			t.Fatalf("cancel: HTTP %d: %.400s", r.status, r.body)
+		}
+		body := strings.Join(strings.Fields(string(r.body)), "")
+		if !strings.Contains(body, `"ApproximateNumberOfMessagesMoved":0`) && !strings.Contains(body, "<ApproximateNumberOfMessagesMoved>0</ApproximateNumberOfMessagesMoved>") {
+			t.Errorf("cancel: %s, recorded ApproximateNumberOfMessagesMoved 0", r.body)
+		}
+	})
 }
