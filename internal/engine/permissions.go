@@ -97,6 +97,16 @@ func (e *Engine) removePermission(cmd *Command, r *api.RemovePermissionRequest, 
 		}
 	}
 	if len(kept) == len(stmts) {
+		// A queue with no policy at all (none set, or its last label
+		// removed) answers "can't find label.", as recorded in 2024
+		// (localstack test_sqs.snapshot.json:
+		// test_sqs_permission_lifecycle/get-queue-policy-attribute-delete-non-existent-label).
+		// The longer wording is an older recording's (MuleSoft's
+		// sqs-connector, run against AWS); it is kept for a label missing
+		// from a policy that still has statements.
+		if q.attrs.Policy == "" {
+			return nil, api.ErrInvalidParameterValue("Value %s for parameter Label is invalid. Reason: can't find label.", r.Label)
+		}
 		return nil, api.ErrInvalidParameterValue("Value %s for parameter Label is invalid. Reason: can't find label on existing policy.", r.Label)
 	}
 	if len(kept) == 0 {

@@ -6,8 +6,11 @@ import (
 
 // checkRedrive enforces, when a queue's RedrivePolicy is set, what depends
 // on the dead-letter queue it names: it must exist in the same account and
-// region, be of the same type, not be the queue itself, and allow the queue
-// as a source by its RedriveAllowPolicy.
+// region, be of the same type, and allow the queue as a source by its
+// RedriveAllowPolicy. It may be the queue itself: SQS took such a policy
+// (localstack test_sqs.py test_set_empty_redrive_policy, AWS-validated in
+// 2024, sets a queue's RedrivePolicy to its own ARN); deadLetter then
+// leaves the queue's messages where they are.
 func (e *Engine) checkRedrive(src api.QueueKey, srcArn string, fifo bool, raw string, rp *redriveTarget) error {
 	invalid := func(reason string) error {
 		return api.ErrInvalidParameterValue("Value %s for parameter RedrivePolicy is invalid. Reason: %s", raw, reason)
@@ -19,9 +22,6 @@ func (e *Engine) checkRedrive(src api.QueueKey, srcArn string, fifo bool, raw st
 	}
 	if key.Account != src.Account {
 		return invalid("Dead-letter target owner should be same as the source.")
-	}
-	if key == src {
-		return invalid("Dead-letter target cannot be the source queue itself.")
 	}
 	if d.fifo != fifo {
 		return invalid("Dead-letter queue must be same type of queue as the source.")

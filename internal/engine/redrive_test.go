@@ -36,7 +36,9 @@ func TestRedrivePolicyChecks(t *testing.T) {
 		{"other region", "s3", map[string]string{api.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:eu-west-1:000000000000:dlq","maxReceiveCount":3}`}, "Dead letter target does not exist."},
 		{"standard to fifo", "s4", map[string]string{api.AttrRedrivePolicy: redrive(fifo, 3)}, "Dead-letter queue must be same type of queue as the source."},
 		{"fifo to standard", "f2.fifo", map[string]string{api.AttrFifoQueue: "true", api.AttrRedrivePolicy: redrive(std, 3)}, "Dead-letter queue must be same type of queue as the source."},
-		{"itself", "dlq", map[string]string{api.AttrRedrivePolicy: redrive(std, 3)}, "Dead-letter target cannot be the source queue itself."},
+		// SQS takes a queue as its own dead-letter queue (localstack
+		// test_sqs.py test_set_empty_redrive_policy, AWS-validated).
+		{"itself", "dlq", map[string]string{api.AttrRedrivePolicy: redrive(std, 3)}, ""},
 		{"denied by allow policy", "s5", map[string]string{api.AttrRedrivePolicy: redrive(deny, 3)}, "does not allow"},
 		{"not listed by allow policy", "s6", map[string]string{api.AttrRedrivePolicy: redrive(byQueue, 3)}, "does not allow"},
 		{"listed by allow policy", "allowed", map[string]string{api.AttrRedrivePolicy: redrive(byQueue, 3)}, ""},
