@@ -388,3 +388,56 @@ func TestRecordedDeadLetterMessageAttributes(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordedCreateQueueAgainAfterSet replays the whole of
+// test_create_queue_with_different_attributes_raises_exception: CreateQueue
+// of an existing name returns its URL when every attribute it gives has
+// the queue's current value (none given, or a subset), and refuses a
+// different value, comparing with the values SetQueueAttributes left, not
+// the ones the queue was created with.
+func TestRecordedCreateQueueAgainAfterSet(t *testing.T) {
+	const src = "localstack test_sqs.snapshot.json: test_create_queue_with_different_attributes_raises_exception/"
+	eachProtocol(t, func(t *testing.T, env *Env, c Client) {
+		ctx := ctxT(t)
+		orig := map[string]string{"ReceiveMessageWaitTimeSeconds": "1", "DelaySeconds": "1"}
+		u := mustCreate(t, c, "again", orig)
+		for _, attrs := range []map[string]string{nil, {"DelaySeconds": "1"}} {
+			if got := must(c.CreateQueue(ctx, "again", attrs, nil))(t); got != u {
+				t.Errorf("CreateQueue %v = %s, want %s", attrs, got, u)
+			}
+		}
+		changed := map[string]string{"ReceiveMessageWaitTimeSeconds": "1", "DelaySeconds": "2"}
+		_, err := c.CreateQueue(ctx, "again", changed, nil)
+		wantErr(t, err, "QueueAlreadyExists")
+		ok(t, c.SetAttrs(ctx, u, map[string]string{"DelaySeconds": "2"}))
+		if got := must(c.CreateQueue(ctx, "again", changed, nil))(t); got != u {
+			t.Errorf("CreateQueue with the values set = %s, want %s", got, u)
+		}
+		_, err = c.CreateQueue(ctx, "again", orig, nil)
+		wantErr(t, err, "QueueAlreadyExists")
+		if err != nil && !strings.Contains(err.Error(), "A queue already exists with the same name and a different value for attribute DelaySeconds") {
+			t.Errorf("%v, recorded the DelaySeconds message (%s)", err, src+"create_queue_02")
+		}
+	})
+}
+
+// TestRecordedBatchWithoutFailures replays
+// test_send_message_batch_with_oversized_contents_with_updated_maximum_message_size/send_oversized_message_batch
+// for its members: a batch whose entries all succeed answers Successful
+// and no Failed member, and an entry without message attributes has no
+// MD5OfMessageAttributes.
+func TestRecordedBatchWithoutFailures(t *testing.T) {
+	const src = "localstack test_sqs.snapshot.json: test_send_message_batch_with_oversized_contents_with_updated_maximum_message_size/send_oversized_message_batch"
+	msgProtocols(t, func(t *testing.T, s *scene) {
+		u := s.queue(t, "q", nil)
+		r := s.post(t, "SendMessageBatch", params{"QueueUrl": u, "Entries": []params{
+			{"Id": "1", "MessageBody": "x", "MessageAttributes": map[string]params{"k": {"DataType": "String", "StringValue": "x"}}},
+			{"Id": "2", "MessageBody": "a"},
+		}})
+		body := string(r.body)
+		if r.status != 200 || strings.Contains(body, "Failed") || strings.Contains(body, "BatchResultErrorEntry") ||
+			strings.Count(body, "MD5OfMessageAttributes") != map[string]int{"json": 1, "query": 2}[s.proto] {
+			t.Errorf("HTTP %d %s; recorded Successful alone, MD5OfMessageAttributes on entry 1 only (%s)", r.status, body, src)
+		}
+	})
+}
