@@ -18,6 +18,10 @@ const errorTypePrefix = "com.amazonaws.sqs#"
 // test_send_message_batch_with_oversized_contents_with_updated_maximum_message_size/send_oversized_message_batch,
 // 2024; aws/aws-sdk#657: "SendMessageBatch does not contain Failed: []
 // anymore"), which is what the AWS SDK for Java v2's hasFailed() expects.
+// No recording shows a batch without successes; Successful is left out
+// alike, as AWS leaves out empty lists elsewhere (ListQueues' QueueUrls,
+// ReceiveMessage's Messages) and as LocalStack's AWS-validated provider
+// does (localstack/localstack#9710, #9998).
 type batchJSON[S any] struct {
 	Successful []S                         `json:"Successful,omitempty"`
 	Failed     []api.BatchResultErrorEntry `json:"Failed,omitempty"`
