@@ -170,6 +170,31 @@ func TestFIFODeduplicationSurvivesDelete(t *testing.T) {
 	}
 }
 
+// TestFIFODeduplicationScopeChangePropagates: a DeduplicationScope change
+// deduplicates with the old scope for dedupScopePropagation, through a
+// snapshot and restore, then with the new one (localstack
+// test_sqs.snapshot.json: test_fifo_change_to_high_throughput_after_creation).
+func TestFIFODeduplicationScopeChangePropagates(t *testing.T) {
+	h := newHarness(t)
+	q := h.fifoQueue("q.fifo", nil)
+	h.must(q, &api.SetQueueAttributesRequest{QueueUrl: q.Path(), Attributes: map[string]string{
+		api.AttrDeduplicationScope: "messageGroup", api.AttrFifoThroughputLimit: "perMessageGroupId"}})
+	first := h.sendFIFO(q, "a", "g1", "d")
+	restoreHarness(t, h)
+	h.advance(dedupScopePropagation - time.Second)
+	if r := h.sendFIFO(q, "b", "g2", "d"); r.MessageId != first.MessageId {
+		t.Errorf("another group's send before the change propagated was not deduplicated")
+	}
+	h.advance(time.Second)
+	third := h.sendFIFO(q, "c", "g3", "d")
+	if third.MessageId == first.MessageId {
+		t.Errorf("another group's send after the change propagated was deduplicated")
+	}
+	if r := h.sendFIFO(q, "d", "g3", "d"); r.MessageId != third.MessageId {
+		t.Errorf("a second send in g3 was not deduplicated within its group")
+	}
+}
+
 func TestFIFOSequenceNumbers(t *testing.T) {
 	h := newHarness(t)
 	q := h.fifoQueue("q.fifo", nil)

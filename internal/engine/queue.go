@@ -24,6 +24,12 @@ type queue struct {
 	purgedAt   int64
 	purged     bool
 
+	// A change of DeduplicationScope reaches deduplication a propagation
+	// delay after SetQueueAttributes (see dedupScope); until then
+	// prevDedupScope, the scope in force at the change, applies.
+	prevDedupScope    string
+	dedupScopeChanged int64
+
 	msgs map[uint64]*message // by serial
 
 	// The arrival list holds messages in the order their retention period

@@ -142,6 +142,9 @@ func (e *Engine) setQueueAttributes(cmd *Command, r *api.SetQueueAttributesReque
 		}
 	}
 	old := q.attrs.redrive
+	if q.fifo && attrs.DeduplicationScope != q.attrs.DeduplicationScope {
+		q.prevDedupScope, q.dedupScopeChanged = q.dedupScope(now), now
+	}
 	q.attrs = attrs
 	q.modifiedAt = now
 	e.indexRedrive(q, old)

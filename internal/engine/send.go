@@ -2,6 +2,7 @@ package engine
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -28,6 +29,24 @@ type attemptRecord struct {
 	at      int64
 	serials []uint64
 	nonces  []uint64
+}
+
+// dedupScopePropagation is how long a change of DeduplicationScope takes
+// to reach deduplication. SQS documents that a changed attribute "can take
+// up to 60 seconds ... to propagate" (SetQueueAttributes), and was recorded
+// deduplicating with the old scope right after the change, for old and new
+// deduplication ids alike, while GetQueueAttributes already answered the
+// new one (localstack test_sqs.snapshot.json:
+// test_fifo_change_to_high_throughput_after_creation,
+// test_fifo_change_to_regular_throughput_after_creation).
+const dedupScopePropagation = 60 * time.Second
+
+// dedupScope is the DeduplicationScope that deduplicates a send at now.
+func (q *queue) dedupScope(now int64) string {
+	if q.prevDedupScope != "" && now-q.dedupScopeChanged < int64(dedupScopePropagation) {
+		return q.prevDedupScope
+	}
+	return q.attrs.DeduplicationScope
 }
 
 func (q *queue) pruneDedup(now int64) {
@@ -178,7 +197,7 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	var key dedupKey
 	if q.fifo {
 		key = dedupKey{id: dedupID}
-		if q.attrs.DeduplicationScope == scopeMessageGroup {
+		if q.dedupScope(now) == scopeMessageGroup {
 			key.group = in.groupID
 		}
 		if r := q.dedup[key]; r != nil && now-r.at < int64(api.DeduplicationInterval) {

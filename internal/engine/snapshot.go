@@ -109,7 +109,12 @@ type snapQueue struct {
 	Purged        bool
 	PurgedAt      int64
 	LastSeq       uint64
-	Tasks         []snapTask // oldest first
+
+	// The DeduplicationScope change still propagating (queue
+	// prevDedupScope, dedupScopeChanged); absent in older snapshots.
+	PrevDedupScope    string
+	DedupScopeChanged int64
+	Tasks             []snapTask // oldest first
 
 	Messages int // message records
 	Dedups   int // deduplication records (FIFO)
@@ -287,6 +292,7 @@ func snapshotQueue(enc *gob.Encoder, q *queue) error {
 		Attrs:     snapAttrsOf(&q.attrs),
 		CreatedAt: q.createdAt, ModifiedAt: q.modifiedAt, HandleTag: q.handleTag,
 		Purged: q.purged, PurgedAt: q.purgedAt, LastSeq: q.lastSeq,
+		PrevDedupScope: q.prevDedupScope, DedupScopeChanged: q.dedupScopeChanged,
 		Messages: len(q.msgs),
 	}
 	for _, k := range slices.Sorted(maps.Keys(q.tags)) {

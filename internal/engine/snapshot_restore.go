@@ -243,6 +243,7 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 		key: key, arn: sq.Arn, fifo: sq.Fifo, attrs: attrs, tags: make(map[string]string, len(sq.Tags)),
 		createdAt: sq.CreatedAt, modifiedAt: sq.ModifiedAt, handleTag: sq.HandleTag,
 		purgedAt: sq.PurgedAt, purged: sq.Purged, lastSeq: sq.LastSeq,
+		prevDedupScope: sq.PrevDedupScope, dedupScopeChanged: sq.DedupScopeChanged,
 	}
 	for _, t := range sq.Tags {
 		q.tags[t.Key] = t.Value
