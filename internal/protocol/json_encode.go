@@ -12,22 +12,28 @@ import (
 const errorTypePrefix = "com.amazonaws.sqs#"
 
 // encodeJSONResult encodes a result (a value of the action's result type)
-// as the body of an AWS JSON response. Empty members are omitted, except the
-// lists the model requires, which are written as [] when empty: the batch
-// results' Successful and Failed, and ListDeadLetterSourceQueues' queueUrls.
+// as the body of an AWS JSON response. Empty members are omitted, as SQS
+// omits them: its recorded JSON answers carry no "Failed" when no batch
+// entry failed, no "Messages" from an empty receive, no "QueueUrls" when no
+// queue matched, no "Tags" or "Attributes" when there are none (localstack
+// test_sqs.snapshot.json: test_send_message_batch_with_oversized_contents_
+// with_updated_maximum_message_size, test_receive_empty_queue,
+// test_tag_untag_queue/get-tag-after-untag, test_sqs_permission_lifecycle/
+// get-queue-policy-attribute-after-removal; test_list_queues asserts it for
+// QueueUrls). The batch results' Successful follows the same rule. The two
+// exceptions are the lists no recording shows empty and that the model
+// requires, ListDeadLetterSourceQueues' queueUrls and ListMessageMoveTasks'
+// Results: they stay [] when empty.
 func encodeJSONResult(result any) ([]byte, error) {
 	switch r := result.(type) {
 	case api.Empty:
 		return []byte("{}"), nil
 	case api.ChangeMessageVisibilityBatchResult:
-		r.Successful, r.Failed = nonNil(r.Successful), nonNil(r.Failed)
-		result = r
+		result = batchResult[api.BatchResultEntry]{r.Successful, r.Failed}
 	case api.DeleteMessageBatchResult:
-		r.Successful, r.Failed = nonNil(r.Successful), nonNil(r.Failed)
-		result = r
+		result = batchResult[api.BatchResultEntry]{r.Successful, r.Failed}
 	case api.SendMessageBatchResult:
-		r.Successful, r.Failed = nonNil(r.Successful), nonNil(r.Failed)
-		result = r
+		result = batchResult[api.SendMessageBatchResultEntry]{r.Successful, r.Failed}
 	case api.ListDeadLetterSourceQueuesResult:
 		r.QueueUrls = nonNil(r.QueueUrls)
 		result = r
@@ -36,6 +42,13 @@ func encodeJSONResult(result any) ([]byte, error) {
 		result = r
 	}
 	return marshalJSON(result)
+}
+
+// batchResult is the JSON of a batch action's result: either list is left
+// out when it is empty, as SQS leaves it out.
+type batchResult[T any] struct {
+	Successful []T                         `json:"Successful,omitempty"`
+	Failed     []api.BatchResultErrorEntry `json:"Failed,omitempty"`
 }
 
 // encodeJSONError encodes the body of an AWS JSON error response.
