@@ -243,7 +243,9 @@ func shapeReceived(t *testing.T, env *Env, name string, n int) (string, []string
 	}
 	var handles []string
 	for tries := 0; len(handles) < n && tries < 10; tries++ {
-		var out struct{ Messages []struct{ ReceiptHandle string } }
+		var out struct {
+			Messages []struct{ ReceiptHandle string }
+		}
 		if err := json.Unmarshal(shapeDo(t, env, "ReceiveMessage", params{"QueueUrl": q, "MaxNumberOfMessages": 10}), &out); err != nil {
 			t.Fatal(err)
 		}
