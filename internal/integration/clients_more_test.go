@@ -111,3 +111,16 @@ func TestRubyAWSSDKv1(t *testing.T) {
 	}
 	runSmokeScript(t, ruby, "ruby-aws-sdk-v1", "smoke.rb")
 }
+
+// TestBoto2 drives a FIFO queue through boto 2, Debian's python3-boto
+// (2.49, AWS Query, queue actions posted to the queue's path). It predates
+// FIFO queues, so the FIFO-only parameters go through boto's generic Query
+// request method: see testdata/boto2.
+func TestBoto2(t *testing.T) {
+	t.Parallel()
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import boto.sqs").Run(); err != nil {
+		clientMissing(t, "Debian's python3-boto is not installed")
+	}
+	runSmokeScript(t, python, "boto2", "smoke.py")
+}
