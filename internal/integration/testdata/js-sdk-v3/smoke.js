@@ -83,7 +83,8 @@ async function main() {
 
   await assert.rejects(
     call(sqs.GetQueueUrlCommand, { QueueName: "no-such-queue" }),
-    (e) => e instanceof sqs.QueueDoesNotExist && e.name === "QueueDoesNotExist",
+    (e) => e instanceof sqs.QueueDoesNotExist && e.Code === "AWS.SimpleQueueService.NonExistentQueue" &&
+      e.$metadata.httpStatusCode === 400,
   );
   await call(sqs.DeleteQueueCommand, { QueueUrl: q });
   await assert.rejects(
