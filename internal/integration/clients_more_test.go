@@ -124,3 +124,17 @@ func TestBoto2(t *testing.T) {
 	}
 	runSmokeScript(t, python, "boto2", "smoke.py")
 }
+
+// TestKombu drives a FIFO queue through kombu's SQS transport (Debian's
+// python3-kombu, 5.2, the transport Celery uses): sends through Debian's
+// boto3, receives on kombu's event loop through its own asynchronous Query
+// client, requeues (ChangeMessageVisibility to 0) and acks (DeleteMessage).
+// See testdata/kombu.
+func TestKombu(t *testing.T) {
+	t.Parallel()
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import kombu.transport.SQS, pycurl").Run(); err != nil {
+		clientMissing(t, "Debian's python3-kombu (with python3-pycurl and python3-boto3) is not installed")
+	}
+	runSmokeScript(t, python, "kombu", "smoke.py")
+}
