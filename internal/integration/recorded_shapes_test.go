@@ -92,6 +92,33 @@ func TestRecordedAnswerShapes(t *testing.T) {
 			query: []string{"<GetQueueAttributesResult/>"},
 		},
 		{
+			// No recording shows these two lists empty. The model requires
+			// queueUrls, but it requires SendMessageBatch's Failed too, which
+			// AWS was recorded leaving out, so "required" does not keep an
+			// empty list in. Code written against AWS tests for the member
+			// ("queueUrls" in the answer) to tell whether a queue is a DLQ.
+			name:   "dead-letter sources of a queue that is no DLQ",
+			source: "inferred from test_send_message_batch_with_oversized_contents_with_updated_maximum_message_size (required Failed left out)",
+			setup: func(t *testing.T, env *Env) (string, params) {
+				return "ListDeadLetterSourceQueues", params{"QueueUrl": shapeQueue(t, env, "shape-dlq")}
+			},
+			keys:  []string{},
+			query: []string{"<ListDeadLetterSourceQueuesResult/>"},
+		},
+		{
+			name:   "move tasks of a dead-letter queue that never had one",
+			source: "inferred from the recorded empty lists above (no Results)",
+			setup: func(t *testing.T, env *Env) (string, params) {
+				shapeQueue(t, env, "shape-moves-dlq")
+				dlqARN := "arn:aws:sqs:" + Region + ":" + Account + ":shape-moves-dlq"
+				shapeDo(t, env, "CreateQueue", params{"QueueName": "shape-moves-src",
+					"Attributes": map[string]string{"RedrivePolicy": redrivePolicy(dlqARN, 3)}})
+				return "ListMessageMoveTasks", params{"SourceArn": dlqARN}
+			},
+			keys:  []string{},
+			query: []string{"<ListMessageMoveTasksResult/>"},
+		},
+		{
 			// No recording shows these two answers; SQS's JSON answers leave
 			// out every empty list recorded (the cases above), and the
 			// batch actions share one result shape, so theirs follow.

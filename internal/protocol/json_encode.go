@@ -20,10 +20,10 @@ const errorTypePrefix = "com.amazonaws.sqs#"
 // with_updated_maximum_message_size, test_receive_empty_queue,
 // test_tag_untag_queue/get-tag-after-untag, test_sqs_permission_lifecycle/
 // get-queue-policy-attribute-after-removal; test_list_queues asserts it for
-// QueueUrls). The batch results' Successful follows the same rule. The two
-// exceptions are the lists no recording shows empty and that the model
-// requires, ListDeadLetterSourceQueues' queueUrls and ListMessageMoveTasks'
-// Results: they stay [] when empty.
+// QueueUrls). The model's "required" does not change that: Failed is
+// required in SendMessageBatchResult and was recorded absent. So every
+// empty list is left out, the batch results' Successful, ListDeadLetter-
+// SourceQueues' queueUrls and ListMessageMoveTasks' Results included.
 func encodeJSONResult(result any) ([]byte, error) {
 	switch r := result.(type) {
 	case api.Empty:
@@ -35,11 +35,14 @@ func encodeJSONResult(result any) ([]byte, error) {
 	case api.SendMessageBatchResult:
 		result = batchResult[api.SendMessageBatchResultEntry]{r.Successful, r.Failed}
 	case api.ListDeadLetterSourceQueuesResult:
-		r.QueueUrls = nonNil(r.QueueUrls)
-		result = r
+		result = struct {
+			QueueUrls []string `json:"queueUrls,omitempty"`
+			NextToken string   `json:"NextToken,omitempty"`
+		}{r.QueueUrls, r.NextToken}
 	case api.ListMessageMoveTasksResult:
-		r.Results = nonNil(r.Results)
-		result = r
+		result = struct {
+			Results []api.ListMessageMoveTasksResultEntry `json:"Results,omitempty"`
+		}{r.Results}
 	}
 	return marshalJSON(result)
 }
@@ -74,12 +77,4 @@ func marshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// nonNil returns s, or an empty slice if s is nil, so that it encodes as [].
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }
