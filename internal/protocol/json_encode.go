@@ -11,44 +11,47 @@ import (
 // the namespace of the service's Smithy model, as SQS does.
 const errorTypePrefix = "com.amazonaws.sqs#"
 
-// batchJSON is a batch result as SQS writes it in AWS JSON: an empty
-// Successful or Failed is left out, although the model marks both
-// required. AWS was recorded answering a batch without failures with no
-// Failed member (localstack test_sqs.snapshot.json:
-// test_send_message_batch_with_oversized_contents_with_updated_maximum_message_size/send_oversized_message_batch,
-// 2024; aws/aws-sdk#657: "SendMessageBatch does not contain Failed: []
-// anymore"), which is what the AWS SDK for Java v2's hasFailed() expects.
-// No recording shows a batch without successes; Successful is left out
-// alike, as AWS leaves out empty lists elsewhere (ListQueues' QueueUrls,
-// ReceiveMessage's Messages) and as LocalStack's AWS-validated provider
-// does (localstack/localstack#9710, #9998).
-type batchJSON[S any] struct {
-	Successful []S                         `json:"Successful,omitempty"`
-	Failed     []api.BatchResultErrorEntry `json:"Failed,omitempty"`
-}
-
 // encodeJSONResult encodes a result (a value of the action's result type)
-// as the body of an AWS JSON response. Empty members are omitted, except
-// the lists ListDeadLetterSourceQueues (queueUrls) and ListMessageMoveTasks
-// (Results) answer, which are written as [] when empty.
+// as the body of an AWS JSON response. Empty members are omitted, as SQS
+// omits them: its recorded JSON answers carry no "Failed" when no batch
+// entry failed, no "Messages" from an empty receive, no "QueueUrls" when no
+// queue matched, no "Tags" or "Attributes" when there are none (localstack
+// test_sqs.snapshot.json: test_send_message_batch_with_oversized_contents_
+// with_updated_maximum_message_size, test_receive_empty_queue,
+// test_tag_untag_queue/get-tag-after-untag, test_sqs_permission_lifecycle/
+// get-queue-policy-attribute-after-removal; test_list_queues asserts it for
+// QueueUrls). The model's "required" does not change that: Failed is
+// required in SendMessageBatchResult and was recorded absent. So every
+// empty list is left out, the batch results' Successful, ListDeadLetter-
+// SourceQueues' queueUrls and ListMessageMoveTasks' Results included.
 func encodeJSONResult(result any) ([]byte, error) {
 	switch r := result.(type) {
 	case api.Empty:
 		return []byte("{}"), nil
 	case api.ChangeMessageVisibilityBatchResult:
-		result = batchJSON[api.BatchResultEntry]{r.Successful, r.Failed}
+		result = batchResult[api.BatchResultEntry]{r.Successful, r.Failed}
 	case api.DeleteMessageBatchResult:
-		result = batchJSON[api.BatchResultEntry]{r.Successful, r.Failed}
+		result = batchResult[api.BatchResultEntry]{r.Successful, r.Failed}
 	case api.SendMessageBatchResult:
-		result = batchJSON[api.SendMessageBatchResultEntry]{r.Successful, r.Failed}
+		result = batchResult[api.SendMessageBatchResultEntry]{r.Successful, r.Failed}
 	case api.ListDeadLetterSourceQueuesResult:
-		r.QueueUrls = nonNil(r.QueueUrls)
-		result = r
+		result = struct {
+			QueueUrls []string `json:"queueUrls,omitempty"`
+			NextToken string   `json:"NextToken,omitempty"`
+		}{r.QueueUrls, r.NextToken}
 	case api.ListMessageMoveTasksResult:
-		r.Results = nonNil(r.Results)
-		result = r
+		result = struct {
+			Results []api.ListMessageMoveTasksResultEntry `json:"Results,omitempty"`
+		}{r.Results}
 	}
 	return marshalJSON(result)
+}
+
+// batchResult is the JSON of a batch action's result: either list is left
+// out when it is empty, as SQS leaves it out.
+type batchResult[T any] struct {
+	Successful []T                         `json:"Successful,omitempty"`
+	Failed     []api.BatchResultErrorEntry `json:"Failed,omitempty"`
 }
 
 // encodeJSONError encodes the body of an AWS JSON error response.
@@ -74,12 +77,4 @@ func marshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// nonNil returns s, or an empty slice if s is nil, so that it encodes as [].
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }
