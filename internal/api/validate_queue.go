@@ -199,8 +199,14 @@ func validateAddPermission(r *AddPermissionRequest) error {
 	if err := validateLabel(r.Label); err != nil {
 		return err
 	}
+	// No AWS recording names the missing parameters of AddPermission;
+	// Eucalyptus's SQS, written to answer as AWS does, names the principals
+	// "PrincipalId" (noting it is "the exact message AWS uses") and the
+	// actions "Actions", as moto's suite also expects for the actions
+	// (eucalyptus/eucalyptus clc/modules/simplequeue/.../SimpleQueueService.java
+	// addPermission).
 	if len(r.AWSAccountIds) == 0 {
-		return ErrMissingParameter("AWSAccountIds")
+		return ErrMissingParameter("PrincipalId")
 	}
 	// SQS names the principals it cannot verify, as a list (recorded by
 	// MuleSoft's SQS connector tests against AWS: emarcelino/sqs-connector
@@ -215,7 +221,7 @@ func validateAddPermission(r *AddPermissionRequest) error {
 		return ErrInvalidParameterValue("Value [%s] for parameter PrincipalId is invalid. Reason: Unable to verify.", strings.Join(unverified, ", "))
 	}
 	if len(r.Actions) == 0 {
-		return ErrMissingParameter("ActionName")
+		return ErrMissingParameter("Actions")
 	}
 	for _, action := range r.Actions {
 		switch {
