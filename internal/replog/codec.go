@@ -1,20 +1,23 @@
 package replog
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
 )
 
-// entryFormatVersion is the version of a log entry's layout. It is the
-// entry's first byte, so that a future layout can be told apart from this one
-// and an entry written by a newer fifoq is refused instead of misread.
+// entryFormatVersion is the version of a log entry's layout that this fifoq
+// writes and the newest it reads. It is the entry's first byte, so that an
+// entry written by a newer fifoq is refused, naming its version, instead of
+// being misread.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
@@ -24,6 +27,16 @@ import (
 //	  uvarint  length of the command's JSON
 //	  bytes    the command as JSON (wireCommand)
 //	4 bytes  CRC-32C of everything before it, big-endian
+//
+// Every version, present and future, keeps the first byte as the version
+// and the last four as a CRC-32C of everything before them, so that any
+// fifoq can tell a newer entry from a damaged one.
+//
+// Entries are decoded strictly: a field or an action this fifoq does not
+// know stops the node rather than being skipped, because skipping it would
+// apply a different command than the one logged. So a change that adds a
+// field to wireCommand or to any request type, or a new action, that an
+// older fifoq would misapply must come with a new version.
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
@@ -75,16 +88,27 @@ func encodeEntry(cmds []*engine.Command) ([]byte, error) {
 // errCorruptEntry marks a log entry that cannot be decoded.
 var errCorruptEntry = errors.New("corrupt log entry")
 
-// decodeEntry decodes a log entry written by encodeEntry.
+// errNewerEntry marks a log entry in a format version newer than this fifoq
+// reads: it was written by a newer fifoq.
+var errNewerEntry = errors.New("log entry written by a newer fifoq")
+
+// decodeEntry decodes a log entry written by encodeEntry. It refuses
+// anything it does not fully understand (see entryFormatVersion).
 func decodeEntry(data []byte) ([]*engine.Command, error) {
 	if len(data) < 5 {
 		return nil, fmt.Errorf("%w: %d bytes, too short", errCorruptEntry, len(data))
 	}
-	if data[0] != entryFormatVersion {
-		return nil, fmt.Errorf("%w: format version %d, this fifoq reads version %d", errCorruptEntry, data[0], entryFormatVersion)
-	}
 	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
-	if got := crc32.Checksum(body, castagnoli); got != sum {
+	got := crc32.Checksum(body, castagnoli)
+	switch v := data[0]; {
+	case v > entryFormatVersion && got == sum:
+		return nil, fmt.Errorf("%w: format version %d, and this fifoq reads versions up to %d; run a fifoq that reads version %d", errNewerEntry, v, entryFormatVersion, v)
+	case v > entryFormatVersion:
+		return nil, fmt.Errorf("%w: unknown format version %d (this fifoq reads versions up to %d) and checksum mismatch over %d bytes: stored %08x, computed %08x; damaged, or written by a newer fifoq", errCorruptEntry, v, entryFormatVersion, len(body), sum, got)
+	case v == 0:
+		return nil, fmt.Errorf("%w: format version 0 does not exist", errCorruptEntry)
+	}
+	if got != sum {
 		return nil, fmt.Errorf("%w: checksum mismatch over %d bytes: stored %08x, computed %08x", errCorruptEntry, len(body), sum, got)
 	}
 	p := body[1:]
@@ -112,9 +136,12 @@ func decodeEntry(data []byte) ([]*engine.Command, error) {
 	return cmds, nil
 }
 
+// decodeCommand decodes one command strictly: a field it does not know, in
+// the command or in its request, or an action it does not know, is an
+// error, never skipped.
 func decodeCommand(b []byte) (*engine.Command, error) {
 	var w wireCommand
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := decodeStrict(b, &w); err != nil {
 		return nil, err
 	}
 	var req api.Request
@@ -125,14 +152,31 @@ func decodeCommand(b []byte) (*engine.Command, error) {
 		if !ok {
 			return nil, fmt.Errorf("unknown action %q", w.Action)
 		}
-		if err := json.Unmarshal(w.Request, r); err != nil {
-			return nil, fmt.Errorf("%s request: %w", w.Action, err)
-		}
 		req = r
+	}
+	if err := decodeStrict(w.Request, req); err != nil {
+		return nil, fmt.Errorf("%s request: %w", w.Action, err)
 	}
 	return &engine.Command{
 		Time: w.Time, Caller: w.Caller, Queue: api.QueueKey{Account: w.Account, Name: w.Queue},
 		Request: req, MessageIDs: w.MessageIDs, Entropy: w.Entropy,
 		RecreateDelay: time.Duration(w.RecreateDelay), PurgeDelay: time.Duration(w.PurgeDelay),
 	}, nil
+}
+
+// decodeStrict decodes exactly one JSON object into v, refusing unknown
+// fields, a null or missing object, and anything after the object.
+func decodeStrict(b []byte, v any) error {
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the JSON object")
+	}
+	return nil
 }

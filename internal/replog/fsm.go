@@ -26,11 +26,13 @@ type fsm struct {
 	// observer, if not nil, is told of snapshots written and restored.
 	observer Observer
 
-	// fatal is the first entry that could not be decoded. Raft has already
-	// committed it, so the state machine cannot skip it without diverging
-	// from the log: the node refuses to serve instead.
-	fatalMu sync.Mutex
-	fatal   error
+	// fatal is the first entry that could not be decoded, and fatalIndex
+	// its index. Raft has already committed it, so the state machine cannot
+	// skip it without diverging from the log: the node refuses writes
+	// instead (and a restart refuses to start).
+	fatalMu    sync.Mutex
+	fatal      error
+	fatalIndex uint64
 
 	// appliedBytes counts entry bytes applied since the last snapshot; when
 	// it passes the configured size, onBytes asks for a snapshot.
@@ -44,7 +46,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	if f.failure() != nil {
+	if _, err := f.failure(); err != nil {
 		// Past an entry that could not be applied, the state would no
 		// longer be the log's: apply nothing more.
 		return nil
@@ -54,7 +56,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		err = fmt.Errorf("log entry %d (term %d) in %s: %w", l.Index, l.Term, f.segmentOf(l.Index), err)
 		f.fatalMu.Lock()
 		if f.fatal == nil {
-			f.fatal = err
+			f.fatal, f.fatalIndex = err, l.Index
 		}
 		f.fatalMu.Unlock()
 		f.logger.Error("cannot apply log entry; refusing writes", "err", err)
@@ -91,10 +93,12 @@ func (f *fsm) segmentOf(index uint64) string {
 	return best
 }
 
-func (f *fsm) failure() error {
+// failure returns the error of the first entry that could not be applied,
+// with its index, or nil.
+func (f *fsm) failure() (index uint64, err error) {
 	f.fatalMu.Lock()
 	defer f.fatalMu.Unlock()
-	return f.fatal
+	return f.fatalIndex, f.fatal
 }
 
 // snapshotMagic starts every snapshot file's payload, followed by the

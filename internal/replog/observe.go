@@ -50,7 +50,7 @@ func (l *Raft) Ready() error {
 	if st := l.raft.State(); st != raft.Leader {
 		return fmt.Errorf("this node is not the leader (it is %s)", st)
 	}
-	if l.fsm.failure() != nil {
+	if _, err := l.fsm.failure(); err != nil {
 		// The details (file, entry) are in the server's log, not here:
 		// readiness is answered to anyone who asks.
 		return errors.New("the log stopped at an entry it cannot apply (see the server log)")

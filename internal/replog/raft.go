@@ -97,7 +97,13 @@ type Raft struct {
 
 	submit   chan *pending
 	inflight chan struct{}
-	quit     chan struct{}
+	quit     chan struct{} // closed by Close: take no more commands
+	// stopped is closed once no outcome can come any more: when Raft has
+	// shut down (by Close, or under us). Every wait for an outcome also
+	// watches it, so that none outlives the pipeline.
+	stopped  chan struct{}
+	stopOnce sync.Once
+	raftObs  *raft.Observer
 	snapReq  chan struct{} // the fsm asks for a snapshot by size
 	lowDisk  atomic.Bool   // writes are being refused for lack of space
 	wg       sync.WaitGroup
@@ -226,8 +232,18 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		submit:   make(chan *pending, 4096),
 		inflight: make(chan struct{}, maxInflightEntries),
 		quit:     make(chan struct{}),
+		stopped:  make(chan struct{}),
 		snapReq:  snapReq,
 	}
+	// Raft calls the filter on the goroutine that changes its state; it
+	// only closes a channel, and lets nothing through to the channel.
+	l.raftObs = raft.NewObserver(make(chan raft.Observation, 1), false, func(o *raft.Observation) bool {
+		if st, ok := o.Data.(raft.RaftState); ok && st == raft.Shutdown {
+			l.markStopped()
+		}
+		return false
+	})
+	r.RegisterObserver(l.raftObs)
 	if err := l.waitReady(); err != nil {
 		r.Shutdown().Error()
 		wal.Close()
@@ -277,25 +293,76 @@ func (l *Raft) waitReady() error {
 	if err := l.raft.Barrier(0).Error(); err != nil {
 		return fmt.Errorf("replay log in %s: %w", l.cfg.Dir, err)
 	}
-	if err := l.fsm.failure(); err != nil {
+	if _, err := l.fsm.failure(); err != nil {
 		return fmt.Errorf("replay log in %s: %w", l.cfg.Dir, err)
+	}
+	return nil
+}
+
+// markStopped closes stopped, once.
+func (l *Raft) markStopped() { l.stopOnce.Do(func() { close(l.stopped) }) }
+
+// errShuttingDown answers a command that was not appended because the log
+// is closing.
+func errShuttingDown() error { return api.ErrServiceUnavailable("The server is shutting down.") }
+
+// refusal returns why the log takes no command now, or nil: it is closing,
+// or an entry could not be applied. In both cases nothing is appended.
+func (l *Raft) refusal() error {
+	select {
+	case <-l.quit:
+		return errShuttingDown()
+	default:
+	}
+	if index, err := l.fsm.failure(); err != nil {
+		// The entry's file and the decoding error are in the server's
+		// log; the client learns what it needs: no write will succeed.
+		return api.ErrServiceUnavailable("The server refuses writes: its command log stopped at log entry %d, which it cannot apply (see the server log).", index)
 	}
 	return nil
 }
 
 // Apply implements Log: it queues cmd for the next group commit and waits
 // for its result.
+//
+// A command is refused at once, and nothing appended, while the log is
+// closing or after an entry could not be applied. Once queued, the wait for
+// its outcome ends with the outcome, or when the log stops, or when ctx
+// ends: in the last two cases the command may still be (or have been)
+// applied, and the error says the outcome is unknown. The log's state is
+// the same either way; only this caller stops listening.
 func (l *Raft) Apply(ctx context.Context, cmd *engine.Command) (api.Response, error) {
+	if err := l.refusal(); err != nil {
+		return nil, err
+	}
 	p := &pending{cmd: cmd, done: make(chan applyResult, 1)}
 	select {
 	case l.submit <- p:
 	case <-l.quit:
-		return nil, api.ErrServiceUnavailable("The server is shutting down.")
+		return nil, errShuttingDown()
+	case <-ctx.Done():
+		return nil, api.ErrServiceUnavailable("The request ended (%v) while the server was too busy to take its command; it was not applied.", ctx.Err())
 	}
-	// The command is in the pipeline: wait for its outcome even if the
-	// client goes away, so that what the log decided is what we report.
-	res := <-p.done
-	return res.resp, res.err
+	select {
+	case res := <-p.done:
+		return res.resp, res.err
+	case <-l.stopped:
+		return p.outcomeOr(api.ErrServiceUnavailable("The command log stopped before this request's outcome was known: it may or may not have been applied."))
+	case <-ctx.Done():
+		return p.outcomeOr(api.ErrInternalFailure("The request ended (%v) before its outcome was known: it may still be applied.", ctx.Err()))
+	}
+}
+
+// outcomeOr returns p's outcome if it has come, else err: when a wait ends
+// for another reason at the same moment as the outcome arrives, the
+// outcome wins.
+func (p *pending) outcomeOr(err error) (api.Response, error) {
+	select {
+	case res := <-p.done:
+		return res.resp, res.err
+	default:
+		return nil, err
+	}
 }
 
 // batchLoop collects queued commands into log entries and hands them to
@@ -312,7 +379,13 @@ func (l *Raft) batchLoop() {
 		}
 		// Wait for a free slot first: while the previous entries are being
 		// fsynced, more commands queue up and join this batch.
-		l.inflight <- struct{}{}
+		select {
+		case l.inflight <- struct{}{}:
+		case <-l.quit:
+			first.done <- applyResult{err: errShuttingDown()}
+			l.drain()
+			return
+		}
 		batch := []*pending{first}
 		size := 0
 	collect:
@@ -333,7 +406,13 @@ func (l *Raft) batchLoop() {
 // commands. Answering happens on another goroutine so that the next batch
 // can be collected meanwhile.
 func (l *Raft) commit(batch []*pending) {
-	if err := l.checkDiskSpace(); err != nil {
+	err := l.checkDiskSpace()
+	if _, failed := l.fsm.failure(); failed != nil {
+		// Past an entry the state machine could not apply, nothing more
+		// is appended: it would never be applied either.
+		err = l.refusal()
+	}
+	if err != nil {
 		<-l.inflight
 		for _, p := range batch {
 			p.done <- applyResult{err: err}
@@ -357,7 +436,7 @@ func (l *Raft) commit(batch []*pending) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		err := fut.Error()
+		err := l.await(fut)
 		<-l.inflight
 		if err != nil {
 			l.logger.Error("log append failed", "err", err)
@@ -367,7 +446,18 @@ func (l *Raft) commit(batch []*pending) {
 			return
 		}
 		l.observeCommit(len(batch), time.Since(began))
-		results, _ := fut.Response().([]applyResult)
+		results, ok := fut.Response().([]applyResult)
+		if !ok {
+			if _, failed := l.fsm.failure(); failed != nil {
+				// This entry, or one before it, could not be applied:
+				// this one is in the log but was not applied.
+				err := l.refusal()
+				for _, p := range batch {
+					p.done <- applyResult{err: err}
+				}
+				return
+			}
+		}
 		for i, p := range batch {
 			if i < len(results) {
 				p.done <- results[i]
@@ -376,6 +466,31 @@ func (l *Raft) commit(batch []*pending) {
 			}
 		}
 	}()
+}
+
+// errRaftStopped is the outcome of an entry whose future Raft did not
+// answer before it shut down.
+var errRaftStopped = errors.New("raft stopped before the entry's outcome was known")
+
+// await waits for an entry's outcome, or for Raft to stop: Raft does not
+// answer an entry still queued for its leader loop when it shuts down, and
+// a wait for it must not hang. In that case the goroutine reading the
+// future stays blocked on the dead Raft; it is one per entry in flight at
+// that moment, and at most maxInflightEntries.
+func (l *Raft) await(fut raft.ApplyFuture) error {
+	done := make(chan error, 1)
+	go func() { done <- fut.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-l.stopped:
+		select {
+		case err := <-done:
+			return err
+		default:
+			return errRaftStopped
+		}
+	}
 }
 
 // snapshotLoop takes a snapshot whenever the fsm reports that the entries
@@ -431,11 +546,15 @@ func (l *Raft) drain() {
 	}
 }
 
-// unavailable turns a log failure into the 503 clients see: the command
-// was not made durable, so the client may retry it.
+// unavailable turns a log failure into the 503 clients see.
 func unavailable(err error) error {
-	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrRaftShutdown):
+		// Refused before it was appended.
 		return api.ErrServiceUnavailable("The server cannot accept writes now (%v); retry.", err)
+	case errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, errRaftStopped):
+		// Appended, perhaps committed: nobody can say.
+		return api.ErrServiceUnavailable("The command log stopped before this request's outcome was known (%v): it may or may not have been applied.", err)
 	}
 	return api.ErrServiceUnavailable("The write could not be made durable (%v); retry.", err)
 }
@@ -472,6 +591,12 @@ func (l *Raft) Close() error {
 		if err := l.raft.Shutdown().Error(); err != nil {
 			l.closeErr = fmt.Errorf("stop raft: %w", err)
 		}
+		l.raft.DeregisterObserver(l.raftObs)
+		// An Apply that raced with close(quit) may have queued its command
+		// after the batcher's last look: answer it, then release any wait
+		// still open.
+		l.drain()
+		l.markStopped()
 		if err := l.wal.Close(); err != nil && l.closeErr == nil {
 			l.closeErr = fmt.Errorf("close log: %w", err)
 		}

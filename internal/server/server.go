@@ -225,7 +225,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // apply sends a state-changing command through the log.
 func (s *Server) apply(ctx context.Context, cmd *engine.Command) (api.Response, error) {
 	resp, err := s.log.Apply(ctx, cmd)
-	if err == nil {
+	if err == nil || ctx.Err() != nil {
+		// When the request ended before its outcome was known, the
+		// command may still apply: do what its success needs anyway
+		// (waking waiters and the move-task driver is harmless if not).
 		s.afterApply(cmd)
 	}
 	return resp, err
