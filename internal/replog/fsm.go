@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -139,6 +140,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
+// errNewerSnapshot marks a snapshot in a format version newer than this
+// fifoq reads: it was written by a newer fifoq, and is not damaged.
+var errNewerSnapshot = errors.New("snapshot written by a newer fifoq")
+
 // readSnapshotPayload reads a snapshot written by Persist and returns the
 // engine state in it, after checking its magic, version and checksum.
 func readSnapshotPayload(r io.Reader) ([]byte, error) {
@@ -150,7 +155,9 @@ func readSnapshotPayload(r io.Reader) ([]byte, error) {
 	if !bytes.Equal(hdr[:8], snapshotMagic[:]) {
 		return nil, fmt.Errorf("not a fifoq snapshot: bad magic %q at byte offset 0", hdr[:8])
 	}
-	if v := binary.BigEndian.Uint32(hdr[8:12]); v != snapshotFormatVersion {
+	if v := binary.BigEndian.Uint32(hdr[8:12]); v > snapshotFormatVersion {
+		return nil, fmt.Errorf("%w: snapshot format version %d at byte offset 8, and this fifoq reads versions up to %d; run a fifoq that reads version %d", errNewerSnapshot, v, snapshotFormatVersion, v)
+	} else if v != snapshotFormatVersion {
 		return nil, fmt.Errorf("snapshot format version %d at byte offset 8; this fifoq reads version %d", v, snapshotFormatVersion)
 	}
 	want := binary.BigEndian.Uint32(hdr[12:16])
