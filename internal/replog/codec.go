@@ -14,14 +14,19 @@ import (
 	"github.com/fifoq/fifoq/internal/engine"
 )
 
-// entryFormatVersion is the version of a log entry's layout that this fifoq
-// writes and the newest it reads. It is the entry's first byte, so that an
-// entry written by a newer fifoq is refused, naming its version, instead of
-// being misread.
+// entryFormatVersion is the newest version of a log entry's layout that this
+// fifoq reads. It is the entry's first byte, so that an entry written by a
+// newer fifoq is refused, naming its version, instead of being misread.
+//
+//   - Version 1: the layout below.
+//   - Version 2: version 1, and a command may carry "ei" (wireCommand's
+//     EmptyIDs). An entry is written as version 1 unless one of its commands
+//     needs "ei", so that logs without such commands stay readable by a
+//     fifoq that reads version 1 only.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1)
+//	byte     version (1 or 2)
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command's JSON
@@ -40,7 +45,10 @@ import (
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 1
+const entryFormatVersion = 2
+
+// minVersionEmptyIDs is the first version in which a command may carry "ei".
+const minVersionEmptyIDs = 2
 
 // wireCommand is a Command as it is stored in the log. The request is kept
 // as JSON of its api type under its action's name, so the log is readable
@@ -59,14 +67,97 @@ type wireCommand struct {
 	// SQS's default, as those entries were applied.
 	RecreateDelay int64 `json:"rd,omitempty"`
 	PurgeDelay    int64 `json:"pd,omitempty"`
+	// EmptyIDs says, per message of a SendMessage or SendMessageBatch,
+	// which FIFO ids the client sent empty (emptyDedupID, emptyGroupID):
+	// the request's JSON cannot tell an id sent empty from one not sent,
+	// and the engine refuses the former (InvalidParameterValue), so
+	// without it a replay would accept a message the client was told
+	// failed. Absent when no id was sent empty; present only in version 2.
+	EmptyIDs []int `json:"ei,omitempty"`
+}
+
+// Flags of wireCommand.EmptyIDs.
+const (
+	emptyDedupID = 1 << iota
+	emptyGroupID
+	emptyIDsMask = emptyDedupID | emptyGroupID
+)
+
+// emptyIDs returns the EmptyIDs of a request, or nil if no FIFO id was sent
+// empty. An id sent non-empty needs no flag: "sent" follows from the value.
+func emptyIDs(req api.Request) []int {
+	flags := func(dedup string, dedupSet bool, group string, groupSet bool) (f int) {
+		if dedupSet && dedup == "" {
+			f |= emptyDedupID
+		}
+		if groupSet && group == "" {
+			f |= emptyGroupID
+		}
+		return f
+	}
+	var out []int
+	switch r := req.(type) {
+	case *api.SendMessageRequest:
+		if f := flags(r.MessageDeduplicationId, r.MessageDeduplicationIdSet, r.MessageGroupId, r.MessageGroupIdSet); f != 0 {
+			out = []int{f}
+		}
+	case *api.SendMessageBatchRequest:
+		for i := range r.Entries {
+			e := &r.Entries[i]
+			if f := flags(e.MessageDeduplicationId, e.MessageDeduplicationIdSet, e.MessageGroupId, e.MessageGroupIdSet); f != 0 {
+				if out == nil {
+					out = make([]int, len(r.Entries))
+				}
+				out[i] = f
+			}
+		}
+	}
+	return out
+}
+
+// setSentIDs restores the "sent" flags of a decoded request's FIFO ids: an
+// id is sent if it is non-empty or flagged in ei.
+func setSentIDs(req api.Request, ei []int) error {
+	flag := func(i, f int) bool { return i < len(ei) && ei[i]&f != 0 }
+	for _, f := range ei {
+		if f&^emptyIDsMask != 0 {
+			return fmt.Errorf("unknown empty-id flags %d", f)
+		}
+	}
+	switch r := req.(type) {
+	case *api.SendMessageRequest:
+		if ei != nil && len(ei) != 1 {
+			return fmt.Errorf("%d empty-id flags for one message", len(ei))
+		}
+		r.MessageDeduplicationIdSet = r.MessageDeduplicationId != "" || flag(0, emptyDedupID)
+		r.MessageGroupIdSet = r.MessageGroupId != "" || flag(0, emptyGroupID)
+	case *api.SendMessageBatchRequest:
+		if ei != nil && len(ei) != len(r.Entries) {
+			return fmt.Errorf("%d empty-id flags for %d entries", len(ei), len(r.Entries))
+		}
+		for i := range r.Entries {
+			e := &r.Entries[i]
+			e.MessageDeduplicationIdSet = e.MessageDeduplicationId != "" || flag(i, emptyDedupID)
+			e.MessageGroupIdSet = e.MessageGroupId != "" || flag(i, emptyGroupID)
+		}
+	default:
+		if ei != nil {
+			return fmt.Errorf("empty-id flags on %s", req.Action())
+		}
+	}
+	return nil
 }
 
 // encodeEntry encodes a group of commands as one log entry.
 func encodeEntry(cmds []*engine.Command) ([]byte, error) {
 	buf := make([]byte, 0, 256*len(cmds))
-	buf = append(buf, entryFormatVersion)
+	buf = append(buf, 1)
 	buf = binary.AppendUvarint(buf, uint64(len(cmds)))
 	for _, c := range cmds {
+		ei := emptyIDs(c.Request)
+		if ei != nil {
+			buf[0] = minVersionEmptyIDs
+		}
 		req, err := json.Marshal(c.Request)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s request: %w", c.Request.Action(), err)
@@ -74,7 +165,7 @@ func encodeEntry(cmds []*engine.Command) ([]byte, error) {
 		w, err := json.Marshal(wireCommand{
 			Time: c.Time, Caller: c.Caller, Account: c.Queue.Account, Queue: c.Queue.Name,
 			Action: c.Request.Action(), Request: req, MessageIDs: c.MessageIDs, Entropy: c.Entropy,
-			RecreateDelay: int64(c.RecreateDelay), PurgeDelay: int64(c.PurgeDelay),
+			RecreateDelay: int64(c.RecreateDelay), PurgeDelay: int64(c.PurgeDelay), EmptyIDs: ei,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("encode %s command: %w", c.Request.Action(), err)
@@ -123,7 +214,7 @@ func decodeEntry(data []byte) ([]*engine.Command, error) {
 		if k <= 0 || l > uint64(len(p)-k) {
 			return nil, fmt.Errorf("%w: command %d: bad length", errCorruptEntry, i)
 		}
-		cmd, err := decodeCommand(p[k : k+int(l)])
+		cmd, err := decodeCommand(p[k:k+int(l)], data[0])
 		if err != nil {
 			return nil, fmt.Errorf("%w: command %d: %v", errCorruptEntry, i, err)
 		}
@@ -139,10 +230,13 @@ func decodeEntry(data []byte) ([]*engine.Command, error) {
 // decodeCommand decodes one command strictly: a field it does not know, in
 // the command or in its request, or an action it does not know, is an
 // error, never skipped.
-func decodeCommand(b []byte) (*engine.Command, error) {
+func decodeCommand(b []byte, version byte) (*engine.Command, error) {
 	var w wireCommand
 	if err := decodeStrict(b, &w); err != nil {
 		return nil, err
+	}
+	if w.EmptyIDs != nil && version < minVersionEmptyIDs {
+		return nil, fmt.Errorf(`field "ei" in a version %d entry`, version)
 	}
 	var req api.Request
 	if w.Action == engine.ActionTick {
@@ -155,6 +249,9 @@ func decodeCommand(b []byte) (*engine.Command, error) {
 		req = r
 	}
 	if err := decodeStrict(w.Request, req); err != nil {
+		return nil, fmt.Errorf("%s request: %w", w.Action, err)
+	}
+	if err := setSentIDs(req, w.EmptyIDs); err != nil {
 		return nil, fmt.Errorf("%s request: %w", w.Action, err)
 	}
 	return &engine.Command{

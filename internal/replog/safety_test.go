@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"hash/crc64"
 	"net/http"
@@ -297,8 +298,8 @@ func TestDecodeStrict(t *testing.T) {
 func TestDecodeFutureVersion(t *testing.T) {
 	newer := rawEntry(entryFormatVersion+1, v1Commands[0])
 	_, err := decodeEntry(newer)
-	if !errors.Is(err, errNewerEntry) || !strings.Contains(err.Error(), "format version 2") {
-		t.Fatalf("decodeEntry of a version-2 entry: %v", err)
+	if want := fmt.Sprintf("format version %d,", entryFormatVersion+1); !errors.Is(err, errNewerEntry) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("decodeEntry of a version-%d entry: %v; want %q", entryFormatVersion+1, err, want)
 	}
 	damaged := rawEntry(1, v1Commands[0])
 	damaged[0] = 7
@@ -321,7 +322,7 @@ func TestStartRefusesEntry(t *testing.T) {
 		entry []byte
 		want  string
 	}{
-		{"future version", rawEntry(entryFormatVersion+1, v1Commands[0]), "format version 2"},
+		{"future version", rawEntry(entryFormatVersion+1, v1Commands[0]), fmt.Sprintf("format version %d,", entryFormatVersion+1)},
 		{"unknown field", rawEntry(1, `{"t":1,"a":"PurgeQueue","r":{"QueueUrl":"/000000000000/q"},"zz":1}`), `unknown field "zz"`},
 		{"unknown kind", rawEntry(1, `{"t":1,"a":"FrobnicateQueue","r":{}}`), `unknown action "FrobnicateQueue"`},
 	} {
@@ -475,4 +476,67 @@ func TestStartRefusesNewerSnapshot(t *testing.T) {
 		t.Fatalf("OpenRaft: %v; want the newer version named", err)
 	}
 	t.Logf("refused as expected: %v", err)
+}
+
+// TestEmptyIDsSurviveTheLog sends a batch entry whose deduplication id was
+// sent empty, which the engine refuses: the replayed command must be
+// refused the same way. Before entries carried "ei", a replay accepted it,
+// so a restart produced a message the client had been told failed.
+func TestEmptyIDsSurviveTheLog(t *testing.T) {
+	q := testQueue
+	create := &engine.Command{Time: 1, Caller: q.Account, Queue: api.QueueKey{Account: q.Account},
+		Request: &api.CreateQueueRequest{QueueName: q.Name, Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}}}
+	send := &engine.Command{Time: 2, Caller: q.Account, Queue: q, MessageIDs: []string{"a", "b"},
+		Request: &api.SendMessageBatchRequest{QueueUrl: q.Path(), Entries: []api.SendMessageBatchRequestEntry{
+			{Id: "1", MessageBody: "x", MessageGroupId: "g", MessageGroupIdSet: true, MessageDeduplicationIdSet: true},
+			{Id: "2", MessageBody: "y", MessageGroupId: "g", MessageGroupIdSet: true},
+		}}}
+	results := func(cmds []*engine.Command) string {
+		e := newEngine()
+		var out string
+		for _, c := range cmds {
+			resp, err := e.Apply(c)
+			out += fmt.Sprintf("%+v %v\n", resp, err)
+		}
+		return out
+	}
+	leader := results([]*engine.Command{create, send})
+	if !strings.Contains(leader, "InvalidParameterValue") {
+		t.Fatalf("the engine accepted an empty deduplication id: %s", leader)
+	}
+	ordinary, err := encodeEntry([]*engine.Command{create})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ordinary[0] != 1 {
+		t.Errorf("an entry without empty ids is written as version %d; want 1, readable by older fifoqs", ordinary[0])
+	}
+	data, err := encodeEntry([]*engine.Command{create, send})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data[0] != minVersionEmptyIDs {
+		t.Errorf("an entry with empty ids is written as version %d; want %d", data[0], minVersionEmptyIDs)
+	}
+	cmds, err := decodeEntry(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replay := results(cmds); replay != leader {
+		t.Fatalf("replay differs from the leader:\nleader %s\nreplay %s", leader, replay)
+	}
+
+	for _, bad := range []struct {
+		version byte
+		cmd     string
+	}{
+		{1, `{"t":1,"a":"SendMessageBatch","r":{"QueueUrl":"/000000000000/q.fifo","Entries":[{"Id":"1","MessageBody":"x"}]},"ei":[1]}`},
+		{2, `{"t":1,"a":"SendMessageBatch","r":{"QueueUrl":"/000000000000/q.fifo","Entries":[{"Id":"1","MessageBody":"x"}]},"ei":[1,0]}`},
+		{2, `{"t":1,"a":"SendMessageBatch","r":{"QueueUrl":"/000000000000/q.fifo","Entries":[{"Id":"1","MessageBody":"x"}]},"ei":[4]}`},
+		{2, `{"t":1,"a":"PurgeQueue","r":{"QueueUrl":"/000000000000/q.fifo"},"ei":[1]}`},
+	} {
+		if _, err := decodeEntry(rawEntry(bad.version, bad.cmd)); !errors.Is(err, errCorruptEntry) {
+			t.Errorf("version %d entry %s: %v; want refused", bad.version, bad.cmd, err)
+		}
+	}
 }
