@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -272,7 +271,7 @@ func decodeStrict(b []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if len(bytes.TrimSpace(b[dec.InputOffset():])) != 0 {
 		return errors.New("data after the JSON object")
 	}
 	return nil
