@@ -309,11 +309,17 @@ func (l *Raft) markStopped() { l.stopOnce.Do(func() { close(l.stopped) }) }
 func errShuttingDown() error { return api.ErrServiceUnavailable("The server is shutting down.") }
 
 // refusal returns why the log takes no command now, or nil: it is closing,
-// or an entry could not be applied. In both cases nothing is appended.
+// Raft has stopped, or an entry could not be applied. In each case nothing
+// is appended.
 func (l *Raft) refusal() error {
 	select {
 	case <-l.quit:
 		return errShuttingDown()
+	default:
+	}
+	select {
+	case <-l.stopped:
+		return api.ErrServiceUnavailable("The server cannot accept writes: its command log has stopped.")
 	default:
 	}
 	if index, err := l.fsm.failure(); err != nil {

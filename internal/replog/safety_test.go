@@ -112,8 +112,8 @@ func TestApplyEndsWhenRaftStops(t *testing.T) {
 	// Not .Error(): that waits for the state machine, which is blocked.
 	l.raft.Shutdown()
 	wantAPIError(t, waitErr(t, errc), "ServiceUnavailable", "outcome was known")
-	// A new request is refused, not queued for ever.
-	wantAPIError(t, waitErr(t, applyAsync(context.Background(), l, sendCommand(c, "m1"))), "ServiceUnavailable", "")
+	// A new request is refused at once, not queued.
+	wantAPIError(t, waitErr(t, applyAsync(context.Background(), l, sendCommand(c, "m1"))), "ServiceUnavailable", "command log has stopped")
 	release()
 	done := make(chan error, 1)
 	go func() { done <- l.Close() }()
