@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // history records what clients saw, in an order that respects
@@ -24,6 +25,32 @@ type history struct {
 	// deliveries lists every delivery, in record order.
 	deliveries []delivery
 	events     int
+	// holds lists every message a consumer was handed, with the times it
+	// knows, for the check that no group is held by two receives at once.
+	holds []hold
+	// t0 is the time reports count from.
+	t0 time.Time
+}
+
+// hold is one message handed to a consumer by one receive: the consumer
+// holds the message's group from the receive's answer until the message
+// is deleted, given back, or its visibility timeout runs out.
+type hold struct {
+	consumer  int
+	receive   int // which receive (numbered over the whole history)
+	group     string
+	messageID string
+	// answered is when the receive's answer arrived: the server had made
+	// the message invisible by then.
+	answered time.Time
+	// deadline is the receive's request start plus its visibility
+	// timeout: the server timestamps the receive no earlier than the
+	// request's start, so the message stays invisible at least until then.
+	deadline time.Time
+	// released, if not zero, is the start of the first delete or
+	// visibility change the consumer sent for the message (acknowledged or
+	// not): the server may have applied it any time after.
+	released time.Time
 }
 
 // msgRef names a message the test sent: its producer and that producer's sequence number.
@@ -39,7 +66,42 @@ type delivery struct {
 }
 
 func newHistory() *history {
-	return &history{acked: map[msgRef]string{}, dedupOf: map[msgRef]string{}, deleted: map[string]int{}}
+	return &history{acked: map[msgRef]string{}, dedupOf: map[msgRef]string{}, deleted: map[string]int{}, t0: time.Now()}
+}
+
+// heldMessage is one message of a receive's answer, as received returns it.
+type heldMessage struct {
+	group, messageID string
+}
+
+// received records the messages one receive of a consumer handed over: the
+// request started at began with the given visibility timeout and was
+// answered at answered. It returns one hold id per message, for released.
+func (h *history) received(consumer int, began, answered time.Time, visibility time.Duration, msgs []heldMessage) []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events++
+	receive := h.events
+	ids := make([]int, len(msgs))
+	for i, m := range msgs {
+		ids[i] = len(h.holds)
+		h.holds = append(h.holds, hold{consumer: consumer, receive: receive, group: m.group, messageID: m.messageID,
+			answered: answered, deadline: began.Add(visibility)})
+	}
+	return ids
+}
+
+// released records that a delete or visibility change of a held message
+// was sent at began, whatever its outcome.
+func (h *history) released(id int, began time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if id < 0 || id >= len(h.holds) {
+		return
+	}
+	if r := h.holds[id].released; r.IsZero() || began.Before(r) {
+		h.holds[id].released = began
+	}
 }
 
 func (h *history) sendAcked(ref msgRef, dedup, messageID string) {
@@ -139,11 +201,85 @@ func (h *history) check() (problems []string) {
 			add("duplicate: dedup id %s delivered as %d messages: %s", dedup, len(ids), strings.Join(list, ", "))
 		}
 	}
+	// 5. Exclusive groups: no message group is held by two receives at
+	//    once. A receive holds a group from its answer until the last of
+	//    the group's messages it handed over is released: deleted or
+	//    given back (taken at the start of that request, since the server
+	//    may apply it at once) or past its visibility deadline (from the
+	//    receive's request start). Both ends are taken at their earliest,
+	//    so only holds that certainly overlapped are reported.
+	for _, p := range h.overlappingHolds() {
+		add("double hold: group %s held by consumer %d (receive %d, answered at %v, held until %v) and by consumer %d (receive %d, answered at %v)",
+			p[0].group, p[0].consumer, p[0].receive, p[0].start.Sub(h.t0), p[0].end.Sub(h.t0), p[1].consumer, p[1].receive, p[1].start.Sub(h.t0))
+	}
 	return problems
+}
+
+// groupHold is the span over which one receive certainly held a group.
+type groupHold struct {
+	group             string
+	consumer, receive int
+	start, end        time.Time
+}
+
+// overlappingHolds returns the pairs of group holds that certainly
+// overlapped: the second began before the first (the one that lasts
+// longest among those begun before it) ended. h.mu must be held.
+func (h *history) overlappingHolds() [][2]groupHold {
+	type key struct {
+		group   string
+		receive int
+	}
+	spans := map[key]*groupHold{}
+	for _, m := range h.holds {
+		end := m.deadline
+		if !m.released.IsZero() && m.released.Before(end) {
+			end = m.released
+		}
+		k := key{m.group, m.receive}
+		g := spans[k]
+		if g == nil {
+			g = &groupHold{group: m.group, consumer: m.consumer, receive: m.receive, start: m.answered, end: end}
+			spans[k] = g
+		} else if end.After(g.end) {
+			g.end = end
+		}
+	}
+	byGroup := map[string][]groupHold{}
+	for _, g := range spans {
+		if g.end.After(g.start) {
+			byGroup[g.group] = append(byGroup[g.group], *g)
+		}
+	}
+	groups := make([]string, 0, len(byGroup))
+	for g := range byGroup {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	var out [][2]groupHold
+	for _, g := range groups {
+		list := byGroup[g]
+		sort.Slice(list, func(i, j int) bool {
+			if !list[i].start.Equal(list[j].start) {
+				return list[i].start.Before(list[j].start)
+			}
+			return list[i].receive < list[j].receive
+		})
+		longest := list[0]
+		for _, next := range list[1:] {
+			if next.start.Before(longest.end) {
+				out = append(out, [2]groupHold{longest, next})
+			}
+			if next.end.After(longest.end) {
+				longest = next
+			}
+		}
+	}
+	return out
 }
 
 func (h *history) summary() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return fmt.Sprintf("%d sends acknowledged, %d deliveries, %d deletes acknowledged", len(h.acked), len(h.deliveries), len(h.deleted))
+	return fmt.Sprintf("%d sends acknowledged, %d deliveries, %d deletes acknowledged, %d holds", len(h.acked), len(h.deliveries), len(h.deleted), len(h.holds))
 }
