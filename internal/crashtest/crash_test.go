@@ -353,7 +353,7 @@ func recordDeliveries(msgs []types.Message, h *history, consumer int, began, ans
 			continue
 		}
 		h.delivered(msgRef{p, s}, g, aws.ToString(m.MessageId))
-		held = append(held, heldMessage{group: g, messageID: aws.ToString(m.MessageId)})
+		held = append(held, heldMessage{group: g, messageID: aws.ToString(m.MessageId), seq: s})
 		at = append(at, i)
 	}
 	for j, id := range h.received(consumer, began, answered, visibility, held) {
