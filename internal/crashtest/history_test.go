@@ -27,7 +27,9 @@ func TestHistoryCatchesDoubleHold(t *testing.T) {
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	vis := 2 * time.Second
 	const g = "p0-g1"
-	msg := func(seq int) heldMessage { return heldMessage{group: g, messageID: "m" + string(rune('a'+seq)), seq: seq} }
+	msg := func(seq int) heldMessage {
+		return heldMessage{group: g, messageID: "m" + string(rune('a'+seq)), seq: seq}
+	}
 
 	for _, c := range []struct {
 		name string
