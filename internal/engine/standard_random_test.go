@@ -158,7 +158,9 @@ func newStdRun(t *testing.T, seed uint64) *stdRun {
 	return r
 }
 
-func (r *stdRun) logf(format string, args ...any) { r.log = append(r.log, fmt.Sprintf(format, args...)) }
+func (r *stdRun) logf(format string, args ...any) {
+	r.log = append(r.log, fmt.Sprintf(format, args...))
+}
 
 func (r *stdRun) tail() string {
 	out := ""
