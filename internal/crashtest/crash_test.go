@@ -188,7 +188,7 @@ func runCrashes(t *testing.T, kills int, serverArgs ...string) (*history, int64)
 		wg.Add(1)
 		go func(c int) {
 			defer wg.Done()
-			consume(runCtx, client, queueURL, h, rand.New(rand.NewSource(s+1000+int64(c))))
+			consume(runCtx, client, queueURL, c, h, rand.New(rand.NewSource(s+1000+int64(c))))
 		}(c)
 	}
 
@@ -304,23 +304,27 @@ func sendBatch(ctx context.Context, client *sqs.Client, queueURL string, batch [
 // consume receives, records, and mostly deletes; sometimes it gives a
 // message back (visibility 0) or leaves it to expire, so redelivery is
 // exercised too.
-func consume(ctx context.Context, client *sqs.Client, queueURL string, h *history, rng *rand.Rand) {
+func consume(ctx context.Context, client *sqs.Client, queueURL string, consumer int, h *history, rng *rand.Rand) {
 	for ctx.Err() == nil {
+		began := time.Now()
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: int32(1 + rng.Intn(10)), WaitTimeSeconds: 1,
+			VisibilityTimeout: int32(visibility / time.Second),
 		})
 		if err != nil {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		recordDeliveries(out.Messages, h)
-		for _, m := range out.Messages {
+		holds := recordDeliveries(out.Messages, h, consumer, began, time.Now())
+		for i, m := range out.Messages {
 			switch x := rng.Intn(20); {
 			case x == 0:
 				// Leave it in flight: it comes back after the visibility timeout.
 			case x == 1:
+				h.released(holds[i], time.Now())
 				_, _ = client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
 			default:
+				h.released(holds[i], time.Now())
 				if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err == nil {
 					h.deleteAcked(aws.ToString(m.MessageId))
 				}
@@ -329,16 +333,37 @@ func consume(ctx context.Context, client *sqs.Client, queueURL string, h *histor
 	}
 }
 
-func recordDeliveries(msgs []types.Message, h *history) {
-	for _, m := range msgs {
+// visibility is the visibility timeout every receive asks for, so that the
+// history knows how long each hold lasts at least.
+const visibility = 2 * time.Second
+
+// recordDeliveries records a receive's messages, as deliveries and as holds
+// of their groups by consumer (the receive began at began and was answered
+// at answered); it returns each message's hold id (-1 for a message that is
+// not the test's).
+func recordDeliveries(msgs []types.Message, h *history, consumer int, began, answered time.Time) []int {
+	ids := make([]int, len(msgs))
+	var held []heldMessage
+	var at []int
+	for i, m := range msgs {
+		ids[i] = -1
 		var p, s int
 		var g string
 		if _, err := fmt.Sscanf(aws.ToString(m.Body), "crash p=%d s=%d g=%s", &p, &s, &g); err != nil {
 			continue
 		}
 		h.delivered(msgRef{p, s}, g, aws.ToString(m.MessageId))
+		held = append(held, heldMessage{group: g, messageID: aws.ToString(m.MessageId), seq: s})
+		at = append(at, i)
 	}
+	for j, id := range h.received(consumer, began, answered, visibility, held) {
+		ids[at[j]] = id
+	}
+	return ids
 }
+
+// drainer is the consumer number of the final drain.
+const drainer = -1
 
 // drain receives and deletes until the queue holds nothing, visible or in
 // flight, so every acknowledged message still stored has been delivered.
@@ -346,12 +371,15 @@ func drain(t *testing.T, client *sqs.Client, queueURL string, h *history) {
 	ctx := context.Background()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		began := time.Now()
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			VisibilityTimeout: int32(visibility / time.Second)})
 		if err != nil {
 			t.Fatalf("drain receive: %v", err)
 		}
-		recordDeliveries(out.Messages, h)
-		for _, m := range out.Messages {
+		holds := recordDeliveries(out.Messages, h, drainer, began, time.Now())
+		for i, m := range out.Messages {
+			h.released(holds[i], time.Now())
 			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
 				t.Fatalf("drain delete: %v", err)
 			}

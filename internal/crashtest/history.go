@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // history records what clients saw, in an order that respects
@@ -24,6 +25,33 @@ type history struct {
 	// deliveries lists every delivery, in record order.
 	deliveries []delivery
 	events     int
+	// holds lists every message a consumer was handed, with the times it
+	// knows, for the check that no group is held by two receives at once.
+	holds []hold
+	// t0 is the time reports count from.
+	t0 time.Time
+}
+
+// hold is one message handed to a consumer by one receive: the consumer
+// holds the message's group from the receive's answer until the message
+// is deleted, given back, or its visibility timeout runs out.
+type hold struct {
+	consumer  int
+	receive   int // which receive (numbered over the whole history)
+	group     string
+	messageID string
+	seq       int // the message's place in its group (the producer's sequence number)
+	// answered is when the receive's answer arrived: the server had made
+	// the message invisible by then.
+	answered time.Time
+	// deadline is the receive's request start plus its visibility
+	// timeout: the server timestamps the receive no earlier than the
+	// request's start, so the message stays invisible at least until then.
+	deadline time.Time
+	// released, if not zero, is the start of the first delete or
+	// visibility change the consumer sent for the message (acknowledged or
+	// not): the server may have applied it any time after.
+	released time.Time
 }
 
 // msgRef names a message the test sent: its producer and that producer's sequence number.
@@ -39,7 +67,43 @@ type delivery struct {
 }
 
 func newHistory() *history {
-	return &history{acked: map[msgRef]string{}, dedupOf: map[msgRef]string{}, deleted: map[string]int{}}
+	return &history{acked: map[msgRef]string{}, dedupOf: map[msgRef]string{}, deleted: map[string]int{}, t0: time.Now()}
+}
+
+// heldMessage is one message of a receive's answer, as received returns it.
+type heldMessage struct {
+	group, messageID string
+	seq              int // the message's place in its group
+}
+
+// received records the messages one receive of a consumer handed over: the
+// request started at began with the given visibility timeout and was
+// answered at answered. It returns one hold id per message, for released.
+func (h *history) received(consumer int, began, answered time.Time, visibility time.Duration, msgs []heldMessage) []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events++
+	receive := h.events
+	ids := make([]int, len(msgs))
+	for i, m := range msgs {
+		ids[i] = len(h.holds)
+		h.holds = append(h.holds, hold{consumer: consumer, receive: receive, group: m.group, messageID: m.messageID, seq: m.seq,
+			answered: answered, deadline: began.Add(visibility)})
+	}
+	return ids
+}
+
+// released records that a delete or visibility change of a held message
+// was sent at began, whatever its outcome.
+func (h *history) released(id int, began time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if id < 0 || id >= len(h.holds) {
+		return
+	}
+	if r := h.holds[id].released; r.IsZero() || began.Before(r) {
+		h.holds[id].released = began
+	}
 }
 
 func (h *history) sendAcked(ref msgRef, dedup, messageID string) {
@@ -139,11 +203,88 @@ func (h *history) check() (problems []string) {
 			add("duplicate: dedup id %s delivered as %d messages: %s", dedup, len(ids), strings.Join(list, ", "))
 		}
 	}
+	// 5. Exclusive groups: a receive is never handed a message of a group
+	//    while another receive holds that message or an earlier one of the
+	//    group. That is FIFO's one consumer per group, with the exception
+	//    SQS makes (recorded, and followed by the engine: see fifoGroup): a
+	//    consumer that gives back the head of its group with
+	//    ChangeMessageVisibility 0 while holding later messages lets
+	//    another receive take that head, and so the holder of the later
+	//    messages is the receive that took the earlier one too.
+	for _, p := range h.doubleHolds() {
+		add("double hold: group %s: consumer %d (receive %d) held message %d from %v until at least %v, and consumer %d (receive %d) held message %d from %v",
+			p[0].group, p[0].consumer, p[0].receive, p[0].seq, p[0].answered.Sub(h.t0), p[0].end().Sub(h.t0),
+			p[1].consumer, p[1].receive, p[1].seq, p[1].answered.Sub(h.t0))
+	}
 	return problems
+}
+
+// end is the earliest moment the hold may have ended: the start of the
+// message's release, or its visibility deadline.
+func (m hold) end() time.Time {
+	if !m.released.IsZero() && m.released.Before(m.deadline) {
+		return m.released
+	}
+	return m.deadline
+}
+
+// doubleHolds returns the pairs of holds that break group exclusivity:
+// both certainly held at one moment (the later of their answers comes
+// before the earlier of their ends), of the same message, or of an
+// earlier message of the group (the first) and a later one (the second)
+// by a receive that was not handed that earlier message too. h.mu must be
+// held.
+func (h *history) doubleHolds() [][2]hold {
+	byGroup := map[string][]hold{}
+	// took records which messages (by sequence number) each receive was
+	// handed, per group.
+	type key struct {
+		receive int
+		group   string
+		seq     int
+	}
+	took := map[key]bool{}
+	for _, m := range h.holds {
+		if m.end().After(m.answered) {
+			byGroup[m.group] = append(byGroup[m.group], m)
+		}
+		took[key{m.receive, m.group, m.seq}] = true
+	}
+	groups := make([]string, 0, len(byGroup))
+	for g := range byGroup {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	var out [][2]hold
+	for _, g := range groups {
+		list := byGroup[g]
+		sort.SliceStable(list, func(i, j int) bool { return list[i].answered.Before(list[j].answered) })
+		for i, a := range list {
+			// Only holds answered before a certainly ends can overlap it.
+			for _, b := range list[i+1:] {
+				if !b.answered.Before(a.end()) {
+					break
+				}
+				if a.receive == b.receive || !b.answered.Before(b.end()) {
+					continue
+				}
+				// a and b were both held at b's answer.
+				switch {
+				case a.seq == b.seq:
+					out = append(out, [2]hold{a, b})
+				case a.seq < b.seq && !took[key{b.receive, g, a.seq}]:
+					out = append(out, [2]hold{a, b})
+				case b.seq < a.seq && !took[key{a.receive, g, b.seq}]:
+					out = append(out, [2]hold{b, a})
+				}
+			}
+		}
+	}
+	return out
 }
 
 func (h *history) summary() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return fmt.Sprintf("%d sends acknowledged, %d deliveries, %d deletes acknowledged", len(h.acked), len(h.deliveries), len(h.deleted))
+	return fmt.Sprintf("%d sends acknowledged, %d deliveries, %d deletes acknowledged, %d holds", len(h.acked), len(h.deliveries), len(h.deleted), len(h.holds))
 }

@@ -31,12 +31,21 @@ import (
 // (LocalStack's AWS-validated FIFO tests, see fifo.go and ack.go).
 //   - a send with a deduplication key seen within 5 minutes of its first
 //     send stores nothing and answers with the first message's id.
+//   - with a redrive policy, a receive that reaches a visible message
+//     already received maxReceiveCount times moves it to the dead-letter
+//     queue (where it is visible at once) instead of returning it, and
+//     goes on with the group's next message.
 type refModel struct {
 	retention    int64 // ns
 	vis          int64 // queue visibility timeout, ns
 	delay        int64 // queue delay, ns
 	contentDedup bool
 	groupScope   bool
+	maxReceives  int // the redrive policy's maxReceiveCount; 0: none
+
+	// moved lists the ids of the messages moved to the dead-letter queue,
+	// in the order moved.
+	moved []string
 
 	msgs    []*refMsg
 	dedups  []refDedup
@@ -51,6 +60,7 @@ type refMsg struct {
 	receives                 int
 	receivedAt               int64
 	deleted                  bool
+	moved                    bool // to the dead-letter queue
 }
 
 type refDedup struct {
@@ -70,7 +80,7 @@ type refHandle struct {
 const dedupWindow = int64(5 * time.Minute)
 
 func (m *refModel) gone(x *refMsg, t int64) bool {
-	return x.deleted || t-x.sentAt >= m.retention
+	return x.deleted || x.moved || t-x.sentAt >= m.retention
 }
 
 func (m *refModel) inflight(x *refMsg, t int64) bool { return x.receives > 0 && x.visibleAt > t }
@@ -159,6 +169,11 @@ func (m *refModel) receive(t int64, max int, vis int64) []*refMsg {
 		for _, x := range live {
 			if len(out) == max || x.visibleAt > t {
 				break
+			}
+			if m.maxReceives > 0 && x.receives >= m.maxReceives {
+				x.moved = true
+				m.moved = append(m.moved, x.id)
+				continue
 			}
 			x.receives++
 			x.receivedAt = t

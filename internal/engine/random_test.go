@@ -73,6 +73,7 @@ type randomRun struct {
 	rng   *rand.Rand
 	h     *harness
 	q     api.QueueKey
+	dlq   api.QueueKey // the dead-letter queue, if the model has a redrive policy
 	model *refModel
 	log   []string
 
@@ -116,6 +117,15 @@ func newRandomRun(t *testing.T, seed uint64) *randomRun {
 	if m.groupScope {
 		attrs[api.AttrDeduplicationScope] = "messageGroup"
 	}
+	// A dead-letter queue in half the runs, drawn from a generator of its
+	// own so that the other draws of a seed stay what they were before
+	// dead-letter queues were modelled.
+	if dl := rand.New(rand.NewPCG(seed, 0xd1e)); dl.IntN(2) == 0 {
+		m.maxReceives = 1 + dl.IntN(3)
+		r.dlq = r.h.fifoQueue("dead.fifo", nil)
+		arn := "arn:aws:sqs:" + testRegion + ":" + testAccount + ":dead.fifo"
+		attrs[api.AttrRedrivePolicy] = fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`, arn, m.maxReceives)
+	}
 	r.q = r.h.fifoQueue("q.fifo", attrs)
 	r.model = m
 	nGroups := 1 + rng.IntN(5)
@@ -127,8 +137,8 @@ func newRandomRun(t *testing.T, seed uint64) *randomRun {
 		r.bodies = append(r.bodies, "body-"+strconv.Itoa(i))
 	}
 	r.ledger = newLedger(m.groupScope, m.retention)
-	r.logf("seed %d: vis %v delay %v retention %v contentDedup %v groupScope %v groups %d",
-		seed, time.Duration(m.vis), time.Duration(m.delay), time.Duration(m.retention), m.contentDedup, m.groupScope, nGroups)
+	r.logf("seed %d: vis %v delay %v retention %v contentDedup %v groupScope %v groups %d maxReceiveCount %d",
+		seed, time.Duration(m.vis), time.Duration(m.delay), time.Duration(m.retention), m.contentDedup, m.groupScope, nGroups, m.maxReceives)
 	return r
 }
 
@@ -289,11 +299,20 @@ func (r *randomRun) receive() string {
 		return "receive error"
 	}
 	got := resp.(*api.ReceiveMessageResult).Messages
-	r.ledger.received(r, got, vis)
+	movedBefore := len(r.model.moved)
 	want := r.model.receive(r.h.now, max, vis)
+	// The messages the receive moved to the dead-letter queue are gone
+	// from the source before it delivers, for the ledger too.
+	for _, id := range r.model.moved[movedBefore:] {
+		r.ledger.deleted(id)
+	}
+	r.ledger.received(r, got, vis)
 	desc := fmt.Sprintf("receive(%d, %v) ->", max, time.Duration(vis))
 	for _, m := range got {
 		desc += " " + m.MessageId
+	}
+	if moved := r.model.moved[movedBefore:]; len(moved) > 0 {
+		desc += fmt.Sprintf(" (model dead-letters %v)", moved)
 	}
 	if len(got) != len(want) {
 		r.fail("%s: engine %d messages, model %d", desc, len(got), len(want))
@@ -392,6 +411,20 @@ func (r *randomRun) compareState() {
 	ww, wok := r.model.nextWake(now)
 	if gw != ww || gok != wok {
 		r.fail("NextWake = %v %v, model %v %v", time.Duration(gw-t0), gok, time.Duration(ww-t0), wok)
+	}
+	if r.model.maxReceives > 0 {
+		// The dead-letter queue holds the moved messages, visible, in the
+		// order they were moved.
+		if got, want := r.h.counts(r.dlq), [3]int{len(r.model.moved), 0, 0}; got != want {
+			r.fail("dead-letter queue counts = %v, model %v", got, want)
+		}
+		peeked, _ := r.h.e.Peek(r.dlq, now, PeekOptions{Limit: MaxPeekMessages})
+		for i, p := range peeked {
+			if i >= len(r.model.moved) || p.MessageID != r.model.moved[i] {
+				r.fail("dead-letter queue holds %s at %d, model %v", p.MessageID, i, r.model.moved)
+				break
+			}
+		}
 	}
 }
 

@@ -5,6 +5,10 @@
 //
 // The package's only non-test code is the harness (harness.go): it starts a
 // server with a clock the test can move forward, and builds the clients.
+// The server keeps its state in memory unless FIFOQ_TEST_LOG=raft, which
+// puts it on the durable Raft log in a temporary data dir, as fifoq serve
+// does by default; CI runs the suite both ways. When the suite ends, no
+// goroutine may be left running (goleak, in TestMain).
 // Every behaviour under test is Amazon SQS's documented behaviour; a test
 // that fails points at a difference between fifoq and SQS.
 package integration

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -100,6 +101,24 @@ type Env struct {
 	V2Wire, V1Wire *WireLog
 	// HTTP is a plain HTTP client for raw requests.
 	HTTP *http.Client
+	// Durable tells that the server runs on the durable Raft log (see
+	// Durable) rather than in memory.
+	Durable bool
+}
+
+// LogEnv is the environment variable that selects the command log of every
+// test server: "raft" runs it on the durable Raft log in a temporary data
+// dir, as fifoq serve does by default; empty or "memory" runs it in memory,
+// as fifoq serve --in-memory does. CI runs the suite both ways, since the
+// two logs differ in what a command goes through before its answer
+// (encoding, group commit, fsync, snapshots).
+const LogEnv = "FIFOQ_TEST_LOG"
+
+// Durable reports whether LogEnv selects the durable log. An unknown value
+// is taken as durable, so that a typo cannot silently test memory only.
+func Durable() bool {
+	v := os.Getenv(LogEnv)
+	return v != "" && v != "memory"
 }
 
 // Start starts a server on a free loopback port and returns its Env. The

@@ -17,6 +17,9 @@ import (
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
 
 	"github.com/fifoq/fifoq/internal/auth"
+	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/metrics"
+	"github.com/fifoq/fifoq/internal/replog"
 	"github.com/fifoq/fifoq/internal/server"
 )
 
@@ -52,9 +55,27 @@ func StartWith(t testing.TB, opts Options) *Env {
 	logw := &testLogWriter{t: t}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	verifier := &auth.Verifier{Store: store, Now: clock.Now, DefaultAccount: Account, Region: Region}
-	srv, err := server.New(server.Config{Account: Account, Region: Region, Now: clock.Now, Logger: logger, Verifier: verifier,
-		RecreateDelay: opts.RecreateDelay, PurgeDelay: opts.PurgeDelay})
+	cfg := server.Config{Account: Account, Region: Region, Now: clock.Now, Logger: logger, Verifier: verifier,
+		RecreateDelay: opts.RecreateDelay, PurgeDelay: opts.PurgeDelay}
+	durable := Durable()
+	if durable {
+		// As fifoq serve does by default: a Raft log in a data dir, with
+		// its metrics. The dir is removed after the server's Shutdown
+		// (cleanups run last-registered first), which closes the log.
+		dir := t.TempDir()
+		eng := engine.New(engine.Config{Region: Region})
+		reg := metrics.New()
+		raftLog, err := replog.OpenRaft(replog.RaftConfig{Dir: dir, Logger: logger, Observer: reg.LogObserver()}, eng)
+		if err != nil {
+			t.Fatalf("replog.OpenRaft: %v", err)
+		}
+		cfg.Log, cfg.Engine, cfg.Metrics = raftLog, eng, reg
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
+		if cfg.Log != nil {
+			cfg.Log.Close()
+		}
 		t.Fatalf("server.New: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -68,11 +89,12 @@ func StartWith(t testing.TB, opts Options) *Env {
 	transport.MaxIdleConnsPerHost = 64
 	transport.Proxy = nil // the server is on loopback: never go through a proxy
 	env := &Env{
-		URL:    "http://" + ln.Addr().String(),
-		Clock:  clock,
-		V2Wire: &WireLog{},
-		V1Wire: &WireLog{},
-		HTTP:   &http.Client{Transport: transport, Timeout: 30 * time.Second},
+		URL:     "http://" + ln.Addr().String(),
+		Clock:   clock,
+		Durable: durable,
+		V2Wire:  &WireLog{},
+		V1Wire:  &WireLog{},
+		HTTP:    &http.Client{Transport: transport, Timeout: 30 * time.Second},
 	}
 	key, secret := opts.AccessKeyID, opts.SecretAccessKey
 	if key == "" {
