@@ -132,6 +132,27 @@ func (e *Engine) Receivable(q api.QueueKey, now int64) bool {
 	return qu.receivableAt(max(now, e.now))
 }
 
+// ReceiveOutlook tells, changing nothing, what a ReceiveMessage on queue q
+// at time now would do: exists is false when there is no such queue (the
+// receive would answer QueueDoesNotExist), and take is true when it may
+// take messages, answer OverLimit, or answer a retry of attemptID (a FIFO
+// ReceiveRequestAttemptId whose record is still kept). When exists is true
+// and take is false, the receive would answer no messages and change
+// nothing but what time changes anyway, so it need not go through the log.
+func (e *Engine) ReceiveOutlook(q api.QueueKey, now int64, attemptID string) (exists, take bool) {
+	qu := e.queues[q]
+	if qu == nil {
+		return false, false
+	}
+	t := max(now, e.now)
+	if qu.fifo && attemptID != "" {
+		if rec := qu.attempts[attemptID]; rec != nil && t-rec.at < int64(api.ReceiveRequestAttemptIdInterval) {
+			return true, true
+		}
+	}
+	return true, qu.receivableAt(t)
+}
+
 func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
 	switch r := cmd.Request.(type) {
 	case *TickRequest:
