@@ -321,3 +321,33 @@ func TestNotifier(t *testing.T) {
 		t.Fatal("entry left after the last waiter left")
 	}
 }
+
+// TestCountersOfDeletedQueuesGo checks that the counters a long poll brings
+// back for the queue deleted under it are swept out by later deletions.
+func TestCountersOfDeletedQueuesGo(t *testing.T) {
+	srv, _ := newCountingServer(t)
+	u := createQueue(t, srv, "gone", nil)
+	key := api.QueueKey{Account: testAccount, Name: "gone"}
+	answered := make(chan error, 1)
+	go func() {
+		_, err := srv.Do(context.Background(), testAccount, &api.ReceiveMessageRequest{QueueUrl: u, WaitTimeSeconds: intp(20)})
+		answered <- err
+	}()
+	waitFor(t, "the poll to wait", func() bool { return srv.notifier.waiting(key) == 1 })
+	mustDo(t, srv, &api.DeleteQueueRequest{QueueUrl: u})
+	if err := <-answered; err != nil {
+		t.Fatalf("the poll of a deleted queue: %v", err)
+	}
+	if _, ok := srv.stats.queues.Load(key); !ok {
+		t.Fatal("the poll answered after the deletion was not counted; the test no longer tests the sweep")
+	}
+	for i := range pruneEvery - 1 {
+		v := createQueue(t, srv, fmt.Sprint("other", i), nil)
+		mustDo(t, srv, &api.DeleteQueueRequest{QueueUrl: v})
+	}
+	n := 0
+	srv.stats.queues.Range(func(k, _ any) bool { n++; return true })
+	if n != 0 {
+		t.Fatalf("counters of %d deleted queues kept", n)
+	}
+}
