@@ -659,3 +659,41 @@ func TestMaximumMessageSize(t *testing.T) {
 		t.Errorf("message = %q", ae.Message)
 	}
 }
+
+// TestReceiveOutlook checks what ReceiveOutlook tells the server before it
+// decides whether a receive goes through the log: no queue, nothing to take,
+// something to take, and a FIFO attempt id whose record must answer its
+// retry even when nothing else is there.
+func TestReceiveOutlook(t *testing.T) {
+	h := newHarness(t)
+	check := func(q api.QueueKey, id string, wantExists, wantTake bool) {
+		t.Helper()
+		if exists, take := h.e.ReceiveOutlook(q, h.now, id); exists != wantExists || take != wantTake {
+			t.Fatalf("ReceiveOutlook(%s, %q) = %v %v, want %v %v", q, id, exists, take, wantExists, wantTake)
+		}
+	}
+	check(api.QueueKey{Account: testAccount, Name: "nosuch"}, "", false, false)
+	q := h.fifoQueue("q.fifo", nil)
+	check(q, "", true, false)
+	check(q, "a1", true, false)
+	h.sendFIFO(q, "x", "g", "d")
+	check(q, "", true, true)
+	if got := h.receiveAttempt(q, "a1", 1); len(got) != 1 {
+		t.Fatalf("got %d messages, want 1", len(got))
+	}
+	check(q, "", true, false)  // the one message is in flight
+	check(q, "a2", true, false) // another attempt has no record
+	check(q, "a1", true, true)  // the retry answers from the record
+	h.advance(api.ReceiveRequestAttemptIdInterval)
+	check(q, "a1", true, true) // its visibility timeout (30 s) ran out: receivable anyway
+	h.hideAll(q)
+	check(q, "a1", true, false) // in flight again, and the record has expired
+}
+
+// hideAll receives every message of q with a long visibility
+// timeout, so that nothing is receivable.
+func (h *harness) hideAll(q api.QueueKey) {
+	h.t.Helper()
+	for len(h.receive(q, 10, 3600)) > 0 {
+	}
+}

@@ -283,12 +283,18 @@ func (r *randomRun) receive() string {
 		req.VisibilityTimeout = &v
 		vis = int64(v) * int64(time.Second)
 	}
+	// The server skips the log when ReceiveOutlook says nothing is to be
+	// taken: the receive must then find nothing indeed.
+	exists, take := r.h.e.ReceiveOutlook(r.q, r.h.now, "")
 	resp, err := r.h.do(r.q, req)
 	if err != nil {
 		r.fail("receive: %v", err)
 		return "receive error"
 	}
 	got := resp.(*api.ReceiveMessageResult).Messages
+	if !exists || (!take && len(got) > 0) {
+		r.fail("ReceiveOutlook = %v %v, but the receive took %d messages", exists, take, len(got))
+	}
 	r.ledger.received(r, got, vis)
 	want := r.model.receive(r.h.now, max, vis)
 	desc := fmt.Sprintf("receive(%d, %v) ->", max, time.Duration(vis))
