@@ -681,7 +681,7 @@ func TestReceiveOutlook(t *testing.T) {
 	if got := h.receiveAttempt(q, "a1", 1); len(got) != 1 {
 		t.Fatalf("got %d messages, want 1", len(got))
 	}
-	check(q, "", true, false)  // the one message is in flight
+	check(q, "", true, false)   // the one message is in flight
 	check(q, "a2", true, false) // another attempt has no record
 	check(q, "a1", true, true)  // the retry answers from the record
 	h.advance(api.ReceiveRequestAttemptIdInterval)
