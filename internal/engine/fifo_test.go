@@ -697,3 +697,33 @@ func (h *harness) hideAll(q api.QueueKey) {
 	for len(h.receive(q, 10, 3600)) > 0 {
 	}
 }
+
+// TestReceiveSpread checks the estimate of how many receives a queue can
+// feed at once: visible messages shared out on a standard queue, ready
+// groups on a FIFO queue.
+func TestReceiveSpread(t *testing.T) {
+	h := newHarness(t)
+	if n := h.e.ReceiveSpread(api.QueueKey{Account: testAccount, Name: "nosuch"}, 1); n != 0 {
+		t.Fatalf("missing queue: %d", n)
+	}
+	std := h.createQueue("std", nil)
+	for range 25 {
+		h.send(std, &api.SendMessageRequest{MessageBody: "x"})
+	}
+	for _, c := range []struct{ take, want int }{{1, 25}, {10, 3}, {0, 25}, {99, 3}} {
+		if n := h.e.ReceiveSpread(std, c.take); n != c.want {
+			t.Fatalf("standard queue of 25, take %d: %d, want %d", c.take, n, c.want)
+		}
+	}
+	f := h.fifoQueue("f.fifo", nil)
+	for i := range 6 {
+		h.sendFIFO(f, "x", fmt.Sprint("g", i%2), fmt.Sprint(i))
+	}
+	if n := h.e.ReceiveSpread(f, 10); n != 2 {
+		t.Fatalf("FIFO queue with 2 ready groups: %d", n)
+	}
+	h.receive(f, 1, -1) // locks one group
+	if n := h.e.ReceiveSpread(f, 10); n != 1 {
+		t.Fatalf("FIFO queue with 1 ready group: %d", n)
+	}
+}

@@ -33,6 +33,7 @@ type notifier struct {
 type waitQueue struct {
 	waiting list.List // of *waiter not yet signalled, oldest first
 	members int       // waiters registered, signalled or not
+	taking  int       // waiters gone to the log to take messages
 	timer   *time.Timer
 	timerAt time.Time // when timer fires; zero when there is none
 }
@@ -134,6 +135,29 @@ func (n *notifier) broadcast(q api.QueueKey) {
 	}
 }
 
+// taking tells that waiter w goes to the log to take messages, of which
+// the queue holds enough for about spread receives: while fewer waiters
+// than that are taking, the next one is woken too, so that a burst is
+// received by as many waiters at once as it can feed, their commands
+// sharing the log's group commits, rather than one after another.
+// doneTaking must follow.
+func (n *notifier) taking(w *waiter, spread int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	wq := n.queues[w.q] // present: w is still a member
+	wq.taking++
+	if wq.taking < spread {
+		wq.signalExcept(w)
+	}
+}
+
+// doneTaking tells that waiter w is back from the log.
+func (n *notifier) doneTaking(w *waiter) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.queues[w.q].taking--
+}
+
 // wakeAt asks for one waiter of q to be woken after d, when a delayed or
 // in-flight message becomes visible. Of several requests the earliest
 // holds; the timer goes with the queue's entry.
@@ -175,8 +199,15 @@ func (n *notifier) size() int {
 
 // signal wakes the longest-waiting waiter. The caller holds the notifier's
 // lock.
-func (wq *waitQueue) signal() {
+func (wq *waitQueue) signal() { wq.signalExcept(nil) }
+
+// signalExcept wakes the longest-waiting waiter other than self. The
+// caller holds the notifier's lock.
+func (wq *waitQueue) signalExcept(self *waiter) {
 	e := wq.waiting.Front()
+	if e != nil && e.Value.(*waiter) == self {
+		e = e.Next()
+	}
 	if e == nil {
 		return
 	}

@@ -23,8 +23,10 @@ import (
 // The wait never polls: it blocks on the queue's notifier, which wakes one
 // waiter when a message may have become receivable, and which sets one
 // timer per queue for the next delayed or in-flight message the engine
-// knows of. A waiter that took messages and leaves more behind wakes the
-// next one, so a burst reaches as many waiters as it has messages for.
+// knows of. A woken waiter that goes to the log wakes the next one too while
+// the queue holds more than the waiters already taking can take, and one
+// that took messages and leaves more behind wakes the next one, so a burst
+// reaches as many waiters as it has messages for, at once.
 func (s *Server) receive(ctx context.Context, cmd *engine.Command, req *api.ReceiveMessageRequest) (api.Response, error) {
 	wait, err := s.waitTime(cmd, req)
 	if err != nil {
@@ -57,8 +59,14 @@ func (s *Server) receive(ctx context.Context, cmd *engine.Command, req *api.Rece
 			return nil, api.ErrQueueDoesNotExist()
 		}
 		if take {
+			if w != nil {
+				s.notifier.taking(w, s.receiveSpread(cmd.Queue, req.MaxNumberOfMessages))
+			}
 			cmd.Entropy = newEntropy()
 			resp, err := s.apply(ctx, cmd)
+			if w != nil {
+				s.notifier.doneTaking(w)
+			}
 			if err != nil {
 				s.leaveWaiting(w, cmd.Queue)
 				return nil, err
@@ -155,6 +163,15 @@ func (s *Server) waitTime(cmd *engine.Command, req *api.ReceiveMessageRequest) (
 func (s *Server) receiveOutlook(q api.QueueKey, now int64, attemptID string) (exists, take bool) {
 	s.log.Read(func(e *engine.Engine) { exists, take = e.ReceiveOutlook(q, now, attemptID) })
 	return exists, take
+}
+
+func (s *Server) receiveSpread(q api.QueueKey, max *int) (n int) {
+	take := 1
+	if max != nil {
+		take = *max
+	}
+	s.log.Read(func(e *engine.Engine) { n = e.ReceiveSpread(q, take) })
+	return n
 }
 
 func (s *Server) receivable(q api.QueueKey, now int64) (ok bool) {

@@ -121,3 +121,51 @@ func createQueueB(b *testing.B, srv *Server, name string) string {
 	}
 	return queueURL(name)
 }
+
+// BenchmarkBurstDurable sends a batch of 10 messages to a queue that 10
+// long polls (one message each) wait on, until every poll has its message:
+// the polls should take them at once, sharing group commits, not one after
+// another.
+func BenchmarkBurstDurable(b *testing.B) {
+	const waiters = 10
+	srv, _ := durableCountingServer(b)
+	u := createQueueB(b, srv, "q")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan struct{}, waiters)
+	var wg sync.WaitGroup
+	poll := func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			resp, err := srv.Do(ctx, testAccount, &api.ReceiveMessageRequest{QueueUrl: u, WaitTimeSeconds: intp(20)})
+			if err == nil && len(resp.(*api.ReceiveMessageResult).Messages) > 0 {
+				got <- struct{}{}
+			}
+		}
+	}
+	for range waiters {
+		wg.Add(1)
+		go poll()
+	}
+	entries := make([]api.SendMessageBatchRequestEntry, waiters)
+	for i := range entries {
+		entries[i] = api.SendMessageBatchRequestEntry{Id: string(rune('a' + i)), MessageBody: "x"}
+	}
+	for b.Loop() {
+		for srv.longPollWaiters() < waiters {
+			select {
+			case <-b.Context().Done():
+				return
+			default:
+			}
+		}
+		if _, err := srv.Do(context.Background(), testAccount, &api.SendMessageBatchRequest{QueueUrl: u, Entries: entries}); err != nil {
+			b.Fatal(err)
+		}
+		for range waiters {
+			<-got
+		}
+	}
+	cancel()
+	wg.Wait()
+}
