@@ -123,14 +123,19 @@ func (s *Server) receive(ctx context.Context, cmd *engine.Command, req *api.Rece
 
 // leaveWaiting ends a receive's wait, if it waited: a wake-up it got and
 // did not use goes to the next waiter, and if messages are still there to
-// take, the next waiter is woken for them.
+// take, the next waiter is woken for them. If not, the queue's timer is set
+// again for the next delayed or in-flight message: the timer may have been
+// what woke this waiter, and the others sleep until their own deadlines.
 func (s *Server) leaveWaiting(w *waiter, q api.QueueKey) {
 	if w == nil {
 		return
 	}
 	s.notifier.leave(w)
-	if s.receivable(q, s.now().UnixNano()) {
+	now := s.now().UnixNano()
+	if s.receivable(q, now) {
 		s.notifier.signal(q)
+	} else if wake, ok := s.nextWake(q, now); ok {
+		s.notifier.wakeAt(q, time.Duration(wake-now))
 	}
 }
 

@@ -351,3 +351,55 @@ func TestCountersOfDeletedQueuesGo(t *testing.T) {
 		t.Fatalf("counters of %d deleted queues kept", n)
 	}
 }
+
+// timerAt returns when q's timer fires, zero when it is not set.
+func (n *notifier) timerAt(q api.QueueKey) time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if wq := n.queues[q]; wq != nil {
+		return wq.timerAt
+	}
+	return time.Time{}
+}
+
+// TestDelayedMessagesKeepTheTimer checks that a waiter woken by the queue's
+// timer, which takes its message and leaves, sets the timer again for the
+// next delayed message, since the other waiters sleep until their deadlines.
+func TestDelayedMessagesKeepTheTimer(t *testing.T) {
+	srv, _ := newCountingServer(t)
+	u := createQueue(t, srv, "q", nil)
+	key := api.QueueKey{Account: testAccount, Name: "q"}
+	mustDo(t, srv, &api.SendMessageRequest{QueueUrl: u, MessageBody: "soon", DelaySeconds: intp(1)})
+	mustDo(t, srv, &api.SendMessageRequest{QueueUrl: u, MessageBody: "later", DelaySeconds: intp(600)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 2)
+	var done sync.WaitGroup
+	for range 2 {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			resp, err := srv.Do(ctx, testAccount, &api.ReceiveMessageRequest{QueueUrl: u, WaitTimeSeconds: intp(20)})
+			if err == nil && len(resp.(*api.ReceiveMessageResult).Messages) == 1 {
+				got <- resp.(*api.ReceiveMessageResult).Messages[0].Body
+			}
+		}()
+	}
+	waitFor(t, "the polls to wait", func() bool { return srv.notifier.waiting(key) == 2 })
+	if b := <-got; b != "soon" {
+		t.Fatalf("got %q, want soon", b)
+	}
+	// The poll that took "soon" has returned; the other waits, and the
+	// queue's timer is set again: for "soon" coming back at the end of its
+	// 30 s visibility timeout.
+	waitFor(t, "the other poll to wait", func() bool { return srv.notifier.waiting(key) == 1 })
+	at := srv.notifier.timerAt(key)
+	if at.IsZero() {
+		t.Fatal("the queue's timer was not set again for the next message to come back")
+	}
+	if d := time.Until(at); d < 10*time.Second {
+		t.Fatalf("the timer fires in %v, want about 30 s", d)
+	}
+	cancel()
+	done.Wait()
+}
