@@ -44,6 +44,7 @@ type waiter struct {
 	q    api.QueueKey
 	ch   chan struct{}
 	elem *list.Element // in its queue's waiting list; nil when not there
+	left bool
 }
 
 func newNotifier() *notifier {
@@ -91,9 +92,10 @@ func (n *notifier) leave(w *waiter) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	wq := n.queues[w.q]
-	if wq == nil {
+	if wq == nil || w.left {
 		return
 	}
+	w.left = true
 	if w.elem != nil {
 		wq.waiting.Remove(w.elem)
 		w.elem = nil
