@@ -132,6 +132,46 @@ func (e *Engine) Receivable(q api.QueueKey, now int64) bool {
 	return qu.receivableAt(max(now, e.now))
 }
 
+// ReceiveOutlook tells, changing nothing, what a ReceiveMessage on queue q
+// at time now would do: exists is false when there is no such queue (the
+// receive would answer QueueDoesNotExist), and take is true when it may
+// take messages, answer OverLimit, or answer a retry of attemptID (a FIFO
+// ReceiveRequestAttemptId whose record is still kept). When exists is true
+// and take is false, the receive would answer no messages and change
+// nothing but what time changes anyway, so it need not go through the log.
+func (e *Engine) ReceiveOutlook(q api.QueueKey, now int64, attemptID string) (exists, take bool) {
+	qu := e.queues[q]
+	if qu == nil {
+		return false, false
+	}
+	t := max(now, e.now)
+	if qu.fifo && attemptID != "" {
+		if rec := qu.attempts[attemptID]; rec != nil && t-rec.at < int64(api.ReceiveRequestAttemptIdInterval) {
+			return true, true
+		}
+	}
+	return true, qu.receivableAt(t)
+}
+
+// ReceiveSpread estimates, changing nothing, how many receives taking up
+// to take messages each could take messages of queue q at once: on a
+// standard queue, its visible messages shared out take at a time; on a FIFO
+// queue, its groups ready to be received from, since a receive locks the
+// groups it takes from. It is what the queue held when last processed
+// (messages whose delay or visibility timeout ran out since are not
+// counted), which is enough to decide how many long polls to wake.
+func (e *Engine) ReceiveSpread(q api.QueueKey, take int) int {
+	qu := e.queues[q]
+	if qu == nil {
+		return 0
+	}
+	if qu.fifo {
+		return qu.ready.Len()
+	}
+	take = min(max(take, 1), api.MaxReceiveMessages)
+	return (qu.nVisible + take - 1) / take
+}
+
 func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
 	switch r := cmd.Request.(type) {
 	case *TickRequest:

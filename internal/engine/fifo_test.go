@@ -659,3 +659,71 @@ func TestMaximumMessageSize(t *testing.T) {
 		t.Errorf("message = %q", ae.Message)
 	}
 }
+
+// TestReceiveOutlook checks what ReceiveOutlook tells the server before it
+// decides whether a receive goes through the log: no queue, nothing to take,
+// something to take, and a FIFO attempt id whose record must answer its
+// retry even when nothing else is there.
+func TestReceiveOutlook(t *testing.T) {
+	h := newHarness(t)
+	check := func(q api.QueueKey, id string, wantExists, wantTake bool) {
+		t.Helper()
+		if exists, take := h.e.ReceiveOutlook(q, h.now, id); exists != wantExists || take != wantTake {
+			t.Fatalf("ReceiveOutlook(%s, %q) = %v %v, want %v %v", q, id, exists, take, wantExists, wantTake)
+		}
+	}
+	check(api.QueueKey{Account: testAccount, Name: "nosuch"}, "", false, false)
+	q := h.fifoQueue("q.fifo", nil)
+	check(q, "", true, false)
+	check(q, "a1", true, false)
+	h.sendFIFO(q, "x", "g", "d")
+	check(q, "", true, true)
+	if got := h.receiveAttempt(q, "a1", 1); len(got) != 1 {
+		t.Fatalf("got %d messages, want 1", len(got))
+	}
+	check(q, "", true, false)   // the one message is in flight
+	check(q, "a2", true, false) // another attempt has no record
+	check(q, "a1", true, true)  // the retry answers from the record
+	h.advance(api.ReceiveRequestAttemptIdInterval)
+	check(q, "a1", true, true) // its visibility timeout (30 s) ran out: receivable anyway
+	h.hideAll(q)
+	check(q, "a1", true, false) // in flight again, and the record has expired
+}
+
+// hideAll receives every message of q with a long visibility
+// timeout, so that nothing is receivable.
+func (h *harness) hideAll(q api.QueueKey) {
+	h.t.Helper()
+	for len(h.receive(q, 10, 3600)) > 0 {
+	}
+}
+
+// TestReceiveSpread checks the estimate of how many receives a queue can
+// feed at once: visible messages shared out on a standard queue, ready
+// groups on a FIFO queue.
+func TestReceiveSpread(t *testing.T) {
+	h := newHarness(t)
+	if n := h.e.ReceiveSpread(api.QueueKey{Account: testAccount, Name: "nosuch"}, 1); n != 0 {
+		t.Fatalf("missing queue: %d", n)
+	}
+	std := h.createQueue("std", nil)
+	for range 25 {
+		h.send(std, &api.SendMessageRequest{MessageBody: "x"})
+	}
+	for _, c := range []struct{ take, want int }{{1, 25}, {10, 3}, {0, 25}, {99, 3}} {
+		if n := h.e.ReceiveSpread(std, c.take); n != c.want {
+			t.Fatalf("standard queue of 25, take %d: %d, want %d", c.take, n, c.want)
+		}
+	}
+	f := h.fifoQueue("f.fifo", nil)
+	for i := range 6 {
+		h.sendFIFO(f, "x", fmt.Sprint("g", i%2), fmt.Sprint(i))
+	}
+	if n := h.e.ReceiveSpread(f, 10); n != 2 {
+		t.Fatalf("FIFO queue with 2 ready groups: %d", n)
+	}
+	h.receive(f, 1, -1) // locks one group
+	if n := h.e.ReceiveSpread(f, 10); n != 1 {
+		t.Fatalf("FIFO queue with 1 ready group: %d", n)
+	}
+}

@@ -293,6 +293,9 @@ func (r *randomRun) receive() string {
 		req.VisibilityTimeout = &v
 		vis = int64(v) * int64(time.Second)
 	}
+	// The server skips the log when ReceiveOutlook says nothing is to be
+	// taken: the receive must then find nothing indeed.
+	exists, take := r.h.e.ReceiveOutlook(r.q, r.h.now, "")
 	resp, err := r.h.do(r.q, req)
 	if err != nil {
 		r.fail("receive: %v", err)
@@ -300,6 +303,9 @@ func (r *randomRun) receive() string {
 	}
 	got := resp.(*api.ReceiveMessageResult).Messages
 	movedBefore := len(r.model.moved)
+	if !exists || (!take && len(got) > 0) {
+		r.fail("ReceiveOutlook = %v %v, but the receive took %d messages", exists, take, len(got))
+	}
 	want := r.model.receive(r.h.now, max, vis)
 	// The messages the receive moved to the dead-letter queue are gone
 	// from the source before it delivers, for the ledger too.

@@ -98,6 +98,9 @@ func (s *Server) do(ctx context.Context, caller string, req api.Request) (api.Re
 		if u, ok := api.QueueURLOf(req); ok {
 			if q, perr := api.ResolveQueueURL(u, caller); perr == nil {
 				s.stats.record(q, req, resp)
+				if _, ok := req.(*api.DeleteQueueRequest); ok && s.stats.deletes.Load()%pruneEvery == 0 {
+					s.pruneGone()
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -124,5 +125,36 @@ func TestRequestLog(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMadeUpActionsShareOneLabel checks that Query requests naming actions
+// that do not exist are metered under the one "unknown" action label, not
+// one series per name a client makes up.
+func TestMadeUpActionsShareOneLabel(t *testing.T) {
+	srv, err := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	for i := range 20 {
+		resp, err := http.Post(ts.URL+"/", "application/x-www-form-urlencoded", strings.NewReader(fmt.Sprintf("Action=MadeUp%d&Version=2012-11-05", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(body), "MadeUp") {
+		t.Fatal("a made-up action name became a metric label")
+	}
+	if !strings.Contains(string(body), `action="unknown"`) {
+		t.Fatal("made-up actions were not metered as unknown")
 	}
 }

@@ -11,40 +11,74 @@ import (
 // receive carries out a ReceiveMessage, waiting up to its wait time (or the
 // queue's ReceiveMessageWaitTimeSeconds) for a message when none is there.
 //
-// The wait never polls: it blocks on the queue's notifier, which the engine
-// wakes when a message may have become receivable, and on a timer set for the
-// next delayed or in-flight message the engine knows of. Each attempt is a
-// command of its own, timestamped when it is made.
+// Each attempt first asks the engine, changing nothing, whether it would
+// take anything. Only then does it go through the log, as a command of its
+// own timestamped when it is made: a receive that finds nothing changes
+// nothing, so a short poll of an empty queue, or a long poll woken for a
+// message another took, writes nothing and syncs nothing. A FIFO retry of a
+// ReceiveRequestAttemptId whose record is kept goes through the log, which
+// answers it from the record; an attempt that returned nothing left no
+// record (as in SQS), so its retry is a new receive.
+//
+// The wait never polls: it blocks on the queue's notifier, which wakes one
+// waiter when a message may have become receivable, and which sets one
+// timer per queue for the next delayed or in-flight message the engine
+// knows of. A woken waiter that goes to the log wakes the next one too while
+// the queue holds more than the waiters already taking can take, and one
+// that took messages and leaves more behind wakes the next one, so a burst
+// reaches as many waiters as it has messages for, at once.
 func (s *Server) receive(ctx context.Context, cmd *engine.Command, req *api.ReceiveMessageRequest) (api.Response, error) {
 	wait, err := s.waitTime(cmd, req)
 	if err != nil {
 		return nil, err
 	}
 	deadline := time.Unix(0, cmd.Time).Add(wait)
-	first, holding := true, false
+	holding := false
+	var w *waiter
+	defer func() {
+		if holding {
+			<-s.pollSlots
+		}
+	}()
 	for {
-		// Take the wake-up channel before looking, so that a message sent
-		// between the look and the wait still wakes us.
-		woken := s.notifier.wait(cmd.Queue)
+		if w != nil {
+			// Back in the waiting list before looking, so that a message
+			// sent between the look and the wait still wakes us.
+			s.notifier.rejoin(w)
+		}
 		now := s.now()
 		cmd.Time = now.UnixNano()
-		// The first attempt always goes through the log: it may answer a
-		// retried ReceiveRequestAttemptId, or an error. Later attempts go
-		// only when the engine says a message is there, so an idle wait
-		// writes nothing to the log.
-		if first || s.receivable(cmd.Queue, cmd.Time) {
-			first = false
+		exists, take := s.receiveOutlook(cmd.Queue, cmd.Time, req.ReceiveRequestAttemptId)
+		if !exists {
+			if w != nil {
+				// Deleted while we waited: the waiter goes, and the next
+				// receive hears that the queue does not exist.
+				s.notifier.leave(w)
+				return &api.ReceiveMessageResult{}, nil
+			}
+			return nil, api.ErrQueueDoesNotExist()
+		}
+		if take {
+			if w != nil {
+				s.notifier.taking(w, s.receiveSpread(cmd.Queue, req.MaxNumberOfMessages))
+			}
 			cmd.Entropy = newEntropy()
 			resp, err := s.apply(ctx, cmd)
+			if w != nil {
+				s.notifier.doneTaking(w)
+			}
 			if err != nil {
+				s.leaveWaiting(w, cmd.Queue)
 				return nil, err
 			}
 			if res, ok := resp.(*api.ReceiveMessageResult); !ok || len(res.Messages) > 0 {
+				s.leaveWaiting(w, cmd.Queue)
 				return resp, nil
 			}
 		}
 		remaining := deadline.Sub(now)
 		if remaining <= 0 {
+			s.leaveWaiting(w, cmd.Queue)
 			return &api.ReceiveMessageResult{}, nil
 		}
 		if !holding {
@@ -53,30 +87,55 @@ func (s *Server) receive(ctx context.Context, cmd *engine.Command, req *api.Rece
 			select {
 			case s.pollSlots <- struct{}{}:
 				holding = true
-				defer func() { <-s.pollSlots }()
 			default:
 				return &api.ReceiveMessageResult{}, nil
 			}
 		}
+		if w == nil {
+			// Join, then look again: a message sent since the look above
+			// would not have woken us.
+			w = s.notifier.join(cmd.Queue)
+			continue
+		}
 		if wake, ok := s.nextWake(cmd.Queue, cmd.Time); ok {
 			if d := time.Duration(wake - cmd.Time); d < remaining {
-				remaining = d
+				s.notifier.wakeAt(cmd.Queue, d)
 			}
 		}
 		timer := time.NewTimer(remaining)
 		select {
-		case <-woken:
+		case <-w.ch:
 		case <-timer.C:
 		case <-ctx.Done():
 			// The client went away: free the waiter. Nothing was received
-			// for it, so nothing is lost.
+			// for it, so nothing is lost; a wake-up it got goes on.
 			timer.Stop()
+			s.notifier.leave(w)
 			return &api.ReceiveMessageResult{}, nil
 		case <-s.done:
 			timer.Stop()
+			s.notifier.leave(w)
 			return &api.ReceiveMessageResult{}, nil
 		}
 		timer.Stop()
+	}
+}
+
+// leaveWaiting ends a receive's wait, if it waited: a wake-up it got and
+// did not use goes to the next waiter, and if messages are still there to
+// take, the next waiter is woken for them. If not, the queue's timer is set
+// again for the next delayed or in-flight message: the timer may have been
+// what woke this waiter, and the others sleep until their own deadlines.
+func (s *Server) leaveWaiting(w *waiter, q api.QueueKey) {
+	if w == nil {
+		return
+	}
+	s.notifier.leave(w)
+	now := s.now().UnixNano()
+	if s.receivable(q, now) {
+		s.notifier.signal(q)
+	} else if wake, ok := s.nextWake(q, now); ok {
+		s.notifier.wakeAt(q, time.Duration(wake-now))
 	}
 }
 
@@ -104,6 +163,20 @@ func (s *Server) waitTime(cmd *engine.Command, req *api.ReceiveMessageRequest) (
 		secs = secs*10 + int(c-'0')
 	}
 	return time.Duration(secs) * time.Second, nil
+}
+
+func (s *Server) receiveOutlook(q api.QueueKey, now int64, attemptID string) (exists, take bool) {
+	s.log.Read(func(e *engine.Engine) { exists, take = e.ReceiveOutlook(q, now, attemptID) })
+	return exists, take
+}
+
+func (s *Server) receiveSpread(q api.QueueKey, max *int) (n int) {
+	take := 1
+	if max != nil {
+		take = *max
+	}
+	s.log.Read(func(e *engine.Engine) { n = e.ReceiveSpread(q, take) })
+	return n
 }
 
 func (s *Server) receivable(q api.QueueKey, now int64) (ok bool) {

@@ -158,7 +158,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Metrics.WatchServer(metrics.ServerSource{Queues: s.queueFigures, LongPollWaiters: s.longPollWaiters}); err != nil {
 		return nil, fmt.Errorf("server config: %w", err)
 	}
-	cfg.Engine.SetAvailableHook(s.notifier.broadcast)
+	cfg.Engine.SetAvailableHook(s.notifier.signal)
 	s.movers = newMoveTaskDriver(s)
 	s.httpSrv = &http.Server{
 		Handler:           s.Handler(),

@@ -38,8 +38,41 @@ type queueCounters struct {
 }
 
 // statsTable holds the counters of every queue seen since the start.
+//
+// DeleteQueue drops its queue's counters, but a request that was applied
+// before the deletion and is counted after it (a long poll answered when
+// its queue went, a send racing the delete) brings them back for a queue
+// that is gone. prune sweeps those out, so that queues created and deleted
+// over days do not pile up here.
 type statsTable struct {
-	queues sync.Map // api.QueueKey -> *queueCounters
+	queues  sync.Map // api.QueueKey -> *queueCounters
+	deletes atomic.Uint64
+}
+
+// pruneEvery is how many DeleteQueue calls pass between sweeps of the
+// counters of queues that are gone: often enough to bound them, rarely
+// enough that deleting many queues does not cost a sweep each.
+const pruneEvery = 256
+
+// prune drops the counters of every queue for which exists is false. The
+// caller holds the log's read lock, so that no queue is created meanwhile.
+func (t *statsTable) prune(exists func(api.QueueKey) bool) {
+	t.queues.Range(func(k, _ any) bool {
+		if !exists(k.(api.QueueKey)) {
+			t.queues.Delete(k)
+		}
+		return true
+	})
+}
+
+// pruneGone drops the counters of queues the engine no longer has.
+func (s *Server) pruneGone() {
+	s.log.Read(func(e *engine.Engine) {
+		s.stats.prune(func(q api.QueueKey) bool {
+			_, ok := e.QueuePolicy(q)
+			return ok
+		})
+	})
 }
 
 func (t *statsTable) of(q api.QueueKey) *queueCounters {
@@ -90,6 +123,7 @@ func (t *statsTable) record(q api.QueueKey, req api.Request, resp api.Response) 
 		case *api.DeleteQueueRequest:
 			// A queue created again under the name starts from zero.
 			t.queues.Delete(q)
+			t.deletes.Add(1)
 		}
 	}
 }
