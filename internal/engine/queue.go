@@ -200,6 +200,12 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 	m.nonce = nonce
 	m.vizChanges = 0
 	q.timers.Push(m)
+	q.countInflight(m)
+}
+
+// countInflight counts m, which has just gone in flight, against its FIFO
+// group (which it locks) or its fair-queue tenant (whose list it leaves).
+func (q *queue) countInflight(m *message) {
 	if q.fifo {
 		g := q.groups[m.group]
 		g.inflight++
@@ -255,16 +261,7 @@ func (q *queue) hide(m *message, visibleAt int64) {
 	m.state = stateInflight
 	m.visibleAt = visibleAt
 	q.timers.Push(m)
-	if q.fifo {
-		g := q.groups[m.group]
-		g.inflight++
-		q.refreshGroup(g)
-		return
-	}
-	t := q.tenants[m.group]
-	t.unlink(m)
-	t.inflight++
-	q.refreshTenant(t)
+	q.countInflight(m)
 }
 
 // setVisibility moves the end of an in-flight message's visibility timeout.
