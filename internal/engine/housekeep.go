@@ -231,3 +231,16 @@ func dueLess(a, b *queue) bool {
 }
 
 func duePos(q *queue) *int { return &q.duePos }
+
+// StoredMessages returns the number of messages queue q holds in memory,
+// those past the retention period that housekeeping or a command has not
+// removed yet included, and false if there is no such queue. Reads count
+// expired messages out without removing them; this tells whether they
+// were removed.
+func (e *Engine) StoredMessages(q api.QueueKey) (int, bool) {
+	qu := e.queues[q]
+	if qu == nil {
+		return 0, false
+	}
+	return len(qu.msgs), true
+}

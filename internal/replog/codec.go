@@ -117,18 +117,15 @@ func decodeCommand(b []byte) (*engine.Command, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, err
 	}
-	var req api.Request
-	if w.Action == engine.ActionTick {
-		req = &engine.TickRequest{}
-	} else {
-		r, ok := api.NewRequest(w.Action)
-		if !ok {
-			return nil, fmt.Errorf("unknown action %q", w.Action)
-		}
-		if err := json.Unmarshal(w.Request, r); err != nil {
-			return nil, fmt.Errorf("%s request: %w", w.Action, err)
-		}
-		req = r
+	req, ok := engine.NewInternalRequest(w.Action)
+	if !ok {
+		req, ok = api.NewRequest(w.Action)
+	}
+	if !ok {
+		return nil, fmt.Errorf("unknown action %q", w.Action)
+	}
+	if err := json.Unmarshal(w.Request, req); err != nil {
+		return nil, fmt.Errorf("%s request: %w", w.Action, err)
 	}
 	return &engine.Command{
 		Time: w.Time, Caller: w.Caller, Queue: api.QueueKey{Account: w.Account, Name: w.Queue},
