@@ -74,7 +74,8 @@ func (e *Engine) HasActiveMoveTasks() bool { return len(e.running) > 0 }
 // Apply applies a state-changing command: every action whose
 // api.Action.ReadOnly is false, *TickRequest and *HousekeepRequest. It
 // returns the typed result (api.Empty{} for actions whose result has no
-// fields) or an *api.Error. Read-only actions are answered as Read would answer them.
+// fields) or an *api.Error. Read-only actions are answered as Read would
+// answer them.
 func (e *Engine) Apply(cmd *Command) (api.Response, error) {
 	if cmd.Time > e.now {
 		e.now = cmd.Time
