@@ -12,7 +12,9 @@
 // Time is applied lazily: a message whose delay or visibility timeout ran
 // out becomes visible when a command next touches its queue. Reads account
 // for what ran out without applying it, so they never change state and may
-// run concurrently.
+// run concurrently. For queues no command touches, the server applies
+// HousekeepRequest commands when NextHousekeeping says time has work due,
+// so that expired messages and records do not stay in memory.
 //
 // Costs do not grow with backlogs. A FIFO queue keeps its message groups
 // with a receivable head in a heap ordered by when the head became visible

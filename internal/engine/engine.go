@@ -38,6 +38,11 @@ type Engine struct {
 	// running lists the running message move tasks, oldest first.
 	running []*moveTask
 
+	// due orders the queues where time has work by when (see
+	// housekeep.go). A pointer, so that the queues' references to it
+	// survive Restore's copy of a decoded engine.
+	due *indexedHeap[*queue]
+
 	hook  func(api.QueueKey)
 	woken []api.QueueKey // queues to pass to hook when the command is done
 }
@@ -49,6 +54,7 @@ func New(cfg Config) *Engine {
 		queues:     map[api.QueueKey]*queue{},
 		deleted:    map[api.QueueKey]deletion{},
 		dlqSources: map[api.QueueKey]map[api.QueueKey]struct{}{},
+		due:        &indexedHeap[*queue]{less: dueLess, pos: duePos},
 	}
 }
 
@@ -66,9 +72,10 @@ func (e *Engine) SetAvailableHook(fn func(api.QueueKey)) { e.hook = fn }
 func (e *Engine) HasActiveMoveTasks() bool { return len(e.running) > 0 }
 
 // Apply applies a state-changing command: every action whose
-// api.Action.ReadOnly is false, and *TickRequest. It returns the typed
-// result (api.Empty{} for actions whose result has no fields) or an
-// *api.Error. Read-only actions are answered as Read would answer them.
+// api.Action.ReadOnly is false, *TickRequest and *HousekeepRequest. It
+// returns the typed result (api.Empty{} for actions whose result has no
+// fields) or an *api.Error. Read-only actions are answered as Read would
+// answer them.
 func (e *Engine) Apply(cmd *Command) (api.Response, error) {
 	if cmd.Time > e.now {
 		e.now = cmd.Time
@@ -77,6 +84,12 @@ func (e *Engine) Apply(cmd *Command) (api.Response, error) {
 	e.woken = e.woken[:0]
 	e.advanceMoveTasks(now)
 	resp, err := e.apply(cmd, now)
+	// The command's own queue may have lost what was due first (a
+	// message deleted, a visibility timeout moved later, a shorter
+	// retention period): set its place in the housekeeping index exactly.
+	if q := e.queues[cmd.Queue]; q != nil {
+		q.refreshDue()
+	}
 	e.flushWakes()
 	if err != nil {
 		return nil, err
@@ -176,6 +189,8 @@ func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
 	switch r := cmd.Request.(type) {
 	case *TickRequest:
 		return e.tick(now)
+	case *HousekeepRequest:
+		return e.housekeep(r, now)
 	case *api.CreateQueueRequest:
 		return e.createQueue(cmd, r, now)
 	case *api.DeleteQueueRequest:
@@ -268,9 +283,23 @@ func (e *Engine) pruneDeleted(now int64) {
 			return
 		}
 		e.deletedLog.PopFront()
+		delete(e.deleted, d.key)
+		e.dropDeadDeletions()
+	}
+}
+
+// dropDeadDeletions pops the records at the front of the deletion log that
+// the map no longer points to (superseded by a later deletion or by the
+// queue's creation). The front of the log is thus always a live record,
+// so that the next expiry is exact and a snapshot, which keeps only live
+// records, restores an engine that prunes alike.
+func (e *Engine) dropDeadDeletions() {
+	for e.deletedLog.Len() > 0 {
+		d := e.deletedLog.Front()
 		if cur, ok := e.deleted[d.key]; ok && cur == d {
-			delete(e.deleted, d.key)
+			return
 		}
+		e.deletedLog.PopFront()
 	}
 }
 

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+
 	"github.com/fifoq/fifoq/internal/api"
 )
 
@@ -60,6 +62,14 @@ type queue struct {
 
 	// Message move tasks whose source is this queue, oldest first.
 	tasks []*moveTask
+
+	// The engine's housekeeping index (see housekeep.go): due is the heap
+	// of queues by dueAt, a lower bound of the earliest time time has work
+	// to do in this queue; duePos is the queue's position in it, 0 when it
+	// has nothing pending. Derived state, rebuilt on restore.
+	due    *indexedHeap[*queue]
+	dueAt  int64
+	duePos int
 }
 
 func newQueue(key api.QueueKey, region string, fifo bool, attrs queueAttrs, now int64) *queue {
@@ -119,10 +129,12 @@ func (q *queue) insert(m *message, now int64) {
 		m.state = stateDelayed
 		q.nDelayed++
 		q.timers.Push(m)
+		q.noteDue(m.visibleAt)
 	} else {
 		m.state = stateVisible
 		q.nVisible++
 	}
+	q.noteDue(m.enqueuedAt + q.retention())
 	if q.fifo {
 		g := q.fifoGroupOf(m.group)
 		g.pushBack(m)
@@ -200,6 +212,7 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 	m.nonce = nonce
 	m.vizChanges = 0
 	q.timers.Push(m)
+	q.noteDue(m.visibleAt)
 	q.countInflight(m)
 }
 
@@ -261,6 +274,7 @@ func (q *queue) hide(m *message, visibleAt int64) {
 	m.state = stateInflight
 	m.visibleAt = visibleAt
 	q.timers.Push(m)
+	q.noteDue(visibleAt)
 	q.countInflight(m)
 }
 
@@ -268,12 +282,19 @@ func (q *queue) hide(m *message, visibleAt int64) {
 func (q *queue) setVisibility(m *message, visibleAt int64) {
 	m.visibleAt = visibleAt
 	q.timers.Fix(m)
+	q.noteDue(visibleAt)
 }
 
 // retentionLimit returns the enqueue time at or before which a message has
 // outlived the retention period at time t.
 func (q *queue) retentionLimit(t int64) int64 {
-	return t - int64(q.attrs.MessageRetentionPeriod)*1e9
+	return t - q.retention()
+}
+
+// retention is the queue's retention period in ns: a message enqueued at
+// e has outlived it from e + retention on.
+func (q *queue) retention() int64 {
+	return int64(q.attrs.MessageRetentionPeriod) * 1e9
 }
 
 // process applies everything that time did to the queue by now: delays and
@@ -281,25 +302,56 @@ func (q *queue) retentionLimit(t int64) int64 {
 // expired deduplication and receive attempt records. It reports whether
 // messages may have become receivable.
 func (q *queue) process(now int64) bool {
-	woke := false
+	woke, _, _ := q.processUpTo(now, math.MaxInt)
+	return woke
+}
+
+// processUpTo is process bounded to budget steps, a step being a message
+// made visible or removed or a record dropped. It does the first steps of
+// what process would do, in the same order, so that a queue processed in
+// several bounded parts (by housekeeping) ends as if processed at once:
+// any later command on the queue processes it in full before acting. It
+// returns whether messages may have become receivable, the steps done, and
+// whether everything due by now is done.
+func (q *queue) processUpTo(now int64, budget int) (woke bool, done int, complete bool) {
 	for q.timers.Len() > 0 && q.timers.Min().visibleAt <= now {
+		if done == budget {
+			return woke, done, false
+		}
 		q.makeVisible(q.timers.Min(), now)
 		woke = true
+		done++
 	}
 	limit := q.retentionLimit(now)
 	for q.arrivalHead != nil && q.arrivalHead.enqueuedAt <= limit {
+		if done == budget {
+			return woke, done, false
+		}
 		q.remove(q.arrivalHead)
 		woke = true // an expired in-flight message may unblock its group
+		done++
 	}
 	for q.aged.Len() > 0 && q.aged.Min().enqueuedAt <= limit {
+		if done == budget {
+			return woke, done, false
+		}
 		q.remove(q.aged.Min())
 		woke = true
+		done++
 	}
 	if q.fifo {
-		q.pruneDedup(now)
-		q.pruneAttempts(now)
+		n, ok := q.pruneDedup(now, budget-done)
+		done += n
+		if !ok {
+			return woke, done, false
+		}
+		n, ok = q.pruneAttempts(now, budget-done)
+		done += n
+		if !ok {
+			return woke, done, false
+		}
 	}
-	return woke
+	return woke, done, true
 }
 
 // countsAt returns the number of visible, in-flight and delayed messages at

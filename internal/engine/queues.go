@@ -42,7 +42,9 @@ func (e *Engine) createQueue(cmd *Command, r *api.CreateQueueRequest, now int64)
 		}
 	}
 	delete(e.deleted, key)
+	e.dropDeadDeletions()
 	q := newQueue(key, e.cfg.Region, fifo, attrs, now)
+	q.due = e.due
 	for k, v := range r.Tags {
 		q.tags[k] = v
 	}
@@ -98,6 +100,7 @@ func (e *Engine) deleteQueue(cmd *Command, now int64) (api.Response, error) {
 		return nil, api.ErrQueueDoesNotExist()
 	}
 	delete(e.queues, q.key)
+	e.due.Remove(q)
 	e.pruneDeleted(now)
 	// A name freed at once needs no record; a record the name already has
 	// (an earlier deletion whose cool-down runs) is superseded.
@@ -107,6 +110,7 @@ func (e *Engine) deleteQueue(cmd *Command, now int64) (api.Response, error) {
 		e.deleted[q.key] = rec
 		e.deletedLog.Push(rec)
 	}
+	e.dropDeadDeletions()
 	e.unindexRedrive(q)
 	for _, t := range q.tasks {
 		e.stopRunning(t)

@@ -175,13 +175,18 @@ func (r *randomRun) step(i int) string {
 		out = r.delete()
 	case p < 82:
 		out = r.changeVisibility()
-	case p < 98:
+	case p < 94:
 		out = r.advance()
+	case p < 98:
+		limit := 1 + r.rng.IntN(4)
+		res := r.h.housekeep(limit)
+		out = fmt.Sprintf("housekeep(%d) = %+v", limit, *res)
 	default:
 		out = r.setDelay()
 	}
 	r.logf("%d @%v: %s", i, time.Duration(r.h.now-t0), out)
 	r.compareState()
+	checkDueIndex(r.t, r.h.e)
 	return out
 }
 

@@ -78,6 +78,8 @@ func (q *queue) recordAttempt(id string, now int64, msgs []*message) {
 	}
 	q.attempts[id] = rec
 	q.attemptLog.Push(rec)
+	q.dropDeadAttempts()
+	q.noteDue(now + int64(api.ReceiveRequestAttemptIdInterval))
 }
 
 // selection is what a ReceiveMessage asks to see of each message: which

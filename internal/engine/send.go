@@ -49,31 +49,80 @@ func (q *queue) dedupScope(now int64) string {
 	return q.attrs.DeduplicationScope
 }
 
-func (q *queue) pruneDedup(now int64) {
+// pruneDedup drops up to budget deduplication records that expired by
+// now, and reports how many it dropped and whether none is left expired.
+// Superseded records cost nothing: a snapshot does not keep them, so the
+// engine it restores never meets them (see dropDeadDedup).
+func (q *queue) pruneDedup(now int64, budget int) (int, bool) {
+	n := 0
 	for q.dedupLog.Len() > 0 {
 		r := q.dedupLog.Front()
 		if now-r.at < int64(api.DeduplicationInterval) {
-			return
+			return n, true
+		}
+		if n == budget {
+			return n, false
 		}
 		q.dedupLog.PopFront()
-		if q.dedup[r.key] == r {
-			delete(q.dedup, r.key)
-		}
+		delete(q.dedup, r.key)
+		n++
+		q.dropDeadDedup()
+	}
+	// Every record is gone. A Go map keeps the buckets of its largest
+	// size, and the ring its array: after a burst, an idle queue would
+	// hold that memory for ever, so start afresh.
+	if n > 0 && cap(q.dedupLog.buf) > shrinkAbove {
+		q.dedup = map[dedupKey]*dedupRecord{}
+		q.dedupLog = ring[*dedupRecord]{}
+	}
+	return n, true
+}
+
+// dropDeadDedup pops the records at the front of the deduplication log
+// that the map no longer points to, so that the front is always a live
+// record: its expiry is then the queue's next one, the same in an engine
+// restored from a snapshot (which keeps only live records).
+func (q *queue) dropDeadDedup() {
+	for q.dedupLog.Len() > 0 && q.dedup[q.dedupLog.Front().key] != q.dedupLog.Front() {
+		q.dedupLog.PopFront()
 	}
 }
 
-func (q *queue) pruneAttempts(now int64) {
+// pruneAttempts drops up to budget receive attempt records that expired
+// by now, and reports how many it dropped and whether none is left expired,
+// as pruneDedup does.
+func (q *queue) pruneAttempts(now int64, budget int) (int, bool) {
+	n := 0
 	for q.attemptLog.Len() > 0 {
 		r := q.attemptLog.Front()
 		if now-r.at < int64(api.ReceiveRequestAttemptIdInterval) {
-			return
+			return n, true
+		}
+		if n == budget {
+			return n, false
 		}
 		q.attemptLog.PopFront()
-		if q.attempts[r.id] == r {
-			delete(q.attempts, r.id)
-		}
+		delete(q.attempts, r.id)
+		n++
+		q.dropDeadAttempts()
+	}
+	if n > 0 && cap(q.attemptLog.buf) > shrinkAbove {
+		q.attempts = map[string]*attemptRecord{}
+		q.attemptLog = ring[*attemptRecord]{}
+	}
+	return n, true
+}
+
+// dropDeadAttempts is dropDeadDedup for receive attempt records.
+func (q *queue) dropDeadAttempts() {
+	for q.attemptLog.Len() > 0 && q.attempts[q.attemptLog.Front().id] != q.attemptLog.Front() {
+		q.attemptLog.PopFront()
 	}
 }
+
+// shrinkAbove is the capacity of a record ring above which an emptied
+// ring and its map are reallocated rather than kept.
+const shrinkAbove = 1024
 
 // sendInput is one message to send: a SendMessage or a batch entry.
 type sendInput struct {
@@ -235,6 +284,8 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 		r := &dedupRecord{key: key, at: now, messageID: m.id, seq: m.seq}
 		q.dedup[key] = r
 		q.dedupLog.Push(r)
+		q.dropDeadDedup()
+		q.noteDue(now + int64(api.DeduplicationInterval))
 	}
 	q.insert(m, now)
 	if m.state == stateVisible {

@@ -215,6 +215,8 @@ func (rs *restorer) queue() error {
 		return fmt.Errorf("%s: %w", key, err)
 	}
 	rs.e.queues[key] = q
+	q.due = rs.e.due
+	q.refreshDue()
 	return nil
 }
 

@@ -19,13 +19,17 @@ import (
 //
 //   - Version 1: the layout below.
 //   - Version 2: version 1, and a command may carry "ei" (wireCommand's
-//     EmptyIDs). An entry is written as version 1 unless one of its commands
-//     needs "ei", so that logs without such commands stay readable by a
-//     fifoq that reads version 1 only.
+//     EmptyIDs).
+//   - Version 3: version 2, and a command may be the internal
+//     fifoq:Housekeep (engine.HousekeepRequest).
+//
+// An entry is written in the lowest version its commands need, so that
+// logs without such commands stay readable by a fifoq that reads only the
+// older versions.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1 or 2)
+//	byte     version (1, 2 or 3)
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command's JSON
@@ -44,10 +48,14 @@ import (
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 2
+const entryFormatVersion = 3
 
 // minVersionEmptyIDs is the first version in which a command may carry "ei".
 const minVersionEmptyIDs = 2
+
+// minVersionHousekeep is the first version in which a command may be a
+// fifoq:Housekeep.
+const minVersionHousekeep = 3
 
 // wireCommand is a Command as it is stored in the log. The request is kept
 // as JSON of its api type under its action's name, so the log is readable
@@ -155,7 +163,10 @@ func encodeEntry(cmds []*engine.Command) ([]byte, error) {
 	for _, c := range cmds {
 		ei := emptyIDs(c.Request)
 		if ei != nil {
-			buf[0] = minVersionEmptyIDs
+			buf[0] = max(buf[0], minVersionEmptyIDs)
+		}
+		if c.Request.Action() == engine.ActionHousekeep {
+			buf[0] = max(buf[0], minVersionHousekeep)
 		}
 		req, err := json.Marshal(c.Request)
 		if err != nil {
@@ -237,15 +248,15 @@ func decodeCommand(b []byte, version byte) (*engine.Command, error) {
 	if w.EmptyIDs != nil && version < minVersionEmptyIDs {
 		return nil, fmt.Errorf(`field "ei" in a version %d entry`, version)
 	}
-	var req api.Request
-	if w.Action == engine.ActionTick {
-		req = &engine.TickRequest{}
-	} else {
-		r, ok := api.NewRequest(w.Action)
-		if !ok {
-			return nil, fmt.Errorf("unknown action %q", w.Action)
-		}
-		req = r
+	if w.Action == engine.ActionHousekeep && version < minVersionHousekeep {
+		return nil, fmt.Errorf("action %s in a version %d entry", w.Action, version)
+	}
+	req, ok := engine.NewInternalRequest(w.Action)
+	if !ok {
+		req, ok = api.NewRequest(w.Action)
+	}
+	if !ok {
+		return nil, fmt.Errorf("unknown action %q", w.Action)
 	}
 	if err := decodeStrict(w.Request, req); err != nil {
 		return nil, fmt.Errorf("%s request: %w", w.Action, err)

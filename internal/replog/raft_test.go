@@ -192,6 +192,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Time: 1, Caller: "000000000000", Queue: testQueue, Request: &api.SendMessageRequest{QueueUrl: "/a/b", MessageBody: "x\r\ny", DelaySeconds: &delay,
 			MessageAttributes: map[string]api.MessageAttributeValue{"b": {DataType: "Binary", BinaryValue: []byte{0, 1, 2}}}}, MessageIDs: []string{"m"}, Entropy: 7},
 		{Time: 2, Request: &engine.TickRequest{}},
+		{Time: 3, Request: &engine.HousekeepRequest{Limit: 77}},
 	}
 	data, err := encodeEntry(cmds)
 	if err != nil {
@@ -201,12 +202,15 @@ func TestCodecRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].Request.(*api.SendMessageRequest).MessageBody != "x\r\ny" || *got[0].Request.(*api.SendMessageRequest).DelaySeconds != 5 ||
+	if len(got) != 3 || got[0].Request.(*api.SendMessageRequest).MessageBody != "x\r\ny" || *got[0].Request.(*api.SendMessageRequest).DelaySeconds != 5 ||
 		got[0].Entropy != 7 || got[0].Queue != testQueue || got[0].MessageIDs[0] != "m" {
 		t.Fatalf("round trip changed the commands: %+v", got[0])
 	}
 	if _, ok := got[1].Request.(*engine.TickRequest); !ok {
 		t.Fatalf("tick decoded as %T", got[1].Request)
+	}
+	if hk, ok := got[2].Request.(*engine.HousekeepRequest); !ok || hk.Limit != 77 || got[2].Time != 3 {
+		t.Fatalf("housekeeping decoded as %#v at %d", got[2].Request, got[2].Time)
 	}
 	for _, bad := range [][]byte{nil, {9}, append([]byte{entryFormatVersion}, 5), data[:len(data)-1]} {
 		if _, err := decodeEntry(bad); err == nil {

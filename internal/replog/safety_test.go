@@ -540,3 +540,34 @@ func TestEmptyIDsSurviveTheLog(t *testing.T) {
 		}
 	}
 }
+
+// TestHousekeepNeedsVersion3 checks that an entry holding the internal
+// fifoq:Housekeep command is written as format version 3, so that a fifoq
+// reading only older versions refuses it by its version, and that the
+// command is refused in an entry that claims an older version.
+func TestHousekeepNeedsVersion3(t *testing.T) {
+	data, err := encodeEntry([]*engine.Command{
+		{Time: 1, Request: &api.PurgeQueueRequest{QueueUrl: "/000000000000/q"}},
+		{Time: 2, Request: &engine.HousekeepRequest{Limit: 10}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data[0] != minVersionHousekeep {
+		t.Errorf("an entry with a housekeeping command is written as version %d; want %d", data[0], minVersionHousekeep)
+	}
+	cmds, err := decodeEntry(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hk, ok := cmds[1].Request.(*engine.HousekeepRequest); !ok || hk.Limit != 10 {
+		t.Fatalf("decoded %#v, want the housekeeping command with limit 10", cmds[1].Request)
+	}
+	housekeep := `{"t":1,"a":"fifoq:Housekeep","r":{"limit":10}}`
+	if _, err := decodeEntry(rawEntry(2, housekeep)); !errors.Is(err, errCorruptEntry) || !strings.Contains(err.Error(), "version 2 entry") {
+		t.Fatalf("decodeEntry of a housekeeping command in a version-2 entry: %v", err)
+	}
+	if _, err := decodeEntry(rawEntry(3, housekeep)); err != nil {
+		t.Fatalf("decodeEntry of a housekeeping command in a version-3 entry: %v", err)
+	}
+}

@@ -99,6 +99,7 @@ type Server struct {
 	now      func() time.Time
 	notifier *notifier
 	movers   *moveTaskDriver
+	keeper   *housekeeper
 	verifier *auth.Verifier
 	policies policyCache
 	stats    statsTable
@@ -160,6 +161,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Engine.SetAvailableHook(s.notifier.signal)
 	s.movers = newMoveTaskDriver(s)
+	s.keeper = newHousekeeper(s)
 	s.httpSrv = &http.Server{
 		Handler:           s.Handler(),
 		MaxHeaderBytes:    MaxHeaderBytes,
@@ -192,6 +194,7 @@ func (s *Server) Handler() http.Handler {
 // Serve accepts connections on ln until Shutdown is called.
 func (s *Server) Serve(ln net.Listener) error {
 	s.movers.start()
+	s.keeper.start()
 	err := s.httpSrv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -202,6 +205,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // ServeTLS is Serve over TLS with the given certificate and key files.
 func (s *Server) ServeTLS(ln net.Listener, certFile, keyFile string) error {
 	s.movers.start()
+	s.keeper.start()
 	err := s.httpSrv.ServeTLS(ln, certFile, keyFile)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -216,6 +220,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.doneOnce.Do(func() { close(s.done) })
 	err := s.httpSrv.Shutdown(ctx)
 	s.movers.stop()
+	s.keeper.stop()
 	if cerr := s.log.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("close log: %w", cerr)
 	}

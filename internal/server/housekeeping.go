@@ -1,0 +1,111 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/engine"
+)
+
+const (
+	// housekeepInterval is how often the server asks the engine whether
+	// time has work in queues nobody touches (engine.NextHousekeeping):
+	// a read of one heap's minimum, no log write unless there is work.
+	housekeepInterval = time.Second
+	// housekeepBacklogInterval is the pause between two housekeeping
+	// commands while a backlog lasts (the previous one hit its limit):
+	// short enough to drain 100,000 expirations a second, long enough to
+	// leave the log to the clients' commands.
+	housekeepBacklogInterval = 100 * time.Millisecond
+)
+
+// housekeeper applies engine.HousekeepRequest commands through the log when
+// the engine says something is due: messages past their retention period,
+// delays and visibility timeouts that ran out, expired deduplication,
+// receive attempt and deletion records of queues no command names. Each
+// command does a bounded amount of work; a backlog is drained over several
+// commands. It runs only while the server takes writes (on a cluster's
+// leader), and a server with nothing due writes nothing.
+type housekeeper struct {
+	s       *Server
+	quit    chan struct{}
+	stopped sync.WaitGroup
+	once    sync.Once
+}
+
+func newHousekeeper(s *Server) *housekeeper {
+	return &housekeeper{s: s, quit: make(chan struct{})}
+}
+
+// start runs the housekeeper.
+func (h *housekeeper) start() {
+	h.once.Do(func() {
+		h.stopped.Add(1)
+		go h.run()
+	})
+}
+
+// stop stops the housekeeper and waits for its last command.
+func (h *housekeeper) stop() {
+	select {
+	case <-h.quit:
+	default:
+		close(h.quit)
+	}
+	h.stopped.Wait()
+}
+
+func (h *housekeeper) run() {
+	defer h.stopped.Done()
+	timer := time.NewTimer(housekeepInterval)
+	defer timer.Stop()
+	failing := false
+	for {
+		select {
+		case <-timer.C:
+		case <-h.quit:
+			return
+		}
+		next := housekeepInterval
+		if _, more, err := h.step(); err != nil {
+			// Warn once per run of failures, not every second.
+			if !failing {
+				h.s.logger.Warn("housekeeping failed", "err", err)
+			}
+			failing = true
+		} else {
+			failing = false
+			if more {
+				next = housekeepBacklogInterval
+			}
+		}
+		timer.Reset(next)
+	}
+}
+
+// step applies one housekeeping command if the server takes writes and
+// the engine has work due, and reports whether it did and whether work is
+// left.
+func (h *housekeeper) step() (applied, more bool, err error) {
+	s := h.s
+	if s.ready() != "" {
+		return false, false, nil
+	}
+	now := s.now().UnixNano()
+	due := false
+	s.log.Read(func(e *engine.Engine) {
+		at, ok := e.NextHousekeeping()
+		due = ok && at <= now
+	})
+	if !due {
+		return false, false, nil
+	}
+	cmd := &engine.Command{Time: now, Request: &engine.HousekeepRequest{Limit: engine.DefaultHousekeepLimit}, Entropy: newEntropy()}
+	resp, err := s.apply(context.Background(), cmd)
+	if err != nil {
+		return false, false, err
+	}
+	res, _ := resp.(*engine.HousekeepResult)
+	return true, res != nil && res.More, nil
+}
