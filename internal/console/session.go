@@ -164,9 +164,10 @@ const (
 )
 
 type loginLimiter struct {
-	now     func() time.Time
-	mu      sync.Mutex
-	clients map[string]*loginBudget
+	now       func() time.Time
+	mu        sync.Mutex
+	clients   map[string]*loginBudget
+	lastSweep time.Time
 }
 
 type loginBudget struct {
@@ -174,35 +175,61 @@ type loginBudget struct {
 	at     time.Time
 }
 
+// overflowClient keys the budget that clients share while the table is
+// full: an attacker with many addresses then competes with itself for one
+// budget, instead of growing the table or evicting other clients' records.
+const overflowClient = "overflow"
+
 func newLoginLimiter(now func() time.Time) *loginLimiter {
 	return &loginLimiter{now: now, clients: map[string]*loginBudget{}}
 }
 
-// budget returns the client's budget, refilled up to now; the caller holds mu.
+// refilled returns b's tokens at time now.
+func refilled(b *loginBudget, now time.Time) float64 {
+	return min(loginBurst, b.tokens+now.Sub(b.at).Seconds()/loginRefill.Seconds())
+}
+
+// budget returns the client's budget, refilled up to now, making one for a
+// client without; the caller holds mu. A full table is swept of budgets
+// that have refilled completely at most once per loginRefill, so a flood
+// of new addresses cannot make every attempt scan the whole table; while
+// it is still full, new clients share the overflow budget.
 func (l *loginLimiter) budget(client string) *loginBudget {
 	now := l.now()
 	b := l.clients[client]
-	if b == nil {
-		if len(l.clients) >= maxLimitedClients {
+	if b == nil && len(l.clients) >= maxLimitedClients {
+		if now.Sub(l.lastSweep) >= loginRefill {
+			l.lastSweep = now
 			for c, o := range l.clients {
-				if o.tokens+now.Sub(o.at).Seconds()/loginRefill.Seconds() >= loginBurst {
+				if refilled(o, now) >= loginBurst {
 					delete(l.clients, c)
 				}
 			}
 		}
+		if len(l.clients) >= maxLimitedClients {
+			client = overflowClient
+			b = l.clients[client]
+		}
+	}
+	if b == nil {
 		b = &loginBudget{tokens: loginBurst, at: now}
 		l.clients[client] = b
 	}
-	b.tokens = min(loginBurst, b.tokens+now.Sub(b.at).Seconds()/loginRefill.Seconds())
+	b.tokens = refilled(b, now)
 	b.at = now
 	return b
 }
 
-// allow reports whether the client may try to sign in now.
+// allow reports whether the client may try to sign in now. It records
+// nothing: only failures make a client known.
 func (l *loginLimiter) allow(client string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.budget(client).tokens >= 1
+	b := l.clients[client]
+	if b == nil && len(l.clients) >= maxLimitedClients {
+		b = l.clients[overflowClient]
+	}
+	return b == nil || refilled(b, l.now()) >= 1
 }
 
 // failed charges a failed attempt to the client.
@@ -213,11 +240,17 @@ func (l *loginLimiter) failed(client string) {
 	b.tokens = max(b.tokens-1, 0)
 }
 
-// clientAddr is the request's remote IP address.
+// clientAddr is the request's remote address as the limiter keys it: an
+// IPv4 address, or the /64 network of an IPv6 address, since one IPv6
+// client commonly holds a whole /64 and could otherwise try from as many
+// addresses as it likes.
 func clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 	}
 	return host
 }

@@ -2,6 +2,9 @@ package console
 
 import (
 	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +150,59 @@ func TestLoginLimiter(t *testing.T) {
 			t.Fatalf("attempt %d refused after a long pause", i+1)
 		}
 		l.failed("10.0.0.1")
+	}
+}
+
+// TestLoginLimiterFull checks the limiter under a flood of addresses: the
+// table never grows past its bound, clients beyond it share one budget, a
+// known client keeps its own, and successful clients are not recorded.
+func TestLoginLimiterFull(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	l := newLoginLimiter(clock.now)
+	for i := range 3 * maxLimitedClients {
+		addr := fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)
+		if l.allow(addr) {
+			l.failed(addr)
+		}
+	}
+	if n := len(l.clients); n > maxLimitedClients+1 {
+		t.Fatalf("%d budgets kept, want at most %d", n, maxLimitedClients+1)
+	}
+	if l.allow("192.0.2.1") {
+		t.Fatal("a new client allowed while the shared overflow budget is spent")
+	}
+	if !l.allow("10.0.0.0") {
+		t.Fatal("a known client with tokens left refused")
+	}
+	clock.t = clock.t.Add(time.Hour)
+	for i := range 5 {
+		if !l.allow("192.0.2.1") {
+			t.Fatalf("attempt %d refused after the table refilled", i+1)
+		}
+		l.failed("192.0.2.1")
+	}
+	if _, ok := l.clients["192.0.2.1"]; !ok {
+		t.Fatal("after a sweep, a failing new client has no budget of its own")
+	}
+	before := len(l.clients)
+	if !l.allow("198.51.100.7") || len(l.clients) != before {
+		t.Fatal("allow recorded a client that has not failed")
+	}
+}
+
+// TestClientAddr checks that IPv6 clients are limited by their /64.
+func TestClientAddr(t *testing.T) {
+	for remote, want := range map[string]string{
+		"192.0.2.7:5555":              "192.0.2.7",
+		"[2001:db8:1:2:3:4:5:6]:5555": "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::1]:80":   "2001:db8:1:2::/64",
+		"[::1]:9324":                  "::/64",
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = remote
+		if got := clientAddr(r); got != want {
+			t.Errorf("clientAddr(%s) = %q, want %q", remote, got, want)
+		}
 	}
 }
 
