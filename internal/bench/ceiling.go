@@ -83,16 +83,21 @@ func StartCeiling(ctx context.Context) (url string, stop func(), err error) {
 	srv := &http.Server{Handler: NewCeiling(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	var once sync.Once
+	stopped := make(chan struct{})
 	stop = func() {
 		once.Do(func() {
+			close(stopped)
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			_ = srv.Shutdown(sctx)
 		})
 	}
 	go func() {
-		<-ctx.Done()
-		stop()
+		select {
+		case <-ctx.Done():
+			stop()
+		case <-stopped:
+		}
 	}()
 	return "http://" + ln.Addr().String(), stop, nil
 }
