@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,6 +32,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		standard bool
 		asJSON   bool
 		quiet    bool
+		ceiling  bool
+		metrics  string
 	)
 	fs := flag.NewFlagSet("fifoq bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -48,6 +51,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "how long to wait for the last messages after producers stop")
 	fs.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines while running")
+	fs.BoolVar(&ceiling, "ceiling", false, "first run the same load against a built-in endpoint that does no work (the client's ceiling), then against --endpoint, and report the ratio")
+	fs.StringVar(&metrics, "metrics", "", "the server's Prometheus endpoint, read for its CPU and log commits (default: --endpoint's /metrics; \"off\": not read)")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "the server's data directory: count the flushes (fsyncs) and writes of the disk holding it (Linux)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: fifoq bench [flags]
 
@@ -55,6 +61,13 @@ Drives an SQS endpoint with concurrent producers and consumers, reports
 throughput and latency percentiles, and verifies that every acknowledged
 message was received, with no duplicate and in group order (FIFO). Exits 1
 if the verification fails or requests failed.
+
+It also reports the bench's own CPU, the server's CPU and log commits
+(from its /metrics, where it has them) and, with --data-dir, the flushes
+of the server's data disk. With --ceiling it first runs the same load
+against a built-in endpoint that answers valid responses and does nothing
+else, so the server's rate is printed as a fraction of what this client
+can do on this machine.
 
 Credentials come from the usual AWS environment; without any, fifoq's
 loopback default (any key) is used.
@@ -70,6 +83,13 @@ Flags:
 		return 2
 	}
 	cfg.FIFO = !standard
+	switch metrics {
+	case "off":
+	case "":
+		cfg.MetricsURL = strings.TrimSuffix(endpoint, "/") + "/metrics"
+	default:
+		cfg.MetricsURL = metrics
+	}
 	if !quiet {
 		cfg.Progress = stderr
 	}
@@ -80,6 +100,25 @@ Flags:
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var ceilingRes *bench.Result
+	if ceiling {
+		// The ceiling runs first: a durable server goes on working after a
+		// burst of writes (snapshots, log compaction), which would steal
+		// CPU from a ceiling run after it on the same machine; the ceiling
+		// leaves nothing behind in the server.
+		if !quiet {
+			fmt.Fprintf(stderr, "fifoq bench: ceiling phase (built-in endpoint)\n")
+		}
+		res, err := runCeiling(ctx, region, cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "fifoq bench: ceiling: %v\n", err)
+			return 1
+		}
+		ceilingRes = res
+		if !quiet {
+			fmt.Fprintf(stderr, "fifoq bench: target phase (%s)\n", endpoint)
+		}
+	}
 	client, err := sqsClient(ctx, endpoint, region, cfg.Producers+cfg.Consumers)
 	if err != nil {
 		fmt.Fprintf(stderr, "fifoq bench: %v\n", err)
@@ -90,17 +129,41 @@ Flags:
 		fmt.Fprintf(stderr, "fifoq bench: %v\n", err)
 		return 1
 	}
+	var out interface {
+		WriteText(io.Writer)
+		OK() bool
+	} = res
+	if ceilingRes != nil {
+		out = bench.Compare(ceilingRes, res)
+	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(res)
+		_ = enc.Encode(out)
 	} else {
-		res.WriteText(stdout)
+		out.WriteText(stdout)
 	}
-	if !res.OK() {
+	if !out.OK() {
 		return 1
 	}
 	return 0
+}
+
+// runCeiling runs the load of cfg against a built-in ceiling endpoint,
+// through a client built as the target's is.
+func runCeiling(ctx context.Context, region string, cfg bench.Config) (*bench.Result, error) {
+	url, stop, err := bench.StartCeiling(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	client, err := sqsClient(ctx, url, region, cfg.Producers+cfg.Consumers)
+	if err != nil {
+		return nil, err
+	}
+	// The server's figures and its disk have nothing to do with this phase.
+	cfg.MetricsURL, cfg.DataDir = "", ""
+	return bench.Run(ctx, client, cfg)
 }
 
 // sqsClient builds an SQS client for endpoint. Credentials come from the

@@ -46,6 +46,12 @@ type Config struct {
 	DrainTimeout time.Duration
 	// Progress receives a line a second while the bench runs (nil: none).
 	Progress io.Writer
+	// MetricsURL is the server's Prometheus endpoint, read before and
+	// after the load for the server's CPU and log commits (empty: not read).
+	MetricsURL string
+	// DataDir is the server's data directory, whose block device's
+	// flushes and writes are counted over the load (empty: not counted).
+	DataDir string
 }
 
 // Validate checks the configuration.
@@ -123,6 +129,7 @@ type run struct {
 }
 
 func (r *run) execute(ctx context.Context) (*Result, error) {
+	before := r.takeSample(ctx)
 	start := time.Now()
 	// Producers stop between sends when the duration is over: cancelling a
 	// request in flight would leave its outcome unknown (and the HTTP
@@ -162,6 +169,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 	consumers.Wait()
 	close(progressDone)
 	elapsed := time.Since(start)
+	after := r.takeSample(context.WithoutCancel(ctx))
 
 	res := &Result{
 		Endpoint:     strings.TrimSuffix(r.queueURL, "/"),
@@ -187,6 +195,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 	res.SendRate = float64(res.Sent) / produced.Seconds()
 	res.ReceiveRate = float64(res.Received) / elapsed.Seconds()
 	res.Verification = r.ledger.verify()
+	res.Resources = r.resources(before, after)
 	return res, nil
 }
 

@@ -30,6 +30,7 @@ type Result struct {
 	RecvLatency  Percentiles  `json:"receive_latency_ms"`
 	EndToEnd     Percentiles  `json:"end_to_end_latency_ms"`
 	Verification Verification `json:"verification"`
+	Resources    Resources    `json:"resources"`
 }
 
 // OK reports whether the run verified and had no errors.
@@ -67,6 +68,7 @@ func (r *Result) WriteText(w io.Writer) {
 	}{{"send", r.SendLatency}, {"receive", r.RecvLatency}, {"end-to-end", r.EndToEnd}} {
 		fmt.Fprintf(w, "    %-11s %8.2f %8.2f %8.2f %8.2f\n", l.name, l.p.P50, l.p.P90, l.p.P99, l.p.Max)
 	}
+	r.Resources.writeText(w, r.TotalSeconds, r.Sent)
 	v := r.Verification
 	fmt.Fprintf(w, "  verify    acknowledged %d, lost %d, duplicates %d, out of order %d, unacknowledged but delivered %d\n",
 		v.Acknowledged, v.Lost, v.Duplicates, v.OrderViolations, v.Unacknowledged)
