@@ -190,5 +190,8 @@ func sqsClient(ctx context.Context, endpoint, region string, workers int) (*sqs.
 	}
 	return sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
+		// The SDK closes request bodies net/http may still read, which
+		// closes connections mid-answer (see bench.OwnRequestBodies).
+		o.HTTPClient = bench.OwnRequestBodies(o.HTTPClient)
 	}), nil
 }
