@@ -78,19 +78,21 @@ func (k errorKind) with(format string, args ...any) *Error {
 
 // The errors of the SQS model, with the Query codes and HTTP statuses of
 // shared/reference/sqs-2012-11-05.query-protocol.service.json, and the common
-// errors every AWS service may answer with.
+// errors every AWS service may answer with. The model's InvalidAddress and
+// MessageNotInflight are left out: AWS was not found answering them (a
+// queue URL or name of no queue is NonExistentQueue; a visibility change
+// of a message not in flight is InvalidParameterValue), and neither is
+// fifoq.
 var (
 	kindBatchEntryIdsNotDistinct     = errorKind{"BatchEntryIdsNotDistinct", "AWS.SimpleQueueService.BatchEntryIdsNotDistinct", http.StatusBadRequest, FaultSender}
 	kindBatchRequestTooLong          = errorKind{"BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong", http.StatusBadRequest, FaultSender}
 	kindEmptyBatchRequest            = errorKind{"EmptyBatchRequest", "AWS.SimpleQueueService.EmptyBatchRequest", http.StatusBadRequest, FaultSender}
-	kindInvalidAddress               = errorKind{"InvalidAddress", "InvalidAddress", http.StatusBadRequest, FaultSender}
 	kindInvalidAttributeName         = errorKind{"InvalidAttributeName", "InvalidAttributeName", http.StatusBadRequest, FaultSender}
 	kindInvalidAttributeValue        = errorKind{"InvalidAttributeValue", "InvalidAttributeValue", http.StatusBadRequest, FaultSender}
 	kindInvalidBatchEntryId          = errorKind{"InvalidBatchEntryId", "AWS.SimpleQueueService.InvalidBatchEntryId", http.StatusBadRequest, FaultSender}
 	kindInvalidIdFormat              = errorKind{"InvalidIdFormat", "InvalidIdFormat", http.StatusBadRequest, FaultSender}
 	kindInvalidMessageContents       = errorKind{"InvalidMessageContents", "InvalidMessageContents", http.StatusBadRequest, FaultSender}
 	kindInvalidSecurity              = errorKind{"InvalidSecurity", "InvalidSecurity", http.StatusForbidden, FaultSender}
-	kindMessageNotInflight           = errorKind{"MessageNotInflight", "AWS.SimpleQueueService.MessageNotInflight", http.StatusBadRequest, FaultSender}
 	kindOverLimit                    = errorKind{"OverLimit", "OverLimit", http.StatusForbidden, FaultSender}
 	kindPurgeQueueInProgress         = errorKind{"PurgeQueueInProgress", "AWS.SimpleQueueService.PurgeQueueInProgress", http.StatusForbidden, FaultSender}
 	kindQueueDeletedRecently         = errorKind{"QueueDeletedRecently", "AWS.SimpleQueueService.QueueDeletedRecently", http.StatusBadRequest, FaultSender}
@@ -158,11 +160,6 @@ func ErrEmptyBatchRequestFor(entry string) *Error {
 	return kindEmptyBatchRequest.with("There should be at least one %s in the request.", entry)
 }
 
-// ErrInvalidAddress: a queue URL that does not name a queue of this endpoint.
-func ErrInvalidAddress(url string) *Error {
-	return kindInvalidAddress.with("The address %s is not valid for this endpoint.", url)
-}
-
 // ErrInvalidAttributeName: an unknown queue or message attribute name.
 func ErrInvalidAttributeName(name string) *Error {
 	return kindInvalidAttributeName.with("Unknown Attribute %s.", name)
@@ -203,11 +200,6 @@ func ErrInvalidMessageContents() *Error {
 // ErrInvalidSecurity: the request was not made over a secure transport where one is required.
 func ErrInvalidSecurity(format string, args ...any) *Error {
 	return kindInvalidSecurity.with(format, args...)
-}
-
-// ErrMessageNotInflight: a visibility change for a message that is not in flight.
-func ErrMessageNotInflight() *Error {
-	return kindMessageNotInflight.with("Message does not exist or is not available for visibility timeout change.")
 }
 
 // ErrOverLimit: a limit such as the number of in-flight messages is reached.
