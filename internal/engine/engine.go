@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -277,15 +278,24 @@ type deletion struct {
 // (the setting was shortened) waits behind it, which costs memory only:
 // createQueue compares with until.
 func (e *Engine) pruneDeleted(now int64) {
-	for e.deletedLog.Len() > 0 {
-		d := e.deletedLog.Front()
-		if now < d.until {
-			return
+	e.pruneDeletedUpTo(now, math.MaxInt)
+}
+
+// pruneDeletedUpTo is pruneDeleted bounded to limit records, for
+// housekeeping. It returns how many it forgot, and whether a record whose
+// cool-down has passed is left.
+func (e *Engine) pruneDeletedUpTo(now int64, limit int) (n int, more bool) {
+	for e.deletedLog.Len() > 0 && e.deletedLog.Front().until <= now {
+		if n == limit {
+			return n, true
 		}
+		d := e.deletedLog.Front()
 		e.deletedLog.PopFront()
 		delete(e.deleted, d.key)
 		e.dropDeadDeletions()
+		n++
 	}
+	return n, false
 }
 
 // dropDeadDeletions pops the records at the front of the deletion log that

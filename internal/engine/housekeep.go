@@ -139,17 +139,9 @@ func (e *Engine) housekeep(r *HousekeepRequest, now int64) (api.Response, error)
 	}
 	// The front of the deletion log is always live (see
 	// dropDeadDeletions), so the steps are the same in every replica.
-	for e.deletedLog.Len() > 0 && e.deletedLog.Front().until <= now {
-		if res.Steps == budget {
-			res.More = true
-			break
-		}
-		d := e.deletedLog.Front()
-		e.deletedLog.PopFront()
-		delete(e.deleted, d.key)
-		e.dropDeadDeletions()
-		res.Steps++
-	}
+	n, more := e.pruneDeletedUpTo(now, budget-res.Steps)
+	res.Steps += n
+	res.More = res.More || more
 	return res, nil
 }
 

@@ -21,19 +21,6 @@ type testClock struct{ offset atomic.Int64 }
 func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
-// housekeepCountingLog counts the housekeeping commands that reach the log.
-type housekeepCountingLog struct {
-	replog.Log
-	housekeeping atomic.Int64
-}
-
-func (l *housekeepCountingLog) Apply(ctx context.Context, cmd *engine.Command) (api.Response, error) {
-	if _, ok := cmd.Request.(*engine.HousekeepRequest); ok {
-		l.housekeeping.Add(1)
-	}
-	return l.Log.Apply(ctx, cmd)
-}
-
 // approxMessages reads ApproximateNumberOfMessages over the API.
 func approxMessages(t *testing.T, base, queueURL string) string {
 	t.Helper()
@@ -70,7 +57,7 @@ func TestHousekeepingRemovesExpiredMessages(t *testing.T) {
 				}
 				inner = l
 			}
-			log := &housekeepCountingLog{Log: inner}
+			log := newCountingLog(inner)
 			clock := &testClock{}
 			srv, err := New(Config{Logger: logger, Log: log, Engine: eng, Now: clock.Now})
 			if err != nil {
@@ -124,17 +111,17 @@ func TestHousekeepingRemovesExpiredMessages(t *testing.T) {
 			if approx := approxMessages(t, base, url); approx != "0" {
 				t.Fatalf("ApproximateNumberOfMessages = %s after the expiry, want 0", approx)
 			}
-			if log.housekeeping.Load() == 0 {
+			if log.count(engine.ActionHousekeep) == 0 {
 				t.Fatal("the messages went without a housekeeping command through the log")
 			}
 
 			// Nothing is due any more: a step writes nothing.
-			before := log.housekeeping.Load()
+			before := log.count(engine.ActionHousekeep)
 			applied, more, err := srv.keeper.step()
 			if applied || more || err != nil {
 				t.Fatalf("housekeeping with nothing due: applied %v, more %v, err %v", applied, more, err)
 			}
-			if n := log.housekeeping.Load(); n != before {
+			if n := log.count(engine.ActionHousekeep); n != before {
 				t.Fatalf("%d housekeeping commands with nothing due", n-before)
 			}
 		})

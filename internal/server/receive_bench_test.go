@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -13,8 +14,8 @@ import (
 )
 
 // durableCountingServer is a server on the durable (Raft) log, whose
-// receive commands are counted.
-func durableCountingServer(b *testing.B) (*Server, *countingRaft) {
+// commands are counted.
+func durableCountingServer(b *testing.B) (*Server, *countingLog) {
 	b.Helper()
 	eng := engine.New(engine.Config{Region: DefaultRegion})
 	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -22,7 +23,7 @@ func durableCountingServer(b *testing.B) (*Server, *countingRaft) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cl := &countingRaft{Log: l}
+	cl := newCountingLog(l)
 	srv, err := New(Config{Log: cl, Engine: eng, Logger: lg})
 	if err != nil {
 		b.Fatal(err)
@@ -31,25 +32,42 @@ func durableCountingServer(b *testing.B) (*Server, *countingRaft) {
 	return srv, cl
 }
 
-type countingRaft struct {
-	replog.Log
-	mu       sync.Mutex
-	receives int
-}
-
-func (c *countingRaft) Apply(ctx context.Context, cmd *engine.Command) (api.Response, error) {
-	if _, ok := cmd.Request.(*api.ReceiveMessageRequest); ok {
-		c.mu.Lock()
-		c.receives++
-		c.mu.Unlock()
+// startLongPolls starts n goroutines that long-poll queue u until the
+// benchmark ends, each sending on got for every receive that returned
+// messages, and waits until all n are waiting.
+func startLongPolls(b *testing.B, srv *Server, u string, n int) (got <-chan struct{}) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				resp, err := srv.Do(ctx, testAccount, &api.ReceiveMessageRequest{QueueUrl: u, WaitTimeSeconds: intp(20)})
+				if err == nil && len(resp.(*api.ReceiveMessageResult).Messages) > 0 {
+					ch <- struct{}{}
+				}
+			}
+		}()
 	}
-	return c.Log.Apply(ctx, cmd)
+	b.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	waitForPolls(b, srv, n)
+	return ch
 }
 
-func (c *countingRaft) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.receives
+// waitForPolls waits until n receives are waiting on srv.
+func waitForPolls(b *testing.B, srv *Server, n int) {
+	for srv.longPollWaiters() < n {
+		if b.Context().Err() != nil {
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 // BenchmarkEmptyShortPollDurable is a short poll of an empty queue on the
@@ -64,7 +82,7 @@ func BenchmarkEmptyShortPollDurable(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cl.count())/float64(b.N), "appends/op")
+	b.ReportMetric(float64(cl.count(api.ActionReceiveMessage))/float64(b.N), "appends/op")
 }
 
 // BenchmarkWakeDurable sends one message at a time to a queue that 100
@@ -74,31 +92,8 @@ func BenchmarkWakeDurable(b *testing.B) {
 	const waiters = 100
 	srv, cl := durableCountingServer(b)
 	u := createQueueB(b, srv, "q")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := make(chan struct{}, waiters)
-	var wg sync.WaitGroup
-	poll := func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			resp, err := srv.Do(ctx, testAccount, &api.ReceiveMessageRequest{QueueUrl: u, WaitTimeSeconds: intp(20)})
-			if err == nil && len(resp.(*api.ReceiveMessageResult).Messages) > 0 {
-				got <- struct{}{}
-			}
-		}
-	}
-	for range waiters {
-		wg.Add(1)
-		go poll()
-	}
-	for srv.longPollWaiters() < waiters {
-		select {
-		case <-b.Context().Done():
-			return
-		default:
-		}
-	}
-	before := cl.count()
+	got := startLongPolls(b, srv, u, waiters)
+	before := cl.count(api.ActionReceiveMessage)
 	b.ResetTimer()
 	n := 0
 	for b.Loop() {
@@ -109,9 +104,7 @@ func BenchmarkWakeDurable(b *testing.B) {
 		n++
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(cl.count()-before)/float64(n), "receive-appends/msg")
-	cancel()
-	wg.Wait()
+	b.ReportMetric(float64(cl.count(api.ActionReceiveMessage)-before)/float64(n), "receive-appends/msg")
 }
 
 func createQueueB(b *testing.B, srv *Server, name string) string {
@@ -130,35 +123,13 @@ func BenchmarkBurstDurable(b *testing.B) {
 	const waiters = 10
 	srv, _ := durableCountingServer(b)
 	u := createQueueB(b, srv, "q")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := make(chan struct{}, waiters)
-	var wg sync.WaitGroup
-	poll := func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			resp, err := srv.Do(ctx, testAccount, &api.ReceiveMessageRequest{QueueUrl: u, WaitTimeSeconds: intp(20)})
-			if err == nil && len(resp.(*api.ReceiveMessageResult).Messages) > 0 {
-				got <- struct{}{}
-			}
-		}
-	}
-	for range waiters {
-		wg.Add(1)
-		go poll()
-	}
+	got := startLongPolls(b, srv, u, waiters)
 	entries := make([]api.SendMessageBatchRequestEntry, waiters)
 	for i := range entries {
 		entries[i] = api.SendMessageBatchRequestEntry{Id: string(rune('a' + i)), MessageBody: "x"}
 	}
 	for b.Loop() {
-		for srv.longPollWaiters() < waiters {
-			select {
-			case <-b.Context().Done():
-				return
-			default:
-			}
-		}
+		waitForPolls(b, srv, waiters)
 		if _, err := srv.Do(context.Background(), testAccount, &api.SendMessageBatchRequest{QueueUrl: u, Entries: entries}); err != nil {
 			b.Fatal(err)
 		}
@@ -166,6 +137,4 @@ func BenchmarkBurstDurable(b *testing.B) {
 			<-got
 		}
 	}
-	cancel()
-	wg.Wait()
 }

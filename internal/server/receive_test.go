@@ -14,19 +14,23 @@ import (
 	"github.com/fifoq/fifoq/internal/replog"
 )
 
-// countingLog is a memory log that counts the commands appended to it, by
-// action.
+// countingLog is a log that counts the commands appended to it, by action.
 type countingLog struct {
-	*replog.Memory
+	replog.Log
 	mu      sync.Mutex
 	applied map[api.Action]int
+}
+
+// newCountingLog counts the commands appended to l.
+func newCountingLog(l replog.Log) *countingLog {
+	return &countingLog{Log: l, applied: map[api.Action]int{}}
 }
 
 func (l *countingLog) Apply(ctx context.Context, cmd *engine.Command) (api.Response, error) {
 	l.mu.Lock()
 	l.applied[cmd.Request.Action()]++
 	l.mu.Unlock()
-	return l.Memory.Apply(ctx, cmd)
+	return l.Log.Apply(ctx, cmd)
 }
 
 func (l *countingLog) count(a api.Action) int {
@@ -38,7 +42,7 @@ func (l *countingLog) count(a api.Action) int {
 func newCountingServer(t *testing.T) (*Server, *countingLog) {
 	t.Helper()
 	eng := engine.New(engine.Config{Region: DefaultRegion})
-	log := &countingLog{Memory: replog.NewMemory(eng), applied: map[api.Action]int{}}
+	log := newCountingLog(replog.NewMemory(eng))
 	srv, err := New(Config{Log: log, Engine: eng, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
