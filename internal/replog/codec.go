@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -22,18 +23,18 @@ import (
 //     EmptyIDs).
 //   - Version 3: version 2, and a command may be the internal
 //     fifoq:Housekeep (engine.HousekeepRequest).
-//
-// An entry is written in the lowest version its commands need, so that
-// logs without such commands stay readable by a fifoq that reads only the
-// older versions.
+//   - Version 4: the same frame, each command in a binary layout instead
+//     of JSON (see minVersionBinary). Every entry is written in version 4;
+//     versions 1 to 3 are still read, so that older logs replay.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1, 2 or 3)
+//	byte     version (1 to 4)
 //	uvarint  number of commands
 //	per command:
-//	  uvarint  length of the command's JSON
-//	  bytes    the command as JSON (wireCommand)
+//	  uvarint  length of the command
+//	  bytes    the command as JSON (wireCommand; versions 1 to 3) or in
+//	           version 4's binary layout
 //	4 bytes  CRC-32C of everything before it, big-endian
 //
 // Every version, present and future, keeps the first byte as the version
@@ -48,7 +49,7 @@ import (
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 3
+const entryFormatVersion = 4
 
 // minVersionEmptyIDs is the first version in which a command may carry "ei".
 const minVersionEmptyIDs = 2
@@ -155,35 +156,50 @@ func setSentIDs(req api.Request, ei []int) error {
 	return nil
 }
 
-// encodeEntry encodes a group of commands as one log entry.
+// encodeEntry encodes a group of commands as one log entry, in the newest
+// format version.
 func encodeEntry(cmds []*engine.Command) ([]byte, error) {
-	buf := make([]byte, 0, 256*len(cmds))
-	buf = append(buf, 1)
-	buf = binary.AppendUvarint(buf, uint64(len(cmds)))
+	data, _, err := encodeEntryHeld(cmds)
+	return data, err
+}
+
+// encodeEntryHeld encodes cmds as one version 4 entry and returns, beside
+// it, the commands the leader applies in place of decoding the entry: cmds
+// themselves, except that a command whose request went as JSON is the one
+// decoded from its bytes, since JSON need not give back exactly what it was
+// given (invalid UTF-8, for one). Binary layouts give back exactly their
+// input (TestBinaryCodecExact), so the leader's state is the replay's.
+func encodeEntryHeld(cmds []*engine.Command) (data []byte, held []*engine.Command, err error) {
+	size := 16
 	for _, c := range cmds {
-		ei := emptyIDs(c.Request)
-		if ei != nil {
-			buf[0] = max(buf[0], minVersionEmptyIDs)
-		}
-		if c.Request.Action() == engine.ActionHousekeep {
-			buf[0] = max(buf[0], minVersionHousekeep)
-		}
-		req, err := json.Marshal(c.Request)
-		if err != nil {
-			return nil, fmt.Errorf("encode %s request: %w", c.Request.Action(), err)
-		}
-		w, err := json.Marshal(wireCommand{
-			Time: c.Time, Caller: c.Caller, Account: c.Queue.Account, Queue: c.Queue.Name,
-			Action: c.Request.Action(), Request: req, MessageIDs: c.MessageIDs, Entropy: c.Entropy,
-			RecreateDelay: int64(c.RecreateDelay), PurgeDelay: int64(c.PurgeDelay), EmptyIDs: ei,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("encode %s command: %w", c.Request.Action(), err)
-		}
-		buf = binary.AppendUvarint(buf, uint64(len(w)))
-		buf = append(buf, w...)
+		size += 64 + approxSize(c)
 	}
-	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli)), nil
+	buf := make([]byte, 0, size)
+	buf = append(buf, minVersionBinary)
+	buf = binary.AppendUvarint(buf, uint64(len(cmds)))
+	held = cmds
+	var scratch []byte
+	for i, c := range cmds {
+		cmd, asJSON, err := appendCommand(scratch[:0], c)
+		if err != nil {
+			return nil, nil, err
+		}
+		scratch = cmd
+		if asJSON {
+			d, err := decodeBinaryCommand(cmd)
+			if err != nil {
+				return nil, nil, fmt.Errorf("encode %s command: does not decode: %w", c.Request.Action(), err)
+			}
+			if &held[0] == &cmds[0] {
+				// The first JSON command: held becomes a copy.
+				held = slices.Clone(cmds)
+			}
+			held[i] = d
+		}
+		buf = binary.AppendUvarint(buf, uint64(len(cmd)))
+		buf = append(buf, cmd...)
+	}
+	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli)), held, nil
 }
 
 // errCorruptEntry marks a log entry that cannot be decoded.
@@ -224,7 +240,13 @@ func decodeEntry(data []byte) ([]*engine.Command, error) {
 		if k <= 0 || l > uint64(len(p)-k) {
 			return nil, fmt.Errorf("%w: command %d: bad length", errCorruptEntry, i)
 		}
-		cmd, err := decodeCommand(p[k:k+int(l)], data[0])
+		var cmd *engine.Command
+		var err error
+		if data[0] >= minVersionBinary {
+			cmd, err = decodeBinaryCommand(p[k : k+int(l)])
+		} else {
+			cmd, err = decodeCommand(p[k:k+int(l)], data[0])
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: command %d: %v", errCorruptEntry, i, err)
 		}

@@ -76,11 +76,12 @@ func TestCorruptRecordRefused(t *testing.T) {
 	dir := t.TempDir()
 	fillLog(t, dir, 20)
 	path, b := lastSegment(t, dir)
-	at := bytes.Index(b, []byte(`"m5"`))
+	// The body as version 4 writes it: its length, then its bytes.
+	at := bytes.Index(b, []byte("\x02m5"))
 	if at < 0 {
 		t.Fatal("message m5 not found in the segment")
 	}
-	b[at+2] = '6' // still valid JSON: only a checksum can tell
+	b[at+2] = '6' // still a valid command: only a checksum can tell
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -40,6 +41,54 @@ type fsm struct {
 	appliedBytes int64
 	snapshotAt   int64
 	onBytes      func()
+
+	// held maps the bytes of each entry this node handed to Raft, by the
+	// address of their first byte, to the entry: Raft gives the leader's
+	// own entries back to Apply with the very slice it was handed, so the
+	// leader applies the commands it already holds instead of decoding
+	// what it has just encoded. The log's bytes are for replay and for
+	// followers. A slice is in the map only while its entry is alive, so
+	// no other slice can share its address meanwhile.
+	heldMu sync.Mutex
+	held   map[*byte]*entry
+	// heldApplied counts the entries applied from held commands.
+	heldApplied atomic.Uint64
+	// answer hands a held entry's results to its callers (Raft.answer).
+	answer func(e *entry, results []applyResult, err error)
+}
+
+// hold records an entry about to be handed to Raft.
+func (f *fsm) hold(e *entry) {
+	f.heldMu.Lock()
+	if f.held == nil {
+		f.held = make(map[*byte]*entry)
+	}
+	f.held[&e.data[0]] = e
+	f.heldMu.Unlock()
+}
+
+// release forgets a held entry that Raft will not apply here.
+func (f *fsm) release(e *entry) {
+	f.heldMu.Lock()
+	if f.held[&e.data[0]] == e {
+		delete(f.held, &e.data[0])
+	}
+	f.heldMu.Unlock()
+}
+
+// take returns and forgets the held entry whose bytes are data, or nil.
+func (f *fsm) take(data []byte) *entry {
+	if len(data) == 0 {
+		return nil
+	}
+	f.heldMu.Lock()
+	defer f.heldMu.Unlock()
+	e := f.held[&data[0]]
+	if e == nil || len(e.data) != len(data) {
+		return nil
+	}
+	delete(f.held, &data[0])
+	return e
 }
 
 // Apply implements raft.FSM.
@@ -52,7 +101,19 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		// longer be the log's: apply nothing more.
 		return nil
 	}
-	cmds, err := decodeEntry(l.Data)
+	// The leader's own entry: apply the commands it holds (the codec gives
+	// back exactly the commands it encodes, see encodeEntryHeld), and
+	// answer their callers here, without waiting for Raft to pass the
+	// result on through the entry's future.
+	held := f.take(l.Data)
+	var cmds []*engine.Command
+	var err error
+	if held != nil {
+		cmds = held.cmds
+		f.heldApplied.Add(1)
+	} else {
+		cmds, err = decodeEntry(l.Data)
+	}
 	if err != nil {
 		err = fmt.Errorf("log entry %d (term %d) in %s: %w", l.Index, l.Term, f.segmentOf(l.Index), err)
 		f.fatalMu.Lock()
@@ -73,6 +134,9 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	if f.onBytes != nil && f.snapshotAt > 0 && f.appliedBytes >= f.snapshotAt {
 		f.appliedBytes = 0
 		f.onBytes()
+	}
+	if held != nil && f.answer != nil {
+		f.answer(held, results, nil)
 	}
 	return results
 }

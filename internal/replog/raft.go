@@ -203,12 +203,16 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 
 	addr, transport := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
 	snapReq := make(chan struct{}, 1)
+	// l is set below, before any entry is held: the fsm answers only held
+	// entries, which commit creates once the log is running.
+	var l *Raft
 	f := &fsm{eng: eng, logger: cfg.Logger, walDir: walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, onBytes: func() {
 		select {
 		case snapReq <- struct{}{}:
 		default:
 		}
 	}}
+	f.answer = func(e *entry, results []applyResult, err error) { l.answer(e, results, err) }
 
 	existing, err := raft.HasExistingState(wal, wal, snaps)
 	if err != nil {
@@ -227,7 +231,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		wal.Close()
 		return nil, fmt.Errorf("start log in %s: %w", cfg.Dir, err)
 	}
-	l := &Raft{
+	l = &Raft{
 		cfg: cfg, logger: cfg.Logger, raft: r, fsm: f, wal: wal, lock: lock,
 		submit:   make(chan *pending, 4096),
 		inflight: make(chan struct{}, maxInflightEntries),
@@ -410,9 +414,46 @@ func (l *Raft) batchLoop() {
 	}
 }
 
-// commit writes one batch as one log entry and, once applied, answers its
-// commands. Answering happens on another goroutine so that the next batch
-// can be collected meanwhile.
+// entry is one group commit on its way through Raft: the commands it
+// carries, the callers waiting for them, and the encoded bytes handed to
+// Raft. It is answered exactly once, by whichever comes first: the state
+// machine applying it (the usual way, on Raft's apply goroutine, as soon as
+// it is applied) or the wait for its future (an error, or an entry the
+// state machine applied without finding it here).
+type entry struct {
+	cmds     []*engine.Command
+	batch    []*pending
+	data     []byte
+	began    time.Time
+	answered atomic.Bool
+}
+
+// answer hands each caller its result and frees the entry's slot in the
+// pipeline; it does nothing if the entry was answered already.
+func (l *Raft) answer(e *entry, results []applyResult, err error) {
+	if !e.answered.CompareAndSwap(false, true) {
+		return
+	}
+	<-l.inflight
+	if err == nil {
+		l.observeCommit(len(e.batch), time.Since(e.began))
+	}
+	for i, p := range e.batch {
+		switch {
+		case err != nil:
+			p.done <- applyResult{err: err}
+		case i < len(results):
+			p.done <- results[i]
+		default:
+			p.done <- applyResult{err: api.ErrInternalFailure("log entry applied without a result")}
+		}
+	}
+}
+
+// commit writes one batch as one log entry. The state machine answers its
+// commands once it is applied (see fsm.Apply); a goroutine waits for the
+// entry's future meanwhile, to answer them if Raft fails it instead, so
+// that the next batch can be collected without waiting.
 func (l *Raft) commit(batch []*pending) {
 	err := l.checkDiskSpace()
 	if _, failed := l.fsm.failure(); failed != nil {
@@ -431,7 +472,7 @@ func (l *Raft) commit(batch []*pending) {
 	for i, p := range batch {
 		cmds[i] = p.cmd
 	}
-	data, err := encodeEntry(cmds)
+	data, held, err := encodeEntryHeld(cmds)
 	if err != nil {
 		<-l.inflight
 		for _, p := range batch {
@@ -439,40 +480,34 @@ func (l *Raft) commit(batch []*pending) {
 		}
 		return
 	}
-	began := time.Now()
+	e := &entry{cmds: held, batch: batch, data: data, began: time.Now()}
+	l.fsm.hold(e)
 	fut := l.raft.Apply(data, 0)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
 		err := l.await(fut)
-		<-l.inflight
-		if err != nil {
-			l.logger.Error("log append failed", "err", err)
-			for _, p := range batch {
-				p.done <- applyResult{err: unavailable(err)}
-			}
+		if e.answered.Load() {
 			return
 		}
-		l.observeCommit(len(batch), time.Since(began))
+		l.fsm.release(e)
+		if err != nil {
+			if !e.answered.Load() {
+				l.logger.Error("log append failed", "err", err)
+			}
+			l.answer(e, nil, unavailable(err))
+			return
+		}
 		results, ok := fut.Response().([]applyResult)
 		if !ok {
 			if _, failed := l.fsm.failure(); failed != nil {
 				// This entry, or one before it, could not be applied:
 				// this one is in the log but was not applied.
-				err := l.refusal()
-				for _, p := range batch {
-					p.done <- applyResult{err: err}
-				}
+				l.answer(e, nil, l.refusal())
 				return
 			}
 		}
-		for i, p := range batch {
-			if i < len(results) {
-				p.done <- results[i]
-			} else {
-				p.done <- applyResult{err: api.ErrInternalFailure("log entry applied without a result")}
-			}
-		}
+		l.answer(e, results, nil)
 	}()
 }
 

@@ -504,26 +504,34 @@ func TestEmptyIDsSurviveTheLog(t *testing.T) {
 	if !strings.Contains(leader, "InvalidParameterValue") {
 		t.Fatalf("the engine accepted an empty deduplication id: %s", leader)
 	}
-	ordinary, err := encodeEntry([]*engine.Command{create})
+	// The JSON layout (versions 1 to 3), as older fifoqs wrote it.
+	ordinary, err := encodeEntryJSON([]*engine.Command{create})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ordinary[0] != 1 {
 		t.Errorf("an entry without empty ids is written as version %d; want 1, readable by older fifoqs", ordinary[0])
 	}
-	data, err := encodeEntry([]*engine.Command{create, send})
+	data, err := encodeEntryJSON([]*engine.Command{create, send})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if data[0] != minVersionEmptyIDs {
 		t.Errorf("an entry with empty ids is written as version %d; want %d", data[0], minVersionEmptyIDs)
 	}
-	cmds, err := decodeEntry(data)
+	// Version 4 carries the "sent" flags in its binary layout.
+	v4, err := encodeEntry([]*engine.Command{create, send})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if replay := results(cmds); replay != leader {
-		t.Fatalf("replay differs from the leader:\nleader %s\nreplay %s", leader, replay)
+	for _, entry := range [][]byte{data, v4} {
+		cmds, err := decodeEntry(entry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if replay := results(cmds); replay != leader {
+			t.Fatalf("version %d replay differs from the leader:\nleader %s\nreplay %s", entry[0], leader, replay)
+		}
 	}
 
 	for _, bad := range []struct {
@@ -546,7 +554,7 @@ func TestEmptyIDsSurviveTheLog(t *testing.T) {
 // reading only older versions refuses it by its version, and that the
 // command is refused in an entry that claims an older version.
 func TestHousekeepNeedsVersion3(t *testing.T) {
-	data, err := encodeEntry([]*engine.Command{
+	data, err := encodeEntryJSON([]*engine.Command{
 		{Time: 1, Request: &api.PurgeQueueRequest{QueueUrl: "/000000000000/q"}},
 		{Time: 2, Request: &engine.HousekeepRequest{Limit: 10}},
 	})
