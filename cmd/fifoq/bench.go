@@ -26,14 +26,15 @@ import (
 // benchCmd runs "fifoq bench": a load generator for any SQS endpoint.
 func benchCmd(args []string, stdout, stderr io.Writer) int {
 	var (
-		cfg      bench.Config
-		endpoint string
-		region   string
-		standard bool
-		asJSON   bool
-		quiet    bool
-		ceiling  bool
-		metrics  string
+		cfg        bench.Config
+		endpoint   string
+		region     string
+		standard   bool
+		asJSON     bool
+		quiet      bool
+		ceiling    bool
+		metrics    string
+		clientKind string
 	)
 	fs := flag.NewFlagSet("fifoq bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -53,6 +54,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines while running")
 	fs.BoolVar(&ceiling, "ceiling", false, "first run the same load against a built-in endpoint that does no work (the client's ceiling), then against --endpoint, and report the ratio")
 	fs.StringVar(&metrics, "metrics", "", "the server's Prometheus endpoint, read for its CPU and log commits (default: --endpoint's /metrics; \"off\": not read)")
+	fs.StringVar(&clientKind, "client", "sdk", "the client: \"sdk\" (the AWS SDK for Go) or \"lean\" (plain HTTP and JSON, unsigned, no retries: for servers without credentials; measures the server where the SDK's own CPU would be the limit)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "the server's data directory: count the flushes (fsyncs) and writes of the disk holding it (Linux)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: fifoq bench [flags]
@@ -83,6 +85,10 @@ Flags:
 		return 2
 	}
 	cfg.FIFO = !standard
+	if clientKind != "sdk" && clientKind != "lean" {
+		fmt.Fprintf(stderr, "fifoq bench: --client must be sdk or lean, not %q\n", clientKind)
+		return 2
+	}
 	switch metrics {
 	case "off":
 	case "":
@@ -109,7 +115,7 @@ Flags:
 		if !quiet {
 			fmt.Fprintf(stderr, "fifoq bench: ceiling phase (built-in endpoint)\n")
 		}
-		res, err := runCeiling(ctx, region, cfg)
+		res, err := runCeiling(ctx, clientKind, region, cfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "fifoq bench: ceiling: %v\n", err)
 			return 1
@@ -119,7 +125,7 @@ Flags:
 			fmt.Fprintf(stderr, "fifoq bench: target phase (%s)\n", endpoint)
 		}
 	}
-	client, err := sqsClient(ctx, endpoint, region, cfg.Producers+cfg.Consumers)
+	client, err := benchClient(ctx, clientKind, endpoint, region, cfg.Producers+cfg.Consumers)
 	if err != nil {
 		fmt.Fprintf(stderr, "fifoq bench: %v\n", err)
 		return 1
@@ -151,19 +157,27 @@ Flags:
 
 // runCeiling runs the load of cfg against a built-in ceiling endpoint,
 // through a client built as the target's is.
-func runCeiling(ctx context.Context, region string, cfg bench.Config) (*bench.Result, error) {
+func runCeiling(ctx context.Context, clientKind, region string, cfg bench.Config) (*bench.Result, error) {
 	url, stop, err := bench.StartCeiling(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
-	client, err := sqsClient(ctx, url, region, cfg.Producers+cfg.Consumers)
+	client, err := benchClient(ctx, clientKind, url, region, cfg.Producers+cfg.Consumers)
 	if err != nil {
 		return nil, err
 	}
 	// The server's figures and its disk have nothing to do with this phase.
 	cfg.MetricsURL, cfg.DataDir = "", ""
 	return bench.Run(ctx, client, cfg)
+}
+
+// benchClient builds the client --client names for endpoint.
+func benchClient(ctx context.Context, kind, endpoint, region string, workers int) (bench.API, error) {
+	if kind == "lean" {
+		return bench.NewLeanClient(endpoint, workers), nil
+	}
+	return sqsClient(ctx, endpoint, region, workers)
 }
 
 // sqsClient builds an SQS client for endpoint. Credentials come from the

@@ -78,7 +78,7 @@ func (c *Config) Validate() error {
 }
 
 // Run creates the bench queue, runs the load, verifies it, and returns the result.
-func Run(ctx context.Context, client *sqs.Client, cfg Config) (*Result, error) {
+func Run(ctx context.Context, client API, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func Run(ctx context.Context, client *sqs.Client, cfg Config) (*Result, error) {
 // run is one bench run in progress.
 type run struct {
 	cfg      Config
-	client   *sqs.Client
+	client   API
 	queueURL string
 	ledger   *ledger
 
