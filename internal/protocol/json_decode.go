@@ -271,6 +271,10 @@ func checkJSONText(body []byte) *api.Error {
 	if !utf8.Valid(body) {
 		return api.ErrSerialization("The request body is not valid UTF-8.")
 	}
+	if !bytes.Contains(body, []byte(`\u`)) {
+		// No \u escape at all (most bodies): no surrogate to look for.
+		return nil
+	}
 	inString := false
 	for i := 0; i < len(body); i++ {
 		c := body[i]
