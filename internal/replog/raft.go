@@ -492,9 +492,7 @@ func (l *Raft) commit(batch []*pending) {
 		}
 		l.fsm.release(e)
 		if err != nil {
-			if !e.answered.Load() {
-				l.logger.Error("log append failed", "err", err)
-			}
+			l.logger.Error("log append failed", "err", err)
 			l.answer(e, nil, unavailable(err))
 			return
 		}
