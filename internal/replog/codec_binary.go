@@ -139,7 +139,7 @@ func sentFlags(dedup, group bool) byte {
 	return f
 }
 
-// appendCommand appends c in version 4's layout. json reports whether its
+// appendCommand appends c in version 4's layout. asJSON reports whether its
 // request went as JSON.
 func appendCommand(b []byte, c *engine.Command) (out []byte, asJSON bool, err error) {
 	b = binary.AppendVarint(b, c.Time)

@@ -222,6 +222,13 @@ func TestCodecRoundTrip(t *testing.T) {
 func FuzzDecodeEntry(f *testing.F) {
 	data, _ := encodeEntry([]*engine.Command{{Time: 1, Request: &api.PurgeQueueRequest{QueueUrl: "/a/b"}}})
 	f.Add(data)
+	// A version 4 entry with binary layouts, for the fuzzer to mutate.
+	delay := 3
+	data, _ = encodeEntry([]*engine.Command{{Time: 2, MessageIDs: []string{"a", "b"}, Request: &api.SendMessageBatchRequest{QueueUrl: "/a/b", Entries: []api.SendMessageBatchRequestEntry{
+		{Id: "1", MessageBody: "x", DelaySeconds: &delay, MessageGroupId: "g", MessageGroupIdSet: true,
+			MessageAttributes: map[string]api.MessageAttributeValue{"k": {DataType: "String", StringListValues: []string{"v"}}}}}}},
+		{Time: 3, Request: &api.DeleteMessageBatchRequest{QueueUrl: "/a/b", Entries: []api.DeleteMessageBatchRequestEntry{{Id: "1", ReceiptHandle: "h"}}}}})
+	f.Add(data)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = decodeEntry(b)
 	})
