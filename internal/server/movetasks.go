@@ -15,15 +15,20 @@ const moveTaskTick = 100 * time.Millisecond
 // so that they move messages at their rate. It sleeps on a channel when no
 // task runs, so an idle server does no periodic work.
 type moveTaskDriver struct {
-	s       *Server
-	wake    chan struct{}
-	quit    chan struct{}
+	s    *Server
+	wake chan struct{}
+	quit chan struct{}
+	// ctx ends at stop, so that a tick waiting on a log that no longer
+	// answers (a hung disk) does not hold up the server's shutdown.
+	ctx     context.Context
+	cancel  context.CancelFunc
 	stopped sync.WaitGroup
 	once    sync.Once
 }
 
 func newMoveTaskDriver(s *Server) *moveTaskDriver {
-	return &moveTaskDriver{s: s, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &moveTaskDriver{s: s, wake: make(chan struct{}, 1), quit: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
 // start runs the driver; tasks restored from the log resume at once.
@@ -49,6 +54,7 @@ func (d *moveTaskDriver) stop() {
 	default:
 		close(d.quit)
 	}
+	d.cancel()
 	d.stopped.Wait()
 }
 
@@ -69,7 +75,7 @@ func (d *moveTaskDriver) run() {
 				return
 			}
 			cmd := &engine.Command{Time: d.s.now().UnixNano(), Request: &engine.TickRequest{}, Entropy: newEntropy()}
-			if _, err := d.s.apply(context.Background(), cmd); err != nil {
+			if _, err := d.s.apply(d.ctx, cmd); err != nil {
 				d.s.logger.Warn("message move task tick failed", "err", err)
 			}
 		}
