@@ -61,9 +61,20 @@ func cooldown(d, sqsDefault time.Duration) int64 {
 
 // TickRequest is an internal request, never sent by clients: the server
 // applies it periodically while message move tasks run (see
-// Engine.HasActiveMoveTasks), so that tasks make progress at their rate,
-// and it lets the engine drop expired deduplication and attempt-id entries.
+// Engine.HasActiveMoveTasks), so that tasks make progress at their rate.
+// Like every command it moves at most maxMovesPerApply messages; its
+// result, a *TickResult, says whether tasks are still behind their rate.
+// (It once also applied time to every queue; housekeeping does that now,
+// bounded, and doing it later changes no command's outcome.)
 type TickRequest struct{}
+
+// TickResult is the result of a TickRequest.
+type TickResult struct {
+	// Behind is true when a running task has more messages due by the
+	// command's time than the command could move: the server should
+	// apply another tick soon rather than wait for the next period.
+	Behind bool
+}
 
 // ActionTick names TickRequest. It is not an SQS action.
 const ActionTick api.Action = "fifoq:Tick"

@@ -38,6 +38,10 @@ type Engine struct {
 
 	// running lists the running message move tasks, oldest first.
 	running []*moveTask
+	// movesBehind is set by each Apply: whether a running task was left
+	// with messages due that the command's move budget did not cover.
+	// It is not state: the next Apply sets it again.
+	movesBehind bool
 
 	// due orders the queues where time has work by when (see
 	// housekeep.go). A pointer, so that the queues' references to it
@@ -189,7 +193,7 @@ func (e *Engine) ReceiveSpread(q api.QueueKey, take int) int {
 func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
 	switch r := cmd.Request.(type) {
 	case *TickRequest:
-		return e.tick(now)
+		return e.tick()
 	case *HousekeepRequest:
 		return e.housekeep(r, now)
 	case *api.CreateQueueRequest:
@@ -255,15 +259,11 @@ func (e *Engine) process(q *queue, now int64) {
 	}
 }
 
-// tick makes move tasks progress (done by Apply for every command) and
-// applies time to every queue, dropping expired deduplication and receive
-// attempt records and deletion records.
-func (e *Engine) tick(now int64) (api.Response, error) {
-	for _, q := range e.queues {
-		e.process(q, now)
-	}
-	e.pruneDeleted(now)
-	return api.Empty{}, nil
+// tick answers a TickRequest. Apply has already made the move tasks
+// progress, as it does for every command; tick reports whether they are
+// still behind.
+func (e *Engine) tick() (api.Response, error) {
+	return &TickResult{Behind: e.movesBehind}, nil
 }
 
 // deletion records that a queue was deleted at a time, and until when its
