@@ -87,7 +87,7 @@ func (e *Engine) Apply(cmd *Command) (api.Response, error) {
 	}
 	now := e.now
 	e.woken = e.woken[:0]
-	e.advanceMoveTasks(now)
+	e.advanceMoveTasks(cmd, now)
 	resp, err := e.apply(cmd, now)
 	// The command's own queue may have lost what was due first (a
 	// message deleted, a visibility timeout moved later, a shorter
@@ -193,7 +193,7 @@ func (e *Engine) ReceiveSpread(q api.QueueKey, take int) int {
 func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
 	switch r := cmd.Request.(type) {
 	case *TickRequest:
-		return e.tick()
+		return e.tick(r, now)
 	case *HousekeepRequest:
 		return e.housekeep(r, now)
 	case *api.CreateQueueRequest:
@@ -260,9 +260,16 @@ func (e *Engine) process(q *queue, now int64) {
 }
 
 // tick answers a TickRequest. Apply has already made the move tasks
-// progress, as it does for every command; tick reports whether they are
-// still behind.
-func (e *Engine) tick() (api.Response, error) {
+// progress, as it does for every command. A tick logged by older fifoq (no
+// Moves) also applies time to every queue and drops expired deletion
+// records, as it did then, so that such logs replay alike.
+func (e *Engine) tick(r *TickRequest, now int64) (api.Response, error) {
+	if r.Moves <= 0 {
+		for _, q := range e.queues {
+			e.process(q, now)
+		}
+		e.pruneDeleted(now)
+	}
 	return &TickResult{Behind: e.movesBehind}, nil
 }
 

@@ -69,7 +69,7 @@ func TestExpiredRecordsAreDropped(t *testing.T) {
 	other := h.createQueue("other", nil)
 	h.must(other, &api.DeleteQueueRequest{QueueUrl: other.Path()})
 	h.advance(api.DeduplicationInterval)
-	if _, err := h.raw(api.QueueKey{}, &HousekeepRequest{Limit: DefaultHousekeepLimit}); err != nil {
+	if _, err := h.raw(api.QueueKey{}, &TickRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(qu.dedup) != 0 || qu.dedupLog.Len() != 0 || len(qu.attempts) != 0 || qu.attemptLog.Len() != 0 {

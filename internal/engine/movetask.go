@@ -13,11 +13,12 @@ import (
 // Message move tasks move the messages of a dead-letter queue back to the
 // queues they came from, or to a given destination, at a rate. They make
 // progress in every Apply (the server applies TickRequest while any runs):
-// by time t a task has moved up to rate × (t − start) messages. One command
-// moves at most maxMovesPerApply messages, all tasks together; a task left
-// behind catches up in the next commands (the server ticks again at once
-// while TickResult.Behind says so), so the rate holds on average without
-// any one command stalling the log.
+// by time t a task has moved up to rate × (t − start) messages. A tick
+// moves at most TickRequest.Moves messages, all tasks together, and any
+// other command at most maxMovesPerApply per task; a task left behind
+// catches up in the next commands (the server ticks again soon while
+// TickResult.Behind says so), so the rate holds on average without any one
+// command stalling the log.
 const (
 	// minOptimisedRate is the rate of a task started without
 	// MaxNumberOfMessagesPerSecond, SQS's "system-optimised" rate: at least
@@ -32,12 +33,10 @@ const (
 	maxTasksKept = api.MaxListedMoveTasks
 )
 
-// maxMovesPerApply bounds the messages one command moves, over all running
-// tasks together, so that neither a long pause between commands nor many
-// tasks can stall the log's apply loop: like DefaultHousekeepLimit, a few
-// milliseconds of work. With a single running task it is the bound per task
-// that older fifoq applied, so logs written then replay alike. A variable
-// only so that tests can make it small; nothing else changes it.
+// maxMovesPerApply bounds the messages one command other than a bounded
+// TickRequest moves for one task, so that a long pause between commands
+// cannot stall the engine. A variable only so that tests can make it
+// small; nothing else changes it.
 var maxMovesPerApply = 10_000
 
 // failNonExistentQueue is the FailureReason of a task whose source or
@@ -245,16 +244,29 @@ func (e *Engine) listMessageMoveTasks(r *api.ListMessageMoveTasksRequest) (api.R
 }
 
 // advanceMoveTasks makes the running tasks catch up with time, oldest
-// first, within maxMovesPerApply moves in all, and records in
-// e.movesBehind whether any task is left behind its rate.
-func (e *Engine) advanceMoveTasks(now int64) {
+// first, and records in e.movesBehind whether any task is left behind its
+// rate. A TickRequest with Moves bounds the moves of all tasks together;
+// any other command bounds each task to maxMovesPerApply, as fifoq always
+// has, so that logs replay alike.
+func (e *Engine) advanceMoveTasks(cmd *Command, now int64) {
 	e.movesBehind = false
 	if len(e.running) == 0 {
 		return
 	}
-	budget := int64(maxMovesPerApply)
+	shared := int64(-1)
+	if t, ok := cmd.Request.(*TickRequest); ok && t.Moves > 0 {
+		shared = int64(t.Moves)
+	}
 	for _, t := range e.running {
-		if e.advance(t, now, &budget) {
+		budget := int64(maxMovesPerApply)
+		if shared >= 0 {
+			budget = shared
+		}
+		behind := e.advance(t, now, &budget)
+		if shared >= 0 {
+			shared = budget
+		}
+		if behind {
 			e.movesBehind = true
 		}
 	}

@@ -19,10 +19,11 @@ import (
 // predicts exactly how many messages each command moves and what every
 // task reports. Its rules:
 //   - every command that reaches Apply first advances the running tasks,
-//     oldest first, sharing maxMovesPerApply moves: a task moves
-//     min(rate × elapsed ms / 1000 − moved, toMove − moved) messages, at
-//     most what is left of the budget and what its source holds, and
-//     completes when it has moved toMove or its source is empty;
+//     oldest first: a task moves min(rate × elapsed ms / 1000 − moved,
+//     toMove − moved) messages, at most its budget and what its source
+//     holds, and completes when it has moved toMove or its source is
+//     empty; a tick's Moves is one budget all tasks share, and any other
+//     command (or a tick without Moves) gives each task maxMovesPerApply;
 //   - a moved message leaves its dead-letter queue from the head of its
 //     group (FIFO) and joins the tail of its group in the task's
 //     destination, or, without one, in the queue it came from, with its
@@ -78,16 +79,21 @@ type plannedMove struct {
 // advance applies the move tasks' progress at now, as the engine does
 // before every command, and returns the moves it expects, and whether a
 // task is left behind its rate.
-func (m *mtModel) advance(now int64) (plan []plannedMove, behind bool) {
-	budget := int64(maxMovesPerApply)
+func (m *mtModel) advance(now int64, shared int64) (plan []plannedMove, behind bool) {
 	for _, t := range m.tasks {
 		if t.status != api.MoveTaskRunning {
 			continue
 		}
+		budget := int64(maxMovesPerApply)
+		if shared >= 0 {
+			budget = shared
+		}
 		elapsed := (now - t.startedAt) / 1e6
 		due := min(elapsed*t.perSecond/1000-t.moved, t.toMove-t.moved)
 		n := max(min(due, budget, int64(m.size(t.source))), 0)
-		budget -= n
+		if shared >= 0 {
+			shared -= n
+		}
 		t.moved += n
 		plan = append(plan, plannedMove{t, int(n)})
 		if t.moved >= t.toMove || m.size(t.source) == int(n) {
@@ -101,8 +107,8 @@ func (m *mtModel) advance(now int64) (plan []plannedMove, behind bool) {
 
 // TestRandomMoveTasks runs random sends, receives (which move messages to
 // dead-letter queues), deletes, message move tasks started, cancelled and
-// listed, ticks and time passing, on FIFO and standard queues, with a
-// small per-command move budget, through the engine and mtModel, and
+// listed, ticks and time passing, on FIFO and standard queues, with small
+// move budgets, through the engine and mtModel, and
 // checks after every command where every message is (FIFO: in what order)
 // and what every task reports. A failure names its seed; rerun it with
 // -engine.seed=N.
@@ -186,7 +192,7 @@ func newMTRun(t *testing.T, seed uint64) *mtRun {
 	for _, q := range r.all {
 		m.lists[q] = map[string][]string{}
 	}
-	r.logf("seed %d: fifo %v, move budget %d, maxReceiveCount %d and %d", seed, m.fifo, maxMovesPerApply, m.maxRecv[m.sources[0]], m.maxRecv[m.sources[1]])
+	r.logf("seed %d: fifo %v, moves per task per command %d, maxReceiveCount %d and %d", seed, m.fifo, maxMovesPerApply, m.maxRecv[m.sources[0]], m.maxRecv[m.sources[1]])
 	return r
 }
 
@@ -213,7 +219,11 @@ func (r *mtRun) apply(q api.QueueKey, req api.Request) (api.Response, error, []p
 			return nil, err, nil, false
 		}
 	}
-	plan, behind := r.m.advance(r.h.now)
+	shared := int64(-1)
+	if t, ok := req.(*TickRequest); ok && t.Moves > 0 {
+		shared = int64(t.Moves)
+	}
+	plan, behind := r.m.advance(r.h.now, shared)
 	resp, err := r.h.e.Apply(r.h.command(q, req))
 	return resp, err, plan, behind
 }
@@ -387,7 +397,13 @@ func (r *mtRun) cancel() (string, []plannedMove) {
 }
 
 func (r *mtRun) tick() (string, []plannedMove) {
-	resp, err, plan, behind := r.apply(api.QueueKey{}, &TickRequest{})
+	// Mostly bounded ticks, as the server applies; sometimes one as older
+	// fifoq logged them.
+	req := &TickRequest{Moves: 1 + r.rng.IntN(6)}
+	if r.rng.IntN(5) == 0 {
+		req.Moves = 0
+	}
+	resp, err, plan, behind := r.apply(api.QueueKey{}, req)
 	if err != nil {
 		r.fail("tick: %v", err)
 		return "tick failed", plan
@@ -398,7 +414,7 @@ func (r *mtRun) tick() (string, []plannedMove) {
 	if r.h.e.HasActiveMoveTasks() != (r.runningCount() > 0) {
 		r.fail("engine has active tasks %v; the model has %d running", r.h.e.HasActiveMoveTasks(), r.runningCount())
 	}
-	return fmt.Sprintf("tick: behind %v", behind), plan
+	return fmt.Sprintf("tick (moves %d): behind %v", req.Moves, behind), plan
 }
 
 func (r *mtRun) runningCount() int {

@@ -378,7 +378,7 @@ func TestAvailableHook(t *testing.T) {
 		t.Errorf("hook called by a read: %v", w)
 	}
 	h.must(q, &api.TagQueueRequest{QueueUrl: q.Path(), Tags: map[string]string{"a": "b"}})
-	if _, err := h.raw(api.QueueKey{}, &HousekeepRequest{Limit: DefaultHousekeepLimit}); err != nil {
+	if _, err := h.raw(api.QueueKey{}, &TickRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if w := h.takeWoken(); !slices.Equal(w, []api.QueueKey{q}) {

@@ -85,7 +85,7 @@ func (d *moveTaskDriver) run() {
 				return
 			}
 			next = moveTaskTick
-			cmd := &engine.Command{Time: d.s.now().UnixNano(), Request: &engine.TickRequest{}, Entropy: newEntropy()}
+			cmd := &engine.Command{Time: d.s.now().UnixNano(), Request: &engine.TickRequest{Moves: engine.DefaultTickMoves}, Entropy: newEntropy()}
 			resp, err := d.s.apply(d.ctx, cmd)
 			if err != nil {
 				d.s.logger.Warn("message move task tick failed", "err", err)
