@@ -61,9 +61,33 @@ func cooldown(d, sqsDefault time.Duration) int64 {
 
 // TickRequest is an internal request, never sent by clients: the server
 // applies it periodically while message move tasks run (see
-// Engine.HasActiveMoveTasks), so that tasks make progress at their rate,
-// and it lets the engine drop expired deduplication and attempt-id entries.
-type TickRequest struct{}
+// Engine.HasActiveMoveTasks), so that tasks make progress at their rate.
+//
+// With Moves above 0 the command moves at most Moves messages over all
+// running tasks together, oldest task first, and does nothing else; its
+// result, a *TickResult, says whether a task is still behind its rate. The
+// bound travels in the command, like the time, so that a log replays alike
+// whatever the settings of the server that replays it; an older fifoq,
+// which does not know the field, refuses such an entry instead of
+// misapplying it. A tick without Moves is one logged by older fifoq and is
+// applied as it was then: each task moves up to maxMovesPerApply messages,
+// then time is applied to every queue and expired deletion records are
+// dropped, however many.
+type TickRequest struct {
+	Moves int `json:"moves,omitempty"`
+}
+
+// DefaultTickMoves is the Moves the server puts in its ticks: like
+// DefaultHousekeepLimit, a few milliseconds of the log's apply loop.
+const DefaultTickMoves = 10_000
+
+// TickResult is the result of a TickRequest.
+type TickResult struct {
+	// Behind is true when a running task has more messages due by the
+	// command's time than the command could move: the server should
+	// apply another tick soon rather than wait for the next period.
+	Behind bool
+}
 
 // ActionTick names TickRequest. It is not an SQS action.
 const ActionTick api.Action = "fifoq:Tick"

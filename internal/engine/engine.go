@@ -38,6 +38,10 @@ type Engine struct {
 
 	// running lists the running message move tasks, oldest first.
 	running []*moveTask
+	// movesBehind is set by each Apply: whether a running task was left
+	// with messages due that the command's move budget did not cover.
+	// It is not state: the next Apply sets it again.
+	movesBehind bool
 
 	// due orders the queues where time has work by when (see
 	// housekeep.go). A pointer, so that the queues' references to it
@@ -83,7 +87,7 @@ func (e *Engine) Apply(cmd *Command) (api.Response, error) {
 	}
 	now := e.now
 	e.woken = e.woken[:0]
-	e.advanceMoveTasks(now)
+	e.advanceMoveTasks(cmd, now)
 	resp, err := e.apply(cmd, now)
 	// The command's own queue may have lost what was due first (a
 	// message deleted, a visibility timeout moved later, a shorter
@@ -189,7 +193,7 @@ func (e *Engine) ReceiveSpread(q api.QueueKey, take int) int {
 func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
 	switch r := cmd.Request.(type) {
 	case *TickRequest:
-		return e.tick(now)
+		return e.tick(r, now)
 	case *HousekeepRequest:
 		return e.housekeep(r, now)
 	case *api.CreateQueueRequest:
@@ -255,15 +259,18 @@ func (e *Engine) process(q *queue, now int64) {
 	}
 }
 
-// tick makes move tasks progress (done by Apply for every command) and
-// applies time to every queue, dropping expired deduplication and receive
-// attempt records and deletion records.
-func (e *Engine) tick(now int64) (api.Response, error) {
-	for _, q := range e.queues {
-		e.process(q, now)
+// tick answers a TickRequest. Apply has already made the move tasks
+// progress, as it does for every command. A tick logged by older fifoq (no
+// Moves) also applies time to every queue and drops expired deletion
+// records, as it did then, so that such logs replay alike.
+func (e *Engine) tick(r *TickRequest, now int64) (api.Response, error) {
+	if r.Moves <= 0 {
+		for _, q := range e.queues {
+			e.process(q, now)
+		}
+		e.pruneDeleted(now)
 	}
-	e.pruneDeleted(now)
-	return api.Empty{}, nil
+	return &TickResult{Behind: e.movesBehind}, nil
 }
 
 // deletion records that a queue was deleted at a time, and until when its

@@ -13,7 +13,12 @@ import (
 // Message move tasks move the messages of a dead-letter queue back to the
 // queues they came from, or to a given destination, at a rate. They make
 // progress in every Apply (the server applies TickRequest while any runs):
-// by time t a task has moved up to rate × (t − start) messages.
+// by time t a task has moved up to rate × (t − start) messages. A tick
+// moves at most TickRequest.Moves messages, all tasks together, and any
+// other command at most maxMovesPerApply per task; a task left behind
+// catches up in the next commands (the server ticks again soon while
+// TickResult.Behind says so), so the rate holds on average without any one
+// command stalling the log.
 const (
 	// minOptimisedRate is the rate of a task started without
 	// MaxNumberOfMessagesPerSecond, SQS's "system-optimised" rate: at least
@@ -23,13 +28,16 @@ const (
 	// optimisedDrainSeconds: a task without a rate aims to move its backlog
 	// in about this long.
 	optimisedDrainSeconds = 60
-	// maxMovesPerApply bounds the work one command does for one task, so a
-	// long pause between commands cannot stall the engine.
-	maxMovesPerApply = 10_000
 	// maxTasksKept is how many tasks a queue remembers for
 	// ListMessageMoveTasks.
 	maxTasksKept = api.MaxListedMoveTasks
 )
+
+// maxMovesPerApply bounds the messages one command other than a bounded
+// TickRequest moves for one task, so that a long pause between commands
+// cannot stall the engine. A variable only so that tests can make it
+// small; nothing else changes it.
+var maxMovesPerApply = 10_000
 
 // failNonExistentQueue is the FailureReason of a task whose source or
 // destination queue is gone.
@@ -163,7 +171,10 @@ func (e *Engine) startMessageMoveTask(cmd *Command, r *api.StartMessageMoveTaskR
 		src.tasks = append(src.tasks[:0:0], src.tasks[len(src.tasks)-maxTasksKept:]...)
 	}
 	e.running = append(e.running, t)
-	e.advance(t, now)
+	// No time has passed since its start, so nothing is due yet: advance
+	// only completes a task that has nothing to move.
+	var none int64
+	e.advance(t, now, &none)
 	e.pruneRunning()
 	return &api.StartMessageMoveTaskResult{TaskHandle: t.handle}, nil
 }
@@ -232,13 +243,32 @@ func (e *Engine) listMessageMoveTasks(r *api.ListMessageMoveTasksRequest) (api.R
 	return res, nil
 }
 
-// advanceMoveTasks makes every running task catch up with time.
-func (e *Engine) advanceMoveTasks(now int64) {
+// advanceMoveTasks makes the running tasks catch up with time, oldest
+// first, and records in e.movesBehind whether any task is left behind its
+// rate. A TickRequest with Moves bounds the moves of all tasks together;
+// any other command bounds each task to maxMovesPerApply, as fifoq always
+// has, so that logs replay alike.
+func (e *Engine) advanceMoveTasks(cmd *Command, now int64) {
+	e.movesBehind = false
 	if len(e.running) == 0 {
 		return
 	}
+	shared := int64(-1)
+	if t, ok := cmd.Request.(*TickRequest); ok && t.Moves > 0 {
+		shared = int64(t.Moves)
+	}
 	for _, t := range e.running {
-		e.advance(t, now)
+		budget := int64(maxMovesPerApply)
+		if shared >= 0 {
+			budget = shared
+		}
+		behind := e.advance(t, now, &budget)
+		if shared >= 0 {
+			shared = budget
+		}
+		if behind {
+			e.movesBehind = true
+		}
 	}
 	e.pruneRunning()
 }
@@ -264,23 +294,25 @@ func (e *Engine) stopRunning(t *moveTask) {
 	e.pruneRunning()
 }
 
-// advance moves as many messages as the task's rate allows by now. A task
-// completes when it has moved as many messages as the source held at its
-// start, or when the source has no visible message left; it fails when a
-// message has nowhere to go.
-func (e *Engine) advance(t *moveTask, now int64) {
+// advance moves as many messages as the task's rate allows by now, at most
+// *budget, which it decreases by the messages moved. A task completes when
+// it has moved as many messages as the source held at its start, or when
+// the source has no visible message left; it fails when a message has
+// nowhere to go. It returns true when the budget ran out with messages of
+// the task still due.
+func (e *Engine) advance(t *moveTask, now int64, budget *int64) (behind bool) {
 	if t.status != api.MoveTaskRunning {
-		return
+		return false
 	}
 	src := e.queues[t.source]
 	if src == nil {
 		t.status, t.failure = api.MoveTaskFailed, failNonExistentQueue
-		return
+		return false
 	}
 	e.process(src, now)
 	elapsedMs := (now - t.startedAt) / 1e6
-	due := min(elapsedMs*t.perSecond/1000-t.moved, t.toMove-t.moved, maxMovesPerApply)
-	for ; due > 0; due-- {
+	due := min(elapsedMs*t.perSecond/1000-t.moved, t.toMove-t.moved)
+	for ; due > 0 && *budget > 0; due-- {
 		m := src.nextMovable()
 		if m == nil {
 			break
@@ -288,14 +320,17 @@ func (e *Engine) advance(t *moveTask, now int64) {
 		dst, reason := e.moveDestination(t, src, m)
 		if dst == nil {
 			t.status, t.failure = api.MoveTaskFailed, reason
-			return
+			return false
 		}
 		e.moveMessage(src, dst, m, now)
 		t.moved++
+		*budget--
 	}
 	if t.moved >= t.toMove || src.nextMovable() == nil {
 		t.status = api.MoveTaskCompleted
+		return false
 	}
+	return due > 0
 }
 
 // nextMovable returns the next visible message a task may move: the oldest

@@ -49,6 +49,13 @@ type RaftConfig struct {
 	// Observer, if not nil, is told of every group commit and snapshot,
 	// for metrics.
 	Observer Observer
+	// CloseTimeout bounds Close (DefaultCloseTimeout if zero); see Close.
+	CloseTimeout time.Duration
+
+	// wrapStore, if set, wraps the log store Raft is given: tests use it
+	// to make a disk write hang, which a real disk cannot be made to do
+	// on demand.
+	wrapStore func(raft.LogStore) raft.LogStore
 }
 
 func (c *RaftConfig) setDefaults() {
@@ -75,6 +82,9 @@ func (c *RaftConfig) setDefaults() {
 	}
 	if c.MinFreeBytes == 0 {
 		c.MinFreeBytes = DefaultMinFreeBytes
+	}
+	if c.CloseTimeout <= 0 {
+		c.CloseTimeout = DefaultCloseTimeout
 	}
 }
 
@@ -110,6 +120,13 @@ type Raft struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// raftDown is Raft's shutdown future, taken once (see shutdownRaft);
+	// closed is closed when Close's work is all done, perhaps after Close
+	// returned, and closeWork is that work's error, read after closed.
+	raftDownOnce sync.Once
+	raftDown     raft.Future
+	closed       chan struct{}
+	closeWork    error
 }
 
 // pending is a command waiting for its group commit.
@@ -226,7 +243,11 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 			return nil, fmt.Errorf("bootstrap log in %s: %w", cfg.Dir, err)
 		}
 	}
-	r, err := raft.NewRaft(rc, f, wal, wal, snaps, transport)
+	var store raft.LogStore = wal
+	if cfg.wrapStore != nil {
+		store = cfg.wrapStore(wal)
+	}
+	r, err := raft.NewRaft(rc, f, store, wal, snaps, transport)
 	if err != nil {
 		wal.Close()
 		return nil, fmt.Errorf("start log in %s: %w", cfg.Dir, err)
@@ -237,6 +258,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		inflight: make(chan struct{}, maxInflightEntries),
 		quit:     make(chan struct{}),
 		stopped:  make(chan struct{}),
+		closed:   make(chan struct{}),
 		snapReq:  snapReq,
 	}
 	// Raft calls the filter on the goroutine that changes its state; it
@@ -620,30 +642,6 @@ func (l *Raft) Read(fn func(e *engine.Engine)) {
 	l.fsm.mu.RLock()
 	defer l.fsm.mu.RUnlock()
 	fn(l.fsm.eng)
-}
-
-// Close implements Log: it stops taking commands, waits for the entries in
-// flight, takes no final snapshot (the log holds everything) and releases
-// the data directory.
-func (l *Raft) Close() error {
-	l.closeOnce.Do(func() {
-		close(l.quit)
-		l.wg.Wait()
-		if err := l.raft.Shutdown().Error(); err != nil {
-			l.closeErr = fmt.Errorf("stop raft: %w", err)
-		}
-		l.raft.DeregisterObserver(l.raftObs)
-		// An Apply that raced with close(quit) may have queued its command
-		// after the batcher's last look: answer it, then release any wait
-		// still open.
-		l.drain()
-		l.markStopped()
-		if err := l.wal.Close(); err != nil && l.closeErr == nil {
-			l.closeErr = fmt.Errorf("close log: %w", err)
-		}
-		l.lock.release()
-	})
-	return l.closeErr
 }
 
 // closingWAL is the log store: a raft-wal WAL whose Close also closes its

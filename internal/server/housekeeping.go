@@ -28,14 +28,19 @@ const (
 // commands. It runs only while the server takes writes (on a cluster's
 // leader), and a server with nothing due writes nothing.
 type housekeeper struct {
-	s       *Server
-	quit    chan struct{}
+	s    *Server
+	quit chan struct{}
+	// ctx ends at stop, so that a command waiting on a log that no
+	// longer answers (a hung disk) does not hold up the server's shutdown.
+	ctx     context.Context
+	cancel  context.CancelFunc
 	stopped sync.WaitGroup
 	once    sync.Once
 }
 
 func newHousekeeper(s *Server) *housekeeper {
-	return &housekeeper{s: s, quit: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &housekeeper{s: s, quit: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
 // start runs the housekeeper.
@@ -53,6 +58,7 @@ func (h *housekeeper) stop() {
 	default:
 		close(h.quit)
 	}
+	h.cancel()
 	h.stopped.Wait()
 }
 
@@ -102,7 +108,7 @@ func (h *housekeeper) step() (applied, more bool, err error) {
 		return false, false, nil
 	}
 	cmd := &engine.Command{Time: now, Request: &engine.HousekeepRequest{Limit: engine.DefaultHousekeepLimit}, Entropy: newEntropy()}
-	resp, err := s.apply(context.Background(), cmd)
+	resp, err := s.apply(h.ctx, cmd)
 	if err != nil {
 		return false, false, err
 	}

@@ -8,22 +8,35 @@ import (
 	"github.com/fifoq/fifoq/internal/engine"
 )
 
-// moveTaskTick is how often a running message move task makes progress.
-const moveTaskTick = 100 * time.Millisecond
+const (
+	// moveTaskTick is how often a running message move task makes
+	// progress.
+	moveTaskTick = 100 * time.Millisecond
+	// moveTaskCatchUp is the pause between two ticks while a task is
+	// behind its rate (a tick moved as many messages as one command may):
+	// short, so that tasks keep their rate, yet leaving the log to the
+	// clients' commands in between.
+	moveTaskCatchUp = 5 * time.Millisecond
+)
 
 // moveTaskDriver applies TickRequest commands while message move tasks run,
 // so that they move messages at their rate. It sleeps on a channel when no
 // task runs, so an idle server does no periodic work.
 type moveTaskDriver struct {
-	s       *Server
-	wake    chan struct{}
-	quit    chan struct{}
+	s    *Server
+	wake chan struct{}
+	quit chan struct{}
+	// ctx ends at stop, so that a tick waiting on a log that no longer
+	// answers (a hung disk) does not hold up the server's shutdown.
+	ctx     context.Context
+	cancel  context.CancelFunc
 	stopped sync.WaitGroup
 	once    sync.Once
 }
 
 func newMoveTaskDriver(s *Server) *moveTaskDriver {
-	return &moveTaskDriver{s: s, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &moveTaskDriver{s: s, wake: make(chan struct{}, 1), quit: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
 // start runs the driver; tasks restored from the log resume at once.
@@ -49,31 +62,41 @@ func (d *moveTaskDriver) stop() {
 	default:
 		close(d.quit)
 	}
+	d.cancel()
 	d.stopped.Wait()
 }
 
 func (d *moveTaskDriver) run() {
 	defer d.stopped.Done()
+	timer := time.NewTimer(moveTaskTick)
+	defer timer.Stop()
 	for {
 		select {
 		case <-d.wake:
 		case <-d.quit:
 			return
 		}
-		ticker := time.NewTicker(moveTaskTick)
+		next := moveTaskTick
 		for d.active() {
+			timer.Reset(next)
 			select {
-			case <-ticker.C:
+			case <-timer.C:
 			case <-d.quit:
-				ticker.Stop()
 				return
 			}
-			cmd := &engine.Command{Time: d.s.now().UnixNano(), Request: &engine.TickRequest{}, Entropy: newEntropy()}
-			if _, err := d.s.apply(context.Background(), cmd); err != nil {
+			next = moveTaskTick
+			cmd := &engine.Command{Time: d.s.now().UnixNano(), Request: &engine.TickRequest{Moves: engine.DefaultTickMoves}, Entropy: newEntropy()}
+			resp, err := d.s.apply(d.ctx, cmd)
+			if err != nil {
 				d.s.logger.Warn("message move task tick failed", "err", err)
+				continue
+			}
+			if res, ok := resp.(*engine.TickResult); ok && res.Behind {
+				// One command moves a bounded number of messages: a
+				// task behind its rate catches up in the next ones.
+				next = moveTaskCatchUp
 			}
 		}
-		ticker.Stop()
 	}
 }
 

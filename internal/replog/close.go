@@ -1,0 +1,85 @@
+package replog
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// DefaultCloseTimeout is how long Close waits for the log to stop before
+// giving up on it.
+const DefaultCloseTimeout = 10 * time.Second
+
+// ErrCloseTimeout is returned by Close when the log did not stop within
+// RaftConfig.CloseTimeout: a disk write (fsync) or an apply of the state
+// machine never returned. The caller can still exit: every command that was
+// waiting has been answered, and the operating system releases the data
+// directory with the process.
+var ErrCloseTimeout = errors.New("command log did not stop in time")
+
+// Close implements Log: it stops taking commands, waits for the entries in
+// flight, takes no final snapshot (the log holds everything) and releases
+// the data directory.
+//
+// Close returns within RaftConfig.CloseTimeout, even when a disk write or
+// the state machine never returns (Raft's own shutdown waits for both, with
+// no bound). Past that deadline, every request still waiting for an outcome
+// is answered ServiceUnavailable (its command may or may not be applied),
+// Raft is told to stop, and Close returns an error wrapping ErrCloseTimeout.
+// The rest of the shutdown goes on in the background: if the hung call ever
+// returns, the log's goroutines end and the directory is released.
+func (l *Raft) Close() error {
+	l.closeOnce.Do(func() {
+		close(l.quit)
+		go l.shutdown()
+		timer := time.NewTimer(l.cfg.CloseTimeout)
+		defer timer.Stop()
+		select {
+		case <-l.closed:
+			l.closeErr = l.closeWork
+		case <-timer.C:
+			// Answer every waiting request now rather than when (if
+			// ever) the hung call returns, and stop what in Raft can
+			// still stop.
+			l.markStopped()
+			l.shutdownRaft()
+			l.logger.Error("command log did not stop in time: a disk write or the state machine is hung; giving up on it", "timeout", l.cfg.CloseTimeout)
+			l.closeErr = fmt.Errorf("%w (%v): a disk write or an apply of the state machine has not returned; the data directory %s stays locked until the process exits", ErrCloseTimeout, l.cfg.CloseTimeout, l.cfg.Dir)
+		}
+	})
+	return l.closeErr
+}
+
+// shutdown is Close's work: let the entries in flight finish, stop Raft
+// and wait for it, answer what is left, and release the WAL and the data
+// directory. It closes l.closed when done.
+func (l *Raft) shutdown() {
+	defer close(l.closed)
+	l.wg.Wait()
+	var err error
+	if werr := l.shutdownRaft().Error(); werr != nil {
+		err = fmt.Errorf("stop raft: %w", werr)
+	}
+	l.raft.DeregisterObserver(l.raftObs)
+	// An Apply that raced with close(quit) may have queued its command
+	// after the batcher's last look: answer it, then release any wait
+	// still open.
+	l.drain()
+	l.markStopped()
+	if werr := l.wal.Close(); werr != nil && err == nil {
+		err = fmt.Errorf("close log: %w", werr)
+	}
+	l.lock.release()
+	l.closeWork = err
+}
+
+// shutdownRaft asks Raft to stop, once, and returns the future that waits
+// for it. Raft's Shutdown only starts the stop; a second call would return
+// a future that waits for nothing, so the first one is kept for whoever
+// waits.
+func (l *Raft) shutdownRaft() raft.Future {
+	l.raftDownOnce.Do(func() { l.raftDown = l.raft.Shutdown() })
+	return l.raftDown
+}
