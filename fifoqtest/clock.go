@@ -21,6 +21,12 @@ import (
 // with a fake clock either receives with WaitTimeSeconds 0, or advances
 // the clock from another goroutine while it waits.
 //
+// A message move task (StartMessageMoveTask) moves messages at its rate of
+// the clock's time, so with a fake clock it moves them as the test advances
+// the clock; the server applies the moves on its own, within about a tenth
+// of a second of real time after Advance, so a test waits for the task's
+// status (ListMessageMoveTasks) rather than expecting them at once.
+//
 // SigV4 signatures are still checked against the real time, since that is
 // what the SDK signs with.
 type Clock struct {
