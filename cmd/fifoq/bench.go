@@ -25,65 +25,15 @@ import (
 
 // benchCmd runs "fifoq bench": a load generator for any SQS endpoint.
 func benchCmd(args []string, stdout, stderr io.Writer) int {
-	var (
-		cfg        bench.Config
-		endpoint   string
-		region     string
-		standard   bool
-		asJSON     bool
-		quiet      bool
-		ceiling    bool
-		metrics    string
-		clientKind string
-	)
-	fs := flag.NewFlagSet("fifoq bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&endpoint, "endpoint", "http://127.0.0.1:9324", "SQS endpoint URL")
-	fs.StringVar(&region, "region", "us-east-1", "region to sign requests for")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long producers send")
-	fs.IntVar(&cfg.Producers, "producers", 4, "concurrent producers")
-	fs.IntVar(&cfg.Consumers, "consumers", 4, "concurrent consumers")
-	fs.IntVar(&cfg.Groups, "groups", 16, "message groups (FIFO; with --standard, 0 sends no group)")
-	fs.IntVar(&cfg.Batch, "batch", 10, "messages per send (1 uses SendMessage, 2-10 SendMessageBatch)")
-	fs.IntVar(&cfg.BodySize, "body-size", 256, "message body size in bytes")
-	fs.BoolVar(&standard, "standard", false, "use a standard queue instead of a FIFO queue")
-	fs.StringVar(&cfg.QueueName, "queue", "", "name of the queue to create (default: a fresh name)")
-	fs.BoolVar(&cfg.KeepQueue, "keep-queue", false, "do not delete the queue afterwards")
-	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "how long to wait for the last messages after producers stop")
-	fs.BoolVar(&asJSON, "json", false, "print the summary as JSON")
-	fs.BoolVar(&quiet, "quiet", false, "no progress lines while running")
-	fs.BoolVar(&ceiling, "ceiling", false, "first run the same load against a built-in endpoint that does no work (the client's ceiling), then against --endpoint, and report the ratio")
-	fs.StringVar(&metrics, "metrics", "", "the server's Prometheus endpoint, read for its CPU and log commits (default: --endpoint's /metrics; \"off\": not read)")
-	fs.StringVar(&clientKind, "client", "sdk", "the client: \"sdk\" (the AWS SDK for Go) or \"lean\" (plain HTTP and JSON, unsigned, no retries: for servers without credentials; measures the server where the SDK's own CPU would be the limit)")
-	fs.StringVar(&cfg.DataDir, "data-dir", "", "the server's data directory: count the flushes (fsyncs) and writes of the disk holding it (Linux)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: fifoq bench [flags]
-
-Drives an SQS endpoint with concurrent producers and consumers, reports
-throughput and latency percentiles, and verifies that every acknowledged
-message was received, with no duplicate and in group order (FIFO). Exits 1
-if the verification fails or requests failed.
-
-It also reports the bench's own CPU, the server's CPU and log commits
-(from its /metrics, where it has them) and, with --data-dir, the flushes
-of the server's data disk. With --ceiling it first runs the same load
-against a built-in endpoint that answers valid responses and does nothing
-else, so the server's rate is printed as a fraction of what this client
-can do on this machine.
-
-Credentials come from the usual AWS environment; without any, fifoq's
-loopback default (any key) is used.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	var o benchOptions
+	fs := benchFlagSet(&o, stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
+	cfg, endpoint, region, standard, asJSON, quiet, ceiling, metrics, clientKind := o.cfg, o.endpoint, o.region, o.standard, o.asJSON, o.quiet, o.ceiling, o.metrics, o.clientKind
 	cfg.FIFO = !standard
 	if clientKind != "sdk" && clientKind != "lean" {
 		fmt.Fprintf(stderr, "fifoq bench: --client must be sdk or lean, not %q\n", clientKind)
@@ -153,6 +103,68 @@ Flags:
 		return 1
 	}
 	return 0
+}
+
+// benchOptions are the flags of "fifoq bench".
+type benchOptions struct {
+	cfg      bench.Config
+	endpoint string
+	region   string
+	standard bool
+	asJSON   bool
+	quiet    bool
+	ceiling  bool
+	metrics  string
+	// clientKind is "sdk" or "lean".
+	clientKind string
+}
+
+// benchFlagSet defines the flags of "fifoq bench" on o: the one
+// definition that parsing, shell completion and the man page all read.
+func benchFlagSet(o *benchOptions, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("fifoq bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.endpoint, "endpoint", "http://127.0.0.1:9324", "SQS endpoint URL")
+	fs.StringVar(&o.region, "region", "us-east-1", "region to sign requests for")
+	fs.DurationVar(&o.cfg.Duration, "duration", 10*time.Second, "how long producers send")
+	fs.IntVar(&o.cfg.Producers, "producers", 4, "concurrent producers")
+	fs.IntVar(&o.cfg.Consumers, "consumers", 4, "concurrent consumers")
+	fs.IntVar(&o.cfg.Groups, "groups", 16, "message groups (FIFO; with --standard, 0 sends no group)")
+	fs.IntVar(&o.cfg.Batch, "batch", 10, "messages per send (1 uses SendMessage, 2-10 SendMessageBatch)")
+	fs.IntVar(&o.cfg.BodySize, "body-size", 256, "message body size in bytes")
+	fs.BoolVar(&o.standard, "standard", false, "use a standard queue instead of a FIFO queue")
+	fs.StringVar(&o.cfg.QueueName, "queue", "", "name of the queue to create (default: a fresh name)")
+	fs.BoolVar(&o.cfg.KeepQueue, "keep-queue", false, "do not delete the queue afterwards")
+	fs.DurationVar(&o.cfg.DrainTimeout, "drain-timeout", 30*time.Second, "how long to wait for the last messages after producers stop")
+	fs.BoolVar(&o.asJSON, "json", false, "print the summary as JSON")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines while running")
+	fs.BoolVar(&o.ceiling, "ceiling", false, "first run the same load against a built-in endpoint that does no work (the client's ceiling), then against --endpoint, and report the ratio")
+	fs.StringVar(&o.metrics, "metrics", "", "the server's Prometheus endpoint, read for its CPU and log commits (default: --endpoint's /metrics; \"off\": not read)")
+	fs.StringVar(&o.clientKind, "client", "sdk", "the client: \"sdk\" (the AWS SDK for Go) or \"lean\" (plain HTTP and JSON, unsigned, no retries: for servers without credentials; measures the server where the SDK's own CPU would be the limit)")
+	fs.StringVar(&o.cfg.DataDir, "data-dir", "", "the server's data directory: count the flushes (fsyncs) and writes of the disk holding it (Linux)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: fifoq bench [flags]
+
+Drives an SQS endpoint with concurrent producers and consumers, reports
+throughput and latency percentiles, and verifies that every acknowledged
+message was received, with no duplicate and in group order (FIFO). Exits 1
+if the verification fails or requests failed.
+
+It also reports the bench's own CPU, the server's CPU and log commits
+(from its /metrics, where it has them) and, with --data-dir, the flushes
+of the server's data disk. With --ceiling it first runs the same load
+against a built-in endpoint that answers valid responses and does nothing
+else, so the server's rate is printed as a fraction of what this client
+can do on this machine.
+
+Credentials come from the usual AWS environment; without any, fifoq's
+loopback default (any key) is used.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	return fs
 }
 
 // runCeiling runs the load of cfg against a built-in ceiling endpoint,

@@ -1,8 +1,11 @@
 // Command fifoq is a message queue server that speaks the Amazon SQS API.
 //
-//	fifoq serve [flags]    run the server
-//	fifoq bench [flags]    load-test an SQS endpoint and verify what it delivered
-//	fifoq version          print the version
+//	fifoq serve [flags]         run the server
+//	fifoq bench [flags]         load-test an SQS endpoint and verify what it delivered
+//	fifoq healthcheck [flags]   ask a server's readiness probe (a container's HEALTHCHECK)
+//	fifoq version               print the version, commit and Go release
+//	fifoq completion SHELL      print a bash, zsh or fish completion script
+//	fifoq man                   print the manual page
 //
 // Run "fifoq serve --help" for the server's flags.
 package main
@@ -11,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -28,6 +32,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(args[1:], stdout, stderr)
+	case "healthcheck":
+		return healthcheckCmd(args[1:], stdout, stderr)
+	case "completion":
+		return completionCmd(args[1:], stdout, stderr)
+	case "man":
+		return manCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
@@ -41,12 +51,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// usage lists the commands, from the same table as completion and the
+// man page.
 func usage(w io.Writer) {
-	fmt.Fprint(w, `fifoq is a message queue server that speaks the Amazon SQS API.
-
-Usage:
-  fifoq serve [flags]   run the server (see "fifoq serve --help")
-  fifoq bench [flags]   load-test an SQS endpoint and verify what it delivered
-  fifoq version         print the version
-`)
+	fmt.Fprint(w, "fifoq is a message queue server that speaks the Amazon SQS API.\n\nUsage:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-30s %s\n", strings.TrimSpace("fifoq "+c.name+" "+c.args), c.summary)
+	}
+	fmt.Fprint(w, "\nRun \"fifoq COMMAND --help\" for a command's flags.\n")
 }

@@ -44,6 +44,19 @@ type serveOptions struct {
 
 func serve(args []string, stdout, stderr io.Writer) int {
 	var opts serveOptions
+	fs := serveFlagSet(&opts, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	return serveParsed(fs, &opts, stdout, stderr)
+}
+
+// serveFlagSet defines the flags of "fifoq serve" on opts: the one
+// definition that parsing, shell completion and the man page all read.
+func serveFlagSet(opts *serveOptions, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("fifoq serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&opts.listen, "listen", "127.0.0.1:9324", "address to listen on (host:port)")
@@ -65,12 +78,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), "Usage: fifoq serve [flags]\n\nRuns the SQS-compatible server.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
+	return fs
+}
+
+// serveParsed runs the server with the parsed flags; loadConfig sets the
+// flags the command line did not, through fs, in *o.
+func serveParsed(fs *flag.FlagSet, o *serveOptions, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "fifoq serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
@@ -80,6 +93,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fifoq serve: %v\n", err)
 		return 2
 	}
+	opts := *o
 	if opts.recreateDelay < 0 || opts.purgeDelay < 0 {
 		fmt.Fprintln(stderr, "fifoq serve: --recreate-delay and --purge-delay cannot be negative (0 turns them off)")
 		return 2

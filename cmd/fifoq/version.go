@@ -2,20 +2,46 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version and commit are set at build time with -ldflags
+// "-X main.version=... -X main.commit=...", as the Dockerfile does: a build
+// without VCS stamping (-buildvcs=false, a tree without .git) has no
+// commit in its build information. Otherwise the build information gives
+// both: the module version of "go install ...@v1.2.3", and the commit of
+// a build in a checkout.
+var (
+	version = "dev"
+	commit  = ""
+)
 
-// versionString says which build this is: the version, and from the Go
-// build information the commit it was built from (marked when the tree had
-// uncommitted changes) and the Go release that built it.
-func versionString() string {
-	s := "fifoq " + version
+// buildInfo is what "fifoq version" reports about this build.
+type buildInfo struct {
+	version   string // the release, or "dev"
+	module    string // the module path and its version, e.g. "github.com/fifoq/fifoq v1.2.3"
+	commit    string // the commit, "+dirty" if the tree had changes; "" if unknown
+	goVersion string
+	platform  string
+}
+
+// readBuildInfo gathers the build's version, module, commit and Go
+// release from the linker flags and runtime/debug.ReadBuildInfo.
+func readBuildInfo() buildInfo {
+	b := buildInfo{version: version, commit: commit, goVersion: runtime.Version(), platform: runtime.GOOS + "/" + runtime.GOARCH}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return s
+		return b
+	}
+	b.goVersion = info.GoVersion
+	modVersion := info.Main.Version
+	if modVersion == "" {
+		modVersion = "(devel)"
+	}
+	b.module = info.Main.Path + " " + modVersion
+	if b.version == "dev" && modVersion != "(devel)" {
+		b.version = modVersion
 	}
 	var revision, modified string
 	for _, kv := range info.Settings {
@@ -28,11 +54,22 @@ func versionString() string {
 			}
 		}
 	}
-	if len(revision) > 12 {
-		revision = revision[:12]
+	if b.commit == "" && revision != "" {
+		b.commit = revision + modified
 	}
-	if revision != "" {
-		s += fmt.Sprintf(" (commit %s%s)", revision, modified)
+	return b
+}
+
+// versionString says which build this is, one fact a line.
+func versionString() string {
+	b := readBuildInfo()
+	c := b.commit
+	if c == "" {
+		c = "unknown (built without VCS information)"
 	}
-	return s + " " + info.GoVersion
+	m := b.module
+	if m == "" {
+		m = "unknown"
+	}
+	return fmt.Sprintf("fifoq %s\nmodule: %s\ncommit: %s\ngo:     %s %s", b.version, m, c, b.goVersion, b.platform)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/clock"
 )
 
 // notifier wakes long polls when messages may have become receivable in a
@@ -24,6 +25,9 @@ import (
 type notifier struct {
 	mu     sync.Mutex
 	queues map[api.QueueKey]*waitQueue
+	// clock runs the wake-up timers: the server's, so that a fake clock's
+	// Advance wakes a long poll for a message that became visible.
+	clock clock.Clock
 }
 
 // waitQueue is the waiters of one queue, in the order they began to wait,
@@ -34,7 +38,7 @@ type waitQueue struct {
 	waiting list.List // of *waiter not yet signalled, oldest first
 	members int       // waiters registered, signalled or not
 	taking  int       // waiters gone to the log to take messages
-	timer   *time.Timer
+	timer   clock.Timer
 	timerAt time.Time // when timer fires; zero when there is none
 }
 
@@ -48,7 +52,7 @@ type waiter struct {
 }
 
 func newNotifier() *notifier {
-	return &notifier{queues: make(map[api.QueueKey]*waitQueue)}
+	return &notifier{queues: make(map[api.QueueKey]*waitQueue), clock: clock.Real{}}
 }
 
 // join registers a new waiter for q. The waiter must take part before it
@@ -160,11 +164,11 @@ func (n *notifier) doneTaking(w *waiter) {
 	n.queues[w.q].taking--
 }
 
-// wakeAt asks for one waiter of q to be woken after d, when a delayed or
-// in-flight message becomes visible. Of several requests the earliest
-// holds; the timer goes with the queue's entry.
-func (n *notifier) wakeAt(q api.QueueKey, d time.Duration) {
-	at := time.Now().Add(d)
+// wakeAt asks for one waiter of q to be woken when the server's clock
+// reaches at, when a delayed or in-flight message becomes visible. Of
+// several requests the earliest holds; the timer goes with the queue's
+// entry.
+func (n *notifier) wakeAt(q api.QueueKey, at time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	wq := n.queues[q]
@@ -178,8 +182,8 @@ func (n *notifier) wakeAt(q api.QueueKey, d time.Duration) {
 		wq.timer.Stop()
 	}
 	wq.timerAt = at
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
+	var t clock.Timer
+	t = n.clock.FuncAt(at, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		// A timer replaced, stopped too late, or of a queue whose entry

@@ -99,13 +99,13 @@ func (s *Server) receive(ctx context.Context, cmd *engine.Command, req *api.Rece
 		}
 		if wake, ok := s.nextWake(cmd.Queue, cmd.Time); ok {
 			if d := time.Duration(wake - cmd.Time); d < remaining {
-				s.notifier.wakeAt(cmd.Queue, d)
+				s.notifier.wakeAt(cmd.Queue, time.Unix(0, wake))
 			}
 		}
-		timer := time.NewTimer(remaining)
+		timer := s.clock.TimerAt(deadline)
 		select {
 		case <-w.ch:
-		case <-timer.C:
+		case <-timer.C():
 		case <-ctx.Done():
 			// The client went away: free the waiter. Nothing was received
 			// for it, so nothing is lost; a wake-up it got goes on.
@@ -135,7 +135,7 @@ func (s *Server) leaveWaiting(w *waiter, q api.QueueKey) {
 	if s.receivable(q, now) {
 		s.notifier.signal(q)
 	} else if wake, ok := s.nextWake(q, now); ok {
-		s.notifier.wakeAt(q, time.Duration(wake-now))
+		s.notifier.wakeAt(q, time.Unix(0, wake))
 	}
 }
 

@@ -309,8 +309,8 @@ func TestNotifier(t *testing.T) {
 
 	// The queue's timer wakes one waiter.
 	d, e := n.join(q), n.join(q)
-	n.wakeAt(q, time.Hour)
-	n.wakeAt(q, time.Millisecond) // the earlier request holds
+	n.wakeAt(q, time.Now().Add(time.Hour))
+	n.wakeAt(q, time.Now().Add(time.Millisecond)) // the earlier request holds
 	select {
 	case <-d.ch:
 	case <-t.Context().Done():

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/auth"
+	"github.com/fifoq/fifoq/internal/clock"
 	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/metrics"
 	"github.com/fifoq/fifoq/internal/replog"
@@ -44,6 +45,11 @@ type Config struct {
 	// Now is the clock that timestamps commands (time.Now if nil). Tests
 	// replace it to move time forward without sleeping.
 	Now func() time.Time
+	// Clock, if set, replaces Now: it timestamps commands, and the long
+	// polls wait on its timers (their end, and a delayed or in-flight
+	// message becoming visible), so that with a fake clock those waits
+	// end when the clock is advanced.
+	Clock clock.Clock
 	// Log is the command log to apply commands through. If nil, the server
 	// creates an in-memory log over a new engine.
 	Log replog.Log
@@ -97,6 +103,7 @@ type Server struct {
 	log      replog.Log
 	logger   *slog.Logger
 	now      func() time.Time
+	clock    clock.Clock
 	notifier *notifier
 	movers   *moveTaskDriver
 	keeper   *housekeeper
@@ -124,9 +131,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+		if cfg.Now != nil {
+			cfg.Clock = clock.WithNow(cfg.Now)
+		}
 	}
+	cfg.Now = cfg.Clock.Now
 	if cfg.MaxLongPolls == 0 {
 		cfg.MaxLongPolls = DefaultMaxLongPolls
 	}
@@ -150,6 +161,7 @@ func New(cfg Config) (*Server, error) {
 		log:       cfg.Log,
 		logger:    cfg.Logger,
 		now:       cfg.Now,
+		clock:     cfg.Clock,
 		notifier:  newNotifier(),
 		done:      make(chan struct{}),
 		verifier:  cfg.Verifier,
@@ -159,6 +171,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Metrics.WatchServer(metrics.ServerSource{Queues: s.queueFigures, LongPollWaiters: s.longPollWaiters}); err != nil {
 		return nil, fmt.Errorf("server config: %w", err)
 	}
+	s.notifier.clock = cfg.Clock
 	cfg.Engine.SetAvailableHook(s.notifier.signal)
 	s.movers = newMoveTaskDriver(s)
 	s.keeper = newHousekeeper(s)
