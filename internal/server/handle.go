@@ -73,7 +73,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.req = req
 	traceHeaderAttribute(req, r.Header.Get("X-Amzn-Trace-Id"))
-	resp, err := s.do(withTransport(r.Context(), r.TLS != nil), caller, req)
+	resp, err := s.doOrFault(withTransport(r.Context(), r.TLS != nil), caller, req)
 	if err != nil {
 		fail(api.AsError(err))
 		return
