@@ -34,10 +34,12 @@ func (b *hb) op(kind Kind, client, from, to int, out Outcome, msgs ...Msg) {
 	b.ops = append(b.ops, op)
 }
 
-func (b *hb) send(client, from, to int, out Outcome, msgs ...Msg) { b.op(Send, client, from, to, out, msgs...) }
-func (b *hb) recv(client, from, to int, msgs ...Msg)              { b.op(Receive, client, from, to, OK, msgs...) }
-func (b *hb) del(client, from, to int, out Outcome, m Msg)        { b.op(Delete, client, from, to, out, m) }
-func (b *hb) rel(client, from, to int, out Outcome, m Msg)        { b.op(Release, client, from, to, out, m) }
+func (b *hb) send(client, from, to int, out Outcome, msgs ...Msg) {
+	b.op(Send, client, from, to, out, msgs...)
+}
+func (b *hb) recv(client, from, to int, msgs ...Msg)       { b.op(Receive, client, from, to, OK, msgs...) }
+func (b *hb) del(client, from, to int, out Outcome, m Msg) { b.op(Delete, client, from, to, out, m) }
+func (b *hb) rel(client, from, to int, out Outcome, m Msg) { b.op(Release, client, from, to, out, m) }
 
 func (b *hb) check(drainedAt int) Report {
 	cfg := CheckConfig{DedupInterval: 5 * time.Minute, Slack: 10 * time.Millisecond, Timeout: 10 * time.Second}
