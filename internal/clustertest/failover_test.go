@@ -35,7 +35,7 @@ var (
 func parseFlags() { flag.Parse() }
 
 const (
-	groupsPerProducer = 3
+	groupsPerProducer = 6
 	// visibility is every receive's visibility timeout: longer than a
 	// freeze, so that a consumer retrying its receive across a disruption
 	// usually finds its messages still held for it.
@@ -402,10 +402,12 @@ func runFailover(t *testing.T, r *run) {
 	r.counts = [4]int{sent, delivered, deleted, unknown}
 	t.Logf("history: %d operations; %d messages sent and acknowledged, %d deliveries, %d deletes acknowledged, %d operations without an answer",
 		len(ops), sent, delivered, deleted, unknown)
+	checkStart := time.Now()
 	r.report = Check(ops, CheckConfig{DedupInterval: 5 * time.Minute, Slack: 20 * time.Millisecond, Timeout: time.Minute,
 		DrainedAt: drainedAt, VisualizeDir: *flagVisualize})
 	r.problems = r.report.Problems
-	t.Logf("linearizability: %d groups checked, %d unchecked (porcupine timed out)", r.report.Groups, r.report.Unchecked)
+	t.Logf("linearizability: %d groups checked, %d unchecked (porcupine timed out); the check took %v",
+		r.report.Groups, r.report.Unchecked, time.Since(checkStart).Round(time.Millisecond))
 	if sent == 0 {
 		t.Error("no send was acknowledged: the run exercised nothing")
 	}
