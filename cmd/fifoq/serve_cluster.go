@@ -187,4 +187,3 @@ func clusterCredential(opts serveOptions, cfgFile *config.File) auth.Credential 
 	}
 	return auth.Credential{}
 }
-
