@@ -2,6 +2,7 @@
 //
 //	fifoq serve [flags]    run the server
 //	fifoq bench [flags]    load-test an SQS endpoint and verify what it delivered
+//	fifoq cluster ...      show and change a cluster's membership
 //	fifoq version          print the version
 //
 // Run "fifoq serve --help" for the server's flags.
@@ -28,6 +29,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(args[1:], stdout, stderr)
+	case "cluster":
+		return clusterCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
@@ -47,6 +50,7 @@ func usage(w io.Writer) {
 Usage:
   fifoq serve [flags]   run the server (see "fifoq serve --help")
   fifoq bench [flags]   load-test an SQS endpoint and verify what it delivered
+  fifoq cluster CMD     status, leader, add, remove (see "fifoq cluster --help")
   fifoq version         print the version
 `)
 }

@@ -68,6 +68,11 @@ func (d *moveTaskDriver) run() {
 				ticker.Stop()
 				return
 			}
+			if !d.s.leading() {
+				// Only the leader ticks; it is kicked again when this
+				// node next becomes leader.
+				break
+			}
 			cmd := &engine.Command{Time: d.s.now().UnixNano(), Request: &engine.TickRequest{}, Entropy: newEntropy()}
 			if _, err := d.s.apply(context.Background(), cmd); err != nil {
 				d.s.logger.Warn("message move task tick failed", "err", err)
