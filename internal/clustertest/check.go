@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -37,8 +38,8 @@ type Report struct {
 	Groups, Unchecked int
 }
 
-// maxProblems bounds the problems one check reports.
-const maxProblems = 30
+// maxProblems bounds the problems of one kind a check reports.
+const maxProblems = 10
 
 // Check verifies a history that ended with a drain (every message left in
 // the queue received and deleted, after every visibility timeout ran out):
@@ -57,10 +58,16 @@ const maxProblems = 30
 //     model of a FIFO group (model.go) accepts.
 func Check(ops []Op, cfg CheckConfig) Report {
 	var r Report
+	// Each kind of problem (the text before the first colon) is reported
+	// up to maxProblems times, so that one kind cannot hide another.
+	perKind := map[string]int{}
 	add := func(format string, args ...any) {
-		if len(r.Problems) < maxProblems {
-			r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+		p := fmt.Sprintf(format, args...)
+		kind, _, _ := strings.Cut(p, ":")
+		if perKind[kind] < maxProblems {
+			r.Problems = append(r.Problems, p)
 		}
+		perKind[kind]++
 	}
 	var t0 time.Time
 	for _, op := range ops {

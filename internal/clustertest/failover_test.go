@@ -52,10 +52,11 @@ type workload struct {
 	clients  []*sqs.Client // one per node
 }
 
-// attempt runs call against node (preferred+try) % n until it answers
-// definitively: done (true) or refused (classified by refused). It returns
-// the op's outcome, the nodes tried and the last error. It gives up when
-// ctx ends, with an unknown outcome.
+// attempt runs call against node (preferred+try) % n, the next node at
+// each retry, until the server answers definitively: success, or an error
+// refused classifies as a refusal. It records in op the first invocation,
+// the final answer's time and outcome, the nodes tried and the last error;
+// when ctx ends first the outcome is unknown.
 func (w *workload) attempt(ctx context.Context, preferred int, op *Op, refused func(error) bool, call func(*sqs.Client) error) {
 	op.Invoke = time.Now()
 	for try := 0; ; try++ {
@@ -182,7 +183,7 @@ func (w *workload) send(ctx context.Context, cl *sqs.Client, msgs []Msg) ([]stri
 // consume receives (retrying with the same ReceiveRequestAttemptId),
 // and mostly deletes what it got; sometimes it gives a message back
 // (visibility 0) or leaves it to time out, so redelivery is exercised.
-func (w *workload) consume(ctx context.Context, c int, rng *rand.Rand, drain bool) int {
+func (w *workload) consume(ctx context.Context, c int, rng *rand.Rand, drain bool) {
 	attempt := 0
 	for ctx.Err() == nil {
 		attempt++
@@ -196,7 +197,7 @@ func (w *workload) consume(ctx context.Context, c int, rng *rand.Rand, drain boo
 			continue
 		}
 		if drain && len(op.Msgs) == 0 {
-			return 0
+			return
 		}
 		for _, m := range op.Msgs {
 			x := rng.Intn(20)
@@ -213,7 +214,6 @@ func (w *workload) consume(ctx context.Context, c int, rng *rand.Rand, drain boo
 			}
 		}
 	}
-	return 0
 }
 
 func (w *workload) receive(ctx context.Context, c int, attemptID string, max int32, rng *rand.Rand) Op {
@@ -284,18 +284,16 @@ func (w *workload) drain(t *testing.T, rng *rand.Rand) time.Time {
 
 // run is one failover run's settings.
 type run struct {
-	kills      int  // leader kills
-	follower   bool // then kill a follower
-	freeze     bool // then freeze a node
-	bins       []string
-	env        [][]string
-	measure    bool // measure each leader kill's failover time
-	failovers  []time.Duration
-	seed       int64
-	problems   []string
-	report     Report
-	counts     [4]int
-	visualizes string
+	kills     int  // leader kills
+	follower  bool // then kill a follower
+	freeze    bool // then freeze a node
+	bins      []string
+	env       [][]string
+	measure   bool // measure each leader kill's failover time
+	failovers []time.Duration
+	seed      int64
+	problems  []string
+	report    Report
 }
 
 // runFailover starts a 3-node cluster, runs the workload through r's
@@ -399,7 +397,6 @@ func runFailover(t *testing.T, r *run) {
 
 	ops := w.hist.Ops()
 	sent, delivered, deleted, unknown := Counts(ops)
-	r.counts = [4]int{sent, delivered, deleted, unknown}
 	t.Logf("history: %d operations; %d messages sent and acknowledged, %d deliveries, %d deletes acknowledged, %d operations without an answer",
 		len(ops), sent, delivered, deleted, unknown)
 	checkStart := time.Now()
@@ -436,10 +433,10 @@ func TestFailover(t *testing.T) {
 	reportFailovers(t, r.failovers)
 }
 
-// TestFailoverCatchesBrokenNode runs the same workload with one node built
-// to acknowledge what it never applies (the fifoq_faults build tag: see
-// internal/server/fault_inject.go): one run whose node loses acknowledged
-// sends, one whose node drops acknowledged deletes. The check must fail
+// TestFailoverCatchesBrokenNode runs the same workload on nodes built to
+// acknowledge what they never apply (the fifoq_faults build tag: see
+// internal/server/fault_inject.go): one run whose leader loses some
+// acknowledged sends, one whose leader drops some acknowledged deletes. The check must fail
 // both, or it could not catch a cluster that acknowledges before commit.
 func TestFailoverCatchesBrokenNode(t *testing.T) {
 	if testing.Short() {
@@ -451,7 +448,10 @@ func TestFailoverCatchesBrokenNode(t *testing.T) {
 		{"drop-delete:7", "undone delete"},
 	} {
 		t.Run(c.fault, func(t *testing.T) {
-			r := &run{kills: 1, bins: []string{bin}, env: [][]string{{"FIFOQ_TEST_FAULT=" + c.fault}}}
+			// Every node carries the fault: a follower forwards the raw
+			// request, so the fault acts wherever the leader is.
+			env := []string{"FIFOQ_TEST_FAULT=" + c.fault}
+			r := &run{kills: 1, bins: []string{bin, bin, bin}, env: [][]string{env, env, env}}
 			runFailover(t, r)
 			joined := strings.Join(r.problems, "\n")
 			if !strings.Contains(joined, c.want+":") {
