@@ -445,7 +445,7 @@ func TestFailoverCatchesBrokenNode(t *testing.T) {
 	bin := faultyBinary(t)
 	for _, c := range []struct{ fault, want string }{
 		{"lose-send:7", "lost"},
-		{"drop-delete:7", "undone delete"},
+		{"drop-delete:20", "undone delete"},
 	} {
 		t.Run(c.fault, func(t *testing.T) {
 			// Every node carries the fault: a follower forwards the raw
