@@ -376,6 +376,15 @@ func groupHistories(ops []Op, t0 time.Time) map[string][]porcupine.Operation {
 				o.got = ms
 			case Delete, Release:
 				in.dedup, in.handle = ms[0].Dedup, ms[0].Handle
+				if op.Kind == Release && op.Outcome == Refused && op.Attempts > 1 {
+					// An earlier attempt may have made the message visible
+					// and another receive taken it since, so that the
+					// retry found its handle expired: the release may have
+					// taken effect, before the final answer. (A delete
+					// has no such case: a retry of one that took effect
+					// finds the message gone, which succeeds.)
+					o.outcome = Unknown
+				}
 			}
 			out[g] = append(out[g], porcupine.Operation{ClientId: max(op.Client, 0), Input: in, Call: call, Output: o, Return: ret})
 		}

@@ -104,6 +104,16 @@ func TestCheckAcceptsGoodHistories(t *testing.T) {
 			b.recv(2, 2100, 2110, held(a1, "h2"))
 			b.del(2, 2200, 2210, OK, held(a1, "h2"))
 		}},
+		{"a release retried across a failover, refused because it had worked", func(b *hb) {
+			b.send(0, 0, 10, OK, a1)
+			b.recv(1, 20, 30, held(a1, "h1"))
+			// The first attempt made a1 visible but its answer was lost;
+			// c2 took a1; the retry found h1 expired.
+			b.op(Release, 1, 40, 900, Refused, held(a1, "h1"))
+			b.ops[len(b.ops)-1].Attempts = 2
+			b.recv(2, 100, 110, held(a1, "h2"))
+			b.del(2, 120, 130, OK, held(a1, "h2"))
+		}},
 		{"the head given back while later messages are held", func(b *hb) {
 			b.send(0, 0, 10, OK, a1, a2)
 			b.recv(1, 20, 30, held(a1, "h1"), held(a2, "h2"))
@@ -216,6 +226,13 @@ func TestCheckCatchesBadHistories(t *testing.T) {
 			b.recv(2, 2100, 2110, held(a1, "h2"))
 			b.del(1, 2200, 2210, OK, held(a1, "h1"))
 			b.del(2, 2300, 2310, OK, held(a1, "h2"))
+		}},
+		{"a release refused at its only attempt, yet its message taken", "", func(b *hb) {
+			b.send(0, 0, 10, OK, a1)
+			b.recv(1, 20, 30, held(a1, "h1"))
+			b.op(Release, 1, 40, 900, Refused, held(a1, "h1"))
+			b.recv(2, 100, 110, held(a1, "h2"))
+			b.del(2, 120, 130, OK, held(a1, "h2"))
 		}},
 		{"a message delivered that was never sent", "", func(b *hb) {
 			b.recv(1, 20, 30, held(a1, "h1"))

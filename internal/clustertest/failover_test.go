@@ -29,6 +29,7 @@ var (
 	flagSeed      = flag.Int64("cluster.seed", 0, "random seed (0: from the clock)")
 	flagVisualize = flag.String("cluster.visualize", "", "directory for porcupine's visualization of a group that is not linearizable")
 	flagFailovers = flag.String("cluster.failover-out", "", "file to append each measured failover time to (one duration a line)")
+	flagHistory   = flag.String("cluster.history-out", "", "file to write the run's history to (JSON), for TestCheckHistoryFile")
 )
 
 // parseFlags is called by TestMain.
@@ -396,6 +397,11 @@ func runFailover(t *testing.T, r *run) {
 	drainedAt := w.drain(t, rand.New(rand.NewSource(r.seed+2000)))
 
 	ops := w.hist.Ops()
+	if *flagHistory != "" {
+		if err := writeHistory(*flagHistory, ops, drainedAt); err != nil {
+			t.Errorf("write the history: %v", err)
+		}
+	}
 	sent, delivered, deleted, unknown := Counts(ops)
 	t.Logf("history: %d operations; %d messages sent and acknowledged, %d deliveries, %d deletes acknowledged, %d operations without an answer",
 		len(ops), sent, delivered, deleted, unknown)
