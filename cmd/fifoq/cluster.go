@@ -44,13 +44,21 @@ Flags:
 		return 2
 	}
 	sub := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	// Flags may come before or after the ID and address.
+	var rest []string
+	for more := args[1:]; ; {
+		if err := fs.Parse(more); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
 		}
-		return 2
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		more = fs.Args()[1:]
 	}
-	rest := fs.Args()
 	base := strings.TrimSuffix(*endpoint, "/")
 	ctx := context.Background()
 	cred := cliCredential()

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +44,8 @@ type clusterNode struct {
 	log               *replog.Raft
 	url               string
 	done              chan error
+	// leaderCalls counts Config.OnLeader calls on this node.
+	leaderCalls atomic.Int64
 }
 
 func (n *clusterNode) start(t *testing.T) {
@@ -64,6 +67,7 @@ func (n *clusterNode) start(t *testing.T) {
 	}
 	n.url = "http://" + ln.Addr().String()
 	srv, err := New(Config{Log: l, Engine: eng, Logger: quietLogger(), AdvertiseURL: n.url,
+		OnLeader: func(context.Context) { n.leaderCalls.Add(1) },
 		Verifier: &auth.Verifier{Store: store, DefaultAccount: DefaultAccount, Region: DefaultRegion}})
 	if err != nil {
 		t.Fatal(err)
@@ -311,6 +315,13 @@ func TestClusterLeaderFailover(t *testing.T) {
 	next := leaderOf(t, nodes)
 	if next == leader {
 		t.Fatal("the stopped node still leads")
+	}
+	// The leader's one-off work (the config file's queues) moved with the
+	// leadership.
+	for deadline := time.Now().Add(10 * time.Second); next.leaderCalls.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the new leader did not run the leader's work")
+		}
 	}
 	// A retried send with the same deduplication id is not duplicated
 	// across the failover.

@@ -181,6 +181,11 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, le
 	out.Header.Set(hdrForwardedBy, s.cluster.NodeID())
 	resp, err := s.fwd.client.Do(out)
 	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			// Nothing was sent: the request can go to the next leader.
+			return errNotSent
+		}
 		if r.Context().Err() != nil {
 			return api.ErrServiceUnavailable("The request ended before the leader answered.")
 		}
@@ -196,6 +201,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, le
 	_, _ = io.Copy(w, resp.Body)
 	return nil
 }
+
+// errNotSent is a forward that failed before anything reached the leader.
+var errNotSent = errors.New("the leader could not be reached")
 
 // hopHeader reports the headers that belong to one connection and are not
 // passed on (RFC 9110, 7.6.1).
@@ -258,7 +266,34 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.metrics.ObserveForward()
-		err = s.forward(w, r, body, addr)
+		deadline := time.Now().Add(leaderWait)
+		for {
+			err = s.forward(w, r, body, addr)
+			if !errors.Is(err, errNotSent) || time.Now().After(deadline) {
+				break
+			}
+			// The leader this node knew is gone: wait for the next one.
+			changed := s.cluster.LeadershipChanged()
+			if id, _ := s.cluster.Leader(); id != "" {
+				t := time.NewTimer(50 * time.Millisecond)
+				select {
+				case <-changed:
+				case <-t.C:
+				case <-r.Context().Done():
+				}
+				t.Stop()
+			}
+			if local, addr, err = s.route(r); local {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				s.serveAPI(w, r)
+				return
+			} else if err != nil {
+				break
+			}
+		}
+		if errors.Is(err, errNotSent) {
+			err = api.ErrServiceUnavailable("The cluster's leader could not be reached; the request was not carried out: retry.")
+		}
 	}
 	if err != nil {
 		protocol.WriteError(w, protocol.Detect(r), api.AsError(err), newUUID())
