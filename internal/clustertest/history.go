@@ -21,6 +21,7 @@ const (
 	Release
 )
 
+// String names the kind for reports.
 func (k Kind) String() string {
 	switch k {
 	case Send:
@@ -50,6 +51,7 @@ const (
 	Refused
 )
 
+// String names the outcome for reports.
 func (o Outcome) String() string {
 	switch o {
 	case OK:
