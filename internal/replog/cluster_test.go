@@ -392,3 +392,31 @@ func TestPeerTLSLoadsPEMFiles(t *testing.T) {
 		t.Error("a missing key file was accepted")
 	}
 }
+
+// TestClusterMinorityRefusesWrites leaves a leader alone: its write is
+// never acknowledged, but answered with a retryable error once it steps
+// down, and it stops leading.
+func TestClusterMinorityRefusesWrites(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	c := newClock()
+	createFIFO(t, leader.log, c)
+	for _, nd := range nodes {
+		if nd != leader {
+			nd.log.Close()
+			nd.log = nil
+		}
+	}
+	_, err := leader.log.Apply(context.Background(), &engine.Command{Time: c.next(), Caller: testQueue.Account, Queue: testQueue,
+		Request: &api.SendMessageRequest{QueueUrl: testQueue.Path(), MessageBody: "x", MessageGroupId: "g", MessageDeduplicationId: "x"}, MessageIDs: []string{"x"}})
+	var apiErr *api.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != 503 {
+		t.Fatalf("write on a leader without a majority: %v, want a 503", err)
+	}
+	if leader.log.Leading() {
+		t.Fatal("a node without a majority still leads")
+	}
+	if err := leader.log.ReadBarrier(context.Background()); err == nil {
+		t.Fatal("a node without a majority passed the read barrier")
+	}
+}
