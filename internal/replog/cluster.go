@@ -117,10 +117,9 @@ func (c *ClusterConfig) tune(rc *raft.Config) {
 	}
 	rc.HeartbeatTimeout = hb
 	rc.ElectionTimeout = el
+	// A leader that has not heard from a majority for this long steps
+	// down, failing its pending writes with a retryable error.
 	rc.LeaderLeaseTimeout = hb
-	if rc.LeaderLeaseTimeout > hb {
-		rc.LeaderLeaseTimeout = hb
-	}
 }
 
 // openTransport returns the node's transport: in memory for a cluster of

@@ -8,10 +8,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -348,5 +351,72 @@ func TestParsePeers(t *testing.T) {
 		if _, err := ParsePeers(bad); err == nil {
 			t.Errorf("ParsePeers(%q) accepted", bad)
 		}
+	}
+}
+
+func TestPeerTLSLoadsPEMFiles(t *testing.T) {
+	ca := newTestCA(t, "cluster CA")
+	cert := ca.issue(t, "n1")
+	dir := t.TempDir()
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	keyDER, err := x509.MarshalECPrivateKey(cert.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := PeerTLS{
+		CertFile: write("node.pem", "CERTIFICATE", cert.Certificate[0]),
+		KeyFile:  write("node-key.pem", "EC PRIVATE KEY", keyDER),
+		CAFile:   write("ca.pem", "CERTIFICATE", ca.cert.Raw),
+	}
+	conf, err := files.TLSConfig()
+	if err != nil {
+		t.Fatalf("TLSConfig: %v", err)
+	}
+	if len(conf.Certificates) != 1 || conf.VerifyConnection == nil || conf.ClientAuth != tls.RequireAnyClientCert {
+		t.Fatalf("config does not present a certificate and check the peer's: %+v", conf)
+	}
+	bad := files
+	bad.CAFile = files.KeyFile
+	if _, err := bad.TLSConfig(); err == nil {
+		t.Error("a CA file without a certificate was accepted")
+	}
+	bad = files
+	bad.KeyFile = filepath.Join(dir, "missing.pem")
+	if _, err := bad.TLSConfig(); err == nil {
+		t.Error("a missing key file was accepted")
+	}
+}
+
+// TestClusterMinorityRefusesWrites leaves a leader alone: its write is
+// never acknowledged, but answered with a retryable error once it steps
+// down, and it stops leading.
+func TestClusterMinorityRefusesWrites(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	c := newClock()
+	createFIFO(t, leader.log, c)
+	for _, nd := range nodes {
+		if nd != leader {
+			nd.log.Close()
+			nd.log = nil
+		}
+	}
+	_, err := leader.log.Apply(context.Background(), &engine.Command{Time: c.next(), Caller: testQueue.Account, Queue: testQueue,
+		Request: &api.SendMessageRequest{QueueUrl: testQueue.Path(), MessageBody: "x", MessageGroupId: "g", MessageDeduplicationId: "x"}, MessageIDs: []string{"x"}})
+	var apiErr *api.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != 503 {
+		t.Fatalf("write on a leader without a majority: %v, want a 503", err)
+	}
+	if leader.log.Leading() {
+		t.Fatal("a node without a majority still leads")
+	}
+	if err := leader.log.ReadBarrier(context.Background()); err == nil {
+		t.Fatal("a node without a majority passed the read barrier")
 	}
 }

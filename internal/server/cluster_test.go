@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/replog"
@@ -456,5 +457,59 @@ func TestClusterMembershipOverHTTP(t *testing.T) {
 	members, _ := leader.log.Members()
 	if len(members) != 3 {
 		t.Fatalf("members after remove: %v", members)
+	}
+}
+
+// TestSingleNodeDataDirGrowsIntoCluster upgrades a single-node server's
+// data dir: the same dir restarted with a raft address (under its node id,
+// node-1) keeps its queues and messages and leads a cluster of one, and a
+// second node started to join is added over HTTP and serves them.
+func TestSingleNodeDataDirGrowsIntoCluster(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	eng := engine.New(engine.Config{Region: DefaultRegion})
+	l, err := replog.OpenRaft(replog.RaftConfig{Dir: dir, MinFreeBytes: -1, Logger: quietLogger()}, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, err := New(Config{Log: l, Engine: eng, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := single.Do(ctx, DefaultAccount, &api.CreateQueueRequest{QueueName: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := single.Do(ctx, DefaultAccount, &api.SendMessageRequest{QueueUrl: "/" + DefaultAccount + "/kept", MessageBody: "from before"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := single.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	first := &clusterNode{id: "node-1", raftAddr: freeAddr(t), dir: dir}
+	first.cfg = replog.ClusterConfig{RaftAddr: first.raftAddr}
+	first.start(t)
+	defer first.stop()
+	leaderOf(t, []*clusterNode{first})
+	second := &clusterNode{id: "node-2", raftAddr: freeAddr(t), dir: t.TempDir()}
+	second.cfg = replog.ClusterConfig{RaftAddr: second.raftAddr, Join: true}
+	second.start(t)
+	defer second.stop()
+	add, _ := json.Marshal(map[string]string{"id": "node-2", "raft_addr": second.raftAddr})
+	if code, body := adminCall(t, http.MethodPost, first.url+"/cluster/members", add, ownKey); code != 200 {
+		t.Fatalf("add node-2: %d %s", code, body)
+	}
+	c := sdkClient(second.url, ownKey)
+	q, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("kept")})
+	if err != nil {
+		t.Fatalf("the upgraded dir's queue through the new member: %v", err)
+	}
+	out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl})
+	if err != nil || len(out.Messages) != 1 || *out.Messages[0].Body != "from before" {
+		t.Fatalf("the upgraded dir's message through the new member: %v %v", out, err)
+	}
+	members, _ := first.log.Members()
+	if len(members) != 2 || members[0].Addr != first.raftAddr {
+		t.Fatalf("members %v: want node-1 at %s and node-2", members, first.raftAddr)
 	}
 }
