@@ -60,6 +60,8 @@ var commands = []command{
 		fileFlags: []string{"data-dir"}},
 	{name: "healthcheck", args: "[flags]", summary: "exit 0 if a server's readiness probe answers 200 (a container's HEALTHCHECK)",
 		flags: func() *flag.FlagSet { return healthcheckFlagSet(&healthcheckOptions{}, io.Discard) }},
+	{name: "cluster", args: "status|leader|add ID HOST:PORT|remove ID [flags]", summary: "show a cluster's members and leader, and change its membership, through any member",
+		flags: func() *flag.FlagSet { return clusterFlagSet(&clusterCmdOptions{}, io.Discard) }, words: clusterSubcommands},
 	{name: "version", summary: "print the version, the commit and the Go release of this build"},
 	{name: "completion", args: "bash|zsh|fish", summary: "print a shell completion script", words: shells},
 	{name: "man", summary: "print the manual page (roff)"},

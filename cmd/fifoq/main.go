@@ -3,6 +3,7 @@
 //	fifoq serve [flags]         run the server
 //	fifoq bench [flags]         load-test an SQS endpoint and verify what it delivered
 //	fifoq healthcheck [flags]   ask a server's readiness probe (a container's HEALTHCHECK)
+//	fifoq cluster CMD ...        show and change a cluster's membership (status, leader, add, remove)
 //	fifoq version               print the version, commit and Go release
 //	fifoq completion SHELL      print a bash, zsh or fish completion script
 //	fifoq man                   print the manual page
@@ -38,6 +39,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return completionCmd(args[1:], stdout, stderr)
 	case "man":
 		return manCmd(args[1:], stdout, stderr)
+	case "cluster":
+		return clusterCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

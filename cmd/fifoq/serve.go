@@ -40,6 +40,8 @@ type serveOptions struct {
 	// recreateDelay and purgeDelay are SQS's cool-downs; 0 turns one off.
 	recreateDelay time.Duration
 	purgeDelay    time.Duration
+	// cluster holds the flags of a cluster member (serve_cluster.go).
+	cluster clusterOptions
 }
 
 func serve(args []string, stdout, stderr io.Writer) int {
@@ -74,6 +76,7 @@ func serveFlagSet(opts *serveOptions, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&opts.recreateDelay, "recreate-delay", api.QueueDeletionCooldown, "how long after DeleteQueue a queue of the same name cannot be created (QueueDeletedRecently, as SQS); 0 turns it off")
 	fs.DurationVar(&opts.purgeDelay, "purge-delay", api.PurgeInterval, "how long after PurgeQueue the queue cannot be purged again (PurgeQueueInProgress, as SQS); 0 turns it off")
 	fs.StringVar(&opts.config, "config", "", "YAML config file of settings and queues to declare at start (env FIFOQ_CONFIG); flags and FIFOQ_* variables override its settings")
+	opts.cluster.define(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: fifoq serve [flags]\n\nRuns the SQS-compatible server.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -103,6 +106,10 @@ func serveParsed(fs *flag.FlagSet, o *serveOptions, stdout, stderr io.Writer) in
 		return 2
 	}
 
+	if err := opts.cluster.check(opts.inMemory); err != nil {
+		fmt.Fprintf(stderr, "fifoq serve: %v\n", err)
+		return 2
+	}
 	if (opts.tlsCert == "") != (opts.tlsKey == "") {
 		fmt.Fprintln(stderr, "fifoq serve: --tls-cert and --tls-key go together")
 		return 2
@@ -148,7 +155,14 @@ write and delete every queue. Either
 		cmdLog = replog.NewMemory(eng)
 	} else {
 		began := time.Now()
-		raftLog, err := replog.OpenRaft(replog.RaftConfig{Dir: opts.dataDir, Logger: logger, MinFreeBytes: minFreeBytes(opts.minFree), Observer: reg.LogObserver()}, eng)
+		clusterCfg, err := opts.cluster.raftCluster()
+		if err != nil {
+			ln.Close()
+			logger.Error("cannot set up the cluster", "err", err)
+			return 1
+		}
+		raftLog, err := replog.OpenRaft(replog.RaftConfig{Dir: opts.dataDir, NodeID: opts.cluster.nodeID, Cluster: clusterCfg,
+			Logger: logger, MinFreeBytes: minFreeBytes(opts.minFree), Observer: reg.LogObserver()}, eng)
 		if err != nil {
 			ln.Close()
 			logger.Error("cannot open data dir", "dir", opts.dataDir, "err", err)
@@ -162,9 +176,23 @@ write and delete every queue. Either
 		logger.Warn("--insecure: no credentials are configured and the server listens beyond loopback; every request is accepted, unsigned or not, and anyone who can reach it can read, write and delete every queue", "listen", opts.listen)
 	}
 	verifier := &auth.Verifier{Store: store, DefaultAccount: opts.account, Region: opts.region, Now: time.Now}
-	srv, err := server.New(server.Config{Account: opts.account, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier,
+	// In a cluster the config file's queues are declared by the leader,
+	// each time a node becomes leader; srv is set before any can.
+	var srv *server.Server
+	var leaderWork func(context.Context)
+	if opts.cluster.clustered() && cfg != nil {
+		leaderWork = func(ctx context.Context) {
+			go func() {
+				if err := applyConfigTo(ctx, srv, cfg, opts, logger); err != nil && ctx.Err() == nil {
+					logger.Error("cannot apply the config file on becoming leader", "err", err)
+				}
+			}()
+		}
+	}
+	srv, err = server.New(server.Config{Account: opts.account, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier,
 		Metrics: reg, LogRequests: opts.logReqs,
-		RecreateDelay: serverDelay(opts.recreateDelay), PurgeDelay: serverDelay(opts.purgeDelay)})
+		RecreateDelay: serverDelay(opts.recreateDelay), PurgeDelay: serverDelay(opts.purgeDelay),
+		AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != ""), OnLeader: leaderWork})
 	if err != nil {
 		cmdLog.Close()
 		ln.Close()
@@ -173,7 +201,7 @@ write and delete every queue. Either
 	}
 	// The file's queues are declared before the first connection is
 	// accepted, so that clients never see the server without them.
-	if cfg != nil {
+	if cfg != nil && !opts.cluster.clustered() {
 		if err := applyConfig(srv, cfg, opts, logger); err != nil {
 			logger.Error("cannot apply the config file", "err", err)
 			srv.Shutdown(context.Background())
@@ -193,8 +221,15 @@ write and delete every queue. Either
 		"account", opts.account, "region", opts.region, "storage", storage, "auth", authMode, "log_requests", opts.logReqs,
 		"recreate_delay", opts.recreateDelay, "purge_delay", opts.purgeDelay)
 
+	if opts.cluster.clustered() {
+		logger.Info("cluster member", "node_id", opts.cluster.nodeID, "raft_addr", opts.cluster.raftAddr,
+			"peers", opts.cluster.peers, "join", opts.cluster.join, "raft_tls", opts.cluster.tlsCert != "")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if opts.cluster.join != "" {
+		go joinCluster(ctx, opts.cluster.join, opts.cluster, clusterCredential(opts, cfg), opts.region, logger)
+	}
 	errc := make(chan error, 1)
 	go func() {
 		if opts.tlsCert != "" {
@@ -248,6 +283,16 @@ func minFreeBytes(mb int64) int64 {
 // FIFOQ_ACCESS_KEY_ID / FIFOQ_SECRET_ACCESS_KEY environment variables and
 // of the config file's credentials.keys (cfg may be nil).
 func loadCredentials(opts serveOptions, cfg *config.File) (*auth.Store, int, error) {
+	creds, err := gatherCredentials(opts, cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	store, err := auth.NewStore(creds)
+	return store, len(creds), err
+}
+
+// gatherCredentials lists the access keys loadCredentials puts in a store.
+func gatherCredentials(opts serveOptions, cfg *config.File) ([]auth.Credential, error) {
 	var creds []auth.Credential
 	if cfg != nil {
 		creds = append(creds, cfg.Credentials(opts.account)...)
@@ -255,17 +300,15 @@ func loadCredentials(opts serveOptions, cfg *config.File) (*auth.Store, int, err
 	if opts.creds != "" {
 		c, err := auth.LoadCredentialsFile(opts.creds)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		creds = append(creds, c...)
 	}
 	env, err := auth.CredentialsFromEnv(os.Getenv, opts.account)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	creds = append(creds, env...)
-	store, err := auth.NewStore(creds)
-	return store, len(creds), err
+	return append(creds, env...), nil
 }
 
 // isLoopback reports whether a listen address accepts connections from

@@ -37,7 +37,12 @@ func loadConfig(fs *flag.FlagSet) (*config.File, error) {
 // account and in the region of opts, and logs one line that says which
 // file was applied and what it did to its queues.
 func applyConfig(srv *server.Server, f *config.File, opts serveOptions, logger *slog.Logger) error {
-	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
+	return applyConfigTo(context.Background(), srv, f, opts, logger)
+}
+
+// applyConfigTo is applyConfig under ctx.
+func applyConfigTo(ctx context.Context, srv *server.Server, f *config.File, opts serveOptions, logger *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
 	res, err := f.Apply(ctx, srv, opts.account, opts.region)
 	if err != nil {

@@ -196,6 +196,15 @@ queues:
       FifoQueue: false
 recreate_delay: 0
 purge_delay: 1m30s
+node_id: n1
+raft_addr: 10.0.0.1:7000
+peers: n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000
+join: http://10.0.0.2:9324
+advertise_url: http://10.0.0.1:9324
+raft_tls:
+  cert: tls/node.pem
+  key: tls/node-key.pem
+  ca: tls/ca.pem
 `
 	f, err := Parse("/etc/fifoq/fifoq.yaml", []byte(file), env{"FIFOQ_TEST_SECRET": "from-env"}.lookup)
 	if err != nil {
@@ -207,6 +216,9 @@ purge_delay: 1m30s
 		"log.requests": "true", "credentials.file": "/etc/fifoq/credentials",
 		"tls.cert": "/etc/fifoq/tls/cert.pem", "tls.key": "/etc/fifoq/tls/key.pem",
 		"recreate_delay": "0", "purge_delay": "1m30s",
+		"node_id": "n1", "raft_addr": "10.0.0.1:7000", "peers": "n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000",
+		"join": "http://10.0.0.2:9324", "advertise_url": "http://10.0.0.1:9324",
+		"raft_tls.cert": "/etc/fifoq/tls/node.pem", "raft_tls.key": "/etc/fifoq/tls/node-key.pem", "raft_tls.ca": "/etc/fifoq/tls/ca.pem",
 	}
 	for _, s := range Settings {
 		got, ok := f.Setting(s.Key)

@@ -62,6 +62,14 @@ var Settings = []Setting{
 	{Key: "tls.key", Flag: "tls-key", Env: "FIFOQ_TLS_KEY", Kind: Path},
 	{Key: "recreate_delay", Flag: "recreate-delay", Env: "FIFOQ_RECREATE_DELAY", Kind: Duration},
 	{Key: "purge_delay", Flag: "purge-delay", Env: "FIFOQ_PURGE_DELAY", Kind: Duration},
+	{Key: "node_id", Flag: "node-id", Env: "FIFOQ_NODE_ID", Kind: String},
+	{Key: "raft_addr", Flag: "raft-addr", Env: "FIFOQ_RAFT_ADDR", Kind: String},
+	{Key: "peers", Flag: "peers", Env: "FIFOQ_PEERS", Kind: String},
+	{Key: "join", Flag: "join", Env: "FIFOQ_JOIN", Kind: String},
+	{Key: "advertise_url", Flag: "advertise-url", Env: "FIFOQ_ADVERTISE_URL", Kind: String},
+	{Key: "raft_tls.cert", Flag: "raft-tls-cert", Env: "FIFOQ_RAFT_TLS_CERT", Kind: Path},
+	{Key: "raft_tls.key", Flag: "raft-tls-key", Env: "FIFOQ_RAFT_TLS_KEY", Kind: Path},
+	{Key: "raft_tls.ca", Flag: "raft-tls-ca", Env: "FIFOQ_RAFT_TLS_CA", Kind: Path},
 }
 
 // The config file's own flag and environment variable.

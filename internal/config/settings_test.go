@@ -18,6 +18,7 @@ type serveFlags struct {
 	minFree                             int64
 	inMemory, insecure, logJSON, logReq bool
 	recreateDelay, purgeDelay           time.Duration
+	cluster                             [8]string
 }
 
 func newServeFlags(t *testing.T, args ...string) *serveFlags {
@@ -38,6 +39,9 @@ func newServeFlags(t *testing.T, args ...string) *serveFlags {
 	f.fs.StringVar(&f.tlsKey, "tls-key", "", "")
 	f.fs.DurationVar(&f.recreateDelay, "recreate-delay", 60*time.Second, "")
 	f.fs.DurationVar(&f.purgeDelay, "purge-delay", 60*time.Second, "")
+	for i, name := range []string{"node-id", "raft-addr", "peers", "join", "advertise-url", "raft-tls-cert", "raft-tls-key", "raft-tls-ca"} {
+		f.fs.StringVar(&f.cluster[i], name, "", "")
+	}
 	f.fs.StringVar(&f.config, "config", "", "")
 	if err := f.fs.Parse(args); err != nil {
 		t.Fatal(err)

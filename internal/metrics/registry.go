@@ -32,6 +32,8 @@ type Registry struct {
 
 	logOnce sync.Once
 	log     *LogObserver
+
+	cluster clusterMetrics
 }
 
 // New returns a Registry with the request metrics and the Go runtime and

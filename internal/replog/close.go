@@ -63,6 +63,7 @@ func (l *Raft) shutdown() {
 		err = fmt.Errorf("stop raft: %w", werr)
 	}
 	l.raft.DeregisterObserver(l.raftObs)
+	l.stopCluster()
 	// An Apply that raced with close(quit) may have queued its command
 	// after the batcher's last look: answer it, then release any wait
 	// still open.

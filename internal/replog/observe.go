@@ -2,7 +2,6 @@ package replog
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -37,7 +36,8 @@ func (f *fsm) observeSnapshot() {
 }
 
 // Ready reports whether the log can take writes now, and if not, why: it
-// must be open, this node must lead its cluster, no log entry may have
+// must be open, this node must lead its cluster (or, in a networked
+// cluster, follow a leader it heard from recently), no log entry may have
 // failed to apply, and the disk guard (MinFreeBytes) must allow writes.
 // It is what a readiness probe asks; it changes nothing but the disk
 // guard's view of free space, which a write would refresh the same way.
@@ -48,7 +48,10 @@ func (l *Raft) Ready() error {
 	default:
 	}
 	if st := l.raft.State(); st != raft.Leader {
-		return fmt.Errorf("this node is not the leader (it is %s)", st)
+		// A cluster's follower is ready while it can forward to a leader.
+		if err := l.followerReady(); err != nil {
+			return err
+		}
 	}
 	if _, err := l.fsm.failure(); err != nil {
 		// The details (file, entry) are in the server's log, not here:

@@ -56,6 +56,9 @@ type RaftConfig struct {
 	// to make a disk write hang, which a real disk cannot be made to do
 	// on demand.
 	wrapStore func(raft.LogStore) raft.LogStore
+	// Cluster, if not nil, makes the log a member of a cluster over TCP
+	// (cluster.go); nil is a cluster of one, as the data dir always was.
+	Cluster *ClusterConfig
 }
 
 func (c *RaftConfig) setDefaults() {
@@ -114,6 +117,7 @@ type Raft struct {
 	stopped  chan struct{}
 	stopOnce sync.Once
 	raftObs  *raft.Observer
+	cluster  *clusterState // nil for a cluster of one
 	snapReq  chan struct{} // the fsm asks for a snapshot by size
 	lowDisk  atomic.Bool   // writes are being refused for lack of space
 	wg       sync.WaitGroup
@@ -217,8 +221,21 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	rc.SnapshotInterval = 30 * time.Second
 	rc.TrailingLogs = 1024
 	rc.NoSnapshotRestoreOnStart = false
+	if cfg.Cluster != nil {
+		cfg.Cluster.tune(rc)
+	}
 
-	addr, transport := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
+	addr, transport, cluster, err := openTransport(&cfg, hlog)
+	if err != nil {
+		wal.Close()
+		return nil, err
+	}
+	closeTransport := func() {
+		if cluster != nil {
+			cluster.trans.Close()
+			cluster.mux.Close()
+		}
+	}
 	snapReq := make(chan struct{}, 1)
 	// l is set below, before any entry is held: the fsm answers only held
 	// entries, which commit creates once the log is running.
@@ -233,12 +250,17 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 
 	existing, err := raft.HasExistingState(wal, wal, snaps)
 	if err != nil {
+		closeTransport()
 		wal.Close()
 		return nil, fmt.Errorf("inspect log %s: %w", cfg.Dir, err)
 	}
 	if !existing {
-		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: addr}}}
-		if err := raft.BootstrapCluster(rc, wal, wal, snaps, transport, boot); err != nil {
+		boot, doBoot, err := bootConfiguration(&cfg, addr)
+		if err == nil && doBoot {
+			err = raft.BootstrapCluster(rc, wal, wal, snaps, transport, boot)
+		}
+		if err != nil {
+			closeTransport()
 			wal.Close()
 			return nil, fmt.Errorf("bootstrap log in %s: %w", cfg.Dir, err)
 		}
@@ -249,11 +271,12 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	}
 	r, err := raft.NewRaft(rc, f, store, wal, snaps, transport)
 	if err != nil {
+		closeTransport()
 		wal.Close()
 		return nil, fmt.Errorf("start log in %s: %w", cfg.Dir, err)
 	}
 	l = &Raft{
-		cfg: cfg, logger: cfg.Logger, raft: r, fsm: f, wal: wal, lock: lock,
+		cfg: cfg, logger: cfg.Logger, raft: r, fsm: f, wal: wal, lock: lock, cluster: cluster,
 		submit:   make(chan *pending, 4096),
 		inflight: make(chan struct{}, maxInflightEntries),
 		quit:     make(chan struct{}),
@@ -270,7 +293,17 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		return false
 	})
 	r.RegisterObserver(l.raftObs)
-	if err := l.waitReady(); err != nil {
+	if err := l.checkMembership(existing); err != nil {
+		r.Shutdown().Error()
+		l.stopCluster()
+		wal.Close()
+		return nil, err
+	}
+	if cluster != nil {
+		// A member of a cluster serves at once: a follower forwards to
+		// the leader, and no leader may be elected until more nodes start.
+		l.startCluster()
+	} else if err := l.waitReady(); err != nil {
 		r.Shutdown().Error()
 		wal.Close()
 		return nil, err

@@ -73,12 +73,14 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.req = req
 	traceHeaderAttribute(req, r.Header.Get("X-Amzn-Trace-Id"))
-	resp, err := s.do(withTransport(r.Context(), r.TLS != nil), caller, req)
+	// A request a follower forwarded is answered as the follower saw it.
+	base, secure := forwardedView(r)
+	resp, err := s.doOrFault(withTransport(r.Context(), secure), caller, req)
 	if err != nil {
 		fail(api.AsError(err))
 		return
 	}
-	rewriteQueueURLs(resp, baseURL(r))
+	rewriteQueueURLs(resp, base)
 	protocol.WriteResponse(sw, proto, req.Action(), resp, rec.id)
 }
 
@@ -147,6 +149,9 @@ func (s *Server) doRequest(ctx context.Context, caller string, req api.Request) 
 		cmd.PurgeDelay = s.cfg.PurgeDelay
 	}
 	if req.Action().ReadOnly() {
+		if err := s.readBarrier(ctx); err != nil {
+			return nil, err
+		}
 		return s.read(cmd)
 	}
 	cmd.Entropy = newEntropy()

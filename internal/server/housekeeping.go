@@ -95,7 +95,7 @@ func (h *housekeeper) run() {
 // left.
 func (h *housekeeper) step() (applied, more bool, err error) {
 	s := h.s
-	if s.ready() != "" {
+	if s.ready() != "" || !s.leading() {
 		return false, false, nil
 	}
 	now := s.now().UnixNano()

@@ -84,6 +84,11 @@ func (d *moveTaskDriver) run() {
 			case <-d.quit:
 				return
 			}
+			if !d.s.leading() {
+				// Only the leader ticks; it is kicked again when this
+				// node next becomes leader.
+				break
+			}
 			next = moveTaskTick
 			cmd := &engine.Command{Time: d.s.now().UnixNano(), Request: &engine.TickRequest{Moves: engine.DefaultTickMoves}, Entropy: newEntropy()}
 			resp, err := d.s.apply(d.ctx, cmd)

@@ -76,6 +76,14 @@ type Config struct {
 	// log replays the same whatever the settings of a later start.
 	RecreateDelay time.Duration
 	PurgeDelay    time.Duration
+	// AdvertiseURL is the URL clients reach this node's SQS endpoint by,
+	// answered by GET /cluster/leader and /cluster/status.
+	AdvertiseURL string
+	// OnLeader, if not nil, runs each time this node becomes its cluster's
+	// leader (on a cluster of one: never; the caller does its work at
+	// start), with a context that ends when the leadership does. It must
+	// not block for long: it runs on the goroutine that follows leadership.
+	OnLeader func(ctx context.Context)
 }
 
 // DefaultMaxLongPolls is the default bound on receives waiting at once.
@@ -118,6 +126,13 @@ type Server struct {
 	done     chan struct{}
 	doneOnce sync.Once
 	httpSrv  *http.Server
+
+	// status is the log's view of itself, if it has one (replog.Raft);
+	// cluster is set when the log is a networked cluster's member.
+	status    clusterLog
+	cluster   clusterLog
+	fwd       *forwarder
+	clusterRT *clusterRuntime
 }
 
 // New returns a Server for cfg.
@@ -175,6 +190,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.Engine.SetAvailableHook(s.notifier.signal)
 	s.movers = newMoveTaskDriver(s)
 	s.keeper = newHousekeeper(s)
+	s.initCluster()
 	s.httpSrv = &http.Server{
 		Handler:           s.Handler(),
 		MaxHeaderBytes:    MaxHeaderBytes,
@@ -195,7 +211,8 @@ func New(cfg Config) (*Server, error) {
 // A queue URL has two path segments, so none is shadowed.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", s.serveAPI)
+	mux.HandleFunc("/", s.serveRouted)
+	s.registerCluster(mux)
 	mux.Handle("GET /metrics", s.metrics.Handler(s.logger))
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /readyz", s.serveReady)
@@ -208,6 +225,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) Serve(ln net.Listener) error {
 	s.movers.start()
 	s.keeper.start()
+	s.startCluster()
 	err := s.httpSrv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -219,6 +237,7 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) ServeTLS(ln net.Listener, certFile, keyFile string) error {
 	s.movers.start()
 	s.keeper.start()
+	s.startCluster()
 	err := s.httpSrv.ServeTLS(ln, certFile, keyFile)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -232,6 +251,7 @@ func (s *Server) ServeTLS(ln net.Listener, certFile, keyFile string) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.doneOnce.Do(func() { close(s.done) })
 	err := s.httpSrv.Shutdown(ctx)
+	s.stopCluster(ctx)
 	s.movers.stop()
 	s.keeper.stop()
 	if cerr := s.log.Close(); cerr != nil && err == nil {

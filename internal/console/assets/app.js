@@ -456,7 +456,7 @@
     const themeBtn = h("button", { class: "tb-btn", id: "theme", type: "button", onclick: () => cycleTheme(themeBtn) }, themeLabel());
     const bar = h("header", { class: "topbar" },
       h("a", { class: "brand", href: "#/queues" }, h("img", { src: "static/icon.svg", alt: "" }), "fifoq", h("small", {}, "console")),
-      h("nav", { class: "topnav" }, h("a", { href: "#/queues", class: "active" }, "Queues")),
+      h("nav", { class: "topnav" }, h("a", { href: "#/queues", class: "active", id: "nav-queues" }, "Queues"), h("a", { href: "#/cluster", id: "nav-cluster" }, "Cluster")),
       h("div", { class: "spacer" }),
       h("span", { class: "live", id: "live" }, h("span", { class: "dot" }), h("span", {}, "Live")),
       refresh,
@@ -493,11 +493,66 @@
     const params = new URLSearchParams(qs || "");
     window.scrollTo(0, 0);
     if (poller.ms === 0) poll(); // paused: fetch once for the new page
+    clearInterval(clusterTimer);
+    const onCluster = parts[0] === "cluster";
+    for (const [id, on] of [["nav-queues", !onCluster], ["nav-cluster", onCluster]]) {
+      const a = document.getElementById(id);
+      if (a) a.classList.toggle("active", on);
+    }
+    if (onCluster) return showCluster();
     if (parts[0] === "queues" && parts[1]) return showQueue(parts[1], parts[2] || "overview", params);
     return showQueues();
   }
 
   window.addEventListener("hashchange", route);
+
+  // ------------------------------------------------------------- cluster
+
+  // showCluster shows the cluster's members and leader, from the server's
+  // GET /cluster/status (outside the console's API), refreshed every 2 s.
+  let clusterTimer = 0;
+  function showCluster() {
+    const note = h("div", { class: "sub" }, "");
+    const tbody = h("tbody");
+    const table = h("table", { class: "data", id: "cluster-table" },
+      h("thead", {}, h("tr", {},
+        h("th", {}, "Node"), h("th", {}, "Raft address"), h("th", {}, "State"), h("th", { class: "num" }, "Term"),
+        h("th", { class: "num" }, "Applied"), h("th", { class: "num" }, "Lag"), h("th", {}, "Last contact"), h("th", {}, "SQS endpoint"))),
+      tbody);
+    put(clear(main),
+      h("div", { class: "page-head" }, h("div", { class: "titles" }, h("h1", {}, "Cluster"), note)),
+      h("section", { class: "panel" }, h("div", { class: "table-wrap" }, table)));
+    async function load() {
+      let data;
+      try {
+        const res = await fetch("../cluster/status", { headers: { Accept: "application/json" }, credentials: "same-origin" });
+        data = await res.json();
+        if (!res.ok) throw new Error(data && data.error ? data.error : res.status + " " + res.statusText);
+      } catch (e) {
+        note.textContent = "The cluster's status cannot be shown: " + e.message;
+        clear(tbody);
+        return;
+      }
+      note.textContent = "leader: " + (data.leader_id || "none") + " · asked node " + data.node_id;
+      put(clear(tbody), data.members.map((m) => {
+        const st = m.status;
+        let contact = "";
+        if (m.leader) contact = "leader";
+        else if (st && st.last_contact && !st.last_contact.startsWith("0001")) contact = fmtInt(Math.max(0, Date.now() - Date.parse(st.last_contact))) + " ms ago";
+        return h("tr", { class: m.leader ? "open" : null },
+          h("td", { class: "name" }, h("b", {}, m.id), m.voter ? null : " (non-voter)"),
+          h("td", { class: "mono" }, m.raft_addr || ""),
+          h("td", {}, st ? st.state : "unreachable" + (m.error ? " (" + m.error + ")" : "")),
+          h("td", { class: "num" }, st ? fmtInt(st.term) : ""),
+          h("td", { class: "num" }, st ? fmtInt(st.applied_index) : ""),
+          h("td", { class: "num" }, st ? fmtInt(m.lag) : ""),
+          h("td", {}, contact),
+          h("td", { class: "mono" }, st && st.sqs_endpoint ? st.sqs_endpoint : ""));
+      }));
+    }
+    load();
+    clusterTimer = setInterval(load, 2000);
+  }
 
   // ---------------------------------------------------------------- sign-in
 

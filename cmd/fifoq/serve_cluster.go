@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/auth"
+	"github.com/fifoq/fifoq/internal/config"
+	"github.com/fifoq/fifoq/internal/replog"
+)
+
+// clusterOptions are the flags that make fifoq serve a cluster member.
+type clusterOptions struct {
+	nodeID       string
+	raftAddr     string
+	peers        string
+	join         string
+	advertiseURL string
+	tlsCert      string
+	tlsKey       string
+	tlsCA        string
+}
+
+// defaultNodeID is the node id of a server started without --node-id: the
+// id every single-node data dir was created under.
+const defaultNodeID = "node-1"
+
+func (c *clusterOptions) define(fs *flag.FlagSet) {
+	fs.StringVar(&c.nodeID, "node-id", defaultNodeID, "this node's id in its cluster (a single-node data dir was created as node-1)")
+	fs.StringVar(&c.raftAddr, "raft-addr", "", "HOST:PORT this node listens on for the other nodes of its cluster, and by which they reach it; without it the server is a cluster of one")
+	fs.StringVar(&c.peers, "peers", "", "the initial members of a new cluster, this node included: ID=HOST:PORT,ID=HOST:PORT,... (their raft addresses); used only when the data dir has no state")
+	fs.StringVar(&c.join, "join", "", "URL of a running member's SQS endpoint to ask to add this node (a node with no state then waits to be added instead of bootstrapping)")
+	fs.StringVar(&c.advertiseURL, "advertise-url", "", "URL of this node's SQS endpoint as clients reach it, answered by /cluster/leader (default: the scheme and listen address)")
+	fs.StringVar(&c.tlsCert, "raft-tls-cert", "", "certificate (PEM) this node presents to the other nodes; with --raft-tls-key and --raft-tls-ca, all node-to-node traffic is mutual TLS")
+	fs.StringVar(&c.tlsKey, "raft-tls-key", "", "private key (PEM) for --raft-tls-cert")
+	fs.StringVar(&c.tlsCA, "raft-tls-ca", "", "CA certificate (PEM): a node refuses peers whose certificate this CA did not sign")
+}
+
+// clustered reports whether the flags make this server a networked member.
+func (c *clusterOptions) clustered() bool { return c.raftAddr != "" }
+
+// check validates the cluster flags together.
+func (c *clusterOptions) check(inMemory bool) error {
+	if c.nodeID == "" || strings.ContainsAny(c.nodeID, "=, /") {
+		return fmt.Errorf("--node-id %q: give a non-empty id without '=', ',', '/' or spaces", c.nodeID)
+	}
+	if !c.clustered() {
+		if c.peers != "" || c.join != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsCA != "" {
+			return errors.New("--peers, --join and --raft-tls-* need --raft-addr")
+		}
+		return nil
+	}
+	if inMemory {
+		return errors.New("--in-memory cannot be a cluster member: a cluster needs the durable log")
+	}
+	if err := replog.CheckRaftAddr(c.raftAddr); err != nil {
+		return fmt.Errorf("--raft-addr: %w", err)
+	}
+	if c.peers != "" && c.join != "" {
+		return errors.New("--peers bootstraps a new cluster and --join joins a running one: give one")
+	}
+	if _, err := replog.ParsePeers(c.peers); err != nil {
+		return fmt.Errorf("--peers: %w", err)
+	}
+	n := 0
+	for _, f := range []string{c.tlsCert, c.tlsKey, c.tlsCA} {
+		if f != "" {
+			n++
+		}
+	}
+	if n != 0 && n != 3 {
+		return errors.New("--raft-tls-cert, --raft-tls-key and --raft-tls-ca go together")
+	}
+	return nil
+}
+
+// raftCluster turns the flags into the log's cluster configuration (nil
+// for a cluster of one).
+func (c *clusterOptions) raftCluster() (*replog.ClusterConfig, error) {
+	if !c.clustered() {
+		return nil, nil
+	}
+	peers, err := replog.ParsePeers(c.peers)
+	if err != nil {
+		return nil, err
+	}
+	cc := &replog.ClusterConfig{RaftAddr: c.raftAddr, Peers: peers, Join: c.join != ""}
+	if c.tlsCert != "" {
+		cc.TLS, err = replog.PeerTLS{CertFile: c.tlsCert, KeyFile: c.tlsKey, CAFile: c.tlsCA}.TLSConfig()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return cc, nil
+}
+
+// advertise returns the URL clients reach this node's SQS endpoint by.
+func (c *clusterOptions) advertise(ln net.Listener, https bool) string {
+	if c.advertiseURL != "" {
+		return strings.TrimSuffix(c.advertiseURL, "/")
+	}
+	scheme := "http"
+	if https {
+		scheme = "https"
+	}
+	addr := ln.Addr().String()
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			if name, err := os.Hostname(); err == nil {
+				addr = net.JoinHostPort(name, port)
+			}
+		}
+	}
+	return scheme + "://" + addr
+}
+
+// joinCluster asks the member at url to add this node, until it is added
+// or ctx ends. The request is signed with cred (if not zero), as
+// fifoq cluster add signs it.
+func joinCluster(ctx context.Context, url string, c clusterOptions, cred auth.Credential, region string, logger *slog.Logger) {
+	body, _ := json.Marshal(map[string]string{"id": c.nodeID, "raft_addr": c.raftAddr})
+	delay := 500 * time.Millisecond
+	for {
+		status, answer, err := adminRequest(ctx, http.MethodPost, strings.TrimSuffix(url, "/")+"/cluster/members", body, cred, region)
+		if err == nil && status == http.StatusOK {
+			logger.Info("joined the cluster", "via", url, "node_id", c.nodeID, "raft_addr", c.raftAddr)
+			return
+		}
+		if err == nil {
+			err = fmt.Errorf("%d: %s", status, strings.TrimSpace(string(answer)))
+		}
+		logger.Warn("cannot join the cluster yet; retrying", "via", url, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// adminRequest sends a cluster request, signed with SigV4 as an SQS
+// request is when cred has a key.
+func adminRequest(ctx context.Context, method, url string, body []byte, cred auth.Credential, region string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if cred.AccessKeyID != "" {
+		if err := auth.SignRequest(req, body, cred, region, time.Now()); err != nil {
+			return 0, nil, err
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return resp.StatusCode, answer, err
+}
+
+// clusterCredential picks the key a node signs its join request with: one
+// of the server's own account.
+func clusterCredential(opts serveOptions, cfgFile *config.File) auth.Credential {
+	creds, _ := gatherCredentials(opts, cfgFile)
+	for _, c := range creds {
+		if c.Account == opts.account {
+			return c
+		}
+	}
+	return auth.Credential{}
+}

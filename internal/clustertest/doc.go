@@ -1,0 +1,17 @@
+// Package clustertest holds fifoq's cluster failover test: it runs three
+// real fifoq processes as a Raft cluster on loopback, drives them with SQS
+// producers and consumers spread over all nodes, kills the leader with
+// SIGKILL again and again, then a follower, freezes a node with SIGSTOP and
+// thaws it, and checks the recorded history of every operation.
+//
+// The checker (Check) is ordinary code so that its unit tests can feed it
+// made-up histories: it looks for lost messages, undone deletes, broken
+// group order, groups held by two consumers at once and duplicates inside
+// the deduplication interval, and checks each message group's history for
+// linearizability with porcupine against a model of one FIFO group.
+//
+// The test builds the binary itself and runs in a short form by default;
+// a soak runs with
+//
+//	go test ./internal/clustertest -run TestFailover -cluster.kills=20
+package clustertest

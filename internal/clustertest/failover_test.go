@@ -1,0 +1,500 @@
+package clustertest
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+)
+
+var (
+	flagKills     = flag.Int("cluster.kills", 3, "how many times the leader is killed with SIGKILL (≥ 20 for a soak)")
+	flagInterval  = flag.Duration("cluster.interval", 2*time.Second, "mean time between disruptions")
+	flagProducers = flag.Int("cluster.producers", 4, "concurrent producers (each with its own message groups)")
+	flagConsumers = flag.Int("cluster.consumers", 4, "concurrent consumers")
+	flagFreeze    = flag.Duration("cluster.freeze", 3*time.Second, "how long a node stays frozen by SIGSTOP")
+	flagSeed      = flag.Int64("cluster.seed", 0, "random seed (0: from the clock)")
+	flagVisualize = flag.String("cluster.visualize", "", "directory for porcupine's visualization of a group that is not linearizable")
+	flagFailovers = flag.String("cluster.failover-out", "", "file to append each measured failover time to (one duration a line)")
+	flagHistory   = flag.String("cluster.history-out", "", "file to write the run's history to (JSON), for TestCheckHistoryFile")
+)
+
+// parseFlags is called by TestMain.
+func parseFlags() { flag.Parse() }
+
+const (
+	groupsPerProducer = 6
+	// visibility is every receive's visibility timeout: longer than a
+	// freeze, so that a consumer retrying its receive across a disruption
+	// usually finds its messages still held for it.
+	visibility = 5 * time.Second
+	// clientTimeout bounds one HTTP attempt; a receive's long poll is 1 s.
+	clientTimeout = 3 * time.Second
+)
+
+// workload is the producers and consumers of one run and their history.
+type workload struct {
+	c        *cluster
+	queueURL string
+	hist     *History
+	clients  []*sqs.Client // one per node
+}
+
+// attempt runs call against node (preferred+try) % n, the next node at
+// each retry, until the server answers definitively: success, or an error
+// refused classifies as a refusal. It records in op the first invocation,
+// the final answer's time and outcome, the nodes tried and the last error;
+// when ctx ends first the outcome is unknown.
+func (w *workload) attempt(ctx context.Context, preferred int, op *Op, refused func(error) bool, call func(*sqs.Client) error) {
+	op.Invoke = time.Now()
+	for try := 0; ; try++ {
+		i := (preferred + try) % len(w.clients)
+		op.Attempts++
+		op.Nodes = append(op.Nodes, w.c.nodes[i].id)
+		err := call(w.clients[i])
+		switch {
+		case err == nil:
+			op.Return, op.Outcome = time.Now(), OK
+			return
+		case refused != nil && refused(err):
+			op.Return, op.Outcome, op.Err = time.Now(), Refused, err.Error()
+			return
+		}
+		op.Err = err.Error()
+		if ctx.Err() != nil {
+			op.Outcome = Unknown
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// refusedHandle reports a FIFO queue's definitive refusal of a receipt
+// handle: the delete or release took no effect.
+func refusedHandle(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.ErrorCode() {
+	case "InvalidParameterValue", "ReceiptHandleIsInvalid", "MessageNotInflight",
+		"AWS.SimpleQueueService.MessageNotInflight":
+		return true
+	}
+	return false
+}
+
+// produce sends this producer's messages, in order, each request retried
+// with the same deduplication ids until acknowledged.
+func (w *workload) produce(ctx context.Context, p int, rng *rand.Rand) {
+	seq := 0
+	for ctx.Err() == nil {
+		n := 1
+		if rng.Intn(2) == 0 {
+			n = 2 + rng.Intn(4)
+		}
+		msgs := make([]Msg, n)
+		for i := range msgs {
+			seq++
+			g := fmt.Sprintf("p%dg%d", p, rng.Intn(groupsPerProducer))
+			msgs[i] = Msg{Group: g, Dedup: fmt.Sprintf("p%d-%d", p, seq), Seq: seq}
+		}
+		op := Op{Kind: Send, Client: p, Msgs: msgs}
+		w.attempt(ctx, p+rng.Intn(len(w.clients)), &op, nil, func(cl *sqs.Client) error {
+			ids, err := w.send(ctx, cl, msgs)
+			if err == nil {
+				for i := range op.Msgs {
+					op.Msgs[i].ID = ids[i]
+				}
+			}
+			return err
+		})
+		w.hist.Add(op)
+	}
+}
+
+// body is the text of a test message: it names the message, so that a
+// receive can be matched to its send.
+func body(m Msg) string { return fmt.Sprintf("clustertest %s %s %d", m.Group, m.Dedup, m.Seq) }
+
+func parseBody(s string) (Msg, bool) {
+	var m Msg
+	_, err := fmt.Sscanf(s, "clustertest %s %s %d", &m.Group, &m.Dedup, &m.Seq)
+	return m, err == nil
+}
+
+func (w *workload) send(ctx context.Context, cl *sqs.Client, msgs []Msg) ([]string, error) {
+	// The request must not outlive the run's end by more than the client
+	// timeout, but the run's end must not cut a request short either: an
+	// attempt cut short is as unknown as a failed one, which is fine.
+	if len(msgs) == 1 {
+		m := msgs[0]
+		out, err := cl.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(w.queueURL), MessageBody: aws.String(body(m)),
+			MessageGroupId: aws.String(m.Group), MessageDeduplicationId: aws.String(m.Dedup)})
+		if err != nil {
+			return nil, err
+		}
+		return []string{aws.ToString(out.MessageId)}, nil
+	}
+	entries := make([]types.SendMessageBatchRequestEntry, len(msgs))
+	for i, m := range msgs {
+		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body(m)),
+			MessageGroupId: aws.String(m.Group), MessageDeduplicationId: aws.String(m.Dedup)}
+	}
+	out, err := cl.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(w.queueURL), Entries: entries})
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Failed) > 0 {
+		f := out.Failed[0]
+		return nil, fmt.Errorf("batch entry %s failed: %s %s", aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message))
+	}
+	ids := make([]string, len(msgs))
+	for _, s := range out.Successful {
+		i, err := strconv.Atoi(aws.ToString(s.Id))
+		if err != nil || i < 0 || i >= len(ids) {
+			return nil, fmt.Errorf("batch answered an unknown entry id %q", aws.ToString(s.Id))
+		}
+		ids[i] = aws.ToString(s.MessageId)
+	}
+	for i, id := range ids {
+		if id == "" {
+			return nil, fmt.Errorf("batch did not answer entry %d", i)
+		}
+	}
+	return ids, nil
+}
+
+// consume receives (retrying with the same ReceiveRequestAttemptId),
+// and mostly deletes what it got; sometimes it gives a message back
+// (visibility 0) or leaves it to time out, so redelivery is exercised.
+func (w *workload) consume(ctx context.Context, c int, rng *rand.Rand, drain bool) {
+	attempt := 0
+	for ctx.Err() == nil {
+		attempt++
+		max := int32(1 + rng.Intn(10))
+		if drain {
+			max = 10
+		}
+		op := w.receive(ctx, c, fmt.Sprintf("c%d-%d-%d", c, rng.Int63(), attempt), max, rng)
+		w.hist.Add(op)
+		if op.Outcome != OK {
+			continue
+		}
+		if drain && len(op.Msgs) == 0 {
+			return
+		}
+		for _, m := range op.Msgs {
+			x := rng.Intn(20)
+			if drain {
+				x = 2
+			}
+			switch {
+			case x == 0:
+				// Leave it in flight: it comes back after the visibility timeout.
+			case x == 1:
+				w.ack(ctx, c, Release, m, rng)
+			default:
+				w.ack(ctx, c, Delete, m, rng)
+			}
+		}
+	}
+}
+
+func (w *workload) receive(ctx context.Context, c int, attemptID string, max int32, rng *rand.Rand) Op {
+	op := Op{Kind: Receive, Client: c, Visibility: visibility, AttemptID: attemptID}
+	w.attempt(ctx, c+rng.Intn(len(w.clients)), &op, nil, func(cl *sqs.Client) error {
+		out, err := cl.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(w.queueURL), MaxNumberOfMessages: max, WaitTimeSeconds: 1,
+			VisibilityTimeout: int32(visibility / time.Second), ReceiveRequestAttemptId: aws.String(attemptID),
+		})
+		if err != nil {
+			return err
+		}
+		op.Msgs = op.Msgs[:0]
+		for _, m := range out.Messages {
+			got, ok := parseBody(aws.ToString(m.Body))
+			if !ok {
+				return fmt.Errorf("a message not of the test: %q", aws.ToString(m.Body))
+			}
+			got.ID, got.Handle = aws.ToString(m.MessageId), aws.ToString(m.ReceiptHandle)
+			op.Msgs = append(op.Msgs, got)
+		}
+		return nil
+	})
+	return op
+}
+
+// ack deletes or releases a message, retrying until the server answers
+// definitively.
+func (w *workload) ack(ctx context.Context, c int, kind Kind, m Msg, rng *rand.Rand) {
+	op := Op{Kind: kind, Client: c, Msgs: []Msg{m}}
+	w.attempt(ctx, c+rng.Intn(len(w.clients)), &op, refusedHandle, func(cl *sqs.Client) error {
+		var err error
+		if kind == Delete {
+			_, err = cl.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(w.queueURL), ReceiptHandle: aws.String(m.Handle)})
+		} else {
+			_, err = cl.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(w.queueURL),
+				ReceiptHandle: aws.String(m.Handle), VisibilityTimeout: 0})
+		}
+		return err
+	})
+	w.hist.Add(op)
+}
+
+// drain receives and deletes until the queue holds nothing, visible or in
+// flight, and returns when it found it empty.
+func (w *workload) drain(t *testing.T, rng *rand.Rand) time.Time {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for ctx.Err() == nil {
+		w.consume(ctx, *flagConsumers, rng, true)
+		for i, cl := range w.clients {
+			attrs, err := cl.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.queueURL),
+				AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+			if err != nil {
+				t.Logf("drain: attributes from %s: %v", w.c.nodes[i].id, err)
+				continue
+			}
+			if attrs.Attributes["ApproximateNumberOfMessages"] == "0" && attrs.Attributes["ApproximateNumberOfMessagesNotVisible"] == "0" &&
+				attrs.Attributes["ApproximateNumberOfMessagesDelayed"] == "0" {
+				return time.Now()
+			}
+			break
+		}
+	}
+	t.Fatal("the queue did not drain within 2 minutes")
+	return time.Time{}
+}
+
+// run is one failover run's settings.
+type run struct {
+	kills     int  // leader kills
+	follower  bool // then kill a follower
+	freeze    bool // then freeze a node
+	bins      []string
+	env       [][]string
+	measure   bool // measure each leader kill's failover time
+	failovers []time.Duration
+	seed      int64
+	problems  []string
+	report    Report
+}
+
+// runFailover starts a 3-node cluster, runs the workload through r's
+// disruptions, drains the queue and checks the history.
+func runFailover(t *testing.T, r *run) {
+	r.seed = *flagSeed
+	if r.seed == 0 {
+		r.seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (rerun with -cluster.seed=%d)", r.seed, r.seed)
+	rng := rand.New(rand.NewSource(r.seed))
+
+	c := newCluster(t, 3, r.bins, r.env)
+	defer func() {
+		if t.Failed() {
+			for _, nd := range c.nodes {
+				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
+			}
+		}
+	}()
+	attrs := map[string]string{"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))}
+	w := &workload{c: c, hist: &History{}}
+	w.queueURL = c.createQueue("failover.fifo", attrs)
+	probeURL := c.createQueue("probe.fifo", map[string]string{"FifoQueue": "true"})
+	for _, nd := range c.nodes {
+		w.clients = append(w.clients, newClient(nd.httpAddr, clientTimeout))
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for p := 0; p < *flagProducers; p++ {
+		wg.Add(1)
+		go func(p int, rng *rand.Rand) {
+			defer wg.Done()
+			w.produce(ctx, p, rng)
+		}(p, rand.New(rand.NewSource(r.seed+int64(p))))
+	}
+	for i := 0; i < *flagConsumers; i++ {
+		wg.Add(1)
+		go func(i int, rng *rand.Rand) {
+			defer wg.Done()
+			w.consume(ctx, i, rng, false)
+		}(i, rand.New(rand.NewSource(r.seed+1000+int64(i))))
+	}
+
+	pause := func() {
+		time.Sleep(time.Duration(float64(*flagInterval) * (0.5 + rng.Float64())))
+	}
+	probeSeq := 0
+	for k := 0; k < r.kills; k++ {
+		pause()
+		leader := c.leader()
+		killed := time.Now()
+		c.kill(leader)
+		if r.measure {
+			// The first acknowledged write through a surviving node.
+			via := c.nodes[(indexOf(c, leader)+1+rng.Intn(2))%3]
+			cl := newClient(via.httpAddr, time.Second)
+			for {
+				probeSeq++
+				id := fmt.Sprintf("probe-%d", probeSeq)
+				_, err := cl.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(probeURL),
+					MessageBody: aws.String(id), MessageGroupId: aws.String("probe"), MessageDeduplicationId: aws.String(id)})
+				if err == nil {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			d := time.Since(killed)
+			r.failovers = append(r.failovers, d)
+			t.Logf("kill %d: leader %s; a write through %s succeeded %v later", k+1, leader.id, via.id, d.Round(time.Millisecond))
+		} else {
+			t.Logf("kill %d: leader %s", k+1, leader.id)
+		}
+		time.Sleep(time.Duration(rng.Intn(500)) * time.Millisecond)
+		c.restart(leader)
+	}
+	if r.follower {
+		pause()
+		leader := c.leader()
+		f := c.nodes[(indexOf(c, leader)+1+rng.Intn(2))%3]
+		t.Logf("kill follower %s", f.id)
+		c.kill(f)
+		pause()
+		c.restart(f)
+	}
+	if r.freeze {
+		pause()
+		nd := c.leader()
+		t.Logf("freeze %s (the leader) for %v", nd.id, *flagFreeze)
+		c.freeze(nd)
+		time.Sleep(*flagFreeze)
+		c.thaw(nd)
+	}
+	pause()
+	stop()
+	wg.Wait()
+	// Every hold of a receive the test never saw answered ends by then.
+	time.Sleep(visibility + clientTimeout)
+	drainedAt := w.drain(t, rand.New(rand.NewSource(r.seed+2000)))
+
+	ops := w.hist.Ops()
+	if *flagHistory != "" {
+		if err := writeHistory(*flagHistory, ops, drainedAt); err != nil {
+			t.Errorf("write the history: %v", err)
+		}
+	}
+	sent, delivered, deleted, unknown := Counts(ops)
+	t.Logf("history: %d operations; %d messages sent and acknowledged, %d deliveries, %d deletes acknowledged, %d operations without an answer",
+		len(ops), sent, delivered, deleted, unknown)
+	checkStart := time.Now()
+	r.report = Check(ops, CheckConfig{DedupInterval: 5 * time.Minute, Slack: 20 * time.Millisecond, Timeout: time.Minute,
+		DrainedAt: drainedAt, VisualizeDir: *flagVisualize})
+	r.problems = r.report.Problems
+	t.Logf("linearizability: %d groups checked, %d unchecked (porcupine timed out); the check took %v",
+		r.report.Groups, r.report.Unchecked, time.Since(checkStart).Round(time.Millisecond))
+	if sent == 0 {
+		t.Error("no send was acknowledged: the run exercised nothing")
+	}
+}
+
+func indexOf(c *cluster, nd *node) int {
+	for i, x := range c.nodes {
+		if x == nd {
+			return i
+		}
+	}
+	return 0
+}
+
+// TestFailover is the cluster's failover test: leader kills, a follower
+// kill and a frozen node under load, and the history checked.
+func TestFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the failover test runs real processes; skipped in -short mode")
+	}
+	r := &run{kills: *flagKills, follower: true, freeze: true, measure: true}
+	runFailover(t, r)
+	if len(r.problems) > 0 {
+		t.Errorf("history check failed (seed %d):\n  %s", r.seed, strings.Join(r.problems, "\n  "))
+	}
+	reportFailovers(t, r.failovers)
+}
+
+// TestFailoverCatchesBrokenNode runs the same workload on nodes built to
+// acknowledge what they never apply (the fifoq_faults build tag: see
+// internal/server/fault_inject.go): one run whose leader loses some
+// acknowledged sends, one whose leader drops some acknowledged deletes. The check must fail
+// both, or it could not catch a cluster that acknowledges before commit.
+func TestFailoverCatchesBrokenNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the failover test runs real processes; skipped in -short mode")
+	}
+	bin := faultyBinary(t)
+	for _, c := range []struct{ fault, want string }{
+		{"lose-send:7", "lost"},
+		{"drop-delete:20", "undone delete"},
+	} {
+		t.Run(c.fault, func(t *testing.T) {
+			// Every node carries the fault: a follower forwards the raw
+			// request, so the fault acts wherever the leader is.
+			env := []string{"FIFOQ_TEST_FAULT=" + c.fault}
+			r := &run{kills: 1, bins: []string{bin, bin, bin}, env: [][]string{env, env, env}}
+			runFailover(t, r)
+			joined := strings.Join(r.problems, "\n")
+			if !strings.Contains(joined, c.want+":") {
+				t.Fatalf("a node with fault %s went unnoticed (seed %d); problems: %v", c.fault, r.seed, r.problems)
+			}
+			if !strings.Contains(joined, "not linearizable") {
+				t.Errorf("the linearizability check missed fault %s (seed %d)", c.fault, r.seed)
+			}
+			t.Logf("caught: %d problems, first: %s", len(r.problems), r.problems[0])
+		})
+	}
+}
+
+// reportFailovers logs the failover times' median and worst and appends
+// them to -cluster.failover-out if set.
+func reportFailovers(t *testing.T, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	t.Logf("failover (kill → first acknowledged write through a surviving node) over %d kills: median %v, worst %v",
+		len(s), med.Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+	if *flagFailovers == "" {
+		return
+	}
+	f, err := os.OpenFile(*flagFailovers, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Errorf("failover-out: %v", err)
+		return
+	}
+	defer f.Close()
+	for _, d := range ds {
+		fmt.Fprintln(f, d)
+	}
+}

@@ -1,0 +1,422 @@
+package replog
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+)
+
+// freeAddrs reserves n loopback ports and frees them for the nodes.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ln.Addr().String())
+		ln.Close()
+	}
+	return out
+}
+
+type testNode struct {
+	id  string
+	dir string
+	log *Raft
+	eng *engine.Engine
+}
+
+func startCluster(t *testing.T, n int, tlsFor func(i int) *tls.Config) []*testNode {
+	t.Helper()
+	addrs := freeAddrs(t, n)
+	var peers []Peer
+	for i, a := range addrs {
+		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: a})
+	}
+	nodes := make([]*testNode, n)
+	for i := range nodes {
+		nd := &testNode{id: peers[i].ID, dir: t.TempDir()}
+		var tc *tls.Config
+		if tlsFor != nil {
+			tc = tlsFor(i)
+		}
+		nd.log, nd.eng = openTest(t, nd.dir, RaftConfig{NodeID: nd.id, MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addrs[i], Peers: peers, TLS: tc}})
+		nodes[i] = nd
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			if nd.log != nil {
+				nd.log.Close()
+			}
+		}
+	})
+	return nodes
+}
+
+// waitLeader waits until one node leads and is ready, and returns it.
+func waitLeader(t *testing.T, nodes []*testNode) *testNode {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, nd := range nodes {
+			if nd.log != nil && nd.log.Leading() {
+				return nd
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no leader elected")
+	return nil
+}
+
+func waitApplied(t *testing.T, nd *testNode, index uint64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for nd.log.raft.AppliedIndex() < index {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s applied %d, want %d", nd.id, nd.log.raft.AppliedIndex(), index)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func queueDepth(nd *testNode) (n int) {
+	nd.log.Read(func(e *engine.Engine) {
+		if s, ok := e.QueueSummary(testQueue, time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC).UnixNano()); ok {
+			n = int(s.Visible)
+		}
+	})
+	return n
+}
+
+func TestClusterReplicatesAndFailsOver(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	c := newClock()
+	createFIFO(t, leader.log, c)
+	for i := 0; i < 5; i++ {
+		send(t, leader.log, c, i)
+	}
+	for _, nd := range nodes {
+		waitApplied(t, nd, leader.log.raft.AppliedIndex())
+		if got := queueDepth(nd); got != 5 {
+			t.Fatalf("%s holds %d messages, want 5", nd.id, got)
+		}
+	}
+	// A follower refuses writes with a retryable error, appending nothing.
+	for _, nd := range nodes {
+		if nd == leader {
+			continue
+		}
+		_, err := nd.log.Apply(context.Background(), &engine.Command{Time: c.next(), Caller: testQueue.Account, Queue: testQueue,
+			Request: &api.SendMessageRequest{QueueUrl: testQueue.Path(), MessageBody: "x", MessageGroupId: "g"}, MessageIDs: []string{"x"}})
+		var apiErr *api.Error
+		if !errors.As(err, &apiErr) || apiErr.Status != 503 {
+			t.Fatalf("write on follower %s: %v, want a 503", nd.id, err)
+		}
+		if err := nd.log.Ready(); err != nil {
+			t.Fatalf("follower %s not ready: %v", nd.id, err)
+		}
+	}
+	// The leader dies: another is elected and has everything.
+	leader.log.Close()
+	leader.log = nil
+	next := waitLeader(t, nodes)
+	if next == leader {
+		t.Fatal("dead leader still leads")
+	}
+	send(t, next.log, c, 5)
+	if got := queueDepth(next); got != 6 {
+		t.Fatalf("new leader holds %d messages, want 6", got)
+	}
+	if err := next.log.ReadBarrier(context.Background()); err != nil {
+		t.Fatalf("read barrier on the new leader: %v", err)
+	}
+}
+
+func TestClusterMembershipAddRemove(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	c := newClock()
+	createFIFO(t, leader.log, c)
+	send(t, leader.log, c, 0)
+
+	// A fourth node joins: it starts without state, waits, is added.
+	addr := freeAddrs(t, 1)[0]
+	joiner := &testNode{id: "n4", dir: t.TempDir()}
+	joiner.log, joiner.eng = openTest(t, joiner.dir, RaftConfig{NodeID: "n4", MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addr, Join: true}})
+	nodes = append(nodes, joiner)
+	defer joiner.log.Close()
+	if err := leader.log.AddVoter(context.Background(), "n4", addr); err != nil {
+		t.Fatalf("add n4: %v", err)
+	}
+	waitApplied(t, joiner, leader.log.raft.AppliedIndex())
+	if got := queueDepth(joiner); got != 1 {
+		t.Fatalf("joined node holds %d messages, want 1", got)
+	}
+	members, _ := leader.log.Members()
+	if len(members) != 4 {
+		t.Fatalf("members %v, want 4", members)
+	}
+	// A follower cannot change the membership.
+	for _, nd := range nodes {
+		if nd != leader {
+			if err := nd.log.RemoveServer(context.Background(), "n4"); !errors.Is(err, ErrNotLeader) {
+				t.Fatalf("remove on follower: %v, want ErrNotLeader", err)
+			}
+			break
+		}
+	}
+	if err := leader.log.RemoveServer(context.Background(), "n4"); err != nil {
+		t.Fatalf("remove n4: %v", err)
+	}
+	members, _ = leader.log.Members()
+	if len(members) != 3 {
+		t.Fatalf("members %v after remove, want 3", members)
+	}
+}
+
+// TestSingleNodeDirBecomesFirstMember opens a data dir made by a cluster
+// of one, then reopens it as a networked member with the same node id:
+// it keeps its data, records its raft address and takes a second member.
+func TestSingleNodeDirBecomesFirstMember(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock()
+	l, _ := openTest(t, dir, RaftConfig{MinFreeBytes: -1})
+	createFIFO(t, l, c)
+	send(t, l, c, 0)
+	l.Close()
+
+	// Another id is refused, with the one to use.
+	addrs := freeAddrs(t, 2)
+	if _, err := OpenRaft(RaftConfig{Dir: dir, NodeID: "other", MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addrs[0]}}, engine.New(engine.Config{})); err == nil {
+		t.Fatal("a single-node dir opened under another node id")
+	}
+	first := &testNode{id: "node-1", dir: dir}
+	first.log, first.eng = openTest(t, dir, RaftConfig{NodeID: "node-1", MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addrs[0]}})
+	defer first.log.Close()
+	waitLeader(t, []*testNode{first})
+	if got := queueDepth(first); got != 1 {
+		t.Fatalf("upgraded node holds %d messages, want 1", got)
+	}
+	members, _ := first.log.Members()
+	if len(members) != 1 || members[0].Addr != addrs[0] {
+		t.Fatalf("members %v, want node-1 at %s", members, addrs[0])
+	}
+	second := &testNode{id: "node-2", dir: t.TempDir()}
+	second.log, second.eng = openTest(t, second.dir, RaftConfig{NodeID: "node-2", MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addrs[1], Join: true}})
+	defer second.log.Close()
+	if err := first.log.AddVoter(context.Background(), "node-2", addrs[1]); err != nil {
+		t.Fatalf("add node-2: %v", err)
+	}
+	send(t, first.log, c, 1)
+	waitApplied(t, second, first.log.raft.AppliedIndex())
+	if got := queueDepth(second); got != 2 {
+		t.Fatalf("second node holds %d messages, want 2", got)
+	}
+}
+
+// testCA makes a CA and certificates it signs.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+func newTestCA(t *testing.T, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &testCA{cert: cert, key: key, pool: pool}
+}
+
+func (ca *testCA) issue(t *testing.T, name string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func TestClusterMutualTLS(t *testing.T) {
+	ca := newTestCA(t, "cluster CA")
+	rogue := newTestCA(t, "rogue CA")
+	nodes := startCluster(t, 3, func(i int) *tls.Config {
+		return NewPeerTLSConfig(ca.issue(t, fmt.Sprintf("n%d", i+1)), ca.pool)
+	})
+	leader := waitLeader(t, nodes)
+	c := newClock()
+	createFIFO(t, leader.log, c)
+	send(t, leader.log, c, 0)
+	for _, nd := range nodes {
+		waitApplied(t, nd, leader.log.raft.AppliedIndex())
+	}
+	leaderAddr := leader.log.cluster.cfg.RaftAddr
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	// A peer whose certificate another CA signed is refused.
+	rogueTLS := NewPeerTLSConfig(rogue.issue(t, "intruder"), ca.pool)
+	m := &peerMux{tls: rogueTLS}
+	if conn, err := m.dial(ctx, leaderAddr, muxHTTP); err == nil {
+		// TLS 1.3 reports the server's refusal of the client's
+		// certificate on the first read.
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Read(make([]byte, 1)); err == nil {
+			t.Fatal("a peer with a certificate of another CA was let in")
+		}
+		conn.Close()
+	}
+	// A plain TCP peer gets nothing either.
+	plain := &peerMux{}
+	if conn, err := plain.dial(ctx, leaderAddr, muxHTTP); err == nil {
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Read(make([]byte, 1)); err == nil {
+			t.Fatal("a plain-TCP peer was answered")
+		}
+		conn.Close()
+	}
+	// A node that trusts another CA refuses the cluster's nodes.
+	wrongTrust := NewPeerTLSConfig(ca.issue(t, "n9"), rogue.pool)
+	m = &peerMux{tls: wrongTrust}
+	if conn, err := m.dial(ctx, leaderAddr, muxHTTP); err == nil {
+		conn.Close()
+		t.Fatal("a node dialled a peer whose certificate its CA did not sign")
+	}
+	// A member with the right certificate gets through.
+	ctx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if conn, err := leader.log.DialPeer(ctx, nodes[(indexOf(nodes, leader)+1)%3].log.cluster.cfg.RaftAddr); err != nil {
+		t.Fatalf("member dial: %v", err)
+	} else {
+		conn.Close()
+	}
+}
+
+func indexOf(nodes []*testNode, nd *testNode) int {
+	for i, x := range nodes {
+		if x == nd {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestParsePeers(t *testing.T) {
+	ps, err := ParsePeers("a=127.0.0.1:1,b=host:2")
+	if err != nil || len(ps) != 2 || ps[1] != (Peer{ID: "b", Addr: "host:2"}) {
+		t.Fatalf("ParsePeers: %v %v", ps, err)
+	}
+	for _, bad := range []string{"a", "a=", "=h:1", "a=h", "a=h:1,a=h:2", "a=0.0.0.0:1"} {
+		if _, err := ParsePeers(bad); err == nil {
+			t.Errorf("ParsePeers(%q) accepted", bad)
+		}
+	}
+}
+
+func TestPeerTLSLoadsPEMFiles(t *testing.T) {
+	ca := newTestCA(t, "cluster CA")
+	cert := ca.issue(t, "n1")
+	dir := t.TempDir()
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	keyDER, err := x509.MarshalECPrivateKey(cert.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := PeerTLS{
+		CertFile: write("node.pem", "CERTIFICATE", cert.Certificate[0]),
+		KeyFile:  write("node-key.pem", "EC PRIVATE KEY", keyDER),
+		CAFile:   write("ca.pem", "CERTIFICATE", ca.cert.Raw),
+	}
+	conf, err := files.TLSConfig()
+	if err != nil {
+		t.Fatalf("TLSConfig: %v", err)
+	}
+	if len(conf.Certificates) != 1 || conf.VerifyConnection == nil || conf.ClientAuth != tls.RequireAnyClientCert {
+		t.Fatalf("config does not present a certificate and check the peer's: %+v", conf)
+	}
+	bad := files
+	bad.CAFile = files.KeyFile
+	if _, err := bad.TLSConfig(); err == nil {
+		t.Error("a CA file without a certificate was accepted")
+	}
+	bad = files
+	bad.KeyFile = filepath.Join(dir, "missing.pem")
+	if _, err := bad.TLSConfig(); err == nil {
+		t.Error("a missing key file was accepted")
+	}
+}
+
+// TestClusterMinorityRefusesWrites leaves a leader alone: its write is
+// never acknowledged, but answered with a retryable error once it steps
+// down, and it stops leading.
+func TestClusterMinorityRefusesWrites(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	c := newClock()
+	createFIFO(t, leader.log, c)
+	for _, nd := range nodes {
+		if nd != leader {
+			nd.log.Close()
+			nd.log = nil
+		}
+	}
+	_, err := leader.log.Apply(context.Background(), &engine.Command{Time: c.next(), Caller: testQueue.Account, Queue: testQueue,
+		Request: &api.SendMessageRequest{QueueUrl: testQueue.Path(), MessageBody: "x", MessageGroupId: "g", MessageDeduplicationId: "x"}, MessageIDs: []string{"x"}})
+	var apiErr *api.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != 503 {
+		t.Fatalf("write on a leader without a majority: %v, want a 503", err)
+	}
+	if leader.log.Leading() {
+		t.Fatal("a node without a majority still leads")
+	}
+	if err := leader.log.ReadBarrier(context.Background()); err == nil {
+		t.Fatal("a node without a majority passed the read barrier")
+	}
+}

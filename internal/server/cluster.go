@@ -1,0 +1,437 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/metrics"
+	"github.com/fifoq/fifoq/internal/replog"
+)
+
+// clusterRuntime is what a clustered server runs beside the API: the
+// node-to-node HTTP server and the watch that starts the leader's work
+// where leadership goes.
+type clusterRuntime struct {
+	peerSrv *http.Server
+	quit    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
+}
+
+// initCluster sets the server up as a cluster member if its log is one.
+func (s *Server) initCluster() {
+	c, ok := s.log.(clusterLog)
+	if !ok {
+		return
+	}
+	s.status = c
+	if !c.Clustered() {
+		return
+	}
+	if err := s.metrics.WatchCluster(func() metrics.ClusterFigures {
+		st := c.Status()
+		return metrics.ClusterFigures{Role: st.State, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
+			LastContact: st.LastContact, LeaderChanges: st.LeaderChanges}
+	}); err != nil {
+		s.logger.Warn("cluster metrics unavailable", "err", err)
+	}
+	s.cluster = c
+	s.fwd = newForwarder(c)
+	s.clusterRT = &clusterRuntime{quit: make(chan struct{})}
+	s.clusterRT.peerSrv = &http.Server{
+		Handler:           s.peerHandler(),
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		BaseContext:       func(net.Listener) context.Context { return context.WithValue(context.Background(), peerKey{}, true) },
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// peerHandler serves other nodes: the API (requests they forward) and the
+// cluster endpoints.
+func (s *Server) peerHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", s.serveRouted)
+	s.registerCluster(mux)
+	return mux
+}
+
+// startCluster serves other nodes and follows leadership.
+func (s *Server) startCluster() {
+	rt := s.clusterRT
+	if rt == nil {
+		return
+	}
+	rt.once.Do(func() {
+		rt.wg.Add(2)
+		go func() {
+			defer rt.wg.Done()
+			_ = rt.peerSrv.Serve(s.cluster.PeerListener())
+		}()
+		go func() {
+			defer rt.wg.Done()
+			s.followLeadership()
+		}()
+	})
+}
+
+// stopCluster stops what startCluster started.
+func (s *Server) stopCluster(ctx context.Context) {
+	rt := s.clusterRT
+	if rt == nil {
+		return
+	}
+	select {
+	case <-rt.quit:
+	default:
+		close(rt.quit)
+	}
+	_ = rt.peerSrv.Shutdown(ctx)
+	rt.wg.Wait()
+	s.fwd.close()
+}
+
+// followLeadership runs the leader's one-off work each time this node
+// becomes leader: the move-task driver resumes the tasks the log holds,
+// and Config.OnLeader (the config file's queues) runs. The periodic work
+// (housekeeping, move-task ticks) checks leadership at every step.
+func (s *Server) followLeadership() {
+	leading := false
+	for {
+		changed := s.cluster.LeadershipChanged()
+		now := s.cluster.Leading()
+		if now && !leading {
+			s.movers.kick()
+			if s.cfg.OnLeader != nil {
+				s.cfg.OnLeader(leaderContext(s.clusterRT.quit, s.cluster))
+			}
+		}
+		leading = now
+		select {
+		case <-changed:
+		case <-s.clusterRT.quit:
+			return
+		}
+	}
+}
+
+// leaderContext is a context that ends when the server stops or this
+// node stops leading.
+func leaderContext(quit <-chan struct{}, c clusterLog) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer cancel()
+		for {
+			changed := c.LeadershipChanged()
+			if !c.Leading() {
+				return
+			}
+			select {
+			case <-changed:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return ctx
+}
+
+// leading reports whether this server may run the leader's periodic work:
+// it leads its cluster (a cluster of one always does while it runs).
+func (s *Server) leading() bool {
+	if s.cluster == nil {
+		return true
+	}
+	return s.cluster.Leading()
+}
+
+// readBarrier makes an API read linearizable in a cluster: it returns once
+// this leader's state holds every write acknowledged before the read
+// began. Reads that do not come over the API (the console's views, the
+// config file's checks) read this node's state as it is.
+func (s *Server) readBarrier(ctx context.Context) error {
+	if s.cluster == nil || transportOf(ctx) == nil {
+		return nil
+	}
+	return s.cluster.ReadBarrier(ctx)
+}
+
+// ClusterMember is one member in GET /cluster/status.
+type ClusterMember struct {
+	replog.Member
+	Leader bool `json:"leader"`
+	// Status is the node's own view, asked of it; nil if it did not answer.
+	Status *NodeInfo `json:"status,omitempty"`
+	// Lag is how many committed entries the node has yet to apply,
+	// against the highest commit index any member reported.
+	Lag   uint64 `json:"lag"`
+	Error string `json:"error,omitempty"`
+}
+
+// NodeInfo is a node's answer to GET /cluster/node: its log's view and
+// the URL of its SQS endpoint.
+type NodeInfo struct {
+	replog.NodeStatus
+	SQSEndpoint string `json:"sqs_endpoint,omitempty"`
+}
+
+// ClusterStatus is the answer of GET /cluster/status.
+type ClusterStatus struct {
+	Node     string          `json:"node_id"`
+	LeaderID string          `json:"leader_id"`
+	Members  []ClusterMember `json:"members"`
+}
+
+// LeaderInfo is the answer of GET /cluster/leader.
+type LeaderInfo struct {
+	LeaderID    string `json:"leader_id"`
+	RaftAddr    string `json:"raft_addr"`
+	SQSEndpoint string `json:"sqs_endpoint"`
+}
+
+// registerCluster adds the cluster endpoints to mux.
+func (s *Server) registerCluster(mux *http.ServeMux) {
+	mux.HandleFunc("GET /cluster/node", s.serveClusterNode)
+	mux.HandleFunc("GET /cluster/status", s.serveClusterStatus)
+	mux.HandleFunc("GET /cluster/leader", s.serveClusterLeader)
+	mux.HandleFunc("POST /cluster/members", s.serveClusterAdd)
+	mux.HandleFunc("DELETE /cluster/members/{id}", s.serveClusterRemove)
+}
+
+func (s *Server) nodeInfo() NodeInfo {
+	return NodeInfo{NodeStatus: s.status.Status(), SQSEndpoint: s.cfg.AdvertiseURL}
+}
+
+func (s *Server) serveClusterNode(w http.ResponseWriter, r *http.Request) {
+	if s.status == nil {
+		writeJSONError(w, http.StatusNotFound, "this server keeps its state in memory: it is no cluster member")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.nodeInfo())
+}
+
+// serveClusterLeader answers the leader's id and SQS endpoint: the leader
+// answers for itself, a follower asks it.
+func (s *Server) serveClusterLeader(w http.ResponseWriter, r *http.Request) {
+	if s.status == nil {
+		writeJSONError(w, http.StatusNotFound, "this server keeps its state in memory: it is no cluster member")
+		return
+	}
+	if s.cluster == nil {
+		info := s.nodeInfo()
+		writeJSON(w, http.StatusOK, LeaderInfo{LeaderID: info.ID, SQSEndpoint: info.SQSEndpoint})
+		return
+	}
+	local, addr, err := s.route(r)
+	switch {
+	case err != nil:
+		writeJSONError(w, http.StatusServiceUnavailable, api.AsError(err).Message)
+	case local:
+		info := s.nodeInfo()
+		writeJSON(w, http.StatusOK, LeaderInfo{LeaderID: info.ID, RaftAddr: info.RaftAddr, SQSEndpoint: info.SQSEndpoint})
+	default:
+		if err := s.forward(w, r, nil, addr); err != nil {
+			writeJSONError(w, http.StatusServiceUnavailable, api.AsError(err).Message)
+		}
+	}
+}
+
+// serveClusterStatus asks every member for its view and puts them together.
+func (s *Server) serveClusterStatus(w http.ResponseWriter, r *http.Request) {
+	if s.status == nil {
+		writeJSONError(w, http.StatusNotFound, "this server keeps its state in memory: it is no cluster member")
+		return
+	}
+	self := s.nodeInfo()
+	out := ClusterStatus{Node: self.ID, LeaderID: self.LeaderID}
+	if s.cluster == nil {
+		out.Members = []ClusterMember{{Member: replog.Member{ID: self.ID, Voter: true}, Leader: true, Status: &self}}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	members, err := s.cluster.Members()
+	if err != nil {
+		writeJSONError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	out.Members = make([]ClusterMember, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		out.Members[i] = ClusterMember{Member: m, Leader: m.ID == self.LeaderID}
+		if m.ID == self.ID {
+			info := self
+			out.Members[i].Status = &info
+			continue
+		}
+		wg.Add(1)
+		go func(cm *ClusterMember) {
+			defer wg.Done()
+			info, err := s.askNode(r.Context(), cm.Addr)
+			if err != nil {
+				cm.Error = err.Error()
+				return
+			}
+			cm.Status = info
+		}(&out.Members[i])
+	}
+	wg.Wait()
+	var commit uint64
+	for _, m := range out.Members {
+		if m.Status != nil && m.Status.CommitIndex > commit {
+			commit = m.Status.CommitIndex
+		}
+	}
+	for i, m := range out.Members {
+		if m.Status != nil && commit > m.Status.AppliedIndex {
+			out.Members[i].Lag = commit - m.Status.AppliedIndex
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// askNode asks another node for its view, over the node-to-node port.
+func (s *Server) askNode(ctx context.Context, raftAddr string) (*NodeInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+raftAddr+"/cluster/node", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.fwd.client.Do(req)
+	if err != nil {
+		return nil, errors.New("no answer")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, errors.New(resp.Status)
+	}
+	var info NodeInfo
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&info); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// memberRequest is the body of POST /cluster/members.
+type memberRequest struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+}
+
+// serveClusterAdd adds a voting member (or changes a member's address).
+func (s *Server) serveClusterAdd(w http.ResponseWriter, r *http.Request) {
+	s.serveMembership(w, r, func(ctx context.Context, body []byte) error {
+		var m memberRequest
+		if err := json.Unmarshal(body, &m); err != nil || m.ID == "" || m.RaftAddr == "" {
+			return errBadMember
+		}
+		if err := replog.CheckRaftAddr(m.RaftAddr); err != nil {
+			return badRequest{err}
+		}
+		return s.cluster.AddVoter(ctx, m.ID, m.RaftAddr)
+	})
+}
+
+// serveClusterRemove removes a member.
+func (s *Server) serveClusterRemove(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.serveMembership(w, r, func(ctx context.Context, _ []byte) error {
+		members, err := s.cluster.Members()
+		if err != nil {
+			return err
+		}
+		for _, m := range members {
+			if m.ID == id {
+				return s.cluster.RemoveServer(ctx, id)
+			}
+		}
+		return notFound{id}
+	})
+}
+
+var errBadMember = badRequest{errors.New(`want a JSON body {"id": "NODE_ID", "raft_addr": "HOST:PORT"}`)}
+
+type badRequest struct{ error }
+type notFound struct{ id string }
+
+func (e notFound) Error() string { return "no member has the id " + e.id }
+
+// serveMembership runs a membership change on the leader. The request must
+// be signed (SigV4, as an SQS request) by an access key of the server's own
+// account (--account); with no credentials configured it is accepted as
+// every request is. A follower forwards the request unchanged to the
+// leader, which checks the signature itself.
+func (s *Server) serveMembership(w http.ResponseWriter, r *http.Request, change func(ctx context.Context, body []byte) error) {
+	if s.cluster == nil {
+		writeJSONError(w, http.StatusBadRequest, "this server is not a cluster member: start it with --node-id and --raft-addr first")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		writeJSONError(w, http.StatusRequestEntityTooLarge, "request body too large")
+		return
+	}
+	local, addr, err := s.route(r)
+	if err != nil {
+		writeJSONError(w, http.StatusServiceUnavailable, api.AsError(err).Message)
+		return
+	}
+	if !local {
+		if err := s.forward(w, r, body, addr); err != nil {
+			writeJSONError(w, http.StatusServiceUnavailable, api.AsError(err).Message)
+		}
+		return
+	}
+	caller, err := s.verifier.Verify(r, body)
+	if err != nil {
+		e := api.AsError(err)
+		writeJSONError(w, e.Status, e.Code+": "+e.Message)
+		return
+	}
+	if caller != s.cfg.Account {
+		writeJSONError(w, http.StatusForbidden, "only the server's own account ("+s.cfg.Account+") may change the cluster's membership")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	err = change(ctx, body)
+	var bad badRequest
+	var nf notFound
+	switch {
+	case err == nil:
+		members, _ := s.cluster.Members()
+		writeJSON(w, http.StatusOK, map[string]any{"members": members})
+	case errors.As(err, &bad):
+		writeJSONError(w, http.StatusBadRequest, err.Error())
+	case errors.As(err, &nf):
+		writeJSONError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, replog.ErrNotLeader):
+		writeJSONError(w, http.StatusServiceUnavailable, err.Error()+"; retry")
+	default:
+		writeJSONError(w, http.StatusServiceUnavailable, "membership change failed: "+err.Error())
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeJSONError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}

@@ -1,0 +1,26 @@
+package server
+
+import (
+	"context"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// faultHook, when set, may answer a decoded client request in place of the
+// server: ok true means resp is the answer and the request is not carried
+// out. Only a binary built with the fifoq_faults build tag sets it
+// (fault_inject.go), for the cluster failover test's proof that its checker
+// catches a node that acknowledges what it did not commit; a normal build
+// has no way to set it.
+var faultHook func(req api.Request) (resp api.Response, ok bool)
+
+// doOrFault carries out a client's request, unless a test build's fault
+// answers it instead.
+func (s *Server) doOrFault(ctx context.Context, caller string, req api.Request) (api.Response, error) {
+	if faultHook != nil {
+		if resp, ok := faultHook(req); ok {
+			return resp, nil
+		}
+	}
+	return s.do(ctx, caller, req)
+}

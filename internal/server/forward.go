@@ -1,0 +1,301 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/protocol"
+	"github.com/fifoq/fifoq/internal/replog"
+)
+
+// clusterLog is a command log that is a member of a networked cluster;
+// replog.Raft is one. The server forwards to the leader what a follower
+// cannot answer, and runs the leader's work only where the log leads.
+type clusterLog interface {
+	Clustered() bool
+	Leading() bool
+	LeadershipChanged() <-chan struct{}
+	Leader() (id, raftAddr string)
+	NodeID() string
+	ReadBarrier(ctx context.Context) error
+	PeerListener() net.Listener
+	DialPeer(ctx context.Context, raftAddr string) (net.Conn, error)
+	Members() ([]replog.Member, error)
+	AddVoter(ctx context.Context, id, raftAddr string) error
+	RemoveServer(ctx context.Context, id string) error
+	Status() replog.NodeStatus
+}
+
+// Headers a follower adds to a request it forwards. The leader believes
+// them only on the node-to-node port, which only the cluster's nodes reach
+// (over mutual TLS when it is configured): on the public port they are
+// ignored, so a client cannot claim them.
+const (
+	// hdrForwardedBase is the scheme and host the client reached the
+	// follower by: queue URLs in the answer are built from it, so that
+	// they lead back to where the client sent its request.
+	hdrForwardedBase = "X-Fifoq-Forwarded-Base"
+	// hdrForwardedSecure says whether the client's connection to the
+	// follower was TLS (aws:SecureTransport): "true" or "false".
+	hdrForwardedSecure = "X-Fifoq-Forwarded-Secure"
+	// hdrForwardedBy names the follower, for the leader's request log.
+	hdrForwardedBy = "X-Fifoq-Forwarded-By"
+)
+
+// leaderWait is how long a node without a known leader holds a request,
+// waiting for an election, before it answers a retryable error.
+const leaderWait = 3 * time.Second
+
+// peerKey marks the context of a request that came in on the node-to-node
+// port.
+type peerKey struct{}
+
+// fromPeer reports whether r came from another node of the cluster.
+func fromPeer(r *http.Request) bool { return r.Context().Value(peerKey{}) != nil }
+
+// forwarder carries requests from this node to the leader over the
+// node-to-node port.
+type forwarder struct {
+	cluster clusterLog
+	client  *http.Client
+	once    sync.Once
+}
+
+func newForwarder(c clusterLog) *forwarder {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return c.DialPeer(ctx, addr)
+		},
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 128,
+		IdleConnTimeout:     90 * time.Second,
+		// The body and its encoding pass unchanged, as the client sent
+		// them: the signature covers them.
+		DisableCompression: true,
+		// Above the longest long poll (20 s).
+		ResponseHeaderTimeout: 45 * time.Second,
+	}
+	return &forwarder{cluster: c, client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}
+
+func (f *forwarder) close() { f.client.CloseIdleConnections() }
+
+// route decides where a request is answered: here (local is true) when
+// this node leads, else by the leader whose Raft address it returns. With
+// no leader after leaderWait, or when the request came from another node
+// (which never forwards twice) and this node does not lead, it returns a
+// retryable error.
+func (s *Server) route(r *http.Request) (local bool, leaderAddr string, err error) {
+	deadline := time.Now().Add(leaderWait)
+	for {
+		changed := s.cluster.LeadershipChanged()
+		if s.cluster.Leading() {
+			return true, "", nil
+		}
+		id, addr := s.cluster.Leader()
+		if fromPeer(r) {
+			// A forwarded request is never forwarded again: the leader
+			// that sent it here no longer leads.
+			if id != s.cluster.NodeID() {
+				return false, "", api.ErrServiceUnavailable("The leadership moved while the request was forwarded; retry.")
+			}
+		} else if id != "" && id != s.cluster.NodeID() && addr != "" {
+			return false, addr, nil
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return false, "", api.ErrServiceUnavailable("The cluster has no leader now (an election is in progress, or a majority of its nodes is unreachable); retry.")
+		}
+		t := time.NewTimer(min(wait, 50*time.Millisecond))
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return false, "", api.ErrServiceUnavailable("The request ended while the cluster had no leader.")
+		case <-s.done:
+			t.Stop()
+			return false, "", api.ErrServiceUnavailable("The server is shutting down.")
+		}
+		t.Stop()
+	}
+}
+
+// forward sends the client's request, unchanged (method, path, query,
+// headers with Host and the signature, body), to the leader, and relays
+// the leader's answer. The leader verifies the signature and the queue
+// policies itself, as it would for a request sent to it directly. If the
+// leader changes or cannot be reached before it answers, the client gets
+// a retryable error: the request may or may not have been carried out,
+// and a retry with the same deduplication id or receive attempt id is
+// harmless.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, leaderAddr string) error {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	target, _ := s.cluster.Leader()
+	go func() {
+		// A leader that dies or is frozen answers nothing: give up on it
+		// as soon as this node learns of another leader.
+		for {
+			changed := s.cluster.LeadershipChanged()
+			if id, _ := s.cluster.Leader(); id != target {
+				cancel()
+				return
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	u := &url.URL{Scheme: "http", Host: leaderAddr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return api.ErrInternalFailure("Could not forward the request: %v", err)
+	}
+	for k, vs := range r.Header {
+		if hopHeader(k) {
+			continue
+		}
+		out.Header[k] = vs
+	}
+	out.Host = r.Host
+	out.ContentLength = int64(len(body))
+	out.Header.Set(hdrForwardedBase, baseURL(r))
+	if r.TLS != nil {
+		out.Header.Set(hdrForwardedSecure, "true")
+	} else {
+		out.Header.Set(hdrForwardedSecure, "false")
+	}
+	out.Header.Set(hdrForwardedBy, s.cluster.NodeID())
+	resp, err := s.fwd.client.Do(out)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			// Nothing was sent: the request can go to the next leader.
+			return errNotSent
+		}
+		if r.Context().Err() != nil {
+			return api.ErrServiceUnavailable("The request ended before the leader answered.")
+		}
+		return api.ErrServiceUnavailable("The leader could not be reached or stopped answering (%v); the request may or may not have been carried out: retry.", errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		if !hopHeader(k) {
+			w.Header()[k] = vs
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+	return nil
+}
+
+// errNotSent is a forward that failed before anything reached the leader.
+var errNotSent = errors.New("the leader could not be reached")
+
+// hopHeader reports the headers that belong to one connection and are not
+// passed on (RFC 9110, 7.6.1).
+func hopHeader(k string) bool {
+	switch http.CanonicalHeaderKey(k) {
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length":
+		return true
+	}
+	return false
+}
+
+// forwardedView returns the base URL and transport security to answer a
+// request with: those the follower reported, for a request that came
+// from another node; the request's own otherwise.
+func forwardedView(r *http.Request) (base string, secure bool) {
+	base, secure = baseURL(r), r.TLS != nil
+	if !fromPeer(r) {
+		return base, secure
+	}
+	if b := r.Header.Get(hdrForwardedBase); b != "" {
+		if u, err := url.Parse(b); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Path == "" {
+			base = b
+		}
+	}
+	secure = r.Header.Get(hdrForwardedSecure) == "true"
+	return base, secure
+}
+
+// serveRouted answers an SQS API request: here when this node leads (or
+// is a cluster of one), else by forwarding it to the leader. A forwarded
+// request is counted in the metrics of the leader, which answers it, and
+// in this node's forwarded-requests counter.
+func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request) {
+	if s.cluster == nil {
+		s.serveAPI(w, r)
+		return
+	}
+	local, addr, err := s.route(r)
+	if local {
+		s.serveAPI(w, r)
+		return
+	}
+	if err == nil {
+		if r.ContentLength > MaxRequestBodyBytes {
+			// The leader would refuse it; so does this node, at once.
+			s.serveAPI(w, r)
+			return
+		}
+		var body []byte
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				err = api.ErrRequestEntityTooLarge(MaxRequestBodyBytes)
+			} else {
+				err = api.ErrMalformedQueryString("Could not read the request body: %v", err)
+			}
+			protocol.WriteError(w, protocol.Detect(r), api.AsError(err), newUUID())
+			return
+		}
+		s.metrics.ObserveForward()
+		deadline := time.Now().Add(leaderWait)
+		for {
+			err = s.forward(w, r, body, addr)
+			if !errors.Is(err, errNotSent) || time.Now().After(deadline) {
+				break
+			}
+			// The leader this node knew is gone: wait for the next one.
+			changed := s.cluster.LeadershipChanged()
+			if id, _ := s.cluster.Leader(); id != "" {
+				t := time.NewTimer(50 * time.Millisecond)
+				select {
+				case <-changed:
+				case <-t.C:
+				case <-r.Context().Done():
+				}
+				t.Stop()
+			}
+			if local, addr, err = s.route(r); local {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				s.serveAPI(w, r)
+				return
+			} else if err != nil {
+				break
+			}
+		}
+		if errors.Is(err, errNotSent) {
+			err = api.ErrServiceUnavailable("The cluster's leader could not be reached; the request was not carried out: retry.")
+		}
+	}
+	if err != nil {
+		protocol.WriteError(w, protocol.Detect(r), api.AsError(err), newUUID())
+	}
+}
