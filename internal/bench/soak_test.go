@@ -51,6 +51,12 @@ func TestSoakReportNeedsWindowsPastWarmup(t *testing.T) {
 	if !rep.Flat() {
 		t.Fatalf("constant series not flat: %+v", rep.Trends)
 	}
+	for i := range ws {
+		ws[i].ClientHeapBytes = float64(i) * (100 << 20)
+	}
+	if rep := soakReport(ws, time.Minute); !rep.Flat() {
+		t.Fatalf("the bench's own heap decided the verdict: %+v", rep.Trends)
+	}
 	grown := float64(300 << 20)
 	ws[9].ServerRSSBytes, ws[8].ServerRSSBytes = &grown, &grown
 	if rep := soakReport(ws, time.Minute); rep.Flat() {
