@@ -142,6 +142,9 @@ func benchFlagSet(o *benchOptions, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.metrics, "metrics", "", "the server's Prometheus endpoint, read for its CPU and log commits (default: --endpoint's /metrics; \"off\": not read)")
 	fs.StringVar(&o.clientKind, "client", "sdk", "the client: \"sdk\" (the AWS SDK for Go) or \"lean\" (plain HTTP and JSON, unsigned, no retries: for servers without credentials; measures the server where the SDK's own CPU would be the limit)")
 	fs.StringVar(&o.cfg.DataDir, "data-dir", "", "the server's data directory: count the flushes (fsyncs) and writes of the disk holding it (Linux)")
+	fs.Float64Var(&o.cfg.Rate, "rate", 0, "cap the producers' total sends at this many messages per second (0: no cap)")
+	fs.DurationVar(&o.cfg.ReportEvery, "report-every", 0, "soak: record the rates, send latency and the server's memory, goroutines and open files at this interval, and fail if they grow past --warmup (0: off)")
+	fs.DurationVar(&o.cfg.Warmup, "warmup", 0, "soak: the start left out of the growth trends (default 10m, or a sixth of --duration if shorter)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: fifoq bench [flags]
 
@@ -156,6 +159,12 @@ of the server's data disk. With --ceiling it first runs the same load
 against a built-in endpoint that answers valid responses and does nothing
 else, so the server's rate is printed as a fraction of what this client
 can do on this machine.
+
+With --report-every it is a soak: run it for hours at a fixed --rate, and
+it prints a line per interval (rates, send latency, the server's RSS, heap,
+goroutines and open files) and at the end whether each of them grew after
+the warm-up (the mean of the last quarter of the intervals against the
+first).
 
 Credentials come from the usual AWS environment; without any, fifoq's
 loopback default (any key) is used.

@@ -52,6 +52,17 @@ type Config struct {
 	// DataDir is the server's data directory, whose block device's
 	// flushes and writes are counted over the load (empty: not counted).
 	DataDir string
+	// Rate caps the producers' total sends, in messages per second
+	// (0: as fast as they go).
+	Rate float64
+	// ReportEvery, if positive, makes the run a soak: a Window is recorded
+	// (and printed to Progress, instead of the per-second lines) at this
+	// interval, and the result reports whether the server's memory,
+	// goroutines, open files and send latency grew past Warmup.
+	ReportEvery time.Duration
+	// Warmup is the start of a soak left out of its trends (default: 10
+	// minutes, or a sixth of Duration if that is shorter).
+	Warmup time.Duration
 }
 
 // Validate checks the configuration.
@@ -73,6 +84,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("body size must be at least %d bytes", minBodySize)
 	case c.BodySize > 1<<20:
 		return errors.New("body size must be at most 1 MiB")
+	case c.Rate < 0:
+		return errors.New("rate must not be negative")
+	case c.ReportEvery < 0 || c.Warmup < 0:
+		return errors.New("report interval and warm-up must not be negative")
 	}
 	return nil
 }
@@ -109,7 +124,7 @@ func Run(ctx context.Context, client API, cfg Config) (*Result, error) {
 		}()
 	}
 
-	r := &run{cfg: cfg, client: client, queueURL: queueURL, ledger: newLedger(cfg.FIFO)}
+	r := &run{cfg: cfg, client: client, queueURL: queueURL, ledger: newLedger(cfg.FIFO), pacer: newPacer(cfg.Rate)}
 	return r.execute(ctx)
 }
 
@@ -119,6 +134,8 @@ type run struct {
 	client   API
 	queueURL string
 	ledger   *ledger
+	pacer    *pacer      // nil: no rate cap
+	window   windowStats // send latencies of the current soak window
 
 	sent, received     atomic.Int64
 	attempts           atomic.Int64 // receive request attempt ids
@@ -155,7 +172,16 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 		}()
 	}
 	progressDone := make(chan struct{})
-	go r.reportProgress(progressDone, start)
+	var windowsOut chan []Window
+	if r.cfg.ReportEvery > 0 {
+		windowsOut = make(chan []Window, 1)
+		if r.cfg.Progress != nil {
+			writeWindowHeader(r.cfg.Progress)
+		}
+		go r.reportWindows(context.WithoutCancel(ctx), progressDone, start, windowsOut)
+	} else {
+		go r.reportProgress(progressDone, start)
+	}
 
 	producers.Wait()
 	produced := time.Since(start)
@@ -196,6 +222,13 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 	res.ReceiveRate = float64(res.Received) / elapsed.Seconds()
 	res.Verification = r.ledger.verify()
 	res.Resources = r.resources(before, after)
+	if windowsOut != nil {
+		warmup := r.cfg.Warmup
+		if warmup == 0 {
+			warmup = min(10*time.Minute, r.cfg.Duration/6)
+		}
+		res.Soak = soakReport(<-windowsOut, warmup)
+	}
 	return res, nil
 }
 
@@ -212,12 +245,15 @@ func (r *run) produce(ctx context.Context, stopAt time.Time, p int) {
 			msgs[i] = r.newMessage(p, seq)
 			seq++
 		}
+		r.pacer.wait(ctx, n)
 		began := time.Now()
 		ok := r.send(ctx, msgs)
 		if ctx.Err() != nil && !ok {
 			return
 		}
-		r.sendLat.add(time.Since(began))
+		took := time.Since(began)
+		r.sendLat.add(took)
+		r.window.add(took)
 	}
 }
 

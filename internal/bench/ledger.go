@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,44 +59,94 @@ func decodeBody(body string) (k msgKey, group string, at time.Time, ok bool) {
 
 // ledger records what was acknowledged and what was received, and checks
 // them against each other.
+//
+// It keeps two bits per message (acknowledged, received) in one bit set per
+// producer, indexed by the producer's sequence number, which runs 0, 1, 2,
+// ... without gaps: a soak of hours sends tens of millions of messages, and
+// a map entry per message would make the bench, not the server, the thing
+// whose memory grows.
 type ledger struct {
 	fifo bool
 
-	mu       sync.Mutex
-	acked    map[msgKey]bool // true once received
-	seen     map[msgKey]int  // receive count
-	pending  int             // acknowledged, not yet received
-	lastSeq  map[string]int  // group/producer -> last seq received
-	order    []string        // order violations, first few
-	orderN   int
-	foreignN int
+	mu        sync.Mutex
+	producers []producerBits
+	acks      int            // distinct messages acknowledged
+	dups      int            // deliveries beyond the first
+	pending   int            // acknowledged, not yet received
+	lastSeq   map[string]int // group/producer -> last seq received
+	order     []string       // order violations, first few
+	orderN    int
+	foreignN  int
+}
+
+// producerBits is one producer's acknowledged and received sets.
+type producerBits struct {
+	acked, seen bitSet
+}
+
+// bitSet is a growable set of non-negative integers.
+type bitSet []uint64
+
+func (b bitSet) has(i int) bool {
+	w := i / 64
+	return w < len(b) && b[w]&(1<<(uint(i)%64)) != 0
+}
+
+func (b *bitSet) set(i int) {
+	w := i / 64
+	for w >= len(*b) {
+		*b = append(*b, 0)
+	}
+	(*b)[w] |= 1 << (uint(i) % 64)
 }
 
 func newLedger(fifo bool) *ledger {
-	return &ledger{fifo: fifo, acked: map[msgKey]bool{}, seen: map[msgKey]int{}, lastSeq: map[string]int{}}
+	return &ledger{fifo: fifo, lastSeq: map[string]int{}}
+}
+
+func (l *ledger) bits(k msgKey) *producerBits {
+	for k.producer >= len(l.producers) {
+		l.producers = append(l.producers, producerBits{})
+	}
+	return &l.producers[k.producer]
 }
 
 func (l *ledger) sent(k msgKey) {
+	if k.producer < 0 || k.seq < 0 {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	b := l.bits(k)
+	if b.acked.has(k.seq) {
+		return
+	}
+	b.acked.set(k.seq)
+	l.acks++
 	// The consumer may have seen the message before the producer saw its
 	// acknowledgement.
-	received := l.seen[k] > 0
-	l.acked[k] = received
-	if !received {
+	if !b.seen.has(k.seq) {
 		l.pending++
 	}
 }
 
 func (l *ledger) received(k msgKey, group string) {
+	if k.producer < 0 || k.seq < 0 {
+		l.foreign()
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.seen[k]++
-	if got, ok := l.acked[k]; ok && !got {
-		l.acked[k] = true
+	b := l.bits(k)
+	if b.seen.has(k.seq) {
+		l.dups++
+		return
+	}
+	b.seen.set(k.seq)
+	if b.acked.has(k.seq) {
 		l.pending--
 	}
-	if group == "" || l.seen[k] > 1 {
+	if group == "" {
 		return
 	}
 	// Within a group, one producer's messages must arrive in the order it
@@ -150,28 +199,24 @@ type Verification struct {
 func (l *ledger) verify() Verification {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	v := Verification{Acknowledged: len(l.acked), OrderViolations: l.orderN, Foreign: l.foreignN}
+	v := Verification{Acknowledged: l.acks, Duplicates: l.dups, OrderViolations: l.orderN, Foreign: l.foreignN}
 	var lost []msgKey
-	for k, got := range l.acked {
-		if !got {
-			v.Lost++
-			if len(lost) < 5 {
-				lost = append(lost, k)
+	for p, b := range l.producers {
+		n := max(len(b.acked), len(b.seen)) * 64
+		for seq := 0; seq < n; seq++ {
+			acked, seen := b.acked.has(seq), b.seen.has(seq)
+			switch {
+			case acked && !seen:
+				v.Lost++
+				if len(lost) < 5 {
+					lost = append(lost, msgKey{producer: p, seq: seq})
+				}
+			case seen && !acked:
+				v.Unacknowledged++
 			}
 		}
 	}
-	for k, n := range l.seen {
-		if n > 1 {
-			v.Duplicates += n - 1
-		}
-		if _, ok := l.acked[k]; !ok {
-			v.Unacknowledged++
-		}
-	}
 	if v.Lost > 0 {
-		sort.Slice(lost, func(i, j int) bool {
-			return lost[i].producer < lost[j].producer || lost[i].producer == lost[j].producer && lost[i].seq < lost[j].seq
-		})
 		v.Problems = append(v.Problems, fmt.Sprintf("%d acknowledged messages never received (e.g. %v)", v.Lost, lost))
 	}
 	if l.fifo && v.Duplicates > 0 {

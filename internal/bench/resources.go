@@ -134,8 +134,13 @@ func firstErr(errs ...error) error {
 }
 
 // scrape reads the serverMetrics series from a Prometheus text endpoint.
-// Only unlabelled series are read: the ones wanted have no labels.
 func scrape(ctx context.Context, url string) (map[string]float64, error) {
+	return scrapeNames(ctx, url, serverMetrics)
+}
+
+// scrapeNames reads the named series from a Prometheus text endpoint.
+// Only unlabelled series are read: the ones wanted have no labels.
+func scrapeNames(ctx context.Context, url string, names []string) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -151,12 +156,12 @@ func scrape(ctx context.Context, url string) (map[string]float64, error) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return parseMetrics(resp.Body)
+	return parseMetrics(resp.Body, names)
 }
 
-func parseMetrics(r io.Reader) (map[string]float64, error) {
+func parseMetrics(r io.Reader, names []string) (map[string]float64, error) {
 	want := map[string]bool{}
-	for _, m := range serverMetrics {
+	for _, m := range names {
 		want[m] = true
 	}
 	out := map[string]float64{}

@@ -31,10 +31,17 @@ type Result struct {
 	EndToEnd     Percentiles  `json:"end_to_end_latency_ms"`
 	Verification Verification `json:"verification"`
 	Resources    Resources    `json:"resources"`
+	// Soak is the windows and trends of a run with Config.ReportEvery.
+	Soak *SoakReport `json:"soak,omitempty"`
 }
 
 // OK reports whether the run verified and had no errors.
+// A soak whose trends show growth is not OK either; one too short to
+// show a trend is judged on its verification alone.
 func (r *Result) OK() bool {
+	if r.Soak != nil && len(r.Soak.Trends) > 0 && !r.Soak.Flat() {
+		return false
+	}
 	return r.Verification.OK && r.SendErrors == 0 && r.RecvErrors == 0
 }
 
@@ -69,6 +76,9 @@ func (r *Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "    %-11s %8.2f %8.2f %8.2f %8.2f\n", l.name, l.p.P50, l.p.P90, l.p.P99, l.p.Max)
 	}
 	r.Resources.writeText(w, r.TotalSeconds, r.Sent)
+	if r.Soak != nil {
+		r.Soak.writeText(w)
+	}
 	v := r.Verification
 	fmt.Fprintf(w, "  verify    acknowledged %d, lost %d, duplicates %d, out of order %d, unacknowledged but delivered %d\n",
 		v.Acknowledged, v.Lost, v.Duplicates, v.OrderViolations, v.Unacknowledged)
