@@ -141,6 +141,7 @@ func (e *Engine) changeVisibilityOne(q *queue, handle string, timeout *int, now 
 	if until > m.receivedAt+int64(api.MaxVisibilityTimeout)*1e9 {
 		return api.ErrInvalidParameterValue("Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [%d seconds]", vis, api.MaxVisibilityTimeout)
 	}
+	q.cow.touch(m)
 	m.vizChanges++
 	switch {
 	case m.state == stateVisible && vis > 0:

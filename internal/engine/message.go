@@ -40,6 +40,7 @@ type message struct {
 	dlqSource  string // DeadLetterQueueSourceArn
 
 	state       msgState
+	gen         uint32 // copy-on-write generation (see cowState); not state
 	visibleAt   int64  // when a delayed or in-flight message becomes visible, ns
 	receives    int    // ApproximateReceiveCount
 	firstRecvAt int64  // ApproximateFirstReceiveTimestamp, ns (valid if receives > 0)

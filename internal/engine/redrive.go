@@ -97,6 +97,7 @@ func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
 		return false
 	}
 	q.remove(m)
+	e.cow.touch(m)
 	m.dlqSource = q.arn
 	m.nonce, m.vizChanges = 0, 0
 	if d.fifo {

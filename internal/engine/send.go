@@ -269,6 +269,7 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 		dedupID:    dedupID,
 		sentAt:     now,
 		enqueuedAt: now,
+		gen:        e.cow.gen, // made after any open view: not in it
 	}
 	if v, ok := in.sysAttrs[api.MsgAttrAWSTraceHeader]; ok && v.StringValue != nil {
 		m.traceHeader = *v.StringValue

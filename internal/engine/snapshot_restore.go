@@ -215,7 +215,7 @@ func (rs *restorer) queue() error {
 		return fmt.Errorf("%s: %w", key, err)
 	}
 	rs.e.queues[key] = q
-	q.due = rs.e.due
+	q.due, q.cow = rs.e.due, rs.e.cow
 	q.refreshDue()
 	return nil
 }
