@@ -71,7 +71,7 @@ func TestSnapshotTwins(t *testing.T) {
 		"purges": cov.purges, "queues recreated": cov.recreated, "completed move tasks": cov.tasksCompleted,
 		"restores into a used engine": cov.usedEngine, "housekeeping that did work": cov.housekept,
 		"snapshot views written while commands were applied": cov.viewsWritten,
-		"messages saved for an open view":                     cov.viewSaved,
+		"messages saved for an open view":                    cov.viewSaved,
 	} {
 		if n == 0 && seeds >= 15 && *flagSnapSteps >= 300 {
 			t.Errorf("the random sequences never produced: %s", name)
