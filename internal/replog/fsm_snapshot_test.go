@@ -195,4 +195,3 @@ func TestVerifySnapshotDamage(t *testing.T) {
 		}
 	}
 }
-
