@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+
 	"github.com/fifoq/fifoq/internal/api"
 )
 
@@ -142,7 +144,9 @@ func (e *Engine) changeVisibilityOne(q *queue, handle string, timeout *int, now 
 		return api.ErrInvalidParameterValue("Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [%d seconds]", vis, api.MaxVisibilityTimeout)
 	}
 	q.cow.touch(m)
-	m.vizChanges++
+	if m.vizChanges < math.MaxInt32 {
+		m.vizChanges++
+	}
 	switch {
 	case m.state == stateVisible && vis > 0:
 		q.hide(m, until)

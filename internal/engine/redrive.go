@@ -98,7 +98,7 @@ func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
 	}
 	q.remove(m)
 	e.cow.touch(m)
-	m.dlqSource = q.arn
+	m.setDLQSource(q.arn)
 	m.nonce, m.vizChanges = 0, 0
 	if d.fifo {
 		m.enqueuedAt = now

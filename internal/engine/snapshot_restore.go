@@ -424,7 +424,7 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	}
 	ld.lastSeq = m.seq
 	m.sender = rs.intern(d.sender)
-	m.dlqSource = rs.intern(d.dlqSource)
+	m.ext = newMsgExt(d.attrs, d.md5Attrs, d.traceHeader, rs.intern(d.dlqSource))
 	rs.serials = append(rs.serials, m.serial)
 	if d.aged {
 		q.aged.Push(m)
