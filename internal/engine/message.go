@@ -17,7 +17,7 @@ const (
 // positions in the queue's lists and heaps, rebuilt from that state.
 //
 // The layout is chosen for a backlog of millions (see message_compact.go):
-// 248 bytes, the 256-byte size class, beside the body.
+// 240 bytes, exactly a size class of the allocator, beside the body.
 type message struct {
 	serial uint64 // engine-wide identity, the key of receipt handles
 	id     msgID  // MessageId
@@ -47,8 +47,8 @@ type message struct {
 	// Index fields.
 	prev, next   *message // FIFO: the group's list; standard: the tenant's visible list
 	aprev, anext *message // the queue's arrival list (retention order)
-	timerPos     int      // position in queue.timers
-	agedPos      int      // position in queue.aged
+	timerPos     int32    // position in queue.timers
+	agedPos      int32    // position in queue.aged
 }
 
 // timerLess orders messages by the time they become visible, then by serial
@@ -68,8 +68,8 @@ func agedLess(a, b *message) bool {
 	return a.serial < b.serial
 }
 
-func timerPos(m *message) *int { return &m.timerPos }
-func agedPos(m *message) *int  { return &m.agedPos }
+func timerPos(m *message) *int32 { return &m.timerPos }
+func agedPos(m *message) *int32  { return &m.agedPos }
 
 // mix64 is the SplitMix64 finaliser: a bijective scrambling of 64 bits. The
 // engine derives receipt nonces and task handles from command entropy with

@@ -69,7 +69,7 @@ type queue struct {
 	// has nothing pending. Derived state, rebuilt on restore.
 	due    *indexedHeap[*queue]
 	dueAt  int64
-	duePos int
+	duePos int32
 
 	// cow is the engine's copy-on-write record: every change to a stored
 	// message's fields calls cow.touch first.
