@@ -52,7 +52,8 @@ func TestRecoveryTime(t *testing.T) {
 				for i := range entries {
 					k := b*10 + i
 					entries[i] = api.SendMessageBatchRequestEntry{Id: fmt.Sprint(i), MessageBody: body, MessageGroupId: fmt.Sprintf("g%d", k%100), MessageDeduplicationId: fmt.Sprint(k)}
-					ids[i] = fmt.Sprintf("id-%d", k)
+					// MessageIds are UUIDs, as the server makes them.
+					ids[i] = fmt.Sprintf("%08x-0000-4000-8000-%012x", k, k)
 				}
 				if _, err := l.Apply(context.Background(), &engine.Command{Time: c.next(), Caller: testQueue.Account, Queue: testQueue,
 					Request: &api.SendMessageBatchRequest{QueueUrl: testQueue.Path(), Entries: entries}, MessageIDs: ids}); err != nil {
