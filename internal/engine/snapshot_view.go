@@ -170,7 +170,7 @@ func captureQueue(q *queue) queueView {
 	if !q.fifo {
 		for _, id := range slices.Sorted(maps.Keys(q.tenants)) {
 			t := q.tenants[id]
-			o := tenantOrder{id: t.id}
+			o := tenantOrder{id: t.id, serials: make([]uint64, 0, t.total)}
 			for m := t.head; m != nil; m = m.next {
 				o.serials = append(o.serials, m.serial)
 			}
