@@ -102,9 +102,12 @@ type twins struct {
 	// view is a snapshot view of A open since a past step, and viewWant
 	// the snapshot A wrote at that step; writing is set while the view is
 	// being written, with commands applied between its reads.
+	// vrng decides when views open and are written, apart from rng, so
+	// that the command sequences stay those of the seeds without views.
 	view     *SnapshotView
 	viewWant []byte
 	writing  bool
+	vrng     *rand.Rand
 
 	receipts []twinReceipt
 	tasks    []string
@@ -128,7 +131,8 @@ func newTwins(t *testing.T, seed uint64, cov *twinCoverage) *twins {
 	tw := &twins{
 		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), cov: cov,
 		a: New(Config{Region: testRegion}), x: New(Config{Region: testRegion}),
-		now: t0, entropy: seed, attempts: map[string][]string{}, deleted: map[api.QueueKey]bool{},
+		vrng: rand.New(rand.NewPCG(seed, 0x7e1e)),
+		now:  t0, entropy: seed, attempts: map[string][]string{}, deleted: map[api.QueueKey]bool{},
 	}
 	// Start with the dead-letter queues and a source of each type, so that
 	// redrive and move tasks happen early.
@@ -347,9 +351,9 @@ func (tw *twins) step(i int) {
 	}
 	if !tw.writing {
 		switch {
-		case tw.view == nil && tw.chance(10):
+		case tw.view == nil && tw.vrng.IntN(10) == 0:
 			tw.openView()
-		case tw.view != nil && tw.chance(6):
+		case tw.view != nil && tw.vrng.IntN(6) == 0:
 			tw.writeView()
 		}
 	}
@@ -382,7 +386,7 @@ func (tw *twins) openView() {
 func (tw *twins) writeView() {
 	tw.t.Helper()
 	defer func(b int) { viewLockBatch = b }(viewLockBatch)
-	viewLockBatch = 1 + tw.rng.IntN(3)
+	viewLockBatch = 1 + tw.vrng.IntN(3)
 	tw.writing = true
 	step := 0
 	var got bytes.Buffer
