@@ -13,8 +13,12 @@ import (
 // The two kinds of records a snapshot holds by the million, messages and
 // deduplication records, are not gob values but packed binary records in
 // a chunk's byte slices: gob's reflection costs about 1 µs a message each
-// way, four times what this encoding does, and Snapshot holds the engine's
-// read lock (stalling Apply) for as long as it runs.
+// way, four times what this encoding does, and a snapshot view's writer
+// holds the engine's lock (stalling Apply) while it encodes messages.
+//
+// In memory a message keeps its MessageId, MD5OfBody and rarely set fields
+// in compact forms (message_compact.go); records carry them as strings, as
+// they always have, so the layout is independent of the memory layout.
 //
 // Integers are varints (encoding/binary: Uvarint, or zig-zag Varint for
 // signed values); a string or byte slice is its length as a uvarint, then
