@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+
 	"github.com/fifoq/fifoq/internal/api"
 )
 
@@ -141,7 +143,10 @@ func (e *Engine) changeVisibilityOne(q *queue, handle string, timeout *int, now 
 	if until > m.receivedAt+int64(api.MaxVisibilityTimeout)*1e9 {
 		return api.ErrInvalidParameterValue("Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [%d seconds]", vis, api.MaxVisibilityTimeout)
 	}
-	m.vizChanges++
+	q.cow.touch(m)
+	if m.vizChanges < math.MaxInt32 {
+		m.vizChanges++
+	}
 	switch {
 	case m.state == stateVisible && vis > 0:
 		q.hide(m, until)

@@ -48,6 +48,10 @@ type Engine struct {
 	// survive Restore's copy of a decoded engine.
 	due *indexedHeap[*queue]
 
+	// cow saves messages changed while a snapshot view is open (see
+	// SnapshotView). A pointer shared with the queues, like due.
+	cow *cowState
+
 	hook  func(api.QueueKey)
 	woken []api.QueueKey // queues to pass to hook when the command is done
 }
@@ -60,6 +64,7 @@ func New(cfg Config) *Engine {
 		deleted:    map[api.QueueKey]deletion{},
 		dlqSources: map[api.QueueKey]map[api.QueueKey]struct{}{},
 		due:        &indexedHeap[*queue]{less: dueLess, pos: duePos},
+		cow:        &cowState{},
 	}
 }
 

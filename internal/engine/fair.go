@@ -17,8 +17,8 @@ type tenant struct {
 	id       string
 	msgList  // visible messages
 	inflight int
-	total    int // stored messages of the tenant, in any state
-	pos      int // position in queue.tenants heap
+	total    int   // stored messages of the tenant, in any state
+	pos      int32 // position in queue.tenants heap
 }
 
 func tenantLess(a, b *tenant) bool {
@@ -28,7 +28,7 @@ func tenantLess(a, b *tenant) bool {
 	return a.head.serial < b.head.serial
 }
 
-func tenantPos(t *tenant) *int { return &t.pos }
+func tenantPos(t *tenant) *int32 { return &t.pos }
 
 // tenantOf returns the tenant of the given group id, creating it if needed.
 func (q *queue) tenantOf(id string) *tenant {

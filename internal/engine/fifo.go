@@ -19,9 +19,9 @@ import "github.com/fifoq/fifoq/internal/api"
 // the next group in O(log groups), however long the backlogs.
 type fifoGroup struct {
 	id       string
-	msgList      // the group's messages, in sequence order
-	inflight int // messages of the group in flight
-	pos      int // position in queue.ready
+	msgList        // the group's messages, in sequence order
+	inflight int   // messages of the group in flight
+	pos      int32 // position in queue.ready
 }
 
 // groupLess orders ready groups by the moment their first message became
@@ -41,7 +41,7 @@ func groupLess(a, b *fifoGroup) bool {
 	return a.head.seq < b.head.seq
 }
 
-func groupPos(g *fifoGroup) *int { return &g.pos }
+func groupPos(g *fifoGroup) *int32 { return &g.pos }
 
 // receivableAt reports whether the group would be ready at time t, once
 // the delays, visibility timeouts and retention periods that run out by t

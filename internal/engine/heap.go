@@ -6,14 +6,16 @@ package engine
 // heaps: message timers, groups with a receivable head, fair-queue tenants.
 //
 // An item's position is stored by the item itself (through pos), as the
-// index plus one, so that the zero value means "not in this heap".
+// index plus one, so that the zero value means "not in this heap". It is an
+// int32, 4 bytes in each of millions of messages; no heap holds 2^31 items
+// (that many messages would take over 500 GB).
 type indexedHeap[T any] struct {
 	items []T
 	less  func(a, b T) bool
-	pos   func(T) *int
+	pos   func(T) *int32
 }
 
-func newIndexedHeap[T any](less func(a, b T) bool, pos func(T) *int) indexedHeap[T] {
+func newIndexedHeap[T any](less func(a, b T) bool, pos func(T) *int32) indexedHeap[T] {
 	return indexedHeap[T]{less: less, pos: pos}
 }
 
@@ -30,7 +32,7 @@ func (h *indexedHeap[T]) Contains(x T) bool { return *h.pos(x) != 0 }
 func (h *indexedHeap[T]) Push(x T) {
 	h.items = append(h.items, x)
 	i := len(h.items) - 1
-	*h.pos(x) = i + 1
+	*h.pos(x) = int32(i + 1)
 	h.up(i)
 }
 
@@ -40,12 +42,12 @@ func (h *indexedHeap[T]) Remove(x T) {
 	if *p == 0 {
 		return
 	}
-	i := *p - 1
+	i := int(*p) - 1
 	*p = 0
 	last := len(h.items) - 1
 	if i != last {
 		h.items[i] = h.items[last]
-		*h.pos(h.items[i]) = i + 1
+		*h.pos(h.items[i]) = int32(i + 1)
 	}
 	var zero T
 	h.items[last] = zero
@@ -56,7 +58,7 @@ func (h *indexedHeap[T]) Remove(x T) {
 }
 
 // Fix restores the heap order after x's key changed; x must be in the heap.
-func (h *indexedHeap[T]) Fix(x T) { h.fix(*h.pos(x) - 1) }
+func (h *indexedHeap[T]) Fix(x T) { h.fix(int(*h.pos(x)) - 1) }
 
 // Clear removes every item.
 func (h *indexedHeap[T]) Clear() {
@@ -133,6 +135,6 @@ func (h *indexedHeap[T]) down(i0 int) bool {
 
 func (h *indexedHeap[T]) swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	*h.pos(h.items[i]) = i + 1
-	*h.pos(h.items[j]) = j + 1
+	*h.pos(h.items[i]) = int32(i + 1)
+	*h.pos(h.items[j]) = int32(j + 1)
 }

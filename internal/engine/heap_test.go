@@ -6,13 +6,16 @@ import (
 	"testing"
 )
 
-type heapItem struct{ key, pos int }
+type heapItem struct {
+	key int
+	pos int32
+}
 
 // TestIndexedHeap checks the heap against a sorted slice under random
 // pushes, removals, key changes and pops, and Scan against a filter.
 func TestIndexedHeap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	h := newIndexedHeap(func(a, b *heapItem) bool { return a.key < b.key }, func(x *heapItem) *int { return &x.pos })
+	h := newIndexedHeap(func(a, b *heapItem) bool { return a.key < b.key }, func(x *heapItem) *int32 { return &x.pos })
 	var in []*heapItem
 	for step := range 20_000 {
 		switch op := rng.IntN(10); {

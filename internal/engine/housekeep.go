@@ -222,7 +222,7 @@ func dueLess(a, b *queue) bool {
 	return compareKeys(a.key, b.key) < 0
 }
 
-func duePos(q *queue) *int { return &q.duePos }
+func duePos(q *queue) *int32 { return &q.duePos }
 
 // StoredMessages returns the number of messages queue q holds in memory,
 // those past the retention period that housekeeping or a command has not

@@ -247,16 +247,16 @@ func stateAt(m *message, t int64) MessageState {
 
 func peeked(q *queue, m *message, t int64, maxBody int) PeekedMessage {
 	p := PeekedMessage{
-		MessageID:           m.id,
+		MessageID:           m.id.String(),
 		Body:                m.body,
 		BodyBytes:           len(m.body),
-		MessageAttributes:   m.attrs,
-		Size:                m.size,
+		MessageAttributes:   m.attrs(),
+		Size:                int(m.size),
 		GroupID:             m.group,
 		DeduplicationID:     m.dedupID,
 		SenderID:            m.sender,
-		TraceHeader:         m.traceHeader,
-		DeadLetterSourceARN: m.dlqSource,
+		TraceHeader:         m.traceHeader(),
+		DeadLetterSourceARN: m.dlqSource(),
 		SentAt:              m.sentAt,
 		EnqueuedAt:          m.enqueuedAt,
 		State:               stateAt(m, t),

@@ -1,9 +1,5 @@
 package engine
 
-import (
-	"github.com/fifoq/fifoq/internal/api"
-)
-
 // msgState is where a message stands in its queue's life cycle.
 type msgState uint8
 
@@ -19,39 +15,40 @@ const (
 // message is one stored message. The fields up to the index block are the
 // message's state, everything a snapshot has to keep; the index fields are
 // positions in the queue's lists and heaps, rebuilt from that state.
+//
+// The layout is chosen for a backlog of millions (see message_compact.go):
+// 240 bytes, exactly a size class of the allocator, beside the body.
 type message struct {
 	serial uint64 // engine-wide identity, the key of receipt handles
-	id     string // MessageId
+	id     msgID  // MessageId
 
-	body        string
-	attrs       map[string]api.MessageAttributeValue
-	md5Body     string
-	md5Attrs    string // MD5 of all of attrs
-	traceHeader string // AWSTraceHeader system attribute
-	sender      string // SenderId: the sending account
-	size        int
+	body    string
+	md5Body [16]byte // MD5OfBody
+	ext     *msgExt  // attributes, trace header, dead-letter source: nil if none
+	sender  string   // SenderId: the sending account
 
 	group   string // MessageGroupId: FIFO group, or fair-queue tenant
 	dedupID string // effective MessageDeduplicationId (FIFO)
 	seq     uint64 // SequenceNumber in its current queue (FIFO)
 
-	sentAt     int64  // SentTimestamp, ns; kept across moves
-	enqueuedAt int64  // start of the retention period, ns
-	dlqSource  string // DeadLetterQueueSourceArn
+	sentAt     int64 // SentTimestamp, ns; kept across moves
+	enqueuedAt int64 // start of the retention period, ns
 
-	state       msgState
 	visibleAt   int64  // when a delayed or in-flight message becomes visible, ns
-	receives    int    // ApproximateReceiveCount
 	firstRecvAt int64  // ApproximateFirstReceiveTimestamp, ns (valid if receives > 0)
 	receivedAt  int64  // time of the current receive, ns
 	nonce       uint64 // receipt nonce of the current receive; 0 if never received here
-	vizChanges  int    // ChangeMessageVisibility calls since the current receive
+	receives    int    // ApproximateReceiveCount
+	size        int32  // message size as SQS counts it (at most 1 MiB)
+	vizChanges  int32  // ChangeMessageVisibility calls since the current receive (saturates)
+	state       msgState
+	gen         uint32 // copy-on-write generation (see cowState); not state
 
 	// Index fields.
 	prev, next   *message // FIFO: the group's list; standard: the tenant's visible list
 	aprev, anext *message // the queue's arrival list (retention order)
-	timerPos     int      // position in queue.timers
-	agedPos      int      // position in queue.aged
+	timerPos     int32    // position in queue.timers
+	agedPos      int32    // position in queue.aged
 }
 
 // timerLess orders messages by the time they become visible, then by serial
@@ -71,8 +68,8 @@ func agedLess(a, b *message) bool {
 	return a.serial < b.serial
 }
 
-func timerPos(m *message) *int { return &m.timerPos }
-func agedPos(m *message) *int  { return &m.agedPos }
+func timerPos(m *message) *int32 { return &m.timerPos }
+func agedPos(m *message) *int32  { return &m.agedPos }
 
 // mix64 is the SplitMix64 finaliser: a bijective scrambling of 64 bits. The
 // engine derives receipt nonces and task handles from command entropy with

@@ -359,15 +359,15 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, s
 		// test_move_task_delete_destination_queue_while_running.
 		return nil, failNonExistentQueue
 	}
-	if m.dlqSource == "" {
-		return nil, "InvalidParameterValue: message " + m.id + " has no DeadLetterQueueSourceArn to return to; give a DestinationArn."
+	if m.dlqSource() == "" {
+		return nil, "InvalidParameterValue: message " + m.id.String() + " has no DeadLetterQueueSourceArn to return to; give a DestinationArn."
 	}
-	d := e.queueByARN(m.dlqSource)
+	d := e.queueByARN(m.dlqSource())
 	if d == nil || d == src {
 		return nil, failNonExistentQueue
 	}
 	if d.fifo != src.fifo {
-		return nil, "InvalidParameterValue: the source queue " + m.dlqSource + " is not of the dead-letter queue's type."
+		return nil, "InvalidParameterValue: the source queue " + m.dlqSource() + " is not of the dead-letter queue's type."
 	}
 	return d, ""
 }
@@ -379,9 +379,10 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, s
 // deduplication.
 func (e *Engine) moveMessage(src, dst *queue, m *message, now int64) {
 	src.remove(m)
+	e.cow.touch(m)
 	m.receives, m.firstRecvAt, m.receivedAt = 0, 0, 0
 	m.nonce, m.vizChanges = 0, 0
-	m.dlqSource = ""
+	m.setDLQSource("")
 	m.enqueuedAt = now
 	m.visibleAt = now
 	if dst.fifo {

@@ -69,7 +69,11 @@ type queue struct {
 	// has nothing pending. Derived state, rebuilt on restore.
 	due    *indexedHeap[*queue]
 	dueAt  int64
-	duePos int
+	duePos int32
+
+	// cow is the engine's copy-on-write record: every change to a stored
+	// message's fields calls cow.touch first.
+	cow *cowState
 }
 
 func newQueue(key api.QueueKey, region string, fifo bool, attrs queueAttrs, now int64) *queue {
@@ -113,6 +117,7 @@ func (q *queue) path() string { return q.key.Path() }
 // insert stores m, whose fields are set, at time now: visible, or delayed
 // if m.visibleAt is later.
 func (q *queue) insert(m *message, now int64) {
+	q.cow.touch(m)
 	q.msgs[m.serial] = m
 	if q.arrivalTail == nil || m.enqueuedAt >= q.arrivalTail.enqueuedAt {
 		m.aprev, m.anext = q.arrivalTail, nil
@@ -200,6 +205,7 @@ func (q *queue) remove(m *message) {
 // deliver makes the visible message m in flight for vis nanoseconds under a
 // new receive identified by nonce.
 func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
+	q.cow.touch(m)
 	q.nVisible--
 	q.nInflight++
 	m.state = stateInflight
@@ -236,6 +242,7 @@ func (q *queue) countInflight(m *message) {
 // delay or visibility timeout if that came first, else now. FIFO queues
 // serve groups in that order (see groupLess).
 func (q *queue) makeVisible(m *message, now int64) {
+	q.cow.touch(m)
 	q.timers.Remove(m)
 	m.visibleAt = min(m.visibleAt, now)
 	wasInflight := m.state == stateInflight
@@ -269,6 +276,7 @@ func (q *queue) makeVisible(m *message, now int64) {
 // message whose visibility timeout ran out. It is not a new receive: the
 // receive count, the receive time and the receipt nonce stay.
 func (q *queue) hide(m *message, visibleAt int64) {
+	q.cow.touch(m)
 	q.nVisible--
 	q.nInflight++
 	m.state = stateInflight
@@ -280,6 +288,7 @@ func (q *queue) hide(m *message, visibleAt int64) {
 
 // setVisibility moves the end of an in-flight message's visibility timeout.
 func (q *queue) setVisibility(m *message, visibleAt int64) {
+	q.cow.touch(m)
 	m.visibleAt = visibleAt
 	q.timers.Fix(m)
 	q.noteDue(visibleAt)

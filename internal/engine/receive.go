@@ -169,9 +169,9 @@ func (s *selection) result(q *queue, msgs []*message) *api.ReceiveMessageResult 
 // its current receive.
 func (s *selection) render(q *queue, m *message) api.Message {
 	out := api.Message{
-		MessageId:     m.id,
+		MessageId:     m.id.String(),
 		ReceiptHandle: encodeHandle(q.handleTag, m.serial, m.nonce),
-		MD5OfBody:     m.md5Body,
+		MD5OfBody:     m.bodyMD5(),
 		Body:          m.body,
 	}
 	sys := map[string]string{}
@@ -188,21 +188,21 @@ func (s *selection) render(q *queue, m *message) api.Message {
 	add(api.MsgAttrSequenceNumber, strconv.FormatUint(m.seq, 10), q.fifo)
 	add(api.MsgAttrMessageDeduplicationId, m.dedupID, q.fifo)
 	add(api.MsgAttrMessageGroupId, m.group, m.group != "")
-	add(api.MsgAttrAWSTraceHeader, m.traceHeader, m.traceHeader != "")
-	add(api.MsgAttrDeadLetterQueueSourceArn, m.dlqSource, m.dlqSource != "")
+	add(api.MsgAttrAWSTraceHeader, m.traceHeader(), m.traceHeader() != "")
+	add(api.MsgAttrDeadLetterQueueSourceArn, m.dlqSource(), m.dlqSource() != "")
 	if len(sys) > 0 {
 		out.Attributes = sys
 	}
-	if len(m.attrs) > 0 {
+	if attrs := m.attrs(); len(attrs) > 0 {
 		picked := map[string]api.MessageAttributeValue{}
-		for name, v := range m.attrs {
+		for name, v := range attrs {
 			if s.wantAttr(name) {
 				picked[name] = v
 			}
 		}
 		switch {
-		case len(picked) == len(m.attrs):
-			out.MessageAttributes, out.MD5OfMessageAttributes = picked, m.md5Attrs
+		case len(picked) == len(attrs):
+			out.MessageAttributes, out.MD5OfMessageAttributes = picked, m.md5Attrs()
 		case len(picked) > 0:
 			out.MessageAttributes, out.MD5OfMessageAttributes = picked, api.MD5OfMessageAttributes(picked)
 		}

@@ -97,7 +97,8 @@ func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
 		return false
 	}
 	q.remove(m)
-	m.dlqSource = q.arn
+	e.cow.touch(m)
+	m.setDLQSource(q.arn)
 	m.nonce, m.vizChanges = 0, 0
 	if d.fifo {
 		m.enqueuedAt = now

@@ -18,7 +18,7 @@ type dedupKey struct {
 type dedupRecord struct {
 	key       dedupKey
 	at        int64
-	messageID string
+	messageID msgID
 	seq       uint64
 }
 
@@ -250,29 +250,31 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 			key.group = in.groupID
 		}
 		if r := q.dedup[key]; r != nil && now-r.at < int64(api.DeduplicationInterval) {
-			out.messageID, out.seq = r.messageID, strconv.FormatUint(r.seq, 10)
+			out.messageID, out.seq = r.messageID.String(), strconv.FormatUint(r.seq, 10)
 			return out, nil
 		}
 	}
 
 	e.serial++
+	md5Body, _ := parseMD5(out.md5Body) // api.MD5OfBody's lowercase hex
 	m := &message{
 		serial:     e.serial,
-		id:         newMessageID(cmd, i, e.serial),
+		id:         makeMsgID(newMessageID(cmd, i, e.serial)),
 		body:       in.body,
-		attrs:      in.attrs,
-		md5Body:    out.md5Body,
-		md5Attrs:   out.md5Attrs,
+		md5Body:    md5Body,
 		sender:     cmd.Caller,
-		size:       size,
+		size:       int32(size),
 		group:      in.groupID,
 		dedupID:    dedupID,
 		sentAt:     now,
 		enqueuedAt: now,
+		gen:        e.cow.gen, // made after any open view: not in it
 	}
+	trace := ""
 	if v, ok := in.sysAttrs[api.MsgAttrAWSTraceHeader]; ok && v.StringValue != nil {
-		m.traceHeader = *v.StringValue
+		trace = *v.StringValue
 	}
+	m.ext = newMsgExt(in.attrs, out.md5Attrs, trace, "")
 	delay := q.attrs.DelaySeconds
 	if in.delay != nil && !q.fifo {
 		delay = *in.delay
@@ -291,6 +293,6 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	if m.state == stateVisible {
 		e.wake(q.key)
 	}
-	out.messageID = m.id
+	out.messageID = m.id.String()
 	return out, nil
 }

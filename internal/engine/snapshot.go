@@ -1,14 +1,11 @@
 package engine
 
 import (
-	"bufio"
 	"cmp"
-	"encoding/binary"
 	"encoding/gob"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"maps"
 	"slices"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -209,49 +206,14 @@ type snapTrailer struct {
 // Snapshot writes the engine's whole state to w in a versioned,
 // self-describing format (see the format description above). It changes
 // nothing, so it may run concurrently with Read, NextWake and Receivable,
-// but not with Apply or Restore.
+// but not with Apply or Restore. To write a snapshot while commands are
+// applied, use BeginSnapshot.
 func (e *Engine) Snapshot(w io.Writer) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	cw := &crcWriter{w: bw}
-	var pre [len(snapMagic) + 4]byte
-	copy(pre[:], snapMagic)
-	binary.BigEndian.PutUint32(pre[len(snapMagic):], snapVersion)
-	if _, err := cw.Write(pre[:]); err != nil {
-		return fmt.Errorf("engine: snapshot: %w", err)
-	}
-	enc := gob.NewEncoder(cw)
-	keys := make([]api.QueueKey, 0, len(e.queues))
-	for k := range e.queues {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, compareKeys)
-	h, err := e.snapHeader(len(keys))
+	v, err := e.captureSnapshot()
 	if err != nil {
 		return fmt.Errorf("engine: snapshot: %w", err)
 	}
-	if err := enc.Encode(h); err != nil {
-		return fmt.Errorf("engine: snapshot: header: %w", err)
-	}
-	total := 0
-	for _, k := range keys {
-		q := e.queues[k]
-		if err := snapshotQueue(enc, q); err != nil {
-			return fmt.Errorf("engine: snapshot: queue %s: %w", k, err)
-		}
-		total += len(q.msgs)
-	}
-	if err := enc.Encode(&snapTrailer{Queues: len(keys), Messages: total}); err != nil {
-		return fmt.Errorf("engine: snapshot: trailer: %w", err)
-	}
-	var sum [4]byte
-	binary.BigEndian.PutUint32(sum[:], cw.sum)
-	if _, err := bw.Write(sum[:]); err != nil {
-		return fmt.Errorf("engine: snapshot: %w", err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("engine: snapshot: %w", err)
-	}
-	return nil
+	return v.write(w, noLock{})
 }
 
 func compareKeys(a, b api.QueueKey) int {
@@ -284,75 +246,6 @@ func (e *Engine) snapHeader(queues int) (*snapHeader, error) {
 	return h, nil
 }
 
-// snapshotQueue writes one queue's section: its header, then its records
-// in chunks.
-func snapshotQueue(enc *gob.Encoder, q *queue) error {
-	sq := &snapQueue{
-		Account: q.key.Account, Name: q.key.Name, Arn: q.arn, Fifo: q.fifo,
-		Attrs:     snapAttrsOf(&q.attrs),
-		CreatedAt: q.createdAt, ModifiedAt: q.modifiedAt, HandleTag: q.handleTag,
-		Purged: q.purged, PurgedAt: q.purgedAt, LastSeq: q.lastSeq,
-		PrevDedupScope: q.prevDedupScope, DedupScopeChanged: q.dedupScopeChanged,
-		Messages: len(q.msgs),
-	}
-	for _, k := range slices.Sorted(maps.Keys(q.tags)) {
-		sq.Tags = append(sq.Tags, snapTag{Key: k, Value: q.tags[k]})
-	}
-	for _, t := range q.tasks {
-		sq.Tasks = append(sq.Tasks, snapTaskOf(t))
-	}
-	dedups := liveRecords(q.dedupLog.live(), len(q.dedup), func(r *dedupRecord) bool { return q.dedup[r.key] == r })
-	attempts := liveRecords(q.attemptLog.live(), len(q.attempts), func(r *attemptRecord) bool { return q.attempts[r.id] == r })
-	sq.Dedups, sq.Attempts = len(dedups), len(attempts)
-	var tenants []*tenant
-	if !q.fifo {
-		for _, id := range slices.Sorted(maps.Keys(q.tenants)) {
-			t := q.tenants[id]
-			tenants = append(tenants, t)
-			for m := t.head; m != nil; m = m.next {
-				sq.Ordered++
-			}
-		}
-	}
-	if err := enc.Encode(sq); err != nil {
-		return err
-	}
-
-	cw := chunkWriter{enc: enc}
-	for m := q.arrivalHead; m != nil; m = m.anext {
-		if err := cw.message(m, false); err != nil {
-			return err
-		}
-	}
-	aged := slices.Clone(q.aged.items) // the heap is shared with readers: sort a copy
-	slices.SortFunc(aged, func(a, b *message) int {
-		return cmp.Or(cmp.Compare(a.enqueuedAt, b.enqueuedAt), cmp.Compare(a.serial, b.serial))
-	})
-	for _, m := range aged {
-		if err := cw.message(m, true); err != nil {
-			return err
-		}
-	}
-	for _, r := range dedups {
-		if err := cw.dedupRecord(r); err != nil {
-			return err
-		}
-	}
-	for _, r := range attempts {
-		if err := cw.attempt(r); err != nil {
-			return err
-		}
-	}
-	for _, t := range tenants {
-		for m := t.head; m != nil; m = m.next {
-			if err := cw.order(t.id, m.serial); err != nil {
-				return err
-			}
-		}
-	}
-	return cw.flush()
-}
-
 // liveRecords returns the records of an expiry log that its map still
 // points to (current reports whether it does), oldest first. A log holds
 // every record of the map, plus records superseded by a newer one for the
@@ -382,10 +275,16 @@ type chunkWriter struct {
 
 func (c *chunkWriter) added() error {
 	c.n++
-	if c.n < snapChunkSize && len(c.msgs.buf)+len(c.dedup.buf) < snapChunkBytes {
+	if !c.full() {
 		return nil
 	}
 	return c.flush()
+}
+
+// full reports whether the chunk holds as many records, or bytes of
+// records, as a chunk may.
+func (c *chunkWriter) full() bool {
+	return c.n >= snapChunkSize || len(c.msgs.buf)+len(c.dedup.buf) >= snapChunkBytes
 }
 
 func (c *chunkWriter) flush() error {
@@ -400,10 +299,12 @@ func (c *chunkWriter) flush() error {
 	return err
 }
 
-func (c *chunkWriter) message(m *message, aged bool) error {
+// message adds a message record to the chunk without flushing it: the
+// caller holds the lock that keeps m still, and flushes once it is released.
+func (c *chunkWriter) message(m *message, aged bool) {
 	c.msgs.message(m, aged)
 	c.chunk.Messages++
-	return c.added()
+	c.n++
 }
 
 func (c *chunkWriter) dedupRecord(r *dedupRecord) error {

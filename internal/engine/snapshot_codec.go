@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"maps"
 	"slices"
@@ -12,8 +13,12 @@ import (
 // The two kinds of records a snapshot holds by the million, messages and
 // deduplication records, are not gob values but packed binary records in
 // a chunk's byte slices: gob's reflection costs about 1 µs a message each
-// way, four times what this encoding does, and Snapshot holds the engine's
-// read lock (stalling Apply) for as long as it runs.
+// way, four times what this encoding does, and a snapshot view's writer
+// holds the engine's lock (stalling Apply) while it encodes messages.
+//
+// In memory a message keeps its MessageId, MD5OfBody and rarely set fields
+// in compact forms (message_compact.go); records carry them as strings, as
+// they always have, so the layout is independent of the memory layout.
 //
 // Integers are varints (encoding/binary: Uvarint, or zig-zag Varint for
 // signed values); a string or byte slice is its length as a uvarint, then
@@ -54,12 +59,14 @@ func (w *recordWriter) bytes(b []byte) {
 
 func (w *recordWriter) message(m *message, aged bool) {
 	w.uvarint(m.serial)
-	w.str(m.id)
+	w.uvarint(uint64(m.id.len()))
+	w.buf = m.id.appendTo(w.buf)
 	w.str(m.body)
-	w.uvarint(uint64(len(m.attrs)))
-	if len(m.attrs) > 0 {
-		for _, name := range slices.Sorted(maps.Keys(m.attrs)) {
-			v := m.attrs[name]
+	attrs := m.attrs()
+	w.uvarint(uint64(len(attrs)))
+	if len(attrs) > 0 {
+		for _, name := range slices.Sorted(maps.Keys(attrs)) {
+			v := attrs[name]
 			w.str(name)
 			w.str(v.DataType)
 			if v.StringValue != nil {
@@ -80,9 +87,10 @@ func (w *recordWriter) message(m *message, aged bool) {
 			}
 		}
 	}
-	w.str(m.md5Body)
-	w.str(m.md5Attrs)
-	w.str(m.traceHeader)
+	w.uvarint(2 * uint64(len(m.md5Body)))
+	w.buf = hex.AppendEncode(w.buf, m.md5Body[:])
+	w.str(m.md5Attrs())
+	w.str(m.traceHeader())
 	w.str(m.sender)
 	w.varint(int64(m.size))
 	w.str(m.group)
@@ -90,7 +98,7 @@ func (w *recordWriter) message(m *message, aged bool) {
 	w.uvarint(m.seq)
 	w.varint(m.sentAt)
 	w.varint(m.enqueuedAt)
-	w.str(m.dlqSource)
+	w.str(m.dlqSource())
 	w.byte(byte(m.state))
 	if aged {
 		w.byte(flagAged)
@@ -109,7 +117,8 @@ func (w *recordWriter) dedup(r *dedupRecord) {
 	w.str(r.key.group)
 	w.str(r.key.id)
 	w.varint(r.at)
-	w.str(r.messageID)
+	w.uvarint(uint64(r.messageID.len()))
+	w.buf = r.messageID.appendTo(w.buf)
 	w.uvarint(r.seq)
 }
 
@@ -156,6 +165,16 @@ func (r *recordReader) int() int {
 		return 0
 	}
 	return int(v)
+}
+
+// int32 reads a varint that must fit an int32.
+func (r *recordReader) int32() int32 {
+	v := r.varint()
+	if int64(int32(v)) != v {
+		r.err = errShortRecord
+		return 0
+	}
+	return int32(v)
 }
 
 func (r *recordReader) byte() byte {
@@ -216,16 +235,20 @@ type decodedMessage struct {
 	m                        *message
 	group, sender, dlqSource []byte
 	aged                     bool
+	// The fields of m.ext, which the restorer makes once dlqSource is
+	// interned.
+	attrs                 map[string]api.MessageAttributeValue
+	md5Attrs, traceHeader string
 }
 
 // message reads a message record into d.m, which must be zero.
 func (r *recordReader) message(d *decodedMessage) error {
 	m := d.m
 	m.serial = r.uvarint()
-	m.id = r.str()
+	m.id = makeMsgIDBytes(r.raw())
 	m.body = r.str()
 	if n := r.count(); n > 0 {
-		m.attrs = make(map[string]api.MessageAttributeValue, n)
+		d.attrs = make(map[string]api.MessageAttributeValue, n)
 		prev := ""
 		for i := range n {
 			name := r.str()
@@ -255,14 +278,18 @@ func (r *recordReader) message(d *decodedMessage) error {
 					v.BinaryListValues[j] = r.bytes()
 				}
 			}
-			m.attrs[name] = v
+			d.attrs[name] = v
 		}
 	}
-	m.md5Body = r.str()
-	m.md5Attrs = r.str()
-	m.traceHeader = r.str()
+	if md5, ok := parseMD5(r.raw()); ok {
+		m.md5Body = md5
+	} else if r.err == nil {
+		return errors.New("MD5OfBody is not 32 lowercase hex digits")
+	}
+	d.md5Attrs = r.str()
+	d.traceHeader = r.str()
 	d.sender = r.raw()
-	m.size = r.int()
+	m.size = r.int32()
 	d.group = r.raw()
 	m.dedupID = r.str()
 	m.seq = r.uvarint()
@@ -276,7 +303,7 @@ func (r *recordReader) message(d *decodedMessage) error {
 	m.firstRecvAt = r.varint()
 	m.receivedAt = r.varint()
 	m.nonce = r.uvarint()
-	m.vizChanges = r.int()
+	m.vizChanges = r.int32()
 	return r.err
 }
 
@@ -285,7 +312,7 @@ func (r *recordReader) dedup() (*dedupRecord, error) {
 	d.key.group = r.str()
 	d.key.id = r.str()
 	d.at = r.varint()
-	d.messageID = r.str()
+	d.messageID = makeMsgIDBytes(r.raw())
 	d.seq = r.uvarint()
 	return d, r.err
 }

@@ -45,6 +45,9 @@ func TestSnapshotTwins(t *testing.T) {
 				return false
 			}
 		}
+		if tw.view != nil {
+			tw.writeView()
+		}
 		tw.snapshot(true)
 		return !t.Failed()
 	}
@@ -67,6 +70,8 @@ func TestSnapshotTwins(t *testing.T) {
 		"attempt id replays": cov.replays, "duplicates answered": cov.duplicates,
 		"purges": cov.purges, "queues recreated": cov.recreated, "completed move tasks": cov.tasksCompleted,
 		"restores into a used engine": cov.usedEngine, "housekeeping that did work": cov.housekept,
+		"snapshot views written while commands were applied": cov.viewsWritten,
+		"messages saved for an open view":                    cov.viewSaved,
 	} {
 		if n == 0 && seeds >= 15 && *flagSnapSteps >= 300 {
 			t.Errorf("the random sequences never produced: %s", name)
@@ -78,6 +83,7 @@ type twinCoverage struct {
 	snapshots, snapRunningTask, snapTwoTasks, snapInflight, usedEngine int
 	deadLettered, replays, duplicates, purges, recreated               int
 	tasksCompleted, housekept                                          int
+	viewsWritten, viewSaved                                            int
 }
 
 // twins drives engines A and X with the same commands.
@@ -92,6 +98,16 @@ type twins struct {
 	entropy uint64
 	ids     int
 	log     []string
+
+	// view is a snapshot view of A open since a past step, and viewWant
+	// the snapshot A wrote at that step; writing is set while the view is
+	// being written, with commands applied between its reads.
+	// vrng decides when views open and are written, apart from rng, so
+	// that the command sequences stay those of the seeds without views.
+	view     *SnapshotView
+	viewWant []byte
+	writing  bool
+	vrng     *rand.Rand
 
 	receipts []twinReceipt
 	tasks    []string
@@ -115,7 +131,8 @@ func newTwins(t *testing.T, seed uint64, cov *twinCoverage) *twins {
 	tw := &twins{
 		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), cov: cov,
 		a: New(Config{Region: testRegion}), x: New(Config{Region: testRegion}),
-		now: t0, entropy: seed, attempts: map[string][]string{}, deleted: map[api.QueueKey]bool{},
+		vrng: rand.New(rand.NewPCG(seed, 0x7e1e)),
+		now:  t0, entropy: seed, attempts: map[string][]string{}, deleted: map[api.QueueKey]bool{},
 	}
 	// Start with the dead-letter queues and a source of each type, so that
 	// redrive and move tasks happen early.
@@ -332,7 +349,80 @@ func (tw *twins) step(i int) {
 	if tw.chance(12) {
 		tw.snapshot(false)
 	}
+	if !tw.writing {
+		switch {
+		case tw.view == nil && tw.vrng.IntN(10) == 0:
+			tw.openView()
+		case tw.view != nil && tw.vrng.IntN(6) == 0:
+			tw.writeView()
+		}
+	}
 }
+
+// openView opens a snapshot view of A, and keeps what Snapshot writes at
+// this moment to compare with what the view writes later.
+func (tw *twins) openView() {
+	tw.t.Helper()
+	var want bytes.Buffer
+	if err := tw.a.Snapshot(&want); err != nil {
+		tw.fail("Snapshot A: %v", err)
+		return
+	}
+	v, err := tw.a.BeginSnapshot()
+	if err != nil {
+		tw.fail("BeginSnapshot A: %v", err)
+		return
+	}
+	if _, err := tw.a.BeginSnapshot(); err == nil {
+		tw.fail("BeginSnapshot A with a view open: no error")
+	}
+	tw.view, tw.viewWant = v, want.Bytes()
+	tw.logf("snapshot view opened")
+}
+
+// writeView writes the open view of A while running a random step (and so
+// applying commands to A) before every message it reads, and checks that
+// it wrote the state of the moment it was opened, byte for byte.
+func (tw *twins) writeView() {
+	tw.t.Helper()
+	defer func(b int) { viewLockBatch = b }(viewLockBatch)
+	viewLockBatch = 1 + tw.vrng.IntN(3)
+	tw.writing = true
+	step := 0
+	var got bytes.Buffer
+	n, err := tw.view.WriteTo(&got, stepLocker(func() {
+		step++
+		tw.logf("step within the view's writing %d", step)
+		tw.step(-step)
+	}))
+	tw.writing = false
+	tw.cov.viewSaved += len(tw.view.cow.saved)
+	tw.view.Release()
+	tw.view = nil
+	switch {
+	case err != nil:
+		tw.fail("SnapshotView.WriteTo: %v", err)
+	case n != int64(got.Len()):
+		tw.fail("SnapshotView.WriteTo counted %d bytes, wrote %d", n, got.Len())
+	case !bytes.Equal(got.Bytes(), tw.viewWant):
+		tw.fail("the view, written after %d more steps, differs from the snapshot of its moment (%d bytes, want %d)", step, got.Len(), len(tw.viewWant))
+	}
+	if step > 0 {
+		tw.cov.viewsWritten++
+	}
+	// Released, the view saves nothing more and cannot be written.
+	if tw.a.cow.active {
+		tw.fail("the engine still saves messages for a released view")
+	}
+	tw.logf("snapshot view written after %d steps", step)
+}
+
+// stepLocker runs a function on each Lock: commands applied between the
+// reads of a view's writer.
+type stepLocker func()
+
+func (s stepLocker) Lock()   { s() }
+func (s stepLocker) Unlock() {}
 
 func (tw *twins) advance() {
 	var d time.Duration

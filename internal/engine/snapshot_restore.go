@@ -21,9 +21,23 @@ import (
 // Once restored, the engine calls the available hook for every queue, so
 // that long polls waiting on the old state look again.
 func (e *Engine) Restore(r io.Reader) error {
+	return e.RestoreVerified(r, nil)
+}
+
+// RestoreVerified is Restore with one more check: once the snapshot is
+// read to its end, and before it is swapped in, it calls verify (if not
+// nil), and an error from verify leaves the engine as it was. A caller
+// that streams the snapshot out of a container with a checksum of its own
+// checks it there, without holding the snapshot in memory.
+func (e *Engine) RestoreVerified(r io.Reader, verify func() error) error {
 	n, err := decodeSnapshot(r, e.cfg)
 	if err != nil {
 		return fmt.Errorf("engine: restore: %w", err)
+	}
+	if verify != nil {
+		if err := verify(); err != nil {
+			return fmt.Errorf("engine: restore: %w", err)
+		}
 	}
 	hook := e.hook
 	*e = *n
@@ -215,7 +229,7 @@ func (rs *restorer) queue() error {
 		return fmt.Errorf("%s: %w", key, err)
 	}
 	rs.e.queues[key] = q
-	q.due = rs.e.due
+	q.due, q.cow = rs.e.due, rs.e.cow
 	q.refreshDue()
 	return nil
 }
@@ -410,7 +424,7 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	}
 	ld.lastSeq = m.seq
 	m.sender = rs.intern(d.sender)
-	m.dlqSource = rs.intern(d.dlqSource)
+	m.ext = newMsgExt(d.attrs, d.md5Attrs, d.traceHeader, rs.intern(d.dlqSource))
 	rs.serials = append(rs.serials, m.serial)
 	if d.aged {
 		q.aged.Push(m)
@@ -547,4 +561,50 @@ func (c *crcReader) ReadByte() (byte, error) {
 		c.sum = crc32.Update(c.sum, snapCRCTable, c.one[:])
 	}
 	return b, err
+}
+
+// VerifySnapshot reads a snapshot written by Snapshot or a SnapshotView
+// to its end and checks its header and checksum, without decoding it and
+// in constant memory.
+func VerifySnapshot(r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var pre [len(snapMagic) + 4]byte
+	if _, err := io.ReadFull(br, pre[:]); err != nil {
+		return fmt.Errorf("engine snapshot: reading the format header: %w", err)
+	}
+	if string(pre[:len(snapMagic)]) != snapMagic {
+		return errors.New("engine snapshot: bad magic number")
+	}
+	if v := binary.BigEndian.Uint32(pre[len(snapMagic):]); v != snapVersion {
+		return fmt.Errorf("engine snapshot: format version %d; this engine reads version %d", v, snapVersion)
+	}
+	sum := crc32.Update(0, snapCRCTable, pre[:])
+	// The last 4 bytes are the checksum: hold them back from the sum.
+	var tail []byte
+	buf := make([]byte, 64<<10)
+	var total int64 = int64(len(pre))
+	for {
+		n, err := br.Read(buf)
+		if n > 0 {
+			tail = append(tail, buf[:n]...)
+			if len(tail) > 4 {
+				sum = crc32.Update(sum, snapCRCTable, tail[:len(tail)-4])
+				total += int64(len(tail) - 4)
+				tail = append(tail[:0], tail[len(tail)-4:]...)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("engine snapshot: after byte offset %d: %w", total, err)
+		}
+	}
+	if len(tail) < 4 {
+		return fmt.Errorf("engine snapshot: truncated at byte offset %d", total+int64(len(tail)))
+	}
+	if got := binary.BigEndian.Uint32(tail); got != sum {
+		return fmt.Errorf("engine snapshot: checksum mismatch over byte offsets 0-%d: stored %08x, computed %08x", total, got, sum)
+	}
+	return nil
 }

@@ -167,38 +167,63 @@ func (f *fsm) failure() (index uint64, err error) {
 }
 
 // snapshotMagic starts every snapshot file's payload, followed by the
-// format version and a CRC-32C of the engine state that follows.
+// format version (4 bytes, big-endian) and then, by version:
+//
+//	1: a CRC-32C of the engine state (4 bytes), then the engine state.
+//	   The writer had to hold the whole state in memory to checksum it
+//	   first; still read, never written.
+//	2: the engine state, streamed: it ends with a CRC-32C of its own
+//	   (see engine.Snapshot), so the container adds none.
 var snapshotMagic = [8]byte{'F', 'I', 'F', 'O', 'Q', 'F', 'S', 'M'}
 
-// snapshotFormatVersion is the version of the snapshot payload layout.
-const snapshotFormatVersion = 1
+// snapshotFormatVersion is the version of the snapshot payload layout this
+// fifoq writes; it reads every version from 1 to this one.
+const snapshotFormatVersion = 2
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Snapshot implements raft.FSM. It serialises the engine while holding the
-// read lock, so that the state is consistent; writes wait meanwhile.
+// Snapshot implements raft.FSM. Raft calls it on the goroutine that
+// applies entries, so writes wait while it runs: it only takes a view of
+// the engine (pointers to its records, see engine.SnapshotView), and
+// Persist writes the view out while entries go on being applied.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	var buf bytes.Buffer
 	f.mu.RLock()
-	err := f.eng.Snapshot(&buf)
+	view, err := f.eng.BeginSnapshot()
 	f.mu.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("snapshot engine: %w", err)
 	}
-	return &snapshot{state: buf.Bytes(), written: f.observeSnapshot}, nil
+	return &snapshot{view: view, mu: &f.mu, written: f.observeSnapshot}, nil
 }
 
-// Restore implements raft.FSM.
+// Restore implements raft.FSM. It streams the snapshot into the engine;
+// the engine swaps the new state in only once the whole snapshot has been
+// read and checked.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	state, err := readSnapshotPayload(rc)
+	br := bufio.NewReaderSize(rc, 64<<10)
+	version, want, err := readSnapshotHeader(br)
 	if err != nil {
 		return err
 	}
+	var state io.Reader = br
+	var verify func() error
+	if version == 1 {
+		// The state's checksum comes first: sum while the engine reads,
+		// and check before it swaps the state in.
+		h := crc32.New(castagnoli)
+		state = io.TeeReader(br, h)
+		verify = func() error {
+			if got := h.Sum32(); got != want {
+				return fmt.Errorf("snapshot checksum mismatch over the state after byte offset 16: stored %08x, computed %08x", want, got)
+			}
+			return nil
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.eng.Restore(bytes.NewReader(state)); err != nil {
-		return fmt.Errorf("restore engine from snapshot: %w", err)
+	if err := f.eng.RestoreVerified(state, verify); err != nil {
+		return fmt.Errorf("restore engine from snapshot (format version %d): %w", version, err)
 	}
 	f.observeSnapshot()
 	return nil
@@ -208,51 +233,77 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 // fifoq reads: it was written by a newer fifoq, and is not damaged.
 var errNewerSnapshot = errors.New("snapshot written by a newer fifoq")
 
-// readSnapshotPayload reads a snapshot written by Persist and returns the
-// engine state in it, after checking its magic, version and checksum.
-func readSnapshotPayload(r io.Reader) ([]byte, error) {
-	br := bufio.NewReader(r)
-	var hdr [16]byte
-	if n, err := io.ReadFull(br, hdr[:]); err != nil {
-		return nil, fmt.Errorf("snapshot header truncated at byte offset %d: %w", n, err)
+// readSnapshotHeader reads a snapshot's header: its magic and version, and
+// for version 1 the checksum of the state that follows (want).
+func readSnapshotHeader(r io.Reader) (version, want uint32, err error) {
+	var hdr [12]byte
+	if n, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, 0, fmt.Errorf("snapshot header truncated at byte offset %d: %w", n, err)
 	}
 	if !bytes.Equal(hdr[:8], snapshotMagic[:]) {
-		return nil, fmt.Errorf("not a fifoq snapshot: bad magic %q at byte offset 0", hdr[:8])
+		return 0, 0, fmt.Errorf("not a fifoq snapshot: bad magic %q at byte offset 0", hdr[:8])
 	}
-	if v := binary.BigEndian.Uint32(hdr[8:12]); v > snapshotFormatVersion {
-		return nil, fmt.Errorf("%w: snapshot format version %d at byte offset 8, and this fifoq reads versions up to %d; run a fifoq that reads version %d", errNewerSnapshot, v, snapshotFormatVersion, v)
-	} else if v != snapshotFormatVersion {
-		return nil, fmt.Errorf("snapshot format version %d at byte offset 8; this fifoq reads version %d", v, snapshotFormatVersion)
+	switch v := binary.BigEndian.Uint32(hdr[8:12]); {
+	case v > snapshotFormatVersion:
+		return 0, 0, fmt.Errorf("%w: snapshot format version %d at byte offset 8, and this fifoq reads versions up to %d; run a fifoq that reads version %d", errNewerSnapshot, v, snapshotFormatVersion, v)
+	case v == 0:
+		return 0, 0, fmt.Errorf("snapshot format version 0 at byte offset 8; this fifoq reads versions 1 to %d", snapshotFormatVersion)
+	case v == 1:
+		var sum [4]byte
+		if n, err := io.ReadFull(r, sum[:]); err != nil {
+			return 0, 0, fmt.Errorf("snapshot header truncated at byte offset %d: %w", 12+n, err)
+		}
+		return v, binary.BigEndian.Uint32(sum[:]), nil
+	default:
+		return v, 0, nil
 	}
-	want := binary.BigEndian.Uint32(hdr[12:16])
-	state, err := io.ReadAll(br)
-	if err != nil {
-		return nil, fmt.Errorf("read snapshot after byte offset 16: %w", err)
-	}
-	if got := crc32.Checksum(state, castagnoli); got != want {
-		return nil, fmt.Errorf("snapshot checksum mismatch over byte offsets 16-%d: stored %08x, computed %08x", 16+len(state), want, got)
-	}
-	return state, nil
 }
 
-// snapshot is a serialised engine state waiting to be written; written is
-// called once it is on disk.
+// verifySnapshotPayload reads a snapshot written by Persist to its end and
+// checks its magic, version and checksum, in constant memory.
+func verifySnapshotPayload(r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	version, want, err := readSnapshotHeader(br)
+	if err != nil {
+		return err
+	}
+	if version == 1 {
+		h := crc32.New(castagnoli)
+		n, err := io.Copy(h, br)
+		if err != nil {
+			return fmt.Errorf("read snapshot after byte offset 16: %w", err)
+		}
+		if got := h.Sum32(); got != want {
+			return fmt.Errorf("snapshot checksum mismatch over byte offsets 16-%d: stored %08x, computed %08x", 16+n, want, got)
+		}
+		return nil
+	}
+	if err := engine.VerifySnapshot(br); err != nil {
+		return fmt.Errorf("snapshot state after byte offset 12: %w", err)
+	}
+	return nil
+}
+
+// snapshot is a view of the engine waiting to be written; written is
+// called once it is on disk. mu is the fsm's lock, which Persist holds for
+// reading while it reads messages from the live engine.
 type snapshot struct {
-	state   []byte
+	view    *engine.SnapshotView
+	mu      *sync.RWMutex
 	written func()
 }
 
-// Persist implements raft.FSMSnapshot.
+// Persist implements raft.FSMSnapshot. It runs on Raft's snapshot
+// goroutine, while entries are applied.
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	var hdr [16]byte
+	var hdr [12]byte
 	copy(hdr[:8], snapshotMagic[:])
 	binary.BigEndian.PutUint32(hdr[8:12], snapshotFormatVersion)
-	binary.BigEndian.PutUint32(hdr[12:16], crc32.Checksum(s.state, castagnoli))
 	if _, err := sink.Write(hdr[:]); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("write snapshot header: %w", err)
 	}
-	if _, err := sink.Write(s.state); err != nil {
+	if _, err := s.view.WriteTo(sink, s.mu.RLocker()); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("write snapshot: %w", err)
 	}
@@ -265,5 +316,10 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 	return nil
 }
 
-// Release implements raft.FSMSnapshot.
-func (s *snapshot) Release() {}
+// Release implements raft.FSMSnapshot: the engine stops keeping copies of
+// the messages changed since the view was taken.
+func (s *snapshot) Release() {
+	s.mu.Lock()
+	s.view.Release()
+	s.mu.Unlock()
+}

@@ -331,7 +331,7 @@ func verifyLatestSnapshot(snaps *raft.FileSnapshotStore, dir string) error {
 		return fmt.Errorf("snapshot %s is damaged: %w; refusing to start (move it away only if the log still holds every entry it covers)", path, err)
 	}
 	defer rc.Close()
-	if _, err := readSnapshotPayload(rc); errors.Is(err, errNewerSnapshot) {
+	if err := verifySnapshotPayload(rc); errors.Is(err, errNewerSnapshot) {
 		return fmt.Errorf("snapshot %s: %w; refusing to start", path, err)
 	} else if err != nil {
 		return fmt.Errorf("snapshot %s is damaged: %w; refusing to start", path, err)

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -50,7 +52,8 @@ func TestRecoveryTime(t *testing.T) {
 				for i := range entries {
 					k := b*10 + i
 					entries[i] = api.SendMessageBatchRequestEntry{Id: fmt.Sprint(i), MessageBody: body, MessageGroupId: fmt.Sprintf("g%d", k%100), MessageDeduplicationId: fmt.Sprint(k)}
-					ids[i] = fmt.Sprintf("id-%d", k)
+					// MessageIds are UUIDs, as the server makes them.
+					ids[i] = fmt.Sprintf("%08x-0000-4000-8000-%012x", k, k)
 				}
 				if _, err := l.Apply(context.Background(), &engine.Command{Time: c.next(), Caller: testQueue.Account, Queue: testQueue,
 					Request: &api.SendMessageBatchRequest{QueueUrl: testQueue.Path(), Entries: entries}, MessageIDs: ids}); err != nil {
@@ -74,23 +77,94 @@ func TestRecoveryTime(t *testing.T) {
 	t.Logf("restart by log replay: %v", time.Since(began).Round(time.Millisecond))
 	checkCount(t, l, c, n)
 
+	// A writer sends to another queue, one message at a time, before and
+	// while the snapshot is taken: its slowest write during the snapshot,
+	// next to its median before, is how long the snapshot held writes up.
+	probe := api.QueueKey{Account: testQueue.Account, Name: "probe"}
+	apply(t, l, c, probe, &api.CreateQueueRequest{QueueName: probe.Name})
+	probeWrite := func() time.Duration {
+		began := time.Now()
+		apply(t, l, c, probe, &api.SendMessageRequest{QueueUrl: probe.Path(), MessageBody: "p"})
+		return time.Since(began)
+	}
+	var before []time.Duration
+	for range 200 {
+		before = append(before, probeWrite())
+	}
+	slices.Sort(before)
+	runtime.GC() // the peak below is then the snapshot's, not the replay's garbage
+	peak := watchHeap()
+	snapDone := make(chan struct{})
+	var during []time.Duration
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		for {
+			select {
+			case <-snapDone:
+				return
+			default:
+				during = append(during, probeWrite())
+			}
+		}
+	}()
 	began = time.Now()
 	if err := l.raft.Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
-	t.Logf("snapshot taken in %v", time.Since(began).Round(time.Millisecond))
+	snapTime := time.Since(began)
+	close(snapDone)
+	<-probed
+	snapPeak := peak()
+	slices.Sort(during)
+	t.Logf("snapshot taken in %v; peak heap during it %d MiB", snapTime.Round(time.Millisecond), snapPeak>>20)
+	if len(during) > 0 {
+		t.Logf("writes during the snapshot: %d, slowest %v, median %v (before it: median %v, slowest %v)", len(during),
+			during[len(during)-1].Round(time.Millisecond), during[len(during)/2].Round(100*time.Microsecond),
+			before[len(before)/2].Round(100*time.Microsecond), before[len(before)-1].Round(time.Millisecond))
+	}
 	l.Close()
 
+	runtime.GC()
+	peak = watchHeap()
 	began = time.Now()
 	l, _ = openTest(t, dir, cfg)
 	defer l.Close()
-	t.Logf("restart from snapshot: %v", time.Since(began).Round(time.Millisecond))
+	t.Logf("restart from snapshot: %v; peak heap during it %d MiB", time.Since(began).Round(time.Millisecond), peak()>>20)
 	checkCount(t, l, c, n)
 
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	t.Logf("heap in use after restore: %d MiB, %.0f bytes per queued message (200-byte bodies)", ms.HeapInuse>>20, float64(ms.HeapInuse)/float64(n))
+}
+
+// watchHeap samples the heap's live and not yet collected objects every
+// millisecond until the returned function is called, which returns the
+// highest sample.
+func watchHeap() (peak func() uint64) {
+	stop := make(chan struct{})
+	result := make(chan uint64)
+	go func() {
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		var high uint64
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			high = max(high, sample[0].Value.Uint64())
+			select {
+			case <-stop:
+				result <- high
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		return <-result
+	}
 }
 
 func checkCount(t *testing.T, l *Raft, c *clock, want int) {

@@ -472,7 +472,7 @@ func TestStartRefusesNewerSnapshot(t *testing.T) {
 	if err == nil {
 		t.Fatal("OpenRaft started from a snapshot of a newer format")
 	}
-	if !errors.Is(err, errNewerSnapshot) || !strings.Contains(err.Error(), "snapshot format version 2") || strings.Contains(err.Error(), "damaged") {
+	if !errors.Is(err, errNewerSnapshot) || !strings.Contains(err.Error(), fmt.Sprintf("snapshot format version %d", snapshotFormatVersion+1)) || strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("OpenRaft: %v; want the newer version named", err)
 	}
 	t.Logf("refused as expected: %v", err)
