@@ -437,12 +437,12 @@ func (r *mtRun) observe() map[api.QueueKey]map[string][]string {
 		if r.m.fifo {
 			for g, fg := range q.groups {
 				for m := fg.head; m != nil; m = m.next {
-					groups[g] = append(groups[g], m.id)
+					groups[g] = append(groups[g], m.id.String())
 				}
 			}
 		} else {
 			for _, m := range q.msgs {
-				groups[""] = append(groups[""], m.id)
+				groups[""] = append(groups[""], m.id.String())
 			}
 			slices.Sort(groups[""])
 		}
