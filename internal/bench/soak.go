@@ -22,6 +22,7 @@ var soakMetrics = []string{
 	"go_memstats_heap_inuse_bytes",
 	"go_goroutines",
 	"process_open_fds",
+	"go_memstats_next_gc_bytes",
 }
 
 // Window is one reporting interval of a run with Config.ReportEvery.
@@ -44,6 +45,12 @@ type Window struct {
 	ServerHeapInuseBytes *float64 `json:"server_heap_inuse_bytes,omitempty"`
 	ServerGoroutines     *float64 `json:"server_goroutines,omitempty"`
 	ServerOpenFDs        *float64 `json:"server_open_fds,omitempty"`
+	// ServerGCGoalBytes is the heap size at which the server's next
+	// garbage collection starts (go_memstats_next_gc_bytes): proportional
+	// to the heap that was live at the last collection, so it shows a leak
+	// without the sawtooth of heap in use or the lag of RSS (which keeps
+	// pages until the runtime returns them).
+	ServerGCGoalBytes *float64 `json:"server_gc_goal_bytes,omitempty"`
 	// ClientHeapBytes is the bench's own heap in use, to tell a growing
 	// client from a growing server.
 	ClientHeapBytes float64 `json:"client_heap_bytes"`
@@ -106,6 +113,7 @@ var trendTolerance = map[string]struct{ rel, abs float64 }{
 	"server heap in use":      {0.10, 0},
 	"server goroutines":       {0.10, 10},
 	"server open files":       {0.10, 10},
+	"server GC goal bytes":    {0.10, 0},
 	"send p99 ms":             {0.50, 2},
 	"client heap bytes":       {0.25, 0},
 	"backlog (acked, unread)": {0.50, 1000},
@@ -202,7 +210,7 @@ func (r *run) reportWindows(ctx context.Context, done <-chan struct{}, start tim
 			lastSent, lastRecv, lastErrs = s, rc, errs
 			if r.cfg.MetricsURL != "" {
 				if m, err := scrapeNames(ctx, r.cfg.MetricsURL, soakMetrics); err == nil {
-					for i, dst := range []**float64{&w.ServerRSSBytes, &w.ServerHeapInuseBytes, &w.ServerGoroutines, &w.ServerOpenFDs} {
+					for i, dst := range []**float64{&w.ServerRSSBytes, &w.ServerHeapInuseBytes, &w.ServerGoroutines, &w.ServerOpenFDs, &w.ServerGCGoalBytes} {
 						if v, ok := m[soakMetrics[i]]; ok {
 							*dst = &v
 						}
@@ -222,8 +230,8 @@ func (r *run) reportWindows(ctx context.Context, done <-chan struct{}, start tim
 
 // writeWindowHeader and writeWindow print windows as a table.
 func writeWindowHeader(w io.Writer) {
-	fmt.Fprintf(w, "  %8s %9s %9s %9s %6s %8s %8s %9s %9s %6s %6s %9s\n",
-		"end s", "sent", "received", "backlog", "errs", "send p50", "send p99", "srv RSS", "srv heap", "gor", "fds", "cli heap")
+	fmt.Fprintf(w, "  %8s %9s %9s %9s %6s %8s %8s %9s %9s %9s %6s %6s %9s\n",
+		"end s", "sent", "received", "backlog", "errs", "send p50", "send p99", "srv RSS", "srv heap", "GC goal", "gor", "fds", "cli heap")
 }
 
 func writeWindow(w io.Writer, win Window) {
@@ -239,9 +247,9 @@ func writeWindow(w io.Writer, win Window) {
 		}
 		return fmt.Sprintf("%.0f", *v)
 	}
-	fmt.Fprintf(w, "  %8.0f %9d %9d %9d %6d %8.2f %8.2f %9s %9s %6s %6s %8.1fM\n",
+	fmt.Fprintf(w, "  %8.0f %9d %9d %9d %6d %8.2f %8.2f %9s %9s %9s %6s %6s %8.1fM\n",
 		win.EndSeconds, win.Sent, win.Received, win.Backlog, win.Errors,
-		win.SendLatency.P50, win.SendLatency.P99, mb(win.ServerRSSBytes), mb(win.ServerHeapInuseBytes),
+		win.SendLatency.P50, win.SendLatency.P99, mb(win.ServerRSSBytes), mb(win.ServerHeapInuseBytes), mb(win.ServerGCGoalBytes),
 		n(win.ServerGoroutines), n(win.ServerOpenFDs), win.ClientHeapBytes/(1<<20))
 }
 
@@ -266,6 +274,7 @@ func soakReport(windows []Window, warmup time.Duration) *SoakReport {
 		{"server heap in use", func(w Window) (float64, bool) { return deref(w.ServerHeapInuseBytes) }},
 		{"server goroutines", func(w Window) (float64, bool) { return deref(w.ServerGoroutines) }},
 		{"server open files", func(w Window) (float64, bool) { return deref(w.ServerOpenFDs) }},
+		{"server GC goal bytes", func(w Window) (float64, bool) { return deref(w.ServerGCGoalBytes) }},
 		{"send p99 ms", func(w Window) (float64, bool) { return w.SendLatency.P99, w.SendLatency.Count > 0 }},
 		{"client heap bytes", func(w Window) (float64, bool) { return w.ClientHeapBytes, true }},
 		{"backlog (acked, unread)", func(w Window) (float64, bool) { return float64(w.Backlog), true }},
@@ -341,6 +350,7 @@ func (s *SoakReport) writeText(w io.Writer) {
 		}
 		unit, scale := "", 1.0
 		if strings.HasSuffix(t.Series, "bytes") || strings.HasSuffix(t.Series, "in use") {
+			// (every memory series is in bytes)
 			unit, scale = " MiB", 1<<20
 		}
 		fmt.Fprintf(w, "    %-24s %10.1f -> %10.1f%s  (%+6.1f%%, slope %+.1f%s/h)  %s\n",
