@@ -350,7 +350,6 @@ func (s *SoakReport) writeText(w io.Writer) {
 		}
 		unit, scale := "", 1.0
 		if strings.HasSuffix(t.Series, "bytes") || strings.HasSuffix(t.Series, "in use") {
-			// (every memory series is in bytes)
 			unit, scale = " MiB", 1<<20
 		}
 		fmt.Fprintf(w, "    %-24s %10.1f -> %10.1f%s  (%+6.1f%%, slope %+.1f%s/h)  %s\n",
