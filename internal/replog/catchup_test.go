@@ -14,7 +14,10 @@ import (
 	"github.com/fifoq/fifoq/internal/engine"
 )
 
-var catchUpMessages = flag.Int("replog.catchup", 0, "run TestFollowerCatchUpTime with this many messages sent while a follower is down (e.g. 1000000)")
+var (
+	catchUpMessages = flag.Int("replog.catchup", 0, "run TestFollowerCatchUpTime with this many messages sent while a follower is down (e.g. 1000000)")
+	catchUpSnapshot = flag.Bool("replog.catchup-snapshot", false, "in TestFollowerCatchUpTime, have the leader take a snapshot (and compact its log) before the follower returns, so that it catches up by a snapshot install")
+)
 
 // TestFollowerCatchUpTime measures how long a follower of a 3-node cluster
 // (real TCP on loopback, durable data dirs, the default snapshot settings)
@@ -24,6 +27,11 @@ var catchUpMessages = flag.Int("replog.catchup", 0, "run TestFollowerCatchUpTime
 // assertions) and runs only when asked:
 //
 //	go test ./internal/replog -run TestFollowerCatchUpTime -replog.catchup=1000000 -v
+//
+// With the default snapshot settings the leader may not have taken a
+// snapshot yet, and the follower then gets the log's entries;
+// -replog.catchup-snapshot makes the leader take one first, which
+// compacts its log past the follower's last entry.
 func TestFollowerCatchUpTime(t *testing.T) {
 	n := *catchUpMessages
 	if n == 0 {
@@ -102,6 +110,15 @@ func TestFollowerCatchUpTime(t *testing.T) {
 	t.Logf("sent %d messages in %v (%.0f msgs/s) with %s down; the leader's log: indexes %d..%d, last snapshot at %s",
 		n, time.Since(began).Round(time.Millisecond), float64(n)/time.Since(began).Seconds(), down.id,
 		mustIndex(leader.log.wal.FirstIndex()), leader.log.raft.LastIndex(), leader.log.raft.Stats()["last_snapshot_index"])
+
+	if *catchUpSnapshot {
+		began := time.Now()
+		if err := leader.log.raft.Snapshot().Error(); err != nil {
+			t.Fatalf("snapshot: %v", err)
+		}
+		t.Logf("the leader took a snapshot in %v: its log now begins at %d, its last snapshot is at %s", time.Since(began).Round(time.Millisecond),
+			mustIndex(leader.log.wal.FirstIndex()), leader.log.raft.Stats()["last_snapshot_index"])
+	}
 
 	// The leader's write latency, one message at a time, before the
 	// follower returns and while it catches up.
