@@ -30,8 +30,9 @@ var (
 //
 // With the default snapshot settings the leader may not have taken a
 // snapshot yet, and the follower then gets the log's entries;
-// -replog.catchup-snapshot makes the leader take one first, which
-// compacts its log past the follower's last entry.
+// -replog.catchup-snapshot makes the leader take one first, which (with
+// more than the 1,024 entries kept behind a snapshot) compacts its log
+// past the follower's last entry.
 func TestFollowerCatchUpTime(t *testing.T) {
 	n := *catchUpMessages
 	if n == 0 {
