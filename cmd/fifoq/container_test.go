@@ -100,12 +100,16 @@ func readDockerfile(t *testing.T) image {
 
 // composeService is the part of a compose service the tests use.
 type composeService struct {
+	Command     []string          `yaml:"command"`
 	Environment map[string]string `yaml:"environment"`
 	Volumes     []string          `yaml:"volumes"`
 	Secrets     []string          `yaml:"secrets"`
 	Healthcheck struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`
+	DependsOn map[string]struct {
+		Condition string `yaml:"condition"`
+	} `yaml:"depends_on"`
 }
 
 type composeFile struct {
@@ -116,9 +120,9 @@ type composeFile struct {
 	Volumes map[string]any `yaml:"volumes"`
 }
 
-func readCompose(t *testing.T) composeFile {
+func readCompose(t *testing.T, dir string) composeFile {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(composeDir, "docker-compose.yml"))
+	data, err := os.ReadFile(filepath.Join(dir, "docker-compose.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +133,11 @@ func readCompose(t *testing.T) composeFile {
 	return f
 }
 
-// mounts maps the container paths of a compose service (bind mounts,
-// named volumes, secrets) to paths on this machine: bind mounts to the
-// repository's files, named volumes to fresh temporary directories.
-func mounts(t *testing.T, f composeFile, svc composeService) map[string]string {
+// mounts maps the container paths of a compose service of the compose
+// file in dir (bind mounts, named volumes, secrets) to paths on this
+// machine: bind mounts to the repository's files, named volumes to fresh
+// temporary directories.
+func mounts(t *testing.T, dir string, f composeFile, svc composeService) map[string]string {
 	t.Helper()
 	m := map[string]string{}
 	for _, v := range svc.Volumes {
@@ -142,7 +147,7 @@ func mounts(t *testing.T, f composeFile, svc composeService) map[string]string {
 		}
 		src, dst := parts[0], parts[1]
 		if strings.HasPrefix(src, ".") || strings.HasPrefix(src, "/") {
-			m[dst] = filepath.Join(composeDir, src)
+			m[dst] = filepath.Join(dir, src)
 		} else {
 			if _, ok := f.Volumes[src]; !ok {
 				t.Fatalf("volume %q is not declared under volumes:", src)
@@ -155,7 +160,7 @@ func mounts(t *testing.T, f composeFile, svc composeService) map[string]string {
 		if !ok || sec.File == "" {
 			t.Fatalf("secret %q is not declared with a file", s)
 		}
-		m["/run/secrets/"+s] = filepath.Join(composeDir, sec.File)
+		m["/run/secrets/"+s] = filepath.Join(dir, sec.File)
 	}
 	return m
 }
@@ -228,12 +233,12 @@ func TestContainerEntrypointWithComposeSettings(t *testing.T) {
 	}
 	fifoq, app := builtBinaries(t)
 	img := readDockerfile(t)
-	compose := readCompose(t)
+	compose := readCompose(t, composeDir)
 	svc, ok := compose.Services["fifoq"]
 	if !ok {
 		t.Fatal("docker-compose.yml has no fifoq service")
 	}
-	m := mounts(t, compose, svc)
+	m := mounts(t, composeDir, compose, svc)
 	port := freePort(t)
 	for _, dir := range img.volumes {
 		if _, ok := m[dir]; !ok {

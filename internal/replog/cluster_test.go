@@ -40,6 +40,7 @@ func freeAddrs(t *testing.T, n int) []string {
 type testNode struct {
 	id  string
 	dir string
+	cfg RaftConfig // what it was opened with, to reopen it
 	log *Raft
 	eng *engine.Engine
 }
@@ -58,7 +59,8 @@ func startCluster(t *testing.T, n int, tlsFor func(i int) *tls.Config) []*testNo
 		if tlsFor != nil {
 			tc = tlsFor(i)
 		}
-		nd.log, nd.eng = openTest(t, nd.dir, RaftConfig{NodeID: nd.id, MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addrs[i], Peers: peers, TLS: tc}})
+		nd.cfg = RaftConfig{NodeID: nd.id, MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addrs[i], Peers: peers, TLS: tc}}
+		nd.log, nd.eng = openTest(t, nd.dir, nd.cfg)
 		nodes[i] = nd
 	}
 	t.Cleanup(func() {

@@ -1,10 +1,11 @@
-// Command app is the example application of examples/compose: a producer
-// and a consumer of orders over one of fifoq's FIFO queues. The producer
-// sends MESSAGES orders spread over GROUPS customers (message groups); the
-// consumer long-polls, deletes what it handled, and checks that each
-// customer's orders arrive in the order they were sent, once each. It
-// exits 0 when every order arrived so, 1 otherwise, which is what
-// "docker compose up --exit-code-from app" reports.
+// Command app is the example application of examples/compose and
+// examples/compose-cluster: a producer and a consumer of orders over one
+// of fifoq's FIFO queues. The producer sends MESSAGES orders spread over
+// GROUPS customers (message groups); the consumer long-polls, deletes
+// what it handled, and checks that each customer's orders arrive in the
+// order they were sent, once each. It exits 0 when every order arrived
+// so, 1 otherwise, which is what "docker compose up --exit-code-from app"
+// reports.
 //
 // It is configured by the environment, as a container is:
 //
@@ -26,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 func main() {
@@ -68,7 +70,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	client := sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) })
-	url, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queue)})
+	url, err := findQueue(ctx, client, queue)
 	if err != nil {
 		return fmt.Errorf("find queue %s: %w", queue, err)
 	}
@@ -87,6 +89,25 @@ func run(ctx context.Context) error {
 	}
 	fmt.Printf("app: %d orders of %d customers sent and received, each customer's in order, none twice\n", messages, groups)
 	return nil
+}
+
+// findQueue returns the queue's URL. A cluster's leader declares the
+// config file's queues just after it is elected, so a node can be ready a
+// moment before they exist: a missing queue is looked up again for a while.
+func findQueue(ctx context.Context, client *sqs.Client, queue string) (*sqs.GetQueueUrlOutput, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		url, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queue)})
+		var missing *types.QueueDoesNotExist
+		if err == nil || !errors.As(err, &missing) || time.Now().After(deadline) {
+			return url, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // produce sends the orders: order i belongs to customer i%groups.
