@@ -234,6 +234,10 @@ func (rs *restorer) queue() error {
 	return nil
 }
 
+// maxRestoreHint bounds the size hints a restore takes from a snapshot's
+// record counts.
+const maxRestoreHint = 1 << 21
+
 // newQueue builds a queue, without messages, from its header.
 func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 	key := api.QueueKey{Account: sq.Account, Name: sq.Name}
@@ -266,10 +270,15 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 	}
 	q.resetMessages()
 	// The count comes from the input: trust it for the map's size hint
-	// only up to a bound.
-	q.msgs = make(map[uint64]*message, min(sq.Messages, 1<<16))
+	// only up to a bound, which a crafted header can make cost a few tens
+	// of MB until the checksum refuses it. Up to the bound the maps are
+	// made once at their final size: growing them by doubling rehashes
+	// every entry again at each step, and leaves the old tables behind as
+	// garbage while the restore builds the heap.
+	q.msgs = make(map[uint64]*message, min(sq.Messages, maxRestoreHint))
+	rs.serials = slices.Grow(rs.serials, min(sq.Messages, maxRestoreHint))
 	if q.fifo {
-		q.dedup = make(map[dedupKey]*dedupRecord, min(sq.Dedups, 1<<16))
+		q.dedup = make(map[dedupKey]*dedupRecord, min(sq.Dedups, maxRestoreHint))
 		q.attempts = map[string]*attemptRecord{}
 	}
 	for i, st := range sq.Tasks {
