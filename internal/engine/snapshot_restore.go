@@ -107,8 +107,8 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	if _, err := io.ReadFull(br, want[:]); err != nil {
 		return nil, fmt.Errorf("reading the checksum: %w", err)
 	}
-	if binary.BigEndian.Uint32(want[:]) != sum {
-		return nil, errors.New("checksum mismatch: the snapshot is corrupt")
+	if stored := binary.BigEndian.Uint32(want[:]); stored != sum {
+		return nil, fmt.Errorf("checksum mismatch over byte offsets 0-%d: stored %08x, computed %08x: the snapshot is corrupt", cr.n, stored, sum)
 	}
 	switch _, err := br.ReadByte(); {
 	case err == nil:
@@ -551,15 +551,18 @@ func (rs *restorer) finishQueue(q *queue, sq *snapQueue) error {
 // crcReader checksums what it reads. It is an io.ByteReader so that
 // encoding/gob does not wrap it in a buffer of its own, which would read
 // past the gob stream.
+// n counts the bytes summed, for naming the range a mismatch covers.
 type crcReader struct {
 	r   *bufio.Reader
 	sum uint32
+	n   int64
 	one [1]byte
 }
 
 func (c *crcReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.sum = crc32.Update(c.sum, snapCRCTable, p[:n])
+	c.n += int64(n)
 	return n, err
 }
 
@@ -568,6 +571,7 @@ func (c *crcReader) ReadByte() (byte, error) {
 	if err == nil {
 		c.one[0] = b
 		c.sum = crc32.Update(c.sum, snapCRCTable, c.one[:])
+		c.n++
 	}
 	return b, err
 }
