@@ -107,8 +107,8 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	if _, err := io.ReadFull(br, want[:]); err != nil {
 		return nil, fmt.Errorf("reading the checksum: %w", err)
 	}
-	if binary.BigEndian.Uint32(want[:]) != sum {
-		return nil, errors.New("checksum mismatch: the snapshot is corrupt")
+	if stored := binary.BigEndian.Uint32(want[:]); stored != sum {
+		return nil, fmt.Errorf("checksum mismatch over byte offsets 0-%d: stored %08x, computed %08x: the snapshot is corrupt", cr.n, stored, sum)
 	}
 	switch _, err := br.ReadByte(); {
 	case err == nil:
@@ -234,6 +234,10 @@ func (rs *restorer) queue() error {
 	return nil
 }
 
+// maxRestoreHint bounds the size hints a restore takes from a snapshot's
+// record counts.
+const maxRestoreHint = 1 << 21
+
 // newQueue builds a queue, without messages, from its header.
 func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 	key := api.QueueKey{Account: sq.Account, Name: sq.Name}
@@ -266,10 +270,15 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 	}
 	q.resetMessages()
 	// The count comes from the input: trust it for the map's size hint
-	// only up to a bound.
-	q.msgs = make(map[uint64]*message, min(sq.Messages, 1<<16))
+	// only up to a bound, which a crafted header can make cost a few tens
+	// of MB until the checksum refuses it. Up to the bound the maps are
+	// made once at their final size: growing them by doubling rehashes
+	// every entry again at each step, and leaves the old tables behind as
+	// garbage while the restore builds the heap.
+	q.msgs = make(map[uint64]*message, min(sq.Messages, maxRestoreHint))
+	rs.serials = slices.Grow(rs.serials, min(sq.Messages, maxRestoreHint))
 	if q.fifo {
-		q.dedup = make(map[dedupKey]*dedupRecord, min(sq.Dedups, 1<<16))
+		q.dedup = make(map[dedupKey]*dedupRecord, min(sq.Dedups, maxRestoreHint))
 		q.attempts = map[string]*attemptRecord{}
 	}
 	for i, st := range sq.Tasks {
@@ -542,15 +551,18 @@ func (rs *restorer) finishQueue(q *queue, sq *snapQueue) error {
 // crcReader checksums what it reads. It is an io.ByteReader so that
 // encoding/gob does not wrap it in a buffer of its own, which would read
 // past the gob stream.
+// n counts the bytes summed, for naming the range a mismatch covers.
 type crcReader struct {
 	r   *bufio.Reader
 	sum uint32
+	n   int64
 	one [1]byte
 }
 
 func (c *crcReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.sum = crc32.Update(c.sum, snapCRCTable, p[:n])
+	c.n += int64(n)
 	return n, err
 }
 
@@ -559,6 +571,7 @@ func (c *crcReader) ReadByte() (byte, error) {
 	if err == nil {
 		c.one[0] = b
 		c.sum = crc32.Update(c.sum, snapCRCTable, c.one[:])
+		c.n++
 	}
 	return b, err
 }

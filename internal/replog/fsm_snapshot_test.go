@@ -175,23 +175,35 @@ func TestSnapshotFormat1StillRestores(t *testing.T) {
 }
 
 // TestVerifySnapshotDamage flips each of a sample of bytes of a version 2
-// snapshot, and cuts it short: verification must refuse every one.
+// snapshot, and cuts it short: verification must refuse every one, and so
+// must a restore (which is how a start checks the newest snapshot), leaving
+// the engine as it was.
 func TestVerifySnapshotDamage(t *testing.T) {
 	state := newSnapEngine(t, 50).state(t)
 	good := append(binary.BigEndian.AppendUint32(append([]byte(nil), snapshotMagic[:]...), snapshotFormatVersion), state...)
 	if err := verifySnapshotPayload(bytes.NewReader(good)); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
+	f := &fsm{eng: newEngine(), logger: slog.New(slog.DiscardHandler)}
+	empty := (&snapEngine{eng: f.eng}).state(t)
+	refused := func(what string, b []byte) {
+		t.Helper()
+		if err := verifySnapshotPayload(bytes.NewReader(b)); err == nil {
+			t.Fatalf("%s: verified", what)
+		}
+		if err := f.Restore(io.NopCloser(bytes.NewReader(b))); err == nil {
+			t.Fatalf("%s: restored", what)
+		}
+		if got := (&snapEngine{eng: f.eng}).state(t); !bytes.Equal(got, empty) {
+			t.Fatalf("%s: a refused restore changed the engine", what)
+		}
+	}
 	for i := 0; i < len(good); i += 1 + len(good)/200 {
 		bad := bytes.Clone(good)
 		bad[i] ^= 0x40
-		if err := verifySnapshotPayload(bytes.NewReader(bad)); err == nil {
-			t.Fatalf("byte %d flipped: verified", i)
-		}
+		refused(fmt.Sprintf("byte %d flipped", i), bad)
 	}
 	for _, n := range []int{0, 11, 12, 20, len(good) - 1} {
-		if err := verifySnapshotPayload(bytes.NewReader(good[:n])); err == nil {
-			t.Fatalf("cut to %d bytes: verified", n)
-		}
+		refused(fmt.Sprintf("cut to %d bytes", n), good[:n])
 	}
 }

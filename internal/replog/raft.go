@@ -200,9 +200,12 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 
 	// Raft falls back to an older snapshot when the newest cannot be
 	// restored, and the log entries between them may be compacted away:
-	// that would silently lose data. Check the newest one first and refuse
-	// to start if it is damaged.
-	if err := verifyLatestSnapshot(snaps, cfg.Dir); err != nil {
+	// that would silently lose data. Restore the newest one here, checking
+	// its checksums as it is read (one pass over the file), and refuse to
+	// start if it is damaged; Raft then takes only its index, term and
+	// configuration (NoSnapshotRestoreOnStart below).
+	f := &fsm{eng: eng, logger: cfg.Logger, walDir: walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes}
+	if err := restoreLatestSnapshot(snaps, cfg.Dir, f); err != nil {
 		wal.Close()
 		return nil, err
 	}
@@ -220,7 +223,8 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	rc.SnapshotThreshold = cfg.SnapshotEntries
 	rc.SnapshotInterval = 30 * time.Second
 	rc.TrailingLogs = 1024
-	rc.NoSnapshotRestoreOnStart = false
+	// The newest snapshot, if any, is already restored.
+	rc.NoSnapshotRestoreOnStart = true
 	if cfg.Cluster != nil {
 		cfg.Cluster.tune(rc)
 	}
@@ -240,12 +244,12 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	// l is set below, before any entry is held: the fsm answers only held
 	// entries, which commit creates once the log is running.
 	var l *Raft
-	f := &fsm{eng: eng, logger: cfg.Logger, walDir: walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, onBytes: func() {
+	f.onBytes = func() {
 		select {
 		case snapReq <- struct{}{}:
 		default:
 		}
-	}}
+	}
 	f.answer = func(e *entry, results []applyResult, err error) { l.answer(e, results, err) }
 
 	existing, err := raft.HasExistingState(wal, wal, snaps)
@@ -315,9 +319,14 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	return l, nil
 }
 
-// verifyLatestSnapshot reads the newest snapshot in full and checks its
-// checksums, so that a damaged one stops the start with its file named.
-func verifyLatestSnapshot(snaps *raft.FileSnapshotStore, dir string) error {
+// restoreLatestSnapshot restores the newest snapshot into f's engine,
+// reading it once: the engine checks the snapshot's checksums as it
+// decodes and swaps the state in only if they match, so a damaged snapshot
+// stops the start with its file named and the engine untouched. The file
+// is read directly rather than through the store's Open, which would read
+// it a second time for a checksum of its own; the payload's checksums
+// cover the same bytes.
+func restoreLatestSnapshot(snaps *raft.FileSnapshotStore, dir string, f *fsm) error {
 	list, err := snaps.List()
 	if err != nil {
 		return fmt.Errorf("list snapshots in %s: %w", dir, err)
@@ -326,12 +335,16 @@ func verifyLatestSnapshot(snaps *raft.FileSnapshotStore, dir string) error {
 		return nil
 	}
 	path := filepath.Join(dir, "snapshots", list[0].ID, "state.bin")
-	_, rc, err := snaps.Open(list[0].ID)
+	file, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("snapshot %s is damaged: %w; refusing to start (move it away only if the log still holds every entry it covers)", path, err)
 	}
-	defer rc.Close()
-	if err := verifySnapshotPayload(rc); errors.Is(err, errNewerSnapshot) {
+	if st, err := file.Stat(); err == nil && st.Size() != list[0].Size {
+		file.Close()
+		return fmt.Errorf("snapshot %s is damaged: %d bytes, its metadata says %d; refusing to start (move it away only if the log still holds every entry it covers)", path, st.Size(), list[0].Size)
+	}
+	// f.Restore closes the file.
+	if err := f.Restore(file); errors.Is(err, errNewerSnapshot) {
 		return fmt.Errorf("snapshot %s: %w; refusing to start", path, err)
 	} else if err != nil {
 		return fmt.Errorf("snapshot %s is damaged: %w; refusing to start", path, err)
