@@ -70,7 +70,7 @@ type Trend struct {
 	// SlopePerHour is the least-squares slope, in the series' unit per hour.
 	SlopePerHour float64 `json:"slope_per_hour"`
 	// Flat is true when the last quarter's mean is within the series'
-	// tolerance of the first's (see trendTolerance).
+	// tolerance of the first's (see soakSeries).
 	Flat bool `json:"flat"`
 	// Informational trends describe the bench itself and do not decide
 	// the verdict.
@@ -103,20 +103,31 @@ func (s *SoakReport) Flat() bool {
 	return true
 }
 
-// trendTolerance is how much a series may grow, from the first quarter of
-// the windows past the warm-up to the last, and still count as flat: a
-// relative share plus an absolute allowance for small counts (a handful of
-// goroutines or files come and go with connections). Send latency is given
-// more room: on a shared machine it moves with everything else running.
-var trendTolerance = map[string]struct{ rel, abs float64 }{
-	"server RSS bytes":        {0.10, 0},
-	"server heap in use":      {0.10, 0},
-	"server goroutines":       {0.10, 10},
-	"server open files":       {0.10, 10},
-	"server GC goal bytes":    {0.10, 0},
-	"send p99 ms":             {0.50, 2},
-	"client heap bytes":       {0.25, 0},
-	"backlog (acked, unread)": {0.50, 1000},
+// tolerance is how much a series may grow, from the first quarter of the
+// windows past the warm-up to the last, and still count as flat: a
+// relative share plus an absolute allowance.
+type tolerance struct{ rel, abs float64 }
+
+// soakSeries are the figures a soak fits trends to, each with its
+// tolerance. Small counts get an absolute allowance (a handful of
+// goroutines or files come and go with connections); send latency gets more
+// room, since on a shared machine it moves with everything else running.
+// The bench's own heap holds its latency samples, which fill up to a fixed
+// bound over the first hours: it is shown, not judged.
+var soakSeries = []struct {
+	name          string
+	get           func(Window) (float64, bool)
+	tol           tolerance
+	informational bool
+}{
+	{"server RSS bytes", func(w Window) (float64, bool) { return deref(w.ServerRSSBytes) }, tolerance{0.10, 0}, false},
+	{"server heap in use", func(w Window) (float64, bool) { return deref(w.ServerHeapInuseBytes) }, tolerance{0.10, 0}, false},
+	{"server goroutines", func(w Window) (float64, bool) { return deref(w.ServerGoroutines) }, tolerance{0.10, 10}, false},
+	{"server open files", func(w Window) (float64, bool) { return deref(w.ServerOpenFDs) }, tolerance{0.10, 10}, false},
+	{"server GC goal bytes", func(w Window) (float64, bool) { return deref(w.ServerGCGoalBytes) }, tolerance{0.10, 0}, false},
+	{"send p99 ms", func(w Window) (float64, bool) { return w.SendLatency.P99, w.SendLatency.Count > 0 }, tolerance{0.50, 2}, false},
+	{"client heap bytes", func(w Window) (float64, bool) { return w.ClientHeapBytes, true }, tolerance{0.25, 0}, true},
+	{"backlog (acked, unread)", func(w Window) (float64, bool) { return float64(w.Backlog), true }, tolerance{0.50, 1000}, false},
 }
 
 // pacer holds producers to a total rate, in messages per second. A
@@ -266,20 +277,7 @@ func soakReport(windows []Window, warmup time.Duration) *SoakReport {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d windows past the warm-up: at least 4 are needed for a trend", len(past)))
 		return rep
 	}
-	series := []struct {
-		name string
-		get  func(Window) (float64, bool)
-	}{
-		{"server RSS bytes", func(w Window) (float64, bool) { return deref(w.ServerRSSBytes) }},
-		{"server heap in use", func(w Window) (float64, bool) { return deref(w.ServerHeapInuseBytes) }},
-		{"server goroutines", func(w Window) (float64, bool) { return deref(w.ServerGoroutines) }},
-		{"server open files", func(w Window) (float64, bool) { return deref(w.ServerOpenFDs) }},
-		{"server GC goal bytes", func(w Window) (float64, bool) { return deref(w.ServerGCGoalBytes) }},
-		{"send p99 ms", func(w Window) (float64, bool) { return w.SendLatency.P99, w.SendLatency.Count > 0 }},
-		{"client heap bytes", func(w Window) (float64, bool) { return w.ClientHeapBytes, true }},
-		{"backlog (acked, unread)", func(w Window) (float64, bool) { return float64(w.Backlog), true }},
-	}
-	for _, s := range series {
+	for _, s := range soakSeries {
 		var xs, ys []float64
 		for _, w := range past {
 			if v, ok := s.get(w); ok {
@@ -291,10 +289,8 @@ func soakReport(windows []Window, warmup time.Duration) *SoakReport {
 			rep.Notes = append(rep.Notes, s.name+": not measured in enough windows")
 			continue
 		}
-		t := fitTrend(s.name, xs, ys)
-		// The bench's heap holds its latency samples, which fill up to a
-		// fixed bound over the first hours: shown, not judged.
-		t.Informational = s.name == "client heap bytes"
+		t := fitTrend(s.name, s.tol, xs, ys)
+		t.Informational = s.informational
 		rep.Trends = append(rep.Trends, t)
 	}
 	return rep
@@ -309,7 +305,7 @@ func deref(v *float64) (float64, bool) {
 
 // fitTrend compares the first and last quarters of ys and fits a line
 // through (xs, ys), xs in hours.
-func fitTrend(name string, xs, ys []float64) Trend {
+func fitTrend(name string, tol tolerance, xs, ys []float64) Trend {
 	q := max(len(ys)/4, 1)
 	mean := func(v []float64) float64 {
 		s := 0.0
@@ -331,7 +327,6 @@ func fitTrend(name string, xs, ys []float64) Trend {
 	if sxx > 0 {
 		t.SlopePerHour = sxy / sxx
 	}
-	tol := trendTolerance[name]
 	t.Flat = t.Last <= t.First*(1+tol.rel)+tol.abs
 	return t
 }

@@ -20,10 +20,10 @@ func TestFitTrend(t *testing.T) {
 		flat[i] = 100 + float64(i%3)  // noise, no trend
 		growing[i] = 100 + float64(i) // +60 per hour
 	}
-	if tr := fitTrend("server RSS bytes", hours(120), flat); !tr.Flat || tr.SlopePerHour > 1 || tr.SlopePerHour < -1 {
+	if tr := fitTrend("server RSS bytes", tolOf(t, "server RSS bytes"), hours(120), flat); !tr.Flat || tr.SlopePerHour > 1 || tr.SlopePerHour < -1 {
 		t.Errorf("flat series: %+v", tr)
 	}
-	tr := fitTrend("server RSS bytes", hours(120), growing)
+	tr := fitTrend("server RSS bytes", tolOf(t, "server RSS bytes"), hours(120), growing)
 	if tr.Flat {
 		t.Errorf("growing series judged flat: %+v", tr)
 	}
@@ -32,7 +32,7 @@ func TestFitTrend(t *testing.T) {
 	}
 	// A few goroutines more is within the absolute allowance.
 	g := []float64{20, 20, 20, 20, 25, 25, 25, 25}
-	if tr := fitTrend("server goroutines", hours(8), g); !tr.Flat {
+	if tr := fitTrend("server goroutines", tolOf(t, "server goroutines"), hours(8), g); !tr.Flat {
 		t.Errorf("goroutines +5 judged growing: %+v", tr)
 	}
 }
@@ -97,4 +97,16 @@ func TestLedgerBitsAcrossWords(t *testing.T) {
 	if v.Acknowledged != 200 || v.Lost != 1 || v.Duplicates != 1 || v.Unacknowledged != 1 || l.outstanding() != 1 {
 		t.Fatalf("verify = %+v, outstanding %d", v, l.outstanding())
 	}
+}
+
+// tolOf returns the tolerance soakSeries gives the named series.
+func tolOf(t *testing.T, name string) tolerance {
+	t.Helper()
+	for _, s := range soakSeries {
+		if s.name == name {
+			return s.tol
+		}
+	}
+	t.Fatalf("no series %q", name)
+	return tolerance{}
 }
