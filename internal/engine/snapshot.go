@@ -19,16 +19,20 @@ import (
 // and message); the lists, heaps, maps and counts derived from it are
 // rebuilt on Restore.
 //
-// Format, version 1:
+// Format, version 2:
 //
 //	magic    8 bytes  "FIFOQSNP"
 //	version  4 bytes  big-endian uint32
 //	body     an encoding/gob stream of, in order:
 //	           snapHeader
 //	           per queue, in key order: snapQueue, then snapChunk values
-//	             until the counts snapQueue announces are reached
+//	             until the counts snapQueue announces are reached, each
+//	             followed by its packed records (see snapshot_frame.go)
 //	           snapTrailer
 //	checksum 4 bytes  big-endian CRC-32C (Castagnoli) of everything before it
+//
+// Version 1, still read, differs only in carrying the packed records
+// inside each snapChunk value (MessageData, DedupData).
 //
 // and nothing after. Records go in chunks of bounded size, so neither side
 // holds a second copy of the state: memory beyond the live state is one
@@ -44,7 +48,8 @@ import (
 // same bytes.
 const (
 	snapMagic      = "FIFOQSNP"
-	snapVersion    = 1
+	snapVersion    = 2 // written
+	snapOldest     = 1 // the oldest version read
 	snapChunkSize  = 1024
 	snapChunkBytes = 1 << 20
 )
@@ -170,7 +175,8 @@ type snapTask struct {
 // about snapChunkBytes of them, whichever comes first. A writer sends all
 // messages first, then deduplication records, then attempt records, then
 // tenant orders. Messages and deduplication records are packed binary
-// records (see snapshot_codec.go).
+// records (see snapshot_codec.go), which from version 2 on follow the
+// chunk's gob value rather than fill MessageData and DedupData.
 type snapChunk struct {
 	Messages    int    // message records in MessageData
 	MessageData []byte // in the order of the queue's arrival list (FIFO: sequence order), then the aged heap's
@@ -267,6 +273,7 @@ func liveRecords[T any](log []T, inMap int, current func(T) bool) []T {
 // chunkWriter gathers records into chunks and encodes each full chunk.
 type chunkWriter struct {
 	enc   *gob.Encoder
+	raw   io.Writer // the stream enc writes to, for the packed records
 	chunk snapChunk
 	msgs  recordWriter
 	dedup recordWriter
@@ -291,8 +298,10 @@ func (c *chunkWriter) flush() error {
 	if c.n == 0 {
 		return nil
 	}
-	c.chunk.MessageData, c.chunk.DedupData = c.msgs.buf, c.dedup.buf
 	err := c.enc.Encode(&c.chunk)
+	if err == nil {
+		err = writeChunkData(c.raw, c.msgs.buf, c.dedup.buf)
+	}
 	c.msgs.buf, c.dedup.buf = c.msgs.buf[:0], c.dedup.buf[:0]
 	c.chunk = snapChunk{}
 	c.n = 0

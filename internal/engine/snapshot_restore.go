@@ -69,8 +69,9 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	if string(pre[:len(snapMagic)]) != snapMagic {
 		return nil, errors.New("not an engine snapshot (bad magic number)")
 	}
-	if v := binary.BigEndian.Uint32(pre[len(snapMagic):]); v != snapVersion {
-		return nil, fmt.Errorf("snapshot format version %d; this engine reads version %d", v, snapVersion)
+	version := binary.BigEndian.Uint32(pre[len(snapMagic):])
+	if version < snapOldest || version > snapVersion {
+		return nil, fmt.Errorf("snapshot format version %d; this engine reads versions %d to %d", version, snapOldest, snapVersion)
 	}
 	// cr is an io.ByteReader, so gob reads from it exactly the bytes of
 	// each value, and the checksum after the body is left unread.
@@ -85,7 +86,7 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	if h.Queues < 0 {
 		return nil, fmt.Errorf("negative queue count %d", h.Queues)
 	}
-	rs := &restorer{e: New(cfg), dec: dec, interned: map[string]string{}}
+	rs := &restorer{e: New(cfg), dec: dec, cr: cr, version: version, interned: map[string]string{}}
 	rs.e.now, rs.e.serial = h.Now, h.Serial
 	for i := range h.Queues {
 		if err := rs.queue(); err != nil {
@@ -131,6 +132,9 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 type restorer struct {
 	e        *Engine
 	dec      *gob.Decoder
+	cr       *crcReader        // the stream dec reads, for the packed records
+	version  uint32            // of the snapshot's format
+	data     chunkDataReader   // version 2: the packed records of the chunk being read
 	cur      snapChunk         // the chunk being read
 	serials  []uint64          // of every message, to check they are unique
 	interned map[string]string // sender ids and source ARNs, shared by many messages
@@ -345,9 +349,22 @@ func (rs *restorer) chunk(q *queue, sq *snapQueue, ld *queueLoad) error {
 	// the slices it finds: reuse the byte slices, whose contents are
 	// copied out, and nothing else.
 	c := &rs.cur
-	*c = snapChunk{MessageData: c.MessageData[:0], DedupData: c.DedupData[:0]}
+	if rs.version >= 2 {
+		*c = snapChunk{} // the records are read beside the value, into rs.data
+	} else {
+		*c = snapChunk{MessageData: c.MessageData[:0], DedupData: c.DedupData[:0]}
+	}
 	if err := rs.dec.Decode(c); err != nil {
 		return fmt.Errorf("decoding records: %w", err)
+	}
+	if rs.version >= 2 {
+		if len(c.MessageData) > 0 || len(c.DedupData) > 0 {
+			return errors.New("records inside the chunk's value")
+		}
+		var err error
+		if c.MessageData, c.DedupData, err = rs.data.read(rs.cr); err != nil {
+			return err
+		}
 	}
 	switch {
 	case c.Messages < 0 || c.Dedups < 0:
@@ -588,8 +605,8 @@ func VerifySnapshot(r io.Reader) error {
 	if string(pre[:len(snapMagic)]) != snapMagic {
 		return errors.New("engine snapshot: bad magic number")
 	}
-	if v := binary.BigEndian.Uint32(pre[len(snapMagic):]); v != snapVersion {
-		return fmt.Errorf("engine snapshot: format version %d; this engine reads version %d", v, snapVersion)
+	if v := binary.BigEndian.Uint32(pre[len(snapMagic):]); v < snapOldest || v > snapVersion {
+		return fmt.Errorf("engine snapshot: format version %d; this engine reads versions %d to %d", v, snapOldest, snapVersion)
 	}
 	sum := crc32.Update(0, snapCRCTable, pre[:])
 	// The last 4 bytes are the checksum: hold them back from the sum.

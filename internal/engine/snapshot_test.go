@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -271,7 +272,7 @@ func TestRestoreRejectsBadInput(t *testing.T) {
 		"magic only":     []byte(snapMagic),
 		"wrong magic":    append([]byte("FIFOQSNX"), good[len(snapMagic):]...),
 		"version 0":      version(0),
-		"version 2":      version(2),
+		"version 3":      version(3),
 		"trailing bytes": append(bytes.Clone(good), 0),
 		"no checksum":    good[:len(good)-4],
 		"bad checksum":   append(bytes.Clone(good[:len(good)-4]), 0, 0, 0, 0),
@@ -632,7 +633,9 @@ func parseSnapshot(t *testing.T, data []byte) *parsedSnapshot {
 	if !bytes.HasPrefix(data, []byte(snapMagic)) {
 		t.Fatal("parseSnapshot: no magic number")
 	}
-	dec := gob.NewDecoder(bytes.NewReader(data[len(snapMagic)+4 : len(data)-4]))
+	version := binary.BigEndian.Uint32(data[len(snapMagic):])
+	body := bytes.NewReader(data[len(snapMagic)+4 : len(data)-4])
+	dec := gob.NewDecoder(body)
 	p := &parsedSnapshot{}
 	must := func(err error) {
 		t.Helper()
@@ -648,6 +651,15 @@ func parseSnapshot(t *testing.T, data []byte) *parsedSnapshot {
 		for msgs < q.Q.Messages || dedups < q.Q.Dedups || attempts < q.Q.Attempts || ordered < q.Q.Ordered {
 			var c snapChunk
 			must(dec.Decode(&c))
+			if version >= 2 {
+				for _, data := range []*[]byte{&c.MessageData, &c.DedupData} {
+					n, err := binary.ReadUvarint(body)
+					must(err)
+					*data = make([]byte, n)
+					_, err = io.ReadFull(body, *data)
+					must(err)
+				}
+			}
 			msgs, dedups, attempts = msgs+c.Messages, dedups+c.Dedups, attempts+len(c.Attempts)
 			for _, o := range c.Orders {
 				ordered += len(o.Serials)
@@ -663,23 +675,38 @@ func parseSnapshot(t *testing.T, data []byte) *parsedSnapshot {
 // encode writes the records as a snapshot, with a valid checksum.
 func (p *parsedSnapshot) encode(t *testing.T) []byte {
 	t.Helper()
+	return p.encodeVersion(t, snapVersion)
+}
+
+// encodeVersion writes the records as a snapshot of format version 1 or
+// 2, with a valid checksum.
+func (p *parsedSnapshot) encodeVersion(t *testing.T, version uint32) []byte {
+	t.Helper()
 	var b bytes.Buffer
 	b.WriteString(snapMagic)
-	binary.Write(&b, binary.BigEndian, uint32(snapVersion))
+	binary.Write(&b, binary.BigEndian, version)
 	enc := gob.NewEncoder(&b)
-	values := []any{&p.Header}
-	for i := range p.Queues {
-		values = append(values, &p.Queues[i].Q)
-		for j := range p.Queues[i].Chunks {
-			values = append(values, &p.Queues[i].Chunks[j])
-		}
-	}
-	values = append(values, &p.Trailer)
-	for _, v := range values {
-		if err := enc.Encode(v); err != nil {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
 			t.Fatalf("encode: %v", err)
 		}
 	}
+	must(enc.Encode(&p.Header))
+	for i := range p.Queues {
+		must(enc.Encode(&p.Queues[i].Q))
+		for _, c := range p.Queues[i].Chunks {
+			if version == 1 {
+				must(enc.Encode(&c))
+				continue
+			}
+			msgs, dedups := c.MessageData, c.DedupData
+			c.MessageData, c.DedupData = nil, nil
+			must(enc.Encode(&c))
+			must(writeChunkData(&b, msgs, dedups))
+		}
+	}
+	must(enc.Encode(&p.Trailer))
 	return binary.BigEndian.AppendUint32(b.Bytes(), crc32.Checksum(b.Bytes(), snapCRCTable))
 }
 

@@ -215,7 +215,7 @@ func (v *SnapshotView) write(w io.Writer, lock sync.Locker) error {
 	}
 	for i := range v.queues {
 		qv := &v.queues[i]
-		if err := v.writeQueue(enc, qv, lock); err != nil {
+		if err := v.writeQueue(enc, cw, qv, lock); err != nil {
 			return fmt.Errorf("engine: snapshot: queue %s/%s: %w", qv.sq.Account, qv.sq.Name, err)
 		}
 	}
@@ -235,11 +235,11 @@ func (v *SnapshotView) write(w io.Writer, lock sync.Locker) error {
 
 // writeQueue writes one queue's section: its header, then its records in
 // chunks. Messages are read under lock; the other records never change.
-func (v *SnapshotView) writeQueue(enc *gob.Encoder, qv *queueView, lock sync.Locker) error {
+func (v *SnapshotView) writeQueue(enc *gob.Encoder, raw io.Writer, qv *queueView, lock sync.Locker) error {
 	if err := enc.Encode(qv.sq); err != nil {
 		return err
 	}
-	cw := chunkWriter{enc: enc}
+	cw := chunkWriter{enc: enc, raw: raw}
 	for i := 0; i < len(qv.msgs); {
 		lock.Lock()
 		for k := 0; i < len(qv.msgs) && !cw.full() && k < viewLockBatch; i, k = i+1, k+1 {

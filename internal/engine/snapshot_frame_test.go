@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"testing"
+)
+
+func bufioOf(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+
+// TestSnapshotVersion1StillRestores restores the rich engine's state from
+// a snapshot in format version 1 (records inside the chunks' gob values),
+// as older binaries wrote it: the restored engine must write exactly the
+// snapshot the current format gives for the original engine.
+func TestSnapshotVersion1StillRestores(t *testing.T) {
+	data := snapshotBytes(t, richHarness(t).e)
+	if v := binary.BigEndian.Uint32(data[len(snapMagic):]); v != snapVersion {
+		t.Fatalf("snapshot written in format version %d, want %d", v, snapVersion)
+	}
+	old := parseSnapshot(t, data).encodeVersion(t, 1)
+	if bytes.Equal(old, data) {
+		t.Fatal("versions 1 and 2 encode the same bytes: the test proves nothing")
+	}
+	e := New(Config{Region: testRegion})
+	if err := e.Restore(bytes.NewReader(old)); err != nil {
+		t.Fatalf("Restore of version 1: %v", err)
+	}
+	if again := snapshotBytes(t, e); !bytes.Equal(again, data) {
+		t.Error("the engine restored from version 1 writes another snapshot")
+	}
+	if err := VerifySnapshot(bytes.NewReader(old)); err != nil {
+		t.Errorf("VerifySnapshot of version 1: %v", err)
+	}
+}
+
+// TestSnapshotChunkLengthBounded gives a chunk a record length beyond
+// maxChunkData, with a valid checksum: the restore must refuse it without
+// allocating it.
+func TestSnapshotChunkLengthBounded(t *testing.T) {
+	p := parseSnapshot(t, snapshotBytes(t, richHarness(t).e))
+	var b bytes.Buffer
+	var r chunkDataReader
+	if err := writeChunkData(&b, make([]byte, 10), nil); err != nil {
+		t.Fatal(err)
+	}
+	// A length just over the bound, followed by too few bytes.
+	huge := binary.AppendUvarint(nil, maxChunkData+1)
+	if _, _, err := r.read(&crcReader{r: bufioOf(huge)}); err == nil {
+		t.Error("a chunk of more than maxChunkData record bytes was read")
+	}
+	if cap(r.buf) > 1<<20 {
+		t.Errorf("refusing the chunk allocated %d bytes", cap(r.buf))
+	}
+	msgs, dedups, err := r.read(&crcReader{r: bufioOf(b.Bytes())})
+	if err != nil || len(msgs) != 10 || len(dedups) != 0 {
+		t.Errorf("read %d and %d bytes, %v; want 10 and 0", len(msgs), len(dedups), err)
+	}
+	// The whole snapshot with one chunk's records cut short, checksum valid.
+	for i := range p.Queues {
+		for j := range p.Queues[i].Chunks {
+			if c := &p.Queues[i].Chunks[j]; len(c.MessageData) > 0 {
+				c.MessageData = c.MessageData[:len(c.MessageData)-1]
+				wantRestoreError(t, p.encode(t), "")
+				return
+			}
+		}
+	}
+	t.Fatal("no chunk with message records")
+}
