@@ -343,8 +343,10 @@ func restoreLatestSnapshot(snaps *raft.FileSnapshotStore, dir string, f *fsm) er
 		file.Close()
 		return fmt.Errorf("snapshot %s is damaged: %d bytes, its metadata says %d; refusing to start (move it away only if the log still holds every entry it covers)", path, st.Size(), list[0].Size)
 	}
-	// f.Restore closes the file.
-	if err := f.Restore(file); errors.Is(err, errNewerSnapshot) {
+	// f.Restore closes the file. Nothing else runs yet: hold the garbage
+	// collector off while the state is built (see withGCHeld).
+	err = withGCHeld(restoreHeapBudget(list[0].Size), func() error { return f.Restore(file) })
+	if errors.Is(err, errNewerSnapshot) {
 		return fmt.Errorf("snapshot %s: %w; refusing to start", path, err)
 	} else if err != nil {
 		return fmt.Errorf("snapshot %s is damaged: %w; refusing to start", path, err)
