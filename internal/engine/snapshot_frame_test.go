@@ -68,3 +68,16 @@ func TestSnapshotChunkLengthBounded(t *testing.T) {
 	}
 	t.Fatal("no chunk with message records")
 }
+
+// TestRestorePipelined runs the snapshot tests with every queue's chunks
+// read and applied on two goroutines, as only large queues are otherwise:
+// the states restored and the errors reported must be the same.
+func TestRestorePipelined(t *testing.T) {
+	defer func(n int) { restorePipelineMin = n }(restorePipelineMin)
+	restorePipelineMin = 0
+	t.Run("round trip", TestSnapshotRoundTrip)
+	t.Run("bad input", TestRestoreRejectsBadInput)
+	t.Run("inconsistent", TestRestoreRejectsInconsistentSnapshots)
+	t.Run("version 1", TestSnapshotVersion1StillRestores)
+	t.Run("twins", TestSnapshotTwins)
+}

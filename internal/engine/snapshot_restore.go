@@ -134,8 +134,7 @@ type restorer struct {
 	dec      *gob.Decoder
 	cr       *crcReader        // the stream dec reads, for the packed records
 	version  uint32            // of the snapshot's format
-	data     chunkDataReader   // version 2: the packed records of the chunk being read
-	cur      snapChunk         // the chunk being read
+	batch    chunkBatch        // the chunk being read, when not pipelined
 	serials  []uint64          // of every message, to check they are unique
 	interned map[string]string // sender ids and source ARNs, shared by many messages
 }
@@ -223,11 +222,8 @@ func (rs *restorer) queue() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
-	var ld queueLoad
-	for ld.msgs < sq.Messages || ld.dedups < sq.Dedups || ld.attempts < sq.Attempts || ld.ordered < sq.Ordered {
-		if err := rs.chunk(q, &sq, &ld); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
+	if err := rs.records(q, &sq); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
 	}
 	if err := rs.finishQueue(q, &sq); err != nil {
 		return fmt.Errorf("%s: %w", key, err)
@@ -343,14 +339,17 @@ func moveTaskOf(source api.QueueKey, s *snapTask) (*moveTask, error) {
 	return t, nil
 }
 
-// chunk reads one chunk of a queue's records.
-func (rs *restorer) chunk(q *queue, sq *snapQueue, ld *queueLoad) error {
+// readChunk reads the next chunk of a queue's records into b and decodes
+// its message and deduplication records. got counts the records read so
+// far, against the counts sq announces. It touches no queue, so that it can
+// run ahead of applyChunk (see records).
+func (rs *restorer) readChunk(b *chunkBatch, sq *snapQueue, got *queueLoad) error {
 	// Gob leaves alone the fields a value does not carry and decodes into
 	// the slices it finds: reuse the byte slices, whose contents are
 	// copied out, and nothing else.
-	c := &rs.cur
+	c := &b.c
 	if rs.version >= 2 {
-		*c = snapChunk{} // the records are read beside the value, into rs.data
+		*c = snapChunk{} // the records are read beside the value, into b.data
 	} else {
 		*c = snapChunk{MessageData: c.MessageData[:0], DedupData: c.DedupData[:0]}
 	}
@@ -362,7 +361,7 @@ func (rs *restorer) chunk(q *queue, sq *snapQueue, ld *queueLoad) error {
 			return errors.New("records inside the chunk's value")
 		}
 		var err error
-		if c.MessageData, c.DedupData, err = rs.data.read(rs.cr); err != nil {
+		if c.MessageData, c.DedupData, err = b.data.read(rs.cr); err != nil {
 			return err
 		}
 	}
@@ -371,41 +370,65 @@ func (rs *restorer) chunk(q *queue, sq *snapQueue, ld *queueLoad) error {
 		return errors.New("negative record count")
 	case c.Messages+c.Dedups+len(c.Attempts)+len(c.Orders) == 0:
 		return errors.New("empty chunk")
-	case c.Messages > sq.Messages-ld.msgs:
+	case c.Messages > sq.Messages-got.msgs:
 		return errors.New("more messages than announced")
-	case c.Dedups > sq.Dedups-ld.dedups:
+	case c.Dedups > sq.Dedups-got.dedups:
 		return errors.New("more deduplication records than announced")
-	case len(c.Attempts) > sq.Attempts-ld.attempts:
+	case len(c.Attempts) > sq.Attempts-got.attempts:
 		return errors.New("more attempt records than announced")
 	}
+	b.msgs = slices.Grow(b.msgs[:0], c.Messages)
 	rr := recordReader{buf: c.MessageData}
-	for range c.Messages {
+	for i := range c.Messages {
 		d := decodedMessage{m: &message{}}
 		if err := rr.message(&d); err != nil {
-			return fmt.Errorf("message %d: %w", ld.msgs, err)
+			return fmt.Errorf("message %d: %w", got.msgs+i, err)
 		}
-		if err := rs.message(q, &d, ld); err != nil {
-			return fmt.Errorf("message %d: %w", ld.msgs, err)
-		}
-		ld.msgs++
+		b.msgs = append(b.msgs, d)
 	}
 	if len(rr.buf) > 0 {
 		return errors.New("unread bytes after the message records")
 	}
+	b.dedups = slices.Grow(b.dedups[:0], c.Dedups)
 	rr = recordReader{buf: c.DedupData}
-	for range c.Dedups {
+	for i := range c.Dedups {
 		r, err := rr.dedup()
-		if err == nil {
-			err = restoreDedup(q, r, ld)
-		}
 		if err != nil {
-			return fmt.Errorf("deduplication record %d: %w", ld.dedups, err)
+			return fmt.Errorf("deduplication record %d: %w", got.dedups+i, err)
 		}
-		ld.dedups++
+		b.dedups = append(b.dedups, r)
 	}
 	if len(rr.buf) > 0 {
 		return errors.New("unread bytes after the deduplication records")
 	}
+	got.msgs += c.Messages
+	got.dedups += c.Dedups
+	got.attempts += len(c.Attempts)
+	for _, o := range c.Orders {
+		if len(o.Serials) > sq.Ordered-got.ordered {
+			return errors.New("more ordered messages than announced")
+		}
+		got.ordered += len(o.Serials)
+	}
+	return nil
+}
+
+// applyChunk adds the records of a chunk read by readChunk to q. ld tracks
+// what the queue's chunks have added so far.
+func (rs *restorer) applyChunk(q *queue, b *chunkBatch, ld *queueLoad) error {
+	for i := range b.msgs {
+		if err := rs.message(q, &b.msgs[i], ld); err != nil {
+			return fmt.Errorf("message %d: %w", ld.msgs, err)
+		}
+		ld.msgs++
+	}
+	for _, r := range b.dedups {
+		if err := restoreDedup(q, r, ld); err != nil {
+			return fmt.Errorf("deduplication record %d: %w", ld.dedups, err)
+		}
+		ld.dedups++
+	}
+	c := &b.c
 	for i := range c.Attempts {
 		if err := restoreAttempt(q, &c.Attempts[i], ld); err != nil {
 			return fmt.Errorf("attempt record %d: %w", ld.attempts, err)
@@ -414,9 +437,6 @@ func (rs *restorer) chunk(q *queue, sq *snapQueue, ld *queueLoad) error {
 	}
 	for i := range c.Orders {
 		o := &c.Orders[i]
-		if len(o.Serials) > sq.Ordered-ld.ordered {
-			return errors.New("more ordered messages than announced")
-		}
 		if err := restoreOrder(q, o); err != nil {
 			return fmt.Errorf("order of tenant %q: %w", o.Tenant, err)
 		}
