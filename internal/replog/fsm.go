@@ -174,11 +174,16 @@ func (f *fsm) failure() (index uint64, err error) {
 //	   first; still read, never written.
 //	2: the engine state, streamed: it ends with a CRC-32C of its own
 //	   (see engine.Snapshot), so the container adds none.
+//	3: as 2, with the engine state in its format 2 or later (a chunk's
+//	   records beside its gob value, see engine.Snapshot). The layout
+//	   of the frame is that of 2: the version tells a fifoq that reads
+//	   frames up to 2, and engine states of format 1 only, that the
+//	   snapshot is newer than it, rather than damaged.
 var snapshotMagic = [8]byte{'F', 'I', 'F', 'O', 'Q', 'F', 'S', 'M'}
 
 // snapshotFormatVersion is the version of the snapshot payload layout this
 // fifoq writes; it reads every version from 1 to this one.
-const snapshotFormatVersion = 2
+const snapshotFormatVersion = 3
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

@@ -174,7 +174,7 @@ func TestSnapshotFormat1StillRestores(t *testing.T) {
 	}
 }
 
-// TestVerifySnapshotDamage flips each of a sample of bytes of a version 2
+// TestVerifySnapshotDamage flips each of a sample of bytes of a current
 // snapshot, and cuts it short: verification must refuse every one, and so
 // must a restore (which is how a start checks the newest snapshot), leaving
 // the engine as it was.
