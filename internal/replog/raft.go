@@ -213,11 +213,10 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = hlog
-	// A cluster of one elects itself after HeartbeatTimeout: keep it short
-	// so that a restart is quick.
-	rc.HeartbeatTimeout = 100 * time.Millisecond
-	rc.ElectionTimeout = 100 * time.Millisecond
-	rc.LeaderLeaseTimeout = 100 * time.Millisecond
+	// A cluster of one elects itself as soon as it starts (standNow).
+	rc.HeartbeatTimeout = soloHeartbeat
+	rc.ElectionTimeout = soloHeartbeat
+	rc.LeaderLeaseTimeout = soloLeaderLease
 	rc.MaxAppendEntries = 1024
 	rc.BatchApplyCh = true
 	rc.SnapshotThreshold = cfg.SnapshotEntries
@@ -307,10 +306,13 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		// A member of a cluster serves at once: a follower forwards to
 		// the leader, and no leader may be elected until more nodes start.
 		l.startCluster()
-	} else if err := l.waitReady(); err != nil {
-		r.Shutdown().Error()
-		wal.Close()
-		return nil, err
+	} else {
+		standNow(r)
+		if err := l.waitReady(); err != nil {
+			r.Shutdown().Error()
+			wal.Close()
+			return nil, err
+		}
 	}
 	ok = true
 	l.wg.Add(2)
