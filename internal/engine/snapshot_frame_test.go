@@ -81,3 +81,34 @@ func TestRestorePipelined(t *testing.T) {
 	t.Run("version 1", TestSnapshotVersion1StillRestores)
 	t.Run("twins", TestSnapshotTwins)
 }
+
+// TestRestoreHugeRecordCounts announces far more records than a chunk
+// holds, with a valid checksum: the restore must refuse the snapshot
+// without sizing anything by the counts.
+func TestRestoreHugeRecordCounts(t *testing.T) {
+	const huge = 1 << 50
+	for _, pipelined := range []bool{false, true} {
+		p := parseSnapshot(t, snapshotBytes(t, richHarness(t).e))
+		found := false
+		for i := range p.Queues {
+			q := &p.Queues[i]
+			if len(q.Chunks) == 0 || q.Chunks[0].Messages == 0 || q.Chunks[0].Dedups == 0 {
+				continue
+			}
+			q.Q.Messages, q.Q.Dedups = huge, huge
+			q.Chunks[0].Messages, q.Chunks[0].Dedups = huge, huge
+			func() {
+				if pipelined {
+					defer func(n int) { restorePipelineMin = n }(restorePipelineMin)
+					restorePipelineMin = 0
+				}
+				wantRestoreError(t, p.encode(t), "")
+			}()
+			found = true
+			break
+		}
+		if !found {
+			t.Fatal("no queue with messages and deduplication records in its first chunk")
+		}
+	}
+}

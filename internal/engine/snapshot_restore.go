@@ -377,7 +377,9 @@ func (rs *restorer) readChunk(b *chunkBatch, sq *snapQueue, got *queueLoad) erro
 	case len(c.Attempts) > sq.Attempts-got.attempts:
 		return errors.New("more attempt records than announced")
 	}
-	b.msgs = slices.Grow(b.msgs[:0], c.Messages)
+	// The counts come from the input: size by them no further than a
+	// writer fills a chunk; more records, if there are, append.
+	b.msgs = slices.Grow(b.msgs[:0], min(c.Messages, snapChunkSize))
 	rr := recordReader{buf: c.MessageData}
 	for i := range c.Messages {
 		d := decodedMessage{m: &message{}}
@@ -389,7 +391,7 @@ func (rs *restorer) readChunk(b *chunkBatch, sq *snapQueue, got *queueLoad) erro
 	if len(rr.buf) > 0 {
 		return errors.New("unread bytes after the message records")
 	}
-	b.dedups = slices.Grow(b.dedups[:0], c.Dedups)
+	b.dedups = slices.Grow(b.dedups[:0], min(c.Dedups, snapChunkSize))
 	rr = recordReader{buf: c.DedupData}
 	for i := range c.Dedups {
 		r, err := rr.dedup()
