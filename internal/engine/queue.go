@@ -51,8 +51,7 @@ type queue struct {
 	groups     map[string]*fifoGroup
 	ready      indexedHeap[*fifoGroup]
 	lastSeq    uint64
-	dedup      map[dedupKey]*dedupRecord
-	dedupLog   ring[*dedupRecord]
+	dedup      dedupTable
 	attempts   map[string]*attemptRecord
 	attemptLog ring[*attemptRecord]
 
@@ -89,7 +88,6 @@ func newQueue(key api.QueueKey, region string, fifo bool, attrs queueAttrs, now 
 	}
 	q.resetMessages()
 	if fifo {
-		q.dedup = map[dedupKey]*dedupRecord{}
 		q.attempts = map[string]*attemptRecord{}
 	}
 	return q

@@ -19,7 +19,8 @@ import (
 // and message); the lists, heaps, maps and counts derived from it are
 // rebuilt on Restore.
 //
-// Format, version 1:
+// Format, version 2 (version 1 differs in the deduplication record, see
+// snapshot_codec.go; it still restores):
 //
 //	magic    8 bytes  "FIFOQSNP"
 //	version  4 bytes  big-endian uint32
@@ -44,7 +45,9 @@ import (
 // same bytes.
 const (
 	snapMagic      = "FIFOQSNP"
-	snapVersion    = 1
+	snapVersion    = 2
+	// snapOldestVersion is the oldest version Restore reads.
+	snapOldestVersion = 1
 	snapChunkSize  = 1024
 	snapChunkBytes = 1 << 20
 )

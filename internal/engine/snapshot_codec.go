@@ -22,7 +22,7 @@ import (
 //
 // Integers are varints (encoding/binary: Uvarint, or zig-zag Varint for
 // signed values); a string or byte slice is its length as a uvarint, then
-// its bytes; a list is its length as a uvarint, then its items. Version 1:
+// its bytes; a list is its length as a uvarint, then its items. Version 2:
 //
 //	message:
 //	  serial uvarint, id string, body string,
@@ -37,7 +37,11 @@ import (
 //	  visibleAt varint, receives varint, firstRecvAt varint,
 //	  receivedAt varint, nonce uvarint, vizChanges varint
 //	deduplication record:
-//	  group string, id string, at varint, messageID string, seq uvarint
+//	  key bytes (16: see dedupKeyOf), at varint, messageID string, seq uvarint
+//
+// Version 1 differs in the deduplication record only, which began with
+// the group string ("" unless the scope was messageGroup) and the id
+// string in place of the key: a restore derives the key from them.
 const flagHasString, flagAged = 1, 1
 
 // recordWriter appends binary records to buf.
@@ -114,8 +118,7 @@ func (w *recordWriter) message(m *message, aged bool) {
 }
 
 func (w *recordWriter) dedup(r *dedupRecord) {
-	w.str(r.key.group)
-	w.str(r.key.id)
+	w.bytes(r.key[:])
 	w.varint(r.at)
 	w.uvarint(uint64(r.messageID.len()))
 	w.buf = r.messageID.appendTo(w.buf)
@@ -307,10 +310,17 @@ func (r *recordReader) message(d *decodedMessage) error {
 	return r.err
 }
 
-func (r *recordReader) dedup() (*dedupRecord, error) {
-	d := &dedupRecord{}
-	d.key.group = r.str()
-	d.key.id = r.str()
+// dedup reads a deduplication record of the given snapshot version.
+func (r *recordReader) dedup(version uint32) (dedupRecord, error) {
+	var d dedupRecord
+	if version == 1 {
+		group := r.raw()
+		d.key = dedupKeyOf(string(group), string(r.raw()))
+	} else if k := r.raw(); len(k) == len(d.key) {
+		d.key = dedupKey(k)
+	} else if r.err == nil {
+		r.err = errShortRecord
+	}
 	d.at = r.varint()
 	d.messageID = makeMsgIDBytes(r.raw())
 	d.seq = r.uvarint()

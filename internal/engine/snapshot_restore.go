@@ -69,8 +69,9 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	if string(pre[:len(snapMagic)]) != snapMagic {
 		return nil, errors.New("not an engine snapshot (bad magic number)")
 	}
-	if v := binary.BigEndian.Uint32(pre[len(snapMagic):]); v != snapVersion {
-		return nil, fmt.Errorf("snapshot format version %d; this engine reads version %d", v, snapVersion)
+	version := binary.BigEndian.Uint32(pre[len(snapMagic):])
+	if version < snapOldestVersion || version > snapVersion {
+		return nil, fmt.Errorf("snapshot format version %d; this engine reads versions %d-%d", version, snapOldestVersion, snapVersion)
 	}
 	// cr is an io.ByteReader, so gob reads from it exactly the bytes of
 	// each value, and the checksum after the body is left unread.
@@ -85,7 +86,7 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	if h.Queues < 0 {
 		return nil, fmt.Errorf("negative queue count %d", h.Queues)
 	}
-	rs := &restorer{e: New(cfg), dec: dec, interned: map[string]string{}}
+	rs := &restorer{e: New(cfg), dec: dec, interned: map[string]string{}, version: version}
 	rs.e.now, rs.e.serial = h.Now, h.Serial
 	for i := range h.Queues {
 		if err := rs.queue(); err != nil {
@@ -134,6 +135,7 @@ type restorer struct {
 	cur      snapChunk         // the chunk being read
 	serials  []uint64          // of every message, to check they are unique
 	interned map[string]string // sender ids and source ARNs, shared by many messages
+	version  uint32            // the snapshot's format version
 }
 
 // intern returns b as a string, the same string for equal contents.
@@ -278,7 +280,6 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 	q.msgs = make(map[uint64]*message, min(sq.Messages, maxRestoreHint))
 	rs.serials = slices.Grow(rs.serials, min(sq.Messages, maxRestoreHint))
 	if q.fifo {
-		q.dedup = make(map[dedupKey]*dedupRecord, min(sq.Dedups, maxRestoreHint))
 		q.attempts = map[string]*attemptRecord{}
 	}
 	for i, st := range sq.Tasks {
@@ -377,9 +378,9 @@ func (rs *restorer) chunk(q *queue, sq *snapQueue, ld *queueLoad) error {
 	}
 	rr = recordReader{buf: c.DedupData}
 	for range c.Dedups {
-		r, err := rr.dedup()
+		r, err := rr.dedup(rs.version)
 		if err == nil {
-			err = restoreDedup(q, r, ld)
+			err = restoreDedup(q, &r, ld)
 		}
 		if err != nil {
 			return fmt.Errorf("deduplication record %d: %w", ld.dedups, err)
@@ -486,12 +487,10 @@ func restoreDedup(q *queue, r *dedupRecord, ld *queueLoad) error {
 		return errors.New("out of time order")
 	}
 	ld.lastDedup = r.at
-	n := len(q.dedup)
-	q.dedup[r.key] = r
-	if len(q.dedup) == n {
-		return fmt.Errorf("key (%q, %q) twice", r.key.group, r.key.id)
+	if q.dedup.get(r.key) != nil {
+		return fmt.Errorf("key %x twice", r.key)
 	}
-	q.dedupLog.Push(r)
+	q.dedup.push(*r)
 	return nil
 }
 
@@ -588,8 +587,8 @@ func VerifySnapshot(r io.Reader) error {
 	if string(pre[:len(snapMagic)]) != snapMagic {
 		return errors.New("engine snapshot: bad magic number")
 	}
-	if v := binary.BigEndian.Uint32(pre[len(snapMagic):]); v != snapVersion {
-		return fmt.Errorf("engine snapshot: format version %d; this engine reads version %d", v, snapVersion)
+	if v := binary.BigEndian.Uint32(pre[len(snapMagic):]); v < snapOldestVersion || v > snapVersion {
+		return fmt.Errorf("engine snapshot: format version %d; this engine reads versions %d-%d", v, snapOldestVersion, snapVersion)
 	}
 	sum := crc32.Update(0, snapCRCTable, pre[:])
 	// The last 4 bytes are the checksum: hold them back from the sum.

@@ -271,7 +271,7 @@ func TestRestoreRejectsBadInput(t *testing.T) {
 		"magic only":     []byte(snapMagic),
 		"wrong magic":    append([]byte("FIFOQSNX"), good[len(snapMagic):]...),
 		"version 0":      version(0),
-		"version 2":      version(2),
+		"version 3":      version(snapVersion + 1),
 		"trailing bytes": append(bytes.Clone(good), 0),
 		"no checksum":    good[:len(good)-4],
 		"bad checksum":   append(bytes.Clone(good[:len(good)-4]), 0, 0, 0, 0),
@@ -446,10 +446,10 @@ func TestRestoreRejectsInconsistentSnapshots(t *testing.T) {
 		{"deduplication key twice", "twice", func(p *parsedSnapshot) {
 			c := &queue(p, "q.fifo").Chunks[0]
 			r := recordReader{buf: c.DedupData}
-			first, _ := r.dedup()
+			first, _ := r.dedup(snapVersion)
 			var w recordWriter
-			w.dedup(first)
-			w.dedup(first)
+			w.dedup(&first)
+			w.dedup(&first)
 			c.DedupData = append(w.buf, r.buf...)
 			c.Dedups++
 			queue(p, "q.fifo").Q.Dedups++
@@ -617,6 +617,7 @@ func exercise(e *Engine) {
 // parsedSnapshot is a snapshot decoded into its records, for tests to edit
 // and encode again.
 type parsedSnapshot struct {
+	Version uint32 // format version encode writes; 0 for snapVersion
 	Header  snapHeader
 	Queues  []parsedQueue
 	Trailer snapTrailer
@@ -665,7 +666,11 @@ func (p *parsedSnapshot) encode(t *testing.T) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	b.WriteString(snapMagic)
-	binary.Write(&b, binary.BigEndian, uint32(snapVersion))
+	version := p.Version
+	if version == 0 {
+		version = snapVersion
+	}
+	binary.Write(&b, binary.BigEndian, version)
 	enc := gob.NewEncoder(&b)
 	values := []any{&p.Header}
 	for i := range p.Queues {

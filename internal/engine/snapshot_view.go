@@ -39,7 +39,7 @@ type queueView struct {
 	sq       *snapQueue
 	msgs     []*message // the arrival list, then the aged heap in order
 	arrival  int        // msgs[:arrival] come from the arrival list
-	dedups   []*dedupRecord
+	dedups   []dedupRecord
 	attempts []*attemptRecord
 	orders   []tenantOrder // standard queues: each tenant's visible list
 }
@@ -164,7 +164,7 @@ func captureQueue(q *queue) queueView {
 	})
 	qv.msgs = append(qv.msgs, aged...)
 	// The expiry logs are rings whose buffers later sends overwrite: copy.
-	qv.dedups = slices.Clone(liveRecords(q.dedupLog.live(), len(q.dedup), func(r *dedupRecord) bool { return q.dedup[r.key] == r }))
+	qv.dedups = q.dedup.liveRecords()
 	qv.attempts = slices.Clone(liveRecords(q.attemptLog.live(), len(q.attempts), func(r *attemptRecord) bool { return q.attempts[r.id] == r }))
 	sq.Dedups, sq.Attempts = len(qv.dedups), len(qv.attempts)
 	if !q.fifo {
@@ -252,8 +252,8 @@ func (v *SnapshotView) writeQueue(enc *gob.Encoder, qv *queueView, lock sync.Loc
 			}
 		}
 	}
-	for _, r := range qv.dedups {
-		if err := cw.dedupRecord(r); err != nil {
+	for i := range qv.dedups {
+		if err := cw.dedupRecord(&qv.dedups[i]); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// TestDedupTableModel drives a dedupTable and a map with the same random
+// pushes (new keys and keys sent again) and expiries, checking after each
+// step that both hold the same live records in the same order, through
+// growth, shrinking and wrap-around of both arrays.
+func TestDedupTableModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var tab dedupTable
+	type entry struct {
+		key dedupKey
+		at  int64
+	}
+	var model []entry // live records, oldest first
+	latest := map[dedupKey]int64{}
+	now := int64(0)
+	check := func(step int) {
+		t.Helper()
+		if tab.Len() != len(model) {
+			t.Fatalf("step %d: %d live records, want %d", step, tab.Len(), len(model))
+		}
+		live := tab.liveRecords()
+		for i, e := range model {
+			if live[i].key != e.key || live[i].at != e.at {
+				t.Fatalf("step %d: record %d = %x@%d, want %x@%d", step, i, live[i].key[:4], live[i].at, e.key[:4], e.at)
+			}
+			if r := tab.get(e.key); r == nil || r.at != e.at {
+				t.Fatalf("step %d: get(%x) = %v", step, e.key[:4], r)
+			}
+		}
+		if len(model) > 0 && tab.front().key != model[0].key {
+			t.Fatalf("step %d: the front is not the oldest live record", step)
+		}
+	}
+	for step := range 40000 {
+		now++
+		// Phases of growth and decay, so both arrays grow and shrink.
+		grow := (step/5000)%2 == 0
+		switch r := rng.IntN(10); {
+		case r < 6 && grow || r < 3:
+			k := dedupKeyOf("", strconv.Itoa(rng.IntN(20000)))
+			if _, ok := latest[k]; ok {
+				// Sent again: supersedes the old record.
+				for i := range model {
+					if model[i].key == k {
+						model = append(model[:i], model[i+1:]...)
+						break
+					}
+				}
+			}
+			tab.push(dedupRecord{key: k, at: now, seq: uint64(now)})
+			model = append(model, entry{k, now})
+			latest[k] = now
+		case len(model) > 0:
+			// Expire the oldest live record.
+			delete(latest, model[0].key)
+			model = model[1:]
+			tab.popFront()
+		}
+		check(step)
+	}
+	for len(model) > 0 {
+		model = model[1:]
+		tab.popFront()
+	}
+	check(-1)
+	if !tab.empty() || cap(tab.recs) > shrinkAbove {
+		t.Fatalf("emptied table holds %d records in an array of %d", tab.n, cap(tab.recs))
+	}
+}
+
+// TestDedupKeyScopes checks that the key tells the scope's group from the
+// id, whatever their lengths.
+func TestDedupKeyScopes(t *testing.T) {
+	keys := map[dedupKey]string{}
+	for _, gi := range [][2]string{{"", "abc"}, {"a", "bc"}, {"ab", "c"}, {"abc", ""}, {"", ""}, {"a", "b"}} {
+		k := dedupKeyOf(gi[0], gi[1])
+		if prev, ok := keys[k]; ok {
+			t.Fatalf("(%q, %q) has the key of %s", gi[0], gi[1], prev)
+		}
+		keys[k] = strconv.Quote(gi[0]) + "," + strconv.Quote(gi[1])
+	}
+}
+
+// TestSnapshotVersion1Dedup restores a snapshot whose deduplication
+// records are in the layout of format version 1 (group and id strings):
+// the restored engine must be the one that wrote the snapshot, and go on
+// deduplicating the ids it kept.
+func TestSnapshotVersion1Dedup(t *testing.T) {
+	h := newHarness(t)
+	q := h.fifoQueue("q.fifo", nil)
+	gq := h.fifoQueue("g.fifo", map[string]string{api.AttrDeduplicationScope: "messageGroup", api.AttrFifoThroughputLimit: "perMessageGroupId"})
+	type sent struct{ group, id string }
+	ids := map[string][]sent{}
+	first := map[string]string{}
+	for i := range 40 {
+		for _, k := range []api.QueueKey{q, gq} {
+			g, d := "g"+strconv.Itoa(i%3), "d"+strconv.Itoa(i)
+			r := h.sendFIFO(k, "body", g, d)
+			scope := ""
+			if k == gq {
+				scope = g
+			}
+			ids[k.Name] = append(ids[k.Name], sent{scope, d})
+			first[k.Name+"/"+d] = r.MessageId
+		}
+		h.advance(1)
+	}
+	good := snapshotBytes(t, h.e)
+	p := parseSnapshot(t, good)
+	p.Version = 1
+	for i := range p.Queues {
+		pq := &p.Queues[i]
+		if pq.Q.Dedups == 0 {
+			continue
+		}
+		n := 0
+		for j := range pq.Chunks {
+			c := &pq.Chunks[j]
+			r := recordReader{buf: c.DedupData}
+			var w recordWriter
+			for range c.Dedups {
+				d, err := r.dedup(snapVersion)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := ids[pq.Q.Name][n]
+				if d.key != dedupKeyOf(s.group, s.id) {
+					t.Fatalf("%s: record %d is not the key of %v", pq.Q.Name, n, s)
+				}
+				n++
+				w.str(s.group)
+				w.str(s.id)
+				w.varint(d.at)
+				w.str(d.messageID.String())
+				w.uvarint(d.seq)
+			}
+			c.DedupData = w.buf
+		}
+	}
+	old := p.encode(t)
+	e := New(Config{Region: testRegion})
+	if err := e.Restore(bytes.NewReader(old)); err != nil {
+		t.Fatalf("Restore of a version 1 snapshot: %v", err)
+	}
+	if again := snapshotBytes(t, e); !bytes.Equal(again, good) {
+		t.Fatal("the engine restored from version 1 differs from the one that wrote it")
+	}
+	h.e = e
+	for _, k := range []api.QueueKey{q, gq} {
+		if r := h.sendFIFO(k, "other", "g1", "d7"); r.MessageId != first[k.Name+"/d7"] {
+			t.Errorf("%s: a duplicate of d7 after the restore got %s, want %s", k.Name, r.MessageId, first[k.Name+"/d7"])
+		}
+	}
+	if r := h.sendFIFO(gq, "other", "g2", "d7"); r.MessageId == first["g.fifo/d7"] {
+		t.Error("group scope: d7 in another group was deduplicated")
+	}
+}
