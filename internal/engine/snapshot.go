@@ -44,12 +44,12 @@ import (
 // init), so two replicas of the same binary in the same state write the
 // same bytes.
 const (
-	snapMagic      = "FIFOQSNP"
-	snapVersion    = 2
+	snapMagic   = "FIFOQSNP"
+	snapVersion = 2
 	// snapOldestVersion is the oldest version Restore reads.
 	snapOldestVersion = 1
-	snapChunkSize  = 1024
-	snapChunkBytes = 1 << 20
+	snapChunkSize     = 1024
+	snapChunkBytes    = 1 << 20
 )
 
 var snapCRCTable = crc32.MakeTable(crc32.Castagnoli)
