@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash/maphash"
+	"math"
 )
 
 // dedupKey is what a FIFO queue deduplicates on: the deduplication id, and
@@ -63,8 +64,9 @@ type dedupRecord struct {
 // table behaves the same on every replica.
 //
 // A record whose key is sent again after it expired but before it was
-// dropped is superseded: the index points to the new one, and the old one
-// is dropped (with any superseded records behind it) as soon as it reaches
+// dropped is superseded: the index points to the new one, the old one is
+// marked (its time set to superseded, which no command time is), and it is
+// dropped (with any superseded records behind it) as soon as it reaches
 // the front, so that the front is always a live record, as in an engine
 // restored from a snapshot, which keeps only live ones.
 type dedupTable struct {
@@ -75,6 +77,9 @@ type dedupTable struct {
 	live  int           // entries in index: live records
 	seed  maphash.Seed  // set by the first push
 }
+
+// superseded is the time of a superseded record.
+const superseded = math.MinInt64
 
 // minDedupCap is the smallest capacity of a non-empty table's arrays.
 const minDedupCap = 16
@@ -132,6 +137,7 @@ func (t *dedupTable) push(r dedupRecord) {
 	t.recs[pos] = r
 	t.n++
 	if i := t.find(r.key); i >= 0 {
+		t.recs[t.index[i]-1].at = superseded
 		t.index[i] = uint32(pos + 1)
 		t.dropSuperseded()
 		return
@@ -168,9 +174,11 @@ func (t *dedupTable) popFront() {
 // dropFront removes the oldest record, and its index entry if it is live.
 func (t *dedupTable) dropFront() {
 	pos := t.head
-	if i := t.find(t.recs[pos].key); i >= 0 && int(t.index[i]) == pos+1 {
-		t.unindex(i)
-		t.live--
+	if t.recs[pos].at != superseded {
+		if i := t.find(t.recs[pos].key); i >= 0 {
+			t.unindex(i)
+			t.live--
+		}
 	}
 	t.recs[pos] = dedupRecord{}
 	t.head = (pos + 1) & (len(t.recs) - 1)
@@ -180,11 +188,7 @@ func (t *dedupTable) dropFront() {
 // dropSuperseded drops records at the front that the index no longer
 // points to.
 func (t *dedupTable) dropSuperseded() {
-	for t.n > 0 {
-		i := t.find(t.recs[t.head].key)
-		if i >= 0 && int(t.index[i]) == t.head+1 {
-			return
-		}
+	for t.n > 0 && t.recs[t.head].at == superseded {
 		t.dropFront()
 	}
 }
@@ -256,9 +260,8 @@ func (t *dedupTable) liveRecords() []dedupRecord {
 	out := make([]dedupRecord, 0, t.live)
 	mask := len(t.recs) - 1
 	for k := range t.n {
-		pos := (t.head + k) & mask
-		if i := t.find(t.recs[pos].key); i >= 0 && int(t.index[i]) == pos+1 {
-			out = append(out, t.recs[pos])
+		if r := &t.recs[(t.head+k)&mask]; r.at != superseded {
+			out = append(out, *r)
 		}
 	}
 	return out

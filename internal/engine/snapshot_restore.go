@@ -483,6 +483,9 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 }
 
 func restoreDedup(q *queue, r *dedupRecord, ld *queueLoad) error {
+	if r.at == superseded {
+		return errors.New("time out of range")
+	}
 	if ld.dedups > 0 && r.at < ld.lastDedup {
 		return errors.New("out of time order")
 	}
