@@ -234,5 +234,5 @@ func (e *Engine) StoredMessages(q api.QueueKey) (int, bool) {
 	if qu == nil {
 		return 0, false
 	}
-	return len(qu.msgs), true
+	return qu.stored(), true
 }

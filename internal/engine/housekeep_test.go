@@ -54,7 +54,7 @@ func (h *harness) housekeep(limit int) *HousekeepResult {
 
 // stored returns the number of messages queue q holds in memory, expired
 // ones not yet removed included.
-func (h *harness) stored(q api.QueueKey) int { return len(h.e.queues[q].msgs) }
+func (h *harness) stored(q api.QueueKey) int { return h.e.queues[q].stored() }
 
 // TestHousekeepRetentionUntouchedQueue: messages past the retention period
 // of a queue no command names are removed by housekeeping, at most Limit
@@ -259,7 +259,7 @@ func TestHousekeepDeterministicAcrossRestore(t *testing.T) {
 		t.Fatal("snapshots differ after the same housekeeping")
 	}
 	for _, k := range keys {
-		if n := len(h.e.queues[k].msgs); n != 0 {
+		if n := h.e.queues[k].stored(); n != 0 {
 			t.Fatalf("%s keeps %d messages past retention", k, n)
 		}
 	}

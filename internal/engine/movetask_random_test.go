@@ -441,7 +441,10 @@ func (r *mtRun) observe() map[api.QueueKey]map[string][]string {
 				}
 			}
 		} else {
-			for _, m := range q.msgs {
+			for m := q.arrivalHead; m != nil; m = m.anext {
+				groups[""] = append(groups[""], m.id.String())
+			}
+			for _, m := range q.aged.items {
 				groups[""] = append(groups[""], m.id.String())
 			}
 			slices.Sort(groups[""])

@@ -32,7 +32,10 @@ type queue struct {
 	prevDedupScope    string
 	dedupScopeChanged int64
 
-	msgs map[uint64]*message // by serial
+	// handles holds, by serial, the messages a receipt handle of this
+	// queue may name (see handleable): not every message, so that a
+	// backlog of messages never received costs no map entry.
+	handles map[uint64]*message
 
 	// The arrival list holds messages in the order their retention period
 	// started, which is arrival order for everything but messages moved to a
@@ -95,7 +98,7 @@ func newQueue(key api.QueueKey, region string, fifo bool, attrs queueAttrs, now 
 
 // resetMessages drops every message and index.
 func (q *queue) resetMessages() {
-	q.msgs = map[uint64]*message{}
+	q.handles = map[uint64]*message{}
 	q.arrivalHead, q.arrivalTail = nil, nil
 	q.aged = newIndexedHeap(agedLess, agedPos)
 	q.timers = newIndexedHeap(timerLess, timerPos)
@@ -109,6 +112,20 @@ func (q *queue) resetMessages() {
 	}
 }
 
+// stored returns the number of messages the queue holds.
+func (q *queue) stored() int { return q.nVisible + q.nInflight + q.nDelayed }
+
+// handleable reports whether a receipt handle of the queue holding m may
+// name m: it was received (in this queue, or in a queue it was moved
+// from, which it may come back to by a move task), or moved at all. Only
+// a message sent straight to its queue and never received is out: no
+// receive has handed out its serial. The answer depends on the message's
+// fields alone, so an engine restored from a snapshot indexes the same
+// messages.
+func handleable(m *message) bool {
+	return m.receives > 0 || m.nonce != 0 || m.enqueuedAt != m.sentAt || m.dlqSource() != ""
+}
+
 // path is the queue URL's path, which results carry in place of the URL.
 func (q *queue) path() string { return q.key.Path() }
 
@@ -116,7 +133,9 @@ func (q *queue) path() string { return q.key.Path() }
 // if m.visibleAt is later.
 func (q *queue) insert(m *message, now int64) {
 	q.cow.touch(m)
-	q.msgs[m.serial] = m
+	if handleable(m) {
+		q.handles[m.serial] = m
+	}
 	if q.arrivalTail == nil || m.enqueuedAt >= q.arrivalTail.enqueuedAt {
 		m.aprev, m.anext = q.arrivalTail, nil
 		if q.arrivalTail != nil {
@@ -154,7 +173,7 @@ func (q *queue) insert(m *message, now int64) {
 
 // remove deletes m from the queue, whatever its state.
 func (q *queue) remove(m *message) {
-	delete(q.msgs, m.serial)
+	delete(q.handles, m.serial)
 	if q.aged.Contains(m) {
 		q.aged.Remove(m)
 	} else {
@@ -215,6 +234,7 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 	m.receivedAt = now
 	m.nonce = nonce
 	m.vizChanges = 0
+	q.handles[m.serial] = m
 	q.timers.Push(m)
 	q.noteDue(m.visibleAt)
 	q.countInflight(m)

@@ -58,7 +58,7 @@ func (q *queue) replay(id string, now, vis int64) []*message {
 	}
 	msgs := make([]*message, len(rec.serials))
 	for i, s := range rec.serials {
-		m := q.msgs[s]
+		m := q.handles[s]
 		if m == nil || m.nonce != rec.nonces[i] || m.state != stateInflight || m.vizChanges != 0 {
 			return nil
 		}

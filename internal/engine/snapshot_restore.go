@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
@@ -122,7 +123,7 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	slices.Sort(rs.serials)
 	for i := 1; i < len(rs.serials); i++ {
 		if rs.serials[i] == rs.serials[i-1] {
-			return nil, fmt.Errorf("message serial %d in two queues", rs.serials[i])
+			return nil, fmt.Errorf("message serial %d twice, in one queue or in two queues", rs.serials[i])
 		}
 	}
 	return rs.e, nil
@@ -208,6 +209,10 @@ type queueLoad struct {
 	msgs, dedups, attempts, ordered int
 	lastSeq                         uint64 // FIFO: sequence numbers must increase
 	lastDedup, lastAttempt          int64  // records must be in time order
+	// Standard queues: the visible messages, which the tenant order
+	// records name by serial; sorted by serial at the first of those.
+	visible []*message
+	sorted  bool
 }
 
 // queue reads one queue section.
@@ -277,7 +282,6 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 	// made once at their final size: growing them by doubling rehashes
 	// every entry again at each step, and leaves the old tables behind as
 	// garbage while the restore builds the heap.
-	q.msgs = make(map[uint64]*message, min(sq.Messages, maxRestoreHint))
 	rs.serials = slices.Grow(rs.serials, min(sq.Messages, maxRestoreHint))
 	if q.fifo {
 		q.attempts = map[string]*attemptRecord{}
@@ -401,7 +405,11 @@ func (rs *restorer) chunk(q *queue, sq *snapQueue, ld *queueLoad) error {
 		if len(o.Serials) > sq.Ordered-ld.ordered {
 			return errors.New("more ordered messages than announced")
 		}
-		if err := restoreOrder(q, o); err != nil {
+		if !ld.sorted {
+			slices.SortFunc(ld.visible, func(a, b *message) int { return cmp.Compare(a.serial, b.serial) })
+			ld.sorted = true
+		}
+		if err := restoreOrder(q, o, ld.visible); err != nil {
 			return fmt.Errorf("order of tenant %q: %w", o.Tenant, err)
 		}
 		ld.ordered += len(o.Serials)
@@ -427,14 +435,16 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	case !d.aged && q.arrivalTail != nil && m.enqueuedAt < q.arrivalTail.enqueuedAt:
 		return errors.New("arrival list out of time order")
 	}
-	n := len(q.msgs)
-	q.msgs[m.serial] = m
-	if len(q.msgs) == n {
-		return fmt.Errorf("serial %d twice", m.serial)
-	}
 	ld.lastSeq = m.seq
 	m.sender = rs.intern(d.sender)
 	m.ext = newMsgExt(d.attrs, d.md5Attrs, d.traceHeader, rs.intern(d.dlqSource))
+	// Serials are checked unique across queues at the end (rs.serials).
+	if handleable(m) {
+		q.handles[m.serial] = m
+	}
+	if !q.fifo && m.state == stateVisible {
+		ld.visible = append(ld.visible, m)
+	}
 	rs.serials = append(rs.serials, m.serial)
 	if d.aged {
 		q.aged.Push(m)
@@ -513,17 +523,21 @@ func restoreAttempt(q *queue, a *snapAttempt, ld *queueLoad) error {
 	return nil
 }
 
-// restoreOrder appends visible messages to their tenant's list.
-func restoreOrder(q *queue, o *snapOrder) error {
+// restoreOrder appends visible messages to their tenant's list; visible
+// holds the queue's visible messages by serial.
+func restoreOrder(q *queue, o *snapOrder, visible []*message) error {
 	t := q.tenants[o.Tenant]
 	if t == nil {
 		return errors.New("tenant without messages")
 	}
 	for _, s := range o.Serials {
-		m := q.msgs[s]
+		var m *message
+		if i, ok := slices.BinarySearchFunc(visible, s, func(m *message, s uint64) int { return cmp.Compare(m.serial, s) }); ok {
+			m = visible[i]
+		}
 		switch {
 		case m == nil:
-			return fmt.Errorf("unknown message %d", s)
+			return fmt.Errorf("unknown message %d, or not a visible message", s)
 		case m.group != t.id || m.state != stateVisible:
 			return fmt.Errorf("message %d is not a visible message of the tenant", s)
 		case m.prev != nil || m.next != nil || t.head == m:

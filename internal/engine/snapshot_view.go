@@ -128,7 +128,7 @@ func (e *Engine) captureSnapshot() (*SnapshotView, error) {
 	for _, k := range keys {
 		q := e.queues[k]
 		v.queues = append(v.queues, captureQueue(q))
-		v.total += len(q.msgs)
+		v.total += q.stored()
 	}
 	return v, nil
 }
@@ -142,7 +142,7 @@ func captureQueue(q *queue) queueView {
 		CreatedAt: q.createdAt, ModifiedAt: q.modifiedAt, HandleTag: q.handleTag,
 		Purged: q.purged, PurgedAt: q.purgedAt, LastSeq: q.lastSeq,
 		PrevDedupScope: q.prevDedupScope, DedupScopeChanged: q.dedupScopeChanged,
-		Messages: len(q.msgs),
+		Messages: q.stored(),
 	}
 	// Attribute values are replaced, never changed in place, but the
 	// list is a slice the view must not share.
@@ -153,7 +153,7 @@ func captureQueue(q *queue) queueView {
 	for _, t := range q.tasks {
 		sq.Tasks = append(sq.Tasks, snapTaskOf(t))
 	}
-	qv := queueView{sq: sq, msgs: make([]*message, 0, len(q.msgs))}
+	qv := queueView{sq: sq, msgs: make([]*message, 0, q.stored())}
 	for m := q.arrivalHead; m != nil; m = m.anext {
 		qv.msgs = append(qv.msgs, m)
 	}
