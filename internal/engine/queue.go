@@ -158,12 +158,12 @@ func (q *queue) insert(m *message, now int64) {
 	}
 	q.noteDue(m.enqueuedAt + q.retention())
 	if q.fifo {
-		g := q.fifoGroupOf(m.group)
+		g := q.fifoGroupOf(m.group.String())
 		g.pushBack(m)
 		q.refreshGroup(g)
 		return
 	}
-	t := q.tenantOf(m.group)
+	t := q.tenantOf(m.group.String())
 	t.total++
 	if m.state == stateVisible {
 		t.pushBack(m)
@@ -200,7 +200,7 @@ func (q *queue) remove(m *message) {
 		q.timers.Remove(m)
 	}
 	if q.fifo {
-		g := q.groups[m.group]
+		g := q.groups[m.group.String()]
 		g.unlink(m)
 		if m.state == stateInflight {
 			g.inflight--
@@ -208,7 +208,7 @@ func (q *queue) remove(m *message) {
 		q.refreshGroup(g)
 		return
 	}
-	t := q.tenants[m.group]
+	t := q.tenants[m.group.String()]
 	switch m.state {
 	case stateVisible:
 		t.unlink(m)
@@ -227,7 +227,9 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 	q.nInflight++
 	m.state = stateInflight
 	m.visibleAt = now + vis
-	m.receives++
+	if m.receives < math.MaxInt32 {
+		m.receives++
+	}
 	if m.receives == 1 {
 		m.firstRecvAt = now
 	}
@@ -244,12 +246,12 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 // group (which it locks) or its fair-queue tenant (whose list it leaves).
 func (q *queue) countInflight(m *message) {
 	if q.fifo {
-		g := q.groups[m.group]
+		g := q.groups[m.group.String()]
 		g.inflight++
 		q.refreshGroup(g)
 		return
 	}
-	t := q.tenants[m.group]
+	t := q.tenants[m.group.String()]
 	t.unlink(m)
 	t.inflight++
 	q.refreshTenant(t)
@@ -272,14 +274,14 @@ func (q *queue) makeVisible(m *message, now int64) {
 	q.nVisible++
 	m.state = stateVisible
 	if q.fifo {
-		g := q.groups[m.group]
+		g := q.groups[m.group.String()]
 		if wasInflight {
 			g.inflight--
 		}
 		q.refreshGroup(g)
 		return
 	}
-	t := q.tenants[m.group]
+	t := q.tenants[m.group.String()]
 	if wasInflight {
 		t.inflight--
 		t.pushFront(m)
@@ -464,7 +466,7 @@ func (q *queue) receivableAt(t int64) bool {
 	}
 	found := false
 	check := func(m *message) {
-		if g := q.groups[m.group]; g != nil && g.receivableAt(t, limit) {
+		if g := q.groups[m.group.String()]; g != nil && g.receivableAt(t, limit) {
 			found = true
 		}
 	}

@@ -225,12 +225,11 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	md5Body, _ := parseMD5(out.md5Body) // api.MD5OfBody's lowercase hex
 	m := &message{
 		serial:     e.serial,
-		id:         makeMsgID(newMessageID(cmd, i, e.serial)),
 		body:       in.body,
 		md5Body:    md5Body,
-		sender:     cmd.Caller,
+		sender:     intern(cmd.Caller),
 		size:       int32(size),
-		group:      in.groupID,
+		group:      intern(in.groupID),
 		dedupID:    dedupID,
 		sentAt:     now,
 		enqueuedAt: now,
@@ -240,7 +239,7 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	if v, ok := in.sysAttrs[api.MsgAttrAWSTraceHeader]; ok && v.StringValue != nil {
 		trace = *v.StringValue
 	}
-	m.ext = newMsgExt(in.attrs, out.md5Attrs, trace, "")
+	m.setExt(makeMsgID(newMessageID(cmd, i, e.serial)), in.attrs, out.md5Attrs, trace, "")
 	delay := q.attrs.DelaySeconds
 	if in.delay != nil && !q.fifo {
 		delay = *in.delay
@@ -249,13 +248,13 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	if q.fifo {
 		m.seq = q.nextSeq(now)
 		out.seq = strconv.FormatUint(m.seq, 10)
-		q.dedup.push(dedupRecord{key: key, at: now, messageID: m.id, seq: m.seq})
+		q.dedup.push(dedupRecord{key: key, at: now, messageID: m.messageID(), seq: m.seq})
 		q.noteDue(now + int64(api.DeduplicationInterval))
 	}
 	q.insert(m, now)
 	if m.state == stateVisible {
 		e.wake(q.key)
 	}
-	out.messageID = m.id.String()
+	out.messageID = m.messageID().String()
 	return out, nil
 }

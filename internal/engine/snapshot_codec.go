@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -63,8 +64,9 @@ func (w *recordWriter) bytes(b []byte) {
 
 func (w *recordWriter) message(m *message, aged bool) {
 	w.uvarint(m.serial)
-	w.uvarint(uint64(m.id.len()))
-	w.buf = m.id.appendTo(w.buf)
+	id := m.messageID()
+	w.uvarint(uint64(id.len()))
+	w.buf = id.appendTo(w.buf)
 	w.str(m.body)
 	attrs := m.attrs()
 	w.uvarint(uint64(len(attrs)))
@@ -95,9 +97,9 @@ func (w *recordWriter) message(m *message, aged bool) {
 	w.buf = hex.AppendEncode(w.buf, m.md5Body[:])
 	w.str(m.md5Attrs())
 	w.str(m.traceHeader())
-	w.str(m.sender)
+	w.str(m.sender.String())
 	w.varint(int64(m.size))
-	w.str(m.group)
+	w.str(m.group.String())
 	w.str(m.dedupID)
 	w.uvarint(m.seq)
 	w.varint(m.sentAt)
@@ -238,6 +240,7 @@ type decodedMessage struct {
 	m                        *message
 	group, sender, dlqSource []byte
 	aged                     bool
+	id                       msgID
 	// The fields of m.ext, which the restorer makes once dlqSource is
 	// interned.
 	attrs                 map[string]api.MessageAttributeValue
@@ -248,7 +251,7 @@ type decodedMessage struct {
 func (r *recordReader) message(d *decodedMessage) error {
 	m := d.m
 	m.serial = r.uvarint()
-	m.id = makeMsgIDBytes(r.raw())
+	d.id = makeMsgIDBytes(r.raw())
 	m.body = r.str()
 	if n := r.count(); n > 0 {
 		d.attrs = make(map[string]api.MessageAttributeValue, n)
@@ -302,11 +305,11 @@ func (r *recordReader) message(d *decodedMessage) error {
 	m.state = msgState(r.byte())
 	d.aged = r.byte()&flagAged != 0
 	m.visibleAt = r.varint()
-	m.receives = r.int()
+	m.receives = int32(min(max(r.varint(), math.MinInt32), math.MaxInt32))
 	m.firstRecvAt = r.varint()
 	m.receivedAt = r.varint()
 	m.nonce = r.uvarint()
-	m.vizChanges = r.int32()
+	m.vizChanges = int16(min(r.int32(), math.MaxInt16))
 	return r.err
 }
 

@@ -87,7 +87,7 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	if h.Queues < 0 {
 		return nil, fmt.Errorf("negative queue count %d", h.Queues)
 	}
-	rs := &restorer{e: New(cfg), dec: dec, interned: map[string]string{}, version: version}
+	rs := &restorer{e: New(cfg), dec: dec, interned: map[string]string{}, istrs: map[string]istr{}, version: version}
 	rs.e.now, rs.e.serial = h.Now, h.Serial
 	for i := range h.Queues {
 		if err := rs.queue(); err != nil {
@@ -137,6 +137,18 @@ type restorer struct {
 	serials  []uint64          // of every message, to check they are unique
 	interned map[string]string // sender ids and source ARNs, shared by many messages
 	version  uint32            // the snapshot's format version
+	istrs    map[string]istr   // group ids and senders, as the messages hold them
+}
+
+// istr returns b interned as messages hold group ids and senders.
+func (rs *restorer) istr(b []byte) istr {
+	if s, ok := rs.istrs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	h := intern(s)
+	rs.istrs[s] = h
+	return h
 }
 
 // intern returns b as a string, the same string for equal contents.
@@ -436,8 +448,8 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 		return errors.New("arrival list out of time order")
 	}
 	ld.lastSeq = m.seq
-	m.sender = rs.intern(d.sender)
-	m.ext = newMsgExt(d.attrs, d.md5Attrs, d.traceHeader, rs.intern(d.dlqSource))
+	m.sender = rs.istr(d.sender)
+	m.setExt(d.id, d.attrs, d.md5Attrs, d.traceHeader, rs.intern(d.dlqSource))
 	// Serials are checked unique across queues at the end (rs.serials).
 	if handleable(m) {
 		q.handles[m.serial] = m
@@ -473,7 +485,7 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 		if g == nil {
 			g = q.fifoGroupOf(string(d.group))
 		}
-		m.group = g.id
+		m.group = rs.istr(d.group)
 		g.pushBack(m)
 		if m.state == stateInflight {
 			g.inflight++
@@ -484,7 +496,7 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	if t == nil {
 		t = q.tenantOf(string(d.group))
 	}
-	m.group = t.id
+	m.group = rs.istr(d.group)
 	t.total++
 	if m.state == stateInflight {
 		t.inflight++
@@ -538,7 +550,7 @@ func restoreOrder(q *queue, o *snapOrder, visible []*message) error {
 		switch {
 		case m == nil:
 			return fmt.Errorf("unknown message %d, or not a visible message", s)
-		case m.group != t.id || m.state != stateVisible:
+		case m.group.String() != t.id || m.state != stateVisible:
 			return fmt.Errorf("message %d is not a visible message of the tenant", s)
 		case m.prev != nil || m.next != nil || t.head == m:
 			return fmt.Errorf("message %d listed twice", s)

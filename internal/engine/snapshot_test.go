@@ -699,8 +699,8 @@ func decodeMessages(t *testing.T, c *snapChunk) ([]*message, []bool) {
 		if err := r.message(&d); err != nil {
 			t.Fatalf("decodeMessages: %v", err)
 		}
-		d.m.group, d.m.sender = string(d.group), string(d.sender)
-		d.m.ext = newMsgExt(d.attrs, d.md5Attrs, d.traceHeader, string(d.dlqSource))
+		d.m.group, d.m.sender = intern(string(d.group)), intern(string(d.sender))
+		d.m.setExt(d.id, d.attrs, d.md5Attrs, d.traceHeader, string(d.dlqSource))
 		ms, aged = append(ms, d.m), append(aged, d.aged)
 	}
 	return ms, aged
