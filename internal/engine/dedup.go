@@ -3,8 +3,8 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"hash/maphash"
 	"math"
+	"math/rand/v2"
 )
 
 // dedupKey is what a FIFO queue deduplicates on: the deduplication id, and
@@ -58,10 +58,11 @@ type dedupRecord struct {
 // steady traffic. Both arrays are sized to the records they hold and
 // shrink when those fall to a quarter.
 //
-// The index's hash is keyed with a per-table random seed, so that ids
-// chosen to collide in the index cannot slow it down. The seed changes
-// where entries sit in the index, never what a lookup answers, so the
-// table behaves the same on every replica.
+// A key is already a digest, but ids could be chosen (by brute force) to
+// put digests in one probe run of the index; so the index slot comes from
+// the key mixed with a per-table random seed, which no client sees. The
+// seed changes where entries sit in the index, never what a lookup
+// answers, so the table behaves the same on every replica.
 //
 // A record whose key is sent again after it expired but before it was
 // dropped is superseded: the index points to the new one, the old one is
@@ -75,7 +76,7 @@ type dedupTable struct {
 	n     int           // records held, live or superseded
 	index []uint32      // 0: empty; else 1 + position in recs
 	live  int           // entries in index: live records
-	seed  maphash.Seed  // set by the first push
+	seed  uint64        // set by the first push; never 0 once set
 }
 
 // superseded is the time of a superseded record.
@@ -96,7 +97,7 @@ func (t *dedupTable) front() *dedupRecord { return &t.recs[t.head] }
 
 // home is the index slot where the search for key starts.
 func (t *dedupTable) home(key dedupKey) int {
-	return int(maphash.Comparable(t.seed, key) & uint64(len(t.index)-1))
+	return int(mix64(binary.LittleEndian.Uint64(key[:8])^t.seed) & uint64(len(t.index)-1))
 }
 
 // find returns the index slot holding key's entry, or -1.
@@ -127,8 +128,8 @@ func (t *dedupTable) get(key dedupKey) *dedupRecord {
 // push appends r, whose time is no earlier than any record's, superseding
 // the record of the same key if there is one.
 func (t *dedupTable) push(r dedupRecord) {
-	if t.seed == (maphash.Seed{}) {
-		t.seed = maphash.MakeSeed()
+	if t.seed == 0 {
+		t.seed = rand.Uint64() | 1
 	}
 	if t.n == len(t.recs) {
 		t.resize(max(minDedupCap, 2*len(t.recs)))
@@ -246,6 +247,25 @@ func (t *dedupTable) reindex(old []dedupRecord, oldHead int, size int) {
 		pos := int(e-1-uint32(oldHead)) & oldMask // age of the record
 		pos = (t.head + pos) & (len(t.recs) - 1)
 		t.insert(t.recs[pos].key, pos)
+	}
+}
+
+// reserve makes room for n records without growing (a restore knows how
+// many it will push).
+func (t *dedupTable) reserve(n int) {
+	c := minDedupCap
+	for c < n {
+		c *= 2
+	}
+	if c > len(t.recs) {
+		t.resize(c)
+	}
+	size := minDedupCap
+	for 4*n > 3*size {
+		size *= 2
+	}
+	if size > len(t.index) {
+		t.reindex(t.recs, t.head, size)
 	}
 }
 

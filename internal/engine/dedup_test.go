@@ -165,3 +165,22 @@ func TestSnapshotVersion1Dedup(t *testing.T) {
 		t.Error("group scope: d7 in another group was deduplicated")
 	}
 }
+
+// TestDedupTableReserve checks that a reserved table takes its records
+// without growing either array.
+func TestDedupTableReserve(t *testing.T) {
+	var tab dedupTable
+	tab.reserve(3000)
+	recs, index := len(tab.recs), len(tab.index)
+	for i := range 3000 {
+		tab.push(dedupRecord{key: dedupKeyOf("", strconv.Itoa(i)), at: int64(i)})
+	}
+	if len(tab.recs) != recs || len(tab.index) != index || tab.Len() != 3000 {
+		t.Fatalf("arrays %d, %d after reserve grew to %d, %d; %d live", recs, index, len(tab.recs), len(tab.index), tab.Len())
+	}
+	for i := range 3000 {
+		if r := tab.get(dedupKeyOf("", strconv.Itoa(i))); r == nil || r.at != int64(i) {
+			t.Fatalf("record %d: %v", i, r)
+		}
+	}
+}

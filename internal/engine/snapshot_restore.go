@@ -296,6 +296,7 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 	// garbage while the restore builds the heap.
 	rs.serials = slices.Grow(rs.serials, min(sq.Messages, maxRestoreHint))
 	if q.fifo {
+		q.dedup.reserve(min(sq.Dedups, maxRestoreHint))
 		q.attempts = map[string]*attemptRecord{}
 	}
 	for i, st := range sq.Tasks {
