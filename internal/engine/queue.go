@@ -57,6 +57,9 @@ type queue struct {
 	dedup      dedupTable
 	attempts   map[string]*attemptRecord
 	attemptLog ring[*attemptRecord]
+	// attemptDrops counts deletions from attempts since it was last
+	// copied (see compactAttempts); not state.
+	attemptDrops int
 
 	// Standard queues.
 	tenants map[string]*tenant

@@ -68,14 +68,36 @@ func (q *queue) pruneAttempts(now int64, budget int) (int, bool) {
 		}
 		q.attemptLog.PopFront()
 		delete(q.attempts, r.id)
+		q.attemptDrops++
 		n++
 		q.dropDeadAttempts()
 	}
 	if n > 0 && cap(q.attemptLog.buf) > shrinkAbove {
 		q.attempts = map[string]*attemptRecord{}
 		q.attemptLog = ring[*attemptRecord]{}
+		q.attemptDrops = 0
 	}
+	q.compactAttempts()
 	return n, true
+}
+
+// compactAttempts copies the attempt map into a fresh one once as many
+// records have been deleted from it as it holds. A Go map under steady
+// inserts and deletes keeps growing its tables for a long while before it
+// levels off (about 25 minutes at a steady rate, for records that live 5);
+// a copy every window's worth of deletions holds it near its live size
+// from the first window on, at an amortised cost of one insert per
+// deletion. Which entries the map holds, and so every answer, is the same.
+func (q *queue) compactAttempts() {
+	if q.attemptDrops < max(len(q.attempts), shrinkAbove) {
+		return
+	}
+	m := make(map[string]*attemptRecord, len(q.attempts))
+	for id, r := range q.attempts {
+		m[id] = r
+	}
+	q.attempts = m
+	q.attemptDrops = 0
 }
 
 // dropDeadAttempts is dropDeadDedup for receive attempt records.
