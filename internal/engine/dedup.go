@@ -71,7 +71,7 @@ type dedupRecord struct {
 // the front, so that the front is always a live record, as in an engine
 // restored from a snapshot, which keeps only live ones.
 type dedupTable struct {
-	recs  []dedupRecord // circular; len is 0 or a power of two
+	recs  []dedupRecord // circular
 	head  int           // position of the oldest record
 	n     int           // records held, live or superseded
 	index []uint32      // 0: empty; else 1 + position in recs
@@ -132,9 +132,11 @@ func (t *dedupTable) push(r dedupRecord) {
 		t.seed = rand.Uint64() | 1
 	}
 	if t.n == len(t.recs) {
-		t.resize(max(minDedupCap, 2*len(t.recs)))
+		// Grow by a quarter, as append does for large slices: a
+		// doubling would leave up to half the buffer unused for good.
+		t.resize(max(minDedupCap, len(t.recs)+len(t.recs)/4))
 	}
-	pos := (t.head + t.n) & (len(t.recs) - 1)
+	pos := t.wrap(t.head + t.n)
 	t.recs[pos] = r
 	t.n++
 	if i := t.find(r.key); i >= 0 {
@@ -165,7 +167,7 @@ func (t *dedupTable) popFront() {
 	t.dropFront()
 	t.dropSuperseded()
 	switch {
-	case t.n == 0 && len(t.recs) >= shrinkAbove:
+	case t.n == 0 && len(t.recs) > 4*minDedupCap:
 		t.reset()
 	case len(t.recs) > shrinkAbove && 4*t.n < len(t.recs):
 		t.resize(len(t.recs) / 2)
@@ -182,7 +184,7 @@ func (t *dedupTable) dropFront() {
 		}
 	}
 	t.recs[pos] = dedupRecord{}
-	t.head = (pos + 1) & (len(t.recs) - 1)
+	t.head = t.wrap(pos + 1)
 	t.n--
 }
 
@@ -216,13 +218,20 @@ func (t *dedupTable) unindex(i int) {
 	t.index[i] = 0
 }
 
-// resize moves the records into a buffer of capacity c (a power of two,
-// at least t.n), oldest first at position 0, and rebuilds the index.
+// wrap returns position i of the circular buffer, for i < 2*len(t.recs).
+func (t *dedupTable) wrap(i int) int {
+	if i >= len(t.recs) {
+		i -= len(t.recs)
+	}
+	return i
+}
+
+// resize moves the records into a buffer of capacity c (at least t.n),
+// oldest first at position 0, and rebuilds the index.
 func (t *dedupTable) resize(c int) {
 	recs := make([]dedupRecord, c)
-	mask := len(t.recs) - 1
 	for k := range t.n {
-		recs[k] = t.recs[(t.head+k)&mask]
+		recs[k] = t.recs[t.wrap(t.head+k)]
 	}
 	old, head := t.recs, t.head
 	t.recs, t.head = recs, 0
@@ -239,13 +248,15 @@ func (t *dedupTable) resize(c int) {
 func (t *dedupTable) reindex(old []dedupRecord, oldHead int, size int) {
 	prev := t.index
 	t.index = make([]uint32, size)
-	oldMask := len(old) - 1
 	for _, e := range prev {
 		if e == 0 {
 			continue
 		}
-		pos := int(e-1-uint32(oldHead)) & oldMask // age of the record
-		pos = (t.head + pos) & (len(t.recs) - 1)
+		age := int(e-1) - oldHead
+		if age < 0 {
+			age += len(old)
+		}
+		pos := t.wrap(t.head + age)
 		t.insert(t.recs[pos].key, pos)
 	}
 }
@@ -253,11 +264,7 @@ func (t *dedupTable) reindex(old []dedupRecord, oldHead int, size int) {
 // reserve makes room for n records without growing (a restore knows how
 // many it will push).
 func (t *dedupTable) reserve(n int) {
-	c := minDedupCap
-	for c < n {
-		c *= 2
-	}
-	if c > len(t.recs) {
+	if c := max(n, minDedupCap); c > len(t.recs) {
 		t.resize(c)
 	}
 	size := minDedupCap
@@ -278,9 +285,8 @@ func (t *dedupTable) reset() {
 // liveRecords returns copies of the live records, oldest first.
 func (t *dedupTable) liveRecords() []dedupRecord {
 	out := make([]dedupRecord, 0, t.live)
-	mask := len(t.recs) - 1
 	for k := range t.n {
-		if r := &t.recs[(t.head+k)&mask]; r.at != superseded {
+		if r := &t.recs[t.wrap(t.head+k)]; r.at != superseded {
 			out = append(out, *r)
 		}
 	}
