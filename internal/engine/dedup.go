@@ -3,6 +3,7 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"maps"
 	"math"
 	"math/rand/v2"
 )
@@ -37,12 +38,14 @@ func dedupKeyOf(group, id string) dedupKey {
 }
 
 // dedupRecord remembers the first message sent with a deduplication key,
-// for DeduplicationInterval from its send.
+// for DeduplicationInterval from its send: its time, sequence number and
+// MessageId (uuid; one that is not a canonical UUID is kept beside, in
+// dedupTable.others, so that the record is 48 bytes).
 type dedupRecord struct {
-	key       dedupKey
-	at        int64
-	seq       uint64
-	messageID msgID
+	key  dedupKey
+	at   int64
+	seq  uint64
+	uuid [16]byte
 }
 
 // dedupTable holds a FIFO queue's deduplication records, in send order
@@ -76,7 +79,10 @@ type dedupTable struct {
 	n     int           // records held, live or superseded
 	index []uint32      // 0: empty; else 1 + position in recs
 	live  int           // entries in index: live records
-	seed  uint64        // set by the first push; never 0 once set
+	// others holds the MessageIds that are not canonical UUIDs, of live
+	// records; nil if there is none.
+	others map[dedupKey]*string
+	seed   uint64 // set by the first push; never 0 once set
 }
 
 // superseded is the time of a superseded record.
@@ -125,9 +131,29 @@ func (t *dedupTable) get(key dedupKey) *dedupRecord {
 	return nil
 }
 
-// push appends r, whose time is no earlier than any record's, superseding
-// the record of the same key if there is one.
-func (t *dedupTable) push(r dedupRecord) {
+// messageID returns the MessageId of a live record.
+func (t *dedupTable) messageID(r *dedupRecord) msgID {
+	if t.others != nil {
+		if s := t.others[r.key]; s != nil {
+			return msgID{other: s}
+		}
+	}
+	return msgID{uuid: r.uuid}
+}
+
+// push appends r, whose time is no earlier than any record's, with
+// MessageId id, superseding the record of the same key if there is one.
+func (t *dedupTable) push(r dedupRecord, id msgID) {
+	r.uuid = id.uuid
+	switch {
+	case id.other != nil:
+		if t.others == nil {
+			t.others = map[dedupKey]*string{}
+		}
+		t.others[r.key] = id.other
+	case t.others != nil:
+		delete(t.others, r.key) // a superseded record's
+	}
 	if t.seed == 0 {
 		t.seed = rand.Uint64() | 1
 	}
@@ -181,6 +207,9 @@ func (t *dedupTable) dropFront() {
 		if i := t.find(t.recs[pos].key); i >= 0 {
 			t.unindex(i)
 			t.live--
+		}
+		if t.others != nil {
+			delete(t.others, t.recs[pos].key)
 		}
 	}
 	t.recs[pos] = dedupRecord{}
@@ -282,13 +311,14 @@ func (t *dedupTable) reset() {
 	*t = dedupTable{seed: seed}
 }
 
-// liveRecords returns copies of the live records, oldest first.
-func (t *dedupTable) liveRecords() []dedupRecord {
+// liveRecords returns copies of the live records, oldest first, and of
+// the MessageIds that are not UUIDs.
+func (t *dedupTable) liveRecords() ([]dedupRecord, map[dedupKey]*string) {
 	out := make([]dedupRecord, 0, t.live)
 	for k := range t.n {
 		if r := &t.recs[t.wrap(t.head+k)]; r.at != superseded {
 			out = append(out, *r)
 		}
 	}
-	return out
+	return out, maps.Clone(t.others)
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -19,6 +20,7 @@ func TestDedupTableModel(t *testing.T) {
 	type entry struct {
 		key dedupKey
 		at  int64
+		id  string // MessageId: a UUID or not
 	}
 	var model []entry // live records, oldest first
 	latest := map[dedupKey]int64{}
@@ -28,13 +30,16 @@ func TestDedupTableModel(t *testing.T) {
 		if tab.Len() != len(model) {
 			t.Fatalf("step %d: %d live records, want %d", step, tab.Len(), len(model))
 		}
-		live := tab.liveRecords()
+		live, others := tab.liveRecords()
+		if len(others) != len(tab.others) {
+			t.Fatalf("step %d: %d other ids copied of %d", step, len(others), len(tab.others))
+		}
 		for i, e := range model {
 			if live[i].key != e.key || live[i].at != e.at {
 				t.Fatalf("step %d: record %d = %x@%d, want %x@%d", step, i, live[i].key[:4], live[i].at, e.key[:4], e.at)
 			}
-			if r := tab.get(e.key); r == nil || r.at != e.at {
-				t.Fatalf("step %d: get(%x) = %v", step, e.key[:4], r)
+			if r := tab.get(e.key); r == nil || r.at != e.at || tab.messageID(r).String() != e.id {
+				t.Fatalf("step %d: get(%x) = %v, want time %d and id %s", step, e.key[:4], r, e.at, e.id)
 			}
 		}
 		if len(model) > 0 && tab.front().key != model[0].key {
@@ -57,8 +62,12 @@ func TestDedupTableModel(t *testing.T) {
 					}
 				}
 			}
-			tab.push(dedupRecord{key: k, at: now, seq: uint64(now)})
-			model = append(model, entry{k, now})
+			id := fmt.Sprintf("%08x-0000-4000-8000-%012x", now, now)
+			if rng.IntN(4) == 0 {
+				id = "id-" + strconv.Itoa(int(now)) // not a UUID: kept beside the record
+			}
+			tab.push(dedupRecord{key: k, at: now, seq: uint64(now)}, makeMsgID(id))
+			model = append(model, entry{k, now, id})
 			latest[k] = now
 		case len(model) > 0:
 			// Expire the oldest live record.
@@ -73,7 +82,7 @@ func TestDedupTableModel(t *testing.T) {
 		tab.popFront()
 	}
 	check(-1)
-	if !tab.empty() || cap(tab.recs) > shrinkAbove {
+	if !tab.empty() || cap(tab.recs) > shrinkAbove || len(tab.others) != 0 {
 		t.Fatalf("emptied table holds %d records in an array of %d", tab.n, cap(tab.recs))
 	}
 }
@@ -129,7 +138,7 @@ func TestSnapshotVersion1Dedup(t *testing.T) {
 			r := recordReader{buf: c.DedupData}
 			var w recordWriter
 			for range c.Dedups {
-				d, err := r.dedup(snapVersion)
+				d, id, err := r.dedup(snapVersion)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -141,7 +150,7 @@ func TestSnapshotVersion1Dedup(t *testing.T) {
 				w.str(s.group)
 				w.str(s.id)
 				w.varint(d.at)
-				w.str(d.messageID.String())
+				w.str(id.String())
 				w.uvarint(d.seq)
 			}
 			c.DedupData = w.buf
@@ -173,7 +182,7 @@ func TestDedupTableReserve(t *testing.T) {
 	tab.reserve(3000)
 	recs, index := len(tab.recs), len(tab.index)
 	for i := range 3000 {
-		tab.push(dedupRecord{key: dedupKeyOf("", strconv.Itoa(i)), at: int64(i)})
+		tab.push(dedupRecord{key: dedupKeyOf("", strconv.Itoa(i)), at: int64(i)}, msgID{})
 	}
 	if len(tab.recs) != recs || len(tab.index) != index || tab.Len() != 3000 {
 		t.Fatalf("arrays %d, %d after reserve grew to %d, %d; %d live", recs, index, len(tab.recs), len(tab.index), tab.Len())

@@ -238,7 +238,7 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 		}
 		key = dedupKeyOf(group, dedupID)
 		if r := q.dedup.get(key); r != nil && now-r.at < int64(api.DeduplicationInterval) {
-			out.messageID, out.seq = r.messageID.String(), strconv.FormatUint(r.seq, 10)
+			out.messageID, out.seq = q.dedup.messageID(r).String(), strconv.FormatUint(r.seq, 10)
 			return out, nil
 		}
 	}
@@ -270,7 +270,7 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	if q.fifo {
 		m.seq = q.nextSeq(now)
 		out.seq = strconv.FormatUint(m.seq, 10)
-		q.dedup.push(dedupRecord{key: key, at: now, messageID: m.messageID(), seq: m.seq})
+		q.dedup.push(dedupRecord{key: key, at: now, seq: m.seq}, m.messageID())
 		q.noteDue(now + int64(api.DeduplicationInterval))
 	}
 	q.insert(m, now)

@@ -310,8 +310,8 @@ func (c *chunkWriter) message(m *message, aged bool) {
 	c.n++
 }
 
-func (c *chunkWriter) dedupRecord(r *dedupRecord) error {
-	c.dedup.dedup(r)
+func (c *chunkWriter) dedupRecord(r *dedupRecord, id msgID) error {
+	c.dedup.dedup(r, id)
 	c.chunk.Dedups++
 	return c.added()
 }

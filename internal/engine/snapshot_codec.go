@@ -119,11 +119,11 @@ func (w *recordWriter) message(m *message, aged bool) {
 	w.varint(int64(m.vizChanges))
 }
 
-func (w *recordWriter) dedup(r *dedupRecord) {
+func (w *recordWriter) dedup(r *dedupRecord, id msgID) {
 	w.bytes(r.key[:])
 	w.varint(r.at)
-	w.uvarint(uint64(r.messageID.len()))
-	w.buf = r.messageID.appendTo(w.buf)
+	w.uvarint(uint64(id.len()))
+	w.buf = id.appendTo(w.buf)
 	w.uvarint(r.seq)
 }
 
@@ -314,8 +314,7 @@ func (r *recordReader) message(d *decodedMessage) error {
 }
 
 // dedup reads a deduplication record of the given snapshot version.
-func (r *recordReader) dedup(version uint32) (dedupRecord, error) {
-	var d dedupRecord
+func (r *recordReader) dedup(version uint32) (d dedupRecord, id msgID, err error) {
 	if version == 1 {
 		group := r.raw()
 		d.key = dedupKeyOf(string(group), string(r.raw()))
@@ -325,7 +324,7 @@ func (r *recordReader) dedup(version uint32) (dedupRecord, error) {
 		r.err = errShortRecord
 	}
 	d.at = r.varint()
-	d.messageID = makeMsgIDBytes(r.raw())
+	id = makeMsgIDBytes(r.raw())
 	d.seq = r.uvarint()
-	return d, r.err
+	return d, id, r.err
 }

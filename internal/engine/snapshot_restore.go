@@ -395,9 +395,9 @@ func (rs *restorer) chunk(q *queue, sq *snapQueue, ld *queueLoad) error {
 	}
 	rr = recordReader{buf: c.DedupData}
 	for range c.Dedups {
-		r, err := rr.dedup(rs.version)
+		r, id, err := rr.dedup(rs.version)
 		if err == nil {
-			err = restoreDedup(q, &r, ld)
+			err = restoreDedup(q, &r, id, ld)
 		}
 		if err != nil {
 			return fmt.Errorf("deduplication record %d: %w", ld.dedups, err)
@@ -505,7 +505,7 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	return nil
 }
 
-func restoreDedup(q *queue, r *dedupRecord, ld *queueLoad) error {
+func restoreDedup(q *queue, r *dedupRecord, id msgID, ld *queueLoad) error {
 	if r.at == superseded {
 		return errors.New("time out of range")
 	}
@@ -516,7 +516,7 @@ func restoreDedup(q *queue, r *dedupRecord, ld *queueLoad) error {
 	if q.dedup.get(r.key) != nil {
 		return fmt.Errorf("key %x twice", r.key)
 	}
-	q.dedup.push(*r)
+	q.dedup.push(*r, id)
 	return nil
 }
 

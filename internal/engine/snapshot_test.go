@@ -446,10 +446,10 @@ func TestRestoreRejectsInconsistentSnapshots(t *testing.T) {
 		{"deduplication key twice", "twice", func(p *parsedSnapshot) {
 			c := &queue(p, "q.fifo").Chunks[0]
 			r := recordReader{buf: c.DedupData}
-			first, _ := r.dedup(snapVersion)
+			first, id, _ := r.dedup(snapVersion)
 			var w recordWriter
-			w.dedup(&first)
-			w.dedup(&first)
+			w.dedup(&first, id)
+			w.dedup(&first, id)
 			c.DedupData = append(w.buf, r.buf...)
 			c.Dedups++
 			queue(p, "q.fifo").Q.Dedups++

@@ -40,6 +40,7 @@ type queueView struct {
 	msgs     []*message // the arrival list, then the aged heap in order
 	arrival  int        // msgs[:arrival] come from the arrival list
 	dedups   []dedupRecord
+	others   map[dedupKey]*string // MessageIds of dedups that are not UUIDs
 	attempts []*attemptRecord
 	orders   []tenantOrder // standard queues: each tenant's visible list
 }
@@ -164,7 +165,7 @@ func captureQueue(q *queue) queueView {
 	})
 	qv.msgs = append(qv.msgs, aged...)
 	// The expiry logs are rings whose buffers later sends overwrite: copy.
-	qv.dedups = q.dedup.liveRecords()
+	qv.dedups, qv.others = q.dedup.liveRecords()
 	qv.attempts = slices.Clone(liveRecords(q.attemptLog.live(), len(q.attempts), func(r *attemptRecord) bool { return q.attempts[r.id] == r }))
 	sq.Dedups, sq.Attempts = len(qv.dedups), len(qv.attempts)
 	if !q.fifo {
@@ -253,7 +254,12 @@ func (v *SnapshotView) writeQueue(enc *gob.Encoder, qv *queueView, lock sync.Loc
 		}
 	}
 	for i := range qv.dedups {
-		if err := cw.dedupRecord(&qv.dedups[i]); err != nil {
+		r := &qv.dedups[i]
+		id := msgID{uuid: r.uuid}
+		if s := qv.others[r.key]; s != nil {
+			id = msgID{other: s}
+		}
+		if err := cw.dedupRecord(r, id); err != nil {
 			return err
 		}
 	}
