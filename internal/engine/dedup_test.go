@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"time"
 	"testing"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -191,5 +192,44 @@ func TestDedupTableReserve(t *testing.T) {
 		if r := tab.get(dedupKeyOf("", strconv.Itoa(i))); r == nil || r.at != int64(i) {
 			t.Fatalf("record %d: %v", i, r)
 		}
+	}
+}
+
+// TestHandleOfMessageMovedBack checks that a receipt handle still names a
+// message that left its queue for the dead-letter queue and came back by
+// a move task, although the message was not received since: the queue
+// indexes by serial only the messages a handle may name (see handleable),
+// and a moved message is one of them.
+func TestHandleOfMessageMovedBack(t *testing.T) {
+	h := newHarness(t)
+	dlq := h.createQueue("dlq", nil)
+	q := h.createQueue("src", map[string]string{
+		api.AttrRedrivePolicy: `{"deadLetterTargetArn":"` + dlq.ARN(testRegion) + `","maxReceiveCount":1}`,
+	})
+	h.send(q, &api.SendMessageRequest{MessageBody: "m"})
+	got := h.receive(q, 1, 0)
+	if len(got) != 1 {
+		t.Fatalf("received %d messages", len(got))
+	}
+	old := got[0].ReceiptHandle
+	h.advance(time.Second)
+	if again := h.receive(q, 1, 30); len(again) != 0 {
+		t.Fatalf("the message was received again instead of dead-lettered")
+	}
+	h.must(api.QueueKey{}, &api.StartMessageMoveTaskRequest{SourceArn: dlq.ARN(testRegion), DestinationArn: q.ARN(testRegion)})
+	for range 10 {
+		h.advance(time.Second)
+		if _, err := h.raw(api.QueueKey{}, &TickRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := h.stored(q); n != 1 {
+		t.Fatalf("%d messages back in the source queue, want 1", n)
+	}
+	if err := h.deleteMsg(q, old); err != nil {
+		t.Fatalf("delete with the handle of the first receive: %v", err)
+	}
+	if n := h.stored(q); n != 0 {
+		t.Fatalf("the handle of the first receive did not delete the message: %d left", n)
 	}
 }
