@@ -174,11 +174,16 @@ func (f *fsm) failure() (index uint64, err error) {
 //	   first; still read, never written.
 //	2: the engine state, streamed: it ends with a CRC-32C of its own
 //	   (see engine.Snapshot), so the container adds none.
+//	3: as 2, with an engine state of its version 2 (deduplication records
+//	   keyed by a digest), which a fifoq that reads frames up to version 2
+//	   cannot read: the frame's version tells it that a newer fifoq wrote
+//	   the snapshot, rather than that the snapshot is damaged. Versions 1
+//	   and 2, with an engine state of version 1, still restore.
 var snapshotMagic = [8]byte{'F', 'I', 'F', 'O', 'Q', 'F', 'S', 'M'}
 
 // snapshotFormatVersion is the version of the snapshot payload layout this
 // fifoq writes; it reads every version from 1 to this one.
-const snapshotFormatVersion = 2
+const snapshotFormatVersion = 3
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
