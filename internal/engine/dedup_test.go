@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
