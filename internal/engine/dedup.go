@@ -82,7 +82,80 @@ type dedupTable struct {
 	// others holds the MessageIds that are not canonical UUIDs, of live
 	// records; nil if there is none.
 	others map[dedupKey]*string
+	// frozen is the part of recs an open snapshot view reads (see
+	// capture): while the view is open, push leaves it alone.
+	frozen dedupFreeze
 	seed   uint64 // set by the first push; never 0 once set
+}
+
+// dedupFreeze is the part of a table's buffer a snapshot view reads: n
+// records from head in the buffer that starts at buf, for as long as cow's
+// view of generation gen is open.
+type dedupFreeze struct {
+	cow     *cowState
+	gen     uint32
+	buf     *dedupRecord
+	head, n int
+}
+
+// dedupCapture is a table's records as a snapshot view holds them: n
+// records from head in recs (shared with the table, which does not write
+// them while the view is open), live of them not superseded.
+type dedupCapture struct {
+	recs          []dedupRecord
+	head, n, live int
+	others        map[dedupKey]*string
+}
+
+// capture returns the table's records for a snapshot view, without
+// copying them; freeze must follow once the view is open.
+func (t *dedupTable) capture() dedupCapture {
+	return dedupCapture{recs: t.recs, head: t.head, n: t.n, live: t.live, others: maps.Clone(t.others)}
+}
+
+// freeze keeps the records capture returned unchanged while the view of
+// cow's current generation is open.
+func (t *dedupTable) freeze(cow *cowState) {
+	t.frozen = dedupFreeze{cow: cow, gen: cow.gen, head: t.head, n: t.n}
+	if len(t.recs) > 0 {
+		t.frozen.buf = &t.recs[0]
+	}
+}
+
+// isFrozen reports whether position pos holds a record an open view reads.
+func (t *dedupTable) isFrozen(pos int) bool {
+	f := &t.frozen
+	if f.cow == nil || !f.cow.active || f.cow.gen != f.gen || len(t.recs) == 0 || &t.recs[0] != f.buf {
+		return false
+	}
+	off := pos - f.head
+	if off < 0 {
+		off += len(t.recs)
+	}
+	return off < f.n
+}
+
+// each calls fn with the live records of c, oldest first, and their
+// MessageIds, until fn returns an error.
+func (c *dedupCapture) each(fn func(r *dedupRecord, id msgID) error) error {
+	for k := range c.n {
+		i := c.head + k
+		if i >= len(c.recs) {
+			i -= len(c.recs)
+		}
+		r := &c.recs[i]
+		if r.at == superseded {
+			continue
+		}
+		id := msgID{uuid: r.uuid}
+		if s := c.others[r.key]; s != nil {
+			id = msgID{other: s}
+		}
+		if err := fn(r, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // superseded is the time of a superseded record.
@@ -163,9 +236,16 @@ func (t *dedupTable) push(r dedupRecord, id msgID) {
 		t.resize(max(minDedupCap, len(t.recs)+len(t.recs)/4))
 	}
 	pos := t.wrap(t.head + t.n)
+	i := t.find(r.key)
+	if t.isFrozen(pos) || i >= 0 && t.isFrozen(int(t.index[i]-1)) {
+		// An open snapshot view reads that slot: move the records to a
+		// new buffer and leave the old one to the view.
+		t.resize(len(t.recs))
+		pos, i = t.wrap(t.head+t.n), t.find(r.key)
+	}
 	t.recs[pos] = r
 	t.n++
-	if i := t.find(r.key); i >= 0 {
+	if i >= 0 {
 		t.recs[t.index[i]-1].at = superseded
 		t.index[i] = uint32(pos + 1)
 		t.dropSuperseded()
@@ -212,7 +292,8 @@ func (t *dedupTable) dropFront() {
 			delete(t.others, t.recs[pos].key)
 		}
 	}
-	t.recs[pos] = dedupRecord{}
+	// The slot is left as it is: a record holds no pointer, and an open
+	// snapshot view may still read it.
 	t.head = t.wrap(pos + 1)
 	t.n--
 }
@@ -309,16 +390,4 @@ func (t *dedupTable) reserve(n int) {
 func (t *dedupTable) reset() {
 	seed := t.seed
 	*t = dedupTable{seed: seed}
-}
-
-// liveRecords returns copies of the live records, oldest first, and of
-// the MessageIds that are not UUIDs.
-func (t *dedupTable) liveRecords() ([]dedupRecord, map[dedupKey]*string) {
-	out := make([]dedupRecord, 0, t.live)
-	for k := range t.n {
-		if r := &t.recs[t.wrap(t.head+k)]; r.at != superseded {
-			out = append(out, *r)
-		}
-	}
-	return out, maps.Clone(t.others)
 }

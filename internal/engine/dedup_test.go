@@ -11,6 +11,18 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 )
 
+// liveDedups returns copies of a table's live records, oldest first,
+// and its MessageIds that are not UUIDs.
+func liveDedups(t *dedupTable) ([]dedupRecord, map[dedupKey]*string) {
+	c := t.capture()
+	var out []dedupRecord
+	c.each(func(r *dedupRecord, _ msgID) error {
+		out = append(out, *r)
+		return nil
+	})
+	return out, c.others
+}
+
 // TestDedupTableModel drives a dedupTable and a map with the same random
 // pushes (new keys and keys sent again) and expiries, checking after each
 // step that both hold the same live records in the same order, through
@@ -37,7 +49,7 @@ func TestDedupTableModel(t *testing.T) {
 		if step%101 != 0 {
 			return // the full comparison every 101 steps
 		}
-		live, others := tab.liveRecords()
+		live, others := liveDedups(&tab)
 		if len(others) != len(tab.others) {
 			t.Fatalf("step %d: %d other ids copied of %d", step, len(others), len(tab.others))
 		}
@@ -234,5 +246,49 @@ func TestHandleOfMessageMovedBack(t *testing.T) {
 	}
 	if n := h.stored(q); n != 0 {
 		t.Fatalf("the handle of the first receive did not delete the message: %d left", n)
+	}
+}
+
+// TestDedupTableFrozen checks that records a snapshot view reads stay as
+// they were while the view is open: pushes that wrap around into their
+// slots, and a push that supersedes one of them, move the table to a new
+// buffer instead.
+func TestDedupTableFrozen(t *testing.T) {
+	var tab dedupTable
+	key := func(i int) dedupKey { return dedupKeyOf("", strconv.Itoa(i)) }
+	for i := range 16 {
+		tab.push(dedupRecord{key: key(i), at: int64(i)}, msgID{})
+	}
+	cow := &cowState{gen: 1, active: true}
+	c := tab.capture()
+	tab.freeze(cow)
+	want, _ := liveDedups(&tab)
+	for range 8 {
+		tab.popFront() // expired: slots free, but the view reads them
+	}
+	tab.push(dedupRecord{key: key(12), at: 100}, msgID{}) // supersedes a frozen record
+	for i := 16; i < 24; i++ {
+		tab.push(dedupRecord{key: key(i), at: int64(100 + i)}, msgID{}) // into the freed slots
+	}
+	var got []dedupRecord
+	c.each(func(r *dedupRecord, _ msgID) error {
+		got = append(got, *r)
+		return nil
+	})
+	if len(got) != len(want) {
+		t.Fatalf("the view reads %d records, %d when it was taken", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("record %d changed under the view: %+v, was %+v", i, got[i], want[i])
+		}
+	}
+	if r := tab.get(key(12)); r == nil || r.at != 100 {
+		t.Fatalf("the superseding record: %+v", r)
+	}
+	// Once the view is released, the table writes its buffer again.
+	cow.active = false
+	if tab.isFrozen(tab.head) {
+		t.Fatal("frozen after the view was released")
 	}
 }
