@@ -80,8 +80,10 @@ type dedupTable struct {
 	index []uint32      // 0: empty; else 1 + position in recs
 	live  int           // entries in index: live records
 	// others holds the MessageIds that are not canonical UUIDs, of live
-	// records; nil if there is none.
-	others map[dedupKey]*string
+	// records; nil if there is none. otherDrops counts deletions from it
+	// since it was last copied (see compactMap).
+	others     map[dedupKey]*string
+	otherDrops int
 	// frozen is the part of recs an open snapshot view reads (see
 	// capture): while the view is open, push leaves it alone.
 	frozen dedupFreeze
@@ -290,6 +292,12 @@ func (t *dedupTable) dropFront() {
 		}
 		if t.others != nil {
 			delete(t.others, t.recs[pos].key)
+			t.otherDrops++
+			if len(t.others) == 0 {
+				t.others, t.otherDrops = nil, 0
+			} else {
+				t.others = compactMap(t.others, &t.otherDrops)
+			}
 		}
 	}
 	// The slot is left as it is: a record holds no pointer, and an open

@@ -58,7 +58,7 @@ type queue struct {
 	attempts   map[string]*attemptRecord
 	attemptLog ring[*attemptRecord]
 	// attemptDrops counts deletions from attempts since it was last
-	// copied (see compactAttempts); not state.
+	// copied (see compactMap); not state.
 	attemptDrops int
 
 	// Standard queues.

@@ -77,27 +77,28 @@ func (q *queue) pruneAttempts(now int64, budget int) (int, bool) {
 		q.attemptLog = ring[*attemptRecord]{}
 		q.attemptDrops = 0
 	}
-	q.compactAttempts()
+	q.attempts = compactMap(q.attempts, &q.attemptDrops)
 	return n, true
 }
 
-// compactAttempts copies the attempt map into a fresh one once as many
-// records have been deleted from it as it holds. A Go map under steady
-// inserts and deletes keeps growing its tables for a long while before it
-// levels off (about 25 minutes at a steady rate, for records that live 5);
-// a copy every window's worth of deletions holds it near its live size
-// from the first window on, at an amortised cost of one insert per
-// deletion. Which entries the map holds, and so every answer, is the same.
-func (q *queue) compactAttempts() {
-	if q.attemptDrops < max(len(q.attempts), shrinkAbove) {
-		return
+// compactMap returns m, or a copy of it once as many entries have been
+// deleted from it as it holds (drops counts the deletions, and is reset
+// by a copy). A Go map under steady inserts and deletes keeps growing its
+// tables for a long while before it levels off (about 25 minutes at a
+// steady rate, for records that live 5); a copy every window's worth of
+// deletions holds it near its live size from the first window on, at an
+// amortised cost of one insert per deletion. The entries, and so every
+// answer, are the same.
+func compactMap[K comparable, V any](m map[K]V, drops *int) map[K]V {
+	if *drops < max(len(m), shrinkAbove) {
+		return m
 	}
-	m := make(map[string]*attemptRecord, len(q.attempts))
-	for id, r := range q.attempts {
-		m[id] = r
+	c := make(map[K]V, len(m))
+	for k, v := range m {
+		c[k] = v
 	}
-	q.attempts = m
-	q.attemptDrops = 0
+	*drops = 0
+	return c
 }
 
 // dropDeadAttempts is dropDeadDedup for receive attempt records.
