@@ -52,7 +52,7 @@ type dedupRecord struct {
 // (which is expiry order), with an index by key. The records lie by value
 // in a circular buffer, and the index is an open-addressing table of
 // positions in it (linear probing, deletion by backward shift), so that a
-// record costs its 56 bytes plus a few bytes of index, with no pointer per
+// record costs its 48 bytes plus a few bytes of index, with no pointer per
 // record for the garbage collector to follow, and so that churn leaves no
 // tombstones: a Go map under steady inserts and deletes grows its tables
 // for a long while before it levels off (measured: a map of 300,000 live

@@ -12,9 +12,9 @@ const (
 	stateInflight
 )
 
-// message is one stored message. The fields up to the index block are the
-// message's state, everything a snapshot has to keep; the index fields are
-// positions in the queue's lists and heaps, rebuilt from that state.
+// message is one stored message. Its fields are the message's state,
+// everything a snapshot has to keep, but for those marked index (list
+// links and heap positions, rebuilt from that state) and gen.
 //
 // The layout is chosen for a backlog of millions (see message_compact.go):
 // 208 bytes, exactly a size class of the allocator, beside the body. The
@@ -40,9 +40,8 @@ type message struct {
 	receivedAt  int64  // time of the current receive, ns
 	nonce       uint64 // receipt nonce of the current receive; 0 if never received here
 
-	// Index fields.
-	prev, next   *message // FIFO: the group's list; standard: the tenant's visible list
-	aprev, anext *message // the queue's arrival list (retention order)
+	prev, next   *message // index: FIFO: the group's list; standard: the tenant's visible list
+	aprev, anext *message // index: the queue's arrival list (retention order)
 
 	receives   int32  // ApproximateReceiveCount (saturates)
 	size       int32  // message size as SQS counts it (at most 1 MiB)
