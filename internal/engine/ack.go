@@ -144,7 +144,7 @@ func (e *Engine) changeVisibilityOne(q *queue, handle string, timeout *int, now 
 		return api.ErrInvalidParameterValue("Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [%d seconds]", vis, api.MaxVisibilityTimeout)
 	}
 	q.cow.touch(m)
-	if m.vizChanges < math.MaxInt32 {
+	if m.vizChanges < math.MaxInt16 {
 		m.vizChanges++
 	}
 	switch {

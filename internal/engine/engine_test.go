@@ -63,8 +63,8 @@ func TestExpiredRecordsAreDropped(t *testing.T) {
 	}
 	h.receiveAttempt(q, "attempt", 1)
 	qu := h.e.queues[q]
-	if len(qu.dedup) != 100 || len(qu.attempts) != 1 {
-		t.Fatalf("records: %d dedup, %d attempts", len(qu.dedup), len(qu.attempts))
+	if qu.dedup.Len() != 100 || len(qu.attempts) != 1 {
+		t.Fatalf("records: %d dedup, %d attempts", qu.dedup.Len(), len(qu.attempts))
 	}
 	other := h.createQueue("other", nil)
 	h.must(other, &api.DeleteQueueRequest{QueueUrl: other.Path()})
@@ -72,8 +72,8 @@ func TestExpiredRecordsAreDropped(t *testing.T) {
 	if _, err := h.raw(api.QueueKey{}, &TickRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	if len(qu.dedup) != 0 || qu.dedupLog.Len() != 0 || len(qu.attempts) != 0 || qu.attemptLog.Len() != 0 {
-		t.Errorf("records after the interval: %d dedup (%d logged), %d attempts (%d logged)", len(qu.dedup), qu.dedupLog.Len(), len(qu.attempts), qu.attemptLog.Len())
+	if qu.dedup.Len() != 0 || !qu.dedup.empty() || len(qu.attempts) != 0 || qu.attemptLog.Len() != 0 {
+		t.Errorf("records after the interval: %d dedup (%d held), %d attempts (%d logged)", qu.dedup.Len(), qu.dedup.n, len(qu.attempts), qu.attemptLog.Len())
 	}
 	if len(h.e.deleted) != 0 {
 		t.Errorf("deletion records after the cooldown: %v", h.e.deleted)

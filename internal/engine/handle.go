@@ -66,7 +66,7 @@ func (q *queue) lookup(handle string) (*message, uint64, error) {
 	if !ok || tag != q.handleTag || nonce == 0 {
 		return nil, 0, api.ErrReceiptHandleIsInvalid(handle)
 	}
-	return q.msgs[serial], nonce, nil
+	return q.handles[serial], nonce, nil
 }
 
 // errHandleExpired is SQS's answer, for FIFO queues, to a receipt handle

@@ -203,8 +203,8 @@ func (q *queue) nextDue() (int64, bool) {
 		at(q.aged.Min().enqueuedAt + q.retention())
 	}
 	if q.fifo {
-		if q.dedupLog.Len() > 0 {
-			at(q.dedupLog.Front().at + int64(api.DeduplicationInterval))
+		if !q.dedup.empty() {
+			at(q.dedup.front().at + int64(api.DeduplicationInterval))
 		}
 		if q.attemptLog.Len() > 0 {
 			at(q.attemptLog.Front().at + int64(api.ReceiveRequestAttemptIdInterval))
@@ -234,5 +234,5 @@ func (e *Engine) StoredMessages(q api.QueueKey) (int, bool) {
 	if qu == nil {
 		return 0, false
 	}
-	return len(qu.msgs), true
+	return qu.stored(), true
 }

@@ -54,7 +54,7 @@ func (h *harness) housekeep(limit int) *HousekeepResult {
 
 // stored returns the number of messages queue q holds in memory, expired
 // ones not yet removed included.
-func (h *harness) stored(q api.QueueKey) int { return len(h.e.queues[q].msgs) }
+func (h *harness) stored(q api.QueueKey) int { return h.e.queues[q].stored() }
 
 // TestHousekeepRetentionUntouchedQueue: messages past the retention period
 // of a queue no command names are removed by housekeeping, at most Limit
@@ -156,8 +156,8 @@ func TestHousekeepTimersAndRecords(t *testing.T) {
 	h.must(gone, &api.DeleteQueueRequest{QueueUrl: gone.Path()})
 	checkDueIndex(t, h.e)
 	qu := h.e.queues[q]
-	if qu.nInflight != 3 || len(qu.dedup) != 2000 || len(qu.attempts) != 1 || len(h.e.deleted) != 1 {
-		t.Fatalf("before: %d in flight, %d dedup, %d attempts, %d deletions", qu.nInflight, len(qu.dedup), len(qu.attempts), len(h.e.deleted))
+	if qu.nInflight != 3 || qu.dedup.Len() != 2000 || len(qu.attempts) != 1 || len(h.e.deleted) != 1 {
+		t.Fatalf("before: %d in flight, %d dedup, %d attempts, %d deletions", qu.nInflight, qu.dedup.Len(), len(qu.attempts), len(h.e.deleted))
 	}
 
 	h.advance(31 * time.Second)
@@ -181,11 +181,11 @@ func TestHousekeepTimersAndRecords(t *testing.T) {
 			break
 		}
 	}
-	if len(qu.dedup) != 0 || len(qu.attempts) != 0 || len(h.e.deleted) != 0 || h.e.deletedLog.Len() != 0 {
-		t.Fatalf("records left: %d dedup, %d attempts, %d deletions", len(qu.dedup), len(qu.attempts), len(h.e.deleted))
+	if qu.dedup.Len() != 0 || len(qu.attempts) != 0 || len(h.e.deleted) != 0 || h.e.deletedLog.Len() != 0 {
+		t.Fatalf("records left: %d dedup, %d attempts, %d deletions", qu.dedup.Len(), len(qu.attempts), len(h.e.deleted))
 	}
-	if cap(qu.dedupLog.buf) != 0 {
-		t.Fatalf("the emptied deduplication ring keeps an array of %d", cap(qu.dedupLog.buf))
+	if cap(qu.dedup.recs) != 0 || cap(qu.dedup.index) != 0 {
+		t.Fatalf("the emptied deduplication table keeps arrays of %d and %d", cap(qu.dedup.recs), cap(qu.dedup.index))
 	}
 	// Deduplication still works on the fresh map.
 	first := h.sendFIFO(q, "m", "g", "again")
@@ -259,7 +259,7 @@ func TestHousekeepDeterministicAcrossRestore(t *testing.T) {
 		t.Fatal("snapshots differ after the same housekeeping")
 	}
 	for _, k := range keys {
-		if n := len(h.e.queues[k].msgs); n != 0 {
+		if n := h.e.queues[k].stored(); n != 0 {
 			t.Fatalf("%s keeps %d messages past retention", k, n)
 		}
 	}

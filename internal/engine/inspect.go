@@ -247,20 +247,20 @@ func stateAt(m *message, t int64) MessageState {
 
 func peeked(q *queue, m *message, t int64, maxBody int) PeekedMessage {
 	p := PeekedMessage{
-		MessageID:           m.id.String(),
+		MessageID:           m.messageID().String(),
 		Body:                m.body,
 		BodyBytes:           len(m.body),
 		MessageAttributes:   m.attrs(),
 		Size:                int(m.size),
-		GroupID:             m.group,
+		GroupID:             m.group.String(),
 		DeduplicationID:     m.dedupID,
-		SenderID:            m.sender,
+		SenderID:            m.sender.String(),
 		TraceHeader:         m.traceHeader(),
 		DeadLetterSourceARN: m.dlqSource(),
 		SentAt:              m.sentAt,
 		EnqueuedAt:          m.enqueuedAt,
 		State:               stateAt(m, t),
-		ReceiveCount:        m.receives,
+		ReceiveCount:        int(m.receives),
 	}
 	if q.fifo {
 		p.SequenceNumber = m.seq
@@ -481,7 +481,7 @@ func (q *queue) fifoGroupInfo(g *fifoGroup, t, limit int64) GroupInfo {
 			AttemptID:     q.attemptOf(h),
 			ReceivedAt:    h.receivedAt,
 			VisibleAt:     h.visibleAt,
-			ReceiveCount:  h.receives,
+			ReceiveCount:  int(h.receives),
 		}
 	}
 	return info

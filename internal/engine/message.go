@@ -12,22 +12,23 @@ const (
 	stateInflight
 )
 
-// message is one stored message. The fields up to the index block are the
-// message's state, everything a snapshot has to keep; the index fields are
-// positions in the queue's lists and heaps, rebuilt from that state.
+// message is one stored message. Its fields are the message's state,
+// everything a snapshot has to keep, but for those marked index (list
+// links and heap positions, rebuilt from that state) and gen.
 //
 // The layout is chosen for a backlog of millions (see message_compact.go):
-// 240 bytes, exactly a size class of the allocator, beside the body.
+// 208 bytes, exactly a size class of the allocator, beside the body. The
+// fields are ordered by size so that none needs padding.
 type message struct {
-	serial uint64 // engine-wide identity, the key of receipt handles
-	id     msgID  // MessageId
+	serial uint64   // engine-wide identity, the key of receipt handles
+	uuid   [16]byte // MessageId, if a canonical UUID (see messageID)
 
 	body    string
 	md5Body [16]byte // MD5OfBody
-	ext     *msgExt  // attributes, trace header, dead-letter source: nil if none
-	sender  string   // SenderId: the sending account
+	ext     *msgExt  // attributes, trace header, dead-letter source, other MessageId: nil if none
+	sender  istr     // SenderId: the sending account
 
-	group   string // MessageGroupId: FIFO group, or fair-queue tenant
+	group   istr   // MessageGroupId: FIFO group, or fair-queue tenant
 	dedupID string // effective MessageDeduplicationId (FIFO)
 	seq     uint64 // SequenceNumber in its current queue (FIFO)
 
@@ -38,17 +39,17 @@ type message struct {
 	firstRecvAt int64  // ApproximateFirstReceiveTimestamp, ns (valid if receives > 0)
 	receivedAt  int64  // time of the current receive, ns
 	nonce       uint64 // receipt nonce of the current receive; 0 if never received here
-	receives    int    // ApproximateReceiveCount
-	size        int32  // message size as SQS counts it (at most 1 MiB)
-	vizChanges  int32  // ChangeMessageVisibility calls since the current receive (saturates)
-	state       msgState
-	gen         uint32 // copy-on-write generation (see cowState); not state
 
-	// Index fields.
-	prev, next   *message // FIFO: the group's list; standard: the tenant's visible list
-	aprev, anext *message // the queue's arrival list (retention order)
-	timerPos     int32    // position in queue.timers
-	agedPos      int32    // position in queue.aged
+	prev, next   *message // index: FIFO: the group's list; standard: the tenant's visible list
+	aprev, anext *message // index: the queue's arrival list (retention order)
+
+	receives   int32  // ApproximateReceiveCount (saturates)
+	size       int32  // message size as SQS counts it (at most 1 MiB)
+	gen        uint32 // copy-on-write generation (see cowState); not state
+	timerPos   int32  // index: position in queue.timers
+	agedPos    int32  // index: position in queue.aged
+	vizChanges int16  // ChangeMessageVisibility calls since the current receive (saturates)
+	state      msgState
 }
 
 // timerLess orders messages by the time they become visible, then by serial

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/hex"
+	"unique"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -119,25 +120,63 @@ func lowerHex(c byte) (byte, bool) {
 	return 0, false
 }
 
+// istr is an interned string: a message's group id and sender are shared
+// by many messages, and as a handle each costs 8 bytes in place of a
+// string's 16. The zero value is "".
+type istr struct{ h unique.Handle[string] }
+
+// intern returns the istr of s.
+func intern(s string) istr {
+	if s == "" {
+		return istr{}
+	}
+	return istr{unique.Make(s)}
+}
+
+// String returns the string.
+func (s istr) String() string {
+	if s == (istr{}) {
+		return ""
+	}
+	return s.h.Value()
+}
+
+// messageID returns the MessageId.
+func (m *message) messageID() msgID {
+	if m.ext != nil && m.ext.otherID != nil {
+		return msgID{other: m.ext.otherID}
+	}
+	return msgID{uuid: m.uuid}
+}
+
 // msgExt holds the fields most messages leave empty. It is never changed
 // in place once a message holds it (a snapshot view may share it): a
 // change replaces it.
 type msgExt struct {
 	attrs       map[string]api.MessageAttributeValue
-	md5Attrs    string // MD5 of all of attrs
-	traceHeader string // AWSTraceHeader system attribute
-	dlqSource   string // DeadLetterQueueSourceArn
+	md5Attrs    string  // MD5 of all of attrs
+	traceHeader string  // AWSTraceHeader system attribute
+	dlqSource   string  // DeadLetterQueueSourceArn
+	otherID     *string // the MessageId if it is not a canonical UUID (see msgID)
 }
 
 // newMsgExt returns the msgExt of the given fields, nil if all are empty.
-func newMsgExt(attrs map[string]api.MessageAttributeValue, md5Attrs, traceHeader, dlqSource string) *msgExt {
-	if len(attrs) == 0 && md5Attrs == "" && traceHeader == "" && dlqSource == "" {
+// id is the message's MessageId: only one that is not a canonical UUID
+// goes here.
+func newMsgExt(id msgID, attrs map[string]api.MessageAttributeValue, md5Attrs, traceHeader, dlqSource string) *msgExt {
+	if len(attrs) == 0 && md5Attrs == "" && traceHeader == "" && dlqSource == "" && id.other == nil {
 		return nil
 	}
 	if len(attrs) == 0 {
 		attrs = nil
 	}
-	return &msgExt{attrs: attrs, md5Attrs: md5Attrs, traceHeader: traceHeader, dlqSource: dlqSource}
+	return &msgExt{attrs: attrs, md5Attrs: md5Attrs, traceHeader: traceHeader, dlqSource: dlqSource, otherID: id.other}
+}
+
+// setExt sets m's MessageId and rarely used fields.
+func (m *message) setExt(id msgID, attrs map[string]api.MessageAttributeValue, md5Attrs, traceHeader, dlqSource string) {
+	m.uuid = id.uuid
+	m.ext = newMsgExt(id, attrs, md5Attrs, traceHeader, dlqSource)
 }
 
 func (m *message) attrs() map[string]api.MessageAttributeValue {
@@ -170,7 +209,7 @@ func (m *message) dlqSource() string {
 
 // setDLQSource sets DeadLetterQueueSourceArn, replacing m.ext.
 func (m *message) setDLQSource(arn string) {
-	m.ext = newMsgExt(m.attrs(), m.md5Attrs(), m.traceHeader(), arn)
+	m.ext = newMsgExt(m.messageID(), m.attrs(), m.md5Attrs(), m.traceHeader(), arn)
 }
 
 // bodyMD5 returns MD5OfBody, in hex.

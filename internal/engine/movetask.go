@@ -360,7 +360,7 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, s
 		return nil, failNonExistentQueue
 	}
 	if m.dlqSource() == "" {
-		return nil, "InvalidParameterValue: message " + m.id.String() + " has no DeadLetterQueueSourceArn to return to; give a DestinationArn."
+		return nil, "InvalidParameterValue: message " + m.messageID().String() + " has no DeadLetterQueueSourceArn to return to; give a DestinationArn."
 	}
 	d := e.queueByARN(m.dlqSource())
 	if d == nil || d == src {

@@ -437,12 +437,15 @@ func (r *mtRun) observe() map[api.QueueKey]map[string][]string {
 		if r.m.fifo {
 			for g, fg := range q.groups {
 				for m := fg.head; m != nil; m = m.next {
-					groups[g] = append(groups[g], m.id.String())
+					groups[g] = append(groups[g], m.messageID().String())
 				}
 			}
 		} else {
-			for _, m := range q.msgs {
-				groups[""] = append(groups[""], m.id.String())
+			for m := q.arrivalHead; m != nil; m = m.anext {
+				groups[""] = append(groups[""], m.messageID().String())
+			}
+			for _, m := range q.aged.items {
+				groups[""] = append(groups[""], m.messageID().String())
 			}
 			slices.Sort(groups[""])
 		}

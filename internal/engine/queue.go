@@ -32,7 +32,10 @@ type queue struct {
 	prevDedupScope    string
 	dedupScopeChanged int64
 
-	msgs map[uint64]*message // by serial
+	// handles holds, by serial, the messages a receipt handle of this
+	// queue may name (see handleable): not every message, so that a
+	// backlog of messages never received costs no map entry.
+	handles map[uint64]*message
 
 	// The arrival list holds messages in the order their retention period
 	// started, which is arrival order for everything but messages moved to a
@@ -51,10 +54,12 @@ type queue struct {
 	groups     map[string]*fifoGroup
 	ready      indexedHeap[*fifoGroup]
 	lastSeq    uint64
-	dedup      map[dedupKey]*dedupRecord
-	dedupLog   ring[*dedupRecord]
+	dedup      dedupTable
 	attempts   map[string]*attemptRecord
 	attemptLog ring[*attemptRecord]
+	// attemptDrops counts deletions from attempts since it was last
+	// copied (see compactMap); not state.
+	attemptDrops int
 
 	// Standard queues.
 	tenants map[string]*tenant
@@ -89,7 +94,6 @@ func newQueue(key api.QueueKey, region string, fifo bool, attrs queueAttrs, now 
 	}
 	q.resetMessages()
 	if fifo {
-		q.dedup = map[dedupKey]*dedupRecord{}
 		q.attempts = map[string]*attemptRecord{}
 	}
 	return q
@@ -97,7 +101,7 @@ func newQueue(key api.QueueKey, region string, fifo bool, attrs queueAttrs, now 
 
 // resetMessages drops every message and index.
 func (q *queue) resetMessages() {
-	q.msgs = map[uint64]*message{}
+	q.handles = map[uint64]*message{}
 	q.arrivalHead, q.arrivalTail = nil, nil
 	q.aged = newIndexedHeap(agedLess, agedPos)
 	q.timers = newIndexedHeap(timerLess, timerPos)
@@ -111,6 +115,20 @@ func (q *queue) resetMessages() {
 	}
 }
 
+// stored returns the number of messages the queue holds.
+func (q *queue) stored() int { return q.nVisible + q.nInflight + q.nDelayed }
+
+// handleable reports whether a receipt handle of the queue holding m may
+// name m: it was received (in this queue, or in a queue it was moved
+// from, which it may come back to by a move task), or moved at all. Only
+// a message sent straight to its queue and never received is out: no
+// receive has handed out its serial. The answer depends on the message's
+// fields alone, so an engine restored from a snapshot indexes the same
+// messages.
+func handleable(m *message) bool {
+	return m.receives > 0 || m.nonce != 0 || m.enqueuedAt != m.sentAt || m.dlqSource() != ""
+}
+
 // path is the queue URL's path, which results carry in place of the URL.
 func (q *queue) path() string { return q.key.Path() }
 
@@ -118,7 +136,9 @@ func (q *queue) path() string { return q.key.Path() }
 // if m.visibleAt is later.
 func (q *queue) insert(m *message, now int64) {
 	q.cow.touch(m)
-	q.msgs[m.serial] = m
+	if handleable(m) {
+		q.handles[m.serial] = m
+	}
 	if q.arrivalTail == nil || m.enqueuedAt >= q.arrivalTail.enqueuedAt {
 		m.aprev, m.anext = q.arrivalTail, nil
 		if q.arrivalTail != nil {
@@ -141,12 +161,12 @@ func (q *queue) insert(m *message, now int64) {
 	}
 	q.noteDue(m.enqueuedAt + q.retention())
 	if q.fifo {
-		g := q.fifoGroupOf(m.group)
+		g := q.fifoGroupOf(m.group.String())
 		g.pushBack(m)
 		q.refreshGroup(g)
 		return
 	}
-	t := q.tenantOf(m.group)
+	t := q.tenantOf(m.group.String())
 	t.total++
 	if m.state == stateVisible {
 		t.pushBack(m)
@@ -156,7 +176,7 @@ func (q *queue) insert(m *message, now int64) {
 
 // remove deletes m from the queue, whatever its state.
 func (q *queue) remove(m *message) {
-	delete(q.msgs, m.serial)
+	delete(q.handles, m.serial)
 	if q.aged.Contains(m) {
 		q.aged.Remove(m)
 	} else {
@@ -183,7 +203,7 @@ func (q *queue) remove(m *message) {
 		q.timers.Remove(m)
 	}
 	if q.fifo {
-		g := q.groups[m.group]
+		g := q.groups[m.group.String()]
 		g.unlink(m)
 		if m.state == stateInflight {
 			g.inflight--
@@ -191,7 +211,7 @@ func (q *queue) remove(m *message) {
 		q.refreshGroup(g)
 		return
 	}
-	t := q.tenants[m.group]
+	t := q.tenants[m.group.String()]
 	switch m.state {
 	case stateVisible:
 		t.unlink(m)
@@ -210,13 +230,16 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 	q.nInflight++
 	m.state = stateInflight
 	m.visibleAt = now + vis
-	m.receives++
+	if m.receives < math.MaxInt32 {
+		m.receives++
+	}
 	if m.receives == 1 {
 		m.firstRecvAt = now
 	}
 	m.receivedAt = now
 	m.nonce = nonce
 	m.vizChanges = 0
+	q.handles[m.serial] = m
 	q.timers.Push(m)
 	q.noteDue(m.visibleAt)
 	q.countInflight(m)
@@ -226,12 +249,12 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 // group (which it locks) or its fair-queue tenant (whose list it leaves).
 func (q *queue) countInflight(m *message) {
 	if q.fifo {
-		g := q.groups[m.group]
+		g := q.groups[m.group.String()]
 		g.inflight++
 		q.refreshGroup(g)
 		return
 	}
-	t := q.tenants[m.group]
+	t := q.tenants[m.group.String()]
 	t.unlink(m)
 	t.inflight++
 	q.refreshTenant(t)
@@ -254,14 +277,14 @@ func (q *queue) makeVisible(m *message, now int64) {
 	q.nVisible++
 	m.state = stateVisible
 	if q.fifo {
-		g := q.groups[m.group]
+		g := q.groups[m.group.String()]
 		if wasInflight {
 			g.inflight--
 		}
 		q.refreshGroup(g)
 		return
 	}
-	t := q.tenants[m.group]
+	t := q.tenants[m.group.String()]
 	if wasInflight {
 		t.inflight--
 		t.pushFront(m)
@@ -446,7 +469,7 @@ func (q *queue) receivableAt(t int64) bool {
 	}
 	found := false
 	check := func(m *message) {
-		if g := q.groups[m.group]; g != nil && g.receivableAt(t, limit) {
+		if g := q.groups[m.group.String()]; g != nil && g.receivableAt(t, limit) {
 			found = true
 		}
 	}

@@ -172,8 +172,7 @@ func (e *Engine) purgeQueue(cmd *Command, now int64) (api.Response, error) {
 	q.purged, q.purgedAt = true, now
 	q.resetMessages()
 	if q.fifo {
-		q.dedup = map[dedupKey]*dedupRecord{}
-		q.dedupLog = ring[*dedupRecord]{}
+		q.dedup.reset()
 	}
 	return api.Empty{}, nil
 }

@@ -58,7 +58,7 @@ func (q *queue) replay(id string, now, vis int64) []*message {
 	}
 	msgs := make([]*message, len(rec.serials))
 	for i, s := range rec.serials {
-		m := q.msgs[s]
+		m := q.handles[s]
 		if m == nil || m.nonce != rec.nonces[i] || m.state != stateInflight || m.vizChanges != 0 {
 			return nil
 		}
@@ -169,7 +169,7 @@ func (s *selection) result(q *queue, msgs []*message) *api.ReceiveMessageResult 
 // its current receive.
 func (s *selection) render(q *queue, m *message) api.Message {
 	out := api.Message{
-		MessageId:     m.id.String(),
+		MessageId:     m.messageID().String(),
 		ReceiptHandle: encodeHandle(q.handleTag, m.serial, m.nonce),
 		MD5OfBody:     m.bodyMD5(),
 		Body:          m.body,
@@ -181,13 +181,13 @@ func (s *selection) render(q *queue, m *message) api.Message {
 		}
 	}
 	ms := func(ns int64) string { return strconv.FormatInt(ns/1e6, 10) }
-	add(api.MsgAttrSenderId, m.sender, true)
+	add(api.MsgAttrSenderId, m.sender.String(), true)
 	add(api.MsgAttrSentTimestamp, ms(m.sentAt), true)
-	add(api.MsgAttrApproximateReceiveCount, strconv.Itoa(m.receives), true)
+	add(api.MsgAttrApproximateReceiveCount, strconv.Itoa(int(m.receives)), true)
 	add(api.MsgAttrApproximateFirstReceiveTimestamp, ms(m.firstRecvAt), m.receives > 0)
 	add(api.MsgAttrSequenceNumber, strconv.FormatUint(m.seq, 10), q.fifo)
 	add(api.MsgAttrMessageDeduplicationId, m.dedupID, q.fifo)
-	add(api.MsgAttrMessageGroupId, m.group, m.group != "")
+	add(api.MsgAttrMessageGroupId, m.group.String(), m.group != istr{})
 	add(api.MsgAttrAWSTraceHeader, m.traceHeader(), m.traceHeader() != "")
 	add(api.MsgAttrDeadLetterQueueSourceArn, m.dlqSource(), m.dlqSource() != "")
 	if len(sys) > 0 {

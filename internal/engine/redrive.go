@@ -89,7 +89,7 @@ func (e *Engine) isDeadLetterQueue(k api.QueueKey) bool { return len(e.dlqSource
 // m was moved.
 func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
 	rp := q.attrs.redrive
-	if rp == nil || m.receives < rp.maxReceiveCount {
+	if rp == nil || int(m.receives) < rp.maxReceiveCount {
 		return false
 	}
 	d := e.queues[rp.key]

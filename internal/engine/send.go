@@ -7,21 +7,6 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 )
 
-// dedupKey is what a FIFO queue deduplicates on: the deduplication id, and
-// the group id when DeduplicationScope is messageGroup ("" otherwise).
-type dedupKey struct {
-	group, id string
-}
-
-// dedupRecord remembers the first message sent with a deduplication key,
-// for DeduplicationInterval from its send.
-type dedupRecord struct {
-	key       dedupKey
-	at        int64
-	messageID msgID
-	seq       uint64
-}
-
 // attemptRecord remembers the messages a FIFO receive with a
 // ReceiveRequestAttemptId returned, so that a retry gets them again.
 type attemptRecord struct {
@@ -55,37 +40,17 @@ func (q *queue) dedupScope(now int64) string {
 // engine it restores never meets them (see dropDeadDedup).
 func (q *queue) pruneDedup(now int64, budget int) (int, bool) {
 	n := 0
-	for q.dedupLog.Len() > 0 {
-		r := q.dedupLog.Front()
-		if now-r.at < int64(api.DeduplicationInterval) {
+	for !q.dedup.empty() {
+		if now-q.dedup.front().at < int64(api.DeduplicationInterval) {
 			return n, true
 		}
 		if n == budget {
 			return n, false
 		}
-		q.dedupLog.PopFront()
-		delete(q.dedup, r.key)
+		q.dedup.popFront() // shrinks the table as it empties
 		n++
-		q.dropDeadDedup()
-	}
-	// Every record is gone. A Go map keeps the buckets of its largest
-	// size, and the ring its array: after a burst, an idle queue would
-	// hold that memory for ever, so start afresh.
-	if n > 0 && cap(q.dedupLog.buf) > shrinkAbove {
-		q.dedup = map[dedupKey]*dedupRecord{}
-		q.dedupLog = ring[*dedupRecord]{}
 	}
 	return n, true
-}
-
-// dropDeadDedup pops the records at the front of the deduplication log
-// that the map no longer points to, so that the front is always a live
-// record: its expiry is then the queue's next one, the same in an engine
-// restored from a snapshot (which keeps only live records).
-func (q *queue) dropDeadDedup() {
-	for q.dedupLog.Len() > 0 && q.dedup[q.dedupLog.Front().key] != q.dedupLog.Front() {
-		q.dedupLog.PopFront()
-	}
 }
 
 // pruneAttempts drops up to budget receive attempt records that expired
@@ -103,14 +68,37 @@ func (q *queue) pruneAttempts(now int64, budget int) (int, bool) {
 		}
 		q.attemptLog.PopFront()
 		delete(q.attempts, r.id)
+		q.attemptDrops++
 		n++
 		q.dropDeadAttempts()
 	}
 	if n > 0 && cap(q.attemptLog.buf) > shrinkAbove {
 		q.attempts = map[string]*attemptRecord{}
 		q.attemptLog = ring[*attemptRecord]{}
+		q.attemptDrops = 0
 	}
+	q.attempts = compactMap(q.attempts, &q.attemptDrops)
 	return n, true
+}
+
+// compactMap returns m, or a copy of it once as many entries have been
+// deleted from it as it holds (drops counts the deletions, and is reset
+// by a copy). A Go map under steady inserts and deletes keeps growing its
+// tables for a long while before it levels off (about 25 minutes at a
+// steady rate, for records that live 5); a copy every window's worth of
+// deletions holds it near its live size from the first window on, at an
+// amortised cost of one insert per deletion. The entries, and so every
+// answer, are the same.
+func compactMap[K comparable, V any](m map[K]V, drops *int) map[K]V {
+	if *drops < max(len(m), shrinkAbove) {
+		return m
+	}
+	c := make(map[K]V, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	*drops = 0
+	return c
 }
 
 // dropDeadAttempts is dropDeadDedup for receive attempt records.
@@ -245,12 +233,13 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 
 	var key dedupKey
 	if q.fifo {
-		key = dedupKey{id: dedupID}
+		group := ""
 		if q.dedupScope(now) == scopeMessageGroup {
-			key.group = in.groupID
+			group = in.groupID
 		}
-		if r := q.dedup[key]; r != nil && now-r.at < int64(api.DeduplicationInterval) {
-			out.messageID, out.seq = r.messageID.String(), strconv.FormatUint(r.seq, 10)
+		key = dedupKeyOf(group, dedupID)
+		if r := q.dedup.get(key); r != nil && now-r.at < int64(api.DeduplicationInterval) {
+			out.messageID, out.seq = q.dedup.messageID(r).String(), strconv.FormatUint(r.seq, 10)
 			return out, nil
 		}
 	}
@@ -259,12 +248,11 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	md5Body, _ := parseMD5(out.md5Body) // api.MD5OfBody's lowercase hex
 	m := &message{
 		serial:     e.serial,
-		id:         makeMsgID(newMessageID(cmd, i, e.serial)),
 		body:       in.body,
 		md5Body:    md5Body,
-		sender:     cmd.Caller,
+		sender:     intern(cmd.Caller),
 		size:       int32(size),
-		group:      in.groupID,
+		group:      intern(in.groupID),
 		dedupID:    dedupID,
 		sentAt:     now,
 		enqueuedAt: now,
@@ -274,7 +262,7 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	if v, ok := in.sysAttrs[api.MsgAttrAWSTraceHeader]; ok && v.StringValue != nil {
 		trace = *v.StringValue
 	}
-	m.ext = newMsgExt(in.attrs, out.md5Attrs, trace, "")
+	m.setExt(makeMsgID(newMessageID(cmd, i, e.serial)), in.attrs, out.md5Attrs, trace, "")
 	delay := q.attrs.DelaySeconds
 	if in.delay != nil && !q.fifo {
 		delay = *in.delay
@@ -283,16 +271,13 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	if q.fifo {
 		m.seq = q.nextSeq(now)
 		out.seq = strconv.FormatUint(m.seq, 10)
-		r := &dedupRecord{key: key, at: now, messageID: m.id, seq: m.seq}
-		q.dedup[key] = r
-		q.dedupLog.Push(r)
-		q.dropDeadDedup()
+		q.dedup.push(dedupRecord{key: key, at: now, seq: m.seq}, m.messageID())
 		q.noteDue(now + int64(api.DeduplicationInterval))
 	}
 	q.insert(m, now)
 	if m.state == stateVisible {
 		e.wake(q.key)
 	}
-	out.messageID = m.id.String()
+	out.messageID = m.messageID().String()
 	return out, nil
 }

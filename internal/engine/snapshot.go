@@ -19,7 +19,8 @@ import (
 // and message); the lists, heaps, maps and counts derived from it are
 // rebuilt on Restore.
 //
-// Format, version 2:
+// Format, version 2 (version 1 differs in where a chunk's records are and
+// in the deduplication record, see snapshot_codec.go; it still restores):
 //
 //	magic    8 bytes  "FIFOQSNP"
 //	version  4 bytes  big-endian uint32
@@ -316,8 +317,8 @@ func (c *chunkWriter) message(m *message, aged bool) {
 	c.n++
 }
 
-func (c *chunkWriter) dedupRecord(r *dedupRecord) error {
-	c.dedup.dedup(r)
+func (c *chunkWriter) dedupRecord(r *dedupRecord, id msgID) error {
+	c.dedup.dedup(r, id)
 	c.chunk.Dedups++
 	return c.added()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -22,7 +23,7 @@ import (
 //
 // Integers are varints (encoding/binary: Uvarint, or zig-zag Varint for
 // signed values); a string or byte slice is its length as a uvarint, then
-// its bytes; a list is its length as a uvarint, then its items. Version 1:
+// its bytes; a list is its length as a uvarint, then its items. Version 2:
 //
 //	message:
 //	  serial uvarint, id string, body string,
@@ -37,7 +38,11 @@ import (
 //	  visibleAt varint, receives varint, firstRecvAt varint,
 //	  receivedAt varint, nonce uvarint, vizChanges varint
 //	deduplication record:
-//	  group string, id string, at varint, messageID string, seq uvarint
+//	  key bytes (16: see dedupKeyOf), at varint, messageID string, seq uvarint
+//
+// Version 1 differs in the deduplication record only, which began with
+// the group string ("" unless the scope was messageGroup) and the id
+// string in place of the key: a restore derives the key from them.
 const flagHasString, flagAged = 1, 1
 
 // recordWriter appends binary records to buf.
@@ -59,8 +64,9 @@ func (w *recordWriter) bytes(b []byte) {
 
 func (w *recordWriter) message(m *message, aged bool) {
 	w.uvarint(m.serial)
-	w.uvarint(uint64(m.id.len()))
-	w.buf = m.id.appendTo(w.buf)
+	id := m.messageID()
+	w.uvarint(uint64(id.len()))
+	w.buf = id.appendTo(w.buf)
 	w.str(m.body)
 	attrs := m.attrs()
 	w.uvarint(uint64(len(attrs)))
@@ -91,9 +97,9 @@ func (w *recordWriter) message(m *message, aged bool) {
 	w.buf = hex.AppendEncode(w.buf, m.md5Body[:])
 	w.str(m.md5Attrs())
 	w.str(m.traceHeader())
-	w.str(m.sender)
+	w.str(m.sender.String())
 	w.varint(int64(m.size))
-	w.str(m.group)
+	w.str(m.group.String())
 	w.str(m.dedupID)
 	w.uvarint(m.seq)
 	w.varint(m.sentAt)
@@ -113,12 +119,11 @@ func (w *recordWriter) message(m *message, aged bool) {
 	w.varint(int64(m.vizChanges))
 }
 
-func (w *recordWriter) dedup(r *dedupRecord) {
-	w.str(r.key.group)
-	w.str(r.key.id)
+func (w *recordWriter) dedup(r *dedupRecord, id msgID) {
+	w.bytes(r.key[:])
 	w.varint(r.at)
-	w.uvarint(uint64(r.messageID.len()))
-	w.buf = r.messageID.appendTo(w.buf)
+	w.uvarint(uint64(id.len()))
+	w.buf = id.appendTo(w.buf)
 	w.uvarint(r.seq)
 }
 
@@ -235,6 +240,7 @@ type decodedMessage struct {
 	m                        *message
 	group, sender, dlqSource []byte
 	aged                     bool
+	id                       msgID
 	// The fields of m.ext, which the restorer makes once dlqSource is
 	// interned.
 	attrs                 map[string]api.MessageAttributeValue
@@ -245,7 +251,7 @@ type decodedMessage struct {
 func (r *recordReader) message(d *decodedMessage) error {
 	m := d.m
 	m.serial = r.uvarint()
-	m.id = makeMsgIDBytes(r.raw())
+	d.id = makeMsgIDBytes(r.raw())
 	m.body = r.str()
 	if n := r.count(); n > 0 {
 		d.attrs = make(map[string]api.MessageAttributeValue, n)
@@ -299,20 +305,26 @@ func (r *recordReader) message(d *decodedMessage) error {
 	m.state = msgState(r.byte())
 	d.aged = r.byte()&flagAged != 0
 	m.visibleAt = r.varint()
-	m.receives = r.int()
+	m.receives = int32(min(max(r.varint(), math.MinInt32), math.MaxInt32))
 	m.firstRecvAt = r.varint()
 	m.receivedAt = r.varint()
 	m.nonce = r.uvarint()
-	m.vizChanges = r.int32()
+	m.vizChanges = int16(min(r.int32(), math.MaxInt16))
 	return r.err
 }
 
-func (r *recordReader) dedup() (*dedupRecord, error) {
-	d := &dedupRecord{}
-	d.key.group = r.str()
-	d.key.id = r.str()
+// dedup reads a deduplication record of the given snapshot version.
+func (r *recordReader) dedup(version uint32) (d dedupRecord, id msgID, err error) {
+	if version == 1 {
+		group := r.raw()
+		d.key = dedupKeyOf(string(group), string(r.raw()))
+	} else if k := r.raw(); len(k) == len(d.key) {
+		d.key = dedupKey(k)
+	} else if r.err == nil {
+		r.err = errShortRecord
+	}
 	d.at = r.varint()
-	d.messageID = makeMsgIDBytes(r.raw())
+	id = makeMsgIDBytes(r.raw())
 	d.seq = r.uvarint()
-	return d, r.err
+	return d, id, r.err
 }

@@ -11,23 +11,33 @@ func bufioOf(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)
 
 // TestSnapshotVersion1StillRestores restores the rich engine's state from
 // a snapshot in format version 1 (records inside the chunks' gob values),
-// as older binaries wrote it: the restored engine must write exactly the
-// snapshot the current format gives for the original engine.
+// as older binaries wrote it: the engine restored from it must write
+// exactly the snapshot of the engine restored from the same records in the
+// current format. Version 1 kept a deduplication record's strings where
+// the current format keeps their digest, which cannot be turned back into
+// them, so the records compared here leave deduplication records out;
+// TestSnapshotVersion1Dedup restores those from version 1.
 func TestSnapshotVersion1StillRestores(t *testing.T) {
 	data := snapshotBytes(t, richHarness(t).e)
 	if v := binary.BigEndian.Uint32(data[len(snapMagic):]); v != snapVersion {
 		t.Fatalf("snapshot written in format version %d, want %d", v, snapVersion)
 	}
-	old := parseSnapshot(t, data).encodeVersion(t, 1)
-	if bytes.Equal(old, data) {
+	p := parseSnapshot(t, data)
+	p.dropDedups()
+	cur, old := p.encodeVersion(t, snapVersion), p.encodeVersion(t, 1)
+	if bytes.Equal(old, cur) {
 		t.Fatal("versions 1 and 2 encode the same bytes: the test proves nothing")
+	}
+	want := New(Config{Region: testRegion})
+	if err := want.Restore(bytes.NewReader(cur)); err != nil {
+		t.Fatalf("Restore of the current version: %v", err)
 	}
 	e := New(Config{Region: testRegion})
 	if err := e.Restore(bytes.NewReader(old)); err != nil {
 		t.Fatalf("Restore of version 1: %v", err)
 	}
-	if again := snapshotBytes(t, e); !bytes.Equal(again, data) {
-		t.Error("the engine restored from version 1 writes another snapshot")
+	if !bytes.Equal(snapshotBytes(t, e), snapshotBytes(t, want)) {
+		t.Error("the engine restored from version 1 writes another snapshot than the one restored from the current version")
 	}
 	if err := VerifySnapshot(bytes.NewReader(old)); err != nil {
 		t.Errorf("VerifySnapshot of version 1: %v", err)

@@ -30,7 +30,14 @@ type chunkBatch struct {
 	c      snapChunk
 	data   chunkDataReader // version 2: the chunk's packed records
 	msgs   []decodedMessage
-	dedups []*dedupRecord
+	dedups []decodedDedup
+}
+
+// decodedDedup is a deduplication record as read, with the MessageId of its
+// message (kept beside the record, not in it; see dedupTable.push).
+type decodedDedup struct {
+	r  dedupRecord
+	id msgID
 }
 
 // records reads and applies a queue's chunks, until the counts sq

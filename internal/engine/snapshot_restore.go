@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
@@ -86,7 +87,7 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	if h.Queues < 0 {
 		return nil, fmt.Errorf("negative queue count %d", h.Queues)
 	}
-	rs := &restorer{e: New(cfg), dec: dec, cr: cr, version: version, interned: map[string]string{}}
+	rs := &restorer{e: New(cfg), dec: dec, cr: cr, version: version, interned: map[string]string{}, istrs: map[string]istr{}}
 	rs.e.now, rs.e.serial = h.Now, h.Serial
 	for i := range h.Queues {
 		if err := rs.queue(); err != nil {
@@ -122,7 +123,7 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	slices.Sort(rs.serials)
 	for i := 1; i < len(rs.serials); i++ {
 		if rs.serials[i] == rs.serials[i-1] {
-			return nil, fmt.Errorf("message serial %d in two queues", rs.serials[i])
+			return nil, fmt.Errorf("message serial %d twice, in one queue or in two queues", rs.serials[i])
 		}
 	}
 	return rs.e, nil
@@ -137,6 +138,18 @@ type restorer struct {
 	batch    chunkBatch        // the chunk being read, when not pipelined
 	serials  []uint64          // of every message, to check they are unique
 	interned map[string]string // sender ids and source ARNs, shared by many messages
+	istrs    map[string]istr   // group ids and senders, as the messages hold them
+}
+
+// istr returns b interned as messages hold group ids and senders.
+func (rs *restorer) istr(b []byte) istr {
+	if s, ok := rs.istrs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	h := intern(s)
+	rs.istrs[s] = h
+	return h
 }
 
 // intern returns b as a string, the same string for equal contents.
@@ -209,6 +222,10 @@ type queueLoad struct {
 	msgs, dedups, attempts, ordered int
 	lastSeq                         uint64 // FIFO: sequence numbers must increase
 	lastDedup, lastAttempt          int64  // records must be in time order
+	// Standard queues: the visible messages, which the tenant order
+	// records name by serial; sorted by serial at the first of those.
+	visible []*message
+	sorted  bool
 }
 
 // queue reads one queue section.
@@ -275,10 +292,9 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 	// made once at their final size: growing them by doubling rehashes
 	// every entry again at each step, and leaves the old tables behind as
 	// garbage while the restore builds the heap.
-	q.msgs = make(map[uint64]*message, min(sq.Messages, maxRestoreHint))
 	rs.serials = slices.Grow(rs.serials, min(sq.Messages, maxRestoreHint))
 	if q.fifo {
-		q.dedup = make(map[dedupKey]*dedupRecord, min(sq.Dedups, maxRestoreHint))
+		q.dedup.reserve(min(sq.Dedups, maxRestoreHint))
 		q.attempts = map[string]*attemptRecord{}
 	}
 	for i, st := range sq.Tasks {
@@ -394,11 +410,11 @@ func (rs *restorer) readChunk(b *chunkBatch, sq *snapQueue, got *queueLoad) erro
 	b.dedups = slices.Grow(b.dedups[:0], min(c.Dedups, snapChunkSize))
 	rr = recordReader{buf: c.DedupData}
 	for i := range c.Dedups {
-		r, err := rr.dedup()
+		r, id, err := rr.dedup(rs.version)
 		if err != nil {
 			return fmt.Errorf("deduplication record %d: %w", got.dedups+i, err)
 		}
-		b.dedups = append(b.dedups, r)
+		b.dedups = append(b.dedups, decodedDedup{r: r, id: id})
 	}
 	if len(rr.buf) > 0 {
 		return errors.New("unread bytes after the deduplication records")
@@ -424,8 +440,8 @@ func (rs *restorer) applyChunk(q *queue, b *chunkBatch, ld *queueLoad) error {
 		}
 		ld.msgs++
 	}
-	for _, r := range b.dedups {
-		if err := restoreDedup(q, r, ld); err != nil {
+	for i := range b.dedups {
+		if err := restoreDedup(q, &b.dedups[i].r, b.dedups[i].id, ld); err != nil {
 			return fmt.Errorf("deduplication record %d: %w", ld.dedups, err)
 		}
 		ld.dedups++
@@ -439,7 +455,11 @@ func (rs *restorer) applyChunk(q *queue, b *chunkBatch, ld *queueLoad) error {
 	}
 	for i := range c.Orders {
 		o := &c.Orders[i]
-		if err := restoreOrder(q, o); err != nil {
+		if !ld.sorted {
+			slices.SortFunc(ld.visible, func(a, b *message) int { return cmp.Compare(a.serial, b.serial) })
+			ld.sorted = true
+		}
+		if err := restoreOrder(q, o, ld.visible); err != nil {
 			return fmt.Errorf("order of tenant %q: %w", o.Tenant, err)
 		}
 		ld.ordered += len(o.Serials)
@@ -465,14 +485,16 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	case !d.aged && q.arrivalTail != nil && m.enqueuedAt < q.arrivalTail.enqueuedAt:
 		return errors.New("arrival list out of time order")
 	}
-	n := len(q.msgs)
-	q.msgs[m.serial] = m
-	if len(q.msgs) == n {
-		return fmt.Errorf("serial %d twice", m.serial)
-	}
 	ld.lastSeq = m.seq
-	m.sender = rs.intern(d.sender)
-	m.ext = newMsgExt(d.attrs, d.md5Attrs, d.traceHeader, rs.intern(d.dlqSource))
+	m.sender = rs.istr(d.sender)
+	m.setExt(d.id, d.attrs, d.md5Attrs, d.traceHeader, rs.intern(d.dlqSource))
+	// Serials are checked unique across queues at the end (rs.serials).
+	if handleable(m) {
+		q.handles[m.serial] = m
+	}
+	if !q.fifo && m.state == stateVisible {
+		ld.visible = append(ld.visible, m)
+	}
 	rs.serials = append(rs.serials, m.serial)
 	if d.aged {
 		q.aged.Push(m)
@@ -501,7 +523,7 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 		if g == nil {
 			g = q.fifoGroupOf(string(d.group))
 		}
-		m.group = g.id
+		m.group = rs.istr(d.group)
 		g.pushBack(m)
 		if m.state == stateInflight {
 			g.inflight++
@@ -512,7 +534,7 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	if t == nil {
 		t = q.tenantOf(string(d.group))
 	}
-	m.group = t.id
+	m.group = rs.istr(d.group)
 	t.total++
 	if m.state == stateInflight {
 		t.inflight++
@@ -520,17 +542,18 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	return nil
 }
 
-func restoreDedup(q *queue, r *dedupRecord, ld *queueLoad) error {
+func restoreDedup(q *queue, r *dedupRecord, id msgID, ld *queueLoad) error {
+	if r.at == superseded {
+		return errors.New("time out of range")
+	}
 	if ld.dedups > 0 && r.at < ld.lastDedup {
 		return errors.New("out of time order")
 	}
 	ld.lastDedup = r.at
-	n := len(q.dedup)
-	q.dedup[r.key] = r
-	if len(q.dedup) == n {
-		return fmt.Errorf("key (%q, %q) twice", r.key.group, r.key.id)
+	if q.dedup.get(r.key) != nil {
+		return fmt.Errorf("key %x twice", r.key)
 	}
-	q.dedupLog.Push(r)
+	q.dedup.push(*r, id)
 	return nil
 }
 
@@ -550,18 +573,22 @@ func restoreAttempt(q *queue, a *snapAttempt, ld *queueLoad) error {
 	return nil
 }
 
-// restoreOrder appends visible messages to their tenant's list.
-func restoreOrder(q *queue, o *snapOrder) error {
+// restoreOrder appends visible messages to their tenant's list; visible
+// holds the queue's visible messages by serial.
+func restoreOrder(q *queue, o *snapOrder, visible []*message) error {
 	t := q.tenants[o.Tenant]
 	if t == nil {
 		return errors.New("tenant without messages")
 	}
 	for _, s := range o.Serials {
-		m := q.msgs[s]
+		var m *message
+		if i, ok := slices.BinarySearchFunc(visible, s, func(m *message, s uint64) int { return cmp.Compare(m.serial, s) }); ok {
+			m = visible[i]
+		}
 		switch {
 		case m == nil:
-			return fmt.Errorf("unknown message %d", s)
-		case m.group != t.id || m.state != stateVisible:
+			return fmt.Errorf("unknown message %d, or not a visible message", s)
+		case m.group.String() != t.id || m.state != stateVisible:
 			return fmt.Errorf("message %d is not a visible message of the tenant", s)
 		case m.prev != nil || m.next != nil || t.head == m:
 			return fmt.Errorf("message %d listed twice", s)

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -272,7 +273,7 @@ func TestRestoreRejectsBadInput(t *testing.T) {
 		"magic only":     []byte(snapMagic),
 		"wrong magic":    append([]byte("FIFOQSNX"), good[len(snapMagic):]...),
 		"version 0":      version(0),
-		"version 3":      version(3),
+		"version 3":      version(snapVersion + 1),
 		"trailing bytes": append(bytes.Clone(good), 0),
 		"no checksum":    good[:len(good)-4],
 		"bad checksum":   append(bytes.Clone(good[:len(good)-4]), 0, 0, 0, 0),
@@ -447,10 +448,10 @@ func TestRestoreRejectsInconsistentSnapshots(t *testing.T) {
 		{"deduplication key twice", "twice", func(p *parsedSnapshot) {
 			c := &queue(p, "q.fifo").Chunks[0]
 			r := recordReader{buf: c.DedupData}
-			first, _ := r.dedup()
+			first, id, _ := r.dedup(snapVersion)
 			var w recordWriter
-			w.dedup(first)
-			w.dedup(first)
+			w.dedup(&first, id)
+			w.dedup(&first, id)
 			c.DedupData = append(w.buf, r.buf...)
 			c.Dedups++
 			queue(p, "q.fifo").Q.Dedups++
@@ -618,6 +619,7 @@ func exercise(e *Engine) {
 // parsedSnapshot is a snapshot decoded into its records, for tests to edit
 // and encode again.
 type parsedSnapshot struct {
+	Version uint32 // format version encode writes; 0 for snapVersion
 	Header  snapHeader
 	Queues  []parsedQueue
 	Trailer snapTrailer
@@ -672,9 +674,27 @@ func parseSnapshot(t *testing.T, data []byte) *parsedSnapshot {
 	return p
 }
 
+// dropDedups removes every deduplication record, and the chunks left
+// with no record at all.
+func (p *parsedSnapshot) dropDedups() {
+	for i := range p.Queues {
+		pq := &p.Queues[i]
+		pq.Q.Dedups = 0
+		pq.Chunks = slices.DeleteFunc(pq.Chunks, func(c snapChunk) bool {
+			return c.Messages == 0 && len(c.Attempts) == 0 && len(c.Orders) == 0
+		})
+		for j := range pq.Chunks {
+			pq.Chunks[j].Dedups, pq.Chunks[j].DedupData = 0, nil
+		}
+	}
+}
+
 // encode writes the records as a snapshot, with a valid checksum.
 func (p *parsedSnapshot) encode(t *testing.T) []byte {
 	t.Helper()
+	if p.Version != 0 {
+		return p.encodeVersion(t, p.Version) // the records are in its layout
+	}
 	return p.encodeVersion(t, snapVersion)
 }
 
@@ -721,8 +741,8 @@ func decodeMessages(t *testing.T, c *snapChunk) ([]*message, []bool) {
 		if err := r.message(&d); err != nil {
 			t.Fatalf("decodeMessages: %v", err)
 		}
-		d.m.group, d.m.sender = string(d.group), string(d.sender)
-		d.m.ext = newMsgExt(d.attrs, d.md5Attrs, d.traceHeader, string(d.dlqSource))
+		d.m.group, d.m.sender = intern(string(d.group)), intern(string(d.sender))
+		d.m.setExt(d.id, d.attrs, d.md5Attrs, d.traceHeader, string(d.dlqSource))
 		ms, aged = append(ms, d.m), append(aged, d.aged)
 	}
 	return ms, aged

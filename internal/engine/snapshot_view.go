@@ -18,11 +18,13 @@ import (
 // A SnapshotView is the engine's state as of one moment, which can be
 // written out (WriteTo) while later commands are applied. Taking it costs
 // a walk over the engine's lists that copies pointers, not contents:
-// messages, deduplication and attempt records, in the order the snapshot
-// writes them. Records other than messages never change once made, and
-// the few places that change a message save a copy of it first while a
-// view is open (copy-on-write, see cowState), so the view writes exactly
-// the bytes Snapshot would have written at the moment it was taken. The
+// messages and attempt records, in the order the snapshot writes them;
+// deduplication records are shared with their tables, which leave them
+// alone while the view is open (see dedupTable.capture). Attempt records
+// never change once made, and the few places that change a message save a
+// copy of it first while a view is open (copy-on-write, see cowState), so
+// the view writes exactly the bytes Snapshot would have written at the
+// moment it was taken. The
 // queues' configurations, tags, tasks and the engine-wide records are few
 // and copied whole.
 type SnapshotView struct {
@@ -37,9 +39,9 @@ type SnapshotView struct {
 // queueView is one queue's part of a view.
 type queueView struct {
 	sq       *snapQueue
-	msgs     []*message // the arrival list, then the aged heap in order
-	arrival  int        // msgs[:arrival] come from the arrival list
-	dedups   []*dedupRecord
+	msgs     []*message   // the arrival list, then the aged heap in order
+	arrival  int          // msgs[:arrival] come from the arrival list
+	dedups   dedupCapture // shared with the queue's table, which keeps it unchanged
 	attempts []*attemptRecord
 	orders   []tenantOrder // standard queues: each tenant's visible list
 }
@@ -95,6 +97,13 @@ func (e *Engine) BeginSnapshot() (*SnapshotView, error) {
 	}
 	e.cow.active = true
 	e.cow.saved = map[*message]*message{}
+	// The deduplication records are shared with the view, not copied
+	// (see dedupTable.capture): their tables now leave them alone.
+	for _, q := range e.queues {
+		if q.fifo {
+			q.dedup.freeze(e.cow)
+		}
+	}
 	v.cow, v.gen = e.cow, e.cow.gen
 	return v, nil
 }
@@ -128,7 +137,7 @@ func (e *Engine) captureSnapshot() (*SnapshotView, error) {
 	for _, k := range keys {
 		q := e.queues[k]
 		v.queues = append(v.queues, captureQueue(q))
-		v.total += len(q.msgs)
+		v.total += q.stored()
 	}
 	return v, nil
 }
@@ -142,7 +151,7 @@ func captureQueue(q *queue) queueView {
 		CreatedAt: q.createdAt, ModifiedAt: q.modifiedAt, HandleTag: q.handleTag,
 		Purged: q.purged, PurgedAt: q.purgedAt, LastSeq: q.lastSeq,
 		PrevDedupScope: q.prevDedupScope, DedupScopeChanged: q.dedupScopeChanged,
-		Messages: len(q.msgs),
+		Messages: q.stored(),
 	}
 	// Attribute values are replaced, never changed in place, but the
 	// list is a slice the view must not share.
@@ -153,7 +162,7 @@ func captureQueue(q *queue) queueView {
 	for _, t := range q.tasks {
 		sq.Tasks = append(sq.Tasks, snapTaskOf(t))
 	}
-	qv := queueView{sq: sq, msgs: make([]*message, 0, len(q.msgs))}
+	qv := queueView{sq: sq, msgs: make([]*message, 0, q.stored())}
 	for m := q.arrivalHead; m != nil; m = m.anext {
 		qv.msgs = append(qv.msgs, m)
 	}
@@ -164,9 +173,9 @@ func captureQueue(q *queue) queueView {
 	})
 	qv.msgs = append(qv.msgs, aged...)
 	// The expiry logs are rings whose buffers later sends overwrite: copy.
-	qv.dedups = slices.Clone(liveRecords(q.dedupLog.live(), len(q.dedup), func(r *dedupRecord) bool { return q.dedup[r.key] == r }))
+	qv.dedups = q.dedup.capture()
 	qv.attempts = slices.Clone(liveRecords(q.attemptLog.live(), len(q.attempts), func(r *attemptRecord) bool { return q.attempts[r.id] == r }))
-	sq.Dedups, sq.Attempts = len(qv.dedups), len(qv.attempts)
+	sq.Dedups, sq.Attempts = qv.dedups.live, len(qv.attempts)
 	if !q.fifo {
 		for _, id := range slices.Sorted(maps.Keys(q.tenants)) {
 			t := q.tenants[id]
@@ -252,10 +261,8 @@ func (v *SnapshotView) writeQueue(enc *gob.Encoder, raw io.Writer, qv *queueView
 			}
 		}
 	}
-	for _, r := range qv.dedups {
-		if err := cw.dedupRecord(r); err != nil {
-			return err
-		}
+	if err := qv.dedups.each(cw.dedupRecord); err != nil {
+		return err
 	}
 	for _, r := range qv.attempts {
 		if err := cw.attempt(r); err != nil {

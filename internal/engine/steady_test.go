@@ -18,18 +18,18 @@ var flagSteadyMinutes = flag.Int("engine.steady", 0, "minutes of simulated stead
 // received with attempt ids and deleted, housekeeping every second, as a
 // server at half its rate does — and checks that the engine's live heap
 // stops growing once every record it keeps for a while (deduplication
-// records, receive attempts, deletions) has reached its window: the heap
-// over the last third of the run must stay within 5 % of its value at the
-// two-thirds mark. The clock is the command's, so two simulated hours take
-// about a minute:
+// records and receive attempts, 5 minutes each) has reached its window:
+// from the 10-minute mark on, and over the last third of the run, the heap
+// must stay within 5 % of its value at the start of the span. The clock is
+// the command's, so two simulated hours take about a minute:
 //
 //	go test ./internal/engine -run TestSteadyStateHeap -engine.steady=120 -v
 func TestSteadyStateHeap(t *testing.T) {
 	if *flagSteadyMinutes <= 0 {
 		t.Skip("a measurement: run with -engine.steady=MINUTES (e.g. 120)")
 	}
-	if *flagSteadyMinutes < 60 {
-		t.Fatalf("-engine.steady=%d: the engine's longest record window is about 25 minutes; run at least 60", *flagSteadyMinutes)
+	if *flagSteadyMinutes < 30 {
+		t.Fatalf("-engine.steady=%d: run at least 30, three times the 10 minutes the heap may take to level off", *flagSteadyMinutes)
 	}
 	h := newHarness(t)
 	h.e.SetAvailableHook(func(api.QueueKey) {}) // the harness's own log of wake-ups would grow
@@ -45,6 +45,7 @@ func TestSteadyStateHeap(t *testing.T) {
 		return ms.HeapAlloc
 	}
 	var atTwoThirds, peakAfter uint64
+	var atTen, peakAfterTen uint64
 	seq, batch := 0, 10
 	for step := 1; step <= steps; step++ {
 		entries := make([]api.SendMessageBatchRequestEntry, 10)
@@ -76,7 +77,14 @@ func TestSteadyStateHeap(t *testing.T) {
 		}
 		if step%sample == 0 {
 			n := live()
-			t.Logf("simulated %4d min: live heap %6.1f MiB", step*int(tick)/int(time.Minute), float64(n)/(1<<20))
+			minute := step * int(tick) / int(time.Minute)
+			t.Logf("simulated %4d min: live heap %6.1f MiB", minute, float64(n)/(1<<20))
+			switch {
+			case minute >= 10 && atTen == 0:
+				atTen = n
+			case atTen != 0:
+				peakAfterTen = max(peakAfterTen, n)
+			}
 			switch {
 			case step >= steps*2/3 && atTwoThirds == 0:
 				atTwoThirds = n
@@ -85,8 +93,12 @@ func TestSteadyStateHeap(t *testing.T) {
 			}
 		}
 	}
-	if atTwoThirds == 0 || peakAfter == 0 {
+	if atTwoThirds == 0 || peakAfter == 0 || atTen == 0 || peakAfterTen == 0 {
 		t.Fatal("too few samples")
+	}
+	if float64(peakAfterTen) > 1.05*float64(atTen) {
+		t.Errorf("live heap grew after the 10-minute mark: %.1f MiB at 10 minutes, up to %.1f MiB after",
+			float64(atTen)/(1<<20), float64(peakAfterTen)/(1<<20))
 	}
 	if float64(peakAfter) > 1.05*float64(atTwoThirds) {
 		t.Fatalf("live heap grew over the last third: %.1f MiB at two thirds, up to %.1f MiB after",

@@ -175,10 +175,12 @@ func (f *fsm) failure() (index uint64, err error) {
 //	2: the engine state, streamed: it ends with a CRC-32C of its own
 //	   (see engine.Snapshot), so the container adds none.
 //	3: as 2, with the engine state in its format 2 or later (a chunk's
-//	   records beside its gob value, see engine.Snapshot). The layout
-//	   of the frame is that of 2: the version tells a fifoq that reads
-//	   frames up to 2, and engine states of format 1 only, that the
-//	   snapshot is newer than it, rather than damaged.
+//	   records beside its gob value, and deduplication records keyed by a
+//	   digest; see engine.Snapshot). The layout of the frame is that of 2:
+//	   the version tells a fifoq that reads frames up to 2, and engine
+//	   states of format 1 only, that the snapshot is newer than it, rather
+//	   than damaged. Versions 1 and 2, with an engine state of format 1,
+//	   still restore.
 var snapshotMagic = [8]byte{'F', 'I', 'F', 'O', 'Q', 'F', 'S', 'M'}
 
 // snapshotFormatVersion is the version of the snapshot payload layout this
