@@ -17,9 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftwal "github.com/hashicorp/raft-wal"
-	walfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
-	"github.com/hashicorp/raft-wal/segment"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -210,8 +208,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	// keep the directory locked for the life of the process; give it one we
 	// close.
 	meta := &metadb.BoltMetaDB{}
-	w, err := raftwal.Open(walDir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta),
-		raftwal.WithSegmentFiler(segment.NewFiler(walDir, zeroAheadFS{walfs.New()})))
+	w, err := raftwal.Open(walDir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta))
 	if err != nil {
 		meta.Close()
 		return nil, fmt.Errorf("open log %s: %w", walDir, err)
