@@ -157,14 +157,15 @@ var ErrClosed = errors.New("command log is closed")
 // once the previous one is applied, so it carries every command that came
 // while the previous one was written, fsynced and applied. With two in
 // flight the second left at once with the few commands that had come
-// meanwhile, and on a machine whose CPU is the limit (fsync is cheap next
-// to the per-entry work of Raft, the fsync's system call and the hand-offs
-// between goroutines) the smaller entries cost more than the overlap
-// saved: measured with the lean client's batch cycle on 2 cores, one in
-// flight carried 9-10 commands an entry against 5-6, used 12 % less server
-// CPU a message and sent 27 % more (docs/benchmarks.md). A cluster keeps
-// two, so that the next entry is on its way while the previous one makes
-// its round trip to the followers.
+// meanwhile; where CPU is the limit (fsync is cheap next to the per-entry
+// work of Raft, the fsync's system call and the hand-offs between
+// goroutines) the smaller entries cost more than the overlap saved. On 2
+// shared cores one in flight carried about 50 % more commands an entry and
+// used less server CPU a message in most runs, but where the machine left
+// CPU to spare the overlap sometimes won (docs/benchmarks.md, "Durable
+// batches: one entry in flight"). A cluster keeps two, so that the next
+// entry is on its way while the previous one makes its round trip to the
+// followers.
 const maxInflightEntries = 2
 
 // inflightEntries is how many entries the log keeps handed to Raft and not
