@@ -160,7 +160,7 @@ var ErrClosed = errors.New("command log is closed")
 // meanwhile; where CPU is the limit (fsync is cheap next to the per-entry
 // work of Raft, the fsync's system call and the hand-offs between
 // goroutines) the smaller entries cost more than the overlap saved. On 2
-// shared cores one in flight carried about 50 % more commands an entry and
+// shared cores one in flight carried 40-60 % more commands an entry and
 // used less server CPU a message in most runs, but where the machine left
 // CPU to spare the overlap sometimes won (docs/benchmarks.md, "Durable
 // batches: one entry in flight"). A cluster keeps two, so that the next
