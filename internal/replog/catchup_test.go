@@ -45,7 +45,7 @@ func TestFollowerCatchUpTime(t *testing.T) {
 	probe := api.QueueKey{Account: testQueue.Account, Name: "probe"}
 	apply(t, leader.log, c, probe, &api.CreateQueueRequest{QueueName: probe.Name})
 	for _, nd := range nodes {
-		waitApplied(t, nd, leader.log.raft.AppliedIndex())
+		waitApplied(t, nd, leader.log.raft.LastIndex())
 	}
 
 	// One follower stops.

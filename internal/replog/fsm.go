@@ -28,13 +28,12 @@ type fsm struct {
 	// observer, if not nil, is told of snapshots written and restored.
 	observer Observer
 
-	// fatal is the first entry that could not be decoded, and fatalIndex
-	// its index. Raft has already committed it, so the state machine cannot
+	// fatal is the first entry that could not be decoded: its error and
+	// index. Raft has already committed it, so the state machine cannot
 	// skip it without diverging from the log: the node refuses writes
-	// instead (and a restart refuses to start).
-	fatalMu    sync.Mutex
-	fatal      error
-	fatalIndex uint64
+	// instead (and a restart refuses to start). Every command asks for it
+	// before it is queued, so it is an atomic pointer, read without a lock.
+	fatal atomic.Pointer[fatalEntry]
 
 	// appliedBytes counts entry bytes applied since the last snapshot; when
 	// it passes the configured size, onBytes asks for a snapshot.
@@ -116,11 +115,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	}
 	if err != nil {
 		err = fmt.Errorf("log entry %d (term %d) in %s: %w", l.Index, l.Term, f.segmentOf(l.Index), err)
-		f.fatalMu.Lock()
-		if f.fatal == nil {
-			f.fatal, f.fatalIndex = err, l.Index
-		}
-		f.fatalMu.Unlock()
+		f.fatal.CompareAndSwap(nil, &fatalEntry{err: err, index: l.Index})
 		f.logger.Error("cannot apply log entry; refusing writes", "err", err)
 		return nil
 	}
@@ -161,9 +156,16 @@ func (f *fsm) segmentOf(index uint64) string {
 // failure returns the error of the first entry that could not be applied,
 // with its index, or nil.
 func (f *fsm) failure() (index uint64, err error) {
-	f.fatalMu.Lock()
-	defer f.fatalMu.Unlock()
-	return f.fatalIndex, f.fatal
+	if e := f.fatal.Load(); e != nil {
+		return e.index, e.err
+	}
+	return 0, nil
+}
+
+// fatalEntry is an entry that could not be applied: its index and why.
+type fatalEntry struct {
+	err   error
+	index uint64
 }
 
 // snapshotMagic starts every snapshot file's payload, followed by the

@@ -152,7 +152,30 @@ var ErrClosed = errors.New("command log is closed")
 // applied. While they are being fsynced, new commands wait and are
 // coalesced into the next entry: that wait is what makes group commit
 // batch under load.
+//
+// A node alone hands Raft one entry at a time: the next entry is collected
+// once the previous one is applied, so it carries every command that came
+// while the previous one was written, fsynced and applied. With two in
+// flight the second left at once with the few commands that had come
+// meanwhile; where CPU is the limit (fsync is cheap next to the per-entry
+// work of Raft, the fsync's system call and the hand-offs between
+// goroutines) the smaller entries cost more than the overlap saved. On 2
+// shared cores one in flight carried 40-60 % more commands an entry and
+// used less server CPU a message in most runs, but where the machine left
+// CPU to spare the overlap sometimes won (docs/benchmarks.md, "Durable
+// batches: one entry in flight"). A cluster keeps two, so that the next
+// entry is on its way while the previous one makes its round trip to the
+// followers.
 const maxInflightEntries = 2
+
+// inflightEntries is how many entries the log keeps handed to Raft and not
+// yet applied (see maxInflightEntries).
+func inflightEntries(cfg *RaftConfig) int {
+	if cfg.Cluster != nil {
+		return maxInflightEntries
+	}
+	return 1
+}
 
 // OpenRaft opens (or creates) the log in cfg.Dir, restores eng from the
 // latest snapshot, replays the log after it, and returns once the node leads
@@ -281,7 +304,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	l = &Raft{
 		cfg: cfg, logger: cfg.Logger, raft: r, fsm: f, wal: wal, lock: lock, cluster: cluster,
 		submit:   make(chan *pending, 4096),
-		inflight: make(chan struct{}, maxInflightEntries),
+		inflight: make(chan struct{}, inflightEntries(&cfg)),
 		quit:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 		closed:   make(chan struct{}),
