@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"strconv"
 	"time"
 
@@ -37,7 +38,7 @@ func (q *queue) dedupScope(now int64) string {
 // pruneDedup drops up to budget deduplication records that expired by
 // now, and reports how many it dropped and whether none is left expired.
 // Superseded records cost nothing: a snapshot does not keep them, so the
-// engine it restores never meets them (see dropDeadDedup).
+// engine it restores never meets them (see dedupTable.dropSuperseded).
 func (q *queue) pruneDedup(now int64, budget int) (int, bool) {
 	n := 0
 	for !q.dedup.empty() {
@@ -93,15 +94,16 @@ func compactMap[K comparable, V any](m map[K]V, drops *int) map[K]V {
 	if *drops < max(len(m), shrinkAbove) {
 		return m
 	}
-	c := make(map[K]V, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
+	c := make(map[K]V, len(m)) // sized to the live entries, not to m's tables
+	maps.Copy(c, m)
 	*drops = 0
 	return c
 }
 
-// dropDeadAttempts is dropDeadDedup for receive attempt records.
+// dropDeadAttempts pops the attempt records at the front of the log that
+// the map no longer points to, so that the front is always a live record:
+// its expiry is then the queue's next one, the same in an engine restored
+// from a snapshot (which keeps only live records).
 func (q *queue) dropDeadAttempts() {
 	for q.attemptLog.Len() > 0 && q.attempts[q.attemptLog.Front().id] != q.attemptLog.Front() {
 		q.attemptLog.PopFront()
