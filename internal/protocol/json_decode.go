@@ -21,6 +21,13 @@ import (
 // ask for Query-compatible errors needs no handling here: fifoq always sends
 // x-amzn-query-error.
 func decodeJSON(r *http.Request, body []byte) (api.Action, api.Request, *api.Error) {
+	return decodeJSONWith(r, body, true)
+}
+
+// decodeJSONWith is decodeJSON with decodeFast's plain-body decoder on or
+// off; off, every body goes through encoding/json, whose answers the fast
+// decoder must give.
+func decodeJSONWith(r *http.Request, body []byte, fast bool) (api.Action, api.Request, *api.Error) {
 	// A request that names no operation of SQS is answered as AWS JSON
 	// services answer it: UnknownOperationException.
 	target := r.Header.Get(headerTarget)
@@ -49,10 +56,11 @@ func decodeJSON(r *http.Request, body []byte) (api.Action, api.Request, *api.Err
 	if err := checkJSONText(body); err != nil {
 		return action, nil, err
 	}
-	if err := json.Unmarshal(body, req); err != nil {
+	if fast && decodeFast(req, body) {
+		// Decoded as encoding/json would, every integer in range.
+	} else if err := json.Unmarshal(body, req); err != nil {
 		return action, nil, jsonDecodeError(err)
-	}
-	if !intsInRange(reflect.ValueOf(req)) {
+	} else if !intsInRange(reflect.ValueOf(req)) {
 		// Only now build the member's path for the error: building it for
 		// every member of every request cost a tenth of a busy server's CPU.
 		if err := checkIntegerRange(reflect.ValueOf(req), ""); err != nil {
