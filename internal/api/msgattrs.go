@@ -16,6 +16,9 @@ func validateMessageAttributes(attrs map[string]MessageAttributeValue) error {
 	if len(attrs) > MaxMessageAttributes {
 		return ErrInvalidParameterValue("Number of message attributes [%d] exceeds the allowed maximum [%d].", len(attrs), MaxMessageAttributes)
 	}
+	if len(attrs) == 0 {
+		return nil // most messages: spare the sorted copy of no names
+	}
 	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		if err := validateMessageAttributeName(name); err != nil {
 			return err
@@ -113,6 +116,9 @@ func attributeBaseType(dataType string) (string, bool) {
 // validateMessageSystemAttributes checks the system attributes a sender may
 // set: only AWSTraceHeader exists, a non-empty String.
 func validateMessageSystemAttributes(attrs map[string]MessageSystemAttributeValue) error {
+	if len(attrs) == 0 {
+		return nil
+	}
 	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		v := attrs[name]
 		if name != MsgAttrAWSTraceHeader {
