@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -25,6 +26,15 @@ const errorTypePrefix = "com.amazonaws.sqs#"
 // empty list is left out, the batch results' Successful, ListDeadLetter-
 // SourceQueues' queueUrls and ListMessageMoveTasks' Results included.
 func encodeJSONResult(result any) ([]byte, error) {
+	jb := newJSONBuffer()
+	defer jb.free()
+	body, err := jb.encodeResult(result)
+	return bytes.Clone(body), err
+}
+
+// encodeResult is encodeJSONResult into the buffer: the body returned is
+// the buffer's until it is freed.
+func (jb *jsonBuffer) encodeResult(result any) ([]byte, error) {
 	switch r := result.(type) {
 	case api.Empty:
 		return []byte("{}"), nil
@@ -44,7 +54,7 @@ func encodeJSONResult(result any) ([]byte, error) {
 			Results []api.ListMessageMoveTasksResultEntry `json:"Results,omitempty"`
 		}{r.Results}
 	}
-	return marshalJSON(result)
+	return jb.marshal(result)
 }
 
 // batchResult is the JSON of a batch action's result: either list is left
@@ -70,11 +80,48 @@ func encodeJSONError(err *api.Error) []byte {
 // marshalJSON is json.Marshal without the escaping of <, > and & meant for
 // HTML, which would only inflate message bodies.
 func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	jb := newJSONBuffer()
+	defer jb.free()
+	body, err := jb.marshal(v)
+	return bytes.Clone(body), err
+}
+
+// jsonBuffer is an encoder with its buffer, kept in a pool so that each
+// response does not build both anew.
+type jsonBuffer struct {
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	fast []byte // appendFastResult's output
+}
+
+var jsonBuffers = sync.Pool{New: func() any {
+	jb := &jsonBuffer{}
+	jb.enc = json.NewEncoder(&jb.buf)
+	jb.enc.SetEscapeHTML(false)
+	return jb
+}}
+
+// maxPooledJSON is the largest buffer returned to the pool: a rare large
+// answer (a receive of ten 256 KiB messages) is not kept alive by it.
+const maxPooledJSON = 64 << 10
+
+func newJSONBuffer() *jsonBuffer {
+	jb := jsonBuffers.Get().(*jsonBuffer)
+	jb.buf.Reset()
+	return jb
+}
+
+func (jb *jsonBuffer) free() {
+	if jb.buf.Cap() <= maxPooledJSON && cap(jb.fast) <= maxPooledJSON {
+		jsonBuffers.Put(jb)
+	}
+}
+
+// marshal is marshalJSON into the buffer: the bytes returned are the
+// buffer's until it is freed.
+func (jb *jsonBuffer) marshal(v any) ([]byte, error) {
+	if err := jb.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return bytes.TrimSuffix(jb.buf.Bytes(), []byte("\n")), nil
 }

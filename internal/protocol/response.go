@@ -70,6 +70,16 @@ func resultOf(action api.Action, resp api.Response) (any, bool) {
 // without a result, api.Empty, a pointer to it, or nil. A response of the wrong type for the
 // action is a bug of the caller and is answered as an InternalFailure.
 func WriteResponse(w http.ResponseWriter, p Protocol, action api.Action, resp api.Response, requestID string) {
+	var jb *jsonBuffer
+	if p == JSON {
+		jb = newJSONBuffer()
+		defer jb.free() // after writeBody, which has copied the body out
+		var ok bool
+		if jb.fast, ok = appendFastResult(jb.fast[:0], action, resp); ok {
+			writeBody(w, http.StatusOK, jsonContentType, requestID, jb.fast)
+			return
+		}
+	}
 	result, ok := resultOf(action, resp)
 	if !ok {
 		WriteError(w, p, api.ErrInternalFailure("Internal failure: the result of %s has the wrong type %T; request id %s.", action, resp, requestID), requestID)
@@ -82,7 +92,7 @@ func WriteResponse(w http.ResponseWriter, p Protocol, action api.Action, resp ap
 		body, err = encodeQueryResponse(action, result, requestID)
 		contentType = xmlContentType
 	} else {
-		body, err = encodeJSONResult(result)
+		body, err = jb.encodeResult(result)
 		contentType = jsonContentType
 	}
 	if err != nil {
@@ -145,10 +155,15 @@ func errorStatus(err *api.Error) (int, api.Fault) {
 
 // writeBody writes a complete response.
 func writeBody(w http.ResponseWriter, status int, contentType, requestID string, body []byte) {
+	// The three values share one allocation (each slice capped, so that
+	// an Add elsewhere copies rather than overwrites its neighbour);
+	// the keys are already in canonical form.
+	vals := [...]string{contentType, strconv.Itoa(len(body)), requestID}
+	shared := vals[:]
 	h := w.Header()
-	h.Set("Content-Type", contentType)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set(headerRequestID, requestID)
+	h["Content-Type"] = shared[0:1:1]
+	h["Content-Length"] = shared[1:2:2]
+	h[headerRequestID] = shared[2:3:3]
 	w.WriteHeader(status)
 	// A failed write means the client is gone; there is no one to tell.
 	_, _ = w.Write(body)
