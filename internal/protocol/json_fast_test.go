@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"mime"
 	"net/http"
 	"reflect"
 	"strings"
@@ -107,4 +108,30 @@ func checkFastDecode(t *testing.T, which uint8, body []byte) {
 	if gotAction != wantAction || !reflect.DeepEqual(gotReq, wantReq) || !reflect.DeepEqual(gotErr, wantErr) {
 		t.Fatalf("%s %q:\nfast:          %q %#v %v\nencoding/json: %q %#v %v", action, body, gotAction, gotReq, gotErr, wantAction, wantReq, wantErr)
 	}
+}
+
+// mediaTypeByMIME is mediaType as it was before its fast path.
+func mediaTypeByMIME(contentType string) string {
+	if contentType == "" {
+		return ""
+	}
+	if mt, _, err := mime.ParseMediaType(contentType); err == nil {
+		return mt
+	}
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// FuzzMediaType compares mediaType with its mime.ParseMediaType form on
+// arbitrary Content-Type headers.
+func FuzzMediaType(f *testing.F) {
+	for _, ct := range []string{"", "application/x-amz-json-1.0", "application/x-www-form-urlencoded", "Application/X-Amz-JSON-1.1",
+		"application/x-www-form-urlencoded; charset=utf-8", " text/xml ", "text", "a/b/c", "a/", "/b", "a/b;", "a/b;x", "é/b", "a\x7f/b", "a@/b", "a/b\t"} {
+		f.Add(ct)
+	}
+	f.Fuzz(func(t *testing.T, ct string) {
+		if got, want := mediaType(ct), mediaTypeByMIME(ct); got != want {
+			t.Fatalf("mediaType(%q) = %q, mime.ParseMediaType's answer is %q", ct, got, want)
+		}
+	})
 }

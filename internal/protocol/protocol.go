@@ -85,9 +85,26 @@ func mediaType(contentType string) string {
 	if contentType == "" {
 		return ""
 	}
+	if plainMediaType(contentType) {
+		// No parameters and nothing to trim: both ways below come to
+		// the lower-case header, without ParseMediaType's map of
+		// parameters (two per request).
+		return strings.ToLower(contentType)
+	}
 	if mt, _, err := mime.ParseMediaType(contentType); err == nil {
 		return mt
 	}
 	mt, _, _ := strings.Cut(contentType, ";")
 	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// plainMediaType reports whether a Content-Type is printable ASCII without
+// spaces or parameters, such as "application/x-amz-json-1.0".
+func plainMediaType(contentType string) bool {
+	for i := 0; i < len(contentType); i++ {
+		if c := contentType[i]; c <= ' ' || c >= 0x7f || c == ';' {
+			return false
+		}
+	}
+	return true
 }
