@@ -216,21 +216,30 @@ func hopHeader(k string) bool {
 	return false
 }
 
-// forwardedView returns the base URL and transport security to answer a
-// request with: those the follower reported, for a request that came
-// from another node; the request's own otherwise.
-func forwardedView(r *http.Request) (base string, secure bool) {
-	base, secure = baseURL(r), r.TLS != nil
+// forwardedBase returns the base URL to answer a request with: the one
+// the follower reported, for a request that came from another node; the
+// request's own otherwise. Only the few answers that hold queue URLs need
+// it.
+func forwardedBase(r *http.Request) string {
+	base := baseURL(r)
 	if !fromPeer(r) {
-		return base, secure
+		return base
 	}
 	if b := r.Header.Get(hdrForwardedBase); b != "" {
 		if u, err := url.Parse(b); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Path == "" {
 			base = b
 		}
 	}
-	secure = r.Header.Get(hdrForwardedSecure) == "true"
-	return base, secure
+	return base
+}
+
+// forwardedSecure returns whether the request came over TLS: as the
+// follower reported, for a request that came from another node.
+func forwardedSecure(r *http.Request) bool {
+	if !fromPeer(r) {
+		return r.TLS != nil
+	}
+	return r.Header.Get(hdrForwardedSecure) == "true"
 }
 
 // serveRouted answers an SQS API request: here when this node leads (or

@@ -74,13 +74,15 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	rec.req = req
 	traceHeaderAttribute(req, r.Header.Get("X-Amzn-Trace-Id"))
 	// A request a follower forwarded is answered as the follower saw it.
-	base, secure := forwardedView(r)
-	resp, err := s.doOrFault(withTransport(r.Context(), secure), caller, req)
+	resp, err := s.doOrFault(withTransport(r.Context(), forwardedSecure(r)), caller, req)
 	if err != nil {
 		fail(api.AsError(err))
 		return
 	}
-	rewriteQueueURLs(resp, base)
+	if holdsQueueURLs(resp) {
+		// Only these answers pay for working out the base URL.
+		rewriteQueueURLs(resp, forwardedBase(r))
+	}
 	protocol.WriteResponse(sw, proto, req.Action(), resp, rec.id)
 }
 
@@ -193,6 +195,16 @@ func forwarded(h http.Header) bool {
 		if h.Get(k) != "" {
 			return true
 		}
+	}
+	return false
+}
+
+// holdsQueueURLs reports whether resp is of a type rewriteQueueURLs
+// rewrites.
+func holdsQueueURLs(resp api.Response) bool {
+	switch resp.(type) {
+	case *api.CreateQueueResult, *api.GetQueueUrlResult, *api.ListQueuesResult, *api.ListDeadLetterSourceQueuesResult:
+		return true
 	}
 	return false
 }
