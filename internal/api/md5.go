@@ -20,8 +20,25 @@ const (
 
 // MD5OfBody is the hex MD5 of the body's UTF-8 bytes.
 func MD5OfBody(body string) string {
-	sum := md5.Sum([]byte(body))
-	return hex.EncodeToString(sum[:])
+	// The body is copied through a buffer on the stack, not converted to
+	// a []byte of its own: that copy was an allocation of the body's size
+	// per message.
+	var buf [2048]byte
+	var sum [md5.Size]byte
+	if len(body) <= len(buf) {
+		sum = md5.Sum(buf[:copy(buf[:], body)])
+	} else {
+		h := md5.New()
+		for rest := body; rest != ""; {
+			n := copy(buf[:], rest)
+			h.Write(buf[:n])
+			rest = rest[n:]
+		}
+		h.Sum(sum[:0])
+	}
+	var out [2 * md5.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // MD5OfMessageAttributes is the hex MD5 of the message attributes, encoded

@@ -183,3 +183,25 @@ func TestMessageSize(t *testing.T) {
 		t.Errorf("batch total = %d, want SQS's 262189", total)
 	}
 }
+
+// TestMD5OfBodySizes checks MD5OfBody on each side of its stack buffer's
+// size against the digest of the body's bytes.
+func TestMD5OfBodySizes(t *testing.T) {
+	for _, n := range []int{0, 1, 255, 2047, 2048, 2049, 4096, 5000, 262144} {
+		body := strings.Repeat("abcdefghij", n/10+1)[:n]
+		sum := md5.Sum([]byte(body))
+		if got, want := MD5OfBody(body), hex.EncodeToString(sum[:]); got != want {
+			t.Errorf("MD5OfBody of %d bytes = %s, want %s", n, got, want)
+		}
+	}
+}
+
+// BenchmarkMD5OfBody times the digest of a 256-byte body, computed for
+// every message sent.
+func BenchmarkMD5OfBody(b *testing.B) {
+	body := strings.Repeat("x", 256)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		MD5OfBody(body)
+	}
+}
