@@ -196,8 +196,8 @@ func (s *fastScanner) object(member func(name []byte) (bit uint, ok bool)) bool 
 	}
 }
 
-// list reads a list of objects, calling elem for each after growing it by
-// one; [] is an empty list.
+// list reads a list of objects, calling grow for each: grow adds an
+// element and reads it. [] is an empty list.
 func (s *fastScanner) list(grow func() bool) bool {
 	if !s.next('[') {
 		return false
@@ -218,6 +218,7 @@ func (s *fastScanner) list(grow func() bool) bool {
 	}
 }
 
+// sendMessage reads a SendMessageRequest's object.
 func (s *fastScanner) sendMessage(v *api.SendMessageRequest) bool {
 	return s.object(func(name []byte) (uint, bool) {
 		switch string(name) {
@@ -236,6 +237,7 @@ func (s *fastScanner) sendMessage(v *api.SendMessageRequest) bool {
 	})
 }
 
+// sendMessageBatch reads a SendMessageBatchRequest's object.
 func (s *fastScanner) sendMessageBatch(v *api.SendMessageBatchRequest) bool {
 	return s.object(func(name []byte) (uint, bool) {
 		switch string(name) {
@@ -252,6 +254,7 @@ func (s *fastScanner) sendMessageBatch(v *api.SendMessageBatchRequest) bool {
 	})
 }
 
+// sendMessageBatchEntry reads one entry of a SendMessageBatch.
 func (s *fastScanner) sendMessageBatchEntry(e *api.SendMessageBatchRequestEntry) bool {
 	return s.object(func(name []byte) (uint, bool) {
 		switch string(name) {
@@ -270,6 +273,7 @@ func (s *fastScanner) sendMessageBatchEntry(e *api.SendMessageBatchRequestEntry)
 	})
 }
 
+// receiveMessage reads a ReceiveMessageRequest's object.
 func (s *fastScanner) receiveMessage(v *api.ReceiveMessageRequest) bool {
 	return s.object(func(name []byte) (uint, bool) {
 		switch string(name) {
@@ -294,6 +298,7 @@ func (s *fastScanner) receiveMessage(v *api.ReceiveMessageRequest) bool {
 	})
 }
 
+// deleteMessage reads a DeleteMessageRequest's object.
 func (s *fastScanner) deleteMessage(v *api.DeleteMessageRequest) bool {
 	return s.object(func(name []byte) (uint, bool) {
 		switch string(name) {
@@ -306,6 +311,7 @@ func (s *fastScanner) deleteMessage(v *api.DeleteMessageRequest) bool {
 	})
 }
 
+// deleteMessageBatch reads a DeleteMessageBatchRequest's object.
 func (s *fastScanner) deleteMessageBatch(v *api.DeleteMessageBatchRequest) bool {
 	return s.object(func(name []byte) (uint, bool) {
 		switch string(name) {
