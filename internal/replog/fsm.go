@@ -90,6 +90,20 @@ func (f *fsm) take(data []byte) *entry {
 	return e
 }
 
+// peek returns the held entry whose bytes are data, or nil, and keeps it.
+func (f *fsm) peek(data []byte) *entry {
+	if len(data) == 0 {
+		return nil
+	}
+	f.heldMu.Lock()
+	defer f.heldMu.Unlock()
+	e := f.held[&data[0]]
+	if e == nil || len(e.data) != len(data) {
+		return nil
+	}
+	return e
+}
+
 // Apply implements raft.FSM.
 func (f *fsm) Apply(l *raft.Log) interface{} {
 	if l.Type != raft.LogCommand {

@@ -75,3 +75,54 @@ func TestOneEntryInFlight(t *testing.T) {
 		t.Fatalf("received %v; want the five messages", got)
 	}
 }
+
+// TestNextEntryLeavesOnceStored checks that on a node alone the next entry
+// is handed to Raft as soon as the previous one is on disk, without
+// waiting for the previous one to be applied and answered: the disk is not
+// left idle while the state machine works.
+func TestNextEntryLeavesOnceStored(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, t.TempDir(), RaftConfig{})
+	defer l.Close()
+	createFIFO(t, l, c)
+	before := l.raft.LastIndex()
+
+	// The state machine blocks on the next entry it applies.
+	release := blockFSM(t, l)
+	defer release()
+	first := applyAsync(t.Context(), l, sendCommand(c, "m0"))
+	waitIndex(t, l, before+1)
+	select {
+	case err := <-first:
+		t.Fatalf("the first command was answered (%v) while its entry could not be applied", err)
+	default:
+	}
+
+	// The next command's entry is written while the first is still
+	// unapplied. Had it waited for the first's answer, the index would
+	// stay where it is until release.
+	second := applyAsync(t.Context(), l, sendCommand(c, "m1"))
+	waitIndex(t, l, before+2)
+
+	release()
+	for i, errc := range []<-chan error{first, second} {
+		if err := waitErr(t, errc); err != nil {
+			t.Fatalf("command %d: %v", i, err)
+		}
+	}
+	if got := receiveBodies(t, l, c, 10); len(got) != 2 {
+		t.Fatalf("received %v; want the two messages", got)
+	}
+}
+
+// waitIndex waits until l's log holds an entry at index.
+func waitIndex(t *testing.T, l *Raft, index uint64) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for l.raft.LastIndex() < index {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log's last index is %d; want %d", l.raft.LastIndex(), index)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -153,29 +153,27 @@ var ErrClosed = errors.New("command log is closed")
 // coalesced into the next entry: that wait is what makes group commit
 // batch under load.
 //
-// A node alone hands Raft one entry at a time: the next entry is collected
-// once the previous one is applied, so it carries every command that came
-// while the previous one was written, fsynced and applied. With two in
-// flight the second left at once with the few commands that had come
-// meanwhile; where CPU is the limit (fsync is cheap next to the per-entry
-// work of Raft, the fsync's system call and the hand-offs between
-// goroutines) the smaller entries cost more than the overlap saved. On 2
-// shared cores one in flight carried 40-60 % more commands an entry and
-// used less server CPU a message in most runs, but where the machine left
-// CPU to spare the overlap sometimes won (docs/benchmarks.md, "Durable
-// batches: one entry in flight"). A cluster keeps two, so that the next
-// entry is on its way while the previous one makes its round trip to the
+// A node alone hands Raft one entry at a time to write: the next entry is
+// collected until the previous one is on disk (its write and fsync
+// returned, see storeGate), so it carries every command that came
+// meanwhile, and leaves while the previous one is still being applied and
+// answered. Letting it leave at once instead (two entries being written)
+// made it small, and the smaller entries cost more CPU than the overlap
+// saved; waiting for the previous entry's apply as well (the earlier rule)
+// left the disk idle while the entry went through Raft's apply goroutine
+// and its callers were woken (docs/benchmarks.md, "Durable batches: one
+// entry in flight" and "The next entry leaves at the fsync"). At most two
+// are then unapplied: one being applied, one being written.
+//
+// A cluster keeps two in flight without that gate, so that the next entry
+// is on its way while the previous one makes its round trip to the
 // followers.
 const maxInflightEntries = 2
 
-// inflightEntries is how many entries the log keeps handed to Raft and not
-// yet applied (see maxInflightEntries).
-func inflightEntries(cfg *RaftConfig) int {
-	if cfg.Cluster != nil {
-		return maxInflightEntries
-	}
-	return 1
-}
+// gatedOnStore reports whether the next entry waits for the previous one
+// to be written and fsynced before it is handed to Raft (see
+// maxInflightEntries): on a node alone, not in a cluster.
+func gatedOnStore(cfg *RaftConfig) bool { return cfg.Cluster == nil }
 
 // OpenRaft opens (or creates) the log in cfg.Dir, restores eng from the
 // latest snapshot, replays the log after it, and returns once the node leads
@@ -295,6 +293,9 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	if cfg.wrapStore != nil {
 		store = cfg.wrapStore(wal)
 	}
+	// Outermost, so that an entry counts as stored only once every layer
+	// beneath has returned without error.
+	store = &storeGate{LogStore: store, fsm: f}
 	r, err := raft.NewRaft(rc, f, store, wal, snaps, transport)
 	if err != nil {
 		closeTransport()
@@ -304,7 +305,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	l = &Raft{
 		cfg: cfg, logger: cfg.Logger, raft: r, fsm: f, wal: wal, lock: lock, cluster: cluster,
 		submit:   make(chan *pending, 4096),
-		inflight: make(chan struct{}, inflightEntries(&cfg)),
+		inflight: make(chan struct{}, maxInflightEntries),
 		quit:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 		closed:   make(chan struct{}),
@@ -473,9 +474,12 @@ func (p *pending) outcomeOr(err error) (api.Response, error) {
 }
 
 // batchLoop collects queued commands into log entries and hands them to
-// Raft, at most maxInflightEntries at a time.
+// Raft, at most maxInflightEntries at a time and, on a node alone, each
+// once the previous one is on disk.
 func (l *Raft) batchLoop() {
 	defer l.wg.Done()
+	gated := gatedOnStore(&l.cfg)
+	var prev *entry // the last entry handed to Raft
 	for {
 		var first *pending
 		select {
@@ -484,8 +488,18 @@ func (l *Raft) batchLoop() {
 			l.drain()
 			return
 		}
-		// Wait for a free slot first: while the previous entries are being
-		// fsynced, more commands queue up and join this batch.
+		// Wait for the previous entry to be stored and for a free slot
+		// first: while the previous entries are being fsynced, more
+		// commands queue up and join this batch.
+		if gated && prev != nil {
+			select {
+			case <-prev.stored:
+			case <-l.quit:
+				first.done <- applyResult{err: errShuttingDown()}
+				l.drain()
+				return
+			}
+		}
 		select {
 		case l.inflight <- struct{}{}:
 		case <-l.quit:
@@ -505,7 +519,7 @@ func (l *Raft) batchLoop() {
 				break collect
 			}
 		}
-		l.commit(batch)
+		prev = l.commit(batch)
 	}
 }
 
@@ -521,6 +535,18 @@ type entry struct {
 	data     []byte
 	began    time.Time
 	answered atomic.Bool
+	// stored is closed once the entry is written and fsynced on this
+	// node (storeGate), or once it is answered, whichever comes first:
+	// the batcher waits on it before handing Raft the next entry.
+	stored     chan struct{}
+	storedDone atomic.Bool
+}
+
+// markStored closes e.stored, once.
+func (e *entry) markStored() {
+	if e.storedDone.CompareAndSwap(false, true) {
+		close(e.stored)
+	}
 }
 
 // answer hands each caller its result and frees the entry's slot in the
@@ -529,6 +555,9 @@ func (l *Raft) answer(e *entry, results []applyResult, err error) {
 	if !e.answered.CompareAndSwap(false, true) {
 		return
 	}
+	// An entry that failed before it was stored must not hold the next
+	// one back.
+	e.markStored()
 	<-l.inflight
 	if err == nil {
 		l.observeCommit(len(e.batch), time.Since(e.began))
@@ -545,11 +574,12 @@ func (l *Raft) answer(e *entry, results []applyResult, err error) {
 	}
 }
 
-// commit writes one batch as one log entry. The state machine answers its
+// commit writes one batch as one log entry and returns it, or nil if it
+// answered the batch with a refusal at once. The state machine answers its
 // commands once it is applied (see fsm.Apply); a goroutine waits for the
 // entry's future meanwhile, to answer them if Raft fails it instead, so
 // that the next batch can be collected without waiting.
-func (l *Raft) commit(batch []*pending) {
+func (l *Raft) commit(batch []*pending) *entry {
 	err := l.checkDiskSpace()
 	if _, failed := l.fsm.failure(); failed != nil {
 		// Past an entry the state machine could not apply, nothing more
@@ -561,7 +591,7 @@ func (l *Raft) commit(batch []*pending) {
 		for _, p := range batch {
 			p.done <- applyResult{err: err}
 		}
-		return
+		return nil
 	}
 	cmds := make([]*engine.Command, len(batch))
 	for i, p := range batch {
@@ -573,9 +603,9 @@ func (l *Raft) commit(batch []*pending) {
 		for _, p := range batch {
 			p.done <- applyResult{err: api.ErrInternalFailure("encode command: %v", err)}
 		}
-		return
+		return nil
 	}
-	e := &entry{cmds: held, batch: batch, data: data, began: time.Now()}
+	e := &entry{cmds: held, batch: batch, data: data, began: time.Now(), stored: make(chan struct{})}
 	l.fsm.hold(e)
 	fut := l.raft.Apply(data, 0)
 	l.wg.Add(1)
@@ -602,6 +632,7 @@ func (l *Raft) commit(batch []*pending) {
 		}
 		l.answer(e, results, nil)
 	}()
+	return e
 }
 
 // errRaftStopped is the outcome of an entry whose future Raft did not

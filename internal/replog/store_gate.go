@@ -1,0 +1,47 @@
+package replog
+
+import "github.com/hashicorp/raft"
+
+// storeGate is the log store Raft is given on every node: it passes each
+// call to the store beneath and, once a write of entries returns without
+// error, tells each entry this node's batcher handed to Raft that it is on
+// disk (entry.markStored), so that the next entry can leave while this one
+// is still being applied (see maxInflightEntries).
+//
+// Raft writes the leader's entries with the very byte slices the batcher
+// gave it, which is how the entry is found (fsm.peek); entries written on
+// a follower, or read back at start, are not held and pass untouched.
+type storeGate struct {
+	raft.LogStore
+	fsm *fsm
+}
+
+// StoreLog implements raft.LogStore.
+func (s *storeGate) StoreLog(log *raft.Log) error {
+	if err := s.LogStore.StoreLog(log); err != nil {
+		return err
+	}
+	s.stored(log)
+	return nil
+}
+
+// StoreLogs implements raft.LogStore.
+func (s *storeGate) StoreLogs(logs []*raft.Log) error {
+	if err := s.LogStore.StoreLogs(logs); err != nil {
+		return err
+	}
+	for _, log := range logs {
+		s.stored(log)
+	}
+	return nil
+}
+
+// stored marks the held entry whose bytes log carries as on disk.
+func (s *storeGate) stored(log *raft.Log) {
+	if log.Type != raft.LogCommand {
+		return
+	}
+	if e := s.fsm.peek(log.Data); e != nil {
+		e.markStored()
+	}
+}
