@@ -126,33 +126,28 @@ func appendSendMessageResult(dst []byte, r *api.SendMessageResult) ([]byte, bool
 // appendBatchResult appends a batchResult: either list left out when empty.
 func appendBatchResult[T any](dst []byte, successful []T, failed []api.BatchResultErrorEntry, entry func([]byte, *T) ([]byte, bool)) ([]byte, bool) {
 	o := newJSONObject(dst)
-	if len(successful) > 0 {
-		o.name("Successful")
-		o.dst = append(o.dst, '[')
-		for i := range successful {
-			if i > 0 {
-				o.dst = append(o.dst, ',')
-			}
-			var ok bool
-			o.dst, ok = entry(o.dst, &successful[i])
-			o.ok = o.ok && ok
-		}
-		o.dst = append(o.dst, ']')
-	}
-	if len(failed) > 0 {
-		o.name("Failed")
-		o.dst = append(o.dst, '[')
-		for i := range failed {
-			if i > 0 {
-				o.dst = append(o.dst, ',')
-			}
-			var ok bool
-			o.dst, ok = appendBatchResultErrorEntry(o.dst, &failed[i])
-			o.ok = o.ok && ok
-		}
-		o.dst = append(o.dst, ']')
-	}
+	appendList(&o, "Successful", successful, entry)
+	appendList(&o, "Failed", failed, appendBatchResultErrorEntry)
 	return o.end()
+}
+
+// appendList appends a member holding a list of objects, each appended by
+// entry; an empty list is left out, as encoding/json's omitempty does.
+func appendList[T any](o *jsonObject, name string, items []T, entry func([]byte, *T) ([]byte, bool)) {
+	if len(items) == 0 {
+		return
+	}
+	o.name(name)
+	o.dst = append(o.dst, '[')
+	for i := range items {
+		if i > 0 {
+			o.dst = append(o.dst, ',')
+		}
+		var ok bool
+		o.dst, ok = entry(o.dst, &items[i])
+		o.ok = o.ok && ok
+	}
+	o.dst = append(o.dst, ']')
 }
 
 func appendSendMessageBatchResultEntry(dst []byte, e *api.SendMessageBatchResultEntry) ([]byte, bool) {
@@ -188,20 +183,7 @@ func appendBatchResultErrorEntry(dst []byte, e *api.BatchResultErrorEntry) ([]by
 
 func appendReceiveMessageResult(dst []byte, r *api.ReceiveMessageResult) ([]byte, bool) {
 	o := newJSONObject(dst)
-	if len(r.Messages) > 0 {
-		o.name("Messages")
-		o.dst = append(o.dst, '[')
-		for i := range r.Messages {
-			if i > 0 {
-				o.dst = append(o.dst, ',')
-			}
-			var ok bool
-			if o.dst, ok = appendMessage(o.dst, &r.Messages[i]); !ok {
-				return o.dst, false
-			}
-		}
-		o.dst = append(o.dst, ']')
-	}
+	appendList(&o, "Messages", r.Messages, appendMessage)
 	return o.end()
 }
 

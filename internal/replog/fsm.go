@@ -76,22 +76,14 @@ func (f *fsm) release(e *entry) {
 }
 
 // take returns and forgets the held entry whose bytes are data, or nil.
-func (f *fsm) take(data []byte) *entry {
-	if len(data) == 0 {
-		return nil
-	}
-	f.heldMu.Lock()
-	defer f.heldMu.Unlock()
-	e := f.held[&data[0]]
-	if e == nil || len(e.data) != len(data) {
-		return nil
-	}
-	delete(f.held, &data[0])
-	return e
-}
+func (f *fsm) take(data []byte) *entry { return f.lookup(data, true) }
 
 // peek returns the held entry whose bytes are data, or nil, and keeps it.
-func (f *fsm) peek(data []byte) *entry {
+func (f *fsm) peek(data []byte) *entry { return f.lookup(data, false) }
+
+// lookup finds the held entry whose bytes are data (the same slice, not
+// equal bytes), forgetting it if forget is set.
+func (f *fsm) lookup(data []byte, forget bool) *entry {
 	if len(data) == 0 {
 		return nil
 	}
@@ -100,6 +92,9 @@ func (f *fsm) peek(data []byte) *entry {
 	e := f.held[&data[0]]
 	if e == nil || len(e.data) != len(data) {
 		return nil
+	}
+	if forget {
+		delete(f.held, &data[0])
 	}
 	return e
 }
