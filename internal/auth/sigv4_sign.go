@@ -43,7 +43,7 @@ import (
 //     DisableHeaderHoisting keeps the client's signed headers where they were.
 //   - It escapes the path a second time (every service but S3 does, and so
 //     do the clients); the copy carries the path as the client escaped it.
-func expectedSignature(r *http.Request, p *sigParts, cred Credential, payloadHash string) (string, error) {
+func expectedSignature(signer *v4.Signer, r *http.Request, p *sigParts, cred Credential, payloadHash string) (string, error) {
 	u := &url.URL{Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	if p.Presigned {
 		q := r.URL.Query()
@@ -79,7 +79,6 @@ func expectedSignature(r *http.Request, p *sigParts, cred Credential, payloadHas
 	}
 
 	creds := aws.Credentials{AccessKeyID: cred.AccessKeyID, SecretAccessKey: cred.SecretAccessKey}
-	signer := v4.NewSigner()
 	ctx := context.Background()
 	if p.Presigned {
 		signed, _, err := signer.PresignHTTP(ctx, creds, req, payloadHash, p.Scope.Service, p.Scope.Region, p.Date,

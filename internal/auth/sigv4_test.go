@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 	"net/url"
@@ -478,4 +479,60 @@ func addQuery(raw, pair string) string {
 		return pair
 	}
 	return raw + "&" + pair
+}
+
+// TestVerifyKeepsSigningKeysApart checks the signer that keeps derived
+// signing keys for the server's region (Verifier.signerFor): whichever key
+// it last derived, each access key verifies only with its own secret, on
+// the next day too; scopes of other regions are checked with a fresh
+// signer, so that regions a client makes up leave nothing behind.
+func TestVerifyKeepsSigningKeysApart(t *testing.T) {
+	const otherKey, otherSecret, otherAccount = "AKIAOTHERACCOUNT01", "another-secret", "210987654321"
+	day := time.Date(2026, 11, 26, 23, 59, 0, 0, time.UTC)
+	now := day
+	v := &Verifier{Store: testStore(t), Now: func() time.Time { return now }, DefaultAccount: "000000000000", Region: "us-east-1"}
+	verify := func(keyID, secret, region string) (string, error) {
+		t.Helper()
+		body := []byte(`{"QueueName":"q"}`)
+		req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:9324/", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		req.Header.Set("X-Amz-Target", "AmazonSQS.CreateQueue")
+		if err := SignRequest(req, body, Credential{AccessKeyID: keyID, SecretAccessKey: secret}, region, now); err != nil {
+			t.Fatal(err)
+		}
+		return v.Verify(req, body)
+	}
+	good := func(keyID, secret, region, account string) {
+		t.Helper()
+		got, err := verify(keyID, secret, region)
+		if err != nil || got != account {
+			t.Fatalf("%s in %s with its secret: account %q, error %v; want %s", keyID, region, got, err, account)
+		}
+	}
+	bad := func(keyID, secret, region string) {
+		t.Helper()
+		_, err := verify(keyID, secret, region)
+		wantAPIError(t, err, "SignatureDoesNotMatch", http.StatusForbidden)
+	}
+
+	good(otherKey, otherSecret, "eu-west-1", otherAccount)
+	if v.regionSigner != nil {
+		t.Fatal("a scope of another region made the signer that keeps keys")
+	}
+	good(testKeyID, testSecret, "us-east-1", testAccount)
+	if v.regionSigner == nil {
+		t.Fatal("a scope of the server's region did not use the signer that keeps keys")
+	}
+	bad(otherKey, testSecret, "us-east-1")
+	good(otherKey, otherSecret, "us-east-1", otherAccount)
+	bad(testKeyID, otherSecret, "us-east-1")
+	good(testKeyID, testSecret, "us-east-1", testAccount)
+	bad(testKeyID, otherSecret, "eu-west-1")
+	now = day.Add(2 * time.Minute) // the next day
+	good(testKeyID, testSecret, "us-east-1", testAccount)
+	bad(otherKey, testSecret, "us-east-1")
+	good(otherKey, otherSecret, "us-east-1", otherAccount)
 }
