@@ -16,10 +16,11 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 )
 
-// expectedSignature computes, with the AWS SDK's own SigV4 signer, the
-// signature that the client should have sent for r: the signer signs a copy
-// of r that carries exactly what the client signed, at the client's time,
-// with the client's region and service, and the secret we hold.
+// expectedSignature computes, with signer (the AWS SDK's own SigV4 signer,
+// chosen by Verifier.signerFor), the signature that the client should have
+// sent for r: the signer signs a copy of r that carries exactly what the
+// client signed, at the client's time, with the client's region and
+// service, and the secret we hold.
 //
 // Writing the canonical request ourselves would be a second implementation
 // of a subtle algorithm to get wrong; reusing the SDK's makes fifoq agree
