@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoq/fifoq/internal/testbin"
 )
 
 // binaries are the fifoq binaries built for the test: the normal one, and
@@ -50,18 +52,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func build(out string, tags ...string) error {
-	args := []string{"build", "-o", out}
-	if len(tags) > 0 {
-		args = append(args, "-tags", strings.Join(tags, ","))
-	}
-	cmd := exec.Command("go", append(args, "github.com/fifoq/fifoq/cmd/fifoq")...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	return cmd.Run()
-}
+// build builds fifoq with the given tags into out (see testbin.Build).
+func build(out string, tags ...string) error { return testbin.Build(out, tags...) }
 
 // faultyBinary returns the binary built with the fifoq_faults tag.
 func faultyBinary(t *testing.T) string {
+	testbin.Track(t, "fifoq_faults")
 	faultyOnce.Do(func() {
 		faultyBin = filepath.Join(binDir, "fifoq-faults")
 		faultyErr = build(faultyBin, "fifoq_faults")
@@ -99,6 +95,7 @@ type cluster struct {
 // given, is added to node i's environment, and bins[i] replaces its binary.
 func newCluster(t *testing.T, n int, bins []string, env [][]string) *cluster {
 	t.Helper()
+	testbin.Track(t)
 	c := &cluster{t: t}
 	var peers []string
 	for i := 0; i < n; i++ {

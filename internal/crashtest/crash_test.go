@@ -22,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/fifoq/fifoq/internal/testbin"
 )
 
 var (
@@ -43,9 +45,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "fifoq")
-	build := exec.Command("go", "build", "-o", binary, "github.com/fifoq/fifoq/cmd/fifoq")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := testbin.Build(binary); err != nil {
 		fmt.Fprintln(os.Stderr, "build fifoq:", err)
 		os.Exit(1)
 	}
@@ -62,6 +62,7 @@ type serverProc struct {
 
 func startServer(t *testing.T, addr, dataDir string, logs *os.File, extra ...string) *serverProc {
 	t.Helper()
+	testbin.Track(t)
 	cmd := exec.Command(binary, append([]string{"serve", "--listen", addr, "--data-dir", dataDir}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fifoq/fifoq/internal/testbin"
 )
 
 // syncBuffer is a bytes.Buffer safe for the writes of a subprocess's
@@ -43,6 +45,7 @@ type fifoqProc struct {
 // the test ends if it still runs.
 func launch(t *testing.T, env []string, args ...string) *fifoqProc {
 	t.Helper()
+	testbin.Track(t)
 	cmd := exec.Command(binary, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "FIFOQ_") {
