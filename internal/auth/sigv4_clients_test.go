@@ -22,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go/aws/session"
 	signerv1 "github.com/aws/aws-sdk-go/aws/signer/v4"
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // The test key. The secret has the characters ('/', '+') that a careless
@@ -220,10 +222,10 @@ func signBotocore(t *testing.T, cs *captureServer) []capturedRequest {
 	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is not installed")
+		testenv.ClientMissing(t, "python3 is not installed")
 	}
 	if err := exec.Command(python, "-c", "import boto3, botocore").Run(); err != nil {
-		t.Skip("boto3/botocore is not installed")
+		testenv.ClientMissing(t, "boto3/botocore is not installed")
 	}
 	script := filepath.Join(t.TempDir(), "sign.py")
 	if err := os.WriteFile(script, []byte(botocoreScript), 0o600); err != nil {
@@ -247,7 +249,7 @@ func signCLI(t *testing.T, cs *captureServer) []capturedRequest {
 	t.Helper()
 	aws, err := exec.LookPath("aws")
 	if err != nil {
-		t.Skip("the AWS CLI is not installed")
+		testenv.ClientMissing(t, "the AWS CLI is not installed")
 	}
 	cmd := exec.Command(aws, "sqs", "list-queues", "--endpoint-url", cs.URL, "--region", testRegion, "--queue-name-prefix", "a b")
 	cmd.Env = append(isolatedAWSEnv(), "AWS_ACCESS_KEY_ID="+testKeyID, "AWS_SECRET_ACCESS_KEY="+testSecret)

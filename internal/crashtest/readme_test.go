@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // TestReadmeWalkthrough follows the README's path for a newcomer with the
@@ -25,7 +27,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	}
 	awsCLI, err := exec.LookPath("aws")
 	if err != nil {
-		t.Skip("the aws CLI is not installed")
+		testenv.ClientMissing(t, "the aws CLI is not installed")
 	}
 	t.Parallel()
 	p, _, base := serveConfig(t, exampleFile(t), t.TempDir())

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // clientEnv is the environment of the AWS CLI and boto3: test credentials,
@@ -34,25 +36,13 @@ func clientEnv(t *testing.T) []string {
 	return env
 }
 
-// clientMissing ends a test whose real client is not installed: it fails
-// where FIFOQ_REQUIRE_CLIENTS is set (CI installs every client, so a
-// missing one there is a broken CI, not a reason to skip) and skips,
-// saying why, elsewhere.
-func clientMissing(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("FIFOQ_REQUIRE_CLIENTS") != "" {
-		t.Fatalf("%s, and FIFOQ_REQUIRE_CLIENTS is set", why)
-	}
-	t.Skip(why)
-}
-
 // TestAWSCLI drives a FIFO queue with the AWS CLI, which speaks AWS JSON
 // through botocore.
 func TestAWSCLI(t *testing.T) {
 	t.Parallel()
 	bin, err := exec.LookPath("aws")
 	if err != nil {
-		clientMissing(t, "the aws CLI is not installed")
+		testenv.ClientMissing(t, "the aws CLI is not installed")
 	}
 	env := Start(t)
 	procEnv := clientEnv(t)
@@ -142,10 +132,10 @@ func TestBoto3(t *testing.T) {
 	t.Parallel()
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		clientMissing(t, "python3 is not installed")
+		testenv.ClientMissing(t, "python3 is not installed")
 	}
 	if err := exec.Command(python, "-c", "import boto3").Run(); err != nil {
-		clientMissing(t, "boto3 is not installed")
+		testenv.ClientMissing(t, "boto3 is not installed")
 	}
 	env := Start(t)
 	script := filepath.Join(t.TempDir(), "smoke.py")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // runSmokeScript runs one real client's smoke script (testdata/<dir>/<script>)
@@ -41,11 +43,11 @@ func nodeClient(t *testing.T, dir string, pkgs ...string) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		clientMissing(t, "node is not installed")
+		testenv.ClientMissing(t, "node is not installed")
 	}
 	for _, pkg := range pkgs {
 		if _, err := os.Stat(filepath.Join("testdata", dir, "node_modules", pkg, "package.json")); err != nil {
-			clientMissing(t, "the npm package "+pkg+" is not installed (npm ci --prefix internal/integration/testdata/"+dir+")")
+			testenv.ClientMissing(t, "the npm package "+pkg+" is not installed (npm ci --prefix internal/integration/testdata/"+dir+")")
 		}
 	}
 	return node
@@ -77,7 +79,7 @@ func TestDebianBoto3(t *testing.T) {
 	t.Parallel()
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import boto3").Run(); err != nil {
-		clientMissing(t, "Debian's python3-boto3 is not installed")
+		testenv.ClientMissing(t, "Debian's python3-boto3 is not installed")
 	}
 	runSmokeScript(t, python, "debian-boto3", "smoke.py")
 }
@@ -88,10 +90,10 @@ func TestPHPAsyncAWS(t *testing.T) {
 	t.Parallel()
 	php, err := exec.LookPath("php")
 	if err != nil {
-		clientMissing(t, "php is not installed")
+		testenv.ClientMissing(t, "php is not installed")
 	}
 	if _, err := os.Stat("/usr/share/php/AsyncAws/Sqs/SqsClient.php"); err != nil {
-		clientMissing(t, "Debian's php-async-aws-sqs is not installed")
+		testenv.ClientMissing(t, "Debian's php-async-aws-sqs is not installed")
 	}
 	runSmokeScript(t, php, "php-async-aws", "smoke.php")
 }
@@ -104,10 +106,10 @@ func TestRubyAWSSDKv1(t *testing.T) {
 	t.Parallel()
 	ruby, err := exec.LookPath("ruby")
 	if err != nil {
-		clientMissing(t, "ruby is not installed")
+		testenv.ClientMissing(t, "ruby is not installed")
 	}
 	if err := exec.Command(ruby, "-e", `require "aws-sdk"; AWS::SQS`).Run(); err != nil {
-		clientMissing(t, "Debian's ruby-aws-sdk is not installed")
+		testenv.ClientMissing(t, "Debian's ruby-aws-sdk is not installed")
 	}
 	runSmokeScript(t, ruby, "ruby-aws-sdk-v1", "smoke.rb")
 }
@@ -120,7 +122,7 @@ func TestBoto2(t *testing.T) {
 	t.Parallel()
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import boto.sqs").Run(); err != nil {
-		clientMissing(t, "Debian's python3-boto is not installed")
+		testenv.ClientMissing(t, "Debian's python3-boto is not installed")
 	}
 	runSmokeScript(t, python, "boto2", "smoke.py")
 }
@@ -134,7 +136,7 @@ func TestKombu(t *testing.T) {
 	t.Parallel()
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import kombu.transport.SQS, pycurl").Run(); err != nil {
-		clientMissing(t, "Debian's python3-kombu (with python3-pycurl and python3-boto3) is not installed")
+		testenv.ClientMissing(t, "Debian's python3-kombu (with python3-pycurl and python3-boto3) is not installed")
 	}
 	runSmokeScript(t, python, "kombu", "smoke.py")
 }

@@ -3,6 +3,8 @@ package integration
 import (
 	"os/exec"
 	"testing"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // TestPerlClient drives fifoq with Amazon::SQS::Simple, the Perl SQS client
@@ -16,10 +18,10 @@ func TestPerlClient(t *testing.T) {
 	t.Parallel()
 	perl, err := exec.LookPath("perl")
 	if err != nil {
-		clientMissing(t, "perl is not installed")
+		testenv.ClientMissing(t, "perl is not installed")
 	}
 	if err := exec.Command(perl, "-MAmazon::SQS::Simple", "-e", "1").Run(); err != nil {
-		clientMissing(t, "Amazon::SQS::Simple (Debian's libamazon-sqs-simple-perl) is not installed")
+		testenv.ClientMissing(t, "Amazon::SQS::Simple (Debian's libamazon-sqs-simple-perl) is not installed")
 	}
 	runSmokeScript(t, perl, "perl", "smoke.pl")
 }
