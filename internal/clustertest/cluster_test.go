@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	binary = filepath.Join(dir, "fifoq")
-	if err := build(binary); err != nil {
+	if err := testbin.Build(binary); err != nil {
 		fmt.Fprintln(os.Stderr, "build fifoq:", err)
 		os.Exit(1)
 	}
@@ -52,15 +52,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// build builds fifoq with the given tags into out (see testbin.Build).
-func build(out string, tags ...string) error { return testbin.Build(out, tags...) }
-
 // faultyBinary returns the binary built with the fifoq_faults tag.
 func faultyBinary(t *testing.T) string {
 	testbin.Track(t, "fifoq_faults")
 	faultyOnce.Do(func() {
 		faultyBin = filepath.Join(binDir, "fifoq-faults")
-		faultyErr = build(faultyBin, "fifoq_faults")
+		faultyErr = testbin.Build(faultyBin, "fifoq_faults")
 	})
 	if faultyErr != nil {
 		t.Fatalf("build fifoq with faults: %v", faultyErr)

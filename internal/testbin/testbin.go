@@ -58,18 +58,24 @@ func Track(tb testing.TB, tags ...string) {
 	}
 	files, err := inputs(tags)
 	if err == nil {
-		for _, name := range files {
-			var f *os.File
-			if f, err = os.Open(name); err != nil {
-				break
-			}
-			f.Close()
-		}
+		err = openAll(files)
 	}
 	if err != nil {
 		tb.Fatalf("open fifoq's sources for go test's cache: %v", err)
 	}
 	tracked[key] = true
+}
+
+// openAll opens and closes each file, which is all go test needs to see.
+func openAll(files []string) error {
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		f.Close()
+	}
+	return nil
 }
 
 // listTemplate prints, for every package the binary is built from that
