@@ -21,6 +21,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/walfs"
 )
 
 // RaftConfig configures a durable, Raft-backed log.
@@ -207,12 +208,17 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	// keep the directory locked for the life of the process; give it one we
 	// close.
 	meta := &metadb.BoltMetaDB{}
-	w, err := raftwal.Open(walDir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta))
+	files, err := walfs.New(walDir, max(cfg.MinFreeBytes, 0))
 	if err != nil {
-		meta.Close()
 		return nil, fmt.Errorf("open log %s: %w", walDir, err)
 	}
-	wal := &closingWAL{WAL: w, meta: meta}
+	w, err := raftwal.Open(walDir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta), raftwal.WithVFS(files))
+	if err != nil {
+		meta.Close()
+		files.Close()
+		return nil, fmt.Errorf("open log %s: %w", walDir, err)
+	}
+	wal := &closingWAL{WAL: w, meta: meta, files: files}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotsRetained, hlog)
 	if err != nil {
 		wal.Close()
@@ -749,17 +755,23 @@ func (l *Raft) Read(fn func(e *engine.Engine)) {
 }
 
 // closingWAL is the log store: a raft-wal WAL whose Close also closes its
-// meta database.
+// meta database and the file system its segments are on.
 type closingWAL struct {
 	*raftwal.WAL
-	meta *metadb.BoltMetaDB
+	meta  *metadb.BoltMetaDB
+	files *walfs.FS
 }
 
-// Close closes the WAL, then its meta database.
+// Close closes the WAL, then its meta database and its file system.
 func (w *closingWAL) Close() error {
 	err := w.WAL.Close()
 	if merr := w.meta.Close(); merr != nil && err == nil {
 		err = merr
+	}
+	if w.files != nil {
+		if ferr := w.files.Close(); ferr != nil && err == nil {
+			err = ferr
+		}
 	}
 	return err
 }

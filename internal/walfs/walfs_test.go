@@ -1,0 +1,336 @@
+package walfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the tests if a spare's goroutine outlives its FS.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const testSize = 8 << 20
+
+func newFS(t *testing.T, dir string) *FS {
+	t.Helper()
+	fs, err := New(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := fs.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return fs
+}
+
+// needSpares skips a test of spares where walfs prepares none.
+func needSpares(t *testing.T) {
+	t.Helper()
+	if !sparesSupported {
+		t.Skip("spares are prepared on Linux only")
+	}
+}
+
+// waitSpare waits until no spare is being prepared.
+func (fs *FS) waitSpare() { fs.wg.Wait() }
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+func allZero(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := bytes.IndexFunc(b, func(r rune) bool { return r != 0 }); i >= 0 {
+		t.Fatalf("%s: byte %d is not zero", path, i)
+	}
+}
+
+// TestFirstSegmentIsPreallocated: with no spare ready, Create makes the
+// file as raft-wal does (full size) and writes in its first half ask for
+// no spare.
+func TestFirstSegmentIsPreallocated(t *testing.T) {
+	dir := t.TempDir()
+	fs := newFS(t, dir)
+	f, err := fs.Create(dir, "a.wal", testSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got := fileSize(t, filepath.Join(dir, "a.wal")); got != testSize {
+		t.Fatalf("size %d, want %d", got, testSize)
+	}
+	if _, err := f.WriteAt([]byte("hello"), testSize/2-5); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fs.waitSpare()
+	if _, err := os.Stat(filepath.Join(dir, SpareName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a spare was prepared for a segment less than half full: %v", err)
+	}
+	if got := fs.Stats(); got != (Stats{FallbackFiles: 1}) {
+		t.Fatalf("stats %+v", got)
+	}
+}
+
+// TestSpareBecomesNextSegment: a write past half a segment prepares a
+// zeroed spare of the same size, and the next Create renames that very
+// file into place.
+func TestSpareBecomesNextSegment(t *testing.T) {
+	needSpares(t)
+	dir := t.TempDir()
+	fs := newFS(t, dir)
+	a, err := fs.Create(dir, "a.wal", testSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.WriteAt([]byte("past half"), testSize/2); err != nil {
+		t.Fatal(err)
+	}
+	fs.waitSpare()
+	spare := filepath.Join(dir, SpareName)
+	if got := fileSize(t, spare); got != testSize {
+		t.Fatalf("spare size %d, want %d", got, testSize)
+	}
+	allZero(t, spare)
+	spareInfo, err := os.Stat(spare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// raft-wal lists only names ending in .wal as segments.
+	if filepath.Ext(SpareName) == ".wal" {
+		t.Fatalf("spare name %q would be taken for a segment", SpareName)
+	}
+
+	b, err := fs.Create(dir, "b.wal", testSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	bInfo, err := os.Stat(filepath.Join(dir, "b.wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(spareInfo, bInfo) {
+		t.Fatal("the new segment is not the spare")
+	}
+	if _, err := os.Stat(spare); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("spare still there after use: %v", err)
+	}
+	if _, err := b.WriteAt([]byte("entry"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 5)
+	if _, err := b.ReadAt(got, 0); err != nil || string(got) != "entry" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
+	if st := fs.Stats(); st.SparesUsed != 1 || st.FallbackFiles != 1 || st.SparesFailed != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestSpareOfAnotherSizeIsDropped: a spare is used only for a segment of
+// its own size.
+func TestSpareOfAnotherSizeIsDropped(t *testing.T) {
+	needSpares(t)
+	dir := t.TempDir()
+	fs := newFS(t, dir)
+	a, err := fs.Create(dir, "a.wal", testSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.WriteAt([]byte{1}, testSize-1)
+	fs.waitSpare()
+	b, err := fs.Create(dir, "b.wal", testSize/2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got := fileSize(t, filepath.Join(dir, "b.wal")); got != testSize/2 {
+		t.Fatalf("size %d, want %d", got, testSize/2)
+	}
+	if _, err := os.Stat(filepath.Join(dir, SpareName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the spare of another size was kept: %v", err)
+	}
+	if st := fs.Stats(); st.SparesUsed != 0 || st.FallbackFiles != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestCreateNeverReplaces: Create fails on an existing name, with or
+// without a spare, and leaves the file alone.
+func TestCreateNeverReplaces(t *testing.T) {
+	needSpares(t)
+	dir := t.TempDir()
+	fs := newFS(t, dir)
+	existing := filepath.Join(dir, "b.wal")
+	if err := os.WriteFile(existing, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Create(dir, "b.wal", testSize); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("without a spare: %v, want ErrExist", err)
+	}
+	a, err := fs.Create(dir, "a.wal", testSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.WriteAt([]byte{1}, testSize-1)
+	fs.waitSpare()
+	if _, err := fs.Create(dir, "b.wal", testSize); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("with a spare: %v, want ErrExist", err)
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "keep" {
+		t.Fatalf("existing file now holds %q", b)
+	}
+}
+
+// TestNoSpareWhenSpaceIsShort: no spare is prepared unless the file
+// system keeps, beside it, another segment and the log's margin.
+func TestNoSpareWhenSpaceIsShort(t *testing.T) {
+	needSpares(t)
+	dir := t.TempDir()
+	free, err := freeBytes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := New(dir, free) // the margin alone is all the space there is
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	a, err := fs.Create(dir, "a.wal", testSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.WriteAt([]byte{1}, testSize-1)
+	fs.waitSpare()
+	if _, err := os.Stat(filepath.Join(dir, SpareName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a spare was prepared: %v", err)
+	}
+	if st := fs.Stats(); st.SparesSkipped != 1 || st.SparesFailed != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestNewRemovesLeftoverSpare: a spare left by an earlier process (perhaps
+// half written when it crashed) is removed, never used.
+func TestNewRemovesLeftoverSpare(t *testing.T) {
+	dir := t.TempDir()
+	leftover := filepath.Join(dir, SpareName)
+	if err := os.WriteFile(leftover, []byte("torn"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := newFS(t, dir)
+	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("leftover spare kept: %v", err)
+	}
+	f, err := fs.Create(dir, "a.wal", 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if st := fs.Stats(); st.FallbackFiles != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestCloseRemovesSpare: Close removes a ready spare and stops one being
+// prepared (goleak in TestMain checks that its goroutine ended).
+func TestCloseRemovesSpare(t *testing.T) {
+	needSpares(t)
+	for _, wait := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ready=%v", wait), func(t *testing.T) {
+			dir := t.TempDir()
+			fs, err := New(dir, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size := uint64(testSize)
+			if !wait {
+				size = 1 << 30 // far more than Close lets it write
+			}
+			a, err := fs.Create(dir, "a.wal", size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			a.WriteAt([]byte{1}, int64(size)-1)
+			if wait {
+				fs.waitSpare()
+			}
+			if err := fs.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, SpareName)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("spare left after Close: %v", err)
+			}
+			if err := fs.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+		})
+	}
+}
+
+// TestReopenedSegmentAsksForSpare: the segment raft-wal reopens at start
+// (the tail it was writing) prepares a spare too once past half.
+func TestReopenedSegmentAsksForSpare(t *testing.T) {
+	needSpares(t)
+	dir := t.TempDir()
+	fs := newFS(t, dir)
+	a, err := fs.Create(dir, "a.wal", testSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	w, err := fs.OpenWriter(dir, "a.wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.WriteAt([]byte("x"), testSize-100); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fs.waitSpare()
+	if got := fileSize(t, filepath.Join(dir, SpareName)); got != testSize {
+		t.Fatalf("spare size %d", got)
+	}
+	r, err := fs.OpenReader(dir, "a.wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b := make([]byte, 1)
+	if _, err := r.ReadAt(b, testSize-100); err != nil && err != io.EOF || b[0] != 'x' {
+		t.Fatalf("read %q, %v", b, err)
+	}
+}
