@@ -12,6 +12,7 @@ import (
 type LogObserver struct {
 	commit       prometheus.Histogram
 	batch        prometheus.Histogram
+	segments     *prometheus.CounterVec
 	lastSnapshot atomic.Int64 // Unix ns of the last snapshot taken or restored; 0 if none
 }
 
@@ -35,10 +36,19 @@ func (r *Registry) LogObserver() *LogObserver {
 				Help:      "Commands carried by one log entry: how many requests one group commit (one fsync) served.",
 				Buckets:   prometheus.ExponentialBuckets(1, 2, 11), // 1 to 1024
 			}),
+			segments: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Namespace: namespace,
+				Subsystem: "log",
+				Name:      "segments_created_total",
+				Help:      "Segment files the log created: from a spare written ahead with zeros (from=\"spare\"), or allocated because no spare was ready (from=\"allocated\"), whose commits cost the disk more.",
+			}, []string{"from"}),
 		}
+		// Both series exist from the start, so that a rate of either reads 0, not absent.
+		o.segments.WithLabelValues("spare")
+		o.segments.WithLabelValues("allocated")
 		snapshotAge := prometheus.NewDesc(prometheus.BuildFQName(namespace, "log", "snapshot_age_seconds"),
 			"Seconds since the last snapshot of the state was written or restored at start; absent until there is one.", nil, nil)
-		r.reg.MustRegister(o.commit, o.batch, &snapshotAgeCollector{desc: snapshotAge, at: &o.lastSnapshot})
+		r.reg.MustRegister(o.commit, o.batch, o.segments, &snapshotAgeCollector{desc: snapshotAge, at: &o.lastSnapshot})
 		r.log = o
 	})
 	return r.log
@@ -53,6 +63,15 @@ func (o *LogObserver) GroupCommitted(commands int, took time.Duration) {
 // SnapshotDone implements replog.Observer.
 func (o *LogObserver) SnapshotDone(at time.Time) {
 	o.lastSnapshot.Store(at.UnixNano())
+}
+
+// SegmentCreated implements replog.Observer.
+func (o *LogObserver) SegmentCreated(fromSpare bool) {
+	from := "allocated"
+	if fromSpare {
+		from = "spare"
+	}
+	o.segments.WithLabelValues(from).Inc()
 }
 
 // snapshotAgeCollector reports the age of the last snapshot at scrape

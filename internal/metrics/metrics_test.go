@@ -67,6 +67,18 @@ func parse(t *testing.T, text string) map[string]*dto.MetricFamily {
 }
 
 // series returns the metric of family name with the given queue label.
+// labeled returns the series of name whose label has the value, or nil.
+func labeled(fams map[string]*dto.MetricFamily, name, label, value string) *dto.Metric {
+	for _, m := range fams[name].GetMetric() {
+		for _, l := range m.Label {
+			if l.GetName() == label && l.GetValue() == value {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
 func series(fams map[string]*dto.MetricFamily, name, queue string) *dto.Metric {
 	f := fams[name]
 	if f == nil {
@@ -207,6 +219,19 @@ func TestLogMetrics(t *testing.T) {
 	}
 	if _, found := fams["fifoq_log_snapshot_age_seconds"]; found {
 		t.Errorf("snapshot age served before any snapshot")
+	}
+	if v := labeled(fams, "fifoq_log_segments_created_total", "from", "spare").GetCounter().GetValue(); v != 0 {
+		t.Errorf("segments from spares before any: %v", v)
+	}
+	o.SegmentCreated(false)
+	o.SegmentCreated(true)
+	o.SegmentCreated(true)
+	fams = parse(t, fetch(t, r))
+	if v := labeled(fams, "fifoq_log_segments_created_total", "from", "spare").GetCounter().GetValue(); v != 2 {
+		t.Errorf("segments from spares = %v, want 2", v)
+	}
+	if v := labeled(fams, "fifoq_log_segments_created_total", "from", "allocated").GetCounter().GetValue(); v != 1 {
+		t.Errorf("segments allocated = %v, want 1", v)
 	}
 
 	o.SnapshotDone(time.Now().Add(-time.Minute))

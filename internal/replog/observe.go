@@ -19,6 +19,10 @@ type Observer interface {
 	// SnapshotDone reports a snapshot of the state written to disk, or
 	// restored from it at start, at the given time.
 	SnapshotDone(at time.Time)
+	// SegmentCreated reports a new segment file of the log: made from a
+	// spare written ahead with zeros, or allocated when none was ready
+	// (see internal/walfs).
+	SegmentCreated(fromSpare bool)
 }
 
 // observeCommit reports a group commit to the observer, if there is one.
@@ -26,6 +30,14 @@ func (l *Raft) observeCommit(commands int, took time.Duration) {
 	if l.cfg.Observer != nil {
 		l.cfg.Observer.GroupCommitted(commands, took)
 	}
+}
+
+// observeSegment reports a new segment file to the observer, if any.
+func observeSegment(o Observer) func(fromSpare bool) {
+	if o == nil {
+		return nil
+	}
+	return o.SegmentCreated
 }
 
 // observeSnapshot reports a snapshot written or restored now.

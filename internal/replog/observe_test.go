@@ -18,6 +18,13 @@ type recordingObserver struct {
 	batches   []int
 	durations []time.Duration
 	snapshots []time.Time
+	segments  []bool // fromSpare, per segment created
+}
+
+func (o *recordingObserver) SegmentCreated(fromSpare bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.segments = append(o.segments, fromSpare)
 }
 
 func (o *recordingObserver) GroupCommitted(commands int, took time.Duration) {
@@ -90,6 +97,23 @@ func TestObserverSeesEveryCommand(t *testing.T) {
 	}
 	if want := 1 + senders*perSender; total != want {
 		t.Fatalf("observer saw %d commands in %d entries, want %d", total, len(batches), want)
+	}
+}
+
+// TestObserverSeesSegments: a new log's first segment is reported, as
+// allocated (no spare can be ready for it). Segments made from spares are
+// reported by the same call (internal/walfs's TestSpareBecomesNextSegment).
+func TestObserverSeesSegments(t *testing.T) {
+	obs := &recordingObserver{}
+	l, _ := openTest(t, t.TempDir(), RaftConfig{Observer: obs})
+	createFIFO(t, l, newClock())
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if len(obs.segments) != 1 || obs.segments[0] {
+		t.Fatalf("segments reported %v, want one allocated", obs.segments)
 	}
 }
 

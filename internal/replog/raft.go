@@ -208,7 +208,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	// keep the directory locked for the life of the process; give it one we
 	// close.
 	meta := &metadb.BoltMetaDB{}
-	files, err := walfs.New(walDir, max(cfg.MinFreeBytes, 0))
+	files, err := walfs.New(walDir, max(cfg.MinFreeBytes, 0), observeSegment(cfg.Observer))
 	if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", walDir, err)
 	}

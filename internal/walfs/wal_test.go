@@ -16,7 +16,7 @@ import (
 // test goes through several.
 func openWAL(t *testing.T, dir string) (*raftwal.WAL, *FS, func()) {
 	t.Helper()
-	fs, err := New(dir, 0)
+	fs, err := New(dir, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

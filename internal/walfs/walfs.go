@@ -52,6 +52,7 @@ const zeroChunk = 1 << 20
 type FS struct {
 	base     *rwfs.FS
 	keepFree int64
+	onCreate func(fromSpare bool)
 
 	mu        sync.Mutex
 	spare     *os.File // a zeroed, flushed spare in dir, ready to be renamed; nil if none
@@ -79,11 +80,18 @@ var _ types.VFS = (*FS)(nil)
 //
 // New removes a spare that a previous process left in dir (it may have
 // been cut short by a crash: only a spare prepared by this FS is used).
-func New(dir string, keepFree int64) (*FS, error) {
+//
+// onCreate, if not nil, is told of every segment Create makes: from a
+// spare or not. It is called on raft-wal's writing goroutine and must
+// return quickly.
+func New(dir string, keepFree int64, onCreate func(fromSpare bool)) (*FS, error) {
 	if err := os.Remove(filepath.Join(dir, SpareName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	return &FS{base: rwfs.New(), keepFree: keepFree, stop: make(chan struct{})}, nil
+	if onCreate == nil {
+		onCreate = func(bool) {}
+	}
+	return &FS{base: rwfs.New(), keepFree: keepFree, onCreate: onCreate, stop: make(chan struct{})}, nil
 }
 
 // ListDir implements types.VFS.
@@ -129,6 +137,7 @@ func (fs *FS) Create(dir, name string, size uint64) (types.WritableFile, error) 
 		}
 		if err := os.Rename(filepath.Join(dir, SpareName), path); err == nil {
 			fs.sparesUsed.Add(1)
+			fs.onCreate(true)
 			return &segmentFile{File: f, fs: fs, dir: dir, size: int64(size)}, nil
 		}
 		// The spare could not be renamed: drop it and create the file
@@ -148,6 +157,7 @@ func (fs *FS) Create(dir, name string, size uint64) (types.WritableFile, error) 
 		}
 	}
 	fs.fallbackFiles.Add(1)
+	fs.onCreate(false)
 	return &segmentFile{File: f, fs: fs, dir: dir, size: int64(size)}, nil
 }
 

@@ -21,7 +21,7 @@ const testSize = 8 << 20
 
 func newFS(t *testing.T, dir string) *FS {
 	t.Helper()
-	fs, err := New(dir, 0)
+	fs, err := New(dir, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,12 @@ func TestFirstSegmentIsPreallocated(t *testing.T) {
 func TestSpareBecomesNextSegment(t *testing.T) {
 	needSpares(t)
 	dir := t.TempDir()
-	fs := newFS(t, dir)
+	var created []bool
+	fs, err := New(dir, 0, func(fromSpare bool) { created = append(created, fromSpare) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
 	a, err := fs.Create(dir, "a.wal", testSize)
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +155,9 @@ func TestSpareBecomesNextSegment(t *testing.T) {
 	}
 	if st := fs.Stats(); st.SparesUsed != 1 || st.FallbackFiles != 1 || st.SparesFailed != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+	if len(created) != 2 || created[0] || !created[1] {
+		t.Fatalf("onCreate told %v, want [false true]", created)
 	}
 }
 
@@ -219,7 +227,7 @@ func TestNoSpareWhenSpaceIsShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := New(dir, free) // the margin alone is all the space there is
+	fs, err := New(dir, free, nil) // the margin alone is all the space there is
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +276,7 @@ func TestCloseRemovesSpare(t *testing.T) {
 	for _, wait := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ready=%v", wait), func(t *testing.T) {
 			dir := t.TempDir()
-			fs, err := New(dir, 0)
+			fs, err := New(dir, 0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
