@@ -22,52 +22,38 @@ func freeBytes(dir string) (int64, error) {
 
 // datasync flushes f's data and the metadata needed to read it back.
 func datasync(f *os.File) error {
-	sc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	err = sc.Control(func(fd uintptr) {
-		for {
-			serr = syscall.Fdatasync(int(fd))
-			if serr != syscall.EINTR {
-				return
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
-	if serr != nil {
-		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: serr}
-	}
-	return nil
+	return onFD(f, "fdatasync", syscall.Fdatasync)
 }
 
 // preallocate reserves size bytes for f, as raft-wal does: fallocate, or,
 // on a file system without it, a plain extension of the file.
 func preallocate(f *os.File, size int64) error {
+	err := onFD(f, "fallocate", func(fd int) error { return syscall.Fallocate(fd, 0, 0, size) })
+	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
+		return f.Truncate(size)
+	}
+	return err
+}
+
+// onFD runs the system call call on f's descriptor, again while it is
+// interrupted, and names op and the file in its error.
+func onFD(f *os.File, op string, call func(fd int) error) error {
 	sc, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}
-	var ferr error
-	err = sc.Control(func(fd uintptr) {
+	var cerr error
+	if err := sc.Control(func(fd uintptr) {
 		for {
-			ferr = syscall.Fallocate(int(fd), 0, 0, size)
-			if ferr != syscall.EINTR {
+			if cerr = call(int(fd)); cerr != syscall.EINTR {
 				return
 			}
 		}
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
-	if errors.Is(ferr, syscall.EOPNOTSUPP) || errors.Is(ferr, syscall.ENOSYS) {
-		return f.Truncate(size)
-	}
-	if ferr != nil {
-		return &os.PathError{Op: "fallocate", Path: f.Name(), Err: ferr}
+	if cerr != nil {
+		return &os.PathError{Op: op, Path: f.Name(), Err: cerr}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hashicorp/raft-wal/types"
 	"go.uber.org/goleak"
 )
 
@@ -43,6 +44,28 @@ func needSpares(t *testing.T) {
 
 // waitSpare waits until no spare is being prepared.
 func (fs *FS) waitSpare() { fs.wg.Wait() }
+
+// fillPastHalf creates a.wal of size bytes in dir and writes its last
+// byte, which asks for a spare; the caller closes the file.
+func fillPastHalf(t *testing.T, fs *FS, dir string, size int64) types.WritableFile {
+	t.Helper()
+	a, err := fs.Create(dir, "a.wal", uint64(size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.WriteAt([]byte{1}, size-1); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// noSpare fails the test if a spare file is in dir.
+func noSpare(t *testing.T, dir, why string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, SpareName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s: %v", why, err)
+	}
+}
 
 func fileSize(t *testing.T, path string) int64 {
 	t.Helper()
@@ -85,9 +108,7 @@ func TestFirstSegmentIsPreallocated(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs.waitSpare()
-	if _, err := os.Stat(filepath.Join(dir, SpareName)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("a spare was prepared for a segment less than half full: %v", err)
-	}
+	noSpare(t, dir, "a spare was prepared for a segment less than half full")
 	if got := fs.Stats(); got != (Stats{FallbackFiles: 1}) {
 		t.Fatalf("stats %+v", got)
 	}
@@ -140,9 +161,7 @@ func TestSpareBecomesNextSegment(t *testing.T) {
 	if !os.SameFile(spareInfo, bInfo) {
 		t.Fatal("the new segment is not the spare")
 	}
-	if _, err := os.Stat(spare); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("spare still there after use: %v", err)
-	}
+	noSpare(t, dir, "spare still there after use")
 	if _, err := b.WriteAt([]byte("entry"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -167,12 +186,7 @@ func TestSpareOfAnotherSizeIsDropped(t *testing.T) {
 	needSpares(t)
 	dir := t.TempDir()
 	fs := newFS(t, dir)
-	a, err := fs.Create(dir, "a.wal", testSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	a.WriteAt([]byte{1}, testSize-1)
+	defer fillPastHalf(t, fs, dir, testSize).Close()
 	fs.waitSpare()
 	b, err := fs.Create(dir, "b.wal", testSize/2)
 	if err != nil {
@@ -182,9 +196,7 @@ func TestSpareOfAnotherSizeIsDropped(t *testing.T) {
 	if got := fileSize(t, filepath.Join(dir, "b.wal")); got != testSize/2 {
 		t.Fatalf("size %d, want %d", got, testSize/2)
 	}
-	if _, err := os.Stat(filepath.Join(dir, SpareName)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the spare of another size was kept: %v", err)
-	}
+	noSpare(t, dir, "the spare of another size was kept")
 	if st := fs.Stats(); st.SparesUsed != 0 || st.FallbackFiles != 2 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -203,12 +215,7 @@ func TestCreateNeverReplaces(t *testing.T) {
 	if _, err := fs.Create(dir, "b.wal", testSize); !errors.Is(err, os.ErrExist) {
 		t.Fatalf("without a spare: %v, want ErrExist", err)
 	}
-	a, err := fs.Create(dir, "a.wal", testSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	a.WriteAt([]byte{1}, testSize-1)
+	defer fillPastHalf(t, fs, dir, testSize).Close()
 	fs.waitSpare()
 	if _, err := fs.Create(dir, "b.wal", testSize); !errors.Is(err, os.ErrExist) {
 		t.Fatalf("with a spare: %v, want ErrExist", err)
@@ -232,16 +239,9 @@ func TestNoSpareWhenSpaceIsShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fs.Close()
-	a, err := fs.Create(dir, "a.wal", testSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	a.WriteAt([]byte{1}, testSize-1)
+	defer fillPastHalf(t, fs, dir, testSize).Close()
 	fs.waitSpare()
-	if _, err := os.Stat(filepath.Join(dir, SpareName)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("a spare was prepared: %v", err)
-	}
+	noSpare(t, dir, "a spare was prepared")
 	if st := fs.Stats(); st.SparesSkipped != 1 || st.SparesFailed != 0 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -256,9 +256,7 @@ func TestNewRemovesLeftoverSpare(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := newFS(t, dir)
-	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("leftover spare kept: %v", err)
-	}
+	noSpare(t, dir, "leftover spare kept")
 	f, err := fs.Create(dir, "a.wal", 4096)
 	if err != nil {
 		t.Fatal(err)
@@ -284,21 +282,14 @@ func TestCloseRemovesSpare(t *testing.T) {
 			if !wait {
 				size = 1 << 30 // far more than Close lets it write
 			}
-			a, err := fs.Create(dir, "a.wal", size)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
-			a.WriteAt([]byte{1}, int64(size)-1)
+			defer fillPastHalf(t, fs, dir, int64(size)).Close()
 			if wait {
 				fs.waitSpare()
 			}
 			if err := fs.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := os.Stat(filepath.Join(dir, SpareName)); !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("spare left after Close: %v", err)
-			}
+			noSpare(t, dir, "spare left after Close")
 			if err := fs.Close(); err != nil {
 				t.Fatalf("second Close: %v", err)
 			}
