@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftwal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -212,7 +213,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", walDir, err)
 	}
-	w, err := raftwal.Open(walDir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta), raftwal.WithVFS(files))
+	w, err := raftwal.Open(walDir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta), raftwal.WithSegmentFiler(segment.NewFiler(walDir, files)))
 	if err != nil {
 		meta.Close()
 		files.Close()

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftwal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
 )
 
 // openWAL opens raft-wal in dir on a walfs, with small segments so that a
@@ -21,7 +22,7 @@ func openWAL(t *testing.T, dir string) (*raftwal.WAL, *FS, func()) {
 		t.Fatal(err)
 	}
 	meta := &metadb.BoltMetaDB{}
-	w, err := raftwal.Open(dir, raftwal.WithVFS(fs), raftwal.WithMetaStore(meta), raftwal.WithSegmentSize(1<<20))
+	w, err := raftwal.Open(dir, raftwal.WithSegmentFiler(segment.NewFiler(dir, fs)), raftwal.WithMetaStore(meta), raftwal.WithSegmentSize(1<<20))
 	if err != nil {
 		fs.Close()
 		t.Fatal(err)

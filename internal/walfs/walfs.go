@@ -6,13 +6,17 @@
 // fallocate. The blocks it reserves are "unwritten": the first write into
 // each of them changes the file's extent map, so every commit's fsync must
 // also write that metadata (a second synchronous write on ext4 without a
-// journal, a journal commit on ext4 with one) and wait for it. walfs instead hands raft-wal segments whose every byte has
-// already been written with zeros and flushed, and syncs them with
-// fdatasync: a commit then rewrites blocks that already exist and changes
-// nothing the file system must record but the data itself. For a commit
-// of 20 KB on the development machine's disk this halves both the sync's
-// time and its CPU, and on ext4 with a journal cuts its time to a third
+// journal, a journal commit on ext4 with one) and wait for it. walfs
+// instead hands raft-wal segments whose every byte has already been
+// written with zeros and flushed, and syncs them with fdatasync: a commit
+// then rewrites blocks that already exist and changes nothing the file
+// system must record but the data itself. For a commit of 20 KB on the
+// development machine's disk this halves both the sync's time and its
+// CPU, and on ext4 with a journal cuts its time to a third
 // (docs/benchmarks.md, "Segments written ahead with zeros").
+//
+// raft-wal takes it through its own option:
+// raftwal.WithSegmentFiler(segment.NewFiler(dir, fs)).
 //
 // Writing a segment's zeros costs one pass of sequential writes, so walfs
 // does it in the background, one spare segment ahead, and only once the

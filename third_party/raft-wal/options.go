@@ -53,15 +53,6 @@ func WithSegmentSize(size int) walOpt {
 	}
 }
 
-// WithVFS is an option that makes the WAL keep its segment files through the
-// given file system instead of the default one (a fifoq addition: see
-// FIFOQ-PATCH.md).
-func WithVFS(vfs types.VFS) walOpt {
-	return func(w *WAL) {
-		w.sf = segment.NewFiler(w.dir, vfs)
-	}
-}
-
 // WithMetricsCollector is an option that allows a custom segmentSize to be set.
 func WithMetricsCollector(c metrics.Collector) walOpt {
 	return func(w *WAL) {
