@@ -140,6 +140,12 @@ func (fs *FS) Create(dir, name string, size uint64) (types.WritableFile, error) 
 			return nil, &os.PathError{Op: "create", Path: path, Err: os.ErrExist}
 		}
 		if err := os.Rename(filepath.Join(dir, SpareName), path); err == nil {
+			// Reopened under its new name, so that errors name the
+			// segment, not the spare it was.
+			if named, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
+				f.Close()
+				f = named
+			}
 			fs.sparesUsed.Add(1)
 			fs.onCreate(true)
 			return &segmentFile{File: f, fs: fs, dir: dir, size: int64(size)}, nil

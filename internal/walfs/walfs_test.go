@@ -161,6 +161,9 @@ func TestSpareBecomesNextSegment(t *testing.T) {
 	if !os.SameFile(spareInfo, bInfo) {
 		t.Fatal("the new segment is not the spare")
 	}
+	if name := b.(*segmentFile).Name(); name != filepath.Join(dir, "b.wal") {
+		t.Fatalf("the segment's file is named %q", name)
+	}
 	noSpare(t, dir, "spare still there after use")
 	if _, err := b.WriteAt([]byte("entry"), 0); err != nil {
 		t.Fatal(err)
