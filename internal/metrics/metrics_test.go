@@ -66,7 +66,6 @@ func parse(t *testing.T, text string) map[string]*dto.MetricFamily {
 	return fams
 }
 
-// series returns the metric of family name with the given queue label.
 // labeled returns the series of name whose label has the value, or nil.
 func labeled(fams map[string]*dto.MetricFamily, name, label, value string) *dto.Metric {
 	for _, m := range fams[name].GetMetric() {
@@ -79,22 +78,16 @@ func labeled(fams map[string]*dto.MetricFamily, name, label, value string) *dto.
 	return nil
 }
 
+// series returns the metric of family name with the given queue label,
+// or, for queue "", its first series.
 func series(fams map[string]*dto.MetricFamily, name, queue string) *dto.Metric {
-	f := fams[name]
-	if f == nil {
+	if queue == "" {
+		if ms := fams[name].GetMetric(); len(ms) > 0 {
+			return ms[0]
+		}
 		return nil
 	}
-	for _, m := range f.Metric {
-		if queue == "" {
-			return m
-		}
-		for _, l := range m.Label {
-			if l.GetName() == "queue" && l.GetValue() == queue {
-				return m
-			}
-		}
-	}
-	return nil
+	return labeled(fams, name, "queue", queue)
 }
 
 func TestQueueMetrics(t *testing.T) {

@@ -54,13 +54,14 @@ const zeroChunk = 1 << 20
 // raft-wal's own implementation; Create and the files it returns are
 // walfs's. Close it after the WAL that uses it.
 type FS struct {
-	base     *rwfs.FS
-	keepFree int64
-	onCreate func(fromSpare bool)
+	base      *rwfs.FS
+	dir       string // the WAL's directory, where spares are prepared
+	sparePath string // dir/SpareName
+	keepFree  int64
+	onCreate  func(fromSpare bool)
 
 	mu        sync.Mutex
-	spare     *os.File // a zeroed, flushed spare in dir, ready to be renamed; nil if none
-	spareDir  string
+	spare     *os.File // a zeroed, flushed spare at sparePath, ready to be renamed; nil if none
 	spareSize int64
 	preparing bool
 	closed    bool
@@ -89,13 +90,14 @@ var _ types.VFS = (*FS)(nil)
 // spare or not. It is called on raft-wal's writing goroutine and must
 // return quickly.
 func New(dir string, keepFree int64, onCreate func(fromSpare bool)) (*FS, error) {
-	if err := os.Remove(filepath.Join(dir, SpareName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	sparePath := filepath.Join(dir, SpareName)
+	if err := os.Remove(sparePath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	if onCreate == nil {
 		onCreate = func(bool) {}
 	}
-	return &FS{base: rwfs.New(), keepFree: keepFree, onCreate: onCreate, stop: make(chan struct{})}, nil
+	return &FS{base: rwfs.New(), dir: dir, sparePath: sparePath, keepFree: keepFree, onCreate: onCreate, stop: make(chan struct{})}, nil
 }
 
 // ListDir implements types.VFS.
@@ -136,10 +138,10 @@ func (fs *FS) Create(dir, name string, size uint64) (types.WritableFile, error) 
 		// O_EXCL's promise: never replace an existing file.
 		if _, err := os.Lstat(path); err == nil {
 			f.Close()
-			os.Remove(filepath.Join(dir, SpareName))
+			os.Remove(fs.sparePath)
 			return nil, &os.PathError{Op: "create", Path: path, Err: os.ErrExist}
 		}
-		if err := os.Rename(filepath.Join(dir, SpareName), path); err == nil {
+		if err := os.Rename(fs.sparePath, path); err == nil {
 			// Reopened under its new name, so that errors name the
 			// segment, not the spare it was.
 			if named, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
@@ -153,7 +155,7 @@ func (fs *FS) Create(dir, name string, size uint64) (types.WritableFile, error) 
 		// The spare could not be renamed: drop it and create the file
 		// the ordinary way.
 		f.Close()
-		os.Remove(filepath.Join(dir, SpareName))
+		os.Remove(fs.sparePath)
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
 	if err != nil {
@@ -171,8 +173,8 @@ func (fs *FS) Create(dir, name string, size uint64) (types.WritableFile, error) 
 	return &segmentFile{File: f, fs: fs, dir: dir, size: int64(size)}, nil
 }
 
-// takeSpare returns the ready spare if it is in dir and of size bytes, and
-// forgets it; a spare of another size or place is dropped.
+// takeSpare returns the ready spare if dir is the FS's and the spare is of
+// size bytes, and forgets it; a spare that does not fit is dropped.
 func (fs *FS) takeSpare(dir string, size int64) *os.File {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -181,17 +183,17 @@ func (fs *FS) takeSpare(dir string, size int64) *os.File {
 		return nil
 	}
 	fs.spare = nil
-	if fs.spareDir != dir || fs.spareSize != size {
+	if dir != fs.dir || fs.spareSize != size {
 		f.Close()
-		os.Remove(filepath.Join(fs.spareDir, SpareName))
+		os.Remove(fs.sparePath)
 		return nil
 	}
 	return f
 }
 
-// halfFull starts preparing a spare of size bytes in dir unless one is
-// ready or being prepared, or the FS is closed.
-func (fs *FS) halfFull(dir string, size int64) {
+// halfFull starts preparing a spare of size bytes unless one is ready or
+// being prepared, or the FS is closed.
+func (fs *FS) halfFull(size int64) {
 	if size <= 0 {
 		return
 	}
@@ -200,21 +202,21 @@ func (fs *FS) halfFull(dir string, size int64) {
 	if !sparesSupported || fs.closed || fs.preparing || fs.spare != nil {
 		return
 	}
-	if free, err := freeBytes(dir); err != nil || free < 2*size+fs.keepFree {
+	if free, err := freeBytes(fs.dir); err != nil || free < 2*size+fs.keepFree {
 		fs.sparesSkipped.Add(1)
 		return
 	}
 	fs.preparing = true
 	fs.wg.Add(1)
-	go fs.prepare(dir, size)
+	go fs.prepare(size)
 }
 
 // prepare writes a spare of size bytes with zeros, flushing it a chunk at
 // a time, and offers it to the next Create. A failure (a full disk, say)
 // leaves no spare: the next segment is created the ordinary way.
-func (fs *FS) prepare(dir string, size int64) {
+func (fs *FS) prepare(size int64) {
 	defer fs.wg.Done()
-	f, err := fs.writeSpare(dir, size)
+	f, err := fs.writeSpare(size)
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.preparing = false
@@ -226,16 +228,16 @@ func (fs *FS) prepare(dir string, size int64) {
 	}
 	if fs.closed {
 		f.Close()
-		os.Remove(filepath.Join(dir, SpareName))
+		os.Remove(fs.sparePath)
 		return
 	}
-	fs.spare, fs.spareDir, fs.spareSize = f, dir, size
+	fs.spare, fs.spareSize = f, size
 }
 
 var errStopped = errors.New("walfs: closed")
 
-func (fs *FS) writeSpare(dir string, size int64) (f *os.File, err error) {
-	path := filepath.Join(dir, SpareName)
+func (fs *FS) writeSpare(size int64) (f *os.File, err error) {
+	path := fs.sparePath
 	os.Remove(path)
 	f, err = os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
 	if err != nil {
@@ -285,13 +287,13 @@ func (fs *FS) Close() error {
 	}
 	fs.closed = true
 	close(fs.stop)
-	spare, dir := fs.spare, fs.spareDir
+	spare := fs.spare
 	fs.spare = nil
 	fs.mu.Unlock()
 	fs.wg.Wait()
 	if spare != nil {
 		spare.Close()
-		if err := os.Remove(filepath.Join(dir, SpareName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(fs.sparePath); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
@@ -333,7 +335,7 @@ type segmentFile struct {
 // reach the second half of the segment.
 func (f *segmentFile) WriteAt(p []byte, off int64) (int, error) {
 	if f.size > 0 && off+int64(len(p)) > f.size/2 && !f.spareAsked.Swap(true) {
-		f.fs.halfFull(f.dir, f.size)
+		f.fs.halfFull(f.size)
 	}
 	return f.File.WriteAt(p, off)
 }
