@@ -161,10 +161,9 @@ func TestFollowerCatchUpTime(t *testing.T) {
 	down.log, down.eng = openTest(t, down.dir, down.cfg)
 	opened := time.Since(began)
 	deadline := time.Now().Add(30 * time.Minute)
-	// Raft's applied index counts entries handed to the state machine,
-	// not yet applied by it: caught up is when the queue also holds
+	// Caught up is when the engine holds the leader's log and the queue
 	// every message.
-	for down.log.raft.AppliedIndex() < target || queueCount(down.log) < n {
+	for !down.log.applied(target) || queueCount(down.log) < n {
 		if time.Now().After(deadline) {
 			close(caughtUp)
 			<-probed

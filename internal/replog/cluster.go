@@ -357,7 +357,7 @@ func (l *Raft) ReadBarrier(ctx context.Context) error {
 	if err := l.raft.VerifyLeader().Error(); err != nil {
 		return api.ErrServiceUnavailable("This node could not confirm its leadership (%v); retry.", err)
 	}
-	for l.raft.AppliedIndex() < index {
+	for !l.applied(index) {
 		select {
 		case <-ctx.Done():
 			return api.ErrServiceUnavailable("The request ended before this node caught up: %v", ctx.Err())

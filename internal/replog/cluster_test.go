@@ -89,16 +89,16 @@ func waitLeader(t *testing.T, nodes []*testNode) *testNode {
 	return nil
 }
 
-// waitApplied waits until nd has applied the log up to index. Callers pass
-// the leader's last index, not its applied index: the leader answers a
+// waitApplied waits until nd's engine holds the log up to index. Callers
+// pass the leader's last index, not its applied index: the leader answers a
 // command from inside its state machine, before Raft counts the entry as
 // applied, so right after a write the applied index can still be short of it.
 func waitApplied(t *testing.T, nd *testNode, index uint64) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for nd.log.raft.AppliedIndex() < index {
+	for !nd.log.applied(index) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s applied %d, want %d", nd.id, nd.log.raft.AppliedIndex(), index)
+			t.Fatalf("%s applied %d (Raft's count; the engine holds commands to %d), want %d", nd.id, nd.log.raft.AppliedIndex(), nd.log.fsm.applied.Load(), index)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -155,6 +155,46 @@ func TestClusterReplicatesAndFailsOver(t *testing.T) {
 	}
 	if err := next.log.ReadBarrier(context.Background()); err != nil {
 		t.Fatalf("read barrier on the new leader: %v", err)
+	}
+}
+
+// TestReadBarrierWaitsForTheEngine holds the leader's engine while a write
+// commits. Raft then counts the entry applied, as it does once it has
+// handed the entry to the goroutine that applies entries; the engine does
+// not hold it yet, and a linearizable read must wait until it does.
+func TestReadBarrierWaitsForTheEngine(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	c := newClock()
+	createFIFO(t, leader.log, c)
+	before := leader.log.raft.LastIndex()
+	release := blockFSM(t, leader.log)
+	sent := applyAsync(context.Background(), leader.log, sendCommand(c, "held"))
+	deadline := time.Now().Add(20 * time.Second)
+	for r := leader.log.raft; r.LastIndex() <= before || r.AppliedIndex() < r.LastIndex(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("Raft counts %d applied of %d", r.AppliedIndex(), r.LastIndex())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if leader.log.applied(leader.log.raft.LastIndex()) {
+		t.Fatal("the engine is held, yet the entry counts as applied")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var apiErr *api.Error
+	if err := leader.log.ReadBarrier(ctx); !errors.As(err, &apiErr) || apiErr.Status != 503 {
+		t.Fatalf("read barrier with the entry not in the engine: %v, want a 503", err)
+	}
+	release()
+	if err := <-sent; err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if err := leader.log.ReadBarrier(context.Background()); err != nil {
+		t.Fatalf("read barrier once the engine holds the entry: %v", err)
+	}
+	if got := queueDepth(leader); got != 1 {
+		t.Fatalf("leader holds %d messages, want 1", got)
 	}
 }
 

@@ -54,6 +54,16 @@ type fsm struct {
 	heldApplied atomic.Uint64
 	// answer hands a held entry's results to its callers (Raft.answer).
 	answer func(e *entry, results []applyResult, err error)
+
+	// applied is the index of the last command entry whose changes the
+	// engine holds: Apply stores it once they are in. Raft's own applied
+	// index runs ahead of it (see Raft.applied).
+	applied atomic.Uint64
+	// restored is set by a restore from a snapshot whose index the fsm is
+	// not told (Raft passes only its bytes), and cleared by the next Apply:
+	// meanwhile every command up to the newest snapshot's index is in the
+	// engine, and applied says nothing of them.
+	restored atomic.Bool
 }
 
 // hold records an entry about to be handed to Raft.
@@ -107,6 +117,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	if _, err := f.failure(); err != nil {
 		// Past an entry that could not be applied, the state would no
 		// longer be the log's: apply nothing more.
+		f.markApplied(l.Index)
 		return nil
 	}
 	// The leader's own entry: apply the commands it holds (the codec gives
@@ -126,6 +137,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		err = fmt.Errorf("log entry %d (term %d) in %s: %w", l.Index, l.Term, f.segmentOf(l.Index), err)
 		f.fatal.CompareAndSwap(nil, &fatalEntry{err: err, index: l.Index})
 		f.logger.Error("cannot apply log entry; refusing writes", "err", err)
+		f.markApplied(l.Index)
 		return nil
 	}
 	results := make([]applyResult, len(cmds))
@@ -134,6 +146,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		results[i].resp, results[i].err = f.eng.Apply(c)
 	}
 	f.mu.Unlock()
+	f.markApplied(l.Index)
 	f.appliedBytes += int64(len(l.Data))
 	if f.onBytes != nil && f.snapshotAt > 0 && f.appliedBytes >= f.snapshotAt {
 		f.appliedBytes = 0
@@ -143,6 +156,14 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		f.answer(held, results, nil)
 	}
 	return results
+}
+
+// markApplied records that the engine holds every change of the log up to
+// command entry index (or that it will hold none of that entry's, past an
+// entry that could not be applied).
+func (f *fsm) markApplied(index uint64) {
+	f.applied.Store(index)
+	f.restored.Store(false)
 }
 
 // segmentOf names the raft-wal segment file that holds log entry index:
@@ -243,6 +264,8 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err := f.eng.RestoreVerified(state, verify); err != nil {
 		return fmt.Errorf("restore engine from snapshot (format version %d): %w", version, err)
 	}
+	f.applied.Store(0)
+	f.restored.Store(true)
 	f.observeSnapshot()
 	return nil
 }

@@ -108,6 +108,7 @@ type Raft struct {
 	raft   *raft.Raft
 	fsm    *fsm
 	wal    *closingWAL
+	snaps  *raft.FileSnapshotStore
 	lock   *dirLock
 
 	submit   chan *pending
@@ -310,7 +311,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		return nil, fmt.Errorf("start log in %s: %w", cfg.Dir, err)
 	}
 	l = &Raft{
-		cfg: cfg, logger: cfg.Logger, raft: r, fsm: f, wal: wal, lock: lock, cluster: cluster,
+		cfg: cfg, logger: cfg.Logger, raft: r, fsm: f, wal: wal, snaps: snaps, lock: lock, cluster: cluster,
 		submit:   make(chan *pending, 4096),
 		inflight: make(chan struct{}, maxInflightEntries),
 		quit:     make(chan struct{}),
@@ -384,6 +385,7 @@ func restoreLatestSnapshot(snaps *raft.FileSnapshotStore, dir string, f *fsm) er
 	} else if err != nil {
 		return fmt.Errorf("snapshot %s is damaged: %w; refusing to start", path, err)
 	}
+	f.markApplied(list[0].Index)
 	return nil
 }
 
@@ -753,6 +755,44 @@ func (l *Raft) Read(fn func(e *engine.Engine)) {
 	l.fsm.mu.RLock()
 	defer l.fsm.mu.RUnlock()
 	fn(l.fsm.eng)
+}
+
+// applied reports whether the engine holds every command of the log up to
+// index. Raft's AppliedIndex alone does not say so: Raft counts an entry
+// applied as soon as it hands it to the goroutine that applies entries,
+// before the engine has it. The entries past the last command the engine
+// holds are therefore looked at: any command among them is still on its
+// way (or, right after a restore, in the snapshot restored); entries of
+// other kinds (Raft's no-ops, membership changes) change no state.
+func (l *Raft) applied(index uint64) bool {
+	if l.raft.AppliedIndex() < index {
+		return false
+	}
+	done := l.fsm.applied.Load()
+	for i := index; i > done; i-- {
+		var entry raft.Log
+		if err := l.wal.GetLog(i, &entry); errors.Is(err, raft.ErrLogNotFound) {
+			// Compacted: a snapshot of the engine holds it, taken here or
+			// restored before Raft counted its entries applied.
+			return true
+		} else if err != nil {
+			return false
+		}
+		if entry.Type == raft.LogCommand {
+			return l.fsm.restored.Load() && i <= l.newestSnapshotIndex()
+		}
+	}
+	return true
+}
+
+// newestSnapshotIndex is the index of the newest snapshot on this node, or
+// 0 when there is none or the store cannot be read.
+func (l *Raft) newestSnapshotIndex() uint64 {
+	list, err := l.snaps.List()
+	if err != nil || len(list) == 0 {
+		return 0
+	}
+	return list[0].Index
 }
 
 // closingWAL is the log store: a raft-wal WAL whose Close also closes its
