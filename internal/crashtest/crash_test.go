@@ -366,11 +366,17 @@ func recordDeliveries(msgs []types.Message, h *history, consumer int, began, ans
 // drainer is the consumer number of the final drain.
 const drainer = -1
 
+// drainStall is how long the drain may go without a delivery before it
+// fails. It fails on a stall, not on a deadline: the drain is one consumer
+// deleting one message at a time, and a long run (more kills, longer
+// intervals, more producers) leaves a backlog that takes it minutes.
+const drainStall = 60 * time.Second
+
 // drain receives and deletes until the queue holds nothing, visible or in
 // flight, so every acknowledged message still stored has been delivered.
 func drain(t *testing.T, client *sqs.Client, queueURL string, h *history) {
 	ctx := context.Background()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(drainStall)
 	for time.Now().Before(deadline) {
 		began := time.Now()
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
@@ -387,6 +393,7 @@ func drain(t *testing.T, client *sqs.Client, queueURL string, h *history) {
 			h.deleteAcked(aws.ToString(m.MessageId))
 		}
 		if len(out.Messages) > 0 {
+			deadline = time.Now().Add(drainStall)
 			continue
 		}
 		attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
@@ -398,7 +405,7 @@ func drain(t *testing.T, client *sqs.Client, queueURL string, h *history) {
 			return
 		}
 	}
-	t.Fatal("queue did not drain within 60s")
+	t.Fatalf("queue did not drain: nothing delivered for %v", drainStall)
 }
 
 func dumpTail(t *testing.T, path string) {
