@@ -161,7 +161,8 @@ func TestClusterReplicatesAndFailsOver(t *testing.T) {
 // TestReadBarrierWaitsForTheEngine holds the leader's engine while a write
 // commits. Raft then counts the entry applied, as it does once it has
 // handed the entry to the goroutine that applies entries; the engine does
-// not hold it yet, and a linearizable read must wait until it does.
+// not hold it yet, and the read barrier, which waits for every entry
+// committed when it began, waits until it does.
 func TestReadBarrierWaitsForTheEngine(t *testing.T) {
 	nodes := startCluster(t, 3, nil)
 	leader := waitLeader(t, nodes)
