@@ -40,7 +40,7 @@ func (r *Registry) LogObserver() *LogObserver {
 				Namespace: namespace,
 				Subsystem: "log",
 				Name:      "segments_created_total",
-				Help:      "Segment files the log created: from a spare written ahead with zeros (from=\"spare\"), or allocated because no spare was ready (from=\"allocated\"), whose commits cost the disk more.",
+				Help:      "Segment files the log created: from a spare written ahead with zeros (from=\"spare\"), or allocated because no spare was ready (from=\"allocated\"), zeroed in place once a sixteenth of it is written; until then its commits cost the disk more.",
 			}, []string{"from"}),
 		}
 		// Both series exist from the start, so that a rate of either reads 0, not absent.

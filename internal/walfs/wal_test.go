@@ -79,6 +79,10 @@ func TestWALOnSpareSegments(t *testing.T) {
 	if st := fs.Stats(); st.SparesUsed < 3 || st.SparesFailed != 0 {
 		t.Fatalf("stats %+v: spares were not used", st)
 	}
+	// The first segment, made without a spare, was zeroed in place.
+	if st := fs.Stats(); st.ZeroedAhead == 0 || st.AheadFailed != 0 {
+		t.Fatalf("stats %+v: the first segment was not zeroed in place", st)
+	}
 	checkEntries(t, w, n)
 
 	crashed := t.TempDir()

@@ -21,10 +21,13 @@
 // Writing a segment's zeros costs one pass of sequential writes, so walfs
 // does it in the background, one spare segment ahead, and only once the
 // segment being written is half full: a log that writes little (a test, an
-// idle queue) never pays for a spare. When no spare is ready, a segment is
-// created as raft-wal creates it. What a segment reads as past its last
-// write does not change either way (zeros), so raft-wal's recovery of a
-// torn tail is the same.
+// idle queue) never pays for a spare. When no spare is ready (the first
+// segment of a new log, or a log written faster than its spares), a
+// segment is created as raft-wal creates it, and once raft-wal's writes
+// pass a sixteenth of it walfs zeroes the rest in place, ahead of them
+// (see zeroAhead). What a segment reads as past its last write does not
+// change either way (zeros), so raft-wal's recovery of a torn tail is the
+// same.
 package walfs
 
 import (
@@ -50,6 +53,16 @@ const SpareName = "spare-segment.zeroed"
 // disk's time: a 64 MiB spare takes a few tenths of a second of it.
 const zeroChunk = 1 << 20
 
+// aheadWrite is the size of each write of zeros into a live segment (see
+// zeroAhead): raft-wal's writes to the segment wait while one is copied
+// into the page cache, for a few tens of microseconds.
+const aheadWrite = 256 << 10
+
+// aheadStart: a segment created without a spare is zeroed in place once
+// raft-wal's writes reach this fraction of it (4 MiB of a 64 MiB segment),
+// so that a log that writes little never pays for it.
+const aheadStart = 16
+
 // FS implements raft-wal's types.VFS. Reads, listings and deletions go to
 // raft-wal's own implementation; Create and the files it returns are
 // walfs's. Close it after the WAL that uses it.
@@ -64,6 +77,7 @@ type FS struct {
 	spare     *os.File // a zeroed, flushed spare at sparePath, ready to be renamed; nil if none
 	spareSize int64
 	preparing bool
+	zeroing   *ahead // the segment being zeroed in place, if any
 	closed    bool
 	wg        sync.WaitGroup
 	stop      chan struct{}
@@ -73,6 +87,8 @@ type FS struct {
 	sparesFailed  atomic.Uint64
 	sparesSkipped atomic.Uint64
 	fallbackFiles atomic.Uint64
+	zeroedAhead   atomic.Uint64
+	aheadFailed   atomic.Uint64
 }
 
 var _ types.VFS = (*FS)(nil)
@@ -130,9 +146,13 @@ func (fs *FS) OpenWriter(dir, name string) (types.WritableFile, error) {
 
 // Create implements types.VFS: it renames a ready spare of the requested
 // size to name, or, when there is none, creates name and preallocates it
-// as raft-wal does. Either way the directory entry is made durable by the
-// file's first Sync, before any entry in it is acknowledged.
+// as raft-wal does (and zeroes it in place later, see zeroAhead). Either
+// way the directory entry is made durable by the file's first Sync, before
+// any entry in it is acknowledged.
 func (fs *FS) Create(dir, name string, size uint64) (types.WritableFile, error) {
+	// raft-wal creates a segment once it has sealed the one before: that
+	// one's zeros would serve no write any more.
+	fs.stopZeroing()
 	path := filepath.Join(dir, name)
 	if f := fs.takeSpare(dir, int64(size)); f != nil {
 		// O_EXCL's promise: never replace an existing file.
@@ -170,7 +190,11 @@ func (fs *FS) Create(dir, name string, size uint64) (types.WritableFile, error) 
 	}
 	fs.fallbackFiles.Add(1)
 	fs.onCreate(false)
-	return &segmentFile{File: f, fs: fs, dir: dir, size: int64(size)}, nil
+	sf := &segmentFile{File: f, fs: fs, dir: dir, size: int64(size)}
+	if sparesSupported && size > 0 {
+		sf.ahead = &ahead{stop: make(chan struct{})}
+	}
+	return sf, nil
 }
 
 // takeSpare returns the ready spare if dir is the FS's and the spare is of
@@ -276,6 +300,110 @@ func (fs *FS) writeSpare(size int64) (f *os.File, err error) {
 	return f, nil
 }
 
+// ahead is the state of a segment zeroed in place, ahead of raft-wal's
+// writes (see zeroAhead).
+type ahead struct {
+	// mu is held by WriteAt while it records a write, and by the zeroing
+	// for each write of zeros, which goes only past written: raft-wal's
+	// data and the zeros never overlap, whatever order their writes reach
+	// the file in.
+	mu      sync.Mutex
+	written int64 // the end of raft-wal's furthest write
+	started bool
+	stop    chan struct{}
+	once    sync.Once
+}
+
+// end stops the zeroing, if it runs.
+func (a *ahead) end() { a.once.Do(func() { close(a.stop) }) }
+
+// stopZeroing stops the zeroing of the segment being zeroed, if any.
+func (fs *FS) stopZeroing() {
+	fs.mu.Lock()
+	z := fs.zeroing
+	fs.zeroing = nil
+	fs.mu.Unlock()
+	if z != nil {
+		z.end()
+	}
+}
+
+// startZeroing starts zeroing f in place unless the FS is closed.
+func (fs *FS) startZeroing(f *segmentFile) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.closed {
+		return
+	}
+	if fs.zeroing != nil {
+		fs.zeroing.end()
+	}
+	fs.zeroing = f.ahead
+	fs.wg.Add(1)
+	go fs.zeroAhead(f)
+}
+
+// zeroAhead writes zeros over the part of a preallocated segment that
+// raft-wal has not written yet, ahead of its writes, flushing them a
+// chunk at a time and resting after each chunk as long as it took, as a
+// spare is prepared. The blocks it converts from preallocated to written
+// are the ones the later commits then rewrite: their syncs flush data
+// only, as in a segment made from a spare. It stops at the segment's end,
+// when the segment is closed or the next one created, and on any error,
+// leaving the rest preallocated as before.
+//
+// It writes and flushes through its own open file: Linux reports a failed
+// write-back once to each open file, and a flush of its own must not take
+// that report from raft-wal's next sync.
+func (fs *FS) zeroAhead(f *segmentFile) {
+	defer fs.wg.Done()
+	z := f.ahead
+	w, err := os.OpenFile(f.Name(), os.O_WRONLY, 0)
+	if err != nil {
+		fs.aheadFailed.Add(1)
+		return
+	}
+	defer w.Close()
+	zeros := make([]byte, aheadWrite)
+	rest := time.NewTimer(0)
+	defer rest.Stop()
+	var off int64
+	for off < f.size {
+		select {
+		case <-fs.stop:
+			return
+		case <-z.stop:
+			return
+		case <-rest.C:
+		}
+		start := time.Now()
+		var wrote int64
+		for wrote < zeroChunk {
+			z.mu.Lock()
+			off = max(off, (z.written+aheadWrite-1)/aheadWrite*aheadWrite)
+			if off >= f.size {
+				z.mu.Unlock()
+				break
+			}
+			n := min(aheadWrite, f.size-off)
+			_, err := w.WriteAt(zeros[:n], off)
+			z.mu.Unlock()
+			if err != nil {
+				fs.aheadFailed.Add(1)
+				return
+			}
+			off += n
+			wrote += n
+		}
+		if err := datasync(w); err != nil {
+			fs.aheadFailed.Add(1)
+			return
+		}
+		fs.zeroedAhead.Add(uint64(wrote))
+		rest.Reset(time.Since(start))
+	}
+}
+
 // Close stops a spare being prepared, removes a ready one and waits for
 // walfs's goroutine to end. Files already created stay open: raft-wal
 // closes them.
@@ -302,9 +430,11 @@ func (fs *FS) Close() error {
 
 // Stats counts what Create did: segments made from a spare, segments
 // created the ordinary way, spares whose preparation failed, and spares
-// not prepared for want of free space.
+// not prepared for want of free space; and the bytes of segments zeroed
+// in place, and the zeroings that failed.
 type Stats struct {
 	SparesUsed, FallbackFiles, SparesFailed, SparesSkipped uint64
+	ZeroedAhead, AheadFailed                               uint64
 }
 
 // Stats returns the counts since New.
@@ -314,6 +444,8 @@ func (fs *FS) Stats() Stats {
 		FallbackFiles: fs.fallbackFiles.Load(),
 		SparesFailed:  fs.sparesFailed.Load(),
 		SparesSkipped: fs.sparesSkipped.Load(),
+		ZeroedAhead:   fs.zeroedAhead.Load(),
+		AheadFailed:   fs.aheadFailed.Load(),
 	}
 }
 
@@ -329,15 +461,37 @@ type segmentFile struct {
 	size       int64
 	dirSynced  bool // only Sync touches it, and raft-wal syncs from one goroutine
 	spareAsked atomic.Bool
+	ahead      *ahead // set on a preallocated segment this FS created: it is zeroed in place
 }
 
-// WriteAt implements io.WriterAt, and asks for a spare once the writes
-// reach the second half of the segment.
+// WriteAt implements io.WriterAt. It asks for a spare once the writes
+// reach the second half of the segment, and records how far they reach in
+// a segment zeroed in place, starting its zeroing once they pass a
+// sixteenth of it.
 func (f *segmentFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.size > 0 && off+int64(len(p)) > f.size/2 && !f.spareAsked.Swap(true) {
+	end := off + int64(len(p))
+	if z := f.ahead; z != nil {
+		z.mu.Lock()
+		z.written = max(z.written, end)
+		start := !z.started && z.written >= f.size/aheadStart
+		z.started = z.started || start
+		z.mu.Unlock()
+		if start {
+			f.fs.startZeroing(f)
+		}
+	}
+	if f.size > 0 && end > f.size/2 && !f.spareAsked.Swap(true) {
 		f.fs.halfFull(f.size)
 	}
 	return f.File.WriteAt(p, off)
+}
+
+// Close implements io.Closer, and stops the segment's zeroing.
+func (f *segmentFile) Close() error {
+	if f.ahead != nil {
+		f.ahead.end()
+	}
+	return f.File.Close()
 }
 
 // Sync implements types.WritableFile.

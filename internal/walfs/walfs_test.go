@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft-wal/types"
 	"go.uber.org/goleak"
@@ -109,9 +110,105 @@ func TestFirstSegmentIsPreallocated(t *testing.T) {
 	}
 	fs.waitSpare()
 	noSpare(t, dir, "a spare was prepared for a segment less than half full")
-	if got := fs.Stats(); got != (Stats{FallbackFiles: 1}) {
+	if got := fs.Stats(); got.FallbackFiles != 1 || got.SparesUsed+got.SparesFailed+got.SparesSkipped+got.AheadFailed != 0 {
 		t.Fatalf("stats %+v", got)
 	}
+}
+
+// TestZeroAheadKeepsWrites: a preallocated segment is zeroed in place
+// while it is being written, and every byte written before, during and
+// after the zeroing reads back; the rest of the segment reads as zeros
+// and was all zeroed.
+func TestZeroAheadKeepsWrites(t *testing.T) {
+	needSpares(t)
+	dir := t.TempDir()
+	fs := newFS(t, dir)
+	f, err := fs.Create(dir, "a.wal", testSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var want []byte
+	write := func(upTo int64) {
+		t.Helper()
+		for int64(len(want)) < upTo {
+			rec := bytes.Repeat([]byte(fmt.Sprintf("<%07d>", len(want))), 300)
+			if _, err := f.WriteAt(rec, int64(len(want))); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, rec...)
+		}
+	}
+	// Past a sixteenth: the zeroing starts. Let it write its first chunk
+	// before writing on, so that it has written zeros past what was
+	// written then, where the next writes go.
+	write(testSize/aheadStart + 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for fs.Stats().ZeroedAhead == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no zeroing: %+v", fs.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	write(testSize / 4)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	write(testSize * 3 / 8)
+	fs.waitSpare() // the zeroing ends at the segment's end
+	if st := fs.Stats(); st.AheadFailed != 0 || st.ZeroedAhead < testSize*5/8-aheadWrite {
+		t.Fatalf("stats %+v: want at least %d bytes zeroed ahead", st, testSize*5/8-aheadWrite)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "a.wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(got)) != testSize {
+		t.Fatalf("size %d, want %d", len(got), testSize)
+	}
+	if i := firstDiff(got[:len(want)], want); i >= 0 {
+		t.Fatalf("byte %d of what was written reads %q, want %q", i, got[i], want[i])
+	}
+	if i := bytes.IndexFunc(got[len(want):], func(r rune) bool { return r != 0 }); i >= 0 {
+		t.Fatalf("byte %d past the writes is not zero", len(want)+i)
+	}
+}
+
+// TestZeroAheadStopsAtNextSegment: creating the next segment stops the
+// zeroing of the one before, which raft-wal has sealed.
+func TestZeroAheadStopsAtNextSegment(t *testing.T) {
+	needSpares(t)
+	dir := t.TempDir()
+	fs := newFS(t, dir)
+	a, err := fs.Create(dir, "a.wal", testSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.WriteAt([]byte{1}, testSize/aheadStart); err != nil {
+		t.Fatal(err)
+	}
+	b, err := fs.Create(dir, "b.wal", testSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fs.waitSpare()
+	if st := fs.Stats(); st.ZeroedAhead >= testSize-testSize/aheadStart-aheadWrite {
+		t.Fatalf("stats %+v: the sealed segment was zeroed to its end", st)
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
 }
 
 // TestSpareBecomesNextSegment: a write past half a segment prepares a
