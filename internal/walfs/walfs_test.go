@@ -43,6 +43,17 @@ func needSpares(t *testing.T) {
 	}
 }
 
+// create creates name in dir through fs, and closes it when the test ends.
+func create(t *testing.T, fs *FS, dir, name string, size int64) types.WritableFile {
+	t.Helper()
+	f, err := fs.Create(dir, name, uint64(size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // waitSpare waits until no spare is being prepared.
 func (fs *FS) waitSpare() { fs.wg.Wait() }
 
@@ -94,11 +105,7 @@ func allZero(t *testing.T, path string) {
 func TestFirstSegmentIsPreallocated(t *testing.T) {
 	dir := t.TempDir()
 	fs := newFS(t, dir)
-	f, err := fs.Create(dir, "a.wal", testSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := create(t, fs, dir, "a.wal", testSize)
 	if got := fileSize(t, filepath.Join(dir, "a.wal")); got != testSize {
 		t.Fatalf("size %d, want %d", got, testSize)
 	}
@@ -123,11 +130,7 @@ func TestZeroAheadKeepsWrites(t *testing.T) {
 	needSpares(t)
 	dir := t.TempDir()
 	fs := newFS(t, dir)
-	f, err := fs.Create(dir, "a.wal", testSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := create(t, fs, dir, "a.wal", testSize)
 	var want []byte
 	write := func(upTo int64) {
 		t.Helper()
@@ -180,19 +183,11 @@ func TestZeroAheadStopsAtNextSegment(t *testing.T) {
 	needSpares(t)
 	dir := t.TempDir()
 	fs := newFS(t, dir)
-	a, err := fs.Create(dir, "a.wal", testSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := create(t, fs, dir, "a.wal", testSize)
 	if _, err := a.WriteAt([]byte{1}, testSize/aheadStart); err != nil {
 		t.Fatal(err)
 	}
-	b, err := fs.Create(dir, "b.wal", testSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	create(t, fs, dir, "b.wal", testSize)
 	fs.waitSpare()
 	if st := fs.Stats(); st.ZeroedAhead >= testSize-testSize/aheadStart-aheadWrite {
 		t.Fatalf("stats %+v: the sealed segment was zeroed to its end", st)
@@ -223,11 +218,7 @@ func TestSpareBecomesNextSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fs.Close()
-	a, err := fs.Create(dir, "a.wal", testSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := create(t, fs, dir, "a.wal", testSize)
 	if _, err := a.WriteAt([]byte("past half"), testSize/2); err != nil {
 		t.Fatal(err)
 	}
@@ -246,11 +237,7 @@ func TestSpareBecomesNextSegment(t *testing.T) {
 		t.Fatalf("spare name %q would be taken for a segment", SpareName)
 	}
 
-	b, err := fs.Create(dir, "b.wal", testSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := create(t, fs, dir, "b.wal", testSize)
 	bInfo, err := os.Stat(filepath.Join(dir, "b.wal"))
 	if err != nil {
 		t.Fatal(err)
@@ -288,11 +275,7 @@ func TestSpareOfAnotherSizeIsDropped(t *testing.T) {
 	fs := newFS(t, dir)
 	defer fillPastHalf(t, fs, dir, testSize).Close()
 	fs.waitSpare()
-	b, err := fs.Create(dir, "b.wal", testSize/2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	create(t, fs, dir, "b.wal", testSize/2)
 	if got := fileSize(t, filepath.Join(dir, "b.wal")); got != testSize/2 {
 		t.Fatalf("size %d, want %d", got, testSize/2)
 	}
@@ -357,11 +340,7 @@ func TestNewRemovesLeftoverSpare(t *testing.T) {
 	}
 	fs := newFS(t, dir)
 	noSpare(t, dir, "leftover spare kept")
-	f, err := fs.Create(dir, "a.wal", 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	create(t, fs, dir, "a.wal", 4096)
 	if st := fs.Stats(); st.FallbackFiles != 1 {
 		t.Fatalf("stats %+v", st)
 	}
