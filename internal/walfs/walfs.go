@@ -274,23 +274,19 @@ func (fs *FS) writeSpare(size int64) (f *os.File, err error) {
 		}
 	}()
 	zeros := make([]byte, min(size, zeroChunk))
-	rest := time.NewTimer(0)
-	defer rest.Stop()
-	for off := int64(0); off < size; off += int64(len(zeros)) {
-		select {
-		case <-fs.stop:
-			return nil, errStopped
-		case <-rest.C:
-		}
-		start := time.Now()
+	var off int64
+	if err = fs.paced(nil, func() (bool, error) {
 		n := min(int64(len(zeros)), size-off)
 		if _, err := f.WriteAt(zeros[:n], off); err != nil {
-			return nil, err
+			return false, err
 		}
 		if err := datasync(f); err != nil {
-			return nil, err
+			return false, err
 		}
-		rest.Reset(time.Since(start))
+		off += n
+		return off < size, nil
+	}); err != nil {
+		return nil, err
 	}
 	// The size and the extents are on disk with the last fdatasync; one
 	// fsync records the rest of the inode, once.
@@ -365,18 +361,8 @@ func (fs *FS) zeroAhead(f *segmentFile) {
 	}
 	defer w.Close()
 	zeros := make([]byte, aheadWrite)
-	rest := time.NewTimer(0)
-	defer rest.Stop()
 	var off int64
-	for off < f.size {
-		select {
-		case <-fs.stop:
-			return
-		case <-z.stop:
-			return
-		case <-rest.C:
-		}
-		start := time.Now()
+	err = fs.paced(z.stop, func() (bool, error) {
 		var wrote int64
 		for wrote < zeroChunk {
 			z.mu.Lock()
@@ -389,17 +375,41 @@ func (fs *FS) zeroAhead(f *segmentFile) {
 			_, err := w.WriteAt(zeros[:n], off)
 			z.mu.Unlock()
 			if err != nil {
-				fs.aheadFailed.Add(1)
-				return
+				return false, err
 			}
 			off += n
 			wrote += n
 		}
 		if err := datasync(w); err != nil {
-			fs.aheadFailed.Add(1)
-			return
+			return false, err
 		}
 		fs.zeroedAhead.Add(uint64(wrote))
+		return off < f.size, nil
+	})
+	if err != nil && !errors.Is(err, errStopped) {
+		fs.aheadFailed.Add(1)
+	}
+}
+
+// paced calls step again and again, resting after each call as long as it
+// took, so that writing zeros never holds more than half of the disk's
+// time. It returns when step reports no more work or fails, or with
+// errStopped once the FS is closed or stop (if not nil) is.
+func (fs *FS) paced(stop <-chan struct{}, step func() (more bool, err error)) error {
+	rest := time.NewTimer(0)
+	defer rest.Stop()
+	for {
+		select {
+		case <-fs.stop:
+			return errStopped
+		case <-stop:
+			return errStopped
+		case <-rest.C:
+		}
+		start := time.Now()
+		if more, err := step(); err != nil || !more {
+			return err
+		}
 		rest.Reset(time.Since(start))
 	}
 }
