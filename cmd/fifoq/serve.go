@@ -17,6 +17,7 @@ import (
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/config"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/memguard"
 	"github.com/fifoq/fifoq/internal/metrics"
 	"github.com/fifoq/fifoq/internal/replog"
 	"github.com/fifoq/fifoq/internal/server"
@@ -28,15 +29,17 @@ type serveOptions struct {
 	dataDir  string
 	inMemory bool
 	minFree  int64
-	creds    string
-	insecure bool
-	tlsCert  string
-	tlsKey   string
-	account  string
-	region   string
-	logJSON  bool
-	logReqs  bool
-	config   string
+	// maxMemory is --max-memory as given: "" for the cgroup's limit.
+	maxMemory string
+	creds     string
+	insecure  bool
+	tlsCert   string
+	tlsKey    string
+	account   string
+	region    string
+	logJSON   bool
+	logReqs   bool
+	config    string
 	// recreateDelay and purgeDelay are SQS's cool-downs; 0 turns one off.
 	recreateDelay time.Duration
 	purgeDelay    time.Duration
@@ -64,6 +67,7 @@ func serveFlagSet(opts *serveOptions, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&opts.listen, "listen", "127.0.0.1:9324", "address to listen on (host:port)")
 	fs.StringVar(&opts.dataDir, "data-dir", "./fifoq-data", "directory of the durable command log and snapshots")
 	fs.Int64Var(&opts.minFree, "min-free-disk-mb", replog.DefaultMinFreeBytes>>20, "refuse writes (503) while the data dir's disk has less than this many MiB free")
+	fs.StringVar(&opts.maxMemory, "max-memory", "", "memory budget, such as 1GiB: sends are refused (503, retryable) as memory nears it; 0 turns it off (default: the cgroup's memory limit, if there is one)")
 	fs.BoolVar(&opts.inMemory, "in-memory", false, "keep all state in memory only (for tests and quick use): it is lost when the server stops")
 	fs.StringVar(&opts.account, "account", server.DefaultAccount, "account id of callers and of the queues they create")
 	fs.StringVar(&opts.region, "region", server.DefaultRegion, "region written into queue ARNs")
@@ -99,6 +103,11 @@ func serveParsed(fs *flag.FlagSet, o *serveOptions, stdout, stderr io.Writer) in
 	opts := *o
 	if opts.recreateDelay < 0 || opts.purgeDelay < 0 {
 		fmt.Fprintln(stderr, "fifoq serve: --recreate-delay and --purge-delay cannot be negative (0 turns them off)")
+		return 2
+	}
+	budget, budgetFrom, err := memoryBudget(opts.maxMemory)
+	if err != nil {
+		fmt.Fprintf(stderr, "fifoq serve: --max-memory: %v\n", err)
 		return 2
 	}
 	if !validAccount(opts.account) {
@@ -147,6 +156,17 @@ write and delete every queue. Either
 		logger.Error("cannot listen", "addr", opts.listen, "err", err)
 		return 1
 	}
+	// The budget's soft limit is set before the state is restored, so
+	// that a restart holds to it too.
+	var guard *memguard.Guard
+	if budget > 0 {
+		guard = memguard.New(budget, logger)
+		guardCtx, stopGuard := context.WithCancel(context.Background())
+		defer stopGuard()
+		go guard.Run(guardCtx)
+		logger.Info("memory budget", "budget", memguard.HumanSize(budget), "from", budgetFrom,
+			"go_soft_limit", memguard.HumanSize(guard.SoftLimit()))
+	}
 	eng := engine.New(engine.Config{Region: opts.region})
 	reg := metrics.New()
 	var cmdLog replog.Log
@@ -192,7 +212,7 @@ write and delete every queue. Either
 	srv, err = server.New(server.Config{Account: opts.account, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier,
 		Metrics: reg, LogRequests: opts.logReqs,
 		RecreateDelay: serverDelay(opts.recreateDelay), PurgeDelay: serverDelay(opts.purgeDelay),
-		AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != ""), OnLeader: leaderWork})
+		AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != ""), OnLeader: leaderWork, Memory: memoryGuard(guard)})
 	if err != nil {
 		cmdLog.Close()
 		ln.Close()
@@ -270,6 +290,40 @@ func validAccount(s string) bool {
 	}
 	return true
 }
+
+// memoryBudget turns --max-memory into bytes, and says where the budget
+// came from: the flag's value, or the cgroup's limit when the flag is not
+// given. 0 means no budget.
+func memoryBudget(flagValue string) (int64, string, error) {
+	if flagValue == "" {
+		if limit, dir, ok := memguard.CgroupLimit(); ok {
+			return limit, "the memory limit of cgroup " + dir, nil
+		}
+		return 0, "", nil
+	}
+	n, err := memguard.ParseSize(flagValue)
+	if err != nil {
+		return 0, "", err
+	}
+	if n > 0 && n < minMemoryBudget {
+		return 0, "", fmt.Errorf("%s is below the smallest budget fifoq can keep to (%s)", flagValue, memguard.HumanSize(minMemoryBudget))
+	}
+	return n, "--max-memory", nil
+}
+
+// memoryGuard returns g as the server's MemoryGuard: nil, not a nil
+// pointer in an interface, when there is no budget.
+func memoryGuard(g *memguard.Guard) server.MemoryGuard {
+	if g == nil {
+		return nil
+	}
+	return g
+}
+
+// minMemoryBudget is the smallest --max-memory taken: under it, the
+// server's own working memory (buffers of a few requests of 1 MiB, Raft's
+// and the runtime's) would keep sends refused from the start.
+const minMemoryBudget = 64 << 20
 
 // minFreeBytes turns --min-free-disk-mb into bytes; 0 turns the check off.
 func minFreeBytes(mb int64) int64 {

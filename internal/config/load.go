@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/memguard"
 )
 
 // File is a loaded config file.
@@ -183,6 +184,10 @@ func (l *loader) setting(s Setting, v *yaml.Node) error {
 		case s.Kind == Duration:
 			if err := checkDuration(text); err != nil {
 				return l.errAt(v, "%s: %q: %v", s.Key, text, err)
+			}
+		case s.Kind == Size:
+			if _, err := memguard.ParseSize(text); err != nil {
+				return l.errAt(v, "%s: %v", s.Key, err)
 			}
 		case s.Kind == Account && !api.IsAccountID(text):
 			return l.errAt(v, "%s: %q is not an account id (12 digits)", s.Key, text)

@@ -43,6 +43,7 @@ func TestParseBadFiles(t *testing.T) {
 		{"bool setting given a string", "insecure: yes\n", 1, "insecure must be true or false"},
 		{"bool setting given a number", "log:\n  json: 1\n", 2, "log.json must be true or false"},
 		{"int setting given a string", "min_free_disk_mb: lots\n", 1, "min_free_disk_mb must be an integer"},
+		{"size in decimal units", "max_memory: 1G\n", 1, "max_memory: size \"1G\": want a whole number of bytes"},
 		{"string setting given a list", "listen:\n  - a:1\n", 2, "listen must be a string"},
 		{"string setting given null", "region:\n", 1, "region must be a string"},
 		{"bad account", "account: 12345\n", 1, `"12345" is not an account id`},
@@ -196,6 +197,7 @@ queues:
       FifoQueue: false
 recreate_delay: 0
 purge_delay: 1m30s
+max_memory: 2GiB
 node_id: n1
 raft_addr: 10.0.0.1:7000
 peers: n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000
@@ -212,7 +214,7 @@ raft_tls:
 	}
 	wantSettings := map[string]string{
 		"listen": "0.0.0.0:9324", "data_dir": "/etc/fifoq/data", "in_memory": "false", "min_free_disk_mb": "64",
-		"account": "000000000000", "region": "eu-west-1", "insecure": "false", "log.json": "true",
+		"max_memory": "2GiB", "account": "000000000000", "region": "eu-west-1", "insecure": "false", "log.json": "true",
 		"log.requests": "true", "credentials.file": "/etc/fifoq/credentials",
 		"tls.cert": "/etc/fifoq/tls/cert.pem", "tls.key": "/etc/fifoq/tls/key.pem",
 		"recreate_delay": "0", "purge_delay": "1m30s",

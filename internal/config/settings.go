@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/memguard"
 )
 
 // Kind is the type of a setting's value.
@@ -28,6 +29,9 @@ const (
 	// Duration is a length of time as Go writes it ("60s", "1m30s", "0"),
 	// not negative.
 	Duration
+	// Size is a number of bytes, with an optional binary unit ("512MiB",
+	// "2GiB", "1073741824"), as memguard.ParseSize reads it.
+	Size
 )
 
 // Setting is one server setting, which the command line, the environment
@@ -52,6 +56,7 @@ var Settings = []Setting{
 	{Key: "data_dir", Flag: "data-dir", Env: "FIFOQ_DATA_DIR", Kind: Path},
 	{Key: "in_memory", Flag: "in-memory", Env: "FIFOQ_IN_MEMORY", Kind: Bool},
 	{Key: "min_free_disk_mb", Flag: "min-free-disk-mb", Env: "FIFOQ_MIN_FREE_DISK_MB", Kind: Int},
+	{Key: "max_memory", Flag: "max-memory", Env: "FIFOQ_MAX_MEMORY", Kind: Size},
 	{Key: "account", Flag: "account", Env: "FIFOQ_ACCOUNT", Kind: Account},
 	{Key: "region", Flag: "region", Env: "FIFOQ_REGION", Kind: String},
 	{Key: "insecure", Flag: "insecure", Env: "FIFOQ_INSECURE", Kind: Bool},
@@ -143,6 +148,9 @@ func checkValue(k Kind, text string) error {
 		}
 	case Duration:
 		return checkDuration(text)
+	case Size:
+		_, err := memguard.ParseSize(text)
+		return err
 	}
 	return nil
 }

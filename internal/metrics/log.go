@@ -13,7 +13,8 @@ type LogObserver struct {
 	commit       prometheus.Histogram
 	batch        prometheus.Histogram
 	segments     *prometheus.CounterVec
-	lastSnapshot atomic.Int64 // Unix ns of the last snapshot taken or restored; 0 if none
+	refused      *prometheus.CounterVec // the registry's fifoq_writes_refused_total
+	lastSnapshot atomic.Int64           // Unix ns of the last snapshot taken or restored; 0 if none
 }
 
 // LogObserver returns the observer of the command log, registering the log
@@ -22,6 +23,7 @@ type LogObserver struct {
 func (r *Registry) LogObserver() *LogObserver {
 	r.logOnce.Do(func() {
 		o := &LogObserver{
+			refused: r.refused,
 			commit: prometheus.NewHistogram(prometheus.HistogramOpts{
 				Namespace: namespace,
 				Subsystem: "log",
@@ -72,6 +74,11 @@ func (o *LogObserver) SegmentCreated(fromSpare bool) {
 		from = "spare"
 	}
 	o.segments.WithLabelValues(from).Inc()
+}
+
+// DiskFull implements replog.Observer.
+func (o *LogObserver) DiskFull(refused int) {
+	o.refused.WithLabelValues(RefusedDisk).Add(float64(refused))
 }
 
 // snapshotAgeCollector reports the age of the last snapshot at scrape

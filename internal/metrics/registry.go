@@ -29,6 +29,7 @@ type Registry struct {
 
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	refused  *prometheus.CounterVec
 
 	logOnce sync.Once
 	log     *LogObserver
@@ -52,12 +53,76 @@ func New() *Registry {
 		Help:      "Time to answer an SQS API request, by action, from its arrival to its answer; a long poll's wait is included.",
 		Buckets:   requestBuckets,
 	}, []string{"action"})
+	r.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "writes_refused_total",
+		Help:      "Writes refused with a retryable 503 to protect the server: sends and queue creations while the process is at its memory budget (reason=\"memory\"), any write while the data dir's disk is almost full (reason=\"disk\").",
+	}, []string{"reason"})
+	// Both series exist from the start, so that a rate of either reads 0, not absent.
+	r.refused.WithLabelValues(RefusedMemory)
+	r.refused.WithLabelValues(RefusedDisk)
 	r.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		r.requests, r.duration,
+		r.requests, r.duration, r.refused,
 	)
 	return r
+}
+
+// The reasons of fifoq_writes_refused_total.
+const (
+	// RefusedMemory: the process is at its memory budget.
+	RefusedMemory = "memory"
+	// RefusedDisk: the data dir's disk is almost full.
+	RefusedDisk = "disk"
+)
+
+// WritesRefused counts n writes refused for the given reason
+// (RefusedMemory or RefusedDisk).
+func (r *Registry) WritesRefused(reason string, n int) {
+	r.refused.WithLabelValues(reason).Add(float64(n))
+}
+
+// MemorySource reads the memory guard's figures at scrape time.
+type MemorySource struct {
+	// Budget is the memory budget, in bytes.
+	Budget int64
+	// Live returns the memory the process needed at the guard's last
+	// measurement, in bytes.
+	Live func() int64
+	// Refusing reports whether sends are refused for memory now.
+	Refusing func() bool
+}
+
+// WatchMemory registers the memory budget's metrics. A server without a
+// budget does not call it, and so has none of them.
+func (r *Registry) WatchMemory(src MemorySource) error {
+	budget := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: namespace,
+		Name:      "memory_budget_bytes",
+		Help:      "The server's memory budget (--max-memory, or its cgroup's limit): sends are refused as the memory it needs nears it.",
+	}, func() float64 { return float64(src.Budget) })
+	live := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: namespace,
+		Name:      "memory_live_bytes",
+		Help:      "Memory the server needed at the memory guard's last measurement: the heap found live by the last garbage collection, and the Go runtime's memory beside the heap.",
+	}, func() float64 { return float64(src.Live()) })
+	refusing := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: namespace,
+		Name:      "memory_refusing_sends",
+		Help:      "1 while sends are refused because the server is at its memory budget, else 0.",
+	}, func() float64 {
+		if src.Refusing() {
+			return 1
+		}
+		return 0
+	})
+	for _, c := range []prometheus.Collector{budget, live, refusing} {
+		if err := r.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // requestBuckets span a fast read (sub-millisecond) to the longest long

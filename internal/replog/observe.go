@@ -23,6 +23,9 @@ type Observer interface {
 	// spare written ahead with zeros, or allocated when none was ready
 	// (see internal/walfs).
 	SegmentCreated(fromSpare bool)
+	// DiskFull reports writes refused, without being appended, because
+	// the data dir's disk had less free space than MinFreeBytes.
+	DiskFull(refused int)
 }
 
 // observeCommit reports a group commit to the observer, if there is one.

@@ -19,6 +19,13 @@ type recordingObserver struct {
 	durations []time.Duration
 	snapshots []time.Time
 	segments  []bool // fromSpare, per segment created
+	diskFull  int    // writes refused for the disk
+}
+
+func (o *recordingObserver) DiskFull(refused int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.diskFull += refused
 }
 
 func (o *recordingObserver) SegmentCreated(fromSpare bool) {
@@ -118,7 +125,8 @@ func TestObserverSeesSegments(t *testing.T) {
 }
 
 // TestObserverRefusedWritesNotCounted checks that a batch refused by the
-// disk guard is not reported as committed, and that Ready says why.
+// disk guard is reported as refused for the disk, not as committed, and
+// that Ready says why.
 func TestObserverRefusedWritesNotCounted(t *testing.T) {
 	obs := &recordingObserver{}
 	l, _ := openTest(t, t.TempDir(), RaftConfig{Observer: obs, MinFreeBytes: 1 << 62})
@@ -134,6 +142,11 @@ func TestObserverRefusedWritesNotCounted(t *testing.T) {
 	}
 	if batches, _ := obs.commits(); len(batches) != 0 {
 		t.Errorf("refused writes reported as commits: %v", batches)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.diskFull != 1 {
+		t.Errorf("%d writes reported refused for the disk, want 1", obs.diskFull)
 	}
 }
 

@@ -590,6 +590,9 @@ func (l *Raft) answer(e *entry, results []applyResult, err error) {
 // that the next batch can be collected without waiting.
 func (l *Raft) commit(batch []*pending) *entry {
 	err := l.checkDiskSpace()
+	if err != nil && l.cfg.Observer != nil {
+		l.cfg.Observer.DiskFull(len(batch))
+	}
 	if _, failed := l.fsm.failure(); failed != nil {
 		// Past an entry the state machine could not apply, nothing more
 		// is appended: it would never be applied either.

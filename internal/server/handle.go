@@ -12,6 +12,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/metrics"
 	"github.com/fifoq/fifoq/internal/protocol"
 )
 
@@ -156,8 +157,32 @@ func (s *Server) doRequest(ctx context.Context, caller string, req api.Request) 
 		}
 		return s.read(cmd)
 	}
+	if err := s.admitGrowth(req); err != nil {
+		return nil, err
+	}
 	cmd.Entropy = newEntropy()
 	return s.apply(ctx, cmd)
+}
+
+// admitGrowth refuses, with a retryable 503, the requests that add to the
+// state while the memory guard says the process is at its budget: sends
+// and new queues. Receives, deletes and visibility changes go on, so
+// that consumers drain the backlog and free the memory. (A request that
+// is invalid or not allowed has already had its own answer.)
+func (s *Server) admitGrowth(req api.Request) error {
+	if s.cfg.Memory == nil {
+		return nil
+	}
+	switch req.(type) {
+	case *api.SendMessageRequest, *api.SendMessageBatchRequest, *api.CreateQueueRequest:
+	default:
+		return nil
+	}
+	err := s.cfg.Memory.Admit()
+	if err != nil {
+		s.metrics.WritesRefused(metrics.RefusedMemory, 1)
+	}
+	return err
 }
 
 // baseURL is the scheme and host the client reached us by, from which queue

@@ -18,6 +18,7 @@ import (
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/clock"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/memguard"
 	"github.com/fifoq/fifoq/internal/metrics"
 	"github.com/fifoq/fifoq/internal/replog"
 )
@@ -84,7 +85,28 @@ type Config struct {
 	// start), with a context that ends when the leadership does. It must
 	// not block for long: it runs on the goroutine that follows leadership.
 	OnLeader func(ctx context.Context)
+	// Memory, if not nil, is the memory budget's guard (a
+	// *memguard.Guard, which the caller runs): while it refuses, sends and
+	// queue creations are answered with a retryable 503, and everything
+	// else (receives, deletes, reads) goes on so that consumers can drain.
+	Memory MemoryGuard
 }
+
+// MemoryGuard says whether the process is at its memory budget;
+// *memguard.Guard is the one fifoq serve uses.
+type MemoryGuard interface {
+	// Admit returns nil if a write that grows the state may go ahead, or
+	// the error to refuse it with.
+	Admit() error
+	// Refusing reports whether such writes are refused now.
+	Refusing() bool
+	// Budget is the budget, in bytes.
+	Budget() int64
+	// Live is the memory the process needed at the last measurement, in bytes.
+	Live() int64
+}
+
+var _ MemoryGuard = (*memguard.Guard)(nil)
 
 // DefaultMaxLongPolls is the default bound on receives waiting at once.
 const DefaultMaxLongPolls = 10000
@@ -185,6 +207,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	if err := cfg.Metrics.WatchServer(metrics.ServerSource{Queues: s.queueFigures, LongPollWaiters: s.longPollWaiters}); err != nil {
 		return nil, fmt.Errorf("server config: %w", err)
+	}
+	if g := cfg.Memory; g != nil {
+		if err := cfg.Metrics.WatchMemory(metrics.MemorySource{Budget: g.Budget(), Live: g.Live, Refusing: g.Refusing}); err != nil {
+			return nil, fmt.Errorf("server config: %w", err)
+		}
 	}
 	s.notifier.clock = cfg.Clock
 	cfg.Engine.SetAvailableHook(s.notifier.signal)

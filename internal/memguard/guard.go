@@ -1,0 +1,205 @@
+// Package memguard keeps a fifoq server inside a memory budget. Given the
+// budget (--max-memory, or the cgroup's limit), it sets the Go runtime's
+// soft memory limit under it, watches how much memory the process needs,
+// and tells the server when to refuse the writes that grow its state
+// (sends, new queues) so that consumers can drain the backlog instead of
+// the kernel killing the process. It knows nothing of HTTP or queues: the
+// server asks Admit before such a write.
+package memguard
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// The thresholds, as shares of the budget.
+//
+// The runtime's soft limit sits a tenth under the budget: the budget is
+// usually the cgroup's limit, which also counts what the Go runtime does
+// not see (the kernel's socket buffers, dirty pages being written back).
+// Sends are refused once the memory still needed after a collection
+// reaches refuseShare: what is left up to the soft limit carries the
+// requests in flight (a 1 MiB message is held two or three times over
+// while it is decoded, logged and applied), a snapshot being written, and
+// the messages accepted before the next collection shows the growth.
+// They are accepted again below resumeShare, so that the server does not
+// flap at the line.
+const (
+	softLimitShare = 0.90
+	refuseShare    = 0.70
+	resumeShare    = 0.60
+	// inUseShare is the heap in use (live or not yet collected) past which
+	// the guard collects at once to learn what is live, rather than wait
+	// for the runtime to: between collections the live figure is stale.
+	inUseShare = 0.80
+)
+
+// sampleEvery is how often the guard measures. Between two samples the
+// server accepts what arrives; at the few hundred MB/s a 2-core server can
+// take in, that is tens of MB, well inside the margin above refuseShare.
+const sampleEvery = 100 * time.Millisecond
+
+// minForcedGCInterval bounds the collections the guard itself asks for.
+// A collection's marking is proportional to the objects holding pointers
+// (the messages' records, not their bodies): a few hundred milliseconds of
+// CPU for millions of queued messages.
+const minForcedGCInterval = 2 * time.Second
+
+// Usage is one measurement of the process's memory, in bytes.
+type Usage struct {
+	// Live is what the process would need right after a collection: the
+	// heap found live by the last one, plus the runtime's memory outside
+	// the heap's objects (stacks, metadata, fragmentation).
+	Live int64
+	// InUse is what the runtime holds now, collectable garbage included,
+	// but not memory returned or free to return to the system.
+	InUse int64
+}
+
+// Guard watches the process's memory against a budget.
+type Guard struct {
+	budget    int64
+	softLimit int64
+	refuseAt  int64
+	resumeAt  int64
+	inUseAt   int64
+	logger    *slog.Logger
+
+	read     func() Usage // ReadUsage, or a test's
+	collect  func()       // runtime.GC, or a test's
+	now      func() time.Time
+	lastGC   time.Time
+	refusing atomic.Bool
+	live     atomic.Int64
+}
+
+// New returns a guard for a budget of the given bytes (more than 0) and
+// sets the runtime's soft memory limit under it, unless GOMEMLIMIT set a
+// lower one. Run must be running for the guard to measure.
+func New(budget int64, logger *slog.Logger) *Guard {
+	g := newGuard(budget, logger, ReadUsage, runtime.GC, time.Now)
+	if cur := debug.SetMemoryLimit(-1); cur > g.softLimit {
+		debug.SetMemoryLimit(g.softLimit)
+	} else {
+		g.softLimit = cur
+	}
+	return g
+}
+
+// newGuard is New without touching the runtime.
+func newGuard(budget int64, logger *slog.Logger, read func() Usage, collect func(), now func() time.Time) *Guard {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	share := func(f float64) int64 { return int64(float64(budget) * f) }
+	return &Guard{
+		budget: budget, softLimit: share(softLimitShare),
+		refuseAt: share(refuseShare), resumeAt: share(resumeShare), inUseAt: share(inUseShare),
+		logger: logger, read: read, collect: collect, now: now,
+	}
+}
+
+// Budget returns the budget in bytes.
+func (g *Guard) Budget() int64 { return g.budget }
+
+// SoftLimit returns the Go runtime's soft memory limit the guard set (or
+// found lower), in bytes.
+func (g *Guard) SoftLimit() int64 { return g.softLimit }
+
+// Live returns the memory the process needed at the last sample (Usage.Live).
+func (g *Guard) Live() int64 { return g.live.Load() }
+
+// Refusing reports whether writes that grow the state are refused now.
+func (g *Guard) Refusing() bool { return g.refusing.Load() }
+
+// Admit returns nil if a write that grows the state may go ahead, or the
+// retryable 503 ServiceUnavailable to answer it with. It costs one atomic
+// load: it is asked on every send.
+func (g *Guard) Admit() error {
+	if !g.refusing.Load() {
+		return nil
+	}
+	return api.ErrServiceUnavailable("The server is at its memory budget (%s); new messages are refused until consumers drain its queues. Retry later.", HumanSize(g.budget))
+}
+
+// Run measures every sampleEvery until ctx ends.
+func (g *Guard) Run(ctx context.Context) {
+	tick := time.NewTicker(sampleEvery)
+	defer tick.Stop()
+	for {
+		g.sample()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// sample measures once and decides whether to refuse.
+//
+// The live figure is as old as the runtime's last collection, so the guard
+// collects first (at most once per minForcedGCInterval) when that age
+// matters: when the heap in use is high but the last collection found it
+// mostly garbage (the runtime would soon free it; refusing on it would be
+// wrong), and while it refuses (consumers free memory, but with sends
+// refused the heap grows too slowly for the runtime to collect on its own,
+// and the refusal would outlast its cause).
+func (g *Guard) sample() {
+	u := g.read()
+	stale := g.refusing.Load() || u.InUse >= g.inUseAt && u.Live < g.refuseAt
+	if stale && g.now().Sub(g.lastGC) >= minForcedGCInterval {
+		g.collect()
+		g.lastGC = g.now()
+		u = g.read()
+	}
+	g.live.Store(u.Live)
+	over := u.Live >= g.refuseAt || u.InUse >= g.softLimit
+	switch {
+	case over && !g.refusing.Load():
+		g.refusing.Store(true)
+		g.logger.Warn("memory budget reached: refusing sends until consumers drain the queues",
+			"budget_bytes", g.budget, "live_bytes", u.Live, "in_use_bytes", u.InUse, "refuse_at_bytes", g.refuseAt)
+	case !over && g.refusing.Load() && u.Live < g.resumeAt:
+		g.refusing.Store(false)
+		g.logger.Info("memory back under the budget: accepting sends",
+			"budget_bytes", g.budget, "live_bytes", u.Live, "resume_at_bytes", g.resumeAt)
+	}
+}
+
+// usageSamples are the runtime metrics ReadUsage reads, in this order.
+var usageSamples = []string{
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/gc/heap/live:bytes",
+}
+
+// ReadUsage measures the process's memory from the runtime's metrics. It
+// does not stop the world.
+func ReadUsage() Usage {
+	s := make([]metrics.Sample, len(usageSamples))
+	for i, name := range usageSamples {
+		s[i].Name = name
+	}
+	metrics.Read(s)
+	v := func(i int) int64 {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(s[i].Value.Uint64())
+	}
+	total, released, free, objects, live := v(0), v(1), v(2), v(3), v(4)
+	inUse := total - released - free
+	// What the heap's objects take beyond the live ones is garbage (or
+	// new, not yet judged); everything else in use stays after a collection.
+	return Usage{Live: inUse - objects + min(live, objects), InUse: inUse}
+}
