@@ -182,7 +182,8 @@ write and delete every queue. Either
 			return 1
 		}
 		raftLog, err := replog.OpenRaft(replog.RaftConfig{Dir: opts.dataDir, NodeID: opts.cluster.nodeID, Cluster: clusterCfg,
-			Logger: logger, MinFreeBytes: minFreeBytes(opts.minFree), Observer: reg.LogObserver()}, eng)
+			Logger: logger, MinFreeBytes: minFreeBytes(opts.minFree), Observer: reg.LogObserver(),
+			SnapshotBytes: replog.SnapshotBytesWithin(budget)}, eng)
 		if err != nil {
 			ln.Close()
 			logger.Error("cannot open data dir", "dir", opts.dataDir, "err", err)

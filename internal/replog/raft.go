@@ -80,7 +80,7 @@ func (c *RaftConfig) setDefaults() {
 		c.SnapshotEntries = 16384
 	}
 	if c.SnapshotBytes == 0 {
-		c.SnapshotBytes = 256 << 20
+		c.SnapshotBytes = DefaultSnapshotBytes
 	}
 	if c.SnapshotsRetained == 0 {
 		c.SnapshotsRetained = 2
@@ -91,6 +91,24 @@ func (c *RaftConfig) setDefaults() {
 	if c.CloseTimeout <= 0 {
 		c.CloseTimeout = DefaultCloseTimeout
 	}
+}
+
+// DefaultSnapshotBytes is RaftConfig.SnapshotBytes's default.
+const DefaultSnapshotBytes = 256 << 20
+
+// SnapshotBytesWithin returns the SnapshotBytes that keeps a restart within
+// a memory budget (0 for none: the default). A start replays the log
+// entries after the newest snapshot, and Raft reads them ahead of the
+// state machine with nothing to bound it (up to 128 batches of
+// MaxAppendEntries entries): the whole tail is in memory at once, beside
+// the state it rebuilds. A tenth of the budget fits between the point
+// where sends are refused (70 %) and the runtime's soft limit (90 %); the
+// cost is more snapshots while a large backlog is near the budget.
+func SnapshotBytesWithin(budget int64) int64 {
+	if budget <= 0 {
+		return 0
+	}
+	return max(min(DefaultSnapshotBytes, budget/10), 4<<20)
 }
 
 // DefaultMinFreeBytes is the free disk space below which writes are refused.

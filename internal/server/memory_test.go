@@ -69,7 +69,9 @@ func TestMemoryBudgetRefusesSendsOnly(t *testing.T) {
 	}
 
 	// Consumers drain.
-	var got struct{ Messages []struct{ Body, ReceiptHandle string } }
+	var got struct {
+		Messages []struct{ Body, ReceiptHandle string }
+	}
 	if err := json.Unmarshal([]byte(mustCall("ReceiveMessage", `{"QueueUrl":"`+q+`","MaxNumberOfMessages":10}`)), &got); err != nil {
 		t.Fatal(err)
 	}
