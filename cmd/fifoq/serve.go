@@ -213,7 +213,8 @@ write and delete every queue. Either
 	srv, err = server.New(server.Config{Account: opts.account, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier,
 		Metrics: reg, LogRequests: opts.logReqs,
 		RecreateDelay: serverDelay(opts.recreateDelay), PurgeDelay: serverDelay(opts.purgeDelay),
-		AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != ""), OnLeader: leaderWork, Memory: memoryGuard(guard)})
+		AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != ""), OnLeader: leaderWork, Memory: memoryGuard(guard),
+		MaxBodyBytesInFlight: budget / 20})
 	if err != nil {
 		cmdLog.Close()
 		ln.Close()

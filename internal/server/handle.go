@@ -46,6 +46,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		fail(api.ErrRequestEntityTooLarge(MaxRequestBodyBytes))
 		return
 	}
+	release, apiErr := s.reserveBody(r.ContentLength)
+	if apiErr != nil {
+		fail(apiErr)
+		return
+	}
+	defer release()
 	// The reader is given the original writer: through it, net/http learns
 	// that the body was too large and closes the connection.
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes))
@@ -85,6 +91,29 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		rewriteQueueURLs(resp, forwardedBase(r))
 	}
 	protocol.WriteResponse(sw, proto, req.Action(), resp, rec.id)
+}
+
+// reserveBody counts a request's body against MaxBodyBytesInFlight before
+// it is read: a thousand clients each posting a large batch at once would
+// otherwise hold gigabytes before any of their requests reached a check.
+// It returns the function that gives the bytes back once the request is
+// answered, or the retryable 503 to answer when they are not to be had.
+// Without a bound it counts nothing.
+func (s *Server) reserveBody(contentLength int64) (release func(), err *api.Error) {
+	limit := s.cfg.MaxBodyBytesInFlight
+	if limit <= 0 {
+		return func() {}, nil
+	}
+	n := contentLength
+	if n < 0 {
+		n = MaxRequestBodyBytes // chunked: it may be as large as allowed
+	}
+	if s.bodyBytes.Add(n) > limit {
+		s.bodyBytes.Add(-n)
+		s.metrics.WritesRefused(metrics.RefusedMemory, 1)
+		return nil, api.ErrServiceUnavailable("The server is reading as many request bytes as its memory budget allows (%d); retry.", limit)
+	}
+	return func() { s.bodyBytes.Add(-n) }, nil
 }
 
 // Do carries out one typed request as the given account would over HTTP:

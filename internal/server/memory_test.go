@@ -2,10 +2,14 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -122,5 +126,62 @@ func TestNoMemoryMetricsWithoutABudget(t *testing.T) {
 	}
 	if !strings.Contains(metricsText, `fifoq_writes_refused_total{reason="memory"} 0`) {
 		t.Error("/metrics lacks fifoq_writes_refused_total at 0")
+	}
+}
+
+// TestBodyBytesInFlightBounded checks MaxBodyBytesInFlight: while one
+// client holds a request of the largest size open, without sending its
+// body, another request is answered at once with a retryable 503 (its
+// body never read), and once the first ends, requests are taken again.
+func TestBodyBytesInFlightBounded(t *testing.T) {
+	srv, err := New(Config{Logger: quietLogger(), MaxBodyBytesInFlight: 1}) // raised to MaxRequestBodyBytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	if code, body := call(t, ts.URL, "CreateQueue", `{"QueueName":"q"}`); code != 200 {
+		t.Fatalf("CreateQueue: %d %s", code, body)
+	}
+
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/", pr)
+	req.ContentLength = MaxRequestBodyBytes
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	req.Header.Set("X-Amz-Target", "AmazonSQS.SendMessage")
+	held := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		held <- err
+	}()
+	// The held request has reserved its bytes once the server reads its body.
+	if _, err := pw.Write([]byte(`{"QueueUrl":"q",`)); err != nil {
+		t.Fatal(err)
+	}
+	code, body := call(t, ts.URL, "SendMessage", `{"QueueUrl":"q","MessageBody":"x"}`)
+	if code != 503 || !strings.Contains(body, "ServiceUnavailable") {
+		t.Fatalf("send while the bound is taken: %d %s, want 503 ServiceUnavailable", code, body)
+	}
+	pw.CloseWithError(errors.New("client gave up"))
+	<-held
+	// The bytes come back when the held request ends; the test waits for
+	// the handler to notice the broken body.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body = call(t, ts.URL, "SendMessage", `{"QueueUrl":"q","MessageBody":"x"}`)
+		if code == 200 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code != 200 {
+		t.Fatalf("send after the held request ended: %d %s", code, body)
+	}
+	_, metricsText := get(t, ts.URL, "/metrics")
+	if !strings.Contains(metricsText, `fifoq_writes_refused_total{reason="memory"} 1`+"\n") {
+		t.Error(`/metrics: want fifoq_writes_refused_total{reason="memory"} 1`)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -90,6 +91,13 @@ type Config struct {
 	// queue creations are answered with a retryable 503, and everything
 	// else (receives, deletes, reads) goes on so that consumers can drain.
 	Memory MemoryGuard
+	// MaxBodyBytesInFlight, if more than 0, bounds the bytes of request
+	// bodies being read and handled at once: a request that would pass it
+	// is answered at once with a retryable 503 ServiceUnavailable, before
+	// its body is read. A body of unknown length counts as
+	// MaxRequestBodyBytes. It is raised to MaxRequestBodyBytes if lower,
+	// so that any one valid request can be served.
+	MaxBodyBytesInFlight int64
 }
 
 // MemoryGuard says whether the process is at its memory budget;
@@ -143,6 +151,9 @@ type Server struct {
 	metrics  *metrics.Registry
 	// pollSlots holds one token per receive waiting for messages.
 	pollSlots chan struct{}
+	// bodyBytes counts the request body bytes being handled, against
+	// cfg.MaxBodyBytesInFlight.
+	bodyBytes atomic.Int64
 
 	// done is closed by Shutdown; long polls answer at once when it is.
 	done     chan struct{}
@@ -175,6 +186,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	cfg.Now = cfg.Clock.Now
+	if cfg.MaxBodyBytesInFlight > 0 {
+		cfg.MaxBodyBytesInFlight = max(cfg.MaxBodyBytesInFlight, MaxRequestBodyBytes)
+	}
 	if cfg.MaxLongPolls == 0 {
 		cfg.MaxLongPolls = DefaultMaxLongPolls
 	}
