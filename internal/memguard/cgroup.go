@@ -9,6 +9,32 @@ import (
 	"strings"
 )
 
+// Cgroup is the cgroup whose memory controller governs this process.
+type Cgroup struct {
+	// Dir is its directory in the cgroup file system.
+	Dir string
+	// Mount is where its hierarchy is mounted: Dir or an ancestor of it.
+	Mount string
+	// V2 is true in the unified hierarchy (memory.max), false in cgroup
+	// v1's memory hierarchy (memory.limit_in_bytes).
+	V2 bool
+}
+
+// OwnCgroup returns the cgroup whose memory controller governs this
+// process, from /proc/self/mountinfo and /proc/self/cgroup; ok is false
+// where there is none (no cgroup file system mounted, not Linux).
+func OwnCgroup() (cg Cgroup, ok bool) {
+	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return Cgroup{}, false
+	}
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return Cgroup{}, false
+	}
+	return ownCgroup(mountinfo, self)
+}
+
 // CgroupLimit returns the memory limit of the cgroup this process runs in:
 // the smallest limit set on its cgroup or any ancestor, in the cgroup v2
 // hierarchy (memory.max) or in cgroup v1's memory controller
@@ -16,39 +42,35 @@ import (
 // system, no memory controller, or no limit set. dir is the cgroup
 // directory whose limit it is.
 func CgroupLimit() (limit int64, dir string, ok bool) {
-	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
+	cg, ok := OwnCgroup()
+	if !ok {
 		return 0, "", false
 	}
-	self, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return 0, "", false
-	}
-	return cgroupLimit(mountinfo, self, os.ReadFile)
+	return cg.limit(os.ReadFile)
 }
 
 // unlimited is the value from which a cgroup v1 limit counts as none: the
 // kernel writes "no limit" as the largest page-aligned int64.
 const unlimited = 1 << 62
 
-// cgroupLimit is CgroupLimit over the contents of /proc/self/mountinfo and
-// /proc/self/cgroup, reading the limit files through readFile.
-func cgroupLimit(mountinfo, self []byte, readFile func(string) ([]byte, error)) (int64, string, bool) {
+// ownCgroup is OwnCgroup over the contents of /proc/self/mountinfo and
+// /proc/self/cgroup.
+func ownCgroup(mountinfo, self []byte) (Cgroup, bool) {
 	v1, v2 := memoryMounts(mountinfo)
 	// On a hybrid host the memory controller sits in v1 and the unified
 	// hierarchy holds no controller: where v1 has it, v1 is the one.
 	var m mount
-	var file, cgPath string
+	var cgPath string
 	switch {
 	case v1.point != "":
-		m, file, cgPath = v1, "memory.limit_in_bytes", selfPath(self, true)
+		m, cgPath = v1, selfPath(self, true)
 	case v2.point != "":
-		m, file, cgPath = v2, "memory.max", selfPath(self, false)
+		m, cgPath = v2, selfPath(self, false)
 	default:
-		return 0, "", false
+		return Cgroup{}, false
 	}
 	if cgPath == "" {
-		return 0, "", false
+		return Cgroup{}, false
 	}
 	// Inside a cgroup namespace the process's path is relative to the
 	// mount's root, which is then "/"; outside one the mount may show a
@@ -57,15 +79,24 @@ func cgroupLimit(mountinfo, self []byte, readFile func(string) ([]byte, error)) 
 	if m.root != "/" {
 		rel = strings.TrimPrefix(cgPath, m.root)
 	}
-	dir := path.Join(m.point, rel)
+	return Cgroup{Dir: path.Join(m.point, rel), Mount: m.point, V2: m == v2}, true
+}
+
+// limit returns the smallest memory limit of the cgroup and its
+// ancestors up to the mount, reading the limit files through readFile.
+func (cg Cgroup) limit(readFile func(string) ([]byte, error)) (int64, string, bool) {
+	file := "memory.limit_in_bytes"
+	if cg.V2 {
+		file = "memory.max"
+	}
 	best, bestDir, found := int64(0), "", false
-	for d := dir; ; d = path.Dir(d) {
+	for d := cg.Dir; ; d = path.Dir(d) {
 		if b, err := readFile(path.Join(d, file)); err == nil {
 			if n, ok := parseLimit(b); ok && (!found || n < best) {
 				best, bestDir, found = n, d, true
 			}
 		}
-		if d == m.point || d == "/" || d == "." {
+		if d == cg.Mount || d == "/" || d == "." {
 			break
 		}
 	}

@@ -79,7 +79,12 @@ func TestCgroupLimit(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, dir, ok := cgroupLimit([]byte(tc.mountinfo), []byte(tc.self), tc.files.read)
+			var got int64
+			var dir string
+			cg, ok := ownCgroup([]byte(tc.mountinfo), []byte(tc.self))
+			if ok {
+				got, dir, ok = cg.limit(tc.files.read)
+			}
 			if got != tc.want || dir != tc.wantDir || ok != tc.wantOK {
 				t.Fatalf("cgroupLimit = %d, %q, %v; want %d, %q, %v", got, dir, ok, tc.want, tc.wantDir, tc.wantOK)
 			}

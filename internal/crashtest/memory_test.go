@@ -1,0 +1,747 @@
+package crashtest
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/fifoq/fifoq/internal/memguard"
+	"github.com/fifoq/fifoq/internal/testbin"
+)
+
+var (
+	memLimitMiB = flag.Int("memory.limit-mib", 256, "TestMemoryLimitRefusesInsteadOfOOM: the memory limit of the cgroup fifoq runs in, MiB (its budget too: no --max-memory is given)")
+	memMessages = flag.Int("memory.messages", 768, "TestMemoryLimitRefusesInsteadOfOOM: bodies of 1,000,000 bytes offered (the default is three times the default limit)")
+)
+
+const (
+	// memBodySize is the size of each body offered: just under SQS's
+	// maximum message size (1 MiB with the attributes, and these have
+	// none).
+	memBodySize = 1_000_000
+	// memSenders send concurrently, so that several bodies are in flight
+	// in the server at once, as with real producers.
+	memSenders = 4
+	// memOfferFor bounds the offering phase; memDrainFor the final drain.
+	// Both are bounds on loops, not expectations: the test does not fail
+	// for being slow, it stops offering and checks what it has.
+	memOfferFor = 150 * time.Second
+	memDrainFor = 60 * time.Second
+	// memVisibility is the visibility timeout of the test's receives: longer
+	// than the test, so that a message is never delivered twice because its
+	// timeout ran out, and a duplicate is a bug.
+	memVisibility = 600
+)
+
+// TestMemoryLimitRefusesInsteadOfOOM runs fifoq in a memory cgroup
+// (-memory.limit-mib, 256 MiB), without --max-memory so that the budget
+// comes from the cgroup, and offers it three times that in messages. The
+// server must refuse sends with ServiceUnavailable (503) rather than be
+// killed by the OOM killer, let consumers receive and delete while it
+// refuses, take sends again once they have drained half, and, once killed
+// with SIGKILL and restarted in the same cgroup, recover within the limit
+// and deliver every acknowledged message intact and nothing else.
+func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped in -short mode")
+	}
+	dataDir := t.TempDir()
+	if onTmpfs(dataDir) {
+		// A tmpfs's pages are charged to the cgroup of the process that
+		// writes them and cannot be reclaimed: the data would count against
+		// the limit as if it were memory, and the test would measure that.
+		unavailable(t, "the data dir %s is on a tmpfs, whose pages count as memory in the cgroup (set TMPDIR to a directory on a disk)", dataDir)
+	}
+	cgroupLimit := int64(*memLimitMiB) << 20
+	cg := newMemoryCgroup(t, cgroupLimit)
+
+	logs, err := os.Create(filepath.Join(t.TempDir(), "fifoq.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			dumpTail(t, logs.Name())
+		}
+	}()
+	addr := freeAddr(t)
+	proc := startInCgroup(t, cg, logs, addr, dataDir)
+	budget := logLine(proc.out.String(), "memory budget")
+	if budget == "" {
+		t.Fatalf("fifoq logged no line with %q at start", "memory budget")
+	}
+	// The budget must be the cgroup's limit.
+	if want := `budget="` + memguard.HumanSize(cgroupLimit) + `"`; !strings.Contains(budget, want) {
+		t.Fatalf("fifoq's budget is not its cgroup's limit of %d bytes (want %s): %s", cgroupLimit, want, budget)
+	}
+	t.Logf("fifoq in %s: %s", cg.dir, budget)
+
+	client := newClient(addr)
+	ctx := context.Background()
+	created, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("memory")})
+	if err != nil {
+		t.Fatalf("create queue: %v", err)
+	}
+	q := aws.ToString(created.QueueUrl)
+
+	// Offer the messages. Once the server first refuses, receive and
+	// delete a few while the senders go on: consumers must be able to
+	// drain a server that refuses sends.
+	offer := newMemOffer()
+	offered := make(chan struct{})
+	began := time.Now()
+	go func() {
+		defer close(offered)
+		offer.run(client, q, began.Add(memOfferFor))
+	}()
+	defer func() {
+		offer.stop()
+		<-offered
+	}()
+	deleted := map[int]bool{}
+	ackedAtDrain := -1
+	select {
+	case <-offer.refusing:
+		ids, err := receiveAndDelete(ctx, client, q)
+		if err != nil {
+			t.Fatalf("consumer while the server refused sends: %v", err)
+		}
+		for _, id := range ids {
+			deleted[id] = true
+		}
+		ackedAtDrain = offer.ackedCount()
+	case <-offered:
+	}
+	<-offered
+	acked, refused, failure := offer.result()
+	t.Logf("offered %d bodies of %d bytes in %v: %d acknowledged, %d refused (ServiceUnavailable)",
+		*memMessages, memBodySize, time.Since(began).Round(time.Millisecond), len(acked), refused)
+	if ackedAtDrain >= 0 {
+		t.Logf("a consumer received and deleted %d while sends were refused; %d sends were acknowledged after that", len(deleted), len(acked)-ackedAtDrain)
+	}
+	cg.logPeak(t, "offer")
+
+	// First whether the process lives: if it was killed, that explains any
+	// failed send (give a process that a failed send suggests has died a
+	// moment to be seen to).
+	if failure != nil {
+		proc.exited(2 * time.Second)
+	}
+	if !running(proc) {
+		t.Fatalf("fifoq exited while messages were offered (%v; oom_kill count %s)", proc.err, cg.oomKillsText())
+	}
+	cg.requireNoOOMKill(t, "while messages were offered")
+	if failure != nil {
+		t.Fatalf("a send failed other than by a refusal: %v", failure)
+	}
+	if refused == 0 {
+		t.Fatalf("no send was refused with ServiceUnavailable, though %d bytes were offered to a budget of %d", *memMessages*memBodySize, cgroupLimit)
+	}
+	if len(acked) == 0 {
+		t.Fatal("no send was acknowledged: the test exercised nothing")
+	}
+	if len(deleted) == 0 {
+		t.Fatal("no consumer received and deleted while the server refused sends")
+	}
+
+	// Consumers drain half of what was acknowledged: once the server's
+	// memory falls, it must take sends again by itself.
+	for len(deleted) < len(acked)/2 {
+		ids, err := receiveAndDelete(ctx, client, q)
+		if err != nil {
+			t.Fatalf("consumer draining half the queue: %v", err)
+		}
+		for _, id := range ids {
+			deleted[id] = true
+		}
+	}
+	resumed := *memMessages // an id never offered
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q), MessageBody: aws.String(memBody(resumed))})
+		if err == nil {
+			acked[resumed] = true
+			break
+		}
+		if ferr := refusal(err); ferr != nil {
+			t.Fatalf("send after half the queue was drained: %v", ferr)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sends still refused 30 s after %d of %d messages were deleted", len(deleted), len(acked))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("sends accepted again after %d of the %d acknowledged messages were deleted", len(deleted), len(acked)-1)
+
+	// Kill it and restart it in the same cgroup: replaying what it stored
+	// must fit in the limit too.
+	if err := proc.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill fifoq: %v", err)
+	}
+	<-proc.done
+	cg.resetPeak()
+	proc = startInCgroup(t, cg, logs, addr, dataDir)
+	cg.requireNoOOMKill(t, "during recovery")
+
+	problems := drainAndCheck(t, client, q, acked, deleted)
+	cg.logPeak(t, "recovery and drain")
+	if !running(proc) {
+		t.Fatalf("fifoq exited during the drain after the restart (%v; oom_kill count %s)", proc.err, cg.oomKillsText())
+	}
+	cg.requireNoOOMKill(t, "during recovery and the drain")
+	if len(problems) > 0 {
+		if len(problems) > 20 {
+			problems = append(problems[:20], fmt.Sprintf("... and %d more", len(problems)-20))
+		}
+		t.Errorf("after the restart:\n  %s", strings.Join(problems, "\n  "))
+	}
+}
+
+// unavailable ends the test when the machine cannot run it (not root, no
+// memory cgroup controller, ...): it skips, except where
+// FIFOQ_REQUIRE_ROOT_TESTS is set, where it fails. CI runs as root and
+// sets it, so that the test cannot pass there by skipping, as TestDiskFull.
+func unavailable(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("FIFOQ_REQUIRE_ROOT_TESTS") != "" {
+		t.Fatalf("%s, and FIFOQ_REQUIRE_ROOT_TESTS is set", msg)
+	}
+	t.Skip(msg)
+}
+
+// onTmpfs reports whether dir is on a tmpfs (or ramfs).
+func onTmpfs(dir string) bool {
+	const tmpfsMagic, ramfsMagic = 0x01021994, 0x858458f6
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return false
+	}
+	return st.Type == tmpfsMagic || st.Type == ramfsMagic
+}
+
+// memCgroup is a memory cgroup made for one test, and removed when the
+// test ends.
+type memCgroup struct {
+	dir string // its directory in the cgroup file system
+	v2  bool   // whether it is in the unified (v2) hierarchy
+}
+
+// newMemoryCgroup makes a memory cgroup limited to limit bytes, without
+// swap, beside this process's: a child of its memory cgroup, or on cgroup
+// v2 a sibling where the child cannot have the memory controller (see
+// memoryCgroupParent). The test ends through unavailable if it cannot.
+// The cgroup is removed when the test ends, after the processes in it,
+// whose cleanups are registered later and so run first.
+func newMemoryCgroup(t *testing.T, limit int64) *memCgroup {
+	t.Helper()
+	own, ok := memguard.OwnCgroup()
+	if !ok {
+		unavailable(t, "no memory cgroup to put fifoq in (no cgroup file system in /proc/self/mountinfo)")
+	}
+	parent, v2 := own.Dir, own.V2
+	if v2 {
+		var err error
+		if parent, err = memoryCgroupParent(own.Mount, parent); err != nil {
+			unavailable(t, "cannot make a cgroup v2 with the memory controller: %v", err)
+		}
+	}
+	dir, err := os.MkdirTemp(parent, "fifoq-memtest-")
+	if err != nil {
+		unavailable(t, "cannot make a memory cgroup (needs root): %v", err)
+	}
+	cg := &memCgroup{dir: dir, v2: v2}
+	if err := cg.setLimit(limit); err != nil {
+		_ = os.Remove(dir)
+		unavailable(t, "cannot limit the memory of cgroup %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		// The kernel may still be finishing the exit of the last process;
+		// rmdir fails with EBUSY until it has.
+		var err error
+		for range 50 {
+			if err = os.Remove(dir); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("remove the test's cgroup: %v", err)
+	})
+	return cg
+}
+
+// memoryCgroupParent chooses where to make a v2 cgroup with the memory
+// controller, given this process's own cgroup directory. A child needs
+// "memory" in its parent's cgroup.subtree_control, and v2 lets a cgroup
+// other than the root enable a controller there only while no process is
+// in it: but this process is in its own. So the child goes into its own
+// cgroup if memory is enabled there or can be (the root), and otherwise
+// beside it, into its parent, if the parent already enables memory for
+// its children (which is what gives this process's cgroup its memory
+// controller). The parent's settings are not changed.
+func memoryCgroupParent(mount, own string) (string, error) {
+	enabled := func(dir string) bool {
+		data, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+		return err == nil && slices.Contains(strings.Fields(string(data)), "memory")
+	}
+	if enabled(own) {
+		return own, nil
+	}
+	werr := os.WriteFile(filepath.Join(own, "cgroup.subtree_control"), []byte("+memory"), 0)
+	if werr == nil {
+		return own, nil
+	}
+	if own != filepath.Clean(mount) && enabled(filepath.Dir(own)) {
+		return filepath.Dir(own), nil
+	}
+	return "", fmt.Errorf("enable memory in %s/cgroup.subtree_control (a cgroup with processes cannot): %v; and its parent does not enable memory for its children", own, werr)
+}
+
+// setLimit limits the cgroup's memory to limit bytes and its swap to none,
+// so that going over the limit means reclaim or the OOM killer, not swap.
+// A swap limit is set only where the kernel accounts swap.
+func (cg *memCgroup) setLimit(limit int64) error {
+	write := func(name, value string) error {
+		if err := os.WriteFile(filepath.Join(cg.dir, name), []byte(value), 0); err != nil {
+			return fmt.Errorf("write %s to %s: %w", value, name, err)
+		}
+		return nil
+	}
+	exists := func(name string) bool {
+		_, err := os.Stat(filepath.Join(cg.dir, name))
+		return err == nil
+	}
+	n := strconv.FormatInt(limit, 10)
+	if cg.v2 {
+		if !exists("memory.max") {
+			return errors.New("no memory.max: the memory controller is not enabled")
+		}
+		if err := write("memory.max", n); err != nil {
+			return err
+		}
+		if exists("memory.swap.max") {
+			return write("memory.swap.max", "0")
+		}
+		return nil
+	}
+	if err := write("memory.limit_in_bytes", n); err != nil {
+		return err
+	}
+	// memory+swap: a limit equal to the memory limit leaves no swap. It
+	// must be set after the memory limit, which it may not be below; a
+	// kernel without swap accounting refuses it, which is as good.
+	if exists("memory.memsw.limit_in_bytes") {
+		_ = write("memory.memsw.limit_in_bytes", n)
+	}
+	return nil
+}
+
+// oomKills returns how many processes of the cgroup the OOM killer has
+// killed, from memory.oom_control (v1) or memory.events (v2); ok is false
+// where the kernel does not count them.
+func (cg *memCgroup) oomKills() (n int, ok bool) {
+	name := "memory.oom_control"
+	if cg.v2 {
+		name = "memory.events"
+	}
+	data, err := os.ReadFile(filepath.Join(cg.dir, name))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, found := strings.CutPrefix(line, "oom_kill "); found {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// oomKillsText is the OOM kill count for a message.
+func (cg *memCgroup) oomKillsText() string {
+	if n, ok := cg.oomKills(); ok {
+		return strconv.Itoa(n)
+	}
+	return "not counted by this kernel"
+}
+
+// requireNoOOMKill fails the test if the OOM killer has killed a process
+// of the cgroup.
+func (cg *memCgroup) requireNoOOMKill(t *testing.T, when string) {
+	t.Helper()
+	if n, ok := cg.oomKills(); ok && n != 0 {
+		t.Fatalf("the OOM killer killed %d process(es) of fifoq's cgroup %s", n, when)
+	}
+}
+
+// peakName is the file of the cgroup's highest memory use: it counts the
+// page cache of the data files too, which the kernel can reclaim, so it
+// may come near the limit while the server is within its budget.
+func (cg *memCgroup) peakName() string {
+	if cg.v2 {
+		return "memory.peak"
+	}
+	return "memory.max_usage_in_bytes"
+}
+
+// logPeak logs the cgroup's highest memory use, where the kernel reports
+// it.
+func (cg *memCgroup) logPeak(t *testing.T, during string) {
+	data, err := os.ReadFile(filepath.Join(cg.dir, cg.peakName()))
+	if err != nil {
+		return
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return
+	}
+	t.Logf("peak memory of the cgroup (%s) during the %s: %.1f MiB of %d MiB; now %s", cg.peakName(), during, float64(n)/(1<<20), *memLimitMiB, cg.split())
+}
+
+// split describes the cgroup's memory now as anonymous memory (the
+// process's own, mostly its heap) and page cache (the data files, which
+// the kernel reclaims under the limit), from memory.stat.
+func (cg *memCgroup) split() string {
+	anon, file := "rss", "cache"
+	if cg.v2 {
+		anon, file = "anon", "file"
+	}
+	data, err := os.ReadFile(filepath.Join(cg.dir, "memory.stat"))
+	if err != nil {
+		return "(no memory.stat)"
+	}
+	stat := map[string]int64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok {
+			stat[k], _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return fmt.Sprintf("%.1f MiB anonymous, %.1f MiB page cache", float64(stat[anon])/(1<<20), float64(stat[file])/(1<<20))
+}
+
+// resetPeak restarts the count of the cgroup's highest memory use, so that
+// the peak of the recovery is seen apart from the offer's. Only v1 can:
+// on v2, writing memory.peak resets it only for readers of the same open
+// file.
+func (cg *memCgroup) resetPeak() {
+	if !cg.v2 {
+		_ = os.WriteFile(filepath.Join(cg.dir, cg.peakName()), []byte("0"), 0)
+	}
+}
+
+// startInCgroup starts "fifoq serve" on addr and dataDir in the cgroup,
+// with no --max-memory, and waits until it answers over HTTP. It cannot
+// use launch, which starts the binary itself: a process moved into the
+// cgroup once started would have allocated outside the limit first, and
+// the test could miss its start-up. So a shell joins the cgroup and then
+// execs fifoq, which keeps the shell's pid (the one the test signals) and
+// is charged for every byte it allocates. The output goes both to logs
+// (dumped if the test fails) and to the process's out.
+func startInCgroup(t *testing.T, cg *memCgroup, logs *os.File, addr, dataDir string) *fifoqProc {
+	t.Helper()
+	testbin.Track(t)
+	cmd := exec.Command("sh", "-c", `echo $$ > "$1" && shift && exec "$@"`, "sh",
+		filepath.Join(cg.dir, "cgroup.procs"), binary, "serve", "--listen", addr, "--data-dir", dataDir)
+	// As launch, without the test's own FIFOQ_ variables (they could set a
+	// budget), nor a GOMEMLIMIT: the budget must come from the cgroup.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FIFOQ_") && !strings.HasPrefix(kv, "GOMEMLIMIT=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	p := &fifoqProc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	out := io.MultiWriter(logs, p.out)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start fifoq in cgroup %s: %v", cg.dir, err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.stop)
+	p.waitReady(t, func() error {
+		resp, err := http.Get("http://" + addr + "/?Action=ListQueues")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	})
+	return p
+}
+
+// running reports whether the process has not exited, without waiting.
+func running(p *fifoqProc) bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// logLine returns the first line of out that contains s, or "".
+func logLine(out, s string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, s) {
+			return line
+		}
+	}
+	return ""
+}
+
+// memBody is the body of message id: "mem NNNNNN " and then letters from a
+// generator seeded with id, so that every body differs all along, a body
+// can be checked byte for byte without the test keeping it, and it does
+// not compress.
+func memBody(id int) string {
+	b := make([]byte, memBodySize)
+	n := copy(b, fmt.Sprintf("mem %06d ", id))
+	x := uint64(id)*0x9e3779b97f4a7c15 | 1 // xorshift64: any state but 0
+	for i := n; i < len(b); i++ {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = 'a' + byte(x%26)
+	}
+	return string(b)
+}
+
+// memBodyID returns the id of a body received, and an error unless the
+// body is exactly memBody(id).
+func memBodyID(body string) (int, error) {
+	if len(body) < 11 || !strings.HasPrefix(body, "mem ") {
+		return -1, fmt.Errorf("a body not of the test's (%d bytes, begins %q)", len(body), body[:min(len(body), 16)])
+	}
+	id, err := strconv.Atoi(body[4:10])
+	if err != nil {
+		return -1, fmt.Errorf("a body not of the test's (begins %q)", body[:min(len(body), 16)])
+	}
+	want := memBody(id)
+	if body != want {
+		at := 0
+		for at < min(len(body), len(want)) && body[at] == want[at] {
+			at++
+		}
+		return id, fmt.Errorf("message %d is corrupt: %d bytes, want %d, first difference at byte %d", id, len(body), len(want), at)
+	}
+	return id, nil
+}
+
+// memOffer is the offering phase: memSenders senders share out the ids
+// 0..memMessages-1 and each offers its next id once. A refused message is
+// not offered again: it was never acknowledged, so the server must not
+// deliver it.
+type memOffer struct {
+	mu       sync.Mutex
+	acked    map[int]bool  // ids whose send was acknowledged
+	refused  int           // sends refused with ServiceUnavailable (503)
+	failure  error         // the first send that failed otherwise
+	refusing chan struct{} // closed at the first refusal
+	once     sync.Once
+	stopped  atomic.Bool
+}
+
+func newMemOffer() *memOffer {
+	return &memOffer{acked: map[int]bool{}, refusing: make(chan struct{})}
+}
+
+// run offers the messages until all are offered, a send fails other than
+// by a refusal, stop is called, or deadline passes. Each send runs to its
+// end, so that no outcome is left unknown.
+func (o *memOffer) run(client *sqs.Client, queueURL string, deadline time.Time) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range memSenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !o.stopped.Load() && time.Now().Before(deadline) {
+				id := int(next.Add(1) - 1)
+				if id >= *memMessages {
+					return
+				}
+				_, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(memBody(id))})
+				if err == nil {
+					o.mu.Lock()
+					o.acked[id] = true
+					o.mu.Unlock()
+					continue
+				}
+				if ferr := refusal(err); ferr != nil {
+					o.fail(fmt.Errorf("send message %d: %w", id, ferr))
+					return
+				}
+				o.mu.Lock()
+				o.refused++
+				o.mu.Unlock()
+				o.once.Do(func() { close(o.refusing) })
+				// Back off a little, as a client of a refusing server should.
+				time.Sleep(50*time.Millisecond + rand.N(150*time.Millisecond))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// refusal returns nil if err is the server's refusal for want of memory:
+// ServiceUnavailable, with HTTP status 503. Anything else (a connection
+// refused or reset, an EOF: the signs of a killed server) is returned,
+// described.
+func refusal(err error) error {
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "ServiceUnavailable" {
+		return fmt.Errorf("%w (not a refusal: did the server die?)", err)
+	}
+	var re *awshttp.ResponseError
+	if !errors.As(err, &re) {
+		return fmt.Errorf("%w (ServiceUnavailable without an HTTP response)", err)
+	}
+	if re.HTTPStatusCode() != http.StatusServiceUnavailable {
+		return fmt.Errorf("%w (ServiceUnavailable with HTTP status %d, want 503)", err, re.HTTPStatusCode())
+	}
+	return nil
+}
+
+// fail records the first failure and stops the offer.
+func (o *memOffer) fail(err error) {
+	o.mu.Lock()
+	if o.failure == nil {
+		o.failure = err
+	}
+	o.mu.Unlock()
+	o.stop()
+}
+
+// stop makes the senders stop after their current send.
+func (o *memOffer) stop() { o.stopped.Store(true) }
+
+func (o *memOffer) ackedCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.acked)
+}
+
+// result returns the acknowledged ids, the number of refusals and the
+// first failure; call it once run has returned.
+func (o *memOffer) result() (acked map[int]bool, refused int, failure error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.acked, o.refused, o.failure
+}
+
+// receiveAndDelete is one consumer's turn: it receives up to 10 messages,
+// checks their bodies, and deletes them, trying a few times until it gets
+// some. It returns the ids deleted.
+func receiveAndDelete(ctx context.Context, client *sqs.Client, queueURL string) ([]int, error) {
+	for range 5 {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10,
+			WaitTimeSeconds: 1, VisibilityTimeout: memVisibility})
+		if err != nil {
+			return nil, fmt.Errorf("receive: %w", err)
+		}
+		var ids []int
+		for _, m := range out.Messages {
+			id, err := memBodyID(aws.ToString(m.Body))
+			if err != nil {
+				return nil, fmt.Errorf("receive: %w", err)
+			}
+			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				return nil, fmt.Errorf("delete message %d: %w", id, err)
+			}
+			ids = append(ids, id)
+		}
+		if len(ids) > 0 {
+			return ids, nil
+		}
+	}
+	return nil, errors.New("5 receives got nothing, though sends had been acknowledged")
+}
+
+// drainAndCheck receives and deletes until three receives in a row get
+// nothing (or memDrainFor passes), and returns what is wrong: an
+// acknowledged message not deleted before that was not received, a body
+// not as sent, a message never acknowledged (a refused send that was kept
+// after all), one deleted before that came back, or one received twice.
+func drainAndCheck(t *testing.T, client *sqs.Client, queueURL string, acked, deleted map[int]bool) (problems []string) {
+	t.Helper()
+	ctx := context.Background()
+	for id := range deleted {
+		if !acked[id] {
+			problems = append(problems, fmt.Sprintf("message %d was received while sends were refused, but its send was not acknowledged", id))
+		}
+	}
+	got := map[int]bool{}
+	deadline := time.Now().Add(memDrainFor)
+	for empty := 0; empty < 3 && time.Now().Before(deadline); {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10,
+			WaitTimeSeconds: 1, VisibilityTimeout: memVisibility})
+		if err != nil {
+			t.Fatalf("drain receive after the restart: %v", err)
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		empty = 0
+		for _, m := range out.Messages {
+			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatalf("drain delete after the restart: %v", err)
+			}
+			id, err := memBodyID(aws.ToString(m.Body))
+			switch {
+			case err != nil:
+				problems = append(problems, err.Error())
+			case deleted[id]:
+				problems = append(problems, fmt.Sprintf("resurrected: message %d was delivered again after its delete was acknowledged", id))
+			case !acked[id]:
+				problems = append(problems, fmt.Sprintf("unknown: message %d was delivered, but its send was refused", id))
+			case got[id]:
+				problems = append(problems, fmt.Sprintf("duplicate: message %d was delivered twice", id))
+			}
+			got[id] = true
+		}
+	}
+	var lost []int
+	for id := range acked {
+		if !deleted[id] && !got[id] {
+			lost = append(lost, id)
+		}
+	}
+	slices.Sort(lost)
+	for _, id := range lost {
+		problems = append(problems, fmt.Sprintf("lost: message %d was acknowledged but not delivered after the restart", id))
+	}
+	attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		t.Fatalf("queue attributes after the drain: %v", err)
+	}
+	if v, nv := attrs.Attributes["ApproximateNumberOfMessages"], attrs.Attributes["ApproximateNumberOfMessagesNotVisible"]; v != "0" || nv != "0" {
+		problems = append(problems, fmt.Sprintf("the queue still holds messages after the drain: %s visible, %s in flight", v, nv))
+	}
+	t.Logf("after the restart: received %d of the %d acknowledged and not deleted", len(got), len(acked)-len(deleted))
+	return problems
+}
