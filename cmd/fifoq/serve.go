@@ -307,7 +307,10 @@ func memoryBudget(flagValue string) (int64, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	if n > 0 && n < minMemoryBudget {
+	switch {
+	case n == 0:
+		return 0, "", nil
+	case n < minMemoryBudget:
 		return 0, "", fmt.Errorf("%s is below the smallest budget fifoq can keep to (%s)", flagValue, memguard.HumanSize(minMemoryBudget))
 	}
 	return n, "--max-memory", nil

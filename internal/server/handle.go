@@ -12,6 +12,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/memguard"
 	"github.com/fifoq/fifoq/internal/metrics"
 	"github.com/fifoq/fifoq/internal/protocol"
 )
@@ -111,7 +112,7 @@ func (s *Server) reserveBody(contentLength int64) (release func(), err *api.Erro
 	if s.bodyBytes.Add(n) > limit {
 		s.bodyBytes.Add(-n)
 		s.metrics.WritesRefused(metrics.RefusedMemory, 1)
-		return nil, api.ErrServiceUnavailable("The server is reading as many request bytes as its memory budget allows (%d); retry.", limit)
+		return nil, api.ErrServiceUnavailable("The server is reading as many request bytes as its memory budget allows (%s); retry.", memguard.HumanSize(limit))
 	}
 	return func() { s.bodyBytes.Add(-n) }, nil
 }
