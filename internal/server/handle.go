@@ -91,6 +91,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		// Only these answers pay for working out the base URL.
 		rewriteQueueURLs(resp, forwardedBase(r))
 	}
+	defer s.holdAnswer(resp)()
 	protocol.WriteResponse(sw, proto, req.Action(), resp, rec.id)
 }
 
@@ -100,6 +101,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 // It returns the function that gives the bytes back once the request is
 // answered, or the retryable 503 to answer when they are not to be had.
 // Without a bound it counts nothing.
+//
+// A small request (smallRequestBytes or less: every receive, delete and
+// visibility change) is counted but never refused, so that consumers keep
+// draining while large sends and answers fill the bound.
 func (s *Server) reserveBody(contentLength int64) (release func(), err *api.Error) {
 	limit := s.cfg.MaxBodyBytesInFlight
 	if limit <= 0 {
@@ -109,12 +114,39 @@ func (s *Server) reserveBody(contentLength int64) (release func(), err *api.Erro
 	if n < 0 {
 		n = MaxRequestBodyBytes // chunked: it may be as large as allowed
 	}
-	if s.bodyBytes.Add(n) > limit {
+	if s.bodyBytes.Add(n) > limit && n > smallRequestBytes {
 		s.bodyBytes.Add(-n)
 		s.metrics.WritesRefused(metrics.RefusedMemory, 1)
 		return nil, api.ErrServiceUnavailable("The server is reading as many request bytes as its memory budget allows (%s); retry.", memguard.HumanSize(limit))
 	}
 	return func() { s.bodyBytes.Add(-n) }, nil
+}
+
+// smallRequestBytes is the size up to which reserveBody admits a request
+// whatever the bytes in flight.
+const smallRequestBytes = 16 << 10
+
+// holdAnswer counts a receive's answer against MaxBodyBytesInFlight while
+// it is encoded and written, and returns the function that gives the bytes
+// back. It never refuses (the messages are taken: refusing now would hide
+// them for their visibility timeout); it makes the requests that arrive
+// meanwhile wait their turn through reserveBody's refusals, so that many
+// consumers of large messages cannot hold more answers at once than the
+// bound, give or take the answers being made at the moment it is reached.
+func (s *Server) holdAnswer(resp api.Response) (release func()) {
+	rm, ok := resp.(*api.ReceiveMessageResult)
+	if !ok || s.cfg.MaxBodyBytesInFlight <= 0 || len(rm.Messages) == 0 {
+		return func() {}
+	}
+	var n int64
+	for i := range rm.Messages {
+		m := &rm.Messages[i]
+		// The encoded answer is a copy of the body and the attributes
+		// (the message's own strings are shared with the engine).
+		n += int64(api.MessageSize(m.Body, m.MessageAttributes))
+	}
+	s.bodyBytes.Add(n)
+	return func() { s.bodyBytes.Add(-n) }
 }
 
 // Do carries out one typed request as the given account would over HTTP:

@@ -3,11 +3,14 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,10 +132,34 @@ func TestNoMemoryMetricsWithoutABudget(t *testing.T) {
 	}
 }
 
+// bigSend is a SendMessage of a 100,000-byte body: over smallRequestBytes,
+// so the bound on bytes in flight may refuse it.
+func bigSend(queue string) string {
+	return `{"QueueUrl":"` + queue + `","MessageBody":"` + strings.Repeat("b", 100_000) + `"}`
+}
+
+// waitAccepted retries a request until it is answered 200, for up to 10 s:
+// the bytes of a request that ended come back once its handler has noticed.
+func waitAccepted(t *testing.T, base, action, body string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, out := call(t, base, action, body)
+		if code == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still answered %d %s after 10 s", action, code, out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestBodyBytesInFlightBounded checks MaxBodyBytesInFlight: while one
 // client holds a request of the largest size open, without sending its
-// body, another request is answered at once with a retryable 503 (its
-// body never read), and once the first ends, requests are taken again.
+// body, another large request is answered at once with a retryable 503
+// (its body never read) while a small one goes through, and once the
+// first ends, large requests are taken again.
 func TestBodyBytesInFlightBounded(t *testing.T) {
 	srv, err := New(Config{Logger: quietLogger(), MaxBodyBytesInFlight: 1}) // raised to MaxRequestBodyBytes
 	if err != nil {
@@ -157,31 +184,82 @@ func TestBodyBytesInFlightBounded(t *testing.T) {
 		}
 		held <- err
 	}()
+	// Should the test fail, the held request must end before ts.Close,
+	// which waits for it.
+	defer pw.CloseWithError(errors.New("test ended"))
 	// The held request has reserved its bytes once the server reads its body.
 	if _, err := pw.Write([]byte(`{"QueueUrl":"q",`)); err != nil {
 		t.Fatal(err)
 	}
-	code, body := call(t, ts.URL, "SendMessage", `{"QueueUrl":"q","MessageBody":"x"}`)
+	code, body := call(t, ts.URL, "SendMessage", bigSend("q"))
 	if code != 503 || !strings.Contains(body, "ServiceUnavailable") {
-		t.Fatalf("send while the bound is taken: %d %s, want 503 ServiceUnavailable", code, body)
+		t.Fatalf("a large send while the bound is taken: %d %.200s, want 503 ServiceUnavailable", code, body)
+	}
+	if code, body := call(t, ts.URL, "SendMessage", `{"QueueUrl":"q","MessageBody":"small"}`); code != 200 {
+		t.Fatalf("a small send while the bound is taken: %d %s, want 200", code, body)
 	}
 	pw.CloseWithError(errors.New("client gave up"))
 	<-held
-	// The bytes come back when the held request ends; the test waits for
-	// the handler to notice the broken body.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, body = call(t, ts.URL, "SendMessage", `{"QueueUrl":"q","MessageBody":"x"}`)
-		if code == 200 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if code != 200 {
-		t.Fatalf("send after the held request ended: %d %s", code, body)
-	}
+	waitAccepted(t, ts.URL, "SendMessage", bigSend("q"))
 	_, metricsText := get(t, ts.URL, "/metrics")
 	if !strings.Contains(metricsText, `fifoq_writes_refused_total{reason="memory"} 1`+"\n") {
 		t.Error(`/metrics: want fifoq_writes_refused_total{reason="memory"} 1`)
 	}
+}
+
+// TestLargeAnswersCountInFlight checks that a receive's answer counts
+// against MaxBodyBytesInFlight while it is written: with ten messages of
+// 1 MB being written to a consumer that does not read them, a large send
+// is refused, a small request goes through, and once the consumer is gone
+// large sends are taken again.
+func TestLargeAnswersCountInFlight(t *testing.T) {
+	srv, err := New(Config{Logger: quietLogger(), MaxBodyBytesInFlight: 1}) // raised to MaxRequestBodyBytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	if code, body := call(t, ts.URL, "CreateQueue", `{"QueueName":"q"}`); code != 200 {
+		t.Fatalf("CreateQueue: %d %s", code, body)
+	}
+	for i := range 10 {
+		body := `{"QueueUrl":"q","MessageBody":"` + strings.Repeat(string(rune('a'+i)), 1_000_000) + `"}`
+		if code, out := call(t, ts.URL, "SendMessage", body); code != 200 {
+			t.Fatalf("send %d: %d %.200s", i, code, out)
+		}
+	}
+
+	// A consumer whose socket takes almost nothing: the server's write of
+	// the 10 MB answer blocks once the kernel's buffers are full.
+	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) }); err != nil {
+			return err
+		}
+		return serr
+	}}
+	conn, err := dialer.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	recv := `{"QueueUrl":"q","MaxNumberOfMessages":10}`
+	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.ReceiveMessage\r\nContent-Length: %d\r\n\r\n%s", len(recv), recv)
+
+	// The answer is counted once the receive has taken the messages.
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.bodyBytes.Load() < 10_000_000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the receive's answer is not counted: %d bytes in flight", srv.bodyBytes.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, body := call(t, ts.URL, "SendMessage", bigSend("q")); code != 503 || !strings.Contains(body, "ServiceUnavailable") {
+		t.Fatalf("a large send while a 10 MB answer is written: %d %.200s, want 503 ServiceUnavailable", code, body)
+	}
+	if code, body := call(t, ts.URL, "GetQueueAttributes", `{"QueueUrl":"q"}`); code != 200 {
+		t.Fatalf("a small request while a 10 MB answer is written: %d %s, want 200", code, body)
+	}
+	conn.Close()
+	waitAccepted(t, ts.URL, "SendMessage", bigSend("q"))
 }

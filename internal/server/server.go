@@ -92,9 +92,10 @@ type Config struct {
 	// else (receives, deletes, reads) goes on so that consumers can drain.
 	Memory MemoryGuard
 	// MaxBodyBytesInFlight, if more than 0, bounds the bytes of request
-	// bodies being read and handled at once: a request that would pass it
-	// is answered at once with a retryable 503 ServiceUnavailable, before
-	// its body is read. A body of unknown length counts as
+	// bodies being read and handled, and of receive answers being
+	// written, at once: a request over smallRequestBytes that would pass
+	// it is answered at once with a retryable 503 ServiceUnavailable,
+	// before its body is read. A body of unknown length counts as
 	// MaxRequestBodyBytes. It is raised to MaxRequestBodyBytes if lower,
 	// so that any one valid request can be served.
 	MaxBodyBytesInFlight int64
