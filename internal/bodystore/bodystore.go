@@ -1,0 +1,436 @@
+// Package bodystore keeps message bodies on disk, so that a queued
+// message costs the engine a fixed-size reference instead of its bytes.
+//
+// A store is a directory of append-only files of records. A record is a
+// body with a header that lets a reader check it: its length and a CRC-32C
+// of its bytes. Appending returns a Ref (file, offset, length) that reads
+// the body back through the operating system's page cache; a damaged
+// record is reported as damaged, never returned as a body.
+//
+// The store is not the copy that makes a body durable: the command log is.
+// Appends are not synced; Sync makes everything appended so far durable,
+// and Position names that point in the append order. A state that refers
+// to bodies (a snapshot) records the Position it was taken at, after a
+// Sync; a restart cuts the store back to it (TruncateAfter) and appends
+// again the bodies of the log entries it replays. So nothing after a
+// synced Position is ever trusted, and nothing before it is ever lost.
+//
+// Space is reclaimed by file: the store counts, per file, the bytes of the
+// records still referenced (Release takes a record's bytes off), and a
+// caller moves the live records out of a mostly dead file (Rewrite) and
+// removes it once nothing that could be restored refers to it (Remove).
+//
+// One goroutine appends (the state machine's); any number read.
+package bodystore
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Ref is where one body is: its file, the offset of its record, and its
+// length. 12 bytes, whatever the body's size.
+type Ref struct {
+	File uint32
+	Off  uint32
+	Len  uint32
+}
+
+// Position is a point in the store's append order: everything appended
+// before it is in a file below File, or in File below Off.
+type Position struct {
+	File uint32
+	Off  uint32
+}
+
+// headerSize is a record's header: the body's length, then its CRC-32C,
+// both big-endian.
+const headerSize = 8
+
+// DefaultFileSize is the size past which appends go to a new file.
+const DefaultFileSize = 64 << 20
+
+// MaxBody is the largest body a record holds. SQS's largest message is
+// 1 MiB; the margin leaves room for attributes kept beside the body.
+const MaxBody = 4 << 20
+
+// ErrCorrupt is wrapped by the errors of reads that found a record other
+// than the one their Ref names: a checksum or a length that does not match.
+var ErrCorrupt = errors.New("body store record is damaged")
+
+// castagnoli is the CRC-32C table, as the command log's entries use.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Store is a directory of body files.
+type Store struct {
+	dir      string
+	fileSize int64
+
+	mu     sync.RWMutex // guards files and active; held for reading by reads
+	files  map[uint32]*file
+	active *file
+	// minNext is the lowest id the next new file may take: after
+	// TruncateAfter(p), p.File, so that appends stay after p.
+	minNext uint32
+	closed  bool
+}
+
+// file is one file of records.
+type file struct {
+	id   uint32
+	f    *os.File
+	size int64 // bytes appended (the end of the last record)
+	live int64 // bytes of records still referenced (headers included)
+	// dirty is set by an append and cleared by the sync that follows it.
+	dirty bool
+	// unnamed is set for a new file until a sync of the directory has
+	// made its name durable.
+	unnamed bool
+}
+
+// FileStats describes one file, for the choice of what to rewrite.
+type FileStats struct {
+	ID     uint32
+	Size   int64 // bytes of records
+	Live   int64 // bytes of records still referenced
+	Active bool  // the file appends go to
+}
+
+// Open opens the store in dir, creating dir if needed. fileSize is the
+// size past which appends go to a new file (DefaultFileSize if 0). The
+// files are taken as they are: a restart cuts them back to the Position
+// its state was taken at with TruncateAfter before appending.
+func Open(dir string, fileSize int64) (*Store, error) {
+	if fileSize <= 0 {
+		fileSize = DefaultFileSize
+	}
+	if fileSize > 1<<32-1 {
+		return nil, fmt.Errorf("body store: file size %d does not fit a Ref's offset", fileSize)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("body store: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("body store: %w", err)
+	}
+	s := &Store{dir: dir, fileSize: fileSize, files: map[uint32]*file{}}
+	for _, e := range entries {
+		id, ok := parseName(e.Name())
+		if !ok {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(dir, e.Name()), os.O_RDWR, 0)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("body store: %w", err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			s.Close()
+			return nil, fmt.Errorf("body store: %w", err)
+		}
+		s.files[id] = &file{id: id, f: f, size: st.Size()}
+		if s.active == nil || id > s.active.id {
+			s.active = s.files[id]
+		}
+	}
+	return s, nil
+}
+
+// name is the file name of file id: its number in 16 hex digits, so that
+// names sort in append order.
+func name(id uint32) string { return fmt.Sprintf("%016x.body", id) }
+
+// parseName returns the id of a file named by name.
+func parseName(n string) (uint32, bool) {
+	hex, ok := strings.CutSuffix(n, ".body")
+	if !ok || len(hex) != 16 {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(hex, 16, 32)
+	return uint32(id), err == nil
+}
+
+// Append writes body as a new record and returns its Ref. It does not
+// sync. Only one goroutine may append at a time.
+func (s *Store) Append(body []byte) (Ref, error) {
+	if len(body) > MaxBody {
+		return Ref{}, fmt.Errorf("body store: a body of %d bytes is over the %d a record holds", len(body), MaxBody)
+	}
+	need := int64(headerSize + len(body))
+	s.mu.RLock()
+	a, closed := s.active, s.closed
+	s.mu.RUnlock()
+	if closed {
+		return Ref{}, errClosed
+	}
+	if a == nil || (a.size > 0 && a.size+need > s.fileSize) {
+		var err error
+		if a, err = s.rotate(); err != nil {
+			return Ref{}, err
+		}
+	}
+	rec := make([]byte, need)
+	binary.BigEndian.PutUint32(rec[0:4], uint32(len(body)))
+	binary.BigEndian.PutUint32(rec[4:8], crc32.Checksum(body, castagnoli))
+	copy(rec[headerSize:], body)
+	if _, err := a.f.WriteAt(rec, a.size); err != nil {
+		return Ref{}, fmt.Errorf("body store: append to %s: %w", a.f.Name(), err)
+	}
+	ref := Ref{File: a.id, Off: uint32(a.size), Len: uint32(len(body))}
+	s.mu.Lock()
+	a.size += need
+	a.live += need
+	a.dirty = true
+	s.mu.Unlock()
+	return ref, nil
+}
+
+var errClosed = errors.New("body store: closed")
+
+// rotate starts a new file for appends and returns it.
+func (s *Store) rotate() (*file, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := max(s.minNext, 1)
+	for fid := range s.files {
+		id = max(id, fid+1)
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, name(id)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("body store: new file: %w", err)
+	}
+	nf := &file{id: id, f: f, dirty: true, unnamed: true}
+	s.files[id] = nf
+	s.active = nf
+	return nf, nil
+}
+
+// Read returns the body ref names, appended to buf[:0]. A record whose
+// length or checksum does not match is an error wrapping ErrCorrupt that
+// names the file and offset: it is never returned as a body.
+func (s *Store) Read(ref Ref, buf []byte) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f, ok := s.files[ref.File]
+	if !ok {
+		return nil, fmt.Errorf("body store: no file %s for the record at offset %d", name(ref.File), ref.Off)
+	}
+	end := int64(ref.Off) + headerSize + int64(ref.Len)
+	if end > f.size {
+		return nil, fmt.Errorf("%w: %s: the record at offset %d (%d bytes) ends past the file's %d bytes", ErrCorrupt, f.f.Name(), ref.Off, ref.Len, f.size)
+	}
+	buf = slices.Grow(buf[:0], headerSize+int(ref.Len))[:headerSize+int(ref.Len)]
+	if _, err := f.f.ReadAt(buf, int64(ref.Off)); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: %s: the record at offset %d is cut short", ErrCorrupt, f.f.Name(), ref.Off)
+		}
+		return nil, fmt.Errorf("body store: read %s at offset %d: %w", f.f.Name(), ref.Off, err)
+	}
+	n, sum := binary.BigEndian.Uint32(buf[0:4]), binary.BigEndian.Uint32(buf[4:8])
+	body := buf[headerSize:]
+	if n != ref.Len {
+		return nil, fmt.Errorf("%w: %s: the record at offset %d says %d bytes, the reference %d", ErrCorrupt, f.f.Name(), ref.Off, n, ref.Len)
+	}
+	if got := crc32.Checksum(body, castagnoli); got != sum {
+		return nil, fmt.Errorf("%w: %s: the record at offset %d (%d bytes): checksum %08x stored, %08x computed", ErrCorrupt, f.f.Name(), ref.Off, n, sum, got)
+	}
+	copy(buf, body) // the body to the front, where the caller's buf began
+	return buf[:len(body)], nil
+}
+
+// Sync makes every record appended so far durable, and returns the
+// Position after the last one. An error means the store's files can no
+// longer be trusted to hold what was written (Linux reports a failed
+// write-back once): the caller must stop, not retry.
+func (s *Store) Sync() (Position, error) {
+	s.mu.Lock()
+	var dirty []*file
+	unnamed := false
+	for _, f := range s.files {
+		if f.dirty {
+			dirty = append(dirty, f)
+			f.dirty = false
+		}
+		if f.unnamed {
+			unnamed = true
+			f.unnamed = false
+		}
+	}
+	pos := s.positionLocked()
+	s.mu.Unlock()
+	for _, f := range dirty {
+		if err := f.f.Sync(); err != nil {
+			return Position{}, fmt.Errorf("body store: sync %s: %w", f.f.Name(), err)
+		}
+	}
+	if unnamed {
+		if err := syncDir(s.dir); err != nil {
+			return Position{}, err
+		}
+	}
+	return pos, nil
+}
+
+// syncDir makes the names of new files in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("body store: sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("body store: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Position returns the point after the last record appended.
+func (s *Store) Position() Position {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.positionLocked()
+}
+
+func (s *Store) positionLocked() Position {
+	if s.active == nil {
+		return Position{}
+	}
+	return Position{File: s.active.id, Off: uint32(s.active.size)}
+}
+
+// TruncateAfter drops every record appended after p: the files after
+// p.File are removed, and p.File is cut to p.Off. Records before p are
+// left as they are. It is what a restart does before it replays the log
+// entries that come after the state it restored.
+func (s *Store) TruncateAfter(p Position) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, f := range s.files {
+		switch {
+		case id > p.File:
+			f.f.Close()
+			if err := os.Remove(f.f.Name()); err != nil {
+				return fmt.Errorf("body store: %w", err)
+			}
+			delete(s.files, id)
+		case id == p.File && f.size > int64(p.Off):
+			if err := f.f.Truncate(int64(p.Off)); err != nil {
+				return fmt.Errorf("body store: truncate %s: %w", f.f.Name(), err)
+			}
+			f.size = int64(p.Off)
+			f.dirty = true
+		}
+	}
+	// Appends go on at p: in p.File if it exists, else in a new file
+	// numbered from p.File (the position was taken before its file was
+	// made, or in an empty store).
+	s.active = s.files[p.File]
+	s.minNext = p.File
+	return nil
+}
+
+// Hold counts a record as referenced, for a state restored from a
+// snapshot: a file's live bytes are what the state refers to in it.
+// Append counts the records it writes itself.
+func (s *Store) Hold(ref Ref) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.files[ref.File]; ok {
+		f.live += headerSize + int64(ref.Len)
+	}
+}
+
+// Release counts a record as no longer referenced (its message was
+// deleted, expired or purged). Its bytes stay until its file is removed.
+func (s *Store) Release(ref Ref) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.files[ref.File]; ok {
+		f.live -= headerSize + int64(ref.Len)
+	}
+}
+
+// ResetLive sets every file's live bytes to 0, before a restored state
+// counts its references with Hold.
+func (s *Store) ResetLive() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.files {
+		f.live = 0
+	}
+}
+
+// Stats describes every file, in append order.
+func (s *Store) Stats() []FileStats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]FileStats, 0, len(s.files))
+	for _, f := range s.files {
+		out = append(out, FileStats{ID: f.id, Size: f.size, Live: f.live, Active: f == s.active})
+	}
+	slices.SortFunc(out, func(a, b FileStats) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Rewrite copies ref's record to the end of the store and returns the
+// new Ref: how the live records of a mostly dead file are moved out. The
+// old record stays counted as live until the caller releases it (once
+// nothing refers to it).
+func (s *Store) Rewrite(ref Ref, buf []byte) (Ref, []byte, error) {
+	body, err := s.Read(ref, buf)
+	if err != nil {
+		return Ref{}, buf, err
+	}
+	nr, err := s.Append(body)
+	return nr, body, err
+}
+
+// Remove deletes file id, which must not be the active file. The caller
+// removes a file only when no state that could be restored (the running
+// one, the newest snapshot) refers to it.
+func (s *Store) Remove(id uint32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.files[id]
+	if !ok {
+		return nil
+	}
+	if f == s.active {
+		return fmt.Errorf("body store: %s is the file appends go to", f.f.Name())
+	}
+	f.f.Close()
+	delete(s.files, id)
+	if err := os.Remove(f.f.Name()); err != nil {
+		return fmt.Errorf("body store: %w", err)
+	}
+	return nil
+}
+
+// Close closes the files. It does not sync.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	var first error
+	for _, f := range s.files {
+		if err := f.f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.files = map[uint32]*file{}
+	s.active = nil
+	return first
+}

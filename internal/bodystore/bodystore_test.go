@@ -1,0 +1,345 @@
+package bodystore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// body returns a body of n bytes that differs from every other (i, n).
+func body(i, n int) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(uint64(i), uint64(n)))
+	for j := range b {
+		b[j] = byte(r.Uint32())
+	}
+	return b
+}
+
+// open opens a store in dir that the test closes at its end.
+func open(t *testing.T, dir string, fileSize int64) *Store {
+	t.Helper()
+	s, err := Open(dir, fileSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// mustRead reads ref and checks it holds want.
+func mustRead(t *testing.T, s *Store, ref Ref, want []byte) {
+	t.Helper()
+	got, err := s.Read(ref, nil)
+	if err != nil {
+		t.Fatalf("read %+v: %v", ref, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %+v: %d bytes, not the %d appended", ref, len(got), len(want))
+	}
+}
+
+func TestAppendReadAcrossFiles(t *testing.T) {
+	s := open(t, t.TempDir(), 64<<10)
+	var refs []Ref
+	var bodies [][]byte
+	for i := range 200 {
+		b := body(i, i*97%5000)
+		ref, err := s.Append(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, bodies = append(refs, ref), append(bodies, b)
+	}
+	buf := make([]byte, 0, 16)
+	for i, ref := range refs {
+		got, err := s.Read(ref, buf)
+		if err != nil || !bytes.Equal(got, bodies[i]) {
+			t.Fatalf("body %d at %+v: %v (%d bytes, want %d)", i, ref, err, len(got), len(bodies[i]))
+		}
+		buf = got
+	}
+	st := s.Stats()
+	if len(st) < 3 || !st[len(st)-1].Active {
+		t.Fatalf("stats %+v: want several files, the last active", st)
+	}
+	for _, f := range st {
+		if f.Size > 64<<10 && f.Size > int64(headerSize+5000) {
+			t.Errorf("file %d holds %d bytes, over the file size", f.ID, f.Size)
+		}
+		if f.Live != f.Size {
+			t.Errorf("file %d: %d live of %d, want all live", f.ID, f.Live, f.Size)
+		}
+	}
+	if _, err := s.Append(make([]byte, MaxBody+1)); err == nil {
+		t.Error("a body over MaxBody was appended")
+	}
+}
+
+// TestDamageIsReported checks that a record changed on disk, cut short,
+// or named by a wrong Ref is reported as damaged, naming the file and
+// offset, and never read as a body.
+func TestDamageIsReported(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 0)
+	a, _ := s.Append(body(1, 300))
+	b, _ := s.Append(body(2, 300))
+	c, _ := s.Append(body(3, 300))
+	path := filepath.Join(dir, name(a.File))
+
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	flip := func(off int64) {
+		one := make([]byte, 1)
+		f.ReadAt(one, off)
+		one[0] ^= 0x40
+		f.WriteAt(one, off)
+	}
+	flip(int64(b.Off) + headerSize + 150) // in b's body
+	flip(int64(c.Off) + 5)                // in c's checksum
+	for _, tc := range []struct {
+		name string
+		ref  Ref
+	}{
+		{"body changed", b},
+		{"checksum changed", c},
+		{"wrong length", Ref{File: a.File, Off: a.Off, Len: a.Len - 1}},
+		{"wrong offset", Ref{File: a.File, Off: a.Off + 1, Len: a.Len}},
+		{"past the end", Ref{File: a.File, Off: c.Off + 400, Len: 10}},
+	} {
+		got, err := s.Read(tc.ref, nil)
+		if !errors.Is(err, ErrCorrupt) || got != nil {
+			t.Errorf("%s: read = %d bytes, %v; want ErrCorrupt", tc.name, len(got), err)
+			continue
+		}
+		if want := fmt.Sprintf("offset %d", tc.ref.Off); !bytes.Contains([]byte(err.Error()), []byte(want)) || !bytes.Contains([]byte(err.Error()), []byte(name(a.File))) {
+			t.Errorf("%s: %v does not name the file and %s", tc.name, err, want)
+		}
+	}
+	mustRead(t, s, a, body(1, 300))
+	if _, err := s.Read(Ref{File: 99, Len: 1}, nil); err == nil {
+		t.Error("a read from a file that does not exist succeeded")
+	}
+}
+
+// TestTruncateAfterKeepsWhatWasSynced is a restart: what was appended
+// before a synced Position reads back after the store is reopened and cut
+// back to it; what came after is gone, and appends go on after it.
+func TestTruncateAfterKeepsWhatWasSynced(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []Ref
+	for i := range 10 {
+		ref, err := s.Append(body(i, 1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, ref)
+	}
+	pos, err := s.Sync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pos != s.Position() {
+		t.Fatalf("Sync's position %+v, Position %+v", pos, s.Position())
+	}
+	for i := range 10 { // after the position: a replay appends them again
+		if _, err := s.Append(body(100+i, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+
+	s = open(t, dir, 4096)
+	if err := s.TruncateAfter(pos); err != nil {
+		t.Fatal(err)
+	}
+	if s.Position() != pos {
+		t.Fatalf("after TruncateAfter(%+v), Position %+v", pos, s.Position())
+	}
+	for i, ref := range kept {
+		mustRead(t, s, ref, body(i, 1000))
+	}
+	for _, f := range s.Stats() {
+		if f.ID > pos.File {
+			t.Errorf("file %d, after the position's file %d, is still there", f.ID, pos.File)
+		}
+	}
+	ref, err := s.Append(body(7, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref.File < pos.File || ref.File == pos.File && ref.Off < pos.Off {
+		t.Fatalf("an append after TruncateAfter(%+v) went to %+v, before it", pos, ref)
+	}
+	mustRead(t, s, ref, body(7, 7))
+}
+
+// TestTruncateToAnEmptyStore is the restart of a node with no snapshot: the
+// whole log replays, so every body goes.
+func TestTruncateToAnEmptyStore(t *testing.T) {
+	s := open(t, t.TempDir(), 1024)
+	for i := range 5 {
+		s.Append(body(i, 600))
+	}
+	if err := s.TruncateAfter(Position{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); len(st) != 0 {
+		t.Fatalf("stats after TruncateAfter(zero): %+v", st)
+	}
+	ref, err := s.Append(body(9, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, s, ref, body(9, 10))
+}
+
+// TestLiveBytesAndRewrite checks the accounting that chooses what to
+// reclaim, and the reclaiming: live records rewritten out of a mostly dead
+// file, which is then removed.
+func TestLiveBytesAndRewrite(t *testing.T) {
+	s := open(t, t.TempDir(), 8<<10)
+	var refs []Ref
+	for i := range 20 {
+		ref, _ := s.Append(body(i, 1000))
+		refs = append(refs, ref)
+	}
+	first := refs[0].File
+	var inFirst []int
+	for i, ref := range refs {
+		if ref.File == first {
+			inFirst = append(inFirst, i)
+		}
+	}
+	// All but one record of the first file die.
+	for _, i := range inFirst[1:] {
+		s.Release(refs[i])
+	}
+	st := s.Stats()
+	if st[0].ID != first || st[0].Live != headerSize+1000 {
+		t.Fatalf("first file %+v: want %d live bytes", st[0], headerSize+1000)
+	}
+	survivor := inFirst[0]
+	moved, _, err := s.Rewrite(refs[survivor], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Release(refs[survivor])
+	if err := s.Remove(first); err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, s, moved, body(survivor, 1000))
+	if _, err := s.Read(refs[survivor], nil); err == nil {
+		t.Fatal("a record of a removed file still reads")
+	}
+	if err := s.Remove(s.Position().File); err == nil {
+		t.Fatal("the active file was removed")
+	}
+
+	// A restored state counts its references again.
+	s.ResetLive()
+	s.Hold(moved)
+	for _, f := range s.Stats() {
+		want := int64(0)
+		if f.ID == moved.File {
+			want = headerSize + 1000
+		}
+		if f.Live != want {
+			t.Errorf("file %d: %d live bytes after ResetLive and one Hold, want %d", f.ID, f.Live, want)
+		}
+	}
+}
+
+// TestConcurrentReads runs reads beside the appender, as receives beside
+// sends (go test -race).
+func TestConcurrentReads(t *testing.T) {
+	s := open(t, t.TempDir(), 32<<10)
+	refs := make(chan Ref, 1000)
+	done := make(chan error)
+	go func() {
+		var err error
+		for ref := range refs {
+			var got []byte
+			if got, err = s.Read(ref, nil); err == nil && !bytes.Equal(got, body(int(ref.Len), int(ref.Len))) {
+				err = fmt.Errorf("%+v read back wrong", ref)
+			}
+			if err != nil {
+				break
+			}
+		}
+		done <- err
+	}()
+	for i := range 1000 {
+		ref, err := s.Append(body(i, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs <- ref
+	}
+	close(refs)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzDamagedRecords appends bodies, damages the file (one byte changed
+// anywhere, or the file cut short anywhere), and reads every record back:
+// each read must give the body appended or an error, never another body.
+// CRC-32C detects every error within 32 consecutive bits, so a one-byte
+// change is always caught, in the body, its length or its checksum.
+func FuzzDamagedRecords(f *testing.F) {
+	f.Add(uint16(3), uint32(0), byte(1), false)
+	f.Add(uint16(5), uint32(12), byte(0x80), false)
+	f.Add(uint16(7), uint32(100), byte(0), true)
+	f.Fuzz(func(t *testing.T, n uint16, at uint32, mask byte, cut bool) {
+		dir := t.TempDir()
+		s, err := Open(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		count := int(n%8) + 1
+		refs := make([]Ref, count)
+		for i := range refs {
+			if refs[i], err = s.Append(body(i, int(n)%300+i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		path := filepath.Join(dir, name(refs[0].File))
+		st, _ := os.Stat(path)
+		off := int64(at) % (st.Size() + 1)
+		if cut {
+			if err := os.Truncate(path, off); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			if s, err = Open(dir, 0); err != nil {
+				t.Fatal(err)
+			}
+		} else if off < st.Size() && mask != 0 {
+			file, _ := os.OpenFile(path, os.O_RDWR, 0)
+			one := make([]byte, 1)
+			file.ReadAt(one, off)
+			one[0] ^= mask
+			file.WriteAt(one, off)
+			file.Close()
+		}
+		for i, ref := range refs {
+			got, err := s.Read(ref, nil)
+			if err == nil && !bytes.Equal(got, body(i, int(n)%300+i)) {
+				t.Fatalf("record %d at %+v read back as another body", i, ref)
+			}
+		}
+	})
+}
