@@ -79,6 +79,8 @@ type Store struct {
 	mu     sync.RWMutex // guards files and active; held for reading by reads
 	files  map[uint32]*file
 	active *file
+	// rec is the appender's buffer for the record it writes.
+	rec []byte
 	// minNext is the lowest id the next new file may take: after
 	// TruncateAfter(p), p.File, so that appends stay after p.
 	minNext uint32
@@ -165,7 +167,7 @@ func parseName(n string) (uint32, bool) {
 
 // Append writes body as a new record and returns its Ref. It does not
 // sync. Only one goroutine may append at a time.
-func (s *Store) Append(body []byte) (Ref, error) {
+func (s *Store) Append(body string) (Ref, error) {
 	if len(body) > MaxBody {
 		return Ref{}, fmt.Errorf("body store: a body of %d bytes is over the %d a record holds", len(body), MaxBody)
 	}
@@ -182,10 +184,11 @@ func (s *Store) Append(body []byte) (Ref, error) {
 			return Ref{}, err
 		}
 	}
-	rec := make([]byte, need)
-	binary.BigEndian.PutUint32(rec[0:4], uint32(len(body)))
-	binary.BigEndian.PutUint32(rec[4:8], crc32.Checksum(body, castagnoli))
+	rec := slices.Grow(s.rec[:0], int(need))[:need]
+	s.rec = rec
 	copy(rec[headerSize:], body)
+	binary.BigEndian.PutUint32(rec[0:4], uint32(len(body)))
+	binary.BigEndian.PutUint32(rec[4:8], crc32.Checksum(rec[headerSize:], castagnoli))
 	if _, err := a.f.WriteAt(rec, a.size); err != nil {
 		return Ref{}, fmt.Errorf("body store: append to %s: %w", a.f.Name(), err)
 	}
@@ -394,7 +397,7 @@ func (s *Store) Rewrite(ref Ref, buf []byte) (Ref, []byte, error) {
 	if err != nil {
 		return Ref{}, buf, err
 	}
-	nr, err := s.Append(body)
+	nr, err := s.Append(string(body))
 	return nr, body, err
 }
 

@@ -49,7 +49,7 @@ func TestAppendReadAcrossFiles(t *testing.T) {
 	var bodies [][]byte
 	for i := range 200 {
 		b := body(i, i*97%5000)
-		ref, err := s.Append(b)
+		ref, err := s.Append(string(b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestAppendReadAcrossFiles(t *testing.T) {
 			t.Errorf("file %d: %d live of %d, want all live", f.ID, f.Live, f.Size)
 		}
 	}
-	if _, err := s.Append(make([]byte, MaxBody+1)); err == nil {
+	if _, err := s.Append(string(make([]byte, MaxBody+1))); err == nil {
 		t.Error("a body over MaxBody was appended")
 	}
 }
@@ -86,9 +86,9 @@ func TestAppendReadAcrossFiles(t *testing.T) {
 func TestDamageIsReported(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, 0)
-	a, _ := s.Append(body(1, 300))
-	b, _ := s.Append(body(2, 300))
-	c, _ := s.Append(body(3, 300))
+	a, _ := s.Append(string(body(1, 300)))
+	b, _ := s.Append(string(body(2, 300)))
+	c, _ := s.Append(string(body(3, 300)))
 	path := filepath.Join(dir, name(a.File))
 
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -140,7 +140,7 @@ func TestTruncateAfterKeepsWhatWasSynced(t *testing.T) {
 	}
 	var kept []Ref
 	for i := range 10 {
-		ref, err := s.Append(body(i, 1000))
+		ref, err := s.Append(string(body(i, 1000)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestTruncateAfterKeepsWhatWasSynced(t *testing.T) {
 		t.Fatalf("Sync's position %+v, Position %+v", pos, s.Position())
 	}
 	for i := range 10 { // after the position: a replay appends them again
-		if _, err := s.Append(body(100+i, 1000)); err != nil {
+		if _, err := s.Append(string(body(100+i, 1000))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,7 +175,7 @@ func TestTruncateAfterKeepsWhatWasSynced(t *testing.T) {
 			t.Errorf("file %d, after the position's file %d, is still there", f.ID, pos.File)
 		}
 	}
-	ref, err := s.Append(body(7, 7))
+	ref, err := s.Append(string(body(7, 7)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestTruncateAfterKeepsWhatWasSynced(t *testing.T) {
 func TestTruncateToAnEmptyStore(t *testing.T) {
 	s := open(t, t.TempDir(), 1024)
 	for i := range 5 {
-		s.Append(body(i, 600))
+		s.Append(string(body(i, 600)))
 	}
 	if err := s.TruncateAfter(Position{}); err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestTruncateToAnEmptyStore(t *testing.T) {
 	if st := s.Stats(); len(st) != 0 {
 		t.Fatalf("stats after TruncateAfter(zero): %+v", st)
 	}
-	ref, err := s.Append(body(9, 10))
+	ref, err := s.Append(string(body(9, 10)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestLiveBytesAndRewrite(t *testing.T) {
 	s := open(t, t.TempDir(), 8<<10)
 	var refs []Ref
 	for i := range 20 {
-		ref, _ := s.Append(body(i, 1000))
+		ref, _ := s.Append(string(body(i, 1000)))
 		refs = append(refs, ref)
 	}
 	first := refs[0].File
@@ -281,7 +281,7 @@ func TestConcurrentReads(t *testing.T) {
 		done <- err
 	}()
 	for i := range 1000 {
-		ref, err := s.Append(body(i, i))
+		ref, err := s.Append(string(body(i, i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,7 +312,7 @@ func FuzzDamagedRecords(f *testing.F) {
 		count := int(n%8) + 1
 		refs := make([]Ref, count)
 		for i := range refs {
-			if refs[i], err = s.Append(body(i, int(n)%300+i)); err != nil {
+			if refs[i], err = s.Append(string(body(i, int(n)%300+i))); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -67,6 +67,7 @@ func (e *Engine) deleteOne(q *queue, handle string) error {
 	}
 	atLimit := q.nInflight >= api.MaxInflightStandard
 	q.remove(m)
+	e.dropBody(m)
 	// Deleting a FIFO message may unblock its group; at the in-flight limit
 	// any deletion makes room for a receive.
 	if q.fifo || atLimit {

@@ -13,6 +13,9 @@ type Config struct {
 	// Region is the region of the queue ARNs the engine hands out and
 	// accepts: arn:aws:sqs:REGION:ACCOUNT:NAME.
 	Region string
+	// Bodies, if not nil, keeps the messages' bodies (see bodies.go);
+	// SetBodyStore sets it on an engine made without one.
+	Bodies BodyStore
 }
 
 // Engine holds every queue and applies commands to them. Apply must be
@@ -20,6 +23,10 @@ type Config struct {
 // nothing and may run concurrently with each other, but not with Apply.
 type Engine struct {
 	cfg Config
+
+	// bodyErr is the first error reading a body back for a result since
+	// TakeBodyError was last called. It is not state.
+	bodyErr error
 
 	now    int64  // time of the latest command applied, ns
 	serial uint64 // serial of the latest message created

@@ -22,6 +22,7 @@ const testAccount = "000000000000"
 type harness struct {
 	t       *testing.T
 	e       *Engine
+	bodies  *testBodies // the engine's BodyStore, with harnessBodies
 	now     int64
 	caller  string
 	entropy uint64
@@ -32,6 +33,10 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, e: New(Config{Region: testRegion}), now: t0, caller: testAccount, entropy: 0x1234}
+	if harnessBodies {
+		h.bodies = newTestBodies(t)
+		h.e.SetBodyStore(h.bodies)
+	}
 	h.e.SetAvailableHook(func(k api.QueueKey) { h.woken = append(h.woken, k) })
 	return h
 }

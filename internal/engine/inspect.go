@@ -165,7 +165,7 @@ func (e *Engine) Peek(q api.QueueKey, now int64, opts PeekOptions) ([]PeekedMess
 	}
 	out := make([]PeekedMessage, len(picked))
 	for i, m := range picked {
-		out[i] = peeked(qu, m, t, opts.MaxBodyBytes)
+		out[i] = peeked(qu, m, t, opts.MaxBodyBytes, e.cfg.Bodies)
 	}
 	return out, true
 }
@@ -245,11 +245,16 @@ func stateAt(m *message, t int64) MessageState {
 	}
 }
 
-func peeked(q *queue, m *message, t int64, maxBody int) PeekedMessage {
+func peeked(q *queue, m *message, t int64, maxBody int, bodies BodyStore) PeekedMessage {
+	body, err := bodyOf(bodies, m)
+	if err != nil {
+		// The operator sees that the body is damaged, never another.
+		body = "(the body cannot be read: " + err.Error() + ")"
+	}
 	p := PeekedMessage{
 		MessageID:           m.messageID().String(),
-		Body:                m.body,
-		BodyBytes:           len(m.body),
+		Body:                body,
+		BodyBytes:           len(body),
 		MessageAttributes:   m.attrs(),
 		Size:                int(m.size),
 		GroupID:             m.group.String(),

@@ -17,13 +17,15 @@ const (
 // links and heap positions, rebuilt from that state) and gen.
 //
 // The layout is chosen for a backlog of millions (see message_compact.go):
-// 208 bytes, exactly a size class of the allocator, beside the body. The
-// fields are ordered by size so that none needs padding.
+// 224 bytes, a size class of the allocator, beside the body when the body
+// is kept in the message (the reference to a body kept in a BodyStore took
+// it from 208). The fields are ordered by size so that little is padding.
 type message struct {
 	serial uint64   // engine-wide identity, the key of receipt handles
 	uuid   [16]byte // MessageId, if a canonical UUID (see messageID)
 
-	body    string
+	body    string   // the body, unless it is kept in a BodyStore
+	ref     BodyRef  // where a BodyStore keeps the body (File 0: none)
 	md5Body [16]byte // MD5OfBody
 	ext     *msgExt  // attributes, trace header, dead-letter source, other MessageId: nil if none
 	sender  istr     // SenderId: the sending account

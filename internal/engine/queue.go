@@ -43,6 +43,8 @@ type queue struct {
 	// and go to the aged heap instead.
 	arrivalHead, arrivalTail *message
 	aged                     indexedHeap[*message]
+	// bodies is the engine's BodyStore (nil: bodies are in the messages).
+	bodies BodyStore
 
 	// timers holds every delayed or in-flight message, by visibleAt.
 	timers indexedHeap[*message]
@@ -174,7 +176,18 @@ func (q *queue) insert(m *message, now int64) {
 	q.refreshTenant(t)
 }
 
-// remove deletes m from the queue, whatever its state.
+// discard deletes m from the queue for good (it expired): remove, and its
+// body is released.
+func (q *queue) discard(m *message) {
+	q.remove(m)
+	if m.ref.File != 0 {
+		q.bodies.Release(m.ref)
+	}
+}
+
+// remove deletes m from the queue, whatever its state. The message may go
+// on in another queue (moved, or redriven to its dead-letter queue), so
+// its body is not released.
 func (q *queue) remove(m *message) {
 	delete(q.handles, m.serial)
 	if q.aged.Contains(m) {
@@ -359,7 +372,7 @@ func (q *queue) processUpTo(now int64, budget int) (woke bool, done int, complet
 		if done == budget {
 			return woke, done, false
 		}
-		q.remove(q.arrivalHead)
+		q.discard(q.arrivalHead)
 		woke = true // an expired in-flight message may unblock its group
 		done++
 	}
@@ -367,7 +380,7 @@ func (q *queue) processUpTo(now int64, budget int) (woke bool, done int, complet
 		if done == budget {
 			return woke, done, false
 		}
-		q.remove(q.aged.Min())
+		q.discard(q.aged.Min())
 		woke = true
 		done++
 	}

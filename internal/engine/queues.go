@@ -44,6 +44,7 @@ func (e *Engine) createQueue(cmd *Command, r *api.CreateQueueRequest, now int64)
 	delete(e.deleted, key)
 	e.dropDeadDeletions()
 	q := newQueue(key, e.cfg.Region, fifo, attrs, now)
+	q.bodies = e.cfg.Bodies
 	q.due, q.cow = e.due, e.cow
 	for k, v := range r.Tags {
 		q.tags[k] = v
@@ -100,6 +101,7 @@ func (e *Engine) deleteQueue(cmd *Command, now int64) (api.Response, error) {
 		return nil, api.ErrQueueDoesNotExist()
 	}
 	delete(e.queues, q.key)
+	e.dropBodies(q)
 	e.due.Remove(q)
 	e.pruneDeleted(now)
 	// A name freed at once needs no record; a record the name already has
@@ -170,6 +172,7 @@ func (e *Engine) purgeQueue(cmd *Command, now int64) (api.Response, error) {
 		return nil, api.ErrPurgeQueueInProgress(q.key.Name)
 	}
 	q.purged, q.purgedAt = true, now
+	e.dropBodies(q)
 	q.resetMessages()
 	if q.fifo {
 		q.dedup.reset()

@@ -21,6 +21,12 @@ func (e *Engine) receiveMessage(cmd *Command, r *api.ReceiveMessageRequest, now 
 		vis = int64(*r.VisibilityTimeout) * 1e9
 	}
 	sel := newSelection(r)
+	sel.bodies = e.cfg.Bodies
+	defer func() {
+		if sel.err != nil && e.bodyErr == nil {
+			e.bodyErr = sel.err
+		}
+	}()
 
 	var got []*message
 	if q.fifo && r.ReceiveRequestAttemptId != "" {
@@ -87,6 +93,11 @@ func (q *queue) recordAttempt(id string, now int64, msgs []*message) {
 // AttributeNames) and which message attributes (MessageAttributeNames:
 // All, "*", ".*", names and "prefix.*" patterns).
 type selection struct {
+	// bodies is where the bodies are kept, if not in the messages; err the
+	// first error reading one back.
+	bodies BodyStore
+	err    error
+
 	sysAll      bool
 	sys         map[string]bool
 	attrAll     bool
@@ -172,8 +183,12 @@ func (s *selection) render(q *queue, m *message) api.Message {
 		MessageId:     m.messageID().String(),
 		ReceiptHandle: encodeHandle(q.handleTag, m.serial, m.nonce),
 		MD5OfBody:     m.bodyMD5(),
-		Body:          m.body,
 	}
+	body, err := bodyOf(s.bodies, m)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	out.Body = body
 	sys := map[string]string{}
 	add := func(name, value string, present bool) {
 		if present && s.wantSys(name) {

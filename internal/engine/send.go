@@ -250,7 +250,6 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	md5Body, _ := parseMD5(out.md5Body) // api.MD5OfBody's lowercase hex
 	m := &message{
 		serial:     e.serial,
-		body:       in.body,
 		md5Body:    md5Body,
 		sender:     intern(cmd.Caller),
 		size:       int32(size),
@@ -264,6 +263,7 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	if v, ok := in.sysAttrs[api.MsgAttrAWSTraceHeader]; ok && v.StringValue != nil {
 		trace = *v.StringValue
 	}
+	e.keepBody(m, in.body)
 	m.setExt(makeMsgID(newMessageID(cmd, i, e.serial)), in.attrs, out.md5Attrs, trace, "")
 	delay := q.attrs.DelaySeconds
 	if in.delay != nil && !q.fifo {

@@ -46,7 +46,13 @@ import (
 const flagHasString, flagAged = 1, 1
 
 // recordWriter appends binary records to buf.
-type recordWriter struct{ buf []byte }
+type recordWriter struct {
+	buf []byte
+	// bodies is where the messages' bodies are kept, if not in them; err
+	// the first error reading one back.
+	bodies BodyStore
+	err    error
+}
 
 func (w *recordWriter) uvarint(v uint64) { w.buf = binary.AppendUvarint(w.buf, v) }
 func (w *recordWriter) varint(v int64)   { w.buf = binary.AppendVarint(w.buf, v) }
@@ -67,7 +73,11 @@ func (w *recordWriter) message(m *message, aged bool) {
 	id := m.messageID()
 	w.uvarint(uint64(id.len()))
 	w.buf = id.appendTo(w.buf)
-	w.str(m.body)
+	body, err := bodyOf(w.bodies, m)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	w.str(body)
 	attrs := m.attrs()
 	w.uvarint(uint64(len(attrs)))
 	if len(attrs) > 0 {
@@ -134,6 +144,8 @@ var errShortRecord = errors.New("record truncated or malformed")
 type recordReader struct {
 	buf []byte
 	err error
+	// bodies, if not nil, keeps the bodies of the messages read.
+	bodies BodyStore
 }
 
 func (r *recordReader) uvarint() uint64 {
@@ -252,7 +264,11 @@ func (r *recordReader) message(d *decodedMessage) error {
 	m := d.m
 	m.serial = r.uvarint()
 	d.id = makeMsgIDBytes(r.raw())
-	m.body = r.str()
+	if body := r.str(); r.bodies != nil && r.err == nil {
+		m.ref = r.bodies.Put(body)
+	} else {
+		m.body = body
+	}
 	if n := r.count(); n > 0 {
 		d.attrs = make(map[string]api.MessageAttributeValue, n)
 		prev := ""

@@ -88,6 +88,8 @@ type twinCoverage struct {
 
 // twins drives engines A and X with the same commands.
 type twins struct {
+	// aBodies and xBodies are a's and x's BodyStores, with harnessBodies.
+	aBodies, xBodies *testBodies
 	t    *testing.T
 	seed uint64
 	rng  *rand.Rand
@@ -133,6 +135,11 @@ func newTwins(t *testing.T, seed uint64, cov *twinCoverage) *twins {
 		a: New(Config{Region: testRegion}), x: New(Config{Region: testRegion}),
 		vrng: rand.New(rand.NewPCG(seed, 0x7e1e)),
 		now:  t0, entropy: seed, attempts: map[string][]string{}, deleted: map[api.QueueKey]bool{},
+	}
+	if harnessBodies {
+		tw.aBodies, tw.xBodies = newTestBodies(t), newTestBodies(t)
+		tw.a.SetBodyStore(tw.aBodies)
+		tw.x.SetBodyStore(tw.xBodies)
 	}
 	// Start with the dead-letter queues and a source of each type, so that
 	// redrive and move tasks happen early.
@@ -804,11 +811,24 @@ func (tw *twins) snapshot(final bool) {
 		y = junkEngine(tw.t, tw.rng.Uint64())
 		tw.cov.usedEngine++
 	}
+	var yBodies *testBodies
+	if harnessBodies {
+		if st, ok := y.cfg.Bodies.(*testBodies); ok {
+			yBodies = st // the junk engine's
+		} else {
+			yBodies = newTestBodies(tw.t)
+			y.SetBodyStore(yBodies)
+		}
+	}
 	woken := 0
 	y.SetAvailableHook(func(api.QueueKey) { woken++ })
 	if err := y.Restore(bytes.NewReader(sx.Bytes())); err != nil {
 		tw.fail("Restore: %v", err)
 		return
+	}
+	if yBodies != nil {
+		yBodies.restored(y)
+		tw.xBodies = yBodies
 	}
 	if woken != len(y.queues) {
 		tw.fail("Restore called the hook %d times for %d queues", woken, len(y.queues))

@@ -281,6 +281,7 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 		createdAt: sq.CreatedAt, modifiedAt: sq.ModifiedAt, handleTag: sq.HandleTag,
 		purgedAt: sq.PurgedAt, purged: sq.Purged, lastSeq: sq.LastSeq,
 		prevDedupScope: sq.PrevDedupScope, dedupScopeChanged: sq.DedupScopeChanged,
+		bodies: rs.e.cfg.Bodies,
 	}
 	for _, t := range sq.Tags {
 		q.tags[t.Key] = t.Value
@@ -396,7 +397,7 @@ func (rs *restorer) readChunk(b *chunkBatch, sq *snapQueue, got *queueLoad) erro
 	// The counts come from the input: size by them no further than a
 	// writer fills a chunk; more records, if there are, append.
 	b.msgs = slices.Grow(b.msgs[:0], min(c.Messages, snapChunkSize))
-	rr := recordReader{buf: c.MessageData}
+	rr := recordReader{buf: c.MessageData, bodies: rs.e.cfg.Bodies}
 	for i := range c.Messages {
 		d := decodedMessage{m: &message{}}
 		if err := rr.message(&d); err != nil {

@@ -34,6 +34,9 @@ type SnapshotView struct {
 	queues []queueView
 	total  int // messages
 	done   bool
+	// bodies is the engine's BodyStore: the bodies the view writes are
+	// read from it (nil: they are in the messages).
+	bodies BodyStore
 }
 
 // queueView is one queue's part of a view.
@@ -133,7 +136,7 @@ func (e *Engine) captureSnapshot() (*SnapshotView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &SnapshotView{header: h, queues: make([]queueView, 0, len(keys))}
+	v := &SnapshotView{header: h, queues: make([]queueView, 0, len(keys)), bodies: e.cfg.Bodies}
 	for _, k := range keys {
 		q := e.queues[k]
 		v.queues = append(v.queues, captureQueue(q))
@@ -248,13 +251,16 @@ func (v *SnapshotView) writeQueue(enc *gob.Encoder, raw io.Writer, qv *queueView
 	if err := enc.Encode(qv.sq); err != nil {
 		return err
 	}
-	cw := chunkWriter{enc: enc, raw: raw}
+	cw := chunkWriter{enc: enc, raw: raw, msgs: recordWriter{bodies: v.bodies}}
 	for i := 0; i < len(qv.msgs); {
 		lock.Lock()
 		for k := 0; i < len(qv.msgs) && !cw.full() && k < viewLockBatch; i, k = i+1, k+1 {
 			cw.message(v.asTaken(qv.msgs[i]), i >= qv.arrival)
 		}
 		lock.Unlock()
+		if err := cw.msgs.err; err != nil {
+			return fmt.Errorf("queue %s: %w", qv.sq.Name, err)
+		}
 		if cw.full() {
 			if err := cw.flush(); err != nil {
 				return err

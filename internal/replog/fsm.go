@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
 )
 
@@ -27,6 +29,8 @@ type fsm struct {
 	walDir string // for naming the segment of an entry that cannot be applied
 	// observer, if not nil, is told of snapshots written and restored.
 	observer Observer
+	// bodies, if not nil, is the engine's body store (bodies.go).
+	bodies *bodies
 
 	// fatal is the first entry that could not be decoded: its error and
 	// index. Raft has already committed it, so the state machine cannot
@@ -144,8 +148,33 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	f.mu.Lock()
 	for i, c := range cmds {
 		results[i].resp, results[i].err = f.eng.Apply(c)
+		if f.bodies != nil {
+			if err := f.eng.TakeBodyError(); err != nil {
+				// The messages were received all the same (the state does
+				// not depend on a body's bytes): they come back once their
+				// visibility timeout runs out. The client gets an error,
+				// never a wrong or empty body.
+				f.logger.Error("cannot read a message body back", "err", err)
+				results[i] = applyResult{err: api.ErrInternalFailure("A message body could not be read back from disk (see the server log); the messages received come back after their visibility timeout.")}
+			}
+		}
+	}
+	var bodyErr error
+	if f.bodies != nil {
+		bodyErr = f.bodies.failure()
+		if bodyErr == nil {
+			bodyErr = f.bodies.reclaim(time.Now())
+		}
 	}
 	f.mu.Unlock()
+	if bodyErr != nil {
+		// A body that could not be written leaves a message without one:
+		// like an entry that cannot be applied, the node stops here.
+		err := fmt.Errorf("log entry %d (term %d): the body store failed: %w", l.Index, l.Term, bodyErr)
+		if f.fatal.CompareAndSwap(nil, &fatalEntry{err: err, index: l.Index}) {
+			f.logger.Error("cannot apply log entry; refusing writes", "err", err)
+		}
+	}
 	f.markApplied(l.Index)
 	f.appliedBytes += int64(len(l.Data))
 	if f.onBytes != nil && f.snapshotAt > 0 && f.appliedBytes >= f.snapshotAt {
@@ -228,11 +257,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	view, err := f.eng.BeginSnapshot()
+	if err == nil && f.bodies != nil {
+		f.bodies.views.Add(1) // before a write can release a body the view holds
+	}
 	f.mu.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("snapshot engine: %w", err)
 	}
-	return &snapshot{view: view, mu: &f.mu, written: f.observeSnapshot}, nil
+	return &snapshot{view: view, mu: &f.mu, written: f.observeSnapshot, bodies: f.bodies}, nil
 }
 
 // Restore implements raft.FSM. It streams the snapshot into the engine;
@@ -261,7 +293,13 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.eng.RestoreVerified(state, verify); err != nil {
+	err = f.eng.RestoreVerified(state, verify)
+	if f.bodies != nil {
+		// Whether the new state is in or the old one stays, the bodies
+		// the restore wrote for it, or the old state's, are what is live.
+		f.bodies.recount(f.eng)
+	}
+	if err != nil {
 		return fmt.Errorf("restore engine from snapshot (format version %d): %w", version, err)
 	}
 	f.applied.Store(0)
@@ -332,6 +370,7 @@ type snapshot struct {
 	view    *engine.SnapshotView
 	mu      *sync.RWMutex
 	written func()
+	bodies  *bodies // the engine's body store, if any: its views are counted
 }
 
 // Persist implements raft.FSMSnapshot. It runs on Raft's snapshot
@@ -362,5 +401,8 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 func (s *snapshot) Release() {
 	s.mu.Lock()
 	s.view.Release()
+	if s.bodies != nil {
+		s.bodies.views.Add(-1)
+	}
 	s.mu.Unlock()
 }

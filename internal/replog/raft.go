@@ -43,6 +43,10 @@ type RaftConfig struct {
 	SnapshotBytes   int64
 	// SnapshotsRetained is how many snapshots are kept on disk.
 	SnapshotsRetained int
+	// BodiesInMemory keeps message bodies in the engine's memory instead
+	// of in the body store under the data dir (bodies.go): the backlog is
+	// then bounded by memory. For measurements and tests.
+	BodiesInMemory bool
 	// MinFreeBytes is the free space the data dir's file system must keep:
 	// below it, writes are refused with ServiceUnavailable (reads go on)
 	// until space returns, so that the log never runs into a full disk in
@@ -239,6 +243,15 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		return nil, fmt.Errorf("open log %s: %w", walDir, err)
 	}
 	wal := &closingWAL{WAL: w, meta: meta, files: files}
+	if !cfg.BodiesInMemory {
+		// The engine must have no message yet: set its store before the
+		// snapshot is restored.
+		if wal.bodies, err = openBodies(filepath.Join(cfg.Dir, bodiesDir)); err != nil {
+			wal.Close()
+			return nil, fmt.Errorf("open body store in %s: %w", cfg.Dir, err)
+		}
+		eng.SetBodyStore(wal.bodies)
+	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotsRetained, hlog)
 	if err != nil {
 		wal.Close()
@@ -251,7 +264,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	// its checksums as it is read (one pass over the file), and refuse to
 	// start if it is damaged; Raft then takes only its index, term and
 	// configuration (NoSnapshotRestoreOnStart below).
-	f := &fsm{eng: eng, logger: cfg.Logger, walDir: walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes}
+	f := &fsm{eng: eng, logger: cfg.Logger, walDir: walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, bodies: wal.bodies}
 	if err := restoreLatestSnapshot(snaps, cfg.Dir, f); err != nil {
 		wal.Close()
 		return nil, err
@@ -820,13 +833,20 @@ func (l *Raft) newestSnapshotIndex() uint64 {
 // meta database and the file system its segments are on.
 type closingWAL struct {
 	*raftwal.WAL
-	meta  *metadb.BoltMetaDB
-	files *walfs.FS
+	meta   *metadb.BoltMetaDB
+	files  *walfs.FS
+	bodies *bodies // the engine's body store, closed with the log
 }
 
-// Close closes the WAL, then its meta database and its file system.
+// Close closes the WAL, then its meta database and its file system, and
+// the body store.
 func (w *closingWAL) Close() error {
 	err := w.WAL.Close()
+	if w.bodies != nil {
+		if berr := w.bodies.store.Close(); berr != nil && err == nil {
+			err = berr
+		}
+	}
 	if merr := w.meta.Close(); merr != nil && err == nil {
 		err = merr
 	}

@@ -1,0 +1,103 @@
+package engine
+
+// Where a message's body lives. By default the engine keeps it in the
+// message, in the heap. With a BodyStore (fifoq's durable log gives the
+// engine one) it keeps a BodyRef instead: a fixed 12 bytes, whatever the
+// body's size, so that a backlog is bounded by disk rather than memory.
+// The engine's behaviour does not depend on where bodies live; only the
+// bytes read back go into results and snapshots.
+
+// BodyRef names a body kept by a BodyStore. File 0 means none: the body
+// is in the message.
+type BodyRef struct {
+	File, Off, Len uint32
+}
+
+// BodyStore keeps message bodies outside the engine.
+//
+// Put is called while a command is applied, and must not fail the
+// command: a store that cannot write must stop its node by other means
+// (the command log does, seeing the store's error after the command). Get
+// may be called concurrently with Put, Get and Release: by reads, and by
+// a snapshot being written. A body a snapshot view may still write must
+// stay readable until the view is released, even once released here.
+type BodyStore interface {
+	// Put keeps body and returns its reference.
+	Put(body string) BodyRef
+	// Get returns the body ref names, or an error if it cannot be read
+	// back exactly (a damaged record is never returned as a body).
+	Get(ref BodyRef) (string, error)
+	// Release says that no message refers to ref any more.
+	Release(ref BodyRef)
+}
+
+// SetBodyStore makes the engine keep the bodies of the messages it stores
+// from now on in s. It must be called before any message exists: before
+// the first command and before a restore.
+func (e *Engine) SetBodyStore(s BodyStore) { e.cfg.Bodies = s }
+
+// keepBody stores body as m's.
+func (e *Engine) keepBody(m *message, body string) {
+	if e.cfg.Bodies == nil {
+		m.body = body
+		return
+	}
+	m.ref = e.cfg.Bodies.Put(body)
+}
+
+// bodyOf returns m's body, from the store if it is kept there.
+func bodyOf(s BodyStore, m *message) (string, error) {
+	if m.ref.File == 0 {
+		return m.body, nil
+	}
+	return s.Get(m.ref)
+}
+
+// dropBody tells the store that m, which is leaving the engine, no longer
+// refers to its body.
+func (e *Engine) dropBody(m *message) {
+	if m.ref.File != 0 {
+		e.cfg.Bodies.Release(m.ref)
+	}
+}
+
+// dropBodies is dropBody for every message of q.
+func (e *Engine) dropBodies(q *queue) {
+	if e.cfg.Bodies == nil {
+		return
+	}
+	for m := q.arrivalHead; m != nil; m = m.anext {
+		e.dropBody(m)
+	}
+	for _, m := range q.aged.items {
+		e.dropBody(m)
+	}
+}
+
+// BodyRefs calls fn with the reference of every stored body: what a store
+// counts as live after the engine's state was replaced by a restore.
+func (e *Engine) BodyRefs(fn func(BodyRef)) {
+	for _, q := range e.queues {
+		for m := q.arrivalHead; m != nil; m = m.anext {
+			if m.ref.File != 0 {
+				fn(m.ref)
+			}
+		}
+		for _, m := range q.aged.items {
+			if m.ref.File != 0 {
+				fn(m.ref)
+			}
+		}
+	}
+}
+
+// TakeBodyError returns the first error of reading a body back while the
+// commands applied since the last call built their results, and forgets
+// it. The messages concerned were received all the same (the engine's
+// state does not depend on a body's bytes); the caller answers the command
+// with an error instead of a wrong or empty body.
+func (e *Engine) TakeBodyError() error {
+	err := e.bodyErr
+	e.bodyErr = nil
+	return err
+}
