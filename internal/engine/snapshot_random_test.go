@@ -90,10 +90,10 @@ type twinCoverage struct {
 type twins struct {
 	// aBodies and xBodies are a's and x's BodyStores, with harnessBodies.
 	aBodies, xBodies *testBodies
-	t    *testing.T
-	seed uint64
-	rng  *rand.Rand
-	cov  *twinCoverage
+	t                *testing.T
+	seed             uint64
+	rng              *rand.Rand
+	cov              *twinCoverage
 
 	a, x    *Engine
 	now     int64
