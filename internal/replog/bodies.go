@@ -48,9 +48,10 @@ type bodies struct {
 // bodiesDir is the body store's directory under the data dir.
 const bodiesDir = "bodies"
 
-// openBodies opens the body store in dir and empties it (see above).
-func openBodies(dir string) (*bodies, error) {
-	s, err := bodystore.Open(dir, 0)
+// openBodies opens the body store in dir, with files of fileSize bytes
+// (bodystore.DefaultFileSize if 0), and empties it (see above).
+func openBodies(dir string, fileSize int64) (*bodies, error) {
+	s, err := bodystore.Open(dir, fileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,9 @@ type RaftConfig struct {
 	// of in the body store under the data dir (bodies.go): the backlog is
 	// then bounded by memory. For measurements and tests.
 	BodiesInMemory bool
+	// bodyFileSize, if not 0, is the size of the body store's files: tests
+	// make them small to see files filled and reclaimed.
+	bodyFileSize int64
 	// MinFreeBytes is the free space the data dir's file system must keep:
 	// below it, writes are refused with ServiceUnavailable (reads go on)
 	// until space returns, so that the log never runs into a full disk in
@@ -246,7 +249,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	if !cfg.BodiesInMemory {
 		// The engine must have no message yet: set its store before the
 		// snapshot is restored.
-		if wal.bodies, err = openBodies(filepath.Join(cfg.Dir, bodiesDir)); err != nil {
+		if wal.bodies, err = openBodies(filepath.Join(cfg.Dir, bodiesDir), cfg.bodyFileSize); err != nil {
 			wal.Close()
 			return nil, fmt.Errorf("open body store in %s: %w", cfg.Dir, err)
 		}
