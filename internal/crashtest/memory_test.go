@@ -56,13 +56,29 @@ const (
 
 // TestMemoryLimitRefusesInsteadOfOOM runs fifoq in a memory cgroup
 // (-memory.limit-mib, 256 MiB), without --max-memory so that the budget
-// comes from the cgroup, and offers it three times that in messages. The
+// comes from the cgroup, and offers it three times that in messages whose
+// attributes (kept in memory, where their bodies go to disk) fill it. The
 // server must refuse sends with ServiceUnavailable (503) rather than be
 // killed by the OOM killer, let consumers receive and delete while it
 // refuses, take sends again once they have drained half, and, once killed
 // with SIGKILL and restarted in the same cgroup, recover within the limit
 // and deliver every acknowledged message intact and nothing else.
 func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
+	runMemoryCgroup(t, memShape{attr: 300_000}, true)
+}
+
+// TestBacklogLargerThanMemory offers the same cgroup three times its limit
+// in messages of 1 MB bodies without attributes: the bodies go to disk, so
+// every one is acknowledged, none refused, and after a SIGKILL and a
+// restart in the same cgroup every one is delivered intact.
+func TestBacklogLargerThanMemory(t *testing.T) {
+	runMemoryCgroup(t, memShape{}, false)
+}
+
+// runMemoryCgroup is the two tests above: messages of the given shape are
+// offered to fifoq in a memory cgroup; wantRefusals says whether they must
+// fill its memory budget.
+func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 	if testing.Short() {
 		t.Skip("runs the real binary; skipped in -short mode")
 	}
@@ -108,7 +124,7 @@ func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
 	// Offer the messages. Once the server first refuses, receive and
 	// delete a few while the senders go on: consumers must be able to
 	// drain a server that refuses sends.
-	offer := newMemOffer()
+	offer := newMemOffer(shape)
 	offered := make(chan struct{})
 	began := time.Now()
 	go func() {
@@ -123,7 +139,7 @@ func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
 	ackedAtDrain := -1
 	select {
 	case <-offer.refusing:
-		ids, err := receiveAndDelete(ctx, client, q)
+		ids, err := receiveAndDelete(ctx, client, q, shape)
 		if err != nil {
 			t.Fatalf("consumer while the server refused sends: %v", err)
 		}
@@ -135,8 +151,8 @@ func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
 	}
 	<-offered
 	acked, refused, failure := offer.result()
-	t.Logf("offered %d bodies of %d bytes in %v: %d acknowledged, %d refused (ServiceUnavailable)",
-		*memMessages, memBodySize, time.Since(began).Round(time.Millisecond), len(acked), refused)
+	t.Logf("offered %d messages of %d bytes (%d of them attributes) in %v: %d acknowledged, %d refused (ServiceUnavailable)",
+		*memMessages, memBodySize, shape.attr, time.Since(began).Round(time.Millisecond), len(acked), refused)
 	if ackedAtDrain >= 0 {
 		t.Logf("a consumer received and deleted %d while sends were refused; %d sends were acknowledged after that", len(deleted), len(acked)-ackedAtDrain)
 	}
@@ -155,8 +171,47 @@ func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
 	if failure != nil {
 		t.Fatalf("a send failed other than by a refusal: %v", failure)
 	}
+	if !wantRefusals {
+		if refused != 0 || len(acked) != *memMessages {
+			t.Fatalf("%d of %d messages acknowledged, %d refused: with their bodies on disk, every one must be taken", len(acked), *memMessages, refused)
+		}
+	} else {
+		refusalsThenResume(t, client, q, shape, acked, deleted, refused)
+	}
+
+	// Kill it and restart it in the same cgroup: replaying what it stored
+	// must fit in the limit too.
+	if err := proc.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill fifoq: %v", err)
+	}
+	<-proc.done
+	cg.resetPeak()
+	proc = startInCgroup(t, cg, logs, addr, dataDir)
+	cg.requireNoOOMKill(t, "during recovery")
+
+	problems := drainAndCheck(t, client, q, shape, acked, deleted)
+	cg.logPeak(t, "recovery and drain")
+	if !running(proc) {
+		t.Fatalf("fifoq exited during the drain after the restart (%v; oom_kill count %s)", proc.err, cg.oomKillsText())
+	}
+	cg.requireNoOOMKill(t, "during recovery and the drain")
+	if len(problems) > 0 {
+		if len(problems) > 20 {
+			problems = append(problems[:20], fmt.Sprintf("... and %d more", len(problems)-20))
+		}
+		t.Errorf("after the restart:\n  %s", strings.Join(problems, "\n  "))
+	}
+}
+
+// refusalsThenResume checks the offer of runMemoryCgroup when it filled
+// the budget: sends were refused, a consumer could receive and delete
+// meanwhile, and once consumers drain half of what was acknowledged, the
+// server takes sends again by itself (that send is added to acked).
+func refusalsThenResume(t *testing.T, client *sqs.Client, q string, shape memShape, acked, deleted map[int]bool, refused int) {
+	t.Helper()
+	ctx := context.Background()
 	if refused == 0 {
-		t.Fatalf("no send was refused with ServiceUnavailable, though %d bytes were offered to a budget of %d", *memMessages*memBodySize, cgroupLimit)
+		t.Fatalf("no send was refused with ServiceUnavailable, though %d bytes were offered to a budget of %d", *memMessages*memBodySize, *memLimitMiB<<20)
 	}
 	if len(acked) == 0 {
 		t.Fatal("no send was acknowledged: the test exercised nothing")
@@ -168,7 +223,7 @@ func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
 	// Consumers drain half of what was acknowledged: once the server's
 	// memory falls, it must take sends again by itself.
 	for len(deleted) < len(acked)/2 {
-		ids, err := receiveAndDelete(ctx, client, q)
+		ids, err := receiveAndDelete(ctx, client, q, shape)
 		if err != nil {
 			t.Fatalf("consumer draining half the queue: %v", err)
 		}
@@ -179,7 +234,7 @@ func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
 	resumed := *memMessages // an id never offered
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q), MessageBody: aws.String(memBody(resumed))})
+		_, err := client.SendMessage(ctx, shape.input(q, resumed))
 		if err == nil {
 			acked[resumed] = true
 			break
@@ -193,29 +248,6 @@ func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("sends accepted again after %d of the %d acknowledged messages were deleted", len(deleted), len(acked)-1)
-
-	// Kill it and restart it in the same cgroup: replaying what it stored
-	// must fit in the limit too.
-	if err := proc.cmd.Process.Kill(); err != nil {
-		t.Fatalf("kill fifoq: %v", err)
-	}
-	<-proc.done
-	cg.resetPeak()
-	proc = startInCgroup(t, cg, logs, addr, dataDir)
-	cg.requireNoOOMKill(t, "during recovery")
-
-	problems := drainAndCheck(t, client, q, acked, deleted)
-	cg.logPeak(t, "recovery and drain")
-	if !running(proc) {
-		t.Fatalf("fifoq exited during the drain after the restart (%v; oom_kill count %s)", proc.err, cg.oomKillsText())
-	}
-	cg.requireNoOOMKill(t, "during recovery and the drain")
-	if len(problems) > 0 {
-		if len(problems) > 20 {
-			problems = append(problems[:20], fmt.Sprintf("... and %d more", len(problems)-20))
-		}
-		t.Errorf("after the restart:\n  %s", strings.Join(problems, "\n  "))
-	}
 }
 
 // unavailable ends the test when the machine cannot run it (not root, no
@@ -529,9 +561,25 @@ func memBody(id int) string {
 	return string(b)
 }
 
-// memBodyID returns the id of a body received, and an error unless the
-// body is exactly memBody(id).
-func memBodyID(body string) (int, error) {
+// memShape is the shape of the messages offered: a body, and with attr
+// more than 0 an attribute "pad" of attr bytes, the two making
+// memBodySize. The engine keeps attributes in memory and bodies on disk.
+type memShape struct{ attr int }
+
+// input is the send of message id.
+func (sh memShape) input(queueURL string, id int) *sqs.SendMessageInput {
+	all := memBody(id)
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(all[:len(all)-sh.attr])}
+	if sh.attr > 0 {
+		in.MessageAttributes = map[string]types.MessageAttributeValue{"pad": {DataType: aws.String("String"), StringValue: aws.String(all[len(all)-sh.attr:])}}
+	}
+	return in
+}
+
+// check returns the id of a message received, and an error unless its
+// body and attribute are exactly what input sent.
+func (sh memShape) check(m types.Message) (int, error) {
+	body := aws.ToString(m.Body)
 	if len(body) < 11 || !strings.HasPrefix(body, "mem ") {
 		return -1, fmt.Errorf("a body not of the test's (%d bytes, begins %q)", len(body), body[:min(len(body), 16)])
 	}
@@ -539,13 +587,19 @@ func memBodyID(body string) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("a body not of the test's (begins %q)", body[:min(len(body), 16)])
 	}
-	want := memBody(id)
-	if body != want {
+	all := memBody(id)
+	got, want := body, all[:len(all)-sh.attr]
+	if sh.attr > 0 {
+		pad := m.MessageAttributes["pad"]
+		got += aws.ToString(pad.StringValue)
+		want = all
+	}
+	if got != want {
 		at := 0
-		for at < min(len(body), len(want)) && body[at] == want[at] {
+		for at < min(len(got), len(want)) && got[at] == want[at] {
 			at++
 		}
-		return id, fmt.Errorf("message %d is corrupt: %d bytes, want %d, first difference at byte %d", id, len(body), len(want), at)
+		return id, fmt.Errorf("message %d is corrupt: %d bytes of body and attribute, want %d, first difference at byte %d", id, len(got), len(want), at)
 	}
 	return id, nil
 }
@@ -555,6 +609,7 @@ func memBodyID(body string) (int, error) {
 // not offered again: it was never acknowledged, so the server must not
 // deliver it.
 type memOffer struct {
+	shape    memShape
 	mu       sync.Mutex
 	acked    map[int]bool  // ids whose send was acknowledged
 	refused  int           // sends refused with ServiceUnavailable (503)
@@ -564,8 +619,8 @@ type memOffer struct {
 	stopped  atomic.Bool
 }
 
-func newMemOffer() *memOffer {
-	return &memOffer{acked: map[int]bool{}, refusing: make(chan struct{})}
+func newMemOffer(shape memShape) *memOffer {
+	return &memOffer{shape: shape, acked: map[int]bool{}, refusing: make(chan struct{})}
 }
 
 // run offers the messages until all are offered, a send fails other than
@@ -583,7 +638,7 @@ func (o *memOffer) run(client *sqs.Client, queueURL string, deadline time.Time) 
 				if id >= *memMessages {
 					return
 				}
-				_, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(memBody(id))})
+				_, err := client.SendMessage(context.Background(), o.shape.input(queueURL, id))
 				if err == nil {
 					o.mu.Lock()
 					o.acked[id] = true
@@ -655,16 +710,16 @@ func (o *memOffer) result() (acked map[int]bool, refused int, failure error) {
 // receiveAndDelete is one consumer's turn: it receives up to 10 messages,
 // checks their bodies, and deletes them, trying a few times until it gets
 // some. It returns the ids deleted.
-func receiveAndDelete(ctx context.Context, client *sqs.Client, queueURL string) ([]int, error) {
+func receiveAndDelete(ctx context.Context, client *sqs.Client, queueURL string, shape memShape) ([]int, error) {
 	for range 5 {
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10,
-			WaitTimeSeconds: 1, VisibilityTimeout: memVisibility})
+			WaitTimeSeconds: 1, VisibilityTimeout: memVisibility, MessageAttributeNames: []string{"All"}})
 		if err != nil {
 			return nil, fmt.Errorf("receive: %w", err)
 		}
 		var ids []int
 		for _, m := range out.Messages {
-			id, err := memBodyID(aws.ToString(m.Body))
+			id, err := shape.check(m)
 			if err != nil {
 				return nil, fmt.Errorf("receive: %w", err)
 			}
@@ -685,7 +740,7 @@ func receiveAndDelete(ctx context.Context, client *sqs.Client, queueURL string) 
 // acknowledged message not deleted before that was not received, a body
 // not as sent, a message never acknowledged (a refused send that was kept
 // after all), one deleted before that came back, or one received twice.
-func drainAndCheck(t *testing.T, client *sqs.Client, queueURL string, acked, deleted map[int]bool) (problems []string) {
+func drainAndCheck(t *testing.T, client *sqs.Client, queueURL string, shape memShape, acked, deleted map[int]bool) (problems []string) {
 	t.Helper()
 	ctx := context.Background()
 	for id := range deleted {
@@ -697,7 +752,7 @@ func drainAndCheck(t *testing.T, client *sqs.Client, queueURL string, acked, del
 	deadline := time.Now().Add(memDrainFor)
 	for empty := 0; empty < 3 && time.Now().Before(deadline); {
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10,
-			WaitTimeSeconds: 1, VisibilityTimeout: memVisibility})
+			WaitTimeSeconds: 1, VisibilityTimeout: memVisibility, MessageAttributeNames: []string{"All"}})
 		if err != nil {
 			t.Fatalf("drain receive after the restart: %v", err)
 		}
@@ -710,7 +765,7 @@ func drainAndCheck(t *testing.T, client *sqs.Client, queueURL string, acked, del
 			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
 				t.Fatalf("drain delete after the restart: %v", err)
 			}
-			id, err := memBodyID(aws.ToString(m.Body))
+			id, err := shape.check(m)
 			switch {
 			case err != nil:
 				problems = append(problems, err.Error())
