@@ -20,6 +20,11 @@
 // caller moves the live records out of a mostly dead file (Rewrite) and
 // removes it once nothing that could be restored refers to it (Remove).
 //
+// Appends are gathered in memory and written a few MiB at a time, and the
+// last few MiB written stay in memory too: a consumer that keeps up with
+// its producers is served without a system call, and a group commit of
+// hundreds of small messages costs one write, not hundreds.
+//
 // One goroutine appends (the state machine's); any number read.
 package bodystore
 
@@ -60,6 +65,11 @@ const headerSize = 8
 // DefaultFileSize is the size past which appends go to a new file.
 const DefaultFileSize = 64 << 20
 
+// bufSize is the size past which gathered appends are written to their
+// file. The buffer written last is kept, so that the last bufSize to
+// 2*bufSize bytes appended read from memory.
+const bufSize = 4 << 20
+
 // MaxBody is the largest body a record holds. SQS's largest message is
 // 1 MiB; the margin leaves room for attributes kept beside the body.
 const MaxBody = 4 << 20
@@ -79,8 +89,15 @@ type Store struct {
 	mu     sync.RWMutex // guards files and active; held for reading by reads
 	files  map[uint32]*file
 	active *file
-	// rec is the appender's buffer for the record it writes.
-	rec []byte
+	// buf gathers the records appended to the active file and not yet
+	// written, from its offset bufAt; recent is the buffer written last,
+	// the bytes of file recentFile from recentAt (see bufSize). Both are
+	// guarded by mu, which the appender holds only to change them.
+	buf        []byte
+	bufAt      int64
+	recent     []byte
+	recentFile uint32
+	recentAt   int64
 	// minNext is the lowest id the next new file may take: after
 	// TruncateAfter(p), p.File, so that appends stay after p.
 	minNext uint32
@@ -179,26 +196,57 @@ func (s *Store) Append(body string) (Ref, error) {
 		return Ref{}, errClosed
 	}
 	if a == nil || (a.size > 0 && a.size+need > s.fileSize) {
+		if err := s.Flush(); err != nil {
+			return Ref{}, err
+		}
 		var err error
 		if a, err = s.rotate(); err != nil {
 			return Ref{}, err
 		}
 	}
-	rec := slices.Grow(s.rec[:0], int(need))[:need]
-	s.rec = rec
+	ref := Ref{File: a.id, Off: uint32(a.size), Len: uint32(len(body))}
+	s.mu.Lock()
+	if len(s.buf) == 0 {
+		s.bufAt = a.size
+	}
+	n := len(s.buf)
+	s.buf = slices.Grow(s.buf, int(need))[:n+int(need)]
+	rec := s.buf[n:]
 	copy(rec[headerSize:], body)
 	binary.BigEndian.PutUint32(rec[0:4], uint32(len(body)))
 	binary.BigEndian.PutUint32(rec[4:8], crc32.Checksum(rec[headerSize:], castagnoli))
-	if _, err := a.f.WriteAt(rec, a.size); err != nil {
-		return Ref{}, fmt.Errorf("body store: append to %s: %w", a.f.Name(), err)
-	}
-	ref := Ref{File: a.id, Off: uint32(a.size), Len: uint32(len(body))}
-	s.mu.Lock()
 	a.size += need
 	a.live += need
 	a.dirty = true
+	full := len(s.buf) >= bufSize
 	s.mu.Unlock()
+	if full {
+		if err := s.Flush(); err != nil {
+			return Ref{}, err
+		}
+	}
 	return ref, nil
+}
+
+// Flush writes the records gathered in memory to their file (not synced).
+// The appender calls it; Sync, rotation and a full buffer do too.
+func (s *Store) Flush() error {
+	s.mu.RLock()
+	a, buf, at := s.active, s.buf, s.bufAt
+	s.mu.RUnlock()
+	if len(buf) == 0 {
+		return nil
+	}
+	// Readers go on reading buf meanwhile: it does not change until the
+	// swap below, which only the appender (this goroutine) makes.
+	if _, err := a.f.WriteAt(buf, at); err != nil {
+		return fmt.Errorf("body store: write %s at offset %d: %w", a.f.Name(), at, err)
+	}
+	s.mu.Lock()
+	s.recent, s.buf = buf, s.recent[:0]
+	s.recentFile, s.recentAt = a.id, at
+	s.mu.Unlock()
+	return nil
 }
 
 var errClosed = errors.New("body store: closed")
@@ -236,7 +284,9 @@ func (s *Store) Read(ref Ref, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s: the record at offset %d (%d bytes) ends past the file's %d bytes", ErrCorrupt, f.f.Name(), ref.Off, ref.Len, f.size)
 	}
 	buf = slices.Grow(buf[:0], headerSize+int(ref.Len))[:headerSize+int(ref.Len)]
-	if _, err := f.f.ReadAt(buf, int64(ref.Off)); err != nil {
+	if mem := s.inMemory(f, int64(ref.Off), end); mem != nil {
+		copy(buf, mem)
+	} else if _, err := f.f.ReadAt(buf, int64(ref.Off)); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: %s: the record at offset %d is cut short", ErrCorrupt, f.f.Name(), ref.Off)
 		}
@@ -254,11 +304,26 @@ func (s *Store) Read(ref Ref, buf []byte) ([]byte, error) {
 	return buf[:len(body)], nil
 }
 
+// inMemory returns the bytes [off, end) of f if they are gathered in buf
+// or still in recent, else nil. The caller holds mu for reading.
+func (s *Store) inMemory(f *file, off, end int64) []byte {
+	switch {
+	case f == s.active && len(s.buf) > 0 && off >= s.bufAt && end <= s.bufAt+int64(len(s.buf)):
+		return s.buf[off-s.bufAt : end-s.bufAt]
+	case f.id == s.recentFile && len(s.recent) > 0 && off >= s.recentAt && end <= s.recentAt+int64(len(s.recent)):
+		return s.recent[off-s.recentAt : end-s.recentAt]
+	}
+	return nil
+}
+
 // Sync makes every record appended so far durable, and returns the
 // Position after the last one. An error means the store's files can no
 // longer be trusted to hold what was written (Linux reports a failed
 // write-back once): the caller must stop, not retry.
 func (s *Store) Sync() (Position, error) {
+	if err := s.Flush(); err != nil {
+		return Position{}, err
+	}
 	s.mu.Lock()
 	var dirty []*file
 	unnamed := false
@@ -319,8 +384,12 @@ func (s *Store) positionLocked() Position {
 // left as they are. It is what a restart does before it replays the log
 // entries that come after the state it restored.
 func (s *Store) TruncateAfter(p Position) error {
+	if err := s.Flush(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.recent, s.recentFile = s.recent[:0], 0
 	for id, f := range s.files {
 		switch {
 		case id > p.File:
@@ -416,18 +485,21 @@ func (s *Store) Remove(id uint32) error {
 	}
 	f.f.Close()
 	delete(s.files, id)
+	if s.recentFile == id {
+		s.recent, s.recentFile = s.recent[:0], 0
+	}
 	if err := os.Remove(f.f.Name()); err != nil {
 		return fmt.Errorf("body store: %w", err)
 	}
 	return nil
 }
 
-// Close closes the files. It does not sync.
+// Close writes what is gathered and closes the files. It does not sync.
 func (s *Store) Close() error {
+	first := s.Flush()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	var first error
 	for _, f := range s.files {
 		if err := f.f.Close(); err != nil && first == nil {
 			first = err

@@ -89,6 +89,10 @@ func TestDamageIsReported(t *testing.T) {
 	a, _ := s.Append(string(body(1, 300)))
 	b, _ := s.Append(string(body(2, 300)))
 	c, _ := s.Append(string(body(3, 300)))
+	// Reopened, the store reads the records from the file, not from the
+	// memory that keeps the last ones written.
+	s.Close()
+	s = open(t, dir, 0)
 	path := filepath.Join(dir, name(a.File))
 
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -293,8 +297,9 @@ func TestConcurrentReads(t *testing.T) {
 	}
 }
 
-// FuzzDamagedRecords appends bodies, damages the file (one byte changed
-// anywhere, or the file cut short anywhere), and reads every record back:
+// FuzzDamagedRecords appends bodies, reopens the store, damages the file
+// (one byte changed anywhere, or the file cut short anywhere), and reads
+// every record back:
 // each read must give the body appended or an error, never another body.
 // CRC-32C detects every error within 32 consecutive bits, so a one-byte
 // change is always caught, in the body, its length or its checksum.
@@ -315,6 +320,12 @@ func FuzzDamagedRecords(f *testing.F) {
 			if refs[i], err = s.Append(string(body(i, int(n)%300+i))); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// Reopened, the store reads the records from the file, not from
+		// the memory that keeps the last ones written.
+		s.Close()
+		if s, err = Open(dir, 0); err != nil {
+			t.Fatal(err)
 		}
 		path := filepath.Join(dir, name(refs[0].File))
 		st, _ := os.Stat(path)
@@ -342,4 +353,38 @@ func FuzzDamagedRecords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRecentRecordsFromMemory checks the two places a read finds a record
+// besides its file: gathered and not yet written, and written last; and
+// that records read back the same from the file once they are out of both.
+func TestRecentRecordsFromMemory(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 0)
+	var refs []Ref
+	var bodies [][]byte
+	// Past three buffers' worth: some records only on disk, some in the
+	// buffer written last, the newest gathered.
+	for i := 0; len(refs) == 0 || int64(refs[len(refs)-1].Off) < 3*bufSize; i++ {
+		b := body(i, 64<<10)
+		ref, err := s.Append(string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, bodies = append(refs, ref), append(bodies, b)
+	}
+	if st, _ := os.Stat(filepath.Join(dir, name(refs[0].File))); st.Size() < 2*bufSize || st.Size() > 3*bufSize+bufSize {
+		t.Fatalf("the file holds %d bytes of %d appended: want the full buffers written, the last gathered", st.Size(), refs[len(refs)-1].Off)
+	}
+	for i, ref := range refs {
+		mustRead(t, s, ref, bodies[i])
+	}
+	if _, err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir, 0)
+	for i, ref := range refs {
+		mustRead(t, s, ref, bodies[i])
+	}
 }
