@@ -155,15 +155,7 @@ func runCrashes(t *testing.T, kills int, serverArgs ...string) (*history, int64)
 	rng := rand.New(rand.NewSource(s))
 
 	dataDir := t.TempDir()
-	logs, err := os.Create(filepath.Join(t.TempDir(), "fifoq.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			dumpTail(t, logs.Name())
-		}
-	}()
+	logs := serverLog(t)
 	addr := freeAddr(t)
 	proc := startServer(t, addr, dataDir, logs, serverArgs...)
 	client := newClient(addr)
@@ -406,6 +398,23 @@ func drain(t *testing.T, client *sqs.Client, queueURL string, h *history) {
 		}
 	}
 	t.Fatalf("queue did not drain: nothing delivered for %v", drainStall)
+}
+
+// serverLog creates the file a test's fifoq writes its log to, and dumps
+// the log's tail into the test's output if the test fails.
+func serverLog(t *testing.T) *os.File {
+	t.Helper()
+	logs, err := os.Create(filepath.Join(t.TempDir(), "fifoq.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpTail(t, logs.Name())
+		}
+		logs.Close()
+	})
+	return logs
 }
 
 func dumpTail(t *testing.T, path string) {

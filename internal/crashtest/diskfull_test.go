@@ -33,15 +33,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
 
-	logs, err := os.Create(filepath.Join(t.TempDir(), "fifoq.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			dumpTail(t, logs.Name())
-		}
-	}()
+	logs := serverLog(t)
 	addr := freeAddr(t)
 	dataDir := filepath.Join(mnt, "data")
 	proc := startServer(t, addr, dataDir, logs, "--min-free-disk-mb", "32")

@@ -92,15 +92,7 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 	cgroupLimit := int64(*memLimitMiB) << 20
 	cg := newMemoryCgroup(t, cgroupLimit)
 
-	logs, err := os.Create(filepath.Join(t.TempDir(), "fifoq.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			dumpTail(t, logs.Name())
-		}
-	}()
+	logs := serverLog(t)
 	addr := freeAddr(t)
 	proc := startInCgroup(t, cg, logs, addr, dataDir)
 	budget := logLine(proc.out.String(), "memory budget")

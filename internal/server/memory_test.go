@@ -155,21 +155,29 @@ func waitAccepted(t *testing.T, base, action, body string) {
 	}
 }
 
+// boundedServer serves a server whose bytes in flight are bounded at the
+// least the bound can be, MaxRequestBodyBytes, with a queue q.
+func boundedServer(t *testing.T) (*Server, *httptest.Server) {
+	t.Helper()
+	srv, err := New(Config{Logger: quietLogger(), MaxBodyBytesInFlight: 1}) // raised to MaxRequestBodyBytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	if code, body := call(t, ts.URL, "CreateQueue", `{"QueueName":"q"}`); code != 200 {
+		t.Fatalf("CreateQueue: %d %s", code, body)
+	}
+	return srv, ts
+}
+
 // TestBodyBytesInFlightBounded checks MaxBodyBytesInFlight: while one
 // client holds a request of the largest size open, without sending its
 // body, another large request is answered at once with a retryable 503
 // (its body never read) while a small one goes through, and once the
 // first ends, large requests are taken again.
 func TestBodyBytesInFlightBounded(t *testing.T) {
-	srv, err := New(Config{Logger: quietLogger(), MaxBodyBytesInFlight: 1}) // raised to MaxRequestBodyBytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
-	if code, body := call(t, ts.URL, "CreateQueue", `{"QueueName":"q"}`); code != 200 {
-		t.Fatalf("CreateQueue: %d %s", code, body)
-	}
+	_, ts := boundedServer(t)
 
 	pr, pw := io.Pipe()
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/", pr)
@@ -213,15 +221,7 @@ func TestBodyBytesInFlightBounded(t *testing.T) {
 // is refused, a small request goes through, and once the consumer is gone
 // large sends are taken again.
 func TestLargeAnswersCountInFlight(t *testing.T) {
-	srv, err := New(Config{Logger: quietLogger(), MaxBodyBytesInFlight: 1}) // raised to MaxRequestBodyBytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
-	if code, body := call(t, ts.URL, "CreateQueue", `{"QueueName":"q"}`); code != 200 {
-		t.Fatalf("CreateQueue: %d %s", code, body)
-	}
+	srv, ts := boundedServer(t)
 	for i := range 10 {
 		body := `{"QueueUrl":"q","MessageBody":"` + strings.Repeat(string(rune('a'+i)), 1_000_000) + `"}`
 		if code, out := call(t, ts.URL, "SendMessage", body); code != 200 {
