@@ -32,9 +32,14 @@ type BodyStore interface {
 }
 
 // SetBodyStore makes the engine keep the bodies of the messages it stores
-// from now on in s. It must be called before any message exists: before
-// the first command and before a restore.
-func (e *Engine) SetBodyStore(s BodyStore) { e.cfg.Bodies = s }
+// from now on in s; the messages it has keep theirs. It is meant to be
+// called before the first command and before a restore, and only once.
+func (e *Engine) SetBodyStore(s BodyStore) {
+	e.cfg.Bodies = s
+	for _, q := range e.queues {
+		q.bodies = s
+	}
+}
 
 // keepBody stores body as m's.
 func (e *Engine) keepBody(m *message, body string) {
