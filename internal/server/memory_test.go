@@ -206,13 +206,15 @@ func TestBodyBytesInFlightBounded(t *testing.T) {
 	if code, body := call(t, ts.URL, "SendMessage", `{"QueueUrl":"q","MessageBody":"small"}`); code != 200 {
 		t.Fatalf("a small send while the bound is taken: %d %s, want 200", code, body)
 	}
-	pw.CloseWithError(errors.New("client gave up"))
-	<-held
-	waitAccepted(t, ts.URL, "SendMessage", bigSend("q"))
+	// Counted now: the retries below may be refused too, until the held
+	// request's handler has noticed that its client went.
 	_, metricsText := get(t, ts.URL, "/metrics")
 	if !strings.Contains(metricsText, `fifoq_writes_refused_total{reason="memory"} 1`+"\n") {
 		t.Error(`/metrics: want fifoq_writes_refused_total{reason="memory"} 1`)
 	}
+	pw.CloseWithError(errors.New("client gave up"))
+	<-held
+	waitAccepted(t, ts.URL, "SendMessage", bigSend("q"))
 }
 
 // TestLargeAnswersCountInFlight checks that a receive's answer counts
