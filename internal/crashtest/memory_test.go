@@ -43,11 +43,12 @@ const (
 	// memSenders send concurrently, so that several bodies are in flight
 	// in the server at once, as with real producers.
 	memSenders = 4
-	// memOfferFor bounds the offering phase; memDrainFor the final drain.
+	// memOfferFor bounds the offering phase; the final drain ends after
+	// memDrainStall without a delivery.
 	// Both are bounds on loops, not expectations: the test does not fail
 	// for being slow, it stops offering and checks what it has.
-	memOfferFor = 150 * time.Second
-	memDrainFor = 60 * time.Second
+	memOfferFor   = 150 * time.Second
+	memDrainStall = 60 * time.Second
 	// memVisibility is the visibility timeout of the test's receives: longer
 	// than the test, so that a message is never delivered twice because its
 	// timeout ran out, and a duplicate is a bug.
@@ -164,8 +165,13 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 		t.Fatalf("a send failed other than by a refusal: %v", failure)
 	}
 	if !wantRefusals {
-		if refused != 0 || len(acked) != *memMessages {
-			t.Fatalf("%d of %d messages acknowledged, %d refused: with their bodies on disk, every one must be taken", len(acked), *memMessages, refused)
+		// The offer may end on its deadline on a loaded machine; what
+		// was offered must all be taken, and be more than the limit.
+		if refused != 0 {
+			t.Fatalf("%d sends refused of %d acknowledged: with their bodies on disk, every one must be taken", refused, len(acked))
+		}
+		if int64(len(acked))*memBodySize <= int64(*memLimitMiB)<<20 {
+			t.Fatalf("only %d messages were taken before the offer's deadline: not more than the memory limit", len(acked))
 		}
 	} else {
 		refusalsThenResume(t, client, q, shape, acked, deleted, refused)
@@ -728,7 +734,7 @@ func receiveAndDelete(ctx context.Context, client *sqs.Client, queueURL string, 
 }
 
 // drainAndCheck receives and deletes until three receives in a row get
-// nothing (or memDrainFor passes), and returns what is wrong: an
+// nothing (or memDrainStall passes without one), and returns what is wrong: an
 // acknowledged message not deleted before that was not received, a body
 // not as sent, a message never acknowledged (a refused send that was kept
 // after all), one deleted before that came back, or one received twice.
@@ -741,8 +747,10 @@ func drainAndCheck(t *testing.T, client *sqs.Client, queueURL string, shape memS
 		}
 	}
 	got := map[int]bool{}
-	deadline := time.Now().Add(memDrainFor)
-	for empty := 0; empty < 3 && time.Now().Before(deadline); {
+	// A stall ends the drain, not the clock: on a loaded machine draining
+	// hundreds of 1 MB messages takes minutes.
+	lastDelivery := time.Now()
+	for empty := 0; empty < 3 && time.Since(lastDelivery) < memDrainStall; {
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10,
 			WaitTimeSeconds: 1, VisibilityTimeout: memVisibility, MessageAttributeNames: []string{"All"}})
 		if err != nil {
@@ -752,7 +760,7 @@ func drainAndCheck(t *testing.T, client *sqs.Client, queueURL string, shape memS
 			empty++
 			continue
 		}
-		empty = 0
+		empty, lastDelivery = 0, time.Now()
 		for _, m := range out.Messages {
 			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
 				t.Fatalf("drain delete after the restart: %v", err)
