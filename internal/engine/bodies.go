@@ -68,14 +68,19 @@ func (e *Engine) dropBody(m *message) {
 
 // dropBodies is dropBody for every message of q.
 func (e *Engine) dropBodies(q *queue) {
-	if e.cfg.Bodies == nil {
-		return
+	if e.cfg.Bodies != nil {
+		q.eachMessage(e.dropBody)
 	}
+}
+
+// eachMessage calls fn for every message of q, in no particular order:
+// the arrival list, then the aged heap.
+func (q *queue) eachMessage(fn func(*message)) {
 	for m := q.arrivalHead; m != nil; m = m.anext {
-		e.dropBody(m)
+		fn(m)
 	}
 	for _, m := range q.aged.items {
-		e.dropBody(m)
+		fn(m)
 	}
 }
 
@@ -83,16 +88,11 @@ func (e *Engine) dropBodies(q *queue) {
 // counts as live after the engine's state was replaced by a restore.
 func (e *Engine) BodyRefs(fn func(BodyRef)) {
 	for _, q := range e.queues {
-		for m := q.arrivalHead; m != nil; m = m.anext {
+		q.eachMessage(func(m *message) {
 			if m.ref.File != 0 {
 				fn(m.ref)
 			}
-		}
-		for _, m := range q.aged.items {
-			if m.ref.File != 0 {
-				fn(m.ref)
-			}
-		}
+		})
 	}
 }
 

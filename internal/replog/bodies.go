@@ -76,13 +76,18 @@ func (b *bodies) Put(body string) engine.BodyRef {
 	return engine.BodyRef{File: ref.File, Off: ref.Off, Len: ref.Len}
 }
 
+// storeRef is the store's form of the engine's reference.
+func storeRef(ref engine.BodyRef) bodystore.Ref {
+	return bodystore.Ref{File: ref.File, Off: ref.Off, Len: ref.Len}
+}
+
 // Get implements engine.BodyStore.
 func (b *bodies) Get(ref engine.BodyRef) (string, error) {
 	buf, _ := b.bufs.Get().(*[]byte)
 	if buf == nil {
 		buf = new([]byte)
 	}
-	body, err := b.store.Read(bodystore.Ref{File: ref.File, Off: ref.Off, Len: ref.Len}, *buf)
+	body, err := b.store.Read(storeRef(ref), *buf)
 	s := string(body)
 	if cap(body) <= 1<<20 { // keep the usual sizes; let a rare large one go
 		*buf = body[:0]
@@ -93,7 +98,7 @@ func (b *bodies) Get(ref engine.BodyRef) (string, error) {
 
 // Release implements engine.BodyStore.
 func (b *bodies) Release(ref engine.BodyRef) {
-	b.store.Release(bodystore.Ref{File: ref.File, Off: ref.Off, Len: ref.Len})
+	b.store.Release(storeRef(ref))
 }
 
 // failure returns the first error of writing a body, or nil.
@@ -109,9 +114,7 @@ func (b *bodies) failure() error {
 // The caller holds the fsm's write lock.
 func (b *bodies) recount(eng *engine.Engine) {
 	b.store.ResetLive()
-	eng.BodyRefs(func(ref engine.BodyRef) {
-		b.store.Hold(bodystore.Ref{File: ref.File, Off: ref.Off, Len: ref.Len})
-	})
+	eng.BodyRefs(func(ref engine.BodyRef) { b.store.Hold(storeRef(ref)) })
 }
 
 // reclaim removes the files none of whose bodies is referenced, at most

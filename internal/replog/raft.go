@@ -43,10 +43,6 @@ type RaftConfig struct {
 	SnapshotBytes   int64
 	// SnapshotsRetained is how many snapshots are kept on disk.
 	SnapshotsRetained int
-	// BodiesInMemory keeps message bodies in the engine's memory instead
-	// of in the body store under the data dir (bodies.go): the backlog is
-	// then bounded by memory. For measurements and tests.
-	BodiesInMemory bool
 	// bodyFileSize, if not 0, is the size of the body store's files: tests
 	// make them small to see files filled and reclaimed.
 	bodyFileSize int64
@@ -246,15 +242,13 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		return nil, fmt.Errorf("open log %s: %w", walDir, err)
 	}
 	wal := &closingWAL{WAL: w, meta: meta, files: files}
-	if !cfg.BodiesInMemory {
-		// The engine must have no message yet: set its store before the
-		// snapshot is restored.
-		if wal.bodies, err = openBodies(filepath.Join(cfg.Dir, bodiesDir), cfg.bodyFileSize); err != nil {
-			wal.Close()
-			return nil, fmt.Errorf("open body store in %s: %w", cfg.Dir, err)
-		}
-		eng.SetBodyStore(wal.bodies)
+	// The engine must have no message yet: its store is set before the
+	// snapshot is restored.
+	if wal.bodies, err = openBodies(filepath.Join(cfg.Dir, bodiesDir), cfg.bodyFileSize); err != nil {
+		wal.Close()
+		return nil, fmt.Errorf("open body store in %s: %w", cfg.Dir, err)
 	}
+	eng.SetBodyStore(wal.bodies)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotsRetained, hlog)
 	if err != nil {
 		wal.Close()
