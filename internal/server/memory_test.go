@@ -177,7 +177,7 @@ func boundedServer(t *testing.T) (*Server, *httptest.Server) {
 // (its body never read) while a small one goes through, and once the
 // first ends, large requests are taken again.
 func TestBodyBytesInFlightBounded(t *testing.T) {
-	_, ts := boundedServer(t)
+	srv, ts := boundedServer(t)
 
 	pr, pw := io.Pipe()
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/", pr)
@@ -195,9 +195,17 @@ func TestBodyBytesInFlightBounded(t *testing.T) {
 	// Should the test fail, the held request must end before ts.Close,
 	// which waits for it.
 	defer pw.CloseWithError(errors.New("test ended"))
-	// The held request has reserved its bytes once the server reads its body.
 	if _, err := pw.Write([]byte(`{"QueueUrl":"q",`)); err != nil {
 		t.Fatal(err)
+	}
+	// The write above returns once the client has taken the bytes, which
+	// may be before the server's handler has reserved them: wait for that.
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.bodyBytes.Load() < MaxRequestBodyBytes {
+		if time.Now().After(deadline) {
+			t.Fatalf("the held request is not counted: %d bytes in flight", srv.bodyBytes.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	code, body := call(t, ts.URL, "SendMessage", bigSend("q"))
 	if code != 503 || !strings.Contains(body, "ServiceUnavailable") {
