@@ -33,7 +33,9 @@ import (
 //	checksum 4 bytes  big-endian CRC-32C (Castagnoli) of everything before it
 //
 // Version 1, still read, differs only in carrying the packed records
-// inside each snapChunk value (MessageData, DedupData).
+// inside each snapChunk value (MessageData, DedupData). Version 3 is
+// version 2 with message bodies referred to in a BodyStore rather than
+// carried (see snapshot_refs.go); it is written only when asked for.
 //
 // and nothing after. Records go in chunks of bounded size, so neither side
 // holds a second copy of the state: memory beyond the live state is one
@@ -292,7 +294,7 @@ func (c *chunkWriter) added() error {
 // full reports whether the chunk holds as many records, or bytes of
 // records, as a chunk may.
 func (c *chunkWriter) full() bool {
-	return c.n >= snapChunkSize || len(c.msgs.buf)+len(c.dedup.buf) >= snapChunkBytes
+	return c.n >= snapChunkSize || len(c.msgs.buf)+c.msgs.inlined+len(c.dedup.buf) >= snapChunkBytes
 }
 
 func (c *chunkWriter) flush() error {
@@ -304,6 +306,7 @@ func (c *chunkWriter) flush() error {
 		err = writeChunkData(c.raw, c.msgs.buf, c.dedup.buf)
 	}
 	c.msgs.buf, c.dedup.buf = c.msgs.buf[:0], c.dedup.buf[:0]
+	c.msgs.inlined = 0
 	c.chunk = snapChunk{}
 	c.n = 0
 	return err

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -52,6 +54,13 @@ type recordWriter struct {
 	// the first error reading one back.
 	bodies BodyStore
 	err    error
+	// byRef writes message records of version 3, with the references of
+	// bodies kept in the store instead of their bytes; inlined counts the
+	// bytes of the bodies so referred to, and scratch is a buffer for
+	// the parts of a record.
+	byRef   bool
+	inlined int
+	scratch []byte
 }
 
 func (w *recordWriter) uvarint(v uint64) { w.buf = binary.AppendUvarint(w.buf, v) }
@@ -69,15 +78,57 @@ func (w *recordWriter) bytes(b []byte) {
 }
 
 func (w *recordWriter) message(m *message, aged bool) {
+	if !w.byRef {
+		w.head(m)
+		w.body(m)
+		w.tail(m, aged)
+		return
+	}
+	// Version 3: the head and the tail as byte strings around the body
+	// field, so that InlineBodies rewrites the body field alone.
+	w.scratch = w.scratch[:0]
+	w.buf, w.scratch = w.scratch, w.buf
+	w.head(m)
+	w.buf, w.scratch = w.scratch, w.buf
+	w.bytes(w.scratch)
+	if m.ref.File != 0 {
+		w.byte(bodyByRef)
+		w.uvarint(uint64(m.ref.File))
+		w.uvarint(uint64(m.ref.Off))
+		w.uvarint(uint64(m.ref.Len))
+		// A chunk holds about snapChunkBytes once its bodies are inline.
+		w.inlined += int(m.ref.Len)
+	} else {
+		w.byte(bodyInline)
+		w.body(m)
+	}
+	w.scratch = w.scratch[:0]
+	w.buf, w.scratch = w.scratch, w.buf
+	w.tail(m, aged)
+	w.buf, w.scratch = w.scratch, w.buf
+	w.bytes(w.scratch)
+}
+
+// head writes the fields of a message record before its body.
+func (w *recordWriter) head(m *message) {
 	w.uvarint(m.serial)
 	id := m.messageID()
 	w.uvarint(uint64(id.len()))
 	w.buf = id.appendTo(w.buf)
+}
+
+// body writes a message's body as a string, read back from the store if
+// it is kept there.
+func (w *recordWriter) body(m *message) {
 	body, err := bodyOf(w.bodies, m)
 	if err != nil && w.err == nil {
 		w.err = err
 	}
 	w.str(body)
+}
+
+// tail writes the fields of a message record after its body.
+func (w *recordWriter) tail(m *message, aged bool) {
 	attrs := m.attrs()
 	w.uvarint(uint64(len(attrs)))
 	if len(attrs) > 0 {
@@ -146,6 +197,8 @@ type recordReader struct {
 	err error
 	// bodies, if not nil, keeps the bodies of the messages read.
 	bodies BodyStore
+	// version is the snapshot's format version, for message records.
+	version uint32
 }
 
 func (r *recordReader) uvarint() uint64 {
@@ -182,6 +235,16 @@ func (r *recordReader) int() int {
 		return 0
 	}
 	return int(v)
+}
+
+// uint32 reads a uvarint that must fit a uint32.
+func (r *recordReader) uint32() uint32 {
+	v := r.uvarint()
+	if uint64(uint32(v)) != v {
+		r.err = errShortRecord
+		return 0
+	}
+	return uint32(v)
 }
 
 // int32 reads a varint that must fit an int32.
@@ -261,14 +324,55 @@ type decodedMessage struct {
 
 // message reads a message record into d.m, which must be zero.
 func (r *recordReader) message(d *decodedMessage) error {
-	m := d.m
-	m.serial = r.uvarint()
+	if r.version < snapVersionRefs {
+		r.head(d)
+		r.body(d.m)
+		return r.tail(d)
+	}
+	head := recordReader{buf: r.raw()}
+	head.head(d)
+	if head.err == nil && len(head.buf) > 0 {
+		head.err = errors.New("unread bytes after the message's id")
+	}
+	switch kind := r.byte(); {
+	case r.err != nil:
+	case kind == bodyInline:
+		r.body(d.m)
+	case kind == bodyByRef:
+		ref := BodyRef{File: r.uint32(), Off: r.uint32(), Len: r.uint32()}
+		if r.err == nil && (r.bodies == nil || ref.File == 0) {
+			return errors.New("a body kept in a body store this engine does not have")
+		}
+		d.m.ref = ref
+	default:
+		return fmt.Errorf("body field of kind %d", kind)
+	}
+	tail := recordReader{buf: r.raw()}
+	err := tail.tail(d)
+	if err == nil && len(tail.buf) > 0 {
+		err = errors.New("unread bytes after the message record")
+	}
+	return cmp.Or(head.err, r.err, err)
+}
+
+// head reads the fields of a message record before its body.
+func (r *recordReader) head(d *decodedMessage) {
+	d.m.serial = r.uvarint()
 	d.id = makeMsgIDBytes(r.raw())
+}
+
+// body reads a message's body string, into the store if there is one.
+func (r *recordReader) body(m *message) {
 	if body := r.str(); r.bodies != nil && r.err == nil {
 		m.ref = r.bodies.Put(body)
 	} else {
 		m.body = body
 	}
+}
+
+// tail reads the fields of a message record after its body.
+func (r *recordReader) tail(d *decodedMessage) error {
+	m := d.m
 	if n := r.count(); n > 0 {
 		d.attrs = make(map[string]api.MessageAttributeValue, n)
 		prev := ""

@@ -84,6 +84,7 @@ type twinCoverage struct {
 	deadLettered, replays, duplicates, purges, recreated               int
 	tasksCompleted, housekept                                          int
 	viewsWritten, viewSaved                                            int
+	viewsByRef, snapByRef                                              int // with a body store
 }
 
 // twins drives engines A and X with the same commands.
@@ -396,6 +397,12 @@ func (tw *twins) writeView() {
 	viewLockBatch = 1 + tw.vrng.IntN(3)
 	tw.writing = true
 	step := 0
+	// With a body store, the view writes half the time by reference: put
+	// back inline, that must be the snapshot of its moment.
+	byRef := tw.aBodies != nil && tw.vrng.IntN(2) == 0
+	if byRef {
+		tw.view.BodiesByReference()
+	}
 	var got bytes.Buffer
 	n, err := tw.view.WriteTo(&got, stepLocker(func() {
 		step++
@@ -403,14 +410,23 @@ func (tw *twins) writeView() {
 		tw.step(-step)
 	}))
 	tw.writing = false
+	wrote := int64(got.Len())
+	if byRef && err == nil {
+		var inline bytes.Buffer
+		if err = InlineBodies(&inline, bytes.NewReader(got.Bytes()), tw.aBodies.Get); err != nil {
+			err = fmt.Errorf("InlineBodies: %w", err)
+		}
+		got = inline
+		tw.cov.viewsByRef++
+	}
 	tw.cov.viewSaved += len(tw.view.cow.saved)
 	tw.view.Release()
 	tw.view = nil
 	switch {
 	case err != nil:
 		tw.fail("SnapshotView.WriteTo: %v", err)
-	case n != int64(got.Len()):
-		tw.fail("SnapshotView.WriteTo counted %d bytes, wrote %d", n, got.Len())
+	case n != wrote:
+		tw.fail("SnapshotView.WriteTo counted %d bytes, wrote %d", n, wrote)
 	case !bytes.Equal(got.Bytes(), tw.viewWant):
 		tw.fail("the view, written after %d more steps, differs from the snapshot of its moment (%d bytes, want %d)", step, got.Len(), len(tw.viewWant))
 	}
@@ -828,6 +844,7 @@ func (tw *twins) snapshot(final bool) {
 	}
 	if yBodies != nil {
 		yBodies.restored(y)
+		tw.refSnapshot(sx.Bytes())
 		tw.xBodies = yBodies
 	}
 	if woken != len(y.queues) {
@@ -839,6 +856,47 @@ func (tw *twins) snapshot(final bool) {
 	}
 	tw.logf("snapshot (%d bytes) and restore", sx.Len())
 	tw.x = y
+}
+
+// refSnapshot checks X's snapshot by reference to its body store against
+// inline, X's snapshot as Snapshot writes it: InlineBodies must turn the
+// one into the other byte for byte, and an engine restored from it beside
+// X's store must write inline again.
+func (tw *twins) refSnapshot(inline []byte) {
+	tw.t.Helper()
+	v, err := tw.x.BeginSnapshot()
+	if err != nil {
+		tw.fail("BeginSnapshot X: %v", err)
+		return
+	}
+	defer v.Release()
+	v.BodiesByReference()
+	var refs, back bytes.Buffer
+	if _, err := v.WriteTo(&refs, noLock{}); err != nil {
+		tw.fail("WriteTo by reference: %v", err)
+		return
+	}
+	if err := VerifySnapshot(bytes.NewReader(refs.Bytes())); err != nil {
+		tw.fail("VerifySnapshot of a snapshot by reference: %v", err)
+	}
+	if err := InlineBodies(&back, bytes.NewReader(refs.Bytes()), tw.xBodies.Get); err != nil {
+		tw.fail("InlineBodies: %v", err)
+	} else if !bytes.Equal(back.Bytes(), inline) {
+		tw.fail("InlineBodies made %d bytes, not the %d of the snapshot", back.Len(), len(inline))
+	}
+	z := New(Config{Region: testRegion})
+	z.SetBodyStore(tw.xBodies)
+	if err := z.Restore(bytes.NewReader(refs.Bytes())); err != nil {
+		tw.fail("Restore by reference: %v", err)
+		return
+	}
+	var sz bytes.Buffer
+	if err := z.Snapshot(&sz); err != nil || !bytes.Equal(sz.Bytes(), inline) {
+		tw.fail("snapshot of the engine restored by reference differs (%v)", err)
+	}
+	if len(refs.Bytes()) > 0 {
+		tw.cov.snapByRef++
+	}
 }
 
 // junkEngine returns an engine with queues, messages, records and a

@@ -71,8 +71,8 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 		return nil, errors.New("not an engine snapshot (bad magic number)")
 	}
 	version := binary.BigEndian.Uint32(pre[len(snapMagic):])
-	if version < snapOldest || version > snapVersion {
-		return nil, fmt.Errorf("snapshot format version %d; this engine reads versions %d to %d", version, snapOldest, snapVersion)
+	if version < snapOldest || version > snapVersionRefs {
+		return nil, fmt.Errorf("snapshot format version %d; this engine reads versions %d to %d", version, snapOldest, snapVersionRefs)
 	}
 	// cr is an io.ByteReader, so gob reads from it exactly the bytes of
 	// each value, and the checksum after the body is left unread.
@@ -397,7 +397,7 @@ func (rs *restorer) readChunk(b *chunkBatch, sq *snapQueue, got *queueLoad) erro
 	// The counts come from the input: size by them no further than a
 	// writer fills a chunk; more records, if there are, append.
 	b.msgs = slices.Grow(b.msgs[:0], min(c.Messages, snapChunkSize))
-	rr := recordReader{buf: c.MessageData, bodies: rs.e.cfg.Bodies}
+	rr := recordReader{buf: c.MessageData, bodies: rs.e.cfg.Bodies, version: rs.version}
 	for i := range c.Messages {
 		d := decodedMessage{m: &message{}}
 		if err := rr.message(&d); err != nil {
@@ -655,8 +655,8 @@ func VerifySnapshot(r io.Reader) error {
 	if string(pre[:len(snapMagic)]) != snapMagic {
 		return errors.New("engine snapshot: bad magic number")
 	}
-	if v := binary.BigEndian.Uint32(pre[len(snapMagic):]); v < snapOldest || v > snapVersion {
-		return fmt.Errorf("engine snapshot: format version %d; this engine reads versions %d to %d", v, snapOldest, snapVersion)
+	if v := binary.BigEndian.Uint32(pre[len(snapMagic):]); v < snapOldest || v > snapVersionRefs {
+		return fmt.Errorf("engine snapshot: format version %d; this engine reads versions %d to %d", v, snapOldest, snapVersionRefs)
 	}
 	sum := crc32.Update(0, snapCRCTable, pre[:])
 	// The last 4 bytes are the checksum: hold them back from the sum.

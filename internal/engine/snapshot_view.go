@@ -35,8 +35,10 @@ type SnapshotView struct {
 	total  int // messages
 	done   bool
 	// bodies is the engine's BodyStore: the bodies the view writes are
-	// read from it (nil: they are in the messages).
+	// read from it (nil: they are in the messages), unless byRef is set
+	// (see BodiesByReference).
 	bodies BodyStore
+	byRef  bool
 }
 
 // queueView is one queue's part of a view.
@@ -217,7 +219,11 @@ func (v *SnapshotView) write(w io.Writer, lock sync.Locker) error {
 	cw := &crcWriter{w: bw}
 	var pre [len(snapMagic) + 4]byte
 	copy(pre[:], snapMagic)
-	binary.BigEndian.PutUint32(pre[len(snapMagic):], snapVersion)
+	version := uint32(snapVersion)
+	if v.byRef {
+		version = snapVersionRefs
+	}
+	binary.BigEndian.PutUint32(pre[len(snapMagic):], version)
 	if _, err := cw.Write(pre[:]); err != nil {
 		return fmt.Errorf("engine: snapshot: %w", err)
 	}
@@ -251,7 +257,7 @@ func (v *SnapshotView) writeQueue(enc *gob.Encoder, raw io.Writer, qv *queueView
 	if err := enc.Encode(qv.sq); err != nil {
 		return err
 	}
-	cw := chunkWriter{enc: enc, raw: raw, msgs: recordWriter{bodies: v.bodies}}
+	cw := chunkWriter{enc: enc, raw: raw, msgs: recordWriter{bodies: v.bodies, byRef: v.byRef}}
 	for i := 0; i < len(qv.msgs); {
 		lock.Lock()
 		for k := 0; i < len(qv.msgs) && !cw.full() && k < viewLockBatch; i, k = i+1, k+1 {
