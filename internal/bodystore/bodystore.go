@@ -110,8 +110,10 @@ type file struct {
 	f    *os.File
 	size int64 // bytes appended (the end of the last record)
 	live int64 // bytes of records still referenced (headers included)
-	// dirty is set by an append and cleared by the sync that follows it.
-	dirty bool
+	// dirty is set by an append and cleared by the sync that follows it;
+	// synced is how many bytes a sync has made durable (see SyncThrough).
+	dirty  bool
+	synced int64
 	// unnamed is set for a new file until a sync of the directory has
 	// made its name durable.
 	unnamed bool
@@ -327,9 +329,11 @@ func (s *Store) Sync() (Position, error) {
 	s.mu.Lock()
 	var dirty []*file
 	unnamed := false
+	sizes := map[*file]int64{}
 	for _, f := range s.files {
 		if f.dirty {
 			dirty = append(dirty, f)
+			sizes[f] = f.size
 			f.dirty = false
 		}
 		if f.unnamed {
@@ -349,7 +353,63 @@ func (s *Store) Sync() (Position, error) {
 			return Position{}, err
 		}
 	}
+	s.mu.Lock()
+	for f, n := range sizes {
+		f.synced = max(f.synced, n)
+	}
+	s.mu.Unlock()
 	return pos, nil
+}
+
+// SyncThrough makes every record appended before p durable. Unlike Sync,
+// it may run while another goroutine appends, provided the appender has
+// written those records to their files (Flush) before p was taken: a
+// snapshot that refers to records syncs them this way, from its own
+// goroutine. An error means, as for Sync, that the caller must stop.
+func (s *Store) SyncThrough(p Position) error {
+	type need struct {
+		f    *file
+		upTo int64
+	}
+	var todo []need
+	unnamed := false
+	s.mu.Lock()
+	for id, f := range s.files {
+		upTo := f.size
+		switch {
+		case id > p.File:
+			continue
+		case id == p.File:
+			upTo = int64(p.Off)
+		}
+		if f == s.active && len(s.buf) > 0 && s.bufAt < upTo {
+			s.mu.Unlock()
+			return fmt.Errorf("body store: %s: the records before offset %d are not written yet", f.f.Name(), upTo)
+		}
+		if f.synced < upTo {
+			todo = append(todo, need{f, upTo})
+		}
+		if f.unnamed {
+			unnamed = true
+		}
+	}
+	s.mu.Unlock()
+	for _, n := range todo {
+		if err := n.f.f.Sync(); err != nil {
+			return fmt.Errorf("body store: sync %s: %w", n.f.f.Name(), err)
+		}
+	}
+	if unnamed {
+		if err := syncDir(s.dir); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	for _, n := range todo {
+		n.f.synced = max(n.f.synced, n.upTo)
+	}
+	s.mu.Unlock()
+	return nil
 }
 
 // syncDir makes the names of new files in dir durable.
@@ -403,6 +463,7 @@ func (s *Store) TruncateAfter(p Position) error {
 				return fmt.Errorf("body store: truncate %s: %w", f.f.Name(), err)
 			}
 			f.size = int64(p.Off)
+			f.synced = min(f.synced, f.size)
 			f.dirty = true
 		}
 	}
@@ -416,13 +477,21 @@ func (s *Store) TruncateAfter(p Position) error {
 
 // Hold counts a record as referenced, for a state restored from a
 // snapshot: a file's live bytes are what the state refers to in it.
-// Append counts the records it writes itself.
-func (s *Store) Hold(ref Ref) {
+// Append counts the records it writes itself. A reference to a file the
+// store does not have, or past its end, is an error: the state cannot
+// be served from this store.
+func (s *Store) Hold(ref Ref) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f, ok := s.files[ref.File]; ok {
-		f.live += headerSize + int64(ref.Len)
+	f, ok := s.files[ref.File]
+	if !ok {
+		return fmt.Errorf("body store: no file %s for the record at offset %d", filepath.Join(s.dir, name(ref.File)), ref.Off)
 	}
+	if end := int64(ref.Off) + headerSize + int64(ref.Len); end > f.size {
+		return fmt.Errorf("body store: %s: the record at offset %d (%d bytes) ends past the file's %d bytes", f.f.Name(), ref.Off, ref.Len, f.size)
+	}
+	f.live += headerSize + int64(ref.Len)
+	return nil
 }
 
 // Release counts a record as no longer referenced (its message was

@@ -253,7 +253,15 @@ func TestLiveBytesAndRewrite(t *testing.T) {
 
 	// A restored state counts its references again.
 	s.ResetLive()
-	s.Hold(moved)
+	if err := s.Hold(moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Hold(refs[survivor]); err == nil {
+		t.Error("Hold took a reference into a removed file")
+	}
+	if err := s.Hold(Ref{File: moved.File, Off: moved.Off, Len: 1 << 30}); err == nil {
+		t.Error("Hold took a reference past its file's end")
+	}
 	for _, f := range s.Stats() {
 		want := int64(0)
 		if f.ID == moved.File {
@@ -261,6 +269,48 @@ func TestLiveBytesAndRewrite(t *testing.T) {
 		}
 		if f.Live != want {
 			t.Errorf("file %d: %d live bytes after ResetLive and one Hold, want %d", f.ID, f.Live, want)
+		}
+	}
+}
+
+// TestSyncThroughBesideAppends syncs, from another goroutine, the records
+// before a position while the appender goes on (go test -race), and
+// refuses a position whose records are still gathered in memory.
+func TestSyncThroughBesideAppends(t *testing.T) {
+	s := open(t, t.TempDir(), 64<<10)
+	for i := range 100 {
+		if _, err := s.Append(string(body(i, 1000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SyncThrough(s.Position()); err == nil {
+		t.Fatal("SyncThrough took a position whose records are not written")
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	p := s.Position()
+	done := make(chan error)
+	go func() {
+		var err error
+		for i := range 300 {
+			if _, err = s.Append(string(body(i, 1000))); err != nil {
+				break
+			}
+		}
+		done <- err
+	}()
+	if err := s.SyncThrough(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for id, f := range s.files {
+		if id < p.File && f.synced != f.size || id == p.File && f.synced < int64(p.Off) {
+			t.Errorf("file %d: %d of %d bytes synced, position %+v", id, f.synced, f.size, p)
 		}
 	}
 }

@@ -15,17 +15,30 @@ import (
 // store under the data dir (bodies/): the engine holds a 12-byte reference
 // per message, so that a backlog is bounded by disk, not memory.
 //
-// The store is a cache of the node's own, not a second copy to keep
-// consistent: every body is also in the snapshot (which writes the bodies
-// it reads back from the store) or in a log entry after it. So a start
-// empties the store, and the restore and the replay that rebuild the
-// engine write the bodies again; nothing in the store needs a sync, and a
-// crash at any moment leaves nothing to repair.
+// The node's own snapshots refer to the bodies in the store rather than
+// carry them (snapshot frame version 4, engine snapshot format 3): a
+// snapshot of a backlog of many GiB writes the records of its messages,
+// and a restart finds the bodies where they are. So the store is part of
+// the node's state, kept consistent with its snapshots this way:
+//
+//   - A snapshot records the store's Position when its view is taken, all
+//     the records it refers to being before it, and syncs the store up to
+//     there before it is made the newest (SyncThrough).
+//   - A start cuts the store back to the newest snapshot's Position and
+//     replays the log after it, which appends again the bodies of the
+//     entries that follow; with no snapshot, or one that carries its
+//     bodies, it empties the store. A start whose snapshot refers to a
+//     record the store lacks (the directory lost or replaced) refuses.
+//   - A file is removed only when none of its bodies is referenced by the
+//     engine or by the newest snapshot on disk (protected), and no
+//     snapshot view is open or being sent (views).
+//   - A snapshot sent to another node (a follower's InstallSnapshot) has
+//     its bodies put back in on the way out (snapshotStore.Open).
 //
 // Space is reclaimed by file: the engine releases a body when its message
 // goes for good (deleted, expired, purged, its queue deleted); a file none
-// of whose bodies is referenced any more is removed, once no snapshot view
-// that may still write one of them is open.
+// of whose bodies is referenced any more is removed, and the live bodies
+// of a mostly dead file are copied out of it first (compact).
 
 // bodies adapts a bodystore.Store to engine.BodyStore. Put and Release are
 // called by whoever holds the fsm's write lock; Get also under its read
@@ -35,10 +48,15 @@ type bodies struct {
 	// failed is the first error of writing a body: the state can no longer
 	// be served (its message has no body), so the fsm stops applying.
 	failed atomic.Pointer[error]
-	// views counts the snapshot views open: while one is, no file is
-	// removed, since the view may write a body released after it was
-	// taken.
+	// views counts the snapshot views open and the snapshots being made
+	// inline to be sent: while one is, no file is removed, since it may
+	// read a body released since.
 	views atomic.Int32
+	// protected holds the files the newest snapshot on disk refers to:
+	// a restart would need them. Only the apply goroutine reads it;
+	// protectMu guards it against the snapshot goroutine that sets it.
+	protectMu sync.Mutex
+	protected map[uint32]bool
 	// lastReclaim is when reclaim last looked; it looks once a second at
 	// most. Only the apply goroutine reads and writes it.
 	lastReclaim time.Time
@@ -49,17 +67,25 @@ type bodies struct {
 const bodiesDir = "bodies"
 
 // openBodies opens the body store in dir, with files of fileSize bytes
-// (bodystore.DefaultFileSize if 0), and empties it (see above).
+// (bodystore.DefaultFileSize if 0). The files are taken as they are: the
+// start cuts them back to its snapshot (atStart).
 func openBodies(dir string, fileSize int64) (*bodies, error) {
 	s, err := bodystore.Open(dir, fileSize)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.TruncateAfter(bodystore.Position{}); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("empty the body store %s: %w", dir, err)
-	}
 	return &bodies{store: s}, nil
+}
+
+// atStart prepares the store for the state a start restores: the records
+// after p are cut (p is the Position of the snapshot restored, the zero
+// Position if it carries its bodies or there is none), so that the replay
+// of the log after it appends their bodies again.
+func (b *bodies) atStart(p bodystore.Position) error {
+	if err := b.store.TruncateAfter(p); err != nil {
+		return fmt.Errorf("cut the body store back to the snapshot's position %d:%d: %w", p.File, p.Off, err)
+	}
+	return nil
 }
 
 // badRef is the reference given to a body that could not be written: no
@@ -111,10 +137,36 @@ func (b *bodies) failure() error {
 
 // recount makes the store's live bytes those of the engine's messages, after
 // a restore replaced the state (the old messages went without a Release).
-// The caller holds the fsm's write lock.
-func (b *bodies) recount(eng *engine.Engine) {
+// A reference the store cannot hold is an error: the state restored refers
+// to bodies this node does not have. The caller holds the fsm's write lock.
+func (b *bodies) recount(eng *engine.Engine) error {
 	b.store.ResetLive()
-	eng.BodyRefs(func(ref engine.BodyRef) { b.store.Hold(storeRef(ref)) })
+	var first error
+	eng.BodyRefs(func(ref engine.BodyRef) {
+		if err := b.store.Hold(storeRef(ref)); err != nil && first == nil {
+			first = err
+		}
+	})
+	return first
+}
+
+// liveFiles returns the files that hold a body the engine refers to: what
+// a snapshot view taken now refers to.
+func (b *bodies) liveFiles() map[uint32]bool {
+	files := map[uint32]bool{}
+	for _, f := range b.store.Stats() {
+		if f.Live > 0 {
+			files[f.ID] = true
+		}
+	}
+	return files
+}
+
+// protect records files as those the newest snapshot on disk refers to.
+func (b *bodies) protect(files map[uint32]bool) {
+	b.protectMu.Lock()
+	b.protected = files
+	b.protectMu.Unlock()
 }
 
 // reclaim removes the files none of whose bodies is referenced, at most
@@ -125,8 +177,11 @@ func (b *bodies) reclaim(now time.Time) error {
 		return nil
 	}
 	b.lastReclaim = now
+	b.protectMu.Lock()
+	protected := b.protected
+	b.protectMu.Unlock()
 	for _, f := range b.store.Stats() {
-		if f.Live == 0 && !f.Active {
+		if f.Live == 0 && !f.Active && !protected[f.ID] {
 			if err := b.store.Remove(f.ID); err != nil {
 				return err
 			}

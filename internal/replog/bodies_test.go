@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
 )
@@ -69,8 +71,8 @@ func countRefs(l *Raft, eng *engine.Engine) (n int) {
 
 // TestBodiesOnDisk checks that the durable log keeps bodies in the store,
 // not in the engine, and that they read back exactly through a receive,
-// across a snapshot and a restart (which empties the store and rewrites
-// it from the snapshot and the log).
+// across a snapshot and a restart (which finds the snapshot's bodies in the
+// store, and appends those of the entries after it again).
 func TestBodiesOnDisk(t *testing.T) {
 	dir := t.TempDir()
 	c := newClock()
@@ -218,5 +220,187 @@ func TestBodyFilesReclaimed(t *testing.T) {
 	got := receiveAll(t, l, c)
 	if got[100] != bigBody(100, 10) || got[101] != bigBody(101, 10) {
 		t.Fatalf("the bodies sent after the reclaim read back as %q, %q", got[100], got[101])
+	}
+}
+
+// TestRestartFindsBodiesInPlace checks that a node's snapshot refers to
+// the bodies in the store rather than copying them, and that a restart
+// reads them where they are: the files the snapshot refers to are left as
+// they were, and every body reads back.
+func TestRestartFindsBodiesInPlace(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock()
+	l, _ := openTest(t, dir, RaftConfig{bodyFileSize: 256 << 10})
+	apply(t, l, c, api.QueueKey{Account: bodyQueue.Account}, &api.CreateQueueRequest{QueueName: bodyQueue.Name})
+	const size = 20_000
+	for i := range 40 {
+		sendBody(t, l, c, i, size)
+	}
+	if err := l.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 40; i < 45; i++ { // after the snapshot: replayed from the log
+		sendBody(t, l, c, i, size)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snaps, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "state.bin"))
+	if len(snaps) != 1 {
+		t.Fatalf("snapshots %v, want one", snaps)
+	}
+	if st, err := os.Stat(snaps[0]); err != nil || st.Size() > 40*size/10 {
+		t.Fatalf("the snapshot of 40 bodies of %d bytes takes %v bytes (%v): it carries them", size, st.Size(), err)
+	}
+	// Mark the first file: a start that rewrote it would make it new.
+	first := filepath.Join(dir, bodiesDir, fmt.Sprintf("%016x.body", 1))
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(first, old, old); err != nil {
+		t.Fatal(err)
+	}
+
+	l, _ = openTest(t, dir, RaftConfig{bodyFileSize: 256 << 10})
+	defer l.Close()
+	if st, err := os.Stat(first); err != nil || !st.ModTime().Equal(old) {
+		t.Fatalf("the store's first file after the restart: %v, %v; want it untouched", st, err)
+	}
+	got := receiveAll(t, l, c)
+	for i := range 45 {
+		if got[i] != bigBody(i, size) {
+			t.Fatalf("message %d: received %d bytes, not its body", i, len(got[i]))
+		}
+	}
+	if len(got) != 45 {
+		t.Fatalf("received %d messages, want 45", len(got))
+	}
+}
+
+// TestStartRefusesLostBodies replaces the body store under a stopped node
+// (a volume lost, a directory deleted): its snapshot refers to bodies the
+// store no longer has, and the start refuses, naming what is missing,
+// rather than serve messages without bodies.
+func TestStartRefusesLostBodies(t *testing.T) {
+	for _, damage := range []string{"removed", "emptied", "cut short"} {
+		t.Run(damage, func(t *testing.T) {
+			dir := t.TempDir()
+			c := newClock()
+			l, _ := openTest(t, dir, RaftConfig{})
+			apply(t, l, c, api.QueueKey{Account: bodyQueue.Account}, &api.CreateQueueRequest{QueueName: bodyQueue.Name})
+			for i := range 5 {
+				sendBody(t, l, c, i, 10_000)
+			}
+			if err := l.raft.Snapshot().Error(); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			store := filepath.Join(dir, bodiesDir)
+			file := filepath.Join(store, fmt.Sprintf("%016x.body", 1))
+			var err error
+			switch damage {
+			case "removed":
+				err = os.RemoveAll(store)
+			case "emptied":
+				err = os.Remove(file)
+			case "cut short":
+				err = os.Truncate(file, 30_000)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := engine.New(engine.Config{Region: "us-east-1"})
+			l, err = OpenRaft(RaftConfig{Dir: dir}, eng)
+			if err == nil {
+				l.Close()
+				t.Fatal("the node started with its snapshot's bodies gone")
+			}
+			if !strings.Contains(err.Error(), "body store does not have") || !strings.Contains(err.Error(), ".body") {
+				t.Fatalf("start refused with %q; want it to name the missing body file", err)
+			}
+		})
+	}
+}
+
+// TestFollowerInstallsSnapshotWithBodies has a follower that was down
+// catch up by a snapshot install, the leader's snapshot referring to its
+// own body store: the snapshot sent carries the bodies, the follower keeps
+// them in its own store, and once it leads it serves every body exactly.
+func TestFollowerInstallsSnapshotWithBodies(t *testing.T) {
+	nodes := startClusterWith(t, 3, nil, func(cfg *RaftConfig) {
+		cfg.trailingLogs = 4
+		cfg.walSegmentSize = 64 << 10
+		cfg.bodyFileSize = 64 << 10
+	})
+	leader := waitLeader(t, nodes)
+	c := newClock()
+	apply(t, leader.log, c, api.QueueKey{Account: bodyQueue.Account}, &api.CreateQueueRequest{QueueName: bodyQueue.Name})
+	var down *testNode
+	for _, nd := range nodes {
+		if nd != leader {
+			down = nd
+			break
+		}
+	}
+	waitApplied(t, down, leader.log.raft.LastIndex())
+	downLast := down.log.raft.LastIndex()
+	if err := down.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	down.log = nil
+
+	const size = 10_000
+	for i := range 30 {
+		sendBody(t, leader.log, c, i, size)
+	}
+	// Some go, so that the snapshot refers to some of the leader's files
+	// and not others.
+	for range 2 {
+		n := 10
+		res := apply(t, leader.log, c, bodyQueue, &api.ReceiveMessageRequest{QueueUrl: bodyQueue.Path(), MaxNumberOfMessages: &n}).(*api.ReceiveMessageResult)
+		for _, m := range res.Messages {
+			apply(t, leader.log, c, bodyQueue, &api.DeleteMessageRequest{QueueUrl: bodyQueue.Path(), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	if err := leader.log.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	if first := mustIndex(leader.log.wal.FirstIndex()); first <= downLast+1 {
+		t.Fatalf("the leader's log begins at %d, and the follower has up to %d: no snapshot needed", first, downLast)
+	}
+
+	down.log, down.eng = openTest(t, down.dir, down.cfg)
+	waitApplied(t, down, leader.log.raft.LastIndex())
+	if got := down.log.raft.Stats()["last_snapshot_index"]; got == "0" {
+		ls, _ := os.ReadDir(filepath.Join(down.dir, "snapshots"))
+		t.Fatalf("the follower caught up without installing a snapshot: %v\nleader %v first %d downLast %d snaps %v", down.log.raft.Stats(), leader.log.raft.Stats(), mustIndex(leader.log.wal.FirstIndex()), downLast, ls)
+	}
+	if spools, _ := filepath.Glob(filepath.Join(leader.dir, spoolPattern)); len(spools) > 0 {
+		t.Errorf("the leader left spool files: %v", spools)
+	}
+	if n := countRefs(down.log, down.eng); n != 10 {
+		t.Fatalf("the follower keeps %d bodies in its store, want the 10 left", n)
+	}
+	if err := leader.log.raft.LeadershipTransferToServer(raft.ServerID(down.id), raft.ServerAddress(down.cfg.Cluster.RaftAddr)).Error(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !down.log.Leading() {
+		if time.Now().After(deadline) {
+			for _, nd := range nodes {
+				t.Logf("%s: %v", nd.id, nd.log.raft.Stats())
+			}
+			t.Fatalf("%s does not lead after the transfer", down.id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := receiveAll(t, down.log, c)
+	if len(got) != 10 {
+		t.Fatalf("the follower, leading, served %d messages, want 10", len(got))
+	}
+	for i, b := range got {
+		if b != bigBody(i, size) {
+			t.Fatalf("message %d: %d bytes, not its body", i, len(b))
+		}
 	}
 }

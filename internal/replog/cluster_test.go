@@ -47,6 +47,13 @@ type testNode struct {
 
 func startCluster(t *testing.T, n int, tlsFor func(i int) *tls.Config) []*testNode {
 	t.Helper()
+	return startClusterWith(t, n, tlsFor, nil)
+}
+
+// startClusterWith is startCluster with tweak, if not nil, changing each
+// node's configuration before it is opened.
+func startClusterWith(t *testing.T, n int, tlsFor func(i int) *tls.Config, tweak func(*RaftConfig)) []*testNode {
+	t.Helper()
 	addrs := freeAddrs(t, n)
 	var peers []Peer
 	for i, a := range addrs {
@@ -60,6 +67,9 @@ func startCluster(t *testing.T, n int, tlsFor func(i int) *tls.Config) []*testNo
 			tc = tlsFor(i)
 		}
 		nd.cfg = RaftConfig{NodeID: nd.id, MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addrs[i], Peers: peers, TLS: tc}}
+		if tweak != nil {
+			tweak(&nd.cfg)
+		}
 		nd.log, nd.eng = openTest(t, nd.dir, nd.cfg)
 		nodes[i] = nd
 	}

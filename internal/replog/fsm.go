@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/bodystore"
 	"github.com/fifoq/fifoq/internal/engine"
 )
 
@@ -242,40 +243,82 @@ type fatalEntry struct {
 //	   states of format 1 only, that the snapshot is newer than it, rather
 //	   than damaged. Versions 1 and 2, with an engine state of format 1,
 //	   still restore.
+//	4: the body store's Position when the state was taken (file and
+//	   offset, 4 bytes each, big-endian), then an engine state of format 3
+//	   whose bodies are referred to in the node's body store (bodies.go).
+//	   Written by a node for itself; a snapshot sent to another node is
+//	   turned into version 3 on the way (snapshotStore.Open).
 var snapshotMagic = [8]byte{'F', 'I', 'F', 'O', 'Q', 'F', 'S', 'M'}
 
 // snapshotFormatVersion is the version of the snapshot payload layout this
-// fifoq writes; it reads every version from 1 to this one.
-const snapshotFormatVersion = 3
+// fifoq writes for itself; it reads every version from 1 to this one.
+// snapshotInlineVersion is the version it writes with the bodies in the
+// snapshot, and sends to other nodes.
+const (
+	snapshotFormatVersion = 4
+	snapshotInlineVersion = 3
+)
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Snapshot implements raft.FSM. Raft calls it on the goroutine that
 // applies entries, so writes wait while it runs: it only takes a view of
 // the engine (pointers to its records, see engine.SnapshotView), and
-// Persist writes the view out while entries go on being applied.
+// Persist writes the view out while entries go on being applied. With a
+// body store, the view refers to the bodies in it, and records the
+// store's position and the files it refers to.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
-	view, err := f.eng.BeginSnapshot()
-	if err == nil && f.bodies != nil {
-		f.bodies.views.Add(1) // before a write can release a body the view holds
+	defer f.mu.RUnlock()
+	s := &snapshot{fsm: f}
+	if f.bodies != nil {
+		// The records the view refers to must be in their files before
+		// Persist syncs them from its own goroutine: write what is
+		// gathered, here on the appender's goroutine.
+		if err := f.bodies.store.Flush(); err != nil {
+			f.bodies.failed.CompareAndSwap(nil, &err)
+			return nil, fmt.Errorf("snapshot engine: %w", err)
+		}
+		s.at, s.files = f.bodies.store.Position(), f.bodies.liveFiles()
 	}
-	f.mu.RUnlock()
+	view, err := f.eng.BeginSnapshot()
 	if err != nil {
 		return nil, fmt.Errorf("snapshot engine: %w", err)
 	}
-	return &snapshot{view: view, mu: &f.mu, written: f.observeSnapshot, bodies: f.bodies}, nil
+	s.view = view
+	if f.bodies != nil {
+		view.BodiesByReference()
+		f.bodies.views.Add(1) // before a write can release a body the view holds
+	}
+	return s, nil
 }
 
-// Restore implements raft.FSM. It streams the snapshot into the engine;
-// the engine swaps the new state in only once the whole snapshot has been
-// read and checked.
-func (f *fsm) Restore(rc io.ReadCloser) error {
+// Restore implements raft.FSM: it restores a snapshot installed from the
+// leader, or by the operator, which carries its bodies. It streams the
+// snapshot into the engine; the engine swaps the new state in only once
+// the whole snapshot has been read and checked.
+func (f *fsm) Restore(rc io.ReadCloser) error { return f.restore(rc, false) }
+
+// restore restores the snapshot rc. atStart is set for the snapshot a
+// start restores, the node's own: one that refers to the body store
+// (version 4) is restored only then, after the store is cut back to the
+// position it records; one that carries its bodies empties the store
+// first.
+func (f *fsm) restore(rc io.ReadCloser, atStart bool) error {
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 64<<10)
 	version, want, err := readSnapshotHeader(br)
 	if err != nil {
 		return err
+	}
+	var at bodystore.Position
+	if version >= 4 {
+		if at, err = readPosition(br); err != nil {
+			return err
+		}
+		if !atStart || f.bodies == nil {
+			return errors.New("snapshot refers to message bodies in a node's body store: it is restored only by that node, at its start")
+		}
 	}
 	var state io.Reader = br
 	var verify func() error
@@ -293,11 +336,25 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if atStart && f.bodies != nil {
+		if err := f.bodies.atStart(at); err != nil {
+			return err
+		}
+	}
 	err = f.eng.RestoreVerified(state, verify)
 	if f.bodies != nil {
 		// Whether the new state is in or the old one stays, the bodies
 		// the restore wrote for it, or the old state's, are what is live.
-		f.bodies.recount(f.eng)
+		if cerr := f.bodies.recount(f.eng); cerr != nil && err == nil {
+			err = fmt.Errorf("the snapshot refers to a message body the body store does not have (was %s lost or replaced?): %w", bodiesDir, cerr)
+		}
+		// A start's snapshot is the newest on disk; one installed from
+		// the leader carries its bodies and needs none of the store's.
+		protected := map[uint32]bool{}
+		if atStart && version >= 4 {
+			protected = f.bodies.liveFiles()
+		}
+		f.bodies.protect(protected)
 	}
 	if err != nil {
 		return fmt.Errorf("restore engine from snapshot (format version %d): %w", version, err)
@@ -306,6 +363,15 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.restored.Store(true)
 	f.observeSnapshot()
 	return nil
+}
+
+// readPosition reads the body store position of a snapshot of version 4.
+func readPosition(r io.Reader) (bodystore.Position, error) {
+	var b [8]byte
+	if n, err := io.ReadFull(r, b[:]); err != nil {
+		return bodystore.Position{}, fmt.Errorf("snapshot header truncated at byte offset %d: %w", 12+n, err)
+	}
+	return bodystore.Position{File: binary.BigEndian.Uint32(b[:4]), Off: binary.BigEndian.Uint32(b[4:])}, nil
 }
 
 // errNewerSnapshot marks a snapshot in a format version newer than this
@@ -346,6 +412,11 @@ func verifySnapshotPayload(r io.Reader) error {
 	if err != nil {
 		return err
 	}
+	if version >= 4 {
+		if _, err := readPosition(br); err != nil {
+			return err
+		}
+	}
 	if version == 1 {
 		h := crc32.New(castagnoli)
 		n, err := io.Copy(h, br)
@@ -363,46 +434,63 @@ func verifySnapshotPayload(r io.Reader) error {
 	return nil
 }
 
-// snapshot is a view of the engine waiting to be written; written is
-// called once it is on disk. mu is the fsm's lock, which Persist holds for
-// reading while it reads messages from the live engine.
+// snapshot is a view of the engine waiting to be written. With a body
+// store, at is the store's position when the view was taken and files the
+// files the view refers to.
 type snapshot struct {
-	view    *engine.SnapshotView
-	mu      *sync.RWMutex
-	written func()
-	bodies  *bodies // the engine's body store, if any: its views are counted
+	fsm   *fsm
+	view  *engine.SnapshotView
+	at    bodystore.Position
+	files map[uint32]bool
 }
 
 // Persist implements raft.FSMSnapshot. It runs on Raft's snapshot
-// goroutine, while entries are applied.
+// goroutine, while entries are applied, reading messages under the fsm's
+// lock (for reading).
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	var hdr [12]byte
+	b := s.fsm.bodies
+	hdr := make([]byte, 12, 20)
 	copy(hdr[:8], snapshotMagic[:])
-	binary.BigEndian.PutUint32(hdr[8:12], snapshotFormatVersion)
-	if _, err := sink.Write(hdr[:]); err != nil {
+	if b != nil {
+		binary.BigEndian.PutUint32(hdr[8:12], snapshotFormatVersion)
+		hdr = binary.BigEndian.AppendUint32(hdr, s.at.File)
+		hdr = binary.BigEndian.AppendUint32(hdr, s.at.Off)
+	} else {
+		binary.BigEndian.PutUint32(hdr[8:12], snapshotInlineVersion)
+	}
+	if _, err := sink.Write(hdr); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("write snapshot header: %w", err)
 	}
-	if _, err := s.view.WriteTo(sink, s.mu.RLocker()); err != nil {
+	if _, err := s.view.WriteTo(sink, s.fsm.mu.RLocker()); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("write snapshot: %w", err)
+	}
+	if b != nil {
+		// The bodies the snapshot refers to must be durable before it is.
+		if err := b.store.SyncThrough(s.at); err != nil {
+			sink.Cancel()
+			b.failed.CompareAndSwap(nil, &err)
+			return fmt.Errorf("write snapshot: %w", err)
+		}
 	}
 	if err := sink.Close(); err != nil {
 		return err
 	}
-	if s.written != nil {
-		s.written()
+	if b != nil {
+		b.protect(s.files)
 	}
+	s.fsm.observeSnapshot()
 	return nil
 }
 
 // Release implements raft.FSMSnapshot: the engine stops keeping copies of
 // the messages changed since the view was taken.
 func (s *snapshot) Release() {
-	s.mu.Lock()
+	s.fsm.mu.Lock()
 	s.view.Release()
-	if s.bodies != nil {
-		s.bodies.views.Add(-1)
+	if s.fsm.bodies != nil {
+		s.fsm.bodies.views.Add(-1)
 	}
-	s.mu.Unlock()
+	s.fsm.mu.Unlock()
 }

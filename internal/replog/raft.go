@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/raft-wal/segment"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/bodystore"
 	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/walfs"
 )
@@ -46,6 +47,15 @@ type RaftConfig struct {
 	// bodyFileSize, if not 0, is the size of the body store's files: tests
 	// make them small to see files filled and reclaimed.
 	bodyFileSize int64
+	// trailingLogs, if not 0, is how many entries a snapshot leaves in
+	// the log (1024 if 0): tests lower it to make followers install
+	// snapshots.
+	trailingLogs uint64
+	// walSegmentSize, if not 0, is the size of the log's segment files:
+	// a follower needs a snapshot only once the entries it lacks are
+	// gone with their segment (raft-wal still reads entries compacted
+	// away that are in the segment written to).
+	walSegmentSize int
 	// MinFreeBytes is the free space the data dir's file system must keep:
 	// below it, writes are refused with ServiceUnavailable (reads go on)
 	// until space returns, so that the log never runs into a full disk in
@@ -235,7 +245,11 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", walDir, err)
 	}
-	w, err := raftwal.Open(walDir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta), raftwal.WithSegmentFiler(segment.NewFiler(walDir, files)))
+	segmentSize := raftwal.DefaultSegmentSize
+	if cfg.walSegmentSize > 0 {
+		segmentSize = cfg.walSegmentSize
+	}
+	w, err := raftwal.Open(walDir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta), raftwal.WithSegmentFiler(segment.NewFiler(walDir, files)), raftwal.WithSegmentSize(segmentSize))
 	if err != nil {
 		meta.Close()
 		files.Close()
@@ -250,10 +264,14 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	}
 	eng.SetBodyStore(wal.bodies)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotsRetained, hlog)
+	if err == nil {
+		err = removeSpoolFiles(cfg.Dir)
+	}
 	if err != nil {
 		wal.Close()
 		return nil, fmt.Errorf("open snapshots in %s: %w", cfg.Dir, err)
 	}
+	sending := &snapshotStore{FileSnapshotStore: snaps, dir: cfg.Dir, bodies: wal.bodies}
 
 	// Raft falls back to an older snapshot when the newest cannot be
 	// restored, and the log entries between them may be compacted away:
@@ -279,6 +297,9 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	rc.SnapshotThreshold = cfg.SnapshotEntries
 	rc.SnapshotInterval = 30 * time.Second
 	rc.TrailingLogs = 1024
+	if cfg.trailingLogs > 0 {
+		rc.TrailingLogs = cfg.trailingLogs
+	}
 	// The newest snapshot, if any, is already restored.
 	rc.NoSnapshotRestoreOnStart = true
 	if cfg.Cluster != nil {
@@ -308,7 +329,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	}
 	f.answer = func(e *entry, results []applyResult, err error) { l.answer(e, results, err) }
 
-	existing, err := raft.HasExistingState(wal, wal, snaps)
+	existing, err := raft.HasExistingState(wal, wal, sending)
 	if err != nil {
 		closeTransport()
 		wal.Close()
@@ -317,7 +338,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	if !existing {
 		boot, doBoot, err := bootConfiguration(&cfg, addr)
 		if err == nil && doBoot {
-			err = raft.BootstrapCluster(rc, wal, wal, snaps, transport, boot)
+			err = raft.BootstrapCluster(rc, wal, wal, sending, transport, boot)
 		}
 		if err != nil {
 			closeTransport()
@@ -332,7 +353,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	// Outermost, so that an entry counts as stored only once every layer
 	// beneath has returned without error.
 	store = &storeGate{LogStore: store, fsm: f}
-	r, err := raft.NewRaft(rc, f, store, wal, snaps, transport)
+	r, err := raft.NewRaft(rc, f, store, wal, sending, transport)
 	if err != nil {
 		closeTransport()
 		wal.Close()
@@ -394,6 +415,10 @@ func restoreLatestSnapshot(snaps *raft.FileSnapshotStore, dir string, f *fsm) er
 		return fmt.Errorf("list snapshots in %s: %w", dir, err)
 	}
 	if len(list) == 0 {
+		if f.bodies != nil {
+			// The log holds every body: the replay appends them again.
+			return f.bodies.atStart(bodystore.Position{})
+		}
 		return nil
 	}
 	path := filepath.Join(dir, "snapshots", list[0].ID, "state.bin")
@@ -407,7 +432,7 @@ func restoreLatestSnapshot(snaps *raft.FileSnapshotStore, dir string, f *fsm) er
 	}
 	// f.Restore closes the file. Nothing else runs yet: hold the garbage
 	// collector off while the state is built (see withGCHeld).
-	err = withGCHeld(restoreHeapBudget(list[0].Size), func() error { return f.Restore(file) })
+	err = withGCHeld(restoreHeapBudget(list[0].Size), func() error { return f.restore(file, true) })
 	if errors.Is(err, errNewerSnapshot) {
 		return fmt.Errorf("snapshot %s: %w; refusing to start", path, err)
 	} else if err != nil {

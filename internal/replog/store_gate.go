@@ -45,3 +45,14 @@ func (s *storeGate) stored(log *raft.Log) {
 		e.markStored()
 	}
 }
+
+// IsMonotonic implements raft.MonotonicLogStore with the answer of the
+// store beneath. raft-wal refuses an entry that does not follow the last
+// one, so after a follower installs a snapshot Raft must remove its old
+// entries rather than leave a gap before the next: without this, the
+// follower refused every entry after the snapshot ("non-monotonic log
+// entries") and never caught up.
+func (s *storeGate) IsMonotonic() bool {
+	m, ok := s.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
