@@ -106,3 +106,32 @@ func (e *Engine) TakeBodyError() error {
 	e.bodyErr = nil
 	return err
 }
+
+// MoveBodies gives every message whose body is kept in file of the store
+// the reference move returns for it, until move says stop: how a store
+// moves the live bodies out of a mostly dead file, to remove it. move is
+// called with the message's reference, and returns its new one (the body
+// copied) or ok false to leave it. The engine's behaviour does not change:
+// only where its bodies are read from.
+//
+// The caller excludes commands and reads, and writes no snapshot view
+// meanwhile: a view taken before would write the new references, which it
+// may not be able to read back.
+func (e *Engine) MoveBodies(file uint32, move func(BodyRef) (moved BodyRef, ok, stop bool)) {
+	stopped := false
+	for _, q := range e.queues {
+		q.eachMessage(func(m *message) {
+			if stopped || m.ref.File != file {
+				return
+			}
+			ref, ok, stop := move(m.ref)
+			if ok {
+				m.ref = ref
+			}
+			stopped = stop
+		})
+		if stopped {
+			return
+		}
+	}
+}

@@ -1,8 +1,10 @@
 package replog
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +63,10 @@ type bodies struct {
 	// most. Only the apply goroutine reads and writes it.
 	lastReclaim time.Time
 	bufs        sync.Pool
+	// moveBuf is compact's buffer, and unmovable the files it found a
+	// damaged record in; only the apply goroutine uses them.
+	moveBuf   []byte
+	unmovable map[uint32]bool
 }
 
 // bodiesDir is the body store's directory under the data dir.
@@ -169,10 +175,11 @@ func (b *bodies) protect(files map[uint32]bool) {
 	b.protectMu.Unlock()
 }
 
-// reclaim removes the files none of whose bodies is referenced, at most
-// once a second and only while no snapshot view is open. The caller holds
-// the fsm's write lock, so no read is under way.
-func (b *bodies) reclaim(now time.Time) error {
+// reclaim removes the files none of whose bodies is referenced, and moves
+// some live bodies out of a mostly dead file (compact), at most once a
+// second and only while no snapshot view is open. The caller holds the
+// fsm's write lock, so no read is under way, and is the appender.
+func (b *bodies) reclaim(now time.Time, eng *engine.Engine) error {
 	if now.Sub(b.lastReclaim) < time.Second || b.views.Load() > 0 {
 		return nil
 	}
@@ -187,5 +194,60 @@ func (b *bodies) reclaim(now time.Time) error {
 			}
 		}
 	}
-	return nil
+	return b.compact(eng)
+}
+
+// A file is compacted, its live bodies moved to the end of the store so
+// that it can be removed, once less than 1/compactLiveShare of its bytes
+// are live: a few long-lived messages would otherwise keep whole files of
+// dead ones. compactBytesPerTick bounds the bytes moved per reclaim, and so
+// the time a reclaim holds up the entries being applied.
+const (
+	compactLiveShare    = 4
+	compactBytesPerTick = 8 << 20
+	compactFilesPerTick = 4
+)
+
+// compact moves up to compactBytesPerTick of the live bodies of the files
+// mostly dead, those with the fewest live bytes first, walking the
+// engine's messages once per file for at most compactFilesPerTick files.
+// A file is removed by a later reclaim, once the newest snapshot no longer
+// refers to it.
+func (b *bodies) compact(eng *engine.Engine) error {
+	var victims []bodystore.FileStats
+	for _, f := range b.store.Stats() {
+		if !f.Active && f.Live > 0 && f.Live*compactLiveShare < f.Size && !b.unmovable[f.ID] {
+			victims = append(victims, f)
+		}
+	}
+	slices.SortFunc(victims, func(x, y bodystore.FileStats) int { return cmp.Compare(x.Live, y.Live) })
+	budget := int64(compactBytesPerTick)
+	var failed error
+	for i := 0; i < len(victims) && i < compactFilesPerTick && budget > 0 && failed == nil; i++ {
+		eng.MoveBodies(victims[i].ID, func(ref engine.BodyRef) (engine.BodyRef, bool, bool) {
+			body, err := b.store.Read(storeRef(ref), b.moveBuf)
+			if err != nil {
+				// A damaged record stays where it is, reported when its
+				// message is received; its file is left as it is.
+				if b.unmovable == nil {
+					b.unmovable = map[uint32]bool{}
+				}
+				b.unmovable[ref.File] = true
+				return ref, false, true
+			}
+			b.moveBuf = body[:0]
+			moved, err := b.store.Append(string(body))
+			if err != nil {
+				failed = err
+				return ref, false, true
+			}
+			b.store.Release(storeRef(ref))
+			budget -= int64(len(body))
+			return engine.BodyRef{File: moved.File, Off: moved.Off, Len: moved.Len}, true, budget <= 0
+		})
+	}
+	if failed != nil {
+		b.failed.CompareAndSwap(nil, &failed)
+	}
+	return failed
 }

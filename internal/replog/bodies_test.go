@@ -404,3 +404,73 @@ func TestFollowerInstallsSnapshotWithBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestMostlyDeadFilesCompacted keeps one message in seven of a run that
+// filled many files: their live bodies are moved out, the files removed
+// once the newest snapshot no longer refers to them, and every body left
+// reads back exactly, before and after a restart.
+func TestMostlyDeadFilesCompacted(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock()
+	cfg := RaftConfig{bodyFileSize: 64 << 10}
+	l, _ := openTest(t, dir, cfg)
+	apply(t, l, c, api.QueueKey{Account: bodyQueue.Account}, &api.CreateQueueRequest{QueueName: bodyQueue.Name})
+	const size = 10_000
+	for i := range 70 {
+		sendBody(t, l, c, i, size)
+	}
+	// Every message but one in seven goes; those stay in flight.
+	hour := 3600
+	for deleted := 0; deleted < 60; {
+		n := 10
+		res := apply(t, l, c, bodyQueue, &api.ReceiveMessageRequest{QueueUrl: bodyQueue.Path(), MaxNumberOfMessages: &n, VisibilityTimeout: &hour}).(*api.ReceiveMessageResult)
+		if len(res.Messages) == 0 {
+			t.Fatalf("nothing left to receive after %d deletes", deleted)
+		}
+		for _, m := range res.Messages {
+			var i int
+			fmt.Sscanf(m.Body[:6], "%d", &i)
+			if i%7 != 0 {
+				apply(t, l, c, bodyQueue, &api.DeleteMessageRequest{QueueUrl: bodyQueue.Path(), ReceiptHandle: m.ReceiptHandle})
+				deleted++
+			}
+		}
+	}
+	before, _ := storeBytes(t, dir)
+	// A snapshot, so that the files compacted are no longer needed by
+	// the newest one; reclaims run once a second, on an apply.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if err := l.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		apply(t, l, c, bodyQueue, &api.GetQueueAttributesRequest{QueueUrl: bodyQueue.Path()})
+		if files, _ := storeBytes(t, dir); files <= 3 {
+			t.Logf("body files: %d before the compaction, %d after", before, files)
+			break
+		}
+		if time.Now().After(deadline) {
+			files, bytes := storeBytes(t, dir)
+			t.Fatalf("%d body files (%d bytes) left of %d, for 10 bodies of %d bytes", files, bytes, before, size)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, _ = openTest(t, dir, cfg)
+	defer l.Close()
+	// The messages kept are in flight for an hour: let them come back.
+	c.mu.Lock()
+	c.t += int64(2 * time.Hour)
+	c.mu.Unlock()
+	got := receiveAll(t, l, c)
+	if len(got) != 10 {
+		t.Fatalf("received %d messages after the restart, want 10", len(got))
+	}
+	for i, b := range got {
+		if i%7 != 0 || b != bigBody(i, size) {
+			t.Fatalf("message %d: %d bytes, not its body", i, len(b))
+		}
+	}
+}

@@ -164,7 +164,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	if f.bodies != nil {
 		bodyErr = f.bodies.failure()
 		if bodyErr == nil {
-			bodyErr = f.bodies.reclaim(time.Now())
+			bodyErr = f.bodies.reclaim(time.Now(), f.eng)
 		}
 	}
 	f.mu.Unlock()
