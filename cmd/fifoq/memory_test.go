@@ -48,3 +48,24 @@ func TestMemoryBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesBadBodyFileSizes checks that a --body-file-size out of
+// its bounds, or not a size, stops fifoq serve before it starts.
+func TestServeRefusesBadBodyFileSizes(t *testing.T) {
+	for _, tc := range []struct{ value, want string }{
+		{"1G", "binary unit such as 512MiB"},
+		{"4KiB", "not between 64KiB and 1GiB"},
+		{"2GiB", "not between 64KiB and 1GiB"},
+	} {
+		var stderr bytes.Buffer
+		code := run([]string{"serve", "--in-memory", "--body-file-size", tc.value}, &bytes.Buffer{}, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), "--body-file-size") || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("serve --body-file-size %s: exit %d, stderr %q; want exit 2 mentioning %q", tc.value, code, stderr.String(), tc.want)
+		}
+	}
+	for _, ok := range []string{"64KiB", "64MiB", "1GiB"} {
+		if _, err := bodyFileSizeOf(ok); err != nil {
+			t.Errorf("--body-file-size %s: %v", ok, err)
+		}
+	}
+}

@@ -31,6 +31,8 @@ type serveOptions struct {
 	minFree  int64
 	// maxMemory is --max-memory as given: "" for the cgroup's limit.
 	maxMemory string
+	// bodyFileSize is --body-file-size as given.
+	bodyFileSize string
 	creds     string
 	insecure  bool
 	tlsCert   string
@@ -68,6 +70,7 @@ func serveFlagSet(opts *serveOptions, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&opts.dataDir, "data-dir", "./fifoq-data", "directory of the durable command log and snapshots")
 	fs.Int64Var(&opts.minFree, "min-free-disk-mb", replog.DefaultMinFreeBytes>>20, "refuse writes (503) while the data dir's disk has less than this many MiB free")
 	fs.StringVar(&opts.maxMemory, "max-memory", "", "memory budget, such as 1GiB: sends are refused (503, retryable) as memory nears it; 0 turns it off (default: the cgroup's memory limit, if there is one)")
+	fs.StringVar(&opts.bodyFileSize, "body-file-size", memguard.FormatSize(replog.DefaultBodyFileSize), "size of the files message bodies are kept in on disk (64KiB to 1GiB): a file's space is given back whole, so smaller files give it back sooner, in more files")
 	fs.BoolVar(&opts.inMemory, "in-memory", false, "keep all state in memory only (for tests and quick use): it is lost when the server stops")
 	fs.StringVar(&opts.account, "account", server.DefaultAccount, "account id of callers and of the queues they create")
 	fs.StringVar(&opts.region, "region", server.DefaultRegion, "region written into queue ARNs")
@@ -108,6 +111,11 @@ func serveParsed(fs *flag.FlagSet, o *serveOptions, stdout, stderr io.Writer) in
 	budget, budgetFrom, err := memoryBudget(opts.maxMemory)
 	if err != nil {
 		fmt.Fprintf(stderr, "fifoq serve: --max-memory: %v\n", err)
+		return 2
+	}
+	bodyFileSize, err := bodyFileSizeOf(opts.bodyFileSize)
+	if err != nil {
+		fmt.Fprintf(stderr, "fifoq serve: --body-file-size: %v\n", err)
 		return 2
 	}
 	if !validAccount(opts.account) {
@@ -183,7 +191,7 @@ write and delete every queue. Either
 		}
 		raftLog, err := replog.OpenRaft(replog.RaftConfig{Dir: opts.dataDir, NodeID: opts.cluster.nodeID, Cluster: clusterCfg,
 			Logger: logger, MinFreeBytes: minFreeBytes(opts.minFree), Observer: reg.LogObserver(),
-			SnapshotBytes: replog.SnapshotBytesWithin(budget)}, eng)
+			SnapshotBytes: replog.SnapshotBytesWithin(budget), BodyFileSize: bodyFileSize}, eng)
 		if err != nil {
 			ln.Close()
 			logger.Error("cannot open data dir", "dir", opts.dataDir, "err", err)
@@ -314,6 +322,22 @@ func memoryBudget(flagValue string) (int64, string, error) {
 		return 0, "", fmt.Errorf("%s is below the smallest budget fifoq can keep to (%s)", flagValue, memguard.HumanSize(minMemoryBudget))
 	}
 	return n, "--max-memory", nil
+}
+
+// The bounds of --body-file-size: under 64 KiB, a file would hold few
+// bodies of the largest size; a record's offset must fit 32 bits.
+const minBodyFileSize, maxBodyFileSize = 64 << 10, 1 << 30
+
+// bodyFileSizeOf turns --body-file-size into bytes.
+func bodyFileSizeOf(flagValue string) (int64, error) {
+	n, err := memguard.ParseSize(flagValue)
+	if err != nil {
+		return 0, err
+	}
+	if n < minBodyFileSize || n > maxBodyFileSize {
+		return 0, fmt.Errorf("%s is not between %s and %s", flagValue, memguard.FormatSize(minBodyFileSize), memguard.FormatSize(maxBodyFileSize))
+	}
+	return n, nil
 }
 
 // memoryGuard returns g as the server's MemoryGuard: nil, not a nil

@@ -198,6 +198,7 @@ queues:
 recreate_delay: 0
 purge_delay: 1m30s
 max_memory: 2GiB
+body_file_size: 16MiB
 node_id: n1
 raft_addr: 10.0.0.1:7000
 peers: n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000
@@ -214,7 +215,7 @@ raft_tls:
 	}
 	wantSettings := map[string]string{
 		"listen": "0.0.0.0:9324", "data_dir": "/etc/fifoq/data", "in_memory": "false", "min_free_disk_mb": "64",
-		"max_memory": "2GiB", "account": "000000000000", "region": "eu-west-1", "insecure": "false", "log.json": "true",
+		"max_memory": "2GiB", "body_file_size": "16MiB", "account": "000000000000", "region": "eu-west-1", "insecure": "false", "log.json": "true",
 		"log.requests": "true", "credentials.file": "/etc/fifoq/credentials",
 		"tls.cert": "/etc/fifoq/tls/cert.pem", "tls.key": "/etc/fifoq/tls/key.pem",
 		"recreate_delay": "0", "purge_delay": "1m30s",

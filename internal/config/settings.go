@@ -57,6 +57,7 @@ var Settings = []Setting{
 	{Key: "in_memory", Flag: "in-memory", Env: "FIFOQ_IN_MEMORY", Kind: Bool},
 	{Key: "min_free_disk_mb", Flag: "min-free-disk-mb", Env: "FIFOQ_MIN_FREE_DISK_MB", Kind: Int},
 	{Key: "max_memory", Flag: "max-memory", Env: "FIFOQ_MAX_MEMORY", Kind: Size},
+	{Key: "body_file_size", Flag: "body-file-size", Env: "FIFOQ_BODY_FILE_SIZE", Kind: Size},
 	{Key: "account", Flag: "account", Env: "FIFOQ_ACCOUNT", Kind: Account},
 	{Key: "region", Flag: "region", Env: "FIFOQ_REGION", Kind: String},
 	{Key: "insecure", Flag: "insecure", Env: "FIFOQ_INSECURE", Kind: Bool},

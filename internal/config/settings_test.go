@@ -18,7 +18,7 @@ type serveFlags struct {
 	minFree                             int64
 	inMemory, insecure, logJSON, logReq bool
 	recreateDelay, purgeDelay           time.Duration
-	maxMemory                           string
+	maxMemory, bodyFileSize             string
 	cluster                             [8]string
 }
 
@@ -31,6 +31,7 @@ func newServeFlags(t *testing.T, args ...string) *serveFlags {
 	f.fs.BoolVar(&f.inMemory, "in-memory", false, "")
 	f.fs.Int64Var(&f.minFree, "min-free-disk-mb", 64, "")
 	f.fs.StringVar(&f.maxMemory, "max-memory", "", "")
+	f.fs.StringVar(&f.bodyFileSize, "body-file-size", "64MiB", "")
 	f.fs.StringVar(&f.account, "account", "000000000000", "")
 	f.fs.StringVar(&f.region, "region", "us-east-1", "")
 	f.fs.BoolVar(&f.insecure, "insecure", false, "")

@@ -14,6 +14,10 @@ type LogObserver struct {
 	batch        prometheus.Histogram
 	segments     *prometheus.CounterVec
 	refused      *prometheus.CounterVec // the registry's fifoq_writes_refused_total
+	bodyFiles    prometheus.Gauge
+	bodyBytes    prometheus.Gauge
+	bodyLive     prometheus.Gauge
+	bodiesMoved  prometheus.Counter
 	lastSnapshot atomic.Int64           // Unix ns of the last snapshot taken or restored; 0 if none
 }
 
@@ -45,6 +49,23 @@ func (r *Registry) LogObserver() *LogObserver {
 				Help:      "Segment files the log created: from a spare written ahead with zeros (from=\"spare\"), or allocated because no spare was ready (from=\"allocated\"), zeroed in place once a sixteenth of it is written; until then its commits cost the disk more.",
 			}, []string{"from"}),
 		}
+		o.bodyFiles = prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Subsystem: "body_store", Name: "files",
+			Help: "Files of the body store, where the durable log keeps message bodies.",
+		})
+		o.bodyBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Subsystem: "body_store", Name: "bytes",
+			Help: "Bytes of the body store's files: live bodies, and those of deleted messages not yet given back.",
+		})
+		o.bodyLive = prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Subsystem: "body_store", Name: "live_bytes",
+			Help: "Bytes of the bodies in the body store that messages still refer to.",
+		})
+		o.bodiesMoved = prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "body_store", Name: "moved_bytes_total",
+			Help: "Bytes of live bodies moved out of mostly dead files of the body store (compaction), so that the files could be removed.",
+		})
+		r.reg.MustRegister(o.bodyFiles, o.bodyBytes, o.bodyLive, o.bodiesMoved)
 		// Both series exist from the start, so that a rate of either reads 0, not absent.
 		o.segments.WithLabelValues("spare")
 		o.segments.WithLabelValues("allocated")
@@ -79,6 +100,18 @@ func (o *LogObserver) SegmentCreated(fromSpare bool) {
 // DiskFull implements replog.Observer.
 func (o *LogObserver) DiskFull(refused int) {
 	o.refused.WithLabelValues(RefusedDisk).Add(float64(refused))
+}
+
+// BodyStore implements replog.Observer.
+func (o *LogObserver) BodyStore(files int, bytes, live int64) {
+	o.bodyFiles.Set(float64(files))
+	o.bodyBytes.Set(float64(bytes))
+	o.bodyLive.Set(float64(live))
+}
+
+// BodiesMoved implements replog.Observer.
+func (o *LogObserver) BodiesMoved(bytes int64) {
+	o.bodiesMoved.Add(float64(bytes))
 }
 
 // snapshotAgeCollector reports the age of the last snapshot at scrape

@@ -63,6 +63,8 @@ type bodies struct {
 	// most. Only the apply goroutine reads and writes it.
 	lastReclaim time.Time
 	bufs        sync.Pool
+	// observer, if not nil, is told of the files and of the bodies moved.
+	observer Observer
 	// moveBuf is compact's buffer, and unmovable the files it found a
 	// damaged record in; only the apply goroutine uses them.
 	moveBuf   []byte
@@ -194,7 +196,23 @@ func (b *bodies) reclaim(now time.Time, eng *engine.Engine) error {
 			}
 		}
 	}
-	return b.compact(eng)
+	err := b.compact(eng)
+	b.report()
+	return err
+}
+
+// report tells the observer, if any, of the store's files.
+func (b *bodies) report() {
+	if b.observer == nil {
+		return
+	}
+	var bytes, live int64
+	stats := b.store.Stats()
+	for _, f := range stats {
+		bytes += f.Size
+		live += f.Live
+	}
+	b.observer.BodyStore(len(stats), bytes, live)
 }
 
 // A file is compacted, its live bodies moved to the end of the store so
@@ -222,6 +240,11 @@ func (b *bodies) compact(eng *engine.Engine) error {
 	}
 	slices.SortFunc(victims, func(x, y bodystore.FileStats) int { return cmp.Compare(x.Live, y.Live) })
 	budget := int64(compactBytesPerTick)
+	defer func() {
+		if moved := compactBytesPerTick - budget; moved > 0 && b.observer != nil {
+			b.observer.BodiesMoved(moved)
+		}
+	}()
 	var failed error
 	for i := 0; i < len(victims) && i < compactFilesPerTick && budget > 0 && failed == nil; i++ {
 		eng.MoveBodies(victims[i].ID, func(ref engine.BodyRef) (engine.BodyRef, bool, bool) {

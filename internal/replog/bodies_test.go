@@ -188,7 +188,7 @@ func TestDamagedBodyIsNotServed(t *testing.T) {
 func TestBodyFilesReclaimed(t *testing.T) {
 	dir := t.TempDir()
 	c := newClock()
-	l, _ := openTest(t, dir, RaftConfig{bodyFileSize: 64 << 10})
+	l, _ := openTest(t, dir, RaftConfig{BodyFileSize: 64 << 10})
 	defer l.Close()
 	apply(t, l, c, api.QueueKey{Account: bodyQueue.Account}, &api.CreateQueueRequest{QueueName: bodyQueue.Name})
 	for i := range 20 {
@@ -230,7 +230,7 @@ func TestBodyFilesReclaimed(t *testing.T) {
 func TestRestartFindsBodiesInPlace(t *testing.T) {
 	dir := t.TempDir()
 	c := newClock()
-	l, _ := openTest(t, dir, RaftConfig{bodyFileSize: 256 << 10})
+	l, _ := openTest(t, dir, RaftConfig{BodyFileSize: 256 << 10})
 	apply(t, l, c, api.QueueKey{Account: bodyQueue.Account}, &api.CreateQueueRequest{QueueName: bodyQueue.Name})
 	const size = 20_000
 	for i := range 40 {
@@ -259,7 +259,7 @@ func TestRestartFindsBodiesInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	l, _ = openTest(t, dir, RaftConfig{bodyFileSize: 256 << 10})
+	l, _ = openTest(t, dir, RaftConfig{BodyFileSize: 256 << 10})
 	defer l.Close()
 	if st, err := os.Stat(first); err != nil || !st.ModTime().Equal(old) {
 		t.Fatalf("the store's first file after the restart: %v, %v; want it untouched", st, err)
@@ -330,7 +330,7 @@ func TestFollowerInstallsSnapshotWithBodies(t *testing.T) {
 	nodes := startClusterWith(t, 3, nil, func(cfg *RaftConfig) {
 		cfg.trailingLogs = 4
 		cfg.walSegmentSize = 64 << 10
-		cfg.bodyFileSize = 64 << 10
+		cfg.BodyFileSize = 64 << 10
 	})
 	leader := waitLeader(t, nodes)
 	c := newClock()
@@ -412,7 +412,8 @@ func TestFollowerInstallsSnapshotWithBodies(t *testing.T) {
 func TestMostlyDeadFilesCompacted(t *testing.T) {
 	dir := t.TempDir()
 	c := newClock()
-	cfg := RaftConfig{bodyFileSize: 64 << 10}
+	obs := &recordingObserver{}
+	cfg := RaftConfig{BodyFileSize: 64 << 10, Observer: obs}
 	l, _ := openTest(t, dir, cfg)
 	apply(t, l, c, api.QueueKey{Account: bodyQueue.Account}, &api.CreateQueueRequest{QueueName: bodyQueue.Name})
 	const size = 10_000
@@ -446,8 +447,15 @@ func TestMostlyDeadFilesCompacted(t *testing.T) {
 		}
 		time.Sleep(1100 * time.Millisecond)
 		apply(t, l, c, bodyQueue, &api.GetQueueAttributesRequest{QueueUrl: bodyQueue.Path()})
-		if files, _ := storeBytes(t, dir); files <= 3 {
+		if files, onDisk := storeBytes(t, dir); files <= 3 {
 			t.Logf("body files: %d before the compaction, %d after", before, files)
+			obs.mu.Lock()
+			moved, reported, reportedBytes, live := obs.bodiesMoved, obs.bodyFiles, obs.bodyBytes, obs.bodyLive
+			obs.mu.Unlock()
+			if moved < 9*size || reported != files || reportedBytes != onDisk || live != 10*(size+8) {
+				t.Errorf("observer told of %d bytes moved, %d files of %d bytes, %d live; want at least 9 bodies moved, %d files of %d bytes, %d live",
+					moved, reported, reportedBytes, live, files, onDisk, 10*(size+8))
+			}
 			break
 		}
 		if time.Now().After(deadline) {

@@ -355,6 +355,7 @@ func (f *fsm) restore(rc io.ReadCloser, atStart bool) error {
 			protected = f.bodies.liveFiles()
 		}
 		f.bodies.protect(protected)
+		f.bodies.report()
 	}
 	if err != nil {
 		return fmt.Errorf("restore engine from snapshot (format version %d): %w", version, err)

@@ -26,6 +26,13 @@ type Observer interface {
 	// DiskFull reports writes refused, without being appended, because
 	// the data dir's disk had less free space than MinFreeBytes.
 	DiskFull(refused int)
+	// BodyStore reports the body store's files (bodies.go): how many, their
+	// bytes, and the bytes of bodies still referenced. It is called about
+	// once a second while entries are applied, and after a restore.
+	BodyStore(files int, bytes, live int64)
+	// BodiesMoved reports bytes of live bodies moved out of mostly dead
+	// files, so that the files can be removed.
+	BodiesMoved(bytes int64)
 }
 
 // observeCommit reports a group commit to the observer, if there is one.

@@ -20,6 +20,22 @@ type recordingObserver struct {
 	snapshots []time.Time
 	segments  []bool // fromSpare, per segment created
 	diskFull  int    // writes refused for the disk
+	// The body store's last report, and the bytes moved in all.
+	bodyFiles           int
+	bodyBytes, bodyLive int64
+	bodiesMoved         int64
+}
+
+func (o *recordingObserver) BodyStore(files int, bytes, live int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.bodyFiles, o.bodyBytes, o.bodyLive = files, bytes, live
+}
+
+func (o *recordingObserver) BodiesMoved(bytes int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.bodiesMoved += bytes
 }
 
 func (o *recordingObserver) DiskFull(refused int) {

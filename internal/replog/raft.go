@@ -42,11 +42,12 @@ type RaftConfig struct {
 	// log entries, or this many bytes of them, since the last one.
 	SnapshotEntries uint64
 	SnapshotBytes   int64
+	// BodyFileSize is the size of the body store's files
+	// (bodystore.DefaultFileSize if 0): a file is removed, or compacted,
+	// as a whole, so smaller files give space back sooner, for more files.
+	BodyFileSize int64
 	// SnapshotsRetained is how many snapshots are kept on disk.
 	SnapshotsRetained int
-	// bodyFileSize, if not 0, is the size of the body store's files: tests
-	// make them small to see files filled and reclaimed.
-	bodyFileSize int64
 	// trailingLogs, if not 0, is how many entries a snapshot leaves in
 	// the log (1024 if 0): tests lower it to make followers install
 	// snapshots.
@@ -105,6 +106,9 @@ func (c *RaftConfig) setDefaults() {
 		c.CloseTimeout = DefaultCloseTimeout
 	}
 }
+
+// DefaultBodyFileSize is RaftConfig.BodyFileSize's default.
+const DefaultBodyFileSize = bodystore.DefaultFileSize
 
 // DefaultSnapshotBytes is RaftConfig.SnapshotBytes's default.
 const DefaultSnapshotBytes = 256 << 20
@@ -258,10 +262,11 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	wal := &closingWAL{WAL: w, meta: meta, files: files}
 	// The engine must have no message yet: its store is set before the
 	// snapshot is restored.
-	if wal.bodies, err = openBodies(filepath.Join(cfg.Dir, bodiesDir), cfg.bodyFileSize); err != nil {
+	if wal.bodies, err = openBodies(filepath.Join(cfg.Dir, bodiesDir), cfg.BodyFileSize); err != nil {
 		wal.Close()
 		return nil, fmt.Errorf("open body store in %s: %w", cfg.Dir, err)
 	}
+	wal.bodies.observer = cfg.Observer
 	eng.SetBodyStore(wal.bodies)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotsRetained, hlog)
 	if err == nil {
