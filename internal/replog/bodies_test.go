@@ -375,8 +375,16 @@ func TestFollowerInstallsSnapshotWithBodies(t *testing.T) {
 		ls, _ := os.ReadDir(filepath.Join(down.dir, "snapshots"))
 		t.Fatalf("the follower caught up without installing a snapshot: %v\nleader %v first %d downLast %d snaps %v", down.log.raft.Stats(), leader.log.raft.Stats(), mustIndex(leader.log.wal.FirstIndex()), downLast, ls)
 	}
-	if spools, _ := filepath.Glob(filepath.Join(leader.dir, spoolPattern)); len(spools) > 0 {
-		t.Errorf("the leader left spool files: %v", spools)
+	// The leader closes the snapshot it sent once the follower has
+	// answered, which may be after the follower applied it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		spools, _ := filepath.Glob(filepath.Join(leader.dir, spoolPattern))
+		if len(spools) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader left spool files: %v", spools)
+		}
 	}
 	if n := countRefs(down.log, down.eng); n != 10 {
 		t.Fatalf("the follower keeps %d bodies in its store, want the 10 left", n)
