@@ -119,7 +119,7 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test runs the real binary; skipped in -short mode")
 	}
-	h, s := runCrashes(t, *kills)
+	h, s := runCrashes(t, *kills, 0)
 	t.Logf("history: %s", h.summary())
 	if problems := h.check(); len(problems) > 0 {
 		t.Errorf("history check failed (seed %d):\n  %s", s, strings.Join(problems, "\n  "))
@@ -136,7 +136,7 @@ func TestCrashTestCatchesLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test runs the real binary; skipped in -short mode")
 	}
-	h, s := runCrashes(t, 1, "--in-memory")
+	h, s := runCrashes(t, 1, 0, "--in-memory")
 	problems := h.check()
 	if !strings.Contains(strings.Join(problems, "\n"), "lost:") {
 		t.Fatalf("killing an in-memory server lost nothing the check could see (seed %d); problems: %v", s, problems)
@@ -145,8 +145,17 @@ func TestCrashTestCatchesLoss(t *testing.T) {
 
 // runCrashes starts fifoq, runs producers and consumers against it while
 // killing it with SIGKILL the given number of times and restarting it on
-// the same data dir, then drains the queue and returns the history.
-func runCrashes(t *testing.T, kills int, serverArgs ...string) (*history, int64) {
+// the same data dir, then drains the queue and returns the history. The
+// bodies sent are padded to pad bytes, if longer than they would be, and
+// every body received is checked against the one sent.
+func runCrashes(t *testing.T, kills, pad int, serverArgs ...string) (*history, int64) {
+	h, s, _ := runCrashesObserved(t, kills, pad, nil, serverArgs...)
+	return h, s
+}
+
+// runCrashesObserved is runCrashes calling beforeKill, if not nil, with the
+// server's address before each kill and before the final stop.
+func runCrashesObserved(t *testing.T, kills, pad int, beforeKill func(addr string), serverArgs ...string) (*history, int64, string) {
 	s := *seed
 	if s == 0 {
 		s = time.Now().UnixNano()
@@ -174,7 +183,7 @@ func runCrashes(t *testing.T, kills int, serverArgs ...string) (*history, int64)
 		wg.Add(1)
 		go func(p int) {
 			defer wg.Done()
-			produce(runCtx, client, queueURL, p, h, rand.New(rand.NewSource(s+int64(p))))
+			produce(runCtx, client, queueURL, p, pad, h, rand.New(rand.NewSource(s+int64(p))))
 		}(p)
 	}
 	for c := 0; c < *consumers; c++ {
@@ -188,6 +197,9 @@ func runCrashes(t *testing.T, kills int, serverArgs ...string) (*history, int64)
 	for k := 0; k < kills; k++ {
 		wait := time.Duration(float64(*interval) * (0.3 + 1.4*rng.Float64()))
 		time.Sleep(wait)
+		if beforeKill != nil {
+			beforeKill(addr)
+		}
 		proc.kill()
 		t.Logf("kill %d after %v: %s", k+1, wait.Round(time.Millisecond), h.summary())
 		time.Sleep(time.Duration(rng.Intn(200)) * time.Millisecond)
@@ -203,20 +215,23 @@ func runCrashes(t *testing.T, kills int, serverArgs ...string) (*history, int64)
 
 	// Final drain: receive until nothing is left, in flight or visible.
 	drain(t, client, queueURL, h)
+	if beforeKill != nil {
+		beforeKill(addr)
+	}
 	// A graceful stop exits 0.
 	proc.cmd.Process.Signal(syscall.SIGTERM)
 	if err := proc.cmd.Wait(); err != nil {
 		t.Errorf("fifoq did not stop cleanly on SIGTERM: %v", err)
 	}
 
-	return h, s
+	return h, s, dataDir
 }
 
 // produce sends this producer's messages in order. Each message goes to
 // one of the producer's own groups; an unacknowledged send is retried with
 // the same body and dedup id until it is acknowledged, as a client of SQS
 // FIFO queues should, so the dedup interval makes it exactly-once.
-func produce(ctx context.Context, client *sqs.Client, queueURL string, p int, h *history, rng *rand.Rand) {
+func produce(ctx context.Context, client *sqs.Client, queueURL string, p, pad int, h *history, rng *rand.Rand) {
 	explicit := p%2 == 0 // half the producers use explicit ids, half content-based
 	seq := 0
 	for ctx.Err() == nil {
@@ -226,7 +241,7 @@ func produce(ctx context.Context, client *sqs.Client, queueURL string, p int, h 
 		}
 		batch := make([]outgoing, n)
 		for i := range batch {
-			batch[i] = newOutgoing(p, seq, explicit)
+			batch[i] = newOutgoing(p, seq, explicit, pad)
 			seq++
 		}
 		for !sendBatch(ctx, client, queueURL, batch, h) {
@@ -245,13 +260,29 @@ type outgoing struct {
 	dedup string // explicit dedup id, or "" for content-based
 }
 
-func newOutgoing(p, seq int, explicit bool) outgoing {
+func newOutgoing(p, seq int, explicit bool, pad int) outgoing {
 	o := outgoing{ref: msgRef{p, seq}, group: fmt.Sprintf("p%d-g%d", p, seq%groupsPerProducer)}
-	o.body = fmt.Sprintf("crash p=%d s=%d g=%s", p, seq, o.group)
+	o.body = crashBody(p, seq, o.group, pad)
 	if explicit {
 		o.dedup = fmt.Sprintf("d-%d-%d", p, seq)
 	}
 	return o
+}
+
+// crashBody is the body of producer p's message seq in group g: a line
+// that names it, padded to pad bytes (if longer) with bytes of its own, so
+// that a body read back from the wrong place is seen.
+func crashBody(p, seq int, g string, pad int) string {
+	body := fmt.Sprintf("crash p=%d s=%d g=%s", p, seq, g)
+	if n := pad - len(body) - 1; n > 0 {
+		fill := []byte(fmt.Sprintf("|%d.%d|", p, seq))
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = fill[i%len(fill)]
+		}
+		body += " " + string(b)
+	}
+	return body
 }
 
 // dedupKey is the id the history groups deliveries by.
@@ -342,10 +373,14 @@ func recordDeliveries(msgs []types.Message, h *history, consumer int, began, ans
 		ids[i] = -1
 		var p, s int
 		var g string
-		if _, err := fmt.Sscanf(aws.ToString(m.Body), "crash p=%d s=%d g=%s", &p, &s, &g); err != nil {
+		body := aws.ToString(m.Body)
+		if _, err := fmt.Sscanf(body, "crash p=%d s=%d g=%s", &p, &s, &g); err != nil {
 			continue
 		}
 		h.delivered(msgRef{p, s}, g, aws.ToString(m.MessageId))
+		if body != crashBody(p, s, g, len(body)) {
+			h.wrongBody(msgRef{p, s}, aws.ToString(m.MessageId), len(body))
+		}
 		held = append(held, heldMessage{group: g, messageID: aws.ToString(m.MessageId), seq: s})
 		at = append(at, i)
 	}

@@ -30,6 +30,8 @@ type history struct {
 	holds []hold
 	// t0 is the time reports count from.
 	t0 time.Time
+	// wrongBodies lists deliveries whose body was not the one sent.
+	wrongBodies []string
 }
 
 // hold is one message handed to a consumer by one receive: the consumer
@@ -121,6 +123,13 @@ func (h *history) delivered(ref msgRef, group, messageID string) {
 	h.deliveries = append(h.deliveries, delivery{event: h.events, messageID: messageID, ref: ref, group: group})
 }
 
+// wrongBody records a delivery whose body is not the one sent.
+func (h *history) wrongBody(ref msgRef, messageID string, got int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.wrongBodies = append(h.wrongBodies, fmt.Sprintf("wrong body: message %v (MessageId %s) delivered with a body of %d bytes that is not the one sent", ref, messageID, got))
+}
+
 func (h *history) deleteAcked(messageID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -139,6 +148,10 @@ func (h *history) check() (problems []string) {
 		if len(problems) < 20 {
 			problems = append(problems, fmt.Sprintf(format, args...))
 		}
+	}
+	// 0. Every body delivered is the one sent.
+	for _, w := range h.wrongBodies {
+		add("%s", w)
 	}
 	deliveredIDs := map[string]bool{}
 	for _, d := range h.deliveries {

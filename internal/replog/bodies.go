@@ -65,6 +65,8 @@ type bodies struct {
 	bufs        sync.Pool
 	// observer, if not nil, is told of the files and of the bodies moved.
 	observer Observer
+	// fileSize is the store's file size.
+	fileSize int64
 	// moveBuf is compact's buffer, and unmovable the files it found a
 	// damaged record in; only the apply goroutine uses them.
 	moveBuf   []byte
@@ -78,11 +80,14 @@ const bodiesDir = "bodies"
 // (bodystore.DefaultFileSize if 0). The files are taken as they are: the
 // start cuts them back to its snapshot (atStart).
 func openBodies(dir string, fileSize int64) (*bodies, error) {
+	if fileSize <= 0 {
+		fileSize = bodystore.DefaultFileSize
+	}
 	s, err := bodystore.Open(dir, fileSize)
 	if err != nil {
 		return nil, err
 	}
-	return &bodies{store: s}, nil
+	return &bodies{store: s, fileSize: fileSize}, nil
 }
 
 // atStart prepares the store for the state a start restores: the records
@@ -186,19 +191,63 @@ func (b *bodies) reclaim(now time.Time, eng *engine.Engine) error {
 		return nil
 	}
 	b.lastReclaim = now
+	_, err := b.removeDead()
+	if err == nil {
+		err = b.compact(eng)
+	}
+	b.report()
+	return err
+}
+
+// Files only the newest snapshot still needs are given back once a newer
+// one is taken. The log looks every snapshotForSpaceEvery, and takes one
+// when they hold at least snapshotForSpaceFiles files' worth and a quarter
+// of the store (see Raft.snapshotLoop): a quiet node gives the space of a
+// drained backlog back, and a busy one takes no more snapshots for it.
+const (
+	snapshotForSpaceFiles = 4
+	snapshotForSpaceEvery = 10 * time.Second
+)
+
+// heldForSnapshot removes the files nothing refers to (removeDead) and
+// reports whether those kept only for the newest snapshot are worth a new
+// one. The caller holds the fsm's write lock.
+func (b *bodies) heldForSnapshot() (bool, error) {
+	held, err := b.removeDead()
+	if err != nil || held == 0 {
+		return false, err
+	}
+	var total int64
+	for _, f := range b.store.Stats() {
+		total += f.Size
+	}
+	return held >= max(snapshotForSpaceFiles*b.fileSize, total/4), nil
+}
+
+// removeDead removes the files none of whose bodies is referenced, by the
+// engine or by the newest snapshot, unless a snapshot view is open, and
+// returns the bytes of the files kept only for that snapshot. The caller
+// holds the fsm's write lock; it need not be the appender, since the file
+// appended to is never removed.
+func (b *bodies) removeDead() (held int64, err error) {
+	if b.views.Load() > 0 {
+		return 0, nil
+	}
 	b.protectMu.Lock()
 	protected := b.protected
 	b.protectMu.Unlock()
 	for _, f := range b.store.Stats() {
-		if f.Live == 0 && !f.Active && !protected[f.ID] {
+		switch {
+		case f.Live > 0 || f.Active:
+		case protected[f.ID]:
+			held += f.Size
+		default:
 			if err := b.store.Remove(f.ID); err != nil {
-				return err
+				return held, err
 			}
 		}
 	}
-	err := b.compact(eng)
-	b.report()
-	return err
+	return held, nil
 }
 
 // report tells the observer, if any, of the store's files.

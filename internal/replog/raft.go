@@ -733,18 +733,56 @@ func (l *Raft) await(fut raft.ApplyFuture) error {
 // snapshotLoop takes a snapshot whenever the fsm reports that the entries
 // applied since the last one passed SnapshotBytes. Raft itself snapshots
 // by entry count (SnapshotEntries); this bounds the log by size too, so
-// that a restart never replays more than that many bytes.
+// that a restart never replays more than that many bytes. It also takes
+// one when body files that only the newest snapshot needs hold much of
+// the body store (bodies.heldForSnapshot), so that their space comes back.
 func (l *Raft) snapshotLoop() {
 	defer l.wg.Done()
+	tick := time.NewTicker(snapshotForSpaceEvery)
+	defer tick.Stop()
 	for {
 		select {
 		case <-l.snapReq:
+			l.snapshot("size")
+		case <-tick.C:
+			if l.fsm.bodies == nil {
+				continue
+			}
+			l.fsm.mu.Lock()
+			worth, err := l.fsm.bodies.heldForSnapshot()
+			l.fsm.mu.Unlock()
+			if err != nil {
+				l.fsm.bodies.failed.CompareAndSwap(nil, &err)
+			} else if worth {
+				l.snapshot("body store space")
+			}
 		case <-l.quit:
 			return
 		}
-		if err := l.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
-			l.logger.Warn("snapshot by size failed", "err", err)
+	}
+}
+
+// snapshot takes a snapshot, and then removes the body files the one
+// before needed: on a quiet node no apply would come to remove them.
+func (l *Raft) snapshot(why string) {
+	if err := l.raft.Snapshot().Error(); err != nil {
+		if !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			l.logger.Warn("snapshot failed", "for", why, "err", err)
 		}
+		return
+	}
+	b := l.fsm.bodies
+	if b == nil {
+		return
+	}
+	l.fsm.mu.Lock()
+	_, err := b.removeDead()
+	if err == nil {
+		b.report()
+	}
+	l.fsm.mu.Unlock()
+	if err != nil {
+		b.failed.CompareAndSwap(nil, &err)
 	}
 }
 
