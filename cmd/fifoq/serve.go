@@ -33,15 +33,15 @@ type serveOptions struct {
 	maxMemory string
 	// bodyFileSize is --body-file-size as given.
 	bodyFileSize string
-	creds     string
-	insecure  bool
-	tlsCert   string
-	tlsKey    string
-	account   string
-	region    string
-	logJSON   bool
-	logReqs   bool
-	config    string
+	creds        string
+	insecure     bool
+	tlsCert      string
+	tlsKey       string
+	account      string
+	region       string
+	logJSON      bool
+	logReqs      bool
+	config       string
 	// recreateDelay and purgeDelay are SQS's cool-downs; 0 turns one off.
 	recreateDelay time.Duration
 	purgeDelay    time.Duration

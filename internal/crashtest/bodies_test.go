@@ -94,4 +94,3 @@ func scrapeMetrics(t *testing.T, addr string) map[string]float64 {
 	}
 	return out
 }
-

@@ -18,7 +18,7 @@ type LogObserver struct {
 	bodyBytes    prometheus.Gauge
 	bodyLive     prometheus.Gauge
 	bodiesMoved  prometheus.Counter
-	lastSnapshot atomic.Int64           // Unix ns of the last snapshot taken or restored; 0 if none
+	lastSnapshot atomic.Int64 // Unix ns of the last snapshot taken or restored; 0 if none
 }
 
 // LogObserver returns the observer of the command log, registering the log
