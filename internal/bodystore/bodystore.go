@@ -8,12 +8,13 @@
 // record is reported as damaged, never returned as a body.
 //
 // The store is not the copy that makes a body durable: the command log is.
-// Appends are not synced; Sync makes everything appended so far durable,
-// and Position names that point in the append order. A state that refers
-// to bodies (a snapshot) records the Position it was taken at, after a
-// Sync; a restart cuts the store back to it (TruncateAfter) and appends
-// again the bodies of the log entries it replays. So nothing after a
-// synced Position is ever trusted, and nothing before it is ever lost.
+// Appends are not synced; Position names a point in the append order, and
+// Sync, or SyncThrough from another goroutine, makes the records before it
+// durable. A state that refers to bodies (a snapshot) records the Position
+// it was taken at and is kept only once the store is synced through it; a
+// restart cuts the store back to it (TruncateAfter) and appends again the
+// bodies of the log entries it replays. So nothing after a synced Position
+// is ever trusted, and nothing before it is ever lost.
 //
 // Space is reclaimed by file: the store counts, per file, the bytes of the
 // records still referenced (Release takes a record's bytes off), and a
