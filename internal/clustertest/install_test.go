@@ -1,0 +1,156 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// TestFollowerKilledDuringSnapshotInstall stops a follower, writes enough
+// behind its back that the leader's log no longer holds what it lacks
+// (more than the 1,024 entries kept behind a snapshot, across more than a
+// 64 MiB segment), and restarts it: it must catch up by installing the
+// leader's snapshot, which carries the message bodies. The follower is
+// killed with SIGKILL while the snapshot streams in, restarted, and must
+// install it again. Then it is made the leader, and must serve every
+// message with its body, from its own body store.
+//
+// The nodes run with a memory budget of 64 MiB, so that they snapshot
+// every 6.4 MiB of log, and body files of 1 MiB.
+func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster of real processes")
+	}
+	env := []string{"FIFOQ_MAX_MEMORY=64MiB", "FIFOQ_BODY_FILE_SIZE=1MiB"}
+	c := newCluster(t, 3, nil, [][]string{env, env, env})
+	url := c.createQueue("install", nil)
+	leader := c.leader()
+	var follower *node
+	for _, nd := range c.nodes {
+		if nd != leader {
+			follower = nd
+			break
+		}
+	}
+	c.kill(follower)
+
+	// 1,500 messages of 60,000 bytes, two at a time, so that most log
+	// entries carry one: 1,500 entries, 90 MB of log.
+	const n, size = 1500, 60_000
+	bodyOf := func(i int) string {
+		head := fmt.Sprintf("install %05d ", i)
+		return head + strings.Repeat(string(rune('a'+i%26)), size-len(head))
+	}
+	client := newClient(leader.httpAddr, 10*time.Second)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				var err error
+				for try := 0; try < 20; try++ {
+					if _, err = client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(bodyOf(i))}); err == nil {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("send %d: %w", i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+
+	// Restart the follower and kill it as soon as a snapshot streams in:
+	// Raft writes it to a directory named *.tmp until it is complete.
+	caught := false
+	for attempt := 0; attempt < 5 && !caught; attempt++ {
+		c.start(follower, "")
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if tmp, _ := filepath.Glob(filepath.Join(follower.dataDir, "snapshots", "*.tmp")); len(tmp) > 0 {
+				caught = true
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		c.kill(follower)
+	}
+	if !caught {
+		t.Fatalf("%s never installed a snapshot: it caught up from the log, or never started one\n%s", follower.id, follower.tail(30))
+	}
+
+	// Restarted, it installs the snapshot again and catches up.
+	c.restart(follower)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		snaps, _ := filepath.Glob(filepath.Join(follower.dataDir, "snapshots", "*", "state.bin"))
+		if len(snaps) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has no snapshot 60 s after its restart\n%s", follower.id, follower.tail(30))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Make it the leader: stop whichever other node leads until it does.
+	for round := 0; ; round++ {
+		l := c.leader()
+		if l == follower {
+			break
+		}
+		if round == 10 {
+			t.Fatalf("%s did not become the leader after %d changes of leader", follower.id, round)
+		}
+		c.kill(l)
+		time.Sleep(500 * time.Millisecond)
+		c.restart(l)
+	}
+
+	// Every message, from the follower's own store, exactly once, intact.
+	fc := newClient(follower.httpAddr, 10*time.Second)
+	got := map[int]bool{}
+	for empty := 0; empty < 3; {
+		out, err := fc.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 600})
+		if err != nil {
+			t.Fatalf("receive from %s: %v", follower.id, err)
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		for _, m := range out.Messages {
+			var i int
+			body := aws.ToString(m.Body)
+			if _, err := fmt.Sscanf(body, "install %05d ", &i); err != nil || body != bodyOf(i) {
+				t.Fatalf("a body of %d bytes that is not one sent: %.40q", len(body), body)
+			}
+			if got[i] {
+				t.Fatalf("message %d received twice", i)
+			}
+			got[i] = true
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("%s served %d of the %d messages", follower.id, len(got), n)
+	}
+}
