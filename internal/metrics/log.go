@@ -49,18 +49,12 @@ func (r *Registry) LogObserver() *LogObserver {
 				Help:      "Segment files the log created: from a spare written ahead with zeros (from=\"spare\"), or allocated because no spare was ready (from=\"allocated\"), zeroed in place once a sixteenth of it is written; until then its commits cost the disk more.",
 			}, []string{"from"}),
 		}
-		o.bodyFiles = prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Subsystem: "body_store", Name: "files",
-			Help: "Files of the body store, where the durable log keeps message bodies.",
-		})
-		o.bodyBytes = prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Subsystem: "body_store", Name: "bytes",
-			Help: "Bytes of the body store's files: live bodies, and those of deleted messages not yet given back.",
-		})
-		o.bodyLive = prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Subsystem: "body_store", Name: "live_bytes",
-			Help: "Bytes of the bodies in the body store that messages still refer to.",
-		})
+		bodyGauge := func(name, help string) prometheus.Gauge {
+			return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "body_store", Name: name, Help: help})
+		}
+		o.bodyFiles = bodyGauge("files", "Files of the body store, where the durable log keeps message bodies.")
+		o.bodyBytes = bodyGauge("bytes", "Bytes of the body store's files: live bodies, and those of deleted messages not yet given back.")
+		o.bodyLive = bodyGauge("live_bytes", "Bytes of the bodies in the body store that messages still refer to.")
 		o.bodiesMoved = prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: "body_store", Name: "moved_bytes_total",
 			Help: "Bytes of live bodies moved out of mostly dead files of the body store (compaction), so that the files could be removed.",

@@ -47,6 +47,21 @@ func receiveAll(t *testing.T, l Log, c *clock) map[int]string {
 	}
 }
 
+// receiveExactly receives (and deletes) every message, which must be
+// those numbered 0 to n-1, each with its body of size bytes.
+func receiveExactly(t *testing.T, l Log, c *clock, n, size int) {
+	t.Helper()
+	got := receiveAll(t, l, c)
+	for i := range n {
+		if got[i] != bigBody(i, size) {
+			t.Fatalf("message %d: received %d bytes, not its body", i, len(got[i]))
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("received %d messages, want %d", len(got), n)
+	}
+}
+
 // storeBytes is the size of the body store's files.
 func storeBytes(t *testing.T, dir string) (files int, size int64) {
 	t.Helper()
@@ -107,15 +122,7 @@ func TestBodiesOnDisk(t *testing.T) {
 	if n := countRefs(l, eng); n != 25 {
 		t.Fatalf("after the restart, %d of 25 messages have their bodies in the store", n)
 	}
-	got := receiveAll(t, l, c)
-	for i := range 25 {
-		if got[i] != bigBody(i, size) {
-			t.Fatalf("message %d: received %d bytes, not its body", i, len(got[i]))
-		}
-	}
-	if len(got) != 25 {
-		t.Fatalf("received %d messages, want 25", len(got))
-	}
+	receiveExactly(t, l, c, 25, size)
 }
 
 // TestDamagedBodyIsNotServed damages a body on disk: the receive that
@@ -264,15 +271,7 @@ func TestRestartFindsBodiesInPlace(t *testing.T) {
 	if st, err := os.Stat(first); err != nil || !st.ModTime().Equal(old) {
 		t.Fatalf("the store's first file after the restart: %v, %v; want it untouched", st, err)
 	}
-	got := receiveAll(t, l, c)
-	for i := range 45 {
-		if got[i] != bigBody(i, size) {
-			t.Fatalf("message %d: received %d bytes, not its body", i, len(got[i]))
-		}
-	}
-	if len(got) != 45 {
-		t.Fatalf("received %d messages, want 45", len(got))
-	}
+	receiveExactly(t, l, c, 45, size)
 }
 
 // TestStartRefusesLostBodies replaces the body store under a stopped node
