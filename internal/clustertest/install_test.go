@@ -102,8 +102,7 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 	c.restart(follower)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		snaps, _ := filepath.Glob(filepath.Join(follower.dataDir, "snapshots", "*", "state.bin"))
-		if len(snaps) > 0 {
+		if installed(follower) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -119,7 +118,7 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 			break
 		}
 		if round == 10 {
-			t.Fatalf("%s did not become the leader after %d changes of leader", follower.id, round)
+			t.Fatalf("%s did not become the leader after %d changes of leader\n%s", follower.id, round, follower.tail(40))
 		}
 		c.kill(l)
 		time.Sleep(500 * time.Millisecond)
@@ -153,4 +152,16 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 	if len(got) != n {
 		t.Fatalf("%s served %d of the %d messages", follower.id, len(got), n)
 	}
+}
+
+// installed reports whether nd holds a complete snapshot: one whose
+// directory is not Raft's *.tmp of a snapshot still streaming in.
+func installed(nd *node) bool {
+	snaps, _ := filepath.Glob(filepath.Join(nd.dataDir, "snapshots", "*", "state.bin"))
+	for _, s := range snaps {
+		if !strings.HasSuffix(filepath.Dir(s), ".tmp") {
+			return true
+		}
+	}
+	return false
 }
