@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"log/slog"
 	"net/http"
@@ -29,6 +30,9 @@ import (
 //
 //	go test ./internal/server/ -run '^$' -bench 'HTTPReceiveLatency/memory' -benchtime 20000x
 //	go test ./internal/server/ -run '^$' -bench 'HTTPReceiveLatency/durable' -benchtime 5000x
+//
+// -latency.backlog sets the size of the large backlogs (10,000,000 for
+// the larger target: several GB of heap).
 func BenchmarkHTTPReceiveLatency(b *testing.B) {
 	for _, durable := range []bool{false, true} {
 		mode := "memory"
@@ -39,14 +43,18 @@ func BenchmarkHTTPReceiveLatency(b *testing.B) {
 	}
 }
 
+// latencyBacklog is the size of BenchmarkHTTPReceiveLatency's large backlogs.
+var latencyBacklog = flag.Int("latency.backlog", 1_000_000, "BenchmarkHTTPReceiveLatency: messages in the large backlogs")
+
 func benchHTTPReceiveLatency(b *testing.B, durable bool) {
+	n := *latencyBacklog
 	cases := []struct {
 		name            string
 		groups, backlog int
 	}{
 		{"groups=1/backlog=1", 1, 1},
-		{"groups=1/backlog=1000000", 1, 1_000_000},
-		{"groups=10000/backlog=1000000", 10_000, 1_000_000},
+		{"groups=1/backlog=" + strconv.Itoa(n), 1, n},
+		{"groups=10000/backlog=" + strconv.Itoa(n), 10_000, n},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
