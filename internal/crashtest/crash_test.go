@@ -404,13 +404,23 @@ const drainStall = 60 * time.Second
 func drain(t *testing.T, client *sqs.Client, queueURL string, h *history) {
 	ctx := context.Background()
 	deadline := time.Now().Add(drainStall)
+	failures := 0
 	for time.Now().Before(deadline) {
 		began := time.Now()
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 			VisibilityTimeout: int32(visibility / time.Second)})
 		if err != nil {
-			t.Fatalf("drain receive: %v", err)
+			// A receive whose answer is lost (a timeout on a loaded
+			// machine) took its messages for the visibility timeout, as
+			// a consumer's may: they come back, and the history allows
+			// it. Only repeated failures fail the drain.
+			if failures++; failures == 3 {
+				t.Fatalf("drain receive, 3 times in a row: %v", err)
+			}
+			t.Logf("drain receive failed after %v (retrying): %v", time.Since(began).Round(time.Millisecond), err)
+			continue
 		}
+		failures = 0
 		holds := recordDeliveries(out.Messages, h, drainer, began, time.Now())
 		for i, m := range out.Messages {
 			h.released(holds[i], time.Now())
