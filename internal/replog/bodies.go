@@ -55,8 +55,9 @@ type bodies struct {
 	// read a body released since.
 	views atomic.Int32
 	// protected holds the files the newest snapshot on disk refers to:
-	// a restart would need them. Only the apply goroutine reads it;
-	// protectMu guards it against the snapshot goroutine that sets it.
+	// a restart would need them. It is read under the fsm's write lock
+	// (by the apply goroutine and the snapshot loop); protectMu guards it
+	// against the snapshot goroutine that sets it.
 	protectMu sync.Mutex
 	protected map[uint32]bool
 	// lastReclaim is when reclaim last looked; it looks once a second at
