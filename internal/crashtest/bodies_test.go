@@ -12,8 +12,8 @@ import (
 )
 
 // TestCrashRecoveryWithBodyCompaction runs the crash test with bodies of
-// 2,000 bytes kept in body files of 64 KiB, and a memory budget small
-// enough that the log is snapshotted every 12.8 MB: the server is killed
+// 8,000 bytes kept in body files of 64 KiB, and a memory budget small
+// enough that the log is snapshotted every 6.4 MB: the server is killed
 // while it moves live bodies out of mostly dead files and takes snapshots
 // that refer to the files, and each restart must find every body it
 // refers to. The history check covers loss, resurrection, order and
@@ -47,7 +47,7 @@ func TestCrashRecoveryWithBodyCompaction(t *testing.T) {
 			snapshotted++
 		}
 	}
-	h, s, dataDir := runCrashesObserved(t, *kills+2, 2000, scrape, "--body-file-size", "64KiB", "--max-memory", "128MiB")
+	h, s, dataDir := runCrashesObserved(t, *kills+2, 8000, scrape, "--body-file-size", "64KiB", "--max-memory", "64MiB")
 	t.Logf("history: %s; body bytes moved by compaction: %.0f; runs with a snapshot: %.0f", h.summary(), moved, snapshotted)
 	if problems := h.check(); len(problems) > 0 {
 		t.Errorf("history check failed (seed %d):\n  %s", s, strings.Join(problems, "\n  "))

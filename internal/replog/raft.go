@@ -750,6 +750,7 @@ func (l *Raft) snapshotLoop() {
 			}
 			l.fsm.mu.Lock()
 			worth, err := l.fsm.bodies.heldForSnapshot()
+			l.fsm.bodies.report() // files may have gone, with no apply to report it
 			l.fsm.mu.Unlock()
 			if err != nil {
 				l.fsm.bodies.failed.CompareAndSwap(nil, &err)
