@@ -334,21 +334,19 @@ func (r *recordReader) message(d *decodedMessage) error {
 	if head.err == nil && len(head.buf) > 0 {
 		head.err = errors.New("unread bytes after the message's id")
 	}
-	switch kind := r.byte(); {
-	case r.err != nil:
-	case kind == bodyInline:
-		r.body(d.m)
-	case kind == bodyByRef:
-		ref := BodyRef{File: r.uint32(), Off: r.uint32(), Len: r.uint32()}
-		if r.err == nil && (r.bodies == nil || ref.File == 0) {
-			return errors.New("a body kept in a body store this engine does not have")
-		}
+	body, ref, err := r.bodyField()
+	switch {
+	case err != nil:
+		return err
+	case ref.File != 0 && r.bodies == nil:
+		return errors.New("a body kept in a body store this engine does not have")
+	case ref.File != 0:
 		d.m.ref = ref
 	default:
-		return fmt.Errorf("body field of kind %d", kind)
+		r.keep(d.m, body)
 	}
 	tail := recordReader{buf: r.raw()}
-	err := tail.tail(d)
+	err = tail.tail(d)
 	if err == nil && len(tail.buf) > 0 {
 		err = errors.New("unread bytes after the message record")
 	}
@@ -362,11 +360,33 @@ func (r *recordReader) head(d *decodedMessage) {
 }
 
 // body reads a message's body string, into the store if there is one.
-func (r *recordReader) body(m *message) {
-	if body := r.str(); r.bodies != nil && r.err == nil {
+func (r *recordReader) body(m *message) { r.keep(m, r.str()) }
+
+// keep gives m the body read, into the store if there is one.
+func (r *recordReader) keep(m *message, body string) {
+	if r.bodies != nil && r.err == nil {
 		m.ref = r.bodies.Put(body)
 	} else {
 		m.body = body
+	}
+}
+
+// bodyField reads the body field of a version 3 message record: the body,
+// or the reference of one kept in a store (File not 0).
+func (r *recordReader) bodyField() (string, BodyRef, error) {
+	switch kind := r.byte(); {
+	case r.err != nil:
+		return "", BodyRef{}, r.err
+	case kind == bodyInline:
+		return r.str(), BodyRef{}, r.err
+	case kind == bodyByRef:
+		ref := BodyRef{File: r.uint32(), Off: r.uint32(), Len: r.uint32()}
+		if r.err == nil && ref.File == 0 {
+			return "", BodyRef{}, errors.New("a body reference to no file")
+		}
+		return "", ref, r.err
+	default:
+		return "", BodyRef{}, fmt.Errorf("body field of kind %d", kind)
 	}
 }
 

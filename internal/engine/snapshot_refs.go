@@ -57,21 +57,16 @@ func (v *SnapshotView) BodiesByReference() {
 func InlineBodies(dst io.Writer, src io.Reader, get func(BodyRef) (string, error)) error {
 	br := bufio.NewReaderSize(src, 64<<10)
 	cr := &crcReader{r: br}
-	var pre [len(snapMagic) + 4]byte
-	if _, err := io.ReadFull(cr, pre[:]); err != nil {
-		return fmt.Errorf("engine: inline bodies: reading the format header: %w", err)
+	pre, version, err := readSnapPrefix(cr)
+	if err != nil {
+		return fmt.Errorf("engine: inline bodies: %w", err)
 	}
-	if string(pre[:len(snapMagic)]) != snapMagic {
-		return errors.New("engine: inline bodies: not an engine snapshot (bad magic number)")
-	}
-	if v := binary.BigEndian.Uint32(pre[len(snapMagic):]); v < snapVersionRefs {
+	if version < snapVersionRefs {
 		if _, err := dst.Write(pre[:]); err != nil {
 			return err
 		}
 		_, err := io.Copy(dst, br)
 		return err
-	} else if v > snapVersionRefs {
-		return fmt.Errorf("engine: inline bodies: snapshot format version %d; this engine reads versions %d to %d", v, snapOldest, snapVersionRefs)
 	}
 	bw := bufio.NewWriterSize(dst, 64<<10)
 	cw := &crcWriter{w: bw}
@@ -184,22 +179,14 @@ func (in *inliner) queue() error {
 // message rewrites one message record from rr into in.out.
 func (in *inliner) message(rr *recordReader) error {
 	head := rr.raw()
-	var body string
-	switch kind := rr.byte(); {
-	case rr.err != nil:
-	case kind == bodyInline:
-		body = rr.str()
-	case kind == bodyByRef:
-		ref := BodyRef{File: rr.uint32(), Off: rr.uint32(), Len: rr.uint32()}
-		if rr.err != nil {
-			break
-		}
-		var err error
+	body, ref, err := rr.bodyField()
+	if err != nil {
+		return err
+	}
+	if ref.File != 0 {
 		if body, err = in.get(ref); err != nil {
 			return err
 		}
-	default:
-		return fmt.Errorf("body field of kind %d", kind)
 	}
 	tail := rr.raw()
 	if rr.err != nil {

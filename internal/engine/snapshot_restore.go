@@ -63,16 +63,9 @@ func (e *Engine) RestoreVerified(r io.Reader, verify func() error) error {
 func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	cr := &crcReader{r: br}
-	var pre [len(snapMagic) + 4]byte
-	if _, err := io.ReadFull(cr, pre[:]); err != nil {
-		return nil, fmt.Errorf("reading the format header: %w", err)
-	}
-	if string(pre[:len(snapMagic)]) != snapMagic {
-		return nil, errors.New("not an engine snapshot (bad magic number)")
-	}
-	version := binary.BigEndian.Uint32(pre[len(snapMagic):])
-	if version < snapOldest || version > snapVersionRefs {
-		return nil, fmt.Errorf("snapshot format version %d; this engine reads versions %d to %d", version, snapOldest, snapVersionRefs)
+	_, version, err := readSnapPrefix(cr)
+	if err != nil {
+		return nil, err
 	}
 	// cr is an io.ByteReader, so gob reads from it exactly the bytes of
 	// each value, and the checksum after the body is left unread.
@@ -643,20 +636,33 @@ func (c *crcReader) ReadByte() (byte, error) {
 	return b, err
 }
 
+// snapPrefix is a snapshot's magic number and format version.
+type snapPrefix [len(snapMagic) + 4]byte
+
+// readSnapPrefix reads a snapshot's magic number and format version, and
+// checks that this engine reads that version.
+func readSnapPrefix(r io.Reader) (pre snapPrefix, version uint32, err error) {
+	if _, err := io.ReadFull(r, pre[:]); err != nil {
+		return pre, 0, fmt.Errorf("reading the format header: %w", err)
+	}
+	if string(pre[:len(snapMagic)]) != snapMagic {
+		return pre, 0, errors.New("not an engine snapshot (bad magic number)")
+	}
+	version = binary.BigEndian.Uint32(pre[len(snapMagic):])
+	if version < snapOldest || version > snapVersionRefs {
+		return pre, 0, fmt.Errorf("snapshot format version %d; this engine reads versions %d to %d", version, snapOldest, snapVersionRefs)
+	}
+	return pre, version, nil
+}
+
 // VerifySnapshot reads a snapshot written by Snapshot or a SnapshotView
 // to its end and checks its header and checksum, without decoding it and
 // in constant memory.
 func VerifySnapshot(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var pre [len(snapMagic) + 4]byte
-	if _, err := io.ReadFull(br, pre[:]); err != nil {
-		return fmt.Errorf("engine snapshot: reading the format header: %w", err)
-	}
-	if string(pre[:len(snapMagic)]) != snapMagic {
-		return errors.New("engine snapshot: bad magic number")
-	}
-	if v := binary.BigEndian.Uint32(pre[len(snapMagic):]); v < snapOldest || v > snapVersionRefs {
-		return fmt.Errorf("engine snapshot: format version %d; this engine reads versions %d to %d", v, snapOldest, snapVersionRefs)
+	pre, _, err := readSnapPrefix(br)
+	if err != nil {
+		return fmt.Errorf("engine snapshot: %w", err)
 	}
 	sum := crc32.Update(0, snapCRCTable, pre[:])
 	// The last 4 bytes are the checksum: hold them back from the sum.

@@ -192,7 +192,7 @@ func (b *bodies) reclaim(now time.Time, eng *engine.Engine) error {
 		return nil
 	}
 	b.lastReclaim = now
-	_, err := b.removeDead()
+	_, _, err := b.removeDead()
 	if err == nil {
 		err = b.compact(eng)
 	}
@@ -214,25 +214,21 @@ const (
 // reports whether those kept only for the newest snapshot are worth a new
 // one. The caller holds the fsm's write lock.
 func (b *bodies) heldForSnapshot() (bool, error) {
-	held, err := b.removeDead()
+	held, total, err := b.removeDead()
 	if err != nil || held == 0 {
 		return false, err
-	}
-	var total int64
-	for _, f := range b.store.Stats() {
-		total += f.Size
 	}
 	return held >= max(snapshotForSpaceFiles*b.fileSize, total/4), nil
 }
 
 // removeDead removes the files none of whose bodies is referenced, by the
 // engine or by the newest snapshot, unless a snapshot view is open, and
-// returns the bytes of the files kept only for that snapshot. The caller
-// holds the fsm's write lock; it need not be the appender, since the file
-// appended to is never removed.
-func (b *bodies) removeDead() (held int64, err error) {
+// returns the bytes of the files kept only for that snapshot and of all
+// the files kept. The caller holds the fsm's write lock; it need not be
+// the appender, since the file appended to is never removed.
+func (b *bodies) removeDead() (held, total int64, err error) {
 	if b.views.Load() > 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	b.protectMu.Lock()
 	protected := b.protected
@@ -244,11 +240,13 @@ func (b *bodies) removeDead() (held int64, err error) {
 			held += f.Size
 		default:
 			if err := b.store.Remove(f.ID); err != nil {
-				return held, err
+				return held, total, err
 			}
+			continue
 		}
+		total += f.Size
 	}
-	return held, nil
+	return held, total, nil
 }
 
 // report tells the observer, if any, of the store's files.

@@ -745,16 +745,7 @@ func (l *Raft) snapshotLoop() {
 		case <-l.snapReq:
 			l.snapshot("size")
 		case <-tick.C:
-			if l.fsm.bodies == nil {
-				continue
-			}
-			l.fsm.mu.Lock()
-			worth, err := l.fsm.bodies.heldForSnapshot()
-			l.fsm.bodies.report() // files may have gone, with no apply to report it
-			l.fsm.mu.Unlock()
-			if err != nil {
-				l.fsm.bodies.failed.CompareAndSwap(nil, &err)
-			} else if worth {
+			if l.tidyBodies() {
 				l.snapshot("body store space")
 			}
 		case <-l.quit:
@@ -772,19 +763,27 @@ func (l *Raft) snapshot(why string) {
 		}
 		return
 	}
+	l.tidyBodies()
+}
+
+// tidyBodies removes the body files nothing refers to and reports the
+// store (with no apply to do either, on a quiet node), and says whether
+// the files kept only for the newest snapshot are worth a new one. A
+// failure to remove a file stops the node as a failed body write does.
+func (l *Raft) tidyBodies() (worth bool) {
 	b := l.fsm.bodies
 	if b == nil {
-		return
+		return false
 	}
 	l.fsm.mu.Lock()
-	_, err := b.removeDead()
-	if err == nil {
-		b.report()
-	}
+	worth, err := b.heldForSnapshot()
+	b.report()
 	l.fsm.mu.Unlock()
 	if err != nil {
 		b.failed.CompareAndSwap(nil, &err)
+		return false
 	}
+	return worth
 }
 
 // checkDiskSpace refuses a write when the data dir's file system has less
