@@ -31,18 +31,26 @@ import (
 )
 
 var (
-	memLimitMiB = flag.Int("memory.limit-mib", 256, "TestMemoryLimitRefusesInsteadOfOOM: the memory limit of the cgroup fifoq runs in, MiB (its budget too: no --max-memory is given)")
-	memMessages = flag.Int("memory.messages", 768, "TestMemoryLimitRefusesInsteadOfOOM: bodies of 1,000,000 bytes offered (the default is three times the default limit)")
+	memLimitMiB      = flag.Int("memory.limit-mib", 256, "TestBacklogLargerThanMemory: the memory limit of the cgroup fifoq runs in, MiB (its budget too: no --max-memory is given)")
+	memMessages      = flag.Int("memory.messages", 768, "TestBacklogLargerThanMemory: messages of 1,000,000 bytes offered (the default is three times the default limit)")
+	memSmallLimitMiB = flag.Int("memory.small-limit-mib", 64, "TestMemoryLimitRefusesInsteadOfOOM: the memory limit of the cgroup fifoq runs in, MiB")
+	memSmallMessages = flag.Int("memory.small-messages", 400_000, "TestMemoryLimitRefusesInsteadOfOOM: small FIFO messages offered at most (the offer ends at the first memRefusalsEnough refusals)")
 )
 
 const (
-	// memBodySize is the size of each body offered: just under SQS's
-	// maximum message size (1 MiB with the attributes, and these have
-	// none).
+	// memBodySize is the size of each large body offered: just under
+	// SQS's maximum message size (1 MiB with the attributes, and these
+	// have none).
 	memBodySize = 1_000_000
-	// memSenders send concurrently, so that several bodies are in flight
-	// in the server at once, as with real producers.
-	memSenders = 4
+	// memSmallBodySize is the size of each small body.
+	memSmallBodySize = 100
+	// memIDSize is the length of the group and deduplication ids of a
+	// small message: SQS's maximum, 128.
+	memIDSize = 128
+	// memRefusalsEnough ends the offer: refusals are what is tested, and
+	// once the budget is full every later send is refused until consumers
+	// drain.
+	memRefusalsEnough = 200
 	// memOfferFor bounds the offering phase; the final drain ends after
 	// memDrainStall without a delivery.
 	// Both are bounds on loops, not expectations: the test does not fail
@@ -56,24 +64,27 @@ const (
 )
 
 // TestMemoryLimitRefusesInsteadOfOOM runs fifoq in a memory cgroup
-// (-memory.limit-mib, 256 MiB), without --max-memory so that the budget
-// comes from the cgroup, and offers it three times that in messages whose
-// attributes (kept in memory, where their bodies go to disk) fill it. The
+// (-memory.small-limit-mib, 64 MiB), without --max-memory so that the
+// budget comes from the cgroup, and offers it small FIFO messages, each in
+// a group of its own with ids of SQS's maximum length, until it refuses
+// them: what a node keeps in memory for every queued message (its record,
+// ids and group; bodies and attributes are on disk) fills the budget. The
 // server must refuse sends with ServiceUnavailable (503) rather than be
 // killed by the OOM killer, let consumers receive and delete while it
 // refuses, take sends again once they have drained half, and, once killed
 // with SIGKILL and restarted in the same cgroup, recover within the limit
 // and deliver every acknowledged message intact and nothing else.
 func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
-	runMemoryCgroup(t, memShape{attr: 300_000}, true)
+	runMemoryCgroup(t, memShape{body: memSmallBodySize, attr: 40, fifo: true, messages: *memSmallMessages, limitMiB: *memSmallLimitMiB, senders: 16}, true)
 }
 
-// TestBacklogLargerThanMemory offers the same cgroup three times its limit
-// in messages of 1 MB bodies without attributes: the bodies go to disk, so
-// every one is acknowledged, none refused, and after a SIGKILL and a
-// restart in the same cgroup every one is delivered intact.
+// TestBacklogLargerThanMemory offers a cgroup (-memory.limit-mib, 256 MiB)
+// three times its limit in messages of 1 MB, the last 300 KB of each an
+// attribute: bodies and attributes go to disk, so every one is
+// acknowledged, none refused, and after a SIGKILL and a restart in the
+// same cgroup every one is delivered intact.
 func TestBacklogLargerThanMemory(t *testing.T) {
-	runMemoryCgroup(t, memShape{}, false)
+	runMemoryCgroup(t, memShape{body: memBodySize, attr: 300_000, messages: *memMessages, limitMiB: *memLimitMiB, senders: 4}, false)
 }
 
 // runMemoryCgroup is the two tests above: messages of the given shape are
@@ -90,7 +101,7 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 		// the limit as if it were memory, and the test would measure that.
 		unavailable(t, "the data dir %s is on a tmpfs, whose pages count as memory in the cgroup (set TMPDIR to a directory on a disk)", dataDir)
 	}
-	cgroupLimit := int64(*memLimitMiB) << 20
+	cgroupLimit := int64(shape.limitMiB) << 20
 	cg := newMemoryCgroup(t, cgroupLimit)
 
 	logs := serverLog(t)
@@ -108,7 +119,7 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 
 	client := newClient(addr)
 	ctx := context.Background()
-	created, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("memory")})
+	created, err := client.CreateQueue(ctx, shape.createQueue())
 	if err != nil {
 		t.Fatalf("create queue: %v", err)
 	}
@@ -144,12 +155,12 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 	}
 	<-offered
 	acked, refused, failure := offer.result()
-	t.Logf("offered %d messages of %d bytes (%d of them attributes) in %v: %d acknowledged, %d refused (ServiceUnavailable)",
-		*memMessages, memBodySize, shape.attr, time.Since(began).Round(time.Millisecond), len(acked), refused)
+	t.Logf("offered messages of %d bytes (%d of them attributes; FIFO, a group each: %v) in %v: %d acknowledged, %d refused (ServiceUnavailable)",
+		shape.body, shape.attr, shape.fifo, time.Since(began).Round(time.Millisecond), len(acked), refused)
 	if ackedAtDrain >= 0 {
 		t.Logf("a consumer received and deleted %d while sends were refused; %d sends were acknowledged after that", len(deleted), len(acked)-ackedAtDrain)
 	}
-	cg.logPeak(t, "offer")
+	cg.logPeak(t, "offer", shape.limitMiB)
 
 	// First whether the process lives: if it was killed, that explains any
 	// failed send (give a process that a failed send suggests has died a
@@ -170,7 +181,7 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 		if refused != 0 {
 			t.Fatalf("%d sends refused of %d acknowledged: with their bodies on disk, every one must be taken", refused, len(acked))
 		}
-		if int64(len(acked))*memBodySize <= int64(*memLimitMiB)<<20 {
+		if int64(len(acked))*int64(shape.body) <= cgroupLimit {
 			t.Fatalf("only %d messages were taken before the offer's deadline: not more than the memory limit", len(acked))
 		}
 	} else {
@@ -188,7 +199,7 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 	cg.requireNoOOMKill(t, "during recovery")
 
 	problems := drainAndCheck(t, client, q, shape, acked, deleted)
-	cg.logPeak(t, "recovery and drain")
+	cg.logPeak(t, "recovery and drain", shape.limitMiB)
 	if !running(proc) {
 		t.Fatalf("fifoq exited during the drain after the restart (%v; oom_kill count %s)", proc.err, cg.oomKillsText())
 	}
@@ -209,7 +220,7 @@ func refusalsThenResume(t *testing.T, client *sqs.Client, q string, shape memSha
 	t.Helper()
 	ctx := context.Background()
 	if refused == 0 {
-		t.Fatalf("no send was refused with ServiceUnavailable, though %d bytes were offered to a budget of %d", *memMessages*memBodySize, *memLimitMiB<<20)
+		t.Fatalf("no send was refused with ServiceUnavailable, though %d messages were acknowledged by a budget of %d MiB", len(acked), shape.limitMiB)
 	}
 	if len(acked) == 0 {
 		t.Fatal("no send was acknowledged: the test exercised nothing")
@@ -229,7 +240,7 @@ func refusalsThenResume(t *testing.T, client *sqs.Client, q string, shape memSha
 			deleted[id] = true
 		}
 	}
-	resumed := *memMessages // an id never offered
+	resumed := shape.messages // an id never offered
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, err := client.SendMessage(ctx, shape.input(q, resumed))
@@ -437,7 +448,7 @@ func (cg *memCgroup) peakName() string {
 
 // logPeak logs the cgroup's highest memory use, where the kernel reports
 // it.
-func (cg *memCgroup) logPeak(t *testing.T, during string) {
+func (cg *memCgroup) logPeak(t *testing.T, during string, limitMiB int) {
 	data, err := os.ReadFile(filepath.Join(cg.dir, cg.peakName()))
 	if err != nil {
 		return
@@ -446,7 +457,7 @@ func (cg *memCgroup) logPeak(t *testing.T, during string) {
 	if err != nil {
 		return
 	}
-	t.Logf("peak memory of the cgroup (%s) during the %s: %.1f MiB of %d MiB; now %s", cg.peakName(), during, float64(n)/(1<<20), *memLimitMiB, cg.split())
+	t.Logf("peak memory of the cgroup (%s) during the %s: %.1f MiB of %d MiB; now %s", cg.peakName(), during, float64(n)/(1<<20), limitMiB, cg.split())
 }
 
 // split describes the cgroup's memory now as anonymous memory (the
@@ -542,12 +553,12 @@ func logLine(out, s string) string {
 	return ""
 }
 
-// memBody is the body of message id: "mem NNNNNN " and then letters from a
-// generator seeded with id, so that every body differs all along, a body
-// can be checked byte for byte without the test keeping it, and it does
-// not compress.
-func memBody(id int) string {
-	b := make([]byte, memBodySize)
+// memBody is the payload of message id, size bytes: "mem NNNNNN " and
+// then letters from a generator seeded with id, so that every payload
+// differs all along, can be checked byte for byte without the test keeping
+// it, and does not compress.
+func memBody(id, size int) string {
+	b := make([]byte, size)
 	n := copy(b, fmt.Sprintf("mem %06d ", id))
 	x := uint64(id)*0x9e3779b97f4a7c15 | 1 // xorshift64: any state but 0
 	for i := n; i < len(b); i++ {
@@ -559,19 +570,47 @@ func memBody(id int) string {
 	return string(b)
 }
 
-// memShape is the shape of the messages offered: a body, and with attr
-// more than 0 an attribute "pad" of attr bytes, the two making
-// memBodySize. The engine keeps attributes in memory and bodies on disk.
-type memShape struct{ attr int }
+// memShape is the shape of the messages offered, and of the test.
+type memShape struct {
+	// body is the size of a message's payload (memBody); the last attr
+	// bytes of it, if attr is more than 0, go in an attribute "pad".
+	body, attr int
+	// fifo makes the queue a FIFO queue, and puts each message in a group
+	// of its own, with a group id and a deduplication id of memIDSize
+	// bytes: state the engine keeps in memory for every message.
+	fifo bool
+	// messages is how many are offered at most (ids 0 to messages-1).
+	messages int
+	// limitMiB is the cgroup's memory limit; senders send concurrently.
+	limitMiB, senders int
+}
+
+// createQueue is the creation of the test's queue.
+func (sh memShape) createQueue() *sqs.CreateQueueInput {
+	if sh.fifo {
+		return &sqs.CreateQueueInput{QueueName: aws.String("memory.fifo"), Attributes: map[string]string{"FifoQueue": "true"}}
+	}
+	return &sqs.CreateQueueInput{QueueName: aws.String("memory")}
+}
 
 // input is the send of message id.
 func (sh memShape) input(queueURL string, id int) *sqs.SendMessageInput {
-	all := memBody(id)
+	all := memBody(id, sh.body)
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(all[:len(all)-sh.attr])}
 	if sh.attr > 0 {
 		in.MessageAttributes = map[string]types.MessageAttributeValue{"pad": {DataType: aws.String("String"), StringValue: aws.String(all[len(all)-sh.attr:])}}
 	}
+	if sh.fifo {
+		in.MessageGroupId = aws.String(memID("group", id))
+		in.MessageDeduplicationId = aws.String(memID("dedup", id))
+	}
 	return in
+}
+
+// memID is an id of memIDSize bytes, of the given kind, for message id.
+func memID(kind string, id int) string {
+	s := fmt.Sprintf("%s-%06d-", kind, id)
+	return s + strings.Repeat("x", memIDSize-len(s))
 }
 
 // check returns the id of a message received, and an error unless its
@@ -585,7 +624,7 @@ func (sh memShape) check(m types.Message) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("a body not of the test's (begins %q)", body[:min(len(body), 16)])
 	}
-	all := memBody(id)
+	all := memBody(id, sh.body)
 	got, want := body, all[:len(all)-sh.attr]
 	if sh.attr > 0 {
 		pad := m.MessageAttributes["pad"]
@@ -602,8 +641,9 @@ func (sh memShape) check(m types.Message) (int, error) {
 	return id, nil
 }
 
-// memOffer is the offering phase: memSenders senders share out the ids
-// 0..memMessages-1 and each offers its next id once. A refused message is
+// memOffer is the offering phase: the shape's senders share out the ids
+// 0..messages-1 and each offers its next id once, until memRefusalsEnough
+// sends are refused. A refused message is
 // not offered again: it was never acknowledged, so the server must not
 // deliver it.
 type memOffer struct {
@@ -627,13 +667,13 @@ func newMemOffer(shape memShape) *memOffer {
 func (o *memOffer) run(client *sqs.Client, queueURL string, deadline time.Time) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range memSenders {
+	for range o.shape.senders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for !o.stopped.Load() && time.Now().Before(deadline) {
 				id := int(next.Add(1) - 1)
-				if id >= *memMessages {
+				if id >= o.shape.messages {
 					return
 				}
 				_, err := client.SendMessage(context.Background(), o.shape.input(queueURL, id))
@@ -649,6 +689,9 @@ func (o *memOffer) run(client *sqs.Client, queueURL string, deadline time.Time) 
 				}
 				o.mu.Lock()
 				o.refused++
+				if o.refused >= memRefusalsEnough {
+					o.stop()
+				}
 				o.mu.Unlock()
 				o.once.Do(func() { close(o.refusing) })
 				// Back off a little, as a client of a refusing server should.

@@ -1,5 +1,12 @@
 package engine
 
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
 // Where a message's body lives. By default the engine keeps it in the
 // message, in the heap. With a BodyStore (fifoq's durable log gives the
 // engine one) it keeps a BodyRef instead: a fixed 12 bytes, whatever the
@@ -41,13 +48,59 @@ func (e *Engine) SetBodyStore(s BodyStore) {
 	}
 }
 
-// keepBody stores body as m's.
-func (e *Engine) keepBody(m *message, body string) {
-	if e.cfg.Bodies == nil {
+// keepBody stores body as m's. With a store, the message attributes
+// (attrs, if any) go with it: the store keeps a payload of their encoding
+// (the attribute section of a snapshot's message record, see
+// snapshot_codec.go) followed by the body, and keepBody returns the
+// encoding's length, for m's ext; the caller then keeps no attributes in
+// m. A message's memory is so independent of its attributes as well.
+func (e *Engine) keepBody(m *message, body string, attrs map[string]api.MessageAttributeValue) (storedAttrs uint32) {
+	switch {
+	case e.cfg.Bodies == nil:
 		m.body = body
-		return
+		return 0
+	case len(attrs) == 0:
+		m.ref = e.cfg.Bodies.Put(body)
+		return 0
 	}
-	m.ref = e.cfg.Bodies.Put(body)
+	e.attrBuf.buf = e.attrBuf.buf[:0]
+	e.attrBuf.attrs(attrs)
+	section := e.attrBuf.buf
+	var b strings.Builder
+	b.Grow(len(section) + len(body))
+	b.Write(section)
+	b.WriteString(body)
+	m.ref = e.cfg.Bodies.Put(b.String())
+	return uint32(len(section))
+}
+
+// payloadOf returns m's body and message attributes, read from the store
+// if they are kept there.
+func payloadOf(s BodyStore, m *message) (string, map[string]api.MessageAttributeValue, error) {
+	if m.ref.File == 0 {
+		return m.body, m.attrs(), nil
+	}
+	p, err := s.Get(m.ref)
+	if err != nil {
+		return "", nil, err
+	}
+	n := m.storedAttrs()
+	if n == 0 {
+		return p, m.attrs(), nil
+	}
+	section, body, err := splitPayload(p, n)
+	if err != nil {
+		return "", nil, err
+	}
+	r := recordReader{buf: []byte(section)}
+	attrs := r.attrs()
+	if r.err == nil && len(r.buf) > 0 {
+		r.err = errShortRecord
+	}
+	if r.err != nil {
+		return "", nil, fmt.Errorf("engine: the message attributes of body %v: %w", m.ref, r.err)
+	}
+	return body, attrs, nil
 }
 
 // bodyOf returns m's body, from the store if it is kept there.
@@ -55,7 +108,21 @@ func bodyOf(s BodyStore, m *message) (string, error) {
 	if m.ref.File == 0 {
 		return m.body, nil
 	}
-	return s.Get(m.ref)
+	p, err := s.Get(m.ref)
+	if err != nil {
+		return "", err
+	}
+	_, body, err := splitPayload(p, m.storedAttrs())
+	return body, err
+}
+
+// splitPayload cuts a payload kept in a store into the encoding of the
+// message attributes, its first n bytes, and the body.
+func splitPayload(p string, n uint32) (section, body string, err error) {
+	if uint64(n) > uint64(len(p)) {
+		return "", "", fmt.Errorf("engine: a payload of %d bytes cannot start with %d bytes of message attributes", len(p), n)
+	}
+	return p[:n], p[n:], nil
 }
 
 // dropBody tells the store that m, which is leaving the engine, no longer

@@ -3,9 +3,12 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/fifoq/fifoq/internal/api"
 )
 
 // harnessBodies makes newHarness give its engine a testBodies store. The
@@ -241,4 +244,91 @@ func FuzzInlineBodies(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAttributesInBodyStore runs one story twice, with the bodies in the
+// messages and in a store: every receive and peek must answer the same,
+// message attributes included, and with the store no message may keep
+// its attributes in memory (the store keeps them before the body). A
+// snapshot by reference, restored beside the same store, and its inline
+// copy, restored without one, must answer the same again.
+func TestAttributesInBodyStore(t *testing.T) {
+	plain := newHarness(t)
+	harnessBodies = true
+	stored := newHarness(t)
+	harnessBodies = false
+	attrs := map[string]api.MessageAttributeValue{
+		"kind":   {DataType: "String", StringValue: strp("order")},
+		"count":  {DataType: "Number", StringValue: strp("42")},
+		"blob":   {DataType: "Binary", BinaryValue: []byte{0, 1, 2, 255}},
+		"k.sub":  {DataType: "String.custom", StringValue: strp("é")},
+		"k.more": {DataType: "Binary.x", BinaryValue: []byte("b")},
+	}
+	trace := map[string]api.MessageAttributeValue{api.MsgAttrAWSTraceHeader: {DataType: "String", StringValue: strp("Root=1-5759e988-bd862e3fe1be46a994272793")}}
+	type answers struct{ got [][]api.Message }
+	story := func(h *harness) (q, dlq api.QueueKey, a answers) {
+		dlq = h.createQueue("dlq", nil)
+		q = h.createQueue("q", map[string]string{api.AttrRedrivePolicy: fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, dlq.ARN(testRegion))})
+		h.send(q, &api.SendMessageRequest{MessageBody: "with attributes", MessageAttributes: attrs})
+		h.send(q, &api.SendMessageRequest{MessageBody: "x", MessageAttributes: map[string]api.MessageAttributeValue{"only": {DataType: "String", StringValue: strp("x")}}})
+		h.send(q, &api.SendMessageRequest{MessageBody: "none"})
+		h.send(q, &api.SendMessageRequest{MessageBody: "traced", MessageAttributes: attrs, MessageSystemAttributes: trace})
+		a.got = append(a.got, h.receive(q, 10, 0))
+		sub := 10
+		a.got = append(a.got, h.must(q, &api.ReceiveMessageRequest{QueueUrl: q.Path(), MaxNumberOfMessages: &sub, MessageAttributeNames: []string{"k.*", "count"}}).(*api.ReceiveMessageResult).Messages)
+		a.got = append(a.got, h.receive(dlq, 10, 0))
+		return q, dlq, a
+	}
+	_, _, want := story(plain)
+	_, dlq, got := story(stored)
+	if len(want.got[0]) != 4 || len(want.got[2]) != 4 || len(want.got[1]) != 0 {
+		t.Fatalf("the story went otherwise than planned: received %d, %d, %d", len(want.got[0]), len(want.got[1]), len(want.got[2]))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("with a store the receives answer\n%+v\nwithout one\n%+v", got, want)
+	}
+	if got, want := stored.peek(dlq, PeekOptions{}), plain.peek(dlq, PeekOptions{}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("with a store Peek answers\n%+v\nwithout one\n%+v", got, want)
+	}
+	withAttrs := 0
+	for _, q := range stored.e.queues {
+		q.eachMessage(func(m *message) {
+			if m.attrs() != nil {
+				t.Errorf("message %d keeps its attributes in memory", m.serial)
+			}
+			if m.storedAttrs() > 0 {
+				withAttrs++
+			}
+		})
+	}
+	if withAttrs != 3 {
+		t.Errorf("%d messages have their attributes in the store, want 3", withAttrs)
+	}
+
+	v, err := stored.e.BeginSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.BodiesByReference()
+	var byRef bytes.Buffer
+	if _, err := v.WriteTo(&byRef, noLock{}); err != nil {
+		t.Fatal(err)
+	}
+	v.Release()
+	var inline bytes.Buffer
+	if err := InlineBodies(&inline, bytes.NewReader(byRef.Bytes()), stored.bodies.Get); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(inline.Bytes(), snapshotBytes(t, plain.e)) {
+		t.Error("the inline copy of the snapshot by reference is not the snapshot of the engine without a store")
+	}
+	again := newHarness(t)
+	again.now = stored.now
+	again.e.SetBodyStore(stored.bodies)
+	if err := again.e.Restore(bytes.NewReader(byRef.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := again.peek(dlq, PeekOptions{}), plain.peek(dlq, PeekOptions{}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored beside the store, Peek answers\n%+v\nnot\n%+v", got, want)
+	}
 }

@@ -27,6 +27,8 @@ type Engine struct {
 	// bodyErr is the first error reading a body back for a result since
 	// TakeBodyError was last called. It is not state.
 	bodyErr error
+	// attrBuf is keepBody's buffer for encoding message attributes.
+	attrBuf recordWriter
 
 	now    int64  // time of the latest command applied, ns
 	serial uint64 // serial of the latest message created

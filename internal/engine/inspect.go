@@ -246,7 +246,7 @@ func stateAt(m *message, t int64) MessageState {
 }
 
 func peeked(q *queue, m *message, t int64, maxBody int, bodies BodyStore) PeekedMessage {
-	body, err := bodyOf(bodies, m)
+	body, attrs, err := payloadOf(bodies, m)
 	if err != nil {
 		// The operator sees that the body is damaged, never another.
 		body = "(the body cannot be read: " + err.Error() + ")"
@@ -255,7 +255,7 @@ func peeked(q *queue, m *message, t int64, maxBody int, bodies BodyStore) Peeked
 		MessageID:           m.messageID().String(),
 		Body:                body,
 		BodyBytes:           len(body),
-		MessageAttributes:   m.attrs(),
+		MessageAttributes:   attrs,
 		Size:                int(m.size),
 		GroupID:             m.group.String(),
 		DeduplicationID:     m.dedupID,

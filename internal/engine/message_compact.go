@@ -153,8 +153,12 @@ func (m *message) messageID() msgID {
 // in place once a message holds it (a snapshot view may share it): a
 // change replaces it.
 type msgExt struct {
+	// The message attributes are in attrs, or, if storedAttrs is not 0,
+	// the first storedAttrs bytes of the payload a BodyStore keeps for
+	// the message (see keepBody).
 	attrs       map[string]api.MessageAttributeValue
-	md5Attrs    string  // MD5 of all of attrs
+	storedAttrs uint32
+	md5Attrs    string  // MD5 of all of the attributes
 	traceHeader string  // AWSTraceHeader system attribute
 	dlqSource   string  // DeadLetterQueueSourceArn
 	otherID     *string // the MessageId if it is not a canonical UUID (see msgID)
@@ -162,28 +166,40 @@ type msgExt struct {
 
 // newMsgExt returns the msgExt of the given fields, nil if all are empty.
 // id is the message's MessageId: only one that is not a canonical UUID
-// goes here.
-func newMsgExt(id msgID, attrs map[string]api.MessageAttributeValue, md5Attrs, traceHeader, dlqSource string) *msgExt {
-	if len(attrs) == 0 && md5Attrs == "" && traceHeader == "" && dlqSource == "" && id.other == nil {
+// goes here. x.otherID is ignored.
+func newMsgExt(id msgID, x msgExt) *msgExt {
+	if len(x.attrs) == 0 {
+		x.attrs = nil
+	}
+	x.otherID = id.other
+	if x.attrs == nil && x.storedAttrs == 0 && x.md5Attrs == "" && x.traceHeader == "" && x.dlqSource == "" && x.otherID == nil {
 		return nil
 	}
-	if len(attrs) == 0 {
-		attrs = nil
-	}
-	return &msgExt{attrs: attrs, md5Attrs: md5Attrs, traceHeader: traceHeader, dlqSource: dlqSource, otherID: id.other}
+	return &x
 }
 
 // setExt sets m's MessageId and rarely used fields.
-func (m *message) setExt(id msgID, attrs map[string]api.MessageAttributeValue, md5Attrs, traceHeader, dlqSource string) {
+func (m *message) setExt(id msgID, x msgExt) {
 	m.uuid = id.uuid
-	m.ext = newMsgExt(id, attrs, md5Attrs, traceHeader, dlqSource)
+	m.ext = newMsgExt(id, x)
 }
 
+// attrs returns the message attributes kept in m; not those kept in a
+// BodyStore (see payloadOf).
 func (m *message) attrs() map[string]api.MessageAttributeValue {
 	if m.ext == nil {
 		return nil
 	}
 	return m.ext.attrs
+}
+
+// storedAttrs returns the length of the attributes' encoding at the start
+// of m's payload in its BodyStore: 0 if there is none.
+func (m *message) storedAttrs() uint32 {
+	if m.ext == nil {
+		return 0
+	}
+	return m.ext.storedAttrs
 }
 
 func (m *message) md5Attrs() string {
@@ -209,7 +225,12 @@ func (m *message) dlqSource() string {
 
 // setDLQSource sets DeadLetterQueueSourceArn, replacing m.ext.
 func (m *message) setDLQSource(arn string) {
-	m.ext = newMsgExt(m.messageID(), m.attrs(), m.md5Attrs(), m.traceHeader(), arn)
+	var x msgExt
+	if m.ext != nil {
+		x = *m.ext
+	}
+	x.dlqSource = arn
+	m.ext = newMsgExt(m.messageID(), x)
 }
 
 // bodyMD5 returns MD5OfBody, in hex.

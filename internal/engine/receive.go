@@ -153,6 +153,11 @@ func newSelection(r *api.ReceiveMessageRequest) *selection {
 
 func (s *selection) wantSys(name string) bool { return s.sysAll || s.sys[name] }
 
+// wantsAttrs says whether the receive asked for any message attribute.
+func (s *selection) wantsAttrs() bool {
+	return s.attrAll || len(s.attrNames) > 0 || len(s.attrPrefixs) > 0
+}
+
 func (s *selection) wantAttr(name string) bool {
 	if s.attrAll || s.attrNames[name] {
 		return true
@@ -184,7 +189,14 @@ func (s *selection) render(q *queue, m *message) api.Message {
 		ReceiptHandle: encodeHandle(q.handleTag, m.serial, m.nonce),
 		MD5OfBody:     m.bodyMD5(),
 	}
-	body, err := bodyOf(s.bodies, m)
+	var body string
+	var attrs map[string]api.MessageAttributeValue
+	var err error
+	if s.wantsAttrs() {
+		body, attrs, err = payloadOf(s.bodies, m)
+	} else {
+		body, err = bodyOf(s.bodies, m)
+	}
 	if err != nil && s.err == nil {
 		s.err = err
 	}
@@ -208,7 +220,7 @@ func (s *selection) render(q *queue, m *message) api.Message {
 	if len(sys) > 0 {
 		out.Attributes = sys
 	}
-	if attrs := m.attrs(); len(attrs) > 0 {
+	if len(attrs) > 0 {
 		picked := map[string]api.MessageAttributeValue{}
 		for name, v := range attrs {
 			if s.wantAttr(name) {

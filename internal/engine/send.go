@@ -263,8 +263,11 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	if v, ok := in.sysAttrs[api.MsgAttrAWSTraceHeader]; ok && v.StringValue != nil {
 		trace = *v.StringValue
 	}
-	e.keepBody(m, in.body)
-	m.setExt(makeMsgID(newMessageID(cmd, i, e.serial)), in.attrs, out.md5Attrs, trace, "")
+	x := msgExt{attrs: in.attrs, md5Attrs: out.md5Attrs, traceHeader: trace}
+	if x.storedAttrs = e.keepBody(m, in.body, in.attrs); x.storedAttrs > 0 {
+		x.attrs = nil
+	}
+	m.setExt(makeMsgID(newMessageID(cmd, i, e.serial)), x)
 	delay := q.attrs.DelaySeconds
 	if in.delay != nil && !q.fifo {
 		delay = *in.delay

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -78,33 +79,70 @@ func (w *recordWriter) bytes(b []byte) {
 }
 
 func (w *recordWriter) message(m *message, aged bool) {
+	if w.byRef && m.ref.File != 0 {
+		w.messageByRef(m, aged)
+		return
+	}
+	body, section := w.payload(m)
 	if !w.byRef {
 		w.head(m)
-		w.body(m)
-		w.tail(m, aged)
+		w.str(body)
+		w.attrSection(m, section)
+		w.rest(m, aged)
 		return
 	}
 	// Version 3: the head and the tail as byte strings around the body
 	// field, so that InlineBodies rewrites the body field alone.
-	w.scratch = w.scratch[:0]
-	w.buf, w.scratch = w.scratch, w.buf
+	w.beginBytes()
 	w.head(m)
-	w.buf, w.scratch = w.scratch, w.buf
-	w.bytes(w.scratch)
-	if m.ref.File != 0 {
-		w.byte(bodyByRef)
-		w.uvarint(uint64(m.ref.File))
-		w.uvarint(uint64(m.ref.Off))
-		w.uvarint(uint64(m.ref.Len))
-		// A chunk holds about snapChunkBytes once its bodies are inline.
-		w.inlined += int(m.ref.Len)
+	w.endBytes()
+	w.byte(bodyInline)
+	w.str(body)
+	w.beginBytes()
+	w.attrSection(m, section)
+	w.rest(m, aged)
+	w.endBytes()
+}
+
+// messageByRef writes the version 3 record of a message whose body is
+// kept in the store. Its body field refers to the payload, which holds
+// the message attributes too if the store keeps them; the tail then
+// lacks them.
+func (w *recordWriter) messageByRef(m *message, aged bool) {
+	w.beginBytes()
+	w.head(m)
+	w.endBytes()
+	n := m.storedAttrs()
+	if n > 0 {
+		w.byte(bodyAndAttrsByRef)
 	} else {
-		w.byte(bodyInline)
-		w.body(m)
+		w.byte(bodyByRef)
 	}
+	w.uvarint(uint64(m.ref.File))
+	w.uvarint(uint64(m.ref.Off))
+	w.uvarint(uint64(m.ref.Len))
+	if n > 0 {
+		w.uvarint(uint64(n))
+	}
+	// A chunk holds about snapChunkBytes once its bodies are inline.
+	w.inlined += int(m.ref.Len)
+	w.beginBytes()
+	if n == 0 {
+		w.attrs(m.attrs())
+	}
+	w.rest(m, aged)
+	w.endBytes()
+}
+
+// beginBytes starts a part of the record that is written as one byte
+// string, as the head and the tail of a version 3 record are; endBytes
+// ends it.
+func (w *recordWriter) beginBytes() {
 	w.scratch = w.scratch[:0]
 	w.buf, w.scratch = w.scratch, w.buf
-	w.tail(m, aged)
+}
+
+func (w *recordWriter) endBytes() {
 	w.buf, w.scratch = w.scratch, w.buf
 	w.bytes(w.scratch)
 }
@@ -117,43 +155,65 @@ func (w *recordWriter) head(m *message) {
 	w.buf = id.appendTo(w.buf)
 }
 
-// body writes a message's body as a string, read back from the store if
-// it is kept there.
-func (w *recordWriter) body(m *message) {
-	body, err := bodyOf(w.bodies, m)
+// payload returns m's body, read back from the store if it is kept
+// there, and the encoding of its message attributes if the store keeps
+// them too ("" if not).
+func (w *recordWriter) payload(m *message) (body, section string) {
+	if m.ref.File == 0 {
+		return m.body, ""
+	}
+	p, err := w.bodies.Get(m.ref)
+	if err == nil {
+		section, body, err = splitPayload(p, m.storedAttrs())
+	}
 	if err != nil && w.err == nil {
 		w.err = err
 	}
-	w.str(body)
+	return body, section
 }
 
-// tail writes the fields of a message record after its body.
-func (w *recordWriter) tail(m *message, aged bool) {
-	attrs := m.attrs()
+// attrSection writes m's message attributes: section, their encoding
+// read from the store, if they are kept there.
+func (w *recordWriter) attrSection(m *message, section string) {
+	if m.storedAttrs() > 0 {
+		w.buf = append(w.buf, section...)
+		return
+	}
+	w.attrs(m.attrs())
+}
+
+// attrs writes the attribute section of a message record: the count, then
+// each attribute in name order.
+func (w *recordWriter) attrs(attrs map[string]api.MessageAttributeValue) {
 	w.uvarint(uint64(len(attrs)))
-	if len(attrs) > 0 {
-		for _, name := range slices.Sorted(maps.Keys(attrs)) {
-			v := attrs[name]
-			w.str(name)
-			w.str(v.DataType)
-			if v.StringValue != nil {
-				w.byte(flagHasString)
-				w.str(*v.StringValue)
-			} else {
-				w.byte(0)
-				w.str("")
-			}
-			w.bytes(v.BinaryValue)
-			w.uvarint(uint64(len(v.StringListValues)))
-			for _, s := range v.StringListValues {
-				w.str(s)
-			}
-			w.uvarint(uint64(len(v.BinaryListValues)))
-			for _, b := range v.BinaryListValues {
-				w.bytes(b)
-			}
+	if len(attrs) == 0 {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		v := attrs[name]
+		w.str(name)
+		w.str(v.DataType)
+		if v.StringValue != nil {
+			w.byte(flagHasString)
+			w.str(*v.StringValue)
+		} else {
+			w.byte(0)
+			w.str("")
+		}
+		w.bytes(v.BinaryValue)
+		w.uvarint(uint64(len(v.StringListValues)))
+		for _, s := range v.StringListValues {
+			w.str(s)
+		}
+		w.uvarint(uint64(len(v.BinaryListValues)))
+		for _, b := range v.BinaryListValues {
+			w.bytes(b)
 		}
 	}
+}
+
+// rest writes the fields of a message record after its attributes.
+func (w *recordWriter) rest(m *message, aged bool) {
 	w.uvarint(2 * uint64(len(m.md5Body)))
 	w.buf = hex.AppendEncode(w.buf, m.md5Body[:])
 	w.str(m.md5Attrs())
@@ -319,6 +379,7 @@ type decodedMessage struct {
 	// The fields of m.ext, which the restorer makes once dlqSource is
 	// interned.
 	attrs                 map[string]api.MessageAttributeValue
+	storedAttrs           uint32
 	md5Attrs, traceHeader string
 }
 
@@ -326,29 +387,32 @@ type decodedMessage struct {
 func (r *recordReader) message(d *decodedMessage) error {
 	if r.version < snapVersionRefs {
 		r.head(d)
-		r.body(d.m)
-		return r.tail(d)
+		body := r.str()
+		section, err := r.tail(d, true)
+		r.keep(d, body, section)
+		return cmp.Or(err, r.err)
 	}
 	head := recordReader{buf: r.raw()}
 	head.head(d)
 	if head.err == nil && len(head.buf) > 0 {
 		head.err = errors.New("unread bytes after the message's id")
 	}
-	body, ref, err := r.bodyField()
+	f, err := r.bodyField()
 	switch {
 	case err != nil:
 		return err
-	case ref.File != 0 && r.bodies == nil:
+	case f.ref.File != 0 && r.bodies == nil:
 		return errors.New("a body kept in a body store this engine does not have")
-	case ref.File != 0:
-		d.m.ref = ref
-	default:
-		r.keep(d.m, body)
+	case f.ref.File != 0:
+		d.m.ref, d.storedAttrs = f.ref, f.attrs
 	}
 	tail := recordReader{buf: r.raw()}
-	err = tail.tail(d)
+	section, err := tail.tail(d, f.attrs == 0)
 	if err == nil && len(tail.buf) > 0 {
 		err = errors.New("unread bytes after the message record")
+	}
+	if f.ref.File == 0 {
+		r.keep(d, f.body, section)
 	}
 	return cmp.Or(head.err, r.err, err)
 }
@@ -359,74 +423,123 @@ func (r *recordReader) head(d *decodedMessage) {
 	d.id = makeMsgIDBytes(r.raw())
 }
 
-// body reads a message's body string, into the store if there is one.
-func (r *recordReader) body(m *message) { r.keep(m, r.str()) }
-
-// keep gives m the body read, into the store if there is one.
-func (r *recordReader) keep(m *message, body string) {
-	if r.bodies != nil && r.err == nil {
-		m.ref = r.bodies.Put(body)
-	} else {
-		m.body = body
+// keep gives d the body read, into the store if there is one, with the
+// message attributes (section, their encoding) if it has any.
+func (r *recordReader) keep(d *decodedMessage, body string, section []byte) {
+	switch {
+	case r.bodies == nil || r.err != nil:
+		d.m.body = body
+	case len(d.attrs) == 0:
+		d.m.ref = r.bodies.Put(body)
+	default:
+		var b strings.Builder
+		b.Grow(len(section) + len(body))
+		b.Write(section)
+		b.WriteString(body)
+		d.m.ref = r.bodies.Put(b.String())
+		d.storedAttrs, d.attrs = uint32(len(section)), nil
 	}
 }
 
-// bodyField reads the body field of a version 3 message record: the body,
-// or the reference of one kept in a store (File not 0).
-func (r *recordReader) bodyField() (string, BodyRef, error) {
+// bodyField is the body field of a version 3 message record: the body, or
+// the reference of the payload a store keeps (ref.File not 0), whose first
+// attrs bytes are the message attributes if attrs is not 0.
+type bodyField struct {
+	body  string
+	ref   BodyRef
+	attrs uint32
+}
+
+// bodyField reads the body field of a version 3 message record.
+func (r *recordReader) bodyField() (bodyField, error) {
+	var f bodyField
 	switch kind := r.byte(); {
 	case r.err != nil:
-		return "", BodyRef{}, r.err
+		return f, r.err
 	case kind == bodyInline:
-		return r.str(), BodyRef{}, r.err
-	case kind == bodyByRef:
-		ref := BodyRef{File: r.uint32(), Off: r.uint32(), Len: r.uint32()}
-		if r.err == nil && ref.File == 0 {
-			return "", BodyRef{}, errors.New("a body reference to no file")
+		f.body = r.str()
+		return f, r.err
+	case kind == bodyByRef || kind == bodyAndAttrsByRef:
+		f.ref = BodyRef{File: r.uint32(), Off: r.uint32(), Len: r.uint32()}
+		if kind == bodyAndAttrsByRef {
+			f.attrs = r.uint32()
 		}
-		return "", ref, r.err
+		switch {
+		case r.err != nil:
+			return bodyField{}, r.err
+		case f.ref.File == 0:
+			return bodyField{}, errors.New("a body reference to no file")
+		case kind == bodyAndAttrsByRef && (f.attrs == 0 || f.attrs > f.ref.Len):
+			return bodyField{}, fmt.Errorf("%d bytes of message attributes in a payload of %d", f.attrs, f.ref.Len)
+		}
+		return f, nil
 	default:
-		return "", BodyRef{}, fmt.Errorf("body field of kind %d", kind)
+		return f, fmt.Errorf("body field of kind %d", kind)
 	}
 }
 
-// tail reads the fields of a message record after its body.
-func (r *recordReader) tail(d *decodedMessage) error {
-	m := d.m
-	if n := r.count(); n > 0 {
-		d.attrs = make(map[string]api.MessageAttributeValue, n)
-		prev := ""
-		for i := range n {
-			name := r.str()
-			if r.err != nil {
-				return r.err
-			}
-			if i > 0 && name <= prev {
-				return errors.New("message attributes not in name order")
-			}
-			prev = name
-			v := api.MessageAttributeValue{DataType: r.str()}
-			flags := r.byte()
-			s := r.str()
-			if flags&flagHasString != 0 {
-				v.StringValue = &s
-			}
-			v.BinaryValue = r.bytes()
-			if k := r.count(); k > 0 {
-				v.StringListValues = make([]string, k)
-				for j := range k {
-					v.StringListValues[j] = r.str()
-				}
-			}
-			if k := r.count(); k > 0 {
-				v.BinaryListValues = make([][]byte, k)
-				for j := range k {
-					v.BinaryListValues[j] = r.bytes()
-				}
-			}
-			d.attrs[name] = v
+// tail reads the fields of a message record after its body: the message
+// attributes, if withAttrs, returning their encoding, then the rest.
+func (r *recordReader) tail(d *decodedMessage, withAttrs bool) (section []byte, err error) {
+	if withAttrs {
+		start := r.buf
+		d.attrs = r.attrs()
+		if r.err != nil {
+			return nil, r.err
 		}
+		section = start[:len(start)-len(r.buf)]
 	}
+	return section, r.rest(d)
+}
+
+// attrs reads the attribute section of a message record.
+func (r *recordReader) attrs() map[string]api.MessageAttributeValue {
+	n := r.count()
+	if n == 0 {
+		return nil
+	}
+	attrs := make(map[string]api.MessageAttributeValue, n)
+	prev := ""
+	for i := range n {
+		name := r.str()
+		if r.err != nil {
+			return nil
+		}
+		if i > 0 && name <= prev {
+			r.err = errors.New("message attributes not in name order")
+			return nil
+		}
+		prev = name
+		v := api.MessageAttributeValue{DataType: r.str()}
+		flags := r.byte()
+		s := r.str()
+		if flags&flagHasString != 0 {
+			v.StringValue = &s
+		}
+		v.BinaryValue = r.bytes()
+		if k := r.count(); k > 0 {
+			v.StringListValues = make([]string, k)
+			for j := range k {
+				v.StringListValues[j] = r.str()
+			}
+		}
+		if k := r.count(); k > 0 {
+			v.BinaryListValues = make([][]byte, k)
+			for j := range k {
+				v.BinaryListValues[j] = r.bytes()
+			}
+		}
+		attrs[name] = v
+	}
+	if r.err != nil {
+		return nil
+	}
+	return attrs
+}
+
+// rest reads the fields of a message record after its attributes.
+func (r *recordReader) rest(d *decodedMessage) error {
+	m := d.m
 	if md5, ok := parseMD5(r.raw()); ok {
 		m.md5Body = md5
 	} else if r.err == nil {

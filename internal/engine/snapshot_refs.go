@@ -23,8 +23,16 @@ import (
 //
 //	head bytes (serial uvarint, id string)
 //	kind byte: bodyInline, then the body string;
-//	           or bodyByRef, then File, Off, Len uvarints (a BodyRef)
+//	           or bodyByRef, then File, Off, Len uvarints (a BodyRef);
+//	           or bodyAndAttrsByRef, then File, Off, Len and attrs uvarints
 //	tail bytes (the fields after the body, as in version 2)
+//
+// A BodyRef names the payload the store keeps for the message: its body,
+// or, with bodyAndAttrsByRef, the encoding of its message attributes (the
+// attribute section of a version 2 record, attrs bytes) followed by its
+// body. The tail of such a record begins after the attribute section, so
+// that the payload's first attrs bytes put back in front of it make the
+// version 2 tail.
 //
 // Everything else is as in version 2. A writer fills a chunk by the bytes
 // its records would take with their bodies in them, so that the chunks of
@@ -34,8 +42,9 @@ const snapVersionRefs = 3
 
 // The kinds of a version 3 record's body field.
 const (
-	bodyInline byte = 0
-	bodyByRef  byte = 1
+	bodyInline        byte = 0
+	bodyByRef         byte = 1
+	bodyAndAttrsByRef byte = 2
 )
 
 // BodiesByReference makes the view write the bodies its engine keeps in
@@ -179,12 +188,17 @@ func (in *inliner) queue() error {
 // message rewrites one message record from rr into in.out.
 func (in *inliner) message(rr *recordReader) error {
 	head := rr.raw()
-	body, ref, err := rr.bodyField()
+	f, err := rr.bodyField()
 	if err != nil {
 		return err
 	}
-	if ref.File != 0 {
-		if body, err = in.get(ref); err != nil {
+	body, section := f.body, ""
+	if f.ref.File != 0 {
+		p, err := in.get(f.ref)
+		if err != nil {
+			return err
+		}
+		if section, body, err = splitPayload(p, f.attrs); err != nil {
 			return err
 		}
 	}
@@ -194,6 +208,7 @@ func (in *inliner) message(rr *recordReader) error {
 	}
 	in.out.buf = append(in.out.buf, head...)
 	in.out.str(body)
+	in.out.buf = append(in.out.buf, section...)
 	in.out.buf = append(in.out.buf, tail...)
 	return nil
 }

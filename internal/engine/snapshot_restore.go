@@ -481,7 +481,13 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	}
 	ld.lastSeq = m.seq
 	m.sender = rs.istr(d.sender)
-	m.setExt(d.id, d.attrs, d.md5Attrs, d.traceHeader, rs.intern(d.dlqSource))
+	m.setExt(d.id, msgExt{
+		attrs:       d.attrs,
+		storedAttrs: d.storedAttrs,
+		md5Attrs:    d.md5Attrs,
+		traceHeader: d.traceHeader,
+		dlqSource:   rs.intern(d.dlqSource),
+	})
 	// Serials are checked unique across queues at the end (rs.serials).
 	if handleable(m) {
 		q.handles[m.serial] = m

@@ -742,7 +742,7 @@ func decodeMessages(t *testing.T, c *snapChunk) ([]*message, []bool) {
 			t.Fatalf("decodeMessages: %v", err)
 		}
 		d.m.group, d.m.sender = intern(string(d.group)), intern(string(d.sender))
-		d.m.setExt(d.id, d.attrs, d.md5Attrs, d.traceHeader, string(d.dlqSource))
+		d.m.setExt(d.id, msgExt{attrs: d.attrs, md5Attrs: d.md5Attrs, traceHeader: d.traceHeader, dlqSource: string(d.dlqSource)})
 		ms, aged = append(ms, d.m), append(aged, d.aged)
 	}
 	return ms, aged
