@@ -22,12 +22,36 @@ func TestServeRefusesBadClusterFlags(t *testing.T) {
 		{[]string{"--raft-addr", "127.0.0.1:7000", "--peers", "a=127.0.0.1:1,a=127.0.0.1:2"}, "twice"},
 		{[]string{"--raft-addr", "127.0.0.1:7000", "--raft-tls-cert", "c.pem"}, "go together"},
 		{[]string{"--node-id", "a=b"}, "--node-id"},
+		{[]string{"--raft-insecure"}, "need --raft-addr"},
+		// Beyond loopback, node-to-node traffic needs mutual TLS, or
+		// --raft-insecure to say that it may go without.
+		{[]string{"--raft-addr", "192.0.2.10:7000"}, "--raft-insecure"},
+		{[]string{"--raft-addr", "192.0.2.10:7000"}, "--raft-tls-cert"},
+		{[]string{"--raft-addr", "node-1.example:7000"}, "--raft-insecure"},
+		// Without credentials, the peer port would serve forwarded requests
+		// unsigned to the network: that takes --insecure too.
+		{[]string{"--raft-addr", "192.0.2.10:7000", "--raft-insecure"}, "--insecure"},
 	} {
 		var stderr bytes.Buffer
 		code := run(append([]string{"serve", "--data-dir", t.TempDir()}, tc.args...), &bytes.Buffer{}, &stderr)
 		if code != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("serve %v: exit %d, stderr %q; want exit 2 mentioning %q", tc.args, code, stderr.String(), tc.want)
 		}
+	}
+}
+
+// TestServeRaftInsecure: with --raft-insecure (and credentials), a node
+// beyond loopback without TLS gets past the checks, says loudly what it
+// gives up, and goes on to listen (where this test's address, which no
+// interface has, fails).
+func TestServeRaftInsecure(t *testing.T) {
+	t.Setenv("FIFOQ_ACCESS_KEY_ID", "AKIDRAFTINSECURE")
+	t.Setenv("FIFOQ_SECRET_ACCESS_KEY", "secret")
+	var stderr bytes.Buffer
+	code := run([]string{"serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--raft-addr", "192.0.2.10:7000", "--raft-insecure"}, &bytes.Buffer{}, &stderr)
+	out := stderr.String()
+	if code != 1 || !strings.Contains(out, "--raft-insecure") || !strings.Contains(out, "rewrite") || !strings.Contains(out, "192.0.2.10:7000") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 (the address cannot be bound) after a warning of what --raft-insecure gives up", code, out)
 	}
 }
 

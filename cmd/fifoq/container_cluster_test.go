@@ -92,6 +92,12 @@ func TestContainerClusterWithComposeSettings(t *testing.T) {
 		if p := flagValue(args, "--peers"); p != peers || !slices.Contains(strings.Split(p, ","), id+"="+raftAddr) {
 			t.Fatalf("%s: --peers %q, want the same list on every node, with %s=%s", nd.name, p, id, raftAddr)
 		}
+		// On the compose network the raft address is beyond loopback,
+		// which fifoq refuses without TLS unless told --raft-insecure
+		// (here it is rewritten to loopback, where either passes).
+		if flagValue(args, "--raft-tls-cert") == "" && !slices.Contains(args, "--raft-insecure") {
+			t.Fatalf("%s: --raft-addr %s with neither --raft-tls-* nor --raft-insecure: fifoq would refuse to start", nd.name, raftAddr)
+		}
 		if u := flagValue(args, "--advertise-url"); u != "http://"+nd.name+":9324" {
 			t.Fatalf("%s: --advertise-url %q, want the service's SQS endpoint on the compose network", nd.name, u)
 		}

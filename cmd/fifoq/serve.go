@@ -152,12 +152,25 @@ write and delete every queue. Either
 `, opts.listen)
 		return 2
 	}
+	// A member's requests on the node-to-node port are served as they
+	// come, so without credentials an exposed port serves every queue too.
+	if store.Empty() && opts.cluster.exposed() && !opts.insecure {
+		fmt.Fprintf(stderr, `fifoq serve: refusing --raft-insecure on %s without credentials: anyone who can reach that port
+could pass for a member and read, write and delete every queue. Either
+  - configure credentials: --credentials FILE, or FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY;
+  - or accept unauthenticated requests from the network: --insecure.
+`, opts.cluster.raftAddr)
+		return 2
+	}
 
 	var handler slog.Handler = slog.NewTextHandler(stderr, nil)
 	if opts.logJSON {
 		handler = slog.NewJSONHandler(stderr, nil)
 	}
 	logger := slog.New(handler)
+	if opts.cluster.exposed() {
+		logger.Warn("--raft-insecure: node-to-node traffic beyond loopback has no TLS; anyone who can reach the port can send Raft messages that rewrite every node's state, read the messages the nodes exchange, and pass for a member forwarding requests", "raft_addr", opts.cluster.raftAddr)
+	}
 
 	ln, err := net.Listen("tcp", opts.listen)
 	if err != nil {
@@ -201,8 +214,8 @@ write and delete every queue. Either
 		storage = "durable in " + opts.dataDir
 		logger.Info("recovered state", "dir", opts.dataDir, "took", time.Since(began).Round(time.Millisecond))
 	}
-	if store.Empty() && !loopback {
-		logger.Warn("--insecure: no credentials are configured and the server listens beyond loopback; every request is accepted, unsigned or not, and anyone who can reach it can read, write and delete every queue", "listen", opts.listen)
+	if store.Empty() && (!loopback || opts.cluster.exposed()) {
+		logger.Warn("--insecure: no credentials are configured and the server listens beyond loopback; every request is accepted, unsigned or not, and anyone who can reach it can read, write and delete every queue", "listen", opts.listen, "raft_addr", opts.cluster.raftAddr)
 	}
 	verifier := &auth.Verifier{Store: store, DefaultAccount: opts.account, Region: opts.region, Now: time.Now}
 	// In a cluster the config file's queues are declared by the leader,

@@ -30,6 +30,7 @@ type clusterOptions struct {
 	tlsCert      string
 	tlsKey       string
 	tlsCA        string
+	insecure     bool
 }
 
 // defaultNodeID is the node id of a server started without --node-id: the
@@ -45,6 +46,7 @@ func (c *clusterOptions) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCert, "raft-tls-cert", "", "certificate (PEM) this node presents to the other nodes; with --raft-tls-key and --raft-tls-ca, all node-to-node traffic is mutual TLS")
 	fs.StringVar(&c.tlsKey, "raft-tls-key", "", "private key (PEM) for --raft-tls-cert")
 	fs.StringVar(&c.tlsCA, "raft-tls-ca", "", "CA certificate (PEM): a node refuses peers whose certificate this CA did not sign")
+	fs.BoolVar(&c.insecure, "raft-insecure", false, "allow --raft-addr beyond loopback without --raft-tls-*: anyone who can reach the port can send Raft messages that rewrite every node's state")
 }
 
 // clustered reports whether the flags make this server a networked member.
@@ -56,8 +58,8 @@ func (c *clusterOptions) check(inMemory bool) error {
 		return fmt.Errorf("--node-id %q: give a non-empty id without '=', ',', '/' or spaces", c.nodeID)
 	}
 	if !c.clustered() {
-		if c.peers != "" || c.join != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsCA != "" {
-			return errors.New("--peers, --join and --raft-tls-* need --raft-addr")
+		if c.peers != "" || c.join != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsCA != "" || c.insecure {
+			return errors.New("--peers, --join, --raft-tls-* and --raft-insecure need --raft-addr")
 		}
 		return nil
 	}
@@ -82,7 +84,20 @@ func (c *clusterOptions) check(inMemory bool) error {
 	if n != 0 && n != 3 {
 		return errors.New("--raft-tls-cert, --raft-tls-key and --raft-tls-ca go together")
 	}
+	if c.exposed() && !c.insecure {
+		return fmt.Errorf(`refusing --raft-addr %s beyond loopback without TLS: anyone who can reach that port could
+send Raft messages that rewrite every node's state, and requests that pass for a member's. Either
+  - give every node a certificate signed by the cluster's CA: --raft-tls-cert, --raft-tls-key and --raft-tls-ca;
+  - use a loopback address, for nodes on one machine;
+  - or accept an unauthenticated node-to-node port (a private network you trust): --raft-insecure`, c.raftAddr)
+	}
 	return nil
+}
+
+// exposed reports whether the node-to-node port is reachable beyond this
+// machine without mutual TLS: anyone who reaches it is taken for a member.
+func (c *clusterOptions) exposed() bool {
+	return c.clustered() && c.tlsCert == "" && !isLoopback(c.raftAddr)
 }
 
 // raftCluster turns the flags into the log's cluster configuration (nil

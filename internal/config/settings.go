@@ -76,6 +76,7 @@ var Settings = []Setting{
 	{Key: "raft_tls.cert", Flag: "raft-tls-cert", Env: "FIFOQ_RAFT_TLS_CERT", Kind: Path},
 	{Key: "raft_tls.key", Flag: "raft-tls-key", Env: "FIFOQ_RAFT_TLS_KEY", Kind: Path},
 	{Key: "raft_tls.ca", Flag: "raft-tls-ca", Env: "FIFOQ_RAFT_TLS_CA", Kind: Path},
+	{Key: "raft_insecure", Flag: "raft-insecure", Env: "FIFOQ_RAFT_INSECURE", Kind: Bool},
 }
 
 // The config file's own flag and environment variable.

@@ -17,6 +17,7 @@ type serveFlags struct {
 	creds, tlsCert, tlsKey, config      string
 	minFree                             int64
 	inMemory, insecure, logJSON, logReq bool
+	raftInsecure                        bool
 	recreateDelay, purgeDelay           time.Duration
 	maxMemory, bodyFileSize             string
 	cluster                             [8]string
@@ -45,6 +46,7 @@ func newServeFlags(t *testing.T, args ...string) *serveFlags {
 	for i, name := range []string{"node-id", "raft-addr", "peers", "join", "advertise-url", "raft-tls-cert", "raft-tls-key", "raft-tls-ca"} {
 		f.fs.StringVar(&f.cluster[i], name, "", "")
 	}
+	f.fs.BoolVar(&f.raftInsecure, "raft-insecure", false, "")
 	f.fs.StringVar(&f.config, "config", "", "")
 	if err := f.fs.Parse(args); err != nil {
 		t.Fatal(err)

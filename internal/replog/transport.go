@@ -202,6 +202,18 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// PeerAuthenticated reports whether conn, a connection the port's HTTP
+// listener (PeerListener) accepted, came from a member that proved
+// itself: over mutual TLS, with a certificate the cluster's CA signed.
+// Without --raft-tls-* no connection is.
+func PeerAuthenticated(conn net.Conn) bool {
+	if tc, ok := conn.(*trackedConn); ok {
+		conn = tc.Conn
+	}
+	tc, ok := conn.(*tls.Conn)
+	return ok && len(tc.ConnectionState().PeerCertificates) > 0
+}
+
 // subListener is one kind of connection accepted by the mux.
 type subListener struct {
 	mux    *peerMux

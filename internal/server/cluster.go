@@ -13,6 +13,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/metrics"
+	"github.com/fifoq/fifoq/internal/protocol"
 	"github.com/fifoq/fifoq/internal/replog"
 )
 
@@ -53,16 +54,25 @@ func (s *Server) initCluster() {
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
 		IdleTimeout:       IdleTimeout,
-		BaseContext:       func(net.Listener) context.Context { return context.WithValue(context.Background(), peerKey{}, true) },
-		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, peerKey{}, peerConn{authenticated: replog.PeerAuthenticated(c)})
+		},
+		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 	}
 }
 
-// peerHandler serves other nodes: the API (requests they forward) and the
-// cluster endpoints.
+// peerHandler serves other nodes: the requests they forward and the
+// cluster endpoints. An SQS request that no member forwarded is refused:
+// the port is the nodes' own, not a second SQS endpoint.
 func (s *Server) peerHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", s.serveRouted)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(hdrForwardedBy) == "" {
+			protocol.WriteError(w, protocol.Detect(r), api.ErrAccessDenied("This is the port by which the cluster's nodes reach each other; send SQS requests to a node's SQS endpoint."), newUUID())
+			return
+		}
+		s.serveRouted(w, r)
+	})
 	s.registerCluster(mux)
 	return mux
 }

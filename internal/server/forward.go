@@ -34,10 +34,12 @@ type clusterLog interface {
 	Status() replog.NodeStatus
 }
 
-// Headers a follower adds to a request it forwards. The leader believes
-// them only on the node-to-node port, which only the cluster's nodes reach
-// (over mutual TLS when it is configured): on the public port they are
-// ignored, so a client cannot claim them.
+// Headers a follower adds to a request it forwards. The leader reads them
+// only on the node-to-node port: on the public port they are ignored, so a
+// client cannot claim them. The one that grants something, the client's
+// TLS, is believed only from a member that proved itself by its
+// certificate (mutual TLS); without --raft-tls-* anyone who reaches the
+// port could claim it.
 const (
 	// hdrForwardedBase is the scheme and host the client reached the
 	// follower by: queue URLs in the answer are built from it, so that
@@ -55,11 +57,26 @@ const (
 const leaderWait = 3 * time.Second
 
 // peerKey marks the context of a request that came in on the node-to-node
-// port.
+// port, with a peerConn.
 type peerKey struct{}
+
+// peerConn is what is known of the connection of a request that came in
+// on the node-to-node port.
+type peerConn struct {
+	// authenticated: the connection is mutual TLS with a certificate the
+	// cluster's CA signed (replog.PeerAuthenticated).
+	authenticated bool
+}
 
 // fromPeer reports whether r came from another node of the cluster.
 func fromPeer(r *http.Request) bool { return r.Context().Value(peerKey{}) != nil }
+
+// fromAuthenticatedPeer reports whether r came from a member that proved
+// itself by its certificate.
+func fromAuthenticatedPeer(r *http.Request) bool {
+	p, ok := r.Context().Value(peerKey{}).(peerConn)
+	return ok && p.authenticated
+}
 
 // forwarder carries requests from this node to the leader over the
 // node-to-node port.
@@ -234,12 +251,14 @@ func forwardedBase(r *http.Request) string {
 }
 
 // forwardedSecure returns whether the request came over TLS: as the
-// follower reported, for a request that came from another node.
+// follower reported, for a request that came from another node, if that
+// node proved itself; a claim on a port without mutual TLS counts for
+// nothing.
 func forwardedSecure(r *http.Request) bool {
 	if !fromPeer(r) {
 		return r.TLS != nil
 	}
-	return r.Header.Get(hdrForwardedSecure) == "true"
+	return fromAuthenticatedPeer(r) && r.Header.Get(hdrForwardedSecure) == "true"
 }
 
 // serveRouted answers an SQS API request: here when this node leads (or

@@ -1,0 +1,149 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoq/fifoq/internal/auth"
+	"github.com/fifoq/fifoq/internal/replog"
+)
+
+// peerClient is an HTTP client of a node's Raft port, as another node
+// talks to it: each connection says 'H' (HTTP) first, over mutual TLS
+// with conf when it is not nil.
+func peerClient(conf *tls.Config) *http.Client {
+	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		if conf != nil {
+			tc := tls.Client(conn, conf)
+			if err := tc.HandshakeContext(ctx); err != nil {
+				conn.Close()
+				return nil, err
+			}
+			conn = tc
+		}
+		if _, err := conn.Write([]byte{'H'}); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
+}
+
+// peerQuery sends a Query-protocol request to a node's Raft port with the
+// given extra headers, signed with key unless it is zero, and returns the
+// status and body.
+func peerQuery(t *testing.T, hc *http.Client, raftAddr string, form url.Values, headers map[string]string, key auth.Credential) (int, string, error) {
+	t.Helper()
+	form.Set("Version", "2012-11-05")
+	body := []byte(form.Encode())
+	req, err := http.NewRequest(http.MethodPost, "http://"+raftAddr+"/", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	if key.AccessKeyID != "" {
+		if err := auth.SignRequest(req, body, key, DefaultRegion, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// TestPeerPortServesOnlyNodes: a node's Raft port serves what nodes need
+// (Raft, the requests a member forwards, the cluster endpoints), not the
+// SQS API to whoever connects; and the forwarded request's claim that the
+// client came over TLS (aws:SecureTransport) is believed only from a
+// member that proved itself with its certificate.
+func TestPeerPortServesOnlyNodes(t *testing.T) {
+	for _, withTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", withTLS), func(t *testing.T) {
+			var ca, stranger *clusterCA
+			var tlsFor func(int) *tls.Config
+			var member *tls.Config
+			if withTLS {
+				ca, stranger = newClusterCA(t), newClusterCA(t)
+				tlsFor = func(i int) *tls.Config { return replog.NewPeerTLSConfig(ca.issue(t), ca.pool) }
+				member = replog.NewPeerTLSConfig(ca.issue(t), ca.pool)
+			}
+			nodes := newTestCluster(t, 3, tlsFor)
+			leader := leaderOf(t, nodes)
+			ctx := context.Background()
+			hc := peerClient(member)
+
+			// An SQS request that no member forwarded, signed or not.
+			for _, key := range []auth.Credential{{}, ownKey} {
+				status, body, err := peerQuery(t, hc, leader.raftAddr, url.Values{"Action": {"CreateQueue"}, "QueueName": {"through-peer-port"}}, nil, key)
+				if err != nil {
+					t.Fatalf("request on the peer port: %v", err)
+				}
+				if status != http.StatusForbidden {
+					t.Errorf("CreateQueue on the peer port, not forwarded (signed: %v): %d %s; want 403", key.AccessKeyID != "", status, body)
+				}
+			}
+			if _, err := sdkClient(leader.url, ownKey).GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("through-peer-port")}); err == nil {
+				t.Fatal("the queue was created through the peer port")
+			}
+
+			if withTLS {
+				// A certificate the cluster's CA did not sign is refused.
+				intruder := peerClient(replog.NewPeerTLSConfig(stranger.issue(t), stranger.pool))
+				if status, _, err := peerQuery(t, intruder, leader.raftAddr, url.Values{"Action": {"ListQueues"}},
+					map[string]string{hdrForwardedBy: "n1"}, ownKey); err == nil {
+					t.Fatalf("a certificate of another CA got an answer from the peer port: %d", status)
+				}
+			}
+
+			// aws:SecureTransport: a queue that lets another account send
+			// only over TLS, and a forwarded send that says it came so.
+			created, err := sdkClient(leader.url, ownKey).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("tls-only")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			arn := fmt.Sprintf("arn:aws:sqs:%s:%s:tls-only", DefaultRegion, DefaultAccount)
+			policy := fmt.Sprintf(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"%s"},"Action":"sqs:SendMessage","Resource":"%s","Condition":{"Bool":{"aws:SecureTransport":"true"}}}]}`,
+				otherKey.Account, arn)
+			if _, err := sdkClient(leader.url, ownKey).SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: created.QueueUrl,
+				Attributes: map[string]string{"Policy": policy}}); err != nil {
+				t.Fatal(err)
+			}
+			status, body, err := peerQuery(t, hc, leader.raftAddr,
+				url.Values{"Action": {"SendMessage"}, "QueueUrl": {aws.ToString(created.QueueUrl)}, "MessageBody": {"x"}},
+				map[string]string{hdrForwardedBy: "n2", hdrForwardedSecure: "true", hdrForwardedBase: leader.url}, otherKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case withTLS && status != http.StatusOK:
+				t.Errorf("a member's forwarded send over TLS: %d %s; want 200", status, body)
+			case !withTLS && (status != http.StatusForbidden || !strings.Contains(body, "AccessDenied")):
+				t.Errorf("a forwarded send that claims TLS on a port without it: %d %s; want 403 AccessDenied", status, body)
+			}
+		})
+	}
+}
