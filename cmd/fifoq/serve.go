@@ -191,6 +191,10 @@ could pass for a member and read, write and delete every queue. Either
 	eng := engine.New(engine.Config{Region: opts.region})
 	reg := metrics.New()
 	var cmdLog replog.Log
+	// halted is closed if a storage fault stops the durable log (never
+	// for the in-memory one).
+	var halted <-chan struct{}
+	faultOf := func() error { return nil }
 	storage := "memory only: all queues and messages are lost when the server stops"
 	if opts.inMemory {
 		cmdLog = replog.NewMemory(eng)
@@ -211,6 +215,7 @@ could pass for a member and read, write and delete every queue. Either
 			return 1
 		}
 		cmdLog = raftLog
+		halted, faultOf = raftLog.Halted(), raftLog.Fault
 		storage = "durable in " + opts.dataDir
 		logger.Info("recovered state", "dir", opts.dataDir, "took", time.Since(began).Round(time.Millisecond))
 	}
@@ -288,6 +293,16 @@ could pass for a member and read, write and delete every queue. Either
 			return 1
 		}
 		return 0
+	case <-halted:
+		// The log has said why, in one line; answer what is in flight
+		// (each request's outcome is known or said to be unknown) and
+		// exit non-zero, so that a supervisor restarts the node, which
+		// then recovers from what the disk holds.
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+		logger.Error("exiting: a storage fault stopped this node", "err", faultOf())
+		return 1
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")

@@ -92,6 +92,20 @@ type cluster struct {
 // given, is added to node i's environment, and bins[i] replaces its binary.
 func newCluster(t *testing.T, n int, bins []string, env [][]string) *cluster {
 	t.Helper()
+	return newClusterWith(t, n, func(i int, nd *node) {
+		if i < len(bins) && bins[i] != "" {
+			nd.bin = bins[i]
+		}
+		if i < len(env) {
+			nd.env = env[i]
+		}
+	})
+}
+
+// newClusterWith starts n nodes, each with its own data directory, after
+// tweak (if not nil) has changed node i as its test needs.
+func newClusterWith(t *testing.T, n int, tweak func(i int, nd *node)) *cluster {
+	t.Helper()
 	testbin.Track(t)
 	c := &cluster{t: t}
 	var peers []string
@@ -104,11 +118,8 @@ func newCluster(t *testing.T, n int, bins []string, env [][]string) *cluster {
 			bin:      binary,
 		}
 		nd.logPath = filepath.Join(t.TempDir(), nd.id+".log")
-		if i < len(bins) && bins[i] != "" {
-			nd.bin = bins[i]
-		}
-		if i < len(env) {
-			nd.env = env[i]
+		if tweak != nil {
+			tweak(i, nd)
 		}
 		peers = append(peers, nd.id+"="+nd.raftAddr)
 		c.nodes = append(c.nodes, nd)

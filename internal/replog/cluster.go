@@ -313,6 +313,9 @@ func (l *Raft) Clustered() bool { return l.cluster != nil }
 // committed before its term: it may answer reads from its own state and
 // run the leader's periodic work.
 func (l *Raft) Leading() bool {
+	if l.faults.err() != nil {
+		return false
+	}
 	if l.cluster == nil {
 		return l.raft.State() == raft.Leader
 	}

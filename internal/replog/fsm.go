@@ -32,6 +32,8 @@ type fsm struct {
 	observer Observer
 	// bodies, if not nil, is the engine's body store (bodies.go).
 	bodies *bodies
+	// faults stops the node when a write of a body or a snapshot fails.
+	faults *faultStop
 
 	// fatal is the first entry that could not be decoded: its error and
 	// index. Raft has already committed it, so the state machine cannot
@@ -169,12 +171,8 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	}
 	f.mu.Unlock()
 	if bodyErr != nil {
-		// A body that could not be written leaves a message without one:
-		// like an entry that cannot be applied, the node stops here.
-		err := fmt.Errorf("log entry %d (term %d): the body store failed: %w", l.Index, l.Term, bodyErr)
-		if f.fatal.CompareAndSwap(nil, &fatalEntry{err: err, index: l.Index}) {
-			f.logger.Error("cannot apply log entry; refusing writes", "err", err)
-		}
+		// A body that could not be written leaves a message without one.
+		f.faults.fail("write the body store", fmt.Errorf("log entry %d (term %d): %w", l.Index, l.Term, bodyErr))
 	}
 	f.markApplied(l.Index)
 	f.appliedBytes += int64(len(l.Data))
@@ -459,6 +457,10 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 	} else {
 		binary.BigEndian.PutUint32(hdr[8:12], snapshotInlineVersion)
 	}
+	// A failed write of the snapshot is a storage fault (the sink's, see
+	// snapshotStore.Create), and so is a failed sync of the bodies it
+	// refers to; a body that cannot be read back is not: the snapshot
+	// fails, and the node goes on.
 	if _, err := sink.Write(hdr); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("write snapshot header: %w", err)
@@ -472,7 +474,7 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 		if err := b.store.SyncThrough(s.at); err != nil {
 			sink.Cancel()
 			b.failed.CompareAndSwap(nil, &err)
-			return fmt.Errorf("write snapshot: %w", err)
+			return s.fsm.faults.fail("sync the body store", err)
 		}
 	}
 	if err := sink.Close(); err != nil {

@@ -69,6 +69,9 @@ func (l *Raft) Ready() error {
 		return ErrClosed
 	default:
 	}
+	if l.faults.err() != nil {
+		return errors.New("a storage fault stopped this node (see the server log)")
+	}
 	if st := l.raft.State(); st != raft.Leader {
 		// A cluster's follower is ready while it can forward to a leader.
 		if err := l.followerReady(); err != nil {

@@ -158,6 +158,7 @@ type Raft struct {
 	cluster  *clusterState // nil for a cluster of one
 	snapReq  chan struct{} // the fsm asks for a snapshot by size
 	lowDisk  atomic.Bool   // writes are being refused for lack of space
+	faults   *faultStop    // the storage fault that stopped the node, if any
 	wg       sync.WaitGroup
 
 	closeOnce sync.Once
@@ -276,7 +277,8 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		wal.Close()
 		return nil, fmt.Errorf("open snapshots in %s: %w", cfg.Dir, err)
 	}
-	sending := &snapshotStore{FileSnapshotStore: snaps, dir: cfg.Dir, bodies: wal.bodies}
+	faults := newFaultStop(cfg.Logger, cfg.Dir)
+	sending := &snapshotStore{FileSnapshotStore: snaps, dir: cfg.Dir, bodies: wal.bodies, faults: faults}
 
 	// Raft falls back to an older snapshot when the newest cannot be
 	// restored, and the log entries between them may be compacted away:
@@ -284,7 +286,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	// its checksums as it is read (one pass over the file), and refuse to
 	// start if it is damaged; Raft then takes only its index, term and
 	// configuration (NoSnapshotRestoreOnStart below).
-	f := &fsm{eng: eng, logger: cfg.Logger, walDir: walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, bodies: wal.bodies}
+	f := &fsm{eng: eng, logger: cfg.Logger, walDir: walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, bodies: wal.bodies, faults: faults}
 	if err := restoreLatestSnapshot(snaps, cfg.Dir, f); err != nil {
 		wal.Close()
 		return nil, err
@@ -357,7 +359,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	}
 	// Outermost, so that an entry counts as stored only once every layer
 	// beneath has returned without error.
-	store = &storeGate{LogStore: store, fsm: f}
+	store = &storeGate{LogStore: store, fsm: f, faults: faults}
 	r, err := raft.NewRaft(rc, f, store, wal, sending, transport)
 	if err != nil {
 		closeTransport()
@@ -372,7 +374,15 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		stopped:  make(chan struct{}),
 		closed:   make(chan struct{}),
 		snapReq:  snapReq,
+		faults:   faults,
 	}
+	faults.setStop(func() {
+		l.markStopped()
+		// Waiting for the stop also closes the transport, so that the
+		// other nodes see this one gone at once rather than time out on
+		// connections nobody reads.
+		_ = l.shutdownRaft().Error()
+	})
 	// Raft calls the filter on the goroutine that changes its state; it
 	// only closes a channel, and lets nothing through to the channel.
 	l.raftObs = raft.NewObserver(make(chan raft.Observation, 1), false, func(o *raft.Observation) bool {
@@ -483,6 +493,9 @@ func (l *Raft) refusal() error {
 	case <-l.quit:
 		return errShuttingDown()
 	default:
+	}
+	if l.faults.err() != nil {
+		return api.ErrServiceUnavailable("The server stopped on a storage fault (its disk failed a write; see the server log) and takes no requests.")
 	}
 	select {
 	case <-l.stopped:
@@ -823,7 +836,12 @@ func (l *Raft) drain() {
 
 // unavailable turns a log failure into the 503 clients see.
 func unavailable(err error) error {
+	var fault *storageFault
 	switch {
+	case errors.As(err, &fault):
+		// The disk failed the entry's write: it may be there after a
+		// restart, or not.
+		return api.ErrServiceUnavailable("The server's disk failed while this request was being made durable (%v); the server stops. The request may or may not have been applied.", fault)
 	case errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrRaftShutdown):
 		// Refused before it was appended.
 		return api.ErrServiceUnavailable("The server cannot accept writes now (%v); retry.", err)

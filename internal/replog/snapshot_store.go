@@ -25,10 +25,48 @@ import (
 // as version 3, to a spool file beside the snapshots first, since Raft
 // must announce the snapshot's size before it sends a byte of it. The
 // spool file costs disk, not memory, and goes when the reader is closed.
+//
+// A failed write of a snapshot being made, the node's own or one a leader
+// sends, is a storage fault (fault.go).
 type snapshotStore struct {
 	*raft.FileSnapshotStore
 	dir    string // the data dir, where spool files are made
 	bodies *bodies
+	faults *faultStop
+}
+
+// Create implements raft.SnapshotStore.
+func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
+	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := s.FileSnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
+	if err != nil {
+		return nil, s.faults.fail("create a snapshot", err)
+	}
+	return &faultSink{SnapshotSink: sink, faults: s.faults}, nil
+}
+
+// faultSink is a snapshot sink whose failed writes are storage faults.
+// Cancel is not: Raft cancels a snapshot whose sender failed.
+type faultSink struct {
+	raft.SnapshotSink
+	faults *faultStop
+}
+
+func (s *faultSink) Write(p []byte) (int, error) {
+	n, err := s.SnapshotSink.Write(p)
+	if err != nil {
+		return n, s.faults.fail("write a snapshot", err)
+	}
+	return n, nil
+}
+
+// Close implements raft.SnapshotSink: it syncs and renames the snapshot
+// into place.
+func (s *faultSink) Close() error {
+	if err := s.SnapshotSink.Close(); err != nil {
+		return s.faults.fail("write a snapshot", err)
+	}
+	return nil
 }
 
 // spoolPattern names the spool files in the data dir.

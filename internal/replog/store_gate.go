@@ -6,20 +6,22 @@ import "github.com/hashicorp/raft"
 // call to the store beneath and, once a write of entries returns without
 // error, tells each entry this node's batcher handed to Raft that it is on
 // disk (entry.markStored), so that the next entry can leave while this one
-// is still being applied (see maxInflightEntries).
+// is still being applied (see maxInflightEntries). An error of a write or
+// a deletion is a storage fault, which stops the node (fault.go).
 //
 // Raft writes the leader's entries with the very byte slices the batcher
 // gave it, which is how the entry is found (fsm.peek); entries written on
 // a follower, or read back at start, are not held and pass untouched.
 type storeGate struct {
 	raft.LogStore
-	fsm *fsm
+	fsm    *fsm
+	faults *faultStop
 }
 
 // StoreLog implements raft.LogStore.
 func (s *storeGate) StoreLog(log *raft.Log) error {
 	if err := s.LogStore.StoreLog(log); err != nil {
-		return err
+		return s.faults.fail("append to the log", err)
 	}
 	s.stored(log)
 	return nil
@@ -28,10 +30,18 @@ func (s *storeGate) StoreLog(log *raft.Log) error {
 // StoreLogs implements raft.LogStore.
 func (s *storeGate) StoreLogs(logs []*raft.Log) error {
 	if err := s.LogStore.StoreLogs(logs); err != nil {
-		return err
+		return s.faults.fail("append to the log", err)
 	}
 	for _, log := range logs {
 		s.stored(log)
+	}
+	return nil
+}
+
+// DeleteRange implements raft.LogStore.
+func (s *storeGate) DeleteRange(min, max uint64) error {
+	if err := s.LogStore.DeleteRange(min, max); err != nil {
+		return s.faults.fail("remove log entries", err)
 	}
 	return nil
 }

@@ -1,0 +1,149 @@
+package clustertest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// TestFullDiskStopsMember gives one member of three a data dir on a 100 MB
+// tmpfs, with the free-space guard off (--min-free-disk-mb 0), and sends
+// messages of 256 KiB until that disk is full. The member's next write
+// fails (a new log segment, a body, a snapshot): it must log one line
+// saying so and exit non-zero, rather than stay up, answering /readyz and
+// writing nothing. The other two go on, and every send acknowledged
+// before, during and after is received afterwards, in order, once.
+func TestFullDiskStopsMember(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short mode")
+	}
+	mnt := t.TempDir()
+	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=100m", "tmpfs", mnt).Run(); err != nil {
+		// CI runs as root and sets FIFOQ_REQUIRE_ROOT_TESTS, so that this
+		// test cannot pass there by skipping.
+		if os.Getenv("FIFOQ_REQUIRE_ROOT_TESTS") != "" {
+			t.Fatalf("cannot mount a tmpfs to fill, and FIFOQ_REQUIRE_ROOT_TESTS is set: %v", err)
+		}
+		t.Skipf("cannot mount a tmpfs to fill (needs root): %v", err)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+
+	c := newClusterWith(t, 3, func(i int, nd *node) {
+		if i == 2 {
+			nd.dataDir = mnt
+			nd.env = []string{"FIFOQ_MIN_FREE_DISK_MB=0"}
+		}
+	})
+	full := c.nodes[2]
+	q := c.createQueue("full.fifo", map[string]string{"FifoQueue": "true"})
+	ctx := context.Background()
+
+	// Send through whichever of the two others answers, one message at a
+	// time, each with its own deduplication id: a send retried after an
+	// unknown outcome is kept once.
+	body := strings.Repeat("x", 256<<10)
+	var acked []int
+	unknown := map[int]bool{}
+	send := func(i int) error {
+		var last error
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			for _, nd := range c.nodes[:2] {
+				_, err := newClient(nd.httpAddr, 10*time.Second).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q),
+					MessageBody: aws.String(strconv.Itoa(i) + " " + body), MessageGroupId: aws.String("g"),
+					MessageDeduplicationId: aws.String(strconv.Itoa(i))})
+				if err == nil {
+					acked = append(acked, i)
+					delete(unknown, i)
+					return nil
+				}
+				unknown[i] = true
+				last = err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return last
+	}
+	exited := false
+	next := 0
+	for ; next < 1200 && !exited; next++ {
+		if err := send(next); err != nil {
+			t.Fatalf("send %d while a member's disk filled: %v", next, err)
+		}
+		select {
+		case <-full.done:
+			exited = true
+		default:
+		}
+	}
+	if !exited {
+		select {
+		case <-full.done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the member whose disk is full is still running after %d messages of 256 KiB (%d MB) on its 100 MB disk; its log ends:\n%s",
+				next, next/4, full.tail(20))
+		}
+	}
+	if code := full.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("the member whose disk filled exited 0; want non-zero")
+	}
+	logs, _ := os.ReadFile(full.logPath)
+	if n := strings.Count(string(logs), "storage fault: this node stops"); n != 1 {
+		t.Errorf("the member's log says %d times that a storage fault stops it; want once. Its log ends:\n%s", n, full.tail(20))
+	}
+	t.Logf("the member stopped after %d sends; its last lines:\n%s", next, full.tail(3))
+
+	// The two others go on.
+	for i := next; i < next+5; i++ {
+		if err := send(i); err != nil {
+			t.Fatalf("send %d after the member stopped: %v", i, err)
+		}
+	}
+	next += 5
+
+	// Every acknowledged send is there, once, in order; none that was not
+	// sent; an unknown outcome may or may not be.
+	var got []int
+	for empty := 0; empty < 3; {
+		out, err := newClient(c.nodes[0].httpAddr, 10*time.Second).ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q),
+			MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatalf("receive: %v", err)
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		empty = 0
+		for _, m := range out.Messages {
+			n, err := strconv.Atoi(strings.SplitN(aws.ToString(m.Body), " ", 2)[0])
+			if err != nil {
+				t.Fatalf("a message not of the test's: %.40q", aws.ToString(m.Body))
+			}
+			got = append(got, n)
+			if _, err := newClient(c.nodes[0].httpAddr, 10*time.Second).DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatalf("delete: %v", err)
+			}
+		}
+	}
+	seen := map[int]bool{}
+	for k, n := range got {
+		if seen[n] || n >= next || (k > 0 && n <= got[k-1]) {
+			t.Fatalf("received %v: out of order, twice, or never sent (at %d)", got, k)
+		}
+		seen[n] = true
+	}
+	for _, n := range acked {
+		if !seen[n] {
+			t.Fatalf("message %d was acknowledged and is lost (received %d messages)", n, len(got))
+		}
+	}
+	t.Logf("%d acknowledged, %d with an unknown outcome, %d received", len(acked), len(unknown), len(got))
+}

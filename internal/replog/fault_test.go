@@ -1,0 +1,125 @@
+package replog
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// failingStore is a log store whose appends fail with EIO once armed, as
+// those of a disk going bad do.
+type failingStore struct {
+	raft.LogStore
+	armed atomic.Bool
+	calls atomic.Int64 // appends that failed
+}
+
+func (s *failingStore) wrap(ls raft.LogStore) raft.LogStore { s.LogStore = ls; return s }
+
+func (s *failingStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+
+func (s *failingStore) StoreLogs(logs []*raft.Log) error {
+	if s.armed.Load() {
+		s.calls.Add(1)
+		return &os.PathError{Op: "write", Path: "wal/00000000000000000001-0000000000000000.wal", Err: syscall.EIO}
+	}
+	return s.LogStore.StoreLogs(logs)
+}
+
+// IsMonotonic forwards the answer of the store beneath (see storeGate).
+func (s *failingStore) IsMonotonic() bool {
+	m, ok := s.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
+// waitHalted waits until l has stopped on a storage fault, and checks
+// what it says about it.
+func waitHalted(t *testing.T, l *Raft) {
+	t.Helper()
+	select {
+	case <-l.Halted():
+	case <-time.After(hangGuard):
+		t.Fatal("the node did not stop on its storage fault")
+	}
+	if err := l.Fault(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("the node's fault is %v; want the EIO of its log store", err)
+	}
+	if err := l.Ready(); err == nil || !strings.Contains(err.Error(), "storage fault") {
+		t.Fatalf("a node stopped on a storage fault is ready (%v)", err)
+	}
+	if l.Leading() {
+		t.Fatal("a node stopped on a storage fault leads")
+	}
+}
+
+// TestStorageFaultStopsNode: when the disk fails an append, a node alone
+// stops (fsync errors are fatal: the entry may be on disk or not, and
+// raft-wal cannot go on after one) instead of stepping down and standing
+// again. The request whose entry failed is told its outcome is unknown,
+// never that the write failed; later ones are refused; the node is not
+// ready; and a restart on the same data finds the log as the disk kept it.
+func TestStorageFaultStopsNode(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock()
+	store := &failingStore{}
+	l, _ := openTest(t, dir, RaftConfig{wrapStore: store.wrap})
+	createFIFO(t, l, c)
+	if _, err := l.Apply(context.Background(), sendCommand(c, "m0")); err != nil {
+		t.Fatal(err)
+	}
+	store.armed.Store(true)
+	wantAPIError(t, waitErr(t, applyAsync(context.Background(), l, sendCommand(c, "m1"))), "ServiceUnavailable", "may or may not")
+	waitHalted(t, l)
+	wantAPIError(t, waitErr(t, applyAsync(context.Background(), l, sendCommand(c, "m2"))), "ServiceUnavailable", "storage fault")
+	if n := store.calls.Load(); n != 1 {
+		t.Errorf("%d appends reached the failing disk; want 1 (the node stops at the first)", n)
+	}
+	l.Close()
+
+	l, _ = openTest(t, dir, RaftConfig{})
+	defer l.Close()
+	got := receiveBodies(t, l, c, 10)
+	if len(got) == 0 || got[0] != "m0" || len(got) > 1 {
+		t.Fatalf("after the fault and a restart received %v; want [m0] (m1 failed on the disk, m2 was refused)", got)
+	}
+}
+
+// TestStorageFaultStopsFollower: a follower whose disk fails an append
+// stops and says so, rather than stay up, ready and behind for ever (a
+// zombie that leaves the cluster one failure from unavailability while
+// nothing reports it). The others go on.
+func TestStorageFaultStopsFollower(t *testing.T) {
+	stores := map[string]*failingStore{}
+	nodes := startClusterWith(t, 3, nil, func(cfg *RaftConfig) {
+		s := &failingStore{}
+		stores[cfg.NodeID] = s
+		cfg.wrapStore = s.wrap
+	})
+	c := newClock()
+	leader := waitLeader(t, nodes)
+	createFIFO(t, leader.log, c)
+	var follower *testNode
+	for _, nd := range nodes {
+		if nd != leader {
+			follower = nd
+			break
+		}
+	}
+	stores[follower.id].armed.Store(true)
+	for i := range 5 {
+		if _, err := leader.log.Apply(context.Background(), sendCommand(c, "m"+string(rune('0'+i)))); err != nil {
+			t.Fatalf("send %d with one follower's disk failing: %v", i, err)
+		}
+	}
+	waitHalted(t, follower.log)
+	if err := leader.log.Ready(); err != nil {
+		t.Fatalf("the leader is not ready after a follower stopped: %v", err)
+	}
+}
