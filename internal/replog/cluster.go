@@ -316,6 +316,9 @@ func (l *Raft) Leading() bool {
 	if l.faults.err() != nil {
 		return false
 	}
+	if _, err := l.fsm.failure(); err != nil {
+		return false
+	}
 	if l.cluster == nil {
 		return l.raft.State() == raft.Leader
 	}
@@ -499,4 +502,44 @@ func (l *Raft) followerReady() error {
 		return errors.New("the leader has not been heard from recently")
 	}
 	return nil
+}
+
+// leaveTimeout bounds how long a leader whose state machine stopped tries
+// to hand its leadership over before it stops anyway.
+const leaveTimeout = 5 * time.Second
+
+// leaveOnFatal takes a member whose state machine stopped at an entry it
+// cannot apply (fsm.fatal) out of the cluster's elections: a leader hands
+// its leadership to another member first, then Raft stops on this node.
+// Left running, the node would vote, could be elected, and would then
+// refuse every write and answer reads from its state frozen at that entry
+// (what an older fifoq meets in a rolling upgrade, since decoding is
+// strict). The process stays up, not ready, saying why; the node takes
+// part again once restarted with a fifoq that can apply the entry.
+func (l *Raft) leaveOnFatal() {
+	defer l.wg.Done()
+	select {
+	case <-l.fsm.fatalCh:
+	case <-l.quit:
+		return
+	}
+	index, err := l.fsm.failure()
+	if l.raft.State() == raft.Leader {
+		f := l.raft.LeadershipTransfer()
+		done := make(chan error, 1)
+		go func() { done <- f.Error() }()
+		select {
+		case terr := <-done:
+			if terr != nil {
+				l.logger.Warn("could not hand leadership over before leaving the elections", "err", terr)
+			}
+		case <-time.After(leaveTimeout):
+			l.logger.Warn("leadership not handed over in time; leaving the elections anyway", "timeout", leaveTimeout)
+		case <-l.quit:
+		}
+	}
+	l.logger.Error("this node's state machine stopped: it leaves the cluster's elections until it is restarted with a fifoq that can apply the entry",
+		"index", index, "err", err)
+	l.markStopped()
+	_ = l.shutdownRaft().Error()
 }

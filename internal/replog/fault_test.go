@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/fifoq/fifoq/internal/engine"
 )
 
 // failingStore is a log store whose appends fail with EIO once armed, as
@@ -121,5 +123,63 @@ func TestStorageFaultStopsFollower(t *testing.T) {
 	waitHalted(t, follower.log)
 	if err := leader.log.Ready(); err != nil {
 		t.Fatalf("the leader is not ready after a follower stopped: %v", err)
+	}
+}
+
+// TestStoppedStateMachineLeaves: a leader whose state machine cannot apply
+// an entry (what an older fifoq meets in a rolling upgrade) hands its
+// leadership over and leaves the elections, instead of leading a cluster
+// that then refuses every write and reads from a frozen state. Another
+// member leads, writes go on there, and the stopped node is not ready,
+// does not lead, and never leads again.
+func TestStoppedStateMachineLeaves(t *testing.T) {
+	refusing := map[string]*atomic.Bool{}
+	nodes := startClusterWith(t, 3, nil, func(cfg *RaftConfig) {
+		var on atomic.Bool
+		refusing[cfg.NodeID] = &on
+		cfg.rejectCommands = func(cmds []*engine.Command) error {
+			if on.Load() {
+				return errors.New("test: this node cannot read the entry")
+			}
+			return nil
+		}
+	})
+	c := newClock()
+	old := waitLeader(t, nodes)
+	createFIFO(t, old.log, c)
+	refusing[old.id].Store(true)
+	// The entry commits on the others; the old leader cannot apply it, so
+	// its caller never learns the outcome from it.
+	wantAPIError(t, waitErr(t, applyAsync(context.Background(), old.log, sendCommand(c, "m0"))), "ServiceUnavailable", "")
+
+	deadline := time.Now().Add(hangGuard)
+	var leader *testNode
+	for leader == nil {
+		for _, nd := range nodes {
+			if nd != old && nd.log.Leading() {
+				leader = nd
+			}
+		}
+		if old.log.Leading() {
+			t.Fatal("the node whose state machine stopped leads")
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no other node took over the leadership")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := leader.log.Apply(context.Background(), sendCommand(c, "m1")); err != nil {
+		t.Fatalf("a write to the new leader: %v", err)
+	}
+	if err := old.log.Ready(); err == nil || !strings.Contains(err.Error(), "cannot apply") {
+		t.Fatalf("the stopped node is ready (%v)", err)
+	}
+	select {
+	case <-old.log.stopped:
+	case <-time.After(hangGuard):
+		t.Fatal("Raft did not stop on the node whose state machine stopped")
+	}
+	if got := receiveBodies(t, leader.log, c, 10); len(got) != 2 || got[0] != "m0" || got[1] != "m1" {
+		t.Fatalf("the new leader holds %v; want [m0 m1]", got)
 	}
 }

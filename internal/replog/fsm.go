@@ -38,9 +38,17 @@ type fsm struct {
 	// fatal is the first entry that could not be decoded: its error and
 	// index. Raft has already committed it, so the state machine cannot
 	// skip it without diverging from the log: the node refuses writes
-	// instead (and a restart refuses to start). Every command asks for it
-	// before it is queued, so it is an atomic pointer, read without a lock.
-	fatal atomic.Pointer[fatalEntry]
+	// instead (and a restart refuses to start), and a cluster member
+	// leaves (Raft.leaveOnFatal). Every command asks for it before it is
+	// queued, so it is an atomic pointer, read without a lock. fatalCh is
+	// closed when it is set.
+	fatal     atomic.Pointer[fatalEntry]
+	fatalCh   chan struct{}
+	fatalOnce sync.Once
+	// reject, if not nil, refuses the commands of an entry as if they
+	// could not be decoded: a test's stand-in for a fifoq that cannot
+	// read an entry another wrote (RaftConfig.rejectCommands).
+	reject func([]*engine.Command) error
 
 	// appliedBytes counts entry bytes applied since the last snapshot; when
 	// it passes the configured size, onBytes asks for a snapshot.
@@ -140,10 +148,15 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	} else {
 		cmds, err = decodeEntry(l.Data)
 	}
+	if err == nil && f.reject != nil {
+		err = f.reject(cmds)
+	}
 	if err != nil {
 		err = fmt.Errorf("log entry %d (term %d) in %s: %w", l.Index, l.Term, f.segmentOf(l.Index), err)
-		f.fatal.CompareAndSwap(nil, &fatalEntry{err: err, index: l.Index})
-		f.logger.Error("cannot apply log entry; refusing writes", "err", err)
+		if f.fatal.CompareAndSwap(nil, &fatalEntry{err: err, index: l.Index}) {
+			f.logger.Error("cannot apply log entry; refusing writes", "err", err)
+			f.fatalOnce.Do(func() { close(f.fatalCh) })
+		}
 		f.markApplied(l.Index)
 		return nil
 	}

@@ -72,16 +72,16 @@ func (l *Raft) Ready() error {
 	if l.faults.err() != nil {
 		return errors.New("a storage fault stopped this node (see the server log)")
 	}
+	if _, err := l.fsm.failure(); err != nil {
+		// The details (file, entry) are in the server's log, not here:
+		// readiness is answered to anyone who asks.
+		return errors.New("the log stopped at an entry it cannot apply (see the server log)")
+	}
 	if st := l.raft.State(); st != raft.Leader {
 		// A cluster's follower is ready while it can forward to a leader.
 		if err := l.followerReady(); err != nil {
 			return err
 		}
-	}
-	if _, err := l.fsm.failure(); err != nil {
-		// The details (file, entry) are in the server's log, not here:
-		// readiness is answered to anyone who asks.
-		return errors.New("the log stopped at an entry it cannot apply (see the server log)")
 	}
 	if err := l.checkDiskSpace(); err != nil {
 		return errors.New("the disk is almost full: writes are refused")

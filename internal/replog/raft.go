@@ -72,6 +72,10 @@ type RaftConfig struct {
 	// to make a disk write hang, which a real disk cannot be made to do
 	// on demand.
 	wrapStore func(raft.LogStore) raft.LogStore
+	// rejectCommands, if set, makes this node's state machine refuse the
+	// entries whose commands it returns an error for, as a fifoq that
+	// cannot read them would (fsm.reject).
+	rejectCommands func([]*engine.Command) error
 	// Cluster, if not nil, makes the log a member of a cluster over TCP
 	// (cluster.go); nil is a cluster of one, as the data dir always was.
 	Cluster *ClusterConfig
@@ -286,7 +290,8 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	// its checksums as it is read (one pass over the file), and refuse to
 	// start if it is damaged; Raft then takes only its index, term and
 	// configuration (NoSnapshotRestoreOnStart below).
-	f := &fsm{eng: eng, logger: cfg.Logger, walDir: walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, bodies: wal.bodies, faults: faults}
+	f := &fsm{eng: eng, logger: cfg.Logger, walDir: walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, bodies: wal.bodies, faults: faults,
+		fatalCh: make(chan struct{}), reject: cfg.rejectCommands}
 	if err := restoreLatestSnapshot(snaps, cfg.Dir, f); err != nil {
 		wal.Close()
 		return nil, err
@@ -414,6 +419,10 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	l.wg.Add(2)
 	go l.batchLoop()
 	go l.snapshotLoop()
+	if cluster != nil {
+		l.wg.Add(1)
+		go l.leaveOnFatal()
+	}
 	return l, nil
 }
 
