@@ -32,6 +32,7 @@ var ErrCloseTimeout = errors.New("command log did not stop in time")
 // returns, the log's goroutines end and the directory is released.
 func (l *Raft) Close() error {
 	l.closeOnce.Do(func() {
+		l.handOver()
 		close(l.quit)
 		go l.shutdown()
 		timer := time.NewTimer(l.cfg.CloseTimeout)
@@ -50,6 +51,36 @@ func (l *Raft) Close() error {
 		}
 	})
 	return l.closeErr
+}
+
+// handOverTimeout bounds how long Close waits for another member to take
+// the leadership over.
+const handOverTimeout = 2 * time.Second
+
+// handOver gives this node's leadership to another member before the node
+// stops, as etcd does on a graceful stop: the others elect the successor
+// at once instead of waiting out an election timeout after the leader's
+// heartbeats stop, which would hold every write in the cluster up for
+// that long. A command that arrives meanwhile is refused without being
+// appended (this node no longer leads), and its client retries.
+func (l *Raft) handOver() {
+	if l.cluster == nil || l.faults.err() != nil || l.raft.State() != raft.Leader {
+		return
+	}
+	f := l.raft.LeadershipTransfer()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			l.logger.Warn("could not hand leadership over before stopping", "err", err)
+			return
+		}
+		l.handedOver.Store(true)
+		l.logger.Info("handed leadership over before stopping")
+	case <-time.After(handOverTimeout):
+		l.logger.Warn("leadership not handed over in time; stopping anyway", "timeout", handOverTimeout)
+	}
 }
 
 // shutdown is Close's work: let the entries in flight finish, stop Raft

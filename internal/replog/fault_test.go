@@ -183,3 +183,31 @@ func TestStoppedStateMachineLeaves(t *testing.T) {
 		t.Fatalf("the new leader holds %v; want [m0 m1]", got)
 	}
 }
+
+// TestCloseHandsLeadershipOver: a leader that stops (SIGTERM: the server
+// closes its log) hands its leadership to another member first, so that
+// the cluster does not wait out an election timeout; writes go on at the
+// successor, with nothing acknowledged lost.
+func TestCloseHandsLeadershipOver(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	c := newClock()
+	old := waitLeader(t, nodes)
+	createFIFO(t, old.log, c)
+	if _, err := old.log.Apply(context.Background(), sendCommand(c, "m0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !old.log.handedOver.Load() {
+		t.Fatal("the leader stopped without handing its leadership over")
+	}
+	old.log = nil
+	leader := waitLeader(t, nodes)
+	if _, err := leader.log.Apply(context.Background(), sendCommand(c, "m1")); err != nil {
+		t.Fatalf("a write to the successor: %v", err)
+	}
+	if got := receiveBodies(t, leader.log, c, 10); len(got) != 2 || got[0] != "m0" || got[1] != "m1" {
+		t.Fatalf("the successor holds %v; want [m0 m1]", got)
+	}
+}

@@ -163,7 +163,10 @@ type Raft struct {
 	snapReq  chan struct{} // the fsm asks for a snapshot by size
 	lowDisk  atomic.Bool   // writes are being refused for lack of space
 	faults   *faultStop    // the storage fault that stopped the node, if any
-	wg       sync.WaitGroup
+	// handedOver: this node handed its leadership to another as it
+	// stopped (Close).
+	handedOver atomic.Bool
+	wg         sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
