@@ -195,6 +195,7 @@ could pass for a member and read, write and delete every queue. Either
 	// for the in-memory one).
 	var halted <-chan struct{}
 	faultOf := func() error { return nil }
+	incarnation := "" // the data dir's, which a node that joins sends
 	storage := "memory only: all queues and messages are lost when the server stops"
 	if opts.inMemory {
 		cmdLog = replog.NewMemory(eng)
@@ -215,7 +216,7 @@ could pass for a member and read, write and delete every queue. Either
 			return 1
 		}
 		cmdLog = raftLog
-		halted, faultOf = raftLog.Halted(), raftLog.Fault
+		halted, faultOf, incarnation = raftLog.Halted(), raftLog.Fault, raftLog.Incarnation()
 		storage = "durable in " + opts.dataDir
 		logger.Info("recovered state", "dir", opts.dataDir, "took", time.Since(began).Round(time.Millisecond))
 	}
@@ -276,7 +277,7 @@ could pass for a member and read, write and delete every queue. Either
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if opts.cluster.join != "" {
-		go joinCluster(ctx, opts.cluster.join, opts.cluster, clusterCredential(opts, cfg), opts.region, logger)
+		go joinCluster(ctx, opts.cluster.join, opts.cluster, incarnation, clusterCredential(opts, cfg), opts.region, logger)
 	}
 	errc := make(chan error, 1)
 	go func() {

@@ -143,13 +143,19 @@ func (c *clusterOptions) advertise(ln net.Listener, https bool) string {
 // joinCluster asks the member at url to add this node, until it is added
 // or ctx ends. The request is signed with cred (if not zero), as
 // fifoq cluster add signs it.
-func joinCluster(ctx context.Context, url string, c clusterOptions, cred auth.Credential, region string, logger *slog.Logger) {
-	body, _ := json.Marshal(map[string]string{"id": c.nodeID, "raft_addr": c.raftAddr})
+func joinCluster(ctx context.Context, url string, c clusterOptions, incarnation string, cred auth.Credential, region string, logger *slog.Logger) {
+	body, _ := json.Marshal(map[string]string{"id": c.nodeID, "raft_addr": c.raftAddr, "incarnation": incarnation})
 	delay := 500 * time.Millisecond
 	for {
 		status, answer, err := adminRequest(ctx, http.MethodPost, strings.TrimSuffix(url, "/")+"/cluster/members", body, cred, region)
 		if err == nil && status == http.StatusOK {
 			logger.Info("joined the cluster", "via", url, "node_id", c.nodeID, "raft_addr", c.raftAddr)
+			return
+		}
+		if err == nil && status == http.StatusConflict {
+			// The id is a member under another data dir: asking again
+			// will not change that (see the answer for the way out).
+			logger.Error("cannot join the cluster: this node id is a member already", "via", url, "node_id", c.nodeID, "answer", strings.TrimSpace(string(answer)))
 			return
 		}
 		if err == nil {

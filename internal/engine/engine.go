@@ -41,6 +41,9 @@ type Engine struct {
 	deleted    map[api.QueueKey]deletion
 	deletedLog ring[deletion]
 
+	// meta is the command log's metadata (meta.go).
+	meta map[string]string
+
 	// dlqSources maps a dead-letter queue to the queues whose RedrivePolicy
 	// names it.
 	dlqSources map[api.QueueKey]map[api.QueueKey]struct{}
@@ -91,7 +94,8 @@ func (e *Engine) SetAvailableHook(fn func(api.QueueKey)) { e.hook = fn }
 func (e *Engine) HasActiveMoveTasks() bool { return len(e.running) > 0 }
 
 // Apply applies a state-changing command: every action whose
-// api.Action.ReadOnly is false, *TickRequest and *HousekeepRequest. It
+// api.Action.ReadOnly is false, *TickRequest, *HousekeepRequest and
+// *SetMetaRequest. It
 // returns the typed result (api.Empty{} for actions whose result has no
 // fields) or an *api.Error. Read-only actions are answered as Read would
 // answer them.
@@ -210,6 +214,8 @@ func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
 		return e.tick(r, now)
 	case *HousekeepRequest:
 		return e.housekeep(r, now)
+	case *SetMetaRequest:
+		return e.setMeta(r)
 	case *api.CreateQueueRequest:
 		return e.createQueue(cmd, r, now)
 	case *api.DeleteQueueRequest:

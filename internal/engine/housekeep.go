@@ -64,7 +64,7 @@ type HousekeepResult struct {
 const DefaultHousekeepLimit = 10_000
 
 // NewInternalRequest returns a zero internal request (TickRequest,
-// HousekeepRequest) of action a, ready to be decoded into, and false if a
+// HousekeepRequest, SetMetaRequest) of action a, ready to be decoded into, and false if a
 // names none. The log decodes its entries with it.
 func NewInternalRequest(a api.Action) (api.Request, bool) {
 	switch a {
@@ -72,6 +72,8 @@ func NewInternalRequest(a api.Action) (api.Request, bool) {
 		return &TickRequest{}, true
 	case ActionHousekeep:
 		return &HousekeepRequest{}, true
+	case ActionSetMeta:
+		return &SetMetaRequest{}, true
 	}
 	return nil, false
 }

@@ -82,6 +82,9 @@ type snapHeader struct {
 	// Running lists the running move tasks, oldest first (the order in
 	// which they advance), as positions in their source queue's Tasks.
 	Running []snapTaskRef
+	// Meta is the command log's metadata (meta.go); absent (nil) when
+	// there is none, as in every snapshot written before it existed.
+	Meta map[string]string
 }
 
 // snapDeletion is a recently deleted queue, for QueueDeletedRecently:
@@ -231,7 +234,7 @@ func compareKeys(a, b api.QueueKey) int {
 
 // snapHeader builds the engine-wide part of the snapshot.
 func (e *Engine) snapHeader(queues int) (*snapHeader, error) {
-	h := &snapHeader{Region: e.cfg.Region, Now: e.now, Serial: e.serial, Queues: queues}
+	h := &snapHeader{Region: e.cfg.Region, Now: e.now, Serial: e.serial, Queues: queues, Meta: e.metaCopy()}
 	// The log may hold records superseded since (a queue recreated, or
 	// deleted again); only those the map still points to matter.
 	for _, d := range e.deletedLog.live() {

@@ -162,6 +162,12 @@ func (rs *restorer) intern(b []byte) string {
 // deletions, running tasks; and rebuilds the dead-letter source index.
 func (rs *restorer) engineRecords(h *snapHeader) error {
 	e := rs.e
+	for k, v := range h.Meta {
+		if k == "" || v == "" || len(k) > maxMetaKey || len(v) > maxMetaValue {
+			return fmt.Errorf("metadata %.40q: a key of 1 to %d bytes and a value of 1 to %d", k, maxMetaKey, maxMetaValue)
+		}
+	}
+	e.meta = h.Meta
 	var last int64
 	for i, d := range h.Deleted {
 		key := api.QueueKey{Account: d.Account, Name: d.Name}

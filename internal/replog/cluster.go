@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
 )
 
 // Peer is one voting member of a cluster: its node id and the address of
@@ -53,7 +55,7 @@ func ParsePeers(s string) ([]Peer, error) {
 // CheckRaftAddr checks a HOST:PORT other nodes can dial.
 func CheckRaftAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" || port == "" || port == "0" {
+	if n, perr := strconv.ParseUint(port, 10, 16); err != nil || host == "" || perr != nil || n == 0 {
 		return fmt.Errorf("raft address %q: want HOST:PORT with a port", addr)
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
@@ -104,6 +106,10 @@ type clusterState struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at every change of leadership
+
+	// learn carries the members' incarnations met in hellos to the
+	// goroutine that records them (recordIncarnations).
+	learn chan learnedIncarnation
 }
 
 // tune sets Raft's timing for a network of nodes.
@@ -124,7 +130,7 @@ func (c *ClusterConfig) tune(rc *raft.Config) {
 
 // openTransport returns the node's transport: in memory for a cluster of
 // one, TCP (through the node's Raft port) for a member of a cluster.
-func openTransport(cfg *RaftConfig, hlog hclog.Logger) (raft.ServerAddress, raft.Transport, *clusterState, error) {
+func openTransport(cfg *RaftConfig, hlog hclog.Logger, incarnation string) (raft.ServerAddress, raft.Transport, *clusterState, error) {
 	if cfg.Cluster == nil {
 		addr, t := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
 		return addr, t, nil, nil
@@ -133,7 +139,7 @@ func openTransport(cfg *RaftConfig, hlog hclog.Logger) (raft.ServerAddress, raft
 	if err := CheckRaftAddr(c.RaftAddr); err != nil {
 		return "", nil, nil, err
 	}
-	mux, err := newPeerMux(c.RaftAddr, c.TLS)
+	mux, err := newPeerMux(c.RaftAddr, c.TLS, cfg.NodeID, incarnation)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -143,7 +149,7 @@ func openTransport(cfg *RaftConfig, hlog hclog.Logger) (raft.ServerAddress, raft
 		Timeout: 10 * time.Second,
 		Logger:  hlog,
 	})
-	cs := &clusterState{cfg: *c, mux: mux, trans: trans, changed: make(chan struct{})}
+	cs := &clusterState{cfg: *c, mux: mux, trans: trans, changed: make(chan struct{}), learn: make(chan learnedIncarnation, 1)}
 	return raft.ServerAddress(c.RaftAddr), trans, cs, nil
 }
 
@@ -396,9 +402,12 @@ func (l *Raft) DialPeer(ctx context.Context, raftAddr string) (net.Conn, error) 
 
 // Member is one server of the cluster's membership.
 type Member struct {
-	ID    string `json:"id"`
-	Addr  string `json:"raft_addr"`
-	Voter bool   `json:"voter"`
+	ID   string `json:"id"`
+	Addr string `json:"raft_addr"`
+	// Incarnation is the member's data dir's, once the cluster has
+	// recorded it (identity.go).
+	Incarnation string `json:"incarnation,omitempty"`
+	Voter       bool   `json:"voter"`
 }
 
 // Members returns the latest membership this node knows.
@@ -408,9 +417,11 @@ func (l *Raft) Members() ([]Member, error) {
 		return nil, err
 	}
 	var out []Member
-	for _, s := range f.Configuration().Servers {
-		out = append(out, Member{ID: string(s.ID), Addr: string(s.Address), Voter: s.Suffrage == raft.Voter})
-	}
+	l.Read(func(e *engine.Engine) {
+		for _, s := range f.Configuration().Servers {
+			out = append(out, Member{ID: string(s.ID), Addr: string(s.Address), Incarnation: e.Meta(memberKey(string(s.ID))), Voter: s.Suffrage == raft.Voter})
+		}
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
@@ -419,23 +430,58 @@ func (l *Raft) Members() ([]Member, error) {
 // not lead.
 var ErrNotLeader = errors.New("this node does not lead the cluster")
 
-// AddVoter adds a voting member, or changes the address of one. Only the
-// leader can; it returns once the new membership is committed.
-func (l *Raft) AddVoter(ctx context.Context, id, addr string) error {
+// ErrAlreadyMember is returned by AddVoter for a node id that is a member
+// of the cluster under another incarnation, or under none recorded.
+var ErrAlreadyMember = errors.New("already a member")
+
+// AddVoter adds a voting member; incarnation, if not empty, is its data
+// dir's (a node that joins says it). Only the leader can; it returns once
+// the new membership is committed. An id that is already a member is
+// refused (ErrAlreadyMember) unless with the incarnation recorded for it,
+// which changes nothing: a member whose data dir was replaced must be
+// removed before it is added anew (identity.go).
+func (l *Raft) AddVoter(ctx context.Context, id, addr, incarnation string) error {
 	if err := CheckRaftAddr(addr); err != nil {
 		return err
 	}
-	return l.membershipChange(ctx, l.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeoutOf(ctx)))
+	if incarnation != "" && !validIncarnation(incarnation) {
+		return fmt.Errorf("incarnation %q: want 32 hex digits", incarnation)
+	}
+	if l.cluster == nil {
+		return l.membershipChange(ctx, nil)
+	}
+	if rec, member := l.recordedIncarnation(id); member {
+		if incarnation != "" && rec == incarnation {
+			return nil
+		}
+		return fmt.Errorf("%w: node %s is a member already; to add it anew (its data dir replaced), remove it first with `fifoq cluster remove %s`", ErrAlreadyMember, id, id)
+	}
+	if err := l.membershipChange(ctx, l.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeoutOf(ctx))); err != nil {
+		return err
+	}
+	if incarnation != "" {
+		l.learned(id, incarnation)
+	}
+	return nil
 }
 
 // RemoveServer removes a member. Only the leader can; a leader may remove
 // itself, and then steps down.
 func (l *Raft) RemoveServer(ctx context.Context, id string) error {
-	return l.membershipChange(ctx, l.raft.RemoveServer(raft.ServerID(id), 0, timeoutOf(ctx)))
+	if err := l.membershipChange(ctx, l.raft.RemoveServer(raft.ServerID(id), 0, timeoutOf(ctx))); err != nil {
+		return err
+	}
+	// Forget its incarnation, so that it can be added anew. (If this
+	// fails, the record stays, and adding the id anew is refused until a
+	// later removal succeeds.)
+	if rec, _ := l.recordedIncarnation(id); rec != "" {
+		return l.setMeta(ctx, memberKey(id), "")
+	}
+	return nil
 }
 
 func (l *Raft) membershipChange(ctx context.Context, f raft.IndexFuture) error {
-	if l.cluster == nil {
+	if l.cluster == nil || f == nil {
 		return errors.New("this server is a cluster of one without a raft address: restart it with --node-id and --raft-addr first")
 	}
 	err := f.Error()

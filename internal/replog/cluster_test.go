@@ -222,7 +222,7 @@ func TestClusterMembershipAddRemove(t *testing.T) {
 	joiner.log, joiner.eng = openTest(t, joiner.dir, RaftConfig{NodeID: "n4", MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addr, Join: true}})
 	nodes = append(nodes, joiner)
 	defer joiner.log.Close()
-	if err := leader.log.AddVoter(context.Background(), "n4", addr); err != nil {
+	if err := leader.log.AddVoter(context.Background(), "n4", addr, ""); err != nil {
 		t.Fatalf("add n4: %v", err)
 	}
 	waitApplied(t, joiner, leader.log.raft.LastIndex())
@@ -281,7 +281,7 @@ func TestSingleNodeDirBecomesFirstMember(t *testing.T) {
 	second := &testNode{id: "node-2", dir: t.TempDir()}
 	second.log, second.eng = openTest(t, second.dir, RaftConfig{NodeID: "node-2", MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addrs[1], Join: true}})
 	defer second.log.Close()
-	if err := first.log.AddVoter(context.Background(), "node-2", addrs[1]); err != nil {
+	if err := first.log.AddVoter(context.Background(), "node-2", addrs[1], ""); err != nil {
 		t.Fatalf("add node-2: %v", err)
 	}
 	send(t, first.log, c, 1)

@@ -27,6 +27,11 @@ import (
 //     of JSON (see minVersionBinary). Every entry is written in version 4;
 //     versions 1 to 3 are still read, so that older logs replay.
 //
+// A version 4 entry may hold the internal fifoq:SetMeta
+// (engine.SetMetaRequest), which fifoq from before it refuses as an
+// unknown action: the leader writes one only once every member has shown
+// it reads it (identity.go).
+//
 // An entry is one group commit: many commands made durable by one write.
 //
 //	byte     version (1 to 4)

@@ -1,6 +1,7 @@
 package replog
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -32,14 +33,15 @@ func (f *storageFault) Error() string {
 
 func (f *storageFault) Unwrap() error { return f.err }
 
-// faultStop records a node's first storage fault and stops the node.
+// faultStop records what stopped a node, a storage fault or a fence (see
+// identity.go), and stops the node.
 type faultStop struct {
 	logger *slog.Logger
 	dir    string
 	done   chan struct{} // closed at the first fault
 
 	mu    sync.Mutex
-	fault *storageFault
+	fault error  // *storageFault or *fencedError
 	stop  func() // stops Raft; nil until the log is running
 }
 
@@ -48,23 +50,34 @@ func newFaultStop(logger *slog.Logger, dir string) *faultStop {
 }
 
 // fail records err, from op, as a storage fault, and returns it for the
-// caller to return. The first one is logged, closes done and stops Raft
-// (from another goroutine: the caller may be one of Raft's own).
+// caller to return.
 func (s *faultStop) fail(op string, err error) error {
 	f := &storageFault{op: op, err: err}
+	s.halt(f)
+	return f
+}
+
+// halt stops the node for reason. The first reason is logged, closes done
+// and stops Raft (from another goroutine: the caller may be one of Raft's
+// own).
+func (s *faultStop) halt(reason error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fault != nil {
-		return f
+		return
 	}
-	s.fault = f
-	s.logger.Error("storage fault: this node stops; fix the disk and restart it (the data dir is recovered from what reached the disk, as after a crash)",
-		"op", op, "err", err, "dir", s.dir)
+	s.fault = reason
+	var sf *storageFault
+	if errors.As(reason, &sf) {
+		s.logger.Error("storage fault: this node stops; fix the disk and restart it (the data dir is recovered from what reached the disk, as after a crash)",
+			"op", sf.op, "err", sf.err, "dir", s.dir)
+	} else {
+		s.logger.Error("this node stops: "+reason.Error(), "dir", s.dir)
+	}
 	close(s.done)
 	if s.stop != nil {
 		go s.stop()
 	}
-	return f
 }
 
 // setStop gives the function that stops Raft; if a fault came before, it
@@ -78,20 +91,28 @@ func (s *faultStop) setStop(stop func()) {
 	}
 }
 
-// err returns the fault that stopped the node, or nil.
+// err returns what stopped the node, or nil.
 func (s *faultStop) err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.fault == nil {
-		return nil
-	}
 	return s.fault
 }
 
-// Halted returns a channel closed when a storage fault has stopped the
-// node (see Fault). The node then answers no request: its process should
-// exit.
+// summary says in a few words what stopped the node, for /readyz and
+// refused requests; the details are in the server's log.
+func (s *faultStop) summary() string {
+	var fe *fencedError
+	if errors.As(s.err(), &fe) {
+		return "this node is fenced: the cluster knows its id with another data dir (see the server log)"
+	}
+	return "a storage fault stopped this node (see the server log)"
+}
+
+// Halted returns a channel closed when a storage fault or a fence has
+// stopped the node (see Fault). The node then answers no request: its
+// process should exit.
 func (l *Raft) Halted() <-chan struct{} { return l.faults.done }
 
-// Fault returns the storage fault that stopped the node, or nil.
+// Fault returns what stopped the node (a storage fault, or a fence), or
+// nil.
 func (l *Raft) Fault() error { return l.faults.err() }

@@ -70,7 +70,7 @@ func (l *Raft) Ready() error {
 	default:
 	}
 	if l.faults.err() != nil {
-		return errors.New("a storage fault stopped this node (see the server log)")
+		return errors.New(l.faults.summary())
 	}
 	if _, err := l.fsm.failure(); err != nil {
 		// The details (file, entry) are in the server's log, not here:

@@ -166,7 +166,9 @@ type Raft struct {
 	// handedOver: this node handed its leadership to another as it
 	// stopped (Close).
 	handedOver atomic.Bool
-	wg         sync.WaitGroup
+	// incarnation is the data dir's (identity.go).
+	incarnation string
+	wg          sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -321,7 +323,12 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		cfg.Cluster.tune(rc)
 	}
 
-	addr, transport, cluster, err := openTransport(&cfg, hlog)
+	incarnation, err := loadIncarnation(cfg.Dir)
+	if err != nil {
+		wal.Close()
+		return nil, err
+	}
+	addr, transport, cluster, err := openTransport(&cfg, hlog, incarnation)
 	if err != nil {
 		wal.Close()
 		return nil, err
@@ -383,6 +390,8 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		closed:   make(chan struct{}),
 		snapReq:  snapReq,
 		faults:   faults,
+
+		incarnation: incarnation,
 	}
 	faults.setStop(func() {
 		l.markStopped()
@@ -423,8 +432,10 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	go l.batchLoop()
 	go l.snapshotLoop()
 	if cluster != nil {
-		l.wg.Add(1)
+		cluster.mux.checks.Store(&peerChecks{recorded: l.recordedIncarnation, expectedAt: l.expectedAt, learned: l.learned, fence: l.fence})
+		l.wg.Add(2)
 		go l.leaveOnFatal()
+		go l.recordIncarnations()
 	}
 	return l, nil
 }
@@ -507,7 +518,7 @@ func (l *Raft) refusal() error {
 	default:
 	}
 	if l.faults.err() != nil {
-		return api.ErrServiceUnavailable("The server stopped on a storage fault (its disk failed a write; see the server log) and takes no requests.")
+		return api.ErrServiceUnavailable("The server takes no requests: %s.", l.faults.summary())
 	}
 	select {
 	case <-l.stopped:

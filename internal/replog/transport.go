@@ -6,9 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -18,10 +21,26 @@ import (
 // what the connection carries: Raft's own RPCs, or HTTP between nodes (a
 // request a follower forwards to the leader, a status query). One port,
 // one TLS setup, for all node-to-node traffic.
+//
+// A connection of kind muxRaftHello or muxHTTPHello then carries a hello
+// each way before the kind's traffic (see identity.go): the dialer sends
+// "ID INCARNATION EXPECTED\n" (EXPECTED: the incarnation the membership
+// records for the node it dials, or "-"), the acceptor answers
+// "ok ID INCARNATION\n", or "fenced-you REASON\n" when the dialer is not
+// the incarnation the membership records for its id, or "fenced-me
+// REASON\n" when it is not itself the incarnation the dialer expects.
+// muxRaft and muxHTTP, without a hello, are what a fifoq from before
+// incarnations dials; they are still accepted, unchecked.
 const (
-	muxRaft byte = 'R'
-	muxHTTP byte = 'H'
+	muxRaft      byte = 'R'
+	muxHTTP      byte = 'H'
+	muxRaftHello byte = 'r'
+	muxHTTPHello byte = 'h'
 )
+
+// maxHello bounds a hello line: two ids of a node and incarnations, or a
+// refusal's reason.
+const maxHello = 1024
 
 // sniffTimeout bounds how long an accepted connection may take to finish
 // its TLS handshake and say what it carries.
@@ -45,10 +64,33 @@ type peerMux struct {
 	// so that no reader of a peer's connection outlives the node.
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{}
+
+	// selfID and selfInc are this node's id and incarnation, sent in
+	// every hello; checks, once the log runs, judges the hellos.
+	selfID, selfInc string
+	checks          atomic.Pointer[peerChecks]
+	// legacy holds the addresses whose node answered a hello by closing
+	// the connection: a fifoq from before incarnations, dialed without.
+	legacy sync.Map
+}
+
+// peerChecks is what the mux asks the log about the members it meets.
+type peerChecks struct {
+	// recorded returns the incarnation recorded for id ("" if none), and
+	// whether id is a member.
+	recorded func(id string) (string, bool)
+	// expectedAt returns the incarnation recorded for the member at a
+	// Raft address ("" if none).
+	expectedAt func(addr string) string
+	// learned is told of a member's incarnation met in a hello.
+	learned func(id, incarnation string)
+	// fence stops this node, which is not the incarnation the cluster
+	// knows for its id.
+	fence func(detail string)
 }
 
 // newPeerMux listens on bind and starts accepting.
-func newPeerMux(bind string, tlsConf *tls.Config) (*peerMux, error) {
+func newPeerMux(bind string, tlsConf *tls.Config, selfID, selfInc string) (*peerMux, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("listen on raft address %s: %w", bind, err)
@@ -58,7 +100,8 @@ func newPeerMux(bind string, tlsConf *tls.Config) (*peerMux, error) {
 		ln.Close()
 		return nil, fmt.Errorf("raft address %s: give the address other nodes reach this one by, not an unspecified one", bind)
 	}
-	m := &peerMux{base: ln, tls: tlsConf, advert: advert, closing: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	m := &peerMux{base: ln, tls: tlsConf, advert: advert, closing: make(chan struct{}), conns: map[net.Conn]struct{}{},
+		selfID: selfID, selfInc: selfInc}
 	m.raftLn = newSubListener(m, true)
 	m.httpLn = newSubListener(m, false)
 	m.wg.Add(1)
@@ -104,6 +147,14 @@ func (m *peerMux) sniff(conn net.Conn) {
 		conn.Close()
 		return
 	}
+	switch kind[0] {
+	case muxRaftHello, muxHTTPHello:
+		if !m.answerHello(conn) {
+			conn.Close()
+			return
+		}
+		kind[0] -= 'a' - 'A' // the kind's traffic follows
+	}
 	_ = conn.SetDeadline(time.Time{})
 	if !m.track(conn) {
 		conn.Close()
@@ -120,8 +171,136 @@ func (m *peerMux) sniff(conn net.Conn) {
 	}
 }
 
-// dial opens a connection of the given kind to a node's Raft port.
-func (m *peerMux) dial(ctx context.Context, addr string, kind byte) (net.Conn, error) {
+// answerHello reads a dialer's hello from conn and answers it: whether
+// the connection may go on.
+func (m *peerMux) answerHello(conn net.Conn) bool {
+	line, err := readLine(conn)
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(line)
+	if len(f) != 3 || !validIncarnation(f[1]) {
+		return false
+	}
+	id, inc, expected := f[0], f[1], f[2]
+	if expected != "-" && expected != m.selfInc {
+		detail := fmt.Sprintf("the cluster expects incarnation %s of it, and its data dir is incarnation %s", expected, m.selfInc)
+		_, _ = io.WriteString(conn, "fenced-me "+detail+"\n")
+		if c := m.checks.Load(); c != nil {
+			c.fence(detail)
+		}
+		return false
+	}
+	if c := m.checks.Load(); c != nil {
+		rec, member := c.recorded(id)
+		if rec != "" && rec != inc {
+			detail := fmt.Sprintf("it presents incarnation %s, and the cluster records incarnation %s", inc, rec)
+			_, _ = io.WriteString(conn, "fenced-you "+detail+"\n")
+			return false
+		}
+		if member && rec == "" {
+			c.learned(id, inc)
+		}
+	}
+	_, err = io.WriteString(conn, "ok "+m.selfID+" "+m.selfInc+"\n")
+	return err == nil
+}
+
+// readLine reads a line of at most maxHello bytes, byte by byte, so that
+// nothing after it is taken from the connection.
+func readLine(conn net.Conn) (string, error) {
+	var b []byte
+	var c [1]byte
+	for len(b) < maxHello {
+		if _, err := io.ReadFull(conn, c[:]); err != nil {
+			return "", err
+		}
+		if c[0] == '\n' {
+			return string(b), nil
+		}
+		b = append(b, c[0])
+	}
+	return "", errors.New("hello too long")
+}
+
+// errFenced is a dial refused because the node dialed is not the
+// incarnation the membership records.
+var errFenced = errors.New("refused: not the incarnation the cluster records")
+
+// dial opens a connection of the given kind to a node's Raft port, after
+// a hello (see identity.go).
+func (m *peerMux) dial(ctx context.Context, hostPort string, kind byte) (net.Conn, error) {
+	expected := ""
+	if c := m.checks.Load(); c != nil {
+		expected = c.expectedAt(hostPort)
+	}
+	if _, old := m.legacy.Load(hostPort); old {
+		return m.dialKind(ctx, hostPort, kind)
+	}
+	conn, err := m.dialKind(ctx, hostPort, kind+('a'-'A'))
+	if err != nil {
+		return nil, err
+	}
+	if expected == "" {
+		expected = "-"
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	} else {
+		_ = conn.SetDeadline(time.Now().Add(sniffTimeout))
+	}
+	reply, err := func() (string, error) {
+		if _, err := io.WriteString(conn, m.selfID+" "+m.selfInc+" "+expected+"\n"); err != nil {
+			return "", err
+		}
+		return readLine(conn)
+	}()
+	if err != nil {
+		conn.Close()
+		if errors.Is(err, io.EOF) {
+			// A fifoq from before incarnations closes a connection of a
+			// kind it does not know: dial it as it expects from now on.
+			m.legacy.Store(hostPort, true)
+			return m.dialKind(ctx, hostPort, kind)
+		}
+		return nil, err
+	}
+	_ = conn.SetDeadline(time.Time{})
+	verb, rest, _ := strings.Cut(reply, " ")
+	switch verb {
+	case "ok":
+		f := strings.Fields(rest)
+		if len(f) != 2 {
+			conn.Close()
+			return nil, fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
+		}
+		if expected != "-" && f[1] != expected {
+			conn.Close()
+			return nil, fmt.Errorf("%w: node %s at %s is incarnation %s, and the cluster records %s", errFenced, f[0], hostPort, f[1], expected)
+		}
+		if c := m.checks.Load(); c != nil && expected == "-" {
+			if rec, member := c.recorded(f[0]); member && rec == "" {
+				c.learned(f[0], f[1])
+			}
+		}
+		return conn, nil
+	case "fenced-you":
+		conn.Close()
+		if c := m.checks.Load(); c != nil {
+			c.fence(fmt.Sprintf("the member at %s refused it: %s", hostPort, rest))
+		}
+		return nil, fmt.Errorf("%w: node at %s refused this one: %s", errFenced, hostPort, rest)
+	case "fenced-me":
+		conn.Close()
+		return nil, fmt.Errorf("%w: the node at %s is stale: %s", errFenced, hostPort, rest)
+	}
+	conn.Close()
+	return nil, fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
+}
+
+// dialKind opens a connection to hostPort and says its kind.
+func (m *peerMux) dialKind(ctx context.Context, hostPort string, kind byte) (net.Conn, error) {
+	addr := hostPort
 	d := net.Dialer{}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {

@@ -337,9 +337,14 @@ func (s *Server) askNode(ctx context.Context, raftAddr string) (*NodeInfo, error
 type memberRequest struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raft_addr"`
+	// Incarnation is the joining node's data dir's (a node started with
+	// --join sends it; fifoq cluster add does not know it).
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
-// serveClusterAdd adds a voting member (or changes a member's address).
+// serveClusterAdd adds a voting member. An id that is a member already is
+// refused with 409 Conflict (remove it first), unless a node asks again
+// with the incarnation the cluster records for it.
 func (s *Server) serveClusterAdd(w http.ResponseWriter, r *http.Request) {
 	s.serveMembership(w, r, func(ctx context.Context, body []byte) error {
 		var m memberRequest
@@ -349,7 +354,7 @@ func (s *Server) serveClusterAdd(w http.ResponseWriter, r *http.Request) {
 		if err := replog.CheckRaftAddr(m.RaftAddr); err != nil {
 			return badRequest{err}
 		}
-		return s.cluster.AddVoter(ctx, m.ID, m.RaftAddr)
+		return s.cluster.AddVoter(ctx, m.ID, m.RaftAddr, m.Incarnation)
 	})
 }
 
@@ -428,6 +433,8 @@ func (s *Server) serveMembership(w http.ResponseWriter, r *http.Request, change 
 		writeJSONError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, replog.ErrNotLeader):
 		writeJSONError(w, http.StatusServiceUnavailable, err.Error()+"; retry")
+	case errors.Is(err, replog.ErrAlreadyMember):
+		writeJSONError(w, http.StatusConflict, err.Error())
 	default:
 		writeJSONError(w, http.StatusServiceUnavailable, "membership change failed: "+err.Error())
 	}

@@ -437,6 +437,14 @@ func TestClusterMembershipOverHTTP(t *testing.T) {
 	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", add, ownKey); code != 200 {
 		t.Fatalf("add through a follower: %d %s", code, body)
 	}
+	// Adding a member's id again is refused: it must be removed first.
+	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", add, ownKey); code != 409 || !strings.Contains(body, "fifoq cluster remove n4") {
+		t.Fatalf("add of a member's id again: %d %s; want 409 naming fifoq cluster remove", code, body)
+	}
+	again, _ := json.Marshal(map[string]string{"id": "n2", "raft_addr": freeAddr(t)})
+	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", again, ownKey); code != 409 {
+		t.Fatalf("add of an existing member's id at another address: %d %s; want 409", code, body)
+	}
 	// The new node serves (by forwarding) what the cluster holds.
 	ctx := context.Background()
 	if _, err := sdkClient(f.url, ownKey).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("m")}); err != nil {

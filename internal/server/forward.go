@@ -29,10 +29,13 @@ type clusterLog interface {
 	PeerListener() net.Listener
 	DialPeer(ctx context.Context, raftAddr string) (net.Conn, error)
 	Members() ([]replog.Member, error)
-	AddVoter(ctx context.Context, id, raftAddr string) error
+	AddVoter(ctx context.Context, id, raftAddr, incarnation string) error
 	RemoveServer(ctx context.Context, id string) error
 	Status() replog.NodeStatus
 }
+
+// replog.Raft is the cluster log fifoq runs with.
+var _ clusterLog = (*replog.Raft)(nil)
 
 // Headers a follower adds to a request it forwards. The leader reads them
 // only on the node-to-node port: on the public port they are ignored, so a

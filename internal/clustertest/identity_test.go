@@ -1,0 +1,105 @@
+package clustertest
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// TestWipedMemberRestartedIsFenced kills a member with SIGKILL, deletes its
+// data dir (a volume lost or replaced) and starts it again with its usual
+// command line, --peers included, as a supervisor or a compose file would.
+// It must not come back as itself, a voter with no memory of its votes:
+// it exits non-zero saying to remove it and add it anew, and the other two
+// go on.
+func TestWipedMemberRestartedIsFenced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short mode")
+	}
+	c := newCluster(t, 3, nil, nil)
+	q := c.createQueue("fenced", nil)
+	leader := c.leader()
+	var wiped *node
+	for _, nd := range c.nodes {
+		if nd != leader {
+			wiped = nd
+			break
+		}
+	}
+	// The leader records each member's incarnation once it meets it.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && strings.Count(clusterStatus(leader), `"incarnation"`) < 3 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.kill(wiped)
+	if err := os.RemoveAll(wiped.dataDir); err != nil {
+		t.Fatal(err)
+	}
+	c.start(wiped, "")
+	select {
+	case <-wiped.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the wiped member, restarted with its usual flags, still runs after 30 s (ready: %v); its log ends:\n%s", ready(wiped), wiped.tail(10))
+	}
+	if code := wiped.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("the fenced member exited 0; want non-zero")
+	}
+	if log := wiped.tail(20); !strings.Contains(log, "fifoq cluster remove "+wiped.id) {
+		t.Errorf("the fenced member's log does not say to remove it; it ends:\n%s", log)
+	}
+	// The other two go on.
+	for _, nd := range c.nodes {
+		if nd == wiped {
+			continue
+		}
+		if _, err := sendVia(nd, q, "after"); err != nil {
+			t.Fatalf("send through %s after the fence: %v", nd.id, err)
+		}
+	}
+}
+
+// clusterStatus is a node's GET /cluster/status, or "".
+func clusterStatus(nd *node) string {
+	hc := &http.Client{Timeout: time.Second}
+	resp, err := hc.Get("http://" + nd.httpAddr + "/cluster/status")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// ready reports whether a node's /readyz answers 200.
+func ready(nd *node) bool {
+	hc := &http.Client{Timeout: time.Second}
+	resp, err := hc.Get("http://" + nd.httpAddr + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// sendVia sends one message through a node, retrying for 30 s while the
+// cluster elects a leader.
+func sendVia(nd *node, queueURL, body string) (string, error) {
+	var last error
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := newClient(nd.httpAddr, 5*time.Second).SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(body)})
+		if err == nil {
+			return aws.ToString(out.MessageId), nil
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	return "", last
+}

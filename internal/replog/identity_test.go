@@ -1,0 +1,111 @@
+package replog
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitIncarnations waits until the membership records an incarnation for
+// every member: the leader learns them from the members' hellos.
+func waitIncarnations(t *testing.T, leader *testNode) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		members, err := leader.log.Members()
+		n := 0
+		for _, m := range members {
+			if m.Incarnation != "" {
+				n++
+			}
+		}
+		if err == nil && n == len(members) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the membership records no incarnation for some members: %+v (%v)", members, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWipedMemberIsFenced: a member whose data dir is lost and that is
+// started again with its usual flags (its --peers bootstrap an empty log)
+// must not take part as itself, a voter that forgot its votes. Its peers
+// refuse it, and it stops, saying to remove it and add it anew; the
+// cluster goes on. Adding its id again is refused until it is removed;
+// once removed, it joins anew under a new incarnation and catches up.
+func TestWipedMemberIsFenced(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	c := newClock()
+	leader := waitLeader(t, nodes)
+	createFIFO(t, leader.log, c)
+	send(t, leader.log, c, 0)
+	waitIncarnations(t, leader)
+
+	var wiped *testNode
+	for _, nd := range nodes {
+		if nd != leader {
+			wiped = nd
+			break
+		}
+	}
+	oldInc := wiped.log.Incarnation()
+	if err := wiped.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(wiped.dir); err != nil {
+		t.Fatal(err)
+	}
+	wiped.log, wiped.eng = openTest(t, wiped.dir, wiped.cfg)
+	if wiped.log.Incarnation() == oldInc {
+		t.Fatal("a wiped data dir kept its incarnation")
+	}
+	select {
+	case <-wiped.log.Halted():
+	case <-time.After(hangGuard):
+		t.Fatalf("the wiped member was not fenced; it is %s", wiped.log.raft.State())
+	}
+	if err := wiped.log.Fault(); err == nil || !strings.Contains(err.Error(), "fifoq cluster remove "+wiped.id) {
+		t.Fatalf("the wiped member stopped with %v; want a message naming `fifoq cluster remove %s`", err, wiped.id)
+	}
+	if err := wiped.log.Ready(); err == nil || !strings.Contains(err.Error(), "fenced") {
+		t.Fatalf("the fenced member is ready (%v)", err)
+	}
+	send(t, leader.log, c, 1)
+	if got := queueDepth(leader); got != 2 {
+		t.Fatalf("the leader holds %d messages, want 2", got)
+	}
+
+	// Its id cannot be added again while it is a member.
+	err := leader.log.AddVoter(context.Background(), wiped.id, wiped.cfg.Cluster.RaftAddr, wiped.log.Incarnation())
+	if !errors.Is(err, ErrAlreadyMember) {
+		t.Fatalf("adding a member's id again: %v; want ErrAlreadyMember", err)
+	}
+	// Removed, then started empty with --join and added, it catches up.
+	if err := leader.log.RemoveServer(context.Background(), wiped.id); err != nil {
+		t.Fatal(err)
+	}
+	wiped.log.Close()
+	if err := os.RemoveAll(wiped.dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := wiped.cfg
+	cl := *cfg.Cluster
+	cl.Peers, cl.Join = nil, true
+	cfg.Cluster = &cl
+	wiped.log, wiped.eng = openTest(t, wiped.dir, cfg)
+	if err := leader.log.AddVoter(context.Background(), wiped.id, cl.RaftAddr, wiped.log.Incarnation()); err != nil {
+		t.Fatalf("adding the removed member anew: %v", err)
+	}
+	waitApplied(t, wiped, leader.log.raft.LastIndex())
+	if got := queueDepth(wiped); got != 2 {
+		t.Fatalf("the member added anew holds %d messages, want 2", got)
+	}
+	if wiped.log.Fault() != nil {
+		t.Fatalf("the member added anew is stopped: %v", wiped.log.Fault())
+	}
+}
