@@ -302,7 +302,7 @@ could pass for a member and read, write and delete every queue. Either
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
-		logger.Error("exiting: a storage fault stopped this node", "err", faultOf())
+		logger.Error("exiting: this node stopped", "err", faultOf())
 		return 1
 	case <-ctx.Done():
 	}

@@ -193,6 +193,7 @@ func TestCodecRoundTrip(t *testing.T) {
 			MessageAttributes: map[string]api.MessageAttributeValue{"b": {DataType: "Binary", BinaryValue: []byte{0, 1, 2}}}}, MessageIDs: []string{"m"}, Entropy: 7},
 		{Time: 2, Request: &engine.TickRequest{}},
 		{Time: 3, Request: &engine.HousekeepRequest{Limit: 77}},
+		{Request: &engine.SetMetaRequest{Key: "member/n1", Value: "0123456789abcdef0123456789abcdef"}},
 	}
 	data, err := encodeEntry(cmds)
 	if err != nil {
@@ -202,7 +203,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || got[0].Request.(*api.SendMessageRequest).MessageBody != "x\r\ny" || *got[0].Request.(*api.SendMessageRequest).DelaySeconds != 5 ||
+	if len(got) != 4 || got[0].Request.(*api.SendMessageRequest).MessageBody != "x\r\ny" || *got[0].Request.(*api.SendMessageRequest).DelaySeconds != 5 ||
 		got[0].Entropy != 7 || got[0].Queue != testQueue || got[0].MessageIDs[0] != "m" {
 		t.Fatalf("round trip changed the commands: %+v", got[0])
 	}
@@ -211,6 +212,9 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 	if hk, ok := got[2].Request.(*engine.HousekeepRequest); !ok || hk.Limit != 77 || got[2].Time != 3 {
 		t.Fatalf("housekeeping decoded as %#v at %d", got[2].Request, got[2].Time)
+	}
+	if m, ok := got[3].Request.(*engine.SetMetaRequest); !ok || m.Key != "member/n1" || m.Value != "0123456789abcdef0123456789abcdef" || got[3].Time != 0 {
+		t.Fatalf("metadata decoded as %#v at %d", got[3].Request, got[3].Time)
 	}
 	for _, bad := range [][]byte{nil, {9}, append([]byte{entryFormatVersion}, 5), data[:len(data)-1]} {
 		if _, err := decodeEntry(bad); err == nil {
