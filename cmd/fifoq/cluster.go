@@ -70,7 +70,8 @@ func clusterFlagSet(o *clusterCmdOptions, stderr io.Writer) *flag.FlagSet {
   fifoq cluster remove ID [flags]         remove a member
 
 add and remove are signed (SigV4) with FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY
-(or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY): a key of the server's own account.
+(or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY): an admin key of the server's own
+account (the server's FIFOQ_ACCESS_KEY_ID, or a credentials file line ending in admin).
 
 Flags:
 `)

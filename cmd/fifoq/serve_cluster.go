@@ -54,8 +54,8 @@ func (c *clusterOptions) clustered() bool { return c.raftAddr != "" }
 
 // check validates the cluster flags together.
 func (c *clusterOptions) check(inMemory bool) error {
-	if c.nodeID == "" || strings.ContainsAny(c.nodeID, "=, /") {
-		return fmt.Errorf("--node-id %q: give a non-empty id without '=', ',', '/' or spaces", c.nodeID)
+	if err := replog.CheckNodeID(c.nodeID); err != nil {
+		return fmt.Errorf("--node-id: %w", err)
 	}
 	if !c.clustered() {
 		if c.peers != "" || c.join != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsCA != "" || c.insecure {
@@ -197,12 +197,13 @@ func adminRequest(ctx context.Context, method, url string, body []byte, cred aut
 	return resp.StatusCode, answer, err
 }
 
-// clusterCredential picks the key a node signs its join request with: one
-// of the server's own account.
+// clusterCredential picks the key a node signs its join request with: an
+// admin key of the server's own account (none: the request goes unsigned,
+// which only a cluster without credentials accepts).
 func clusterCredential(opts serveOptions, cfgFile *config.File) auth.Credential {
 	creds, _ := gatherCredentials(opts, cfgFile)
 	for _, c := range creds {
-		if c.Account == opts.account {
+		if c.Account == opts.account && c.Admin {
 			return c
 		}
 	}

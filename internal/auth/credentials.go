@@ -18,15 +18,17 @@ const (
 )
 
 // Credential is one access key: its id, its secret and the account it
-// signs for.
+// signs for. An admin key may also change what runs the server: a
+// cluster's membership.
 type Credential struct {
 	AccessKeyID, SecretAccessKey, Account string
+	Admin                                 bool
 }
 
 // String describes the credential without its secret, so that a credential
 // printed by mistake, with %v or in a log, does not leak it.
 func (c Credential) String() string {
-	return fmt.Sprintf("{AccessKeyID:%s SecretAccessKey:<redacted> Account:%s}", c.AccessKeyID, c.Account)
+	return fmt.Sprintf("{AccessKeyID:%s SecretAccessKey:<redacted> Account:%s Admin:%v}", c.AccessKeyID, c.Account, c.Admin)
 }
 
 // GoString is String for %#v.
@@ -34,7 +36,7 @@ func (c Credential) GoString() string { return "auth.Credential" + c.String() }
 
 // LogValue keeps the secret out of structured logs.
 func (c Credential) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("access_key_id", c.AccessKeyID), slog.String("account", c.Account))
+	return slog.GroupValue(slog.String("access_key_id", c.AccessKeyID), slog.String("account", c.Account), slog.Bool("admin", c.Admin))
 }
 
 // Store holds the configured credentials, by access key id. A nil or empty
@@ -123,9 +125,9 @@ func credValidAccessKeyID(id string) error {
 // LoadCredentialsFile reads a credentials file. Each line is either blank,
 // a comment (its first non-blank character is '#'), or one access key:
 //
-//	ACCESS_KEY_ID SECRET_ACCESS_KEY ACCOUNT_ID
+//	ACCESS_KEY_ID SECRET_ACCESS_KEY ACCOUNT_ID [admin]
 //
-// separated by spaces or tabs. Errors name the file and line; they never
+// separated by spaces or tabs; the word admin makes it an admin key. Errors name the file and line; they never
 // quote a line, which would show a secret.
 func LoadCredentialsFile(path string) ([]Credential, error) {
 	f, err := os.Open(path)
@@ -143,10 +145,13 @@ func LoadCredentialsFile(path string) ([]Credential, error) {
 			continue
 		}
 		fields := strings.Fields(line)
-		if len(fields) != 3 {
-			return nil, fmt.Errorf("%s:%d: want 3 fields (ACCESS_KEY_ID SECRET_ACCESS_KEY ACCOUNT_ID), found %d", path, n, len(fields))
+		if len(fields) != 3 && len(fields) != 4 {
+			return nil, fmt.Errorf("%s:%d: want 3 or 4 fields (ACCESS_KEY_ID SECRET_ACCESS_KEY ACCOUNT_ID [admin]), found %d", path, n, len(fields))
 		}
-		c := Credential{AccessKeyID: fields[0], SecretAccessKey: fields[1], Account: fields[2]}
+		if len(fields) == 4 && fields[3] != "admin" {
+			return nil, fmt.Errorf("%s:%d: the fourth field may only be the word admin", path, n)
+		}
+		c := Credential{AccessKeyID: fields[0], SecretAccessKey: fields[1], Account: fields[2], Admin: len(fields) == 4}
 		if err := c.validate(); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
 		}
@@ -163,7 +168,8 @@ func LoadCredentialsFile(path string) ([]Credential, error) {
 }
 
 // CredentialsFromEnv reads the access key that FIFOQ_ACCESS_KEY_ID and
-// FIFOQ_SECRET_ACCESS_KEY define, for defaultAccount. Neither set gives no
+// FIFOQ_SECRET_ACCESS_KEY define, for defaultAccount: an admin key, the
+// operator's own. Neither set gives no
 // credentials; one without the other is an error.
 func CredentialsFromEnv(getenv func(string) string, defaultAccount string) ([]Credential, error) {
 	id, secret := getenv(EnvAccessKeyID), getenv(EnvSecretAccessKey)
@@ -175,7 +181,7 @@ func CredentialsFromEnv(getenv func(string) string, defaultAccount string) ([]Cr
 	case secret == "":
 		return nil, fmt.Errorf("%s is set but %s is not", EnvAccessKeyID, EnvSecretAccessKey)
 	}
-	c := Credential{AccessKeyID: id, SecretAccessKey: secret, Account: defaultAccount}
+	c := Credential{AccessKeyID: id, SecretAccessKey: secret, Account: defaultAccount, Admin: true}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", EnvAccessKeyID, EnvSecretAccessKey, err)
 	}

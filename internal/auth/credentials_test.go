@@ -26,7 +26,8 @@ func TestLoadCredentialsFile(t *testing.T) {
 	path := writeCredentials(t, "# fifoq credentials\n\n"+
 		"AKIAONE "+fileSecret+" 111111111111\r\n"+
 		"   # an indented comment\n"+
-		"\tAKIATWO\t\tsecret-two   222222222222  \n")
+		"\tAKIATWO\t\tsecret-two   222222222222  \n"+
+		"AKIAADMIN secret-three 111111111111 admin\n")
 	got, err := LoadCredentialsFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +35,7 @@ func TestLoadCredentialsFile(t *testing.T) {
 	want := []Credential{
 		{AccessKeyID: "AKIAONE", SecretAccessKey: fileSecret, Account: "111111111111"},
 		{AccessKeyID: "AKIATWO", SecretAccessKey: "secret-two", Account: "222222222222"},
+		{AccessKeyID: "AKIAADMIN", SecretAccessKey: "secret-three", Account: "111111111111", Admin: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
@@ -52,8 +54,9 @@ func TestLoadCredentialsFileErrors(t *testing.T) {
 	tests := []struct {
 		name, content, want string
 	}{
-		{"two fields", "# c\nAKIAONE " + fileSecret + "\n", ":2: want 3 fields (ACCESS_KEY_ID SECRET_ACCESS_KEY ACCOUNT_ID), found 2"},
-		{"four fields", "AKIAONE " + fileSecret + " 111111111111 extra\n", ":1: want 3 fields"},
+		{"two fields", "# c\nAKIAONE " + fileSecret + "\n", ":2: want 3 or 4 fields (ACCESS_KEY_ID SECRET_ACCESS_KEY ACCOUNT_ID [admin]), found 2"},
+		{"four fields, the last not admin", "AKIAONE " + fileSecret + " 111111111111 extra\n", ":1: the fourth field may only be the word admin"},
+		{"five fields", "AKIAONE " + fileSecret + " 111111111111 admin extra\n", ":1: want 3 or 4 fields"},
 		{"short account", "AKIAONE " + fileSecret + " 11111111111\n", `:1: access key AKIAONE: account "11111111111" is not 12 digits`},
 		{"letters in account", "AKIAONE " + fileSecret + " 11111111111a\n", ":1: access key AKIAONE: account"},
 		{"slash in key", "AKIA/ONE " + fileSecret + " 111111111111\n", `:1: access key id "AKIA/ONE": character '/' is not allowed`},
@@ -133,7 +136,8 @@ func TestCredentialsFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Credential{{AccessKeyID: "AKIAENV", SecretAccessKey: "envsecret", Account: "000000000000"}}; !reflect.DeepEqual(got, want) {
+	// The key of the environment is the operator's: an admin key.
+	if want := []Credential{{AccessKeyID: "AKIAENV", SecretAccessKey: "envsecret", Account: "000000000000", Admin: true}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	if got, err := CredentialsFromEnv(env(nil), "000000000000"); err != nil || got != nil {

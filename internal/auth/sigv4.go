@@ -67,18 +67,27 @@ func (v *Verifier) signerFor(region string) *v4.Signer {
 // the account is the access key when that is 12 digits (the convention of
 // test suites that exercise several accounts), else DefaultAccount.
 func (v *Verifier) Verify(r *http.Request, body []byte) (account string, err error) {
+	cred, _, err := v.VerifyKey(r, body)
+	return cred.Account, err
+}
+
+// VerifyKey is Verify, returning the credential that signed r (its secret
+// included: do not log it) and the signature, which identifies the
+// request. With no credentials configured the credential is an admin key
+// of the account Verify would answer, and the signature is "".
+func (v *Verifier) VerifyKey(r *http.Request, body []byte) (cred Credential, signature string, err error) {
 	if v.Store.Empty() {
-		return v.unverifiedAccount(r), nil
+		return Credential{Account: v.unverifiedAccount(r), Admin: true}, "", nil
 	}
 	p, apiErr := v.parse(r)
 	if apiErr != nil {
-		return "", apiErr
+		return Credential{}, "", apiErr
 	}
-	cred, apiErr := v.check(r, body, p)
+	cred, apiErr = v.check(r, body, p)
 	if apiErr != nil {
-		return "", apiErr
+		return Credential{}, "", apiErr
 	}
-	return cred.Account, nil
+	return cred, p.Signature, nil
 }
 
 // parse finds the signature of r, in its Authorization header or its query.

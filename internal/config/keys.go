@@ -16,6 +16,8 @@ type AccessKey struct {
 	SecretAccessKey string
 	// Account is the account the key signs for; "" for the default account.
 	Account string
+	// Admin: the key may change the cluster's membership.
+	Admin bool
 	// Line is the line of the key's entry.
 	Line int
 }
@@ -38,7 +40,7 @@ func (f *File) Credentials(defaultAccount string) []auth.Credential {
 		if account == "" {
 			account = defaultAccount
 		}
-		creds = append(creds, auth.Credential{AccessKeyID: k.AccessKeyID, SecretAccessKey: k.SecretAccessKey, Account: account})
+		creds = append(creds, auth.Credential{AccessKeyID: k.AccessKeyID, SecretAccessKey: k.SecretAccessKey, Account: account, Admin: k.Admin})
 	}
 	return creds
 }
@@ -53,7 +55,12 @@ func (l *loader) keys(n *yaml.Node) error {
 		what := fmt.Sprintf("credentials.keys[%d]", i)
 		k := AccessKey{Line: item.Line}
 		var idNode, secretNode *yaml.Node
-		err := l.fields(item, what, []string{"access_key_id", "secret_access_key", "account"}, func(key string, _, v *yaml.Node) error {
+		err := l.fields(item, what, []string{"access_key_id", "secret_access_key", "account", "admin"}, func(key string, _, v *yaml.Node) error {
+			if key == "admin" {
+				b, err := l.boolean(v, what+".admin")
+				k.Admin = b
+				return err
+			}
 			s, err := l.str(v, what+"."+key)
 			if err != nil {
 				return err

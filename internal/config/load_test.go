@@ -160,9 +160,9 @@ credentials:
   keys:
     - access_key_id: AKIAFIFOQ1
       secret_access_key: ${FIFOQ_TEST_SECRET}
-    - access_key_id: AKIAFIFOQ2
-      secret_access_key: literal-secret
-      account: "111111111111"
+    - {access_key_id: AKIAFIFOQ2, admin: true,
+       secret_access_key: literal-secret,
+       account: "111111111111"}
 tls:
   cert: tls/cert.pem
   key: tls/key.pem
@@ -232,7 +232,7 @@ raft_insecure: true
 		}
 	}
 	if len(f.Keys) != 2 || f.Keys[0].SecretAccessKey != "from-env" || f.Keys[0].Account != "" ||
-		f.Keys[1].SecretAccessKey != "literal-secret" || f.Keys[1].Account != "111111111111" {
+		f.Keys[1].SecretAccessKey != "literal-secret" || f.Keys[1].Account != "111111111111" || f.Keys[0].Admin || !f.Keys[1].Admin {
 		t.Errorf("keys = %+v", f.Keys)
 	}
 	creds := f.Credentials("333333333333")

@@ -52,6 +52,16 @@ func ParsePeers(s string) ([]Peer, error) {
 	return out, nil
 }
 
+// CheckNodeID checks a node id: not empty, at most 64 bytes, without '=',
+// ',', '/', '#' or white space (it appears in --peers lists, URLs and
+// metadata keys).
+func CheckNodeID(id string) error {
+	if id == "" || len(id) > 64 || strings.ContainsAny(id, "=,/# \t\r\n") {
+		return fmt.Errorf("node id %q: give a non-empty id of at most 64 bytes without '=', ',', '/', '#' or spaces", id)
+	}
+	return nil
+}
+
 // CheckRaftAddr checks a HOST:PORT other nodes can dial.
 func CheckRaftAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/metrics"
 	"github.com/fifoq/fifoq/internal/protocol"
 	"github.com/fifoq/fifoq/internal/replog"
@@ -351,6 +352,9 @@ func (s *Server) serveClusterAdd(w http.ResponseWriter, r *http.Request) {
 		if err := json.Unmarshal(body, &m); err != nil || m.ID == "" || m.RaftAddr == "" {
 			return errBadMember
 		}
+		if err := replog.CheckNodeID(m.ID); err != nil {
+			return badRequest{err}
+		}
 		if err := replog.CheckRaftAddr(m.RaftAddr); err != nil {
 			return badRequest{err}
 		}
@@ -376,6 +380,39 @@ func (s *Server) serveClusterRemove(w http.ResponseWriter, r *http.Request) {
 }
 
 var errBadMember = badRequest{errors.New(`want a JSON body {"id": "NODE_ID", "raft_addr": "HOST:PORT"}`)}
+
+// seenSignatures remembers the signatures of the membership requests this
+// node carried out, for as long as a signature is valid, so that a request
+// captured on the wire cannot be sent again to undo a later change (to
+// remove a member added anew, say). It is this node's: a request replayed
+// to another leader within the window is not caught.
+type seenSignatures struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+// first records signature, seen at now, and reports whether it is new. An
+// empty signature (no credentials configured) is always new.
+func (s *seenSignatures) first(signature string, now time.Time) bool {
+	if signature == "" {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sig, at := range s.seen {
+		if now.Sub(at) > 2*auth.MaxClockSkew {
+			delete(s.seen, sig)
+		}
+	}
+	if _, dup := s.seen[signature]; dup {
+		return false
+	}
+	if s.seen == nil {
+		s.seen = map[string]time.Time{}
+	}
+	s.seen[signature] = now
+	return true
+}
 
 type badRequest struct{ error }
 type notFound struct{ id string }
@@ -408,14 +445,18 @@ func (s *Server) serveMembership(w http.ResponseWriter, r *http.Request, change 
 		}
 		return
 	}
-	caller, err := s.verifier.Verify(r, body)
+	key, signature, err := s.verifier.VerifyKey(r, body)
 	if err != nil {
 		e := api.AsError(err)
 		writeJSONError(w, e.Status, e.Code+": "+e.Message)
 		return
 	}
-	if caller != s.cfg.Account {
-		writeJSONError(w, http.StatusForbidden, "only the server's own account ("+s.cfg.Account+") may change the cluster's membership")
+	if !key.Admin || key.Account != s.cfg.Account {
+		writeJSONError(w, http.StatusForbidden, "only an admin key of the server's own account ("+s.cfg.Account+") may change the cluster's membership: the key of FIFOQ_ACCESS_KEY_ID, or a credentials file line ending in the word admin")
+		return
+	}
+	if !s.membershipSigs.first(signature, time.Now()) {
+		writeJSONError(w, http.StatusForbidden, "this membership request was already received: a request is carried out once (sign a new one)")
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)

@@ -29,9 +29,10 @@ import (
 	"github.com/fifoq/fifoq/internal/replog"
 )
 
-// The cluster tests' keys: one of the servers' own account, one of
-// another account.
+// The cluster tests' keys: an admin key and another key of the servers'
+// own account, one of another account.
 var (
+	adminKey = auth.Credential{AccessKeyID: "AKIDCLUSTERADMIN", SecretAccessKey: "admin-secret", Account: DefaultAccount, Admin: true}
 	ownKey   = auth.Credential{AccessKeyID: "AKIDCLUSTEROWN", SecretAccessKey: "own-secret", Account: DefaultAccount}
 	otherKey = auth.Credential{AccessKeyID: "AKIDCLUSTEROTHER", SecretAccessKey: "other-secret", Account: "111111111111"}
 )
@@ -58,7 +59,7 @@ func (n *clusterNode) start(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open %s: %v", n.id, err)
 	}
-	store, err := auth.NewStore([]auth.Credential{ownKey, otherKey})
+	store, err := auth.NewStore([]auth.Credential{adminKey, ownKey, otherKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,6 +374,34 @@ func TestClusterLeaderFailover(t *testing.T) {
 	}
 }
 
+// signedRequest makes a cluster request signed with key.
+func signedRequest(t *testing.T, method, url string, body []byte, key auth.Credential) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.SignRequest(req, body, key, DefaultRegion, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// sendRequest sends a copy of req with body, and returns the status and
+// the answer.
+func sendRequest(t *testing.T, req *http.Request, body []byte) (int, string) {
+	t.Helper()
+	c := req.Clone(context.Background())
+	c.Body = io.NopCloser(bytes.NewReader(body))
+	resp, err := http.DefaultClient.Do(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 // adminCall sends a cluster request, signed with key unless it is zero.
 func adminCall(t *testing.T, method, url string, body []byte, key auth.Credential) (int, string) {
 	t.Helper()
@@ -431,18 +460,27 @@ func TestClusterMembershipOverHTTP(t *testing.T) {
 	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", add, otherKey); code != 403 {
 		t.Fatalf("add by another account: %d %s", code, body)
 	}
-	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", []byte(`{"id":"n5"}`), ownKey); code != 400 {
+	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", add, ownKey); code != 403 || !strings.Contains(body, "admin key") {
+		t.Fatalf("add with a key of the own account that is not an admin key: %d %s; want 403", code, body)
+	}
+	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", []byte(`{"id":"n 5","raft_addr":"127.0.0.1:1"}`), adminKey); code != 400 {
+		t.Fatalf("add of an id with a space: %d %s; want 400", code, body)
+	}
+	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", []byte(`{"id":"n5"}`), adminKey); code != 400 {
 		t.Fatalf("add without an address: %d %s", code, body)
 	}
-	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", add, ownKey); code != 200 {
+	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", add, adminKey); code != 200 {
 		t.Fatalf("add through a follower: %d %s", code, body)
 	}
 	// Adding a member's id again is refused: it must be removed first.
-	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", add, ownKey); code != 409 || !strings.Contains(body, "fifoq cluster remove n4") {
+	// (Signed in a later second: the same request signed in the same
+	// second is the same signature, refused as a replay.)
+	time.Sleep(1100 * time.Millisecond)
+	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", add, adminKey); code != 409 || !strings.Contains(body, "fifoq cluster remove n4") {
 		t.Fatalf("add of a member's id again: %d %s; want 409 naming fifoq cluster remove", code, body)
 	}
 	again, _ := json.Marshal(map[string]string{"id": "n2", "raft_addr": freeAddr(t)})
-	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", again, ownKey); code != 409 {
+	if code, body := adminCall(t, http.MethodPost, f.url+"/cluster/members", again, adminKey); code != 409 {
 		t.Fatalf("add of an existing member's id at another address: %d %s; want 409", code, body)
 	}
 	// The new node serves (by forwarding) what the cluster holds.
@@ -453,14 +491,20 @@ func TestClusterMembershipOverHTTP(t *testing.T) {
 	if _, err := sdkClient(n4.url, ownKey).GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("m")}); err != nil {
 		t.Fatalf("new member: %v", err)
 	}
-	if code, body := adminCall(t, http.MethodDelete, f.url+"/cluster/members/nobody", nil, ownKey); code != 404 {
+	if code, body := adminCall(t, http.MethodDelete, f.url+"/cluster/members/nobody", nil, adminKey); code != 404 {
 		t.Fatalf("remove of an unknown id: %d %s", code, body)
 	}
 	if code, body := adminCall(t, http.MethodDelete, f.url+"/cluster/members/n4", nil, otherKey); code != 403 {
 		t.Fatalf("remove by another account: %d %s", code, body)
 	}
-	if code, body := adminCall(t, http.MethodDelete, f.url+"/cluster/members/n4", nil, ownKey); code != 200 {
+	// A removal is carried out once: the same signed request sent again
+	// (captured on the wire, say) is refused.
+	removal := signedRequest(t, http.MethodDelete, leader.url+"/cluster/members/n4", nil, adminKey)
+	if code, body := sendRequest(t, removal, nil); code != 200 {
 		t.Fatalf("remove: %d %s", code, body)
+	}
+	if code, body := sendRequest(t, removal, nil); code != 403 || !strings.Contains(body, "already received") {
+		t.Fatalf("the same removal sent again: %d %s; want 403", code, body)
 	}
 	members, _ := leader.log.Members()
 	if len(members) != 3 {
@@ -504,7 +548,7 @@ func TestSingleNodeDataDirGrowsIntoCluster(t *testing.T) {
 	second.start(t)
 	defer second.stop()
 	add, _ := json.Marshal(map[string]string{"id": "node-2", "raft_addr": second.raftAddr})
-	if code, body := adminCall(t, http.MethodPost, first.url+"/cluster/members", add, ownKey); code != 200 {
+	if code, body := adminCall(t, http.MethodPost, first.url+"/cluster/members", add, adminKey); code != 200 {
 		t.Fatalf("add node-2: %d %s", code, body)
 	}
 	c := sdkClient(second.url, ownKey)

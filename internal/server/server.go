@@ -147,9 +147,11 @@ type Server struct {
 	movers   *moveTaskDriver
 	keeper   *housekeeper
 	verifier *auth.Verifier
-	policies policyCache
-	stats    statsTable
-	metrics  *metrics.Registry
+	// membershipSigs are the membership requests carried out here.
+	membershipSigs seenSignatures
+	policies       policyCache
+	stats          statsTable
+	metrics        *metrics.Registry
 	// pollSlots holds one token per receive waiting for messages.
 	pollSlots chan struct{}
 	// bodyBytes counts the request body bytes being handled, against
