@@ -178,6 +178,24 @@ func (s *Server) readBarrier(ctx context.Context) error {
 	return s.cluster.ReadBarrier(ctx)
 }
 
+// confirmNegative makes a negative answer read from this node's state,
+// without the log (the queue does not exist, access is denied), as
+// linearizable as a read: a leader deposed without knowing it yet would
+// otherwise answer from a state the new leader has moved past (a queue
+// created there since). It passes the read barrier and asks again; the
+// second answer stands, or the barrier's retryable error. Any other error
+// is returned as it is.
+func (s *Server) confirmNegative(ctx context.Context, err error, again func() error) error {
+	var e *api.Error
+	if err == nil || s.cluster == nil || !errors.As(err, &e) || (e.Code != "QueueDoesNotExist" && e.Code != "AccessDenied") {
+		return err
+	}
+	if berr := s.readBarrier(ctx); berr != nil {
+		return berr
+	}
+	return again()
+}
+
 // ClusterMember is one member in GET /cluster/status.
 type ClusterMember struct {
 	replog.Member

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,6 +97,7 @@ func newForwarder(c clusterLog) *forwarder {
 		},
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 128,
+		MaxConnsPerHost:     maxForwardConns,
 		IdleConnTimeout:     90 * time.Second,
 		// The body and its encoding pass unchanged, as the client sent
 		// them: the signature covers them.
@@ -165,15 +167,30 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, le
 	target, _ := s.cluster.Leader()
 	go func() {
 		// A leader that dies or is frozen answers nothing: give up on it
-		// as soon as this node learns of another leader.
+		// as soon as this node learns of another leader, or once it has
+		// known none for forwardGrace. A moment without a known leader
+		// (this node's heartbeat timeout ran out during a pause, say) is
+		// not enough: the leader may be answering, and giving up turns a
+		// request that succeeds into one whose outcome is unknown.
+		var blank <-chan time.Time
 		for {
 			changed := s.cluster.LeadershipChanged()
-			if id, _ := s.cluster.Leader(); id != target {
+			switch id, _ := s.cluster.Leader(); {
+			case id != "" && id != target:
 				cancel()
 				return
+			case id == "" && blank == nil:
+				t := time.NewTimer(forwardGrace)
+				defer t.Stop()
+				blank = t.C
+			case id != "":
+				blank = nil
 			}
 			select {
 			case <-changed:
+			case <-blank:
+				cancel()
+				return
 			case <-ctx.Done():
 				return
 			}
@@ -185,7 +202,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, le
 		return api.ErrInternalFailure("Could not forward the request: %v", err)
 	}
 	for k, vs := range r.Header {
-		if hopHeader(k) {
+		if hopHeader(k) || connectionHeader(r.Header, k) {
 			continue
 		}
 		out.Header[k] = vs
@@ -213,7 +230,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, le
 	}
 	defer resp.Body.Close()
 	for k, vs := range resp.Header {
-		if !hopHeader(k) {
+		if !hopHeader(k) && !connectionHeader(resp.Header, k) {
 			w.Header()[k] = vs
 		}
 	}
@@ -221,6 +238,15 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, le
 	_, _ = io.Copy(w, resp.Body)
 	return nil
 }
+
+// forwardGrace is how long a forwarded request waits on its leader while
+// this node knows no leader at all: about three election timeouts, time
+// for an election to name a new one.
+const forwardGrace = time.Second
+
+// maxForwardConns bounds the connections a follower opens to its leader,
+// so that a burst of clients on a follower cannot exhaust the leader's.
+const maxForwardConns = 512
 
 // errNotSent is a forward that failed before anything reached the leader.
 var errNotSent = errors.New("the leader could not be reached")
@@ -232,6 +258,19 @@ func hopHeader(k string) bool {
 	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
 		"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length":
 		return true
+	}
+	return false
+}
+
+// connectionHeader reports whether h's Connection header names k: a header
+// of this connection only, not passed on (RFC 9110, 7.6.1).
+func connectionHeader(h http.Header, k string) bool {
+	for _, v := range h.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(name), k) {
+				return true
+			}
+		}
 	}
 	return false
 }

@@ -196,7 +196,9 @@ func (s *Server) doRequest(ctx context.Context, caller string, req api.Request) 
 		cmd.Queue = q
 	}
 	if err := s.authorize(ctx, caller, req, cmd.Queue); err != nil {
-		return nil, err
+		if err = s.confirmNegative(ctx, err, func() error { return s.authorize(ctx, caller, req, cmd.Queue) }); err != nil {
+			return nil, err
+		}
 	}
 	switch req := req.(type) {
 	case *api.SendMessageRequest:

@@ -147,3 +147,17 @@ func TestPeerPortServesOnlyNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestHeadersOfOneConnectionStayBehind: a forward passes on neither the
+// hop-by-hop headers nor those the Connection header names.
+func TestHeadersOfOneConnectionStayBehind(t *testing.T) {
+	h := http.Header{}
+	h.Set("Connection", "keep-alive, X-Private-Hop")
+	h.Set("X-Private-Hop", "1")
+	h.Set("X-Amz-Date", "20261127T000000Z")
+	for k, want := range map[string]bool{"Connection": false, "X-Private-Hop": false, "Keep-Alive": false, "X-Amz-Date": true} {
+		if got := !hopHeader(k) && !connectionHeader(h, k); got != want {
+			t.Errorf("header %s passed on: %v, want %v", k, got, want)
+		}
+	}
+}

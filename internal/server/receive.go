@@ -56,7 +56,16 @@ func (s *Server) receive(ctx context.Context, cmd *engine.Command, req *api.Rece
 				s.notifier.leave(w)
 				return &api.ReceiveMessageResult{}, nil
 			}
-			return nil, api.ErrQueueDoesNotExist()
+			err := s.confirmNegative(ctx, api.ErrQueueDoesNotExist(), func() error {
+				if exists, _ := s.receiveOutlook(cmd.Queue, cmd.Time, req.ReceiveRequestAttemptId); !exists {
+					return api.ErrQueueDoesNotExist()
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if take {
 			if w != nil {
