@@ -241,6 +241,7 @@ could pass for a member and read, write and delete every queue. Either
 		Metrics: reg, LogRequests: opts.logReqs,
 		RecreateDelay: serverDelay(opts.recreateDelay), PurgeDelay: serverDelay(opts.purgeDelay),
 		AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != ""), OnLeader: leaderWork, Memory: memoryGuard(guard),
+		MaxClockOffset:       opts.cluster.maxClockOffset,
 		MaxBodyBytesInFlight: budget / 20})
 	if err != nil {
 		cmdLog.Close()

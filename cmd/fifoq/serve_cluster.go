@@ -18,6 +18,7 @@ import (
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/config"
 	"github.com/fifoq/fifoq/internal/replog"
+	"github.com/fifoq/fifoq/internal/server"
 )
 
 // clusterOptions are the flags that make fifoq serve a cluster member.
@@ -31,6 +32,9 @@ type clusterOptions struct {
 	tlsKey       string
 	tlsCA        string
 	insecure     bool
+	// maxClockOffset is how far this node's clock may be off the
+	// cluster's before it refuses to lead.
+	maxClockOffset time.Duration
 }
 
 // defaultNodeID is the node id of a server started without --node-id: the
@@ -46,6 +50,7 @@ func (c *clusterOptions) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCert, "raft-tls-cert", "", "certificate (PEM) this node presents to the other nodes; with --raft-tls-key and --raft-tls-ca, all node-to-node traffic is mutual TLS")
 	fs.StringVar(&c.tlsKey, "raft-tls-key", "", "private key (PEM) for --raft-tls-cert")
 	fs.StringVar(&c.tlsCA, "raft-tls-ca", "", "CA certificate (PEM): a node refuses peers whose certificate this CA did not sign")
+	fs.DurationVar(&c.maxClockOffset, "max-clock-offset", server.DefaultMaxClockOffset, "how far a member's wall clock may be off the majority's before it refuses to lead (queue time is the leader's clock); keep clocks synchronised with NTP")
 	fs.BoolVar(&c.insecure, "raft-insecure", false, "allow --raft-addr beyond loopback without --raft-tls-*: anyone who can reach the port can send Raft messages that rewrite every node's state")
 }
 
@@ -83,6 +88,9 @@ func (c *clusterOptions) check(inMemory bool) error {
 	}
 	if n != 0 && n != 3 {
 		return errors.New("--raft-tls-cert, --raft-tls-key and --raft-tls-ca go together")
+	}
+	if c.maxClockOffset <= 0 {
+		return fmt.Errorf("--max-clock-offset %v: give a positive duration", c.maxClockOffset)
 	}
 	if c.exposed() && !c.insecure {
 		return fmt.Errorf(`refusing --raft-addr %s beyond loopback without TLS: anyone who can reach that port could

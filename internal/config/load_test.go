@@ -209,6 +209,7 @@ raft_tls:
   key: tls/node-key.pem
   ca: tls/ca.pem
 raft_insecure: true
+max_clock_offset: 250ms
 `
 	f, err := Parse("/etc/fifoq/fifoq.yaml", []byte(file), env{"FIFOQ_TEST_SECRET": "from-env"}.lookup)
 	if err != nil {
@@ -223,7 +224,7 @@ raft_insecure: true
 		"node_id": "n1", "raft_addr": "10.0.0.1:7000", "peers": "n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000",
 		"join": "http://10.0.0.2:9324", "advertise_url": "http://10.0.0.1:9324",
 		"raft_tls.cert": "/etc/fifoq/tls/node.pem", "raft_tls.key": "/etc/fifoq/tls/node-key.pem", "raft_tls.ca": "/etc/fifoq/tls/ca.pem",
-		"raft_insecure": "true",
+		"raft_insecure": "true", "max_clock_offset": "250ms",
 	}
 	for _, s := range Settings {
 		got, ok := f.Setting(s.Key)

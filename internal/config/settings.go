@@ -77,6 +77,7 @@ var Settings = []Setting{
 	{Key: "raft_tls.key", Flag: "raft-tls-key", Env: "FIFOQ_RAFT_TLS_KEY", Kind: Path},
 	{Key: "raft_tls.ca", Flag: "raft-tls-ca", Env: "FIFOQ_RAFT_TLS_CA", Kind: Path},
 	{Key: "raft_insecure", Flag: "raft-insecure", Env: "FIFOQ_RAFT_INSECURE", Kind: Bool},
+	{Key: "max_clock_offset", Flag: "max-clock-offset", Env: "FIFOQ_MAX_CLOCK_OFFSET", Kind: Duration},
 }
 
 // The config file's own flag and environment variable.

@@ -18,6 +18,7 @@ type serveFlags struct {
 	minFree                             int64
 	inMemory, insecure, logJSON, logReq bool
 	raftInsecure                        bool
+	maxClockOffset                      time.Duration
 	recreateDelay, purgeDelay           time.Duration
 	maxMemory, bodyFileSize             string
 	cluster                             [8]string
@@ -47,6 +48,7 @@ func newServeFlags(t *testing.T, args ...string) *serveFlags {
 		f.fs.StringVar(&f.cluster[i], name, "", "")
 	}
 	f.fs.BoolVar(&f.raftInsecure, "raft-insecure", false, "")
+	f.fs.DurationVar(&f.maxClockOffset, "max-clock-offset", 500*time.Millisecond, "")
 	f.fs.StringVar(&f.config, "config", "", "")
 	if err := f.fs.Parse(args); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -64,8 +65,24 @@ type Engine struct {
 	// SnapshotView). A pointer shared with the queues, like due.
 	cow *cowState
 
-	hook  func(api.QueueKey)
+	hook  *availableHook
 	woken []api.QueueKey // queues to pass to hook when the command is done
+}
+
+// availableHook holds the function SetAvailableHook sets. It may be set
+// while commands are applied (a server is put in front of a log that is
+// already replaying), so it is read atomically; a pointer, so that
+// Restore's copy of a decoded engine keeps it.
+type availableHook struct {
+	fn atomic.Pointer[func(api.QueueKey)]
+}
+
+// get returns the hook's function, nil if none is set.
+func (h *availableHook) get() func(api.QueueKey) {
+	if p := h.fn.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // New returns an engine with no queues.
@@ -77,6 +94,7 @@ func New(cfg Config) *Engine {
 		dlqSources: map[api.QueueKey]map[api.QueueKey]struct{}{},
 		due:        &indexedHeap[*queue]{less: dueLess, pos: duePos},
 		cow:        &cowState{},
+		hook:       &availableHook{},
 	}
 }
 
@@ -85,8 +103,15 @@ func New(cfg Config) *Engine {
 // messages may have become receivable during the command: a send without
 // delay, a visibility change to 0, a delay or visibility timeout that ran
 // out, a deletion that unblocked a FIFO group, a message moved in. Calls
-// may be spurious; the function must not block or call back into the engine.
-func (e *Engine) SetAvailableHook(fn func(api.QueueKey)) { e.hook = fn }
+// may be spurious; the function must not block or call back into the
+// engine. It may be called while commands are applied.
+func (e *Engine) SetAvailableHook(fn func(api.QueueKey)) {
+	if fn == nil {
+		e.hook.fn.Store(nil)
+		return
+	}
+	e.hook.fn.Store(&fn)
+}
 
 // HasActiveMoveTasks reports whether a message move task is running, in
 // which case the server should apply TickRequest commands regularly (about
@@ -351,13 +376,14 @@ func (e *Engine) wake(k api.QueueKey) {
 func (e *Engine) flushWakes() {
 	woken := e.woken
 	e.woken = e.woken[:0]
-	if e.hook == nil {
+	hook := e.hook.get()
+	if hook == nil {
 		return
 	}
 	if len(woken) <= 16 {
 		for i, k := range woken {
 			if !slices.Contains(woken[:i], k) {
-				e.hook(k)
+				hook(k)
 			}
 		}
 		return
@@ -366,7 +392,7 @@ func (e *Engine) flushWakes() {
 	for _, k := range woken {
 		if !seen[k] {
 			seen[k] = true
-			e.hook(k)
+			hook(k)
 		}
 	}
 }

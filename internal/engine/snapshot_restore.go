@@ -40,10 +40,10 @@ func (e *Engine) RestoreVerified(r io.Reader, verify func() error) error {
 			return fmt.Errorf("engine: restore: %w", err)
 		}
 	}
-	hook := e.hook
+	box := e.hook
 	*e = *n
-	e.hook = hook
-	if hook != nil {
+	e.hook = box
+	if hook := box.get(); hook != nil {
 		keys := make([]api.QueueKey, 0, len(e.queues))
 		for k := range e.queues {
 			keys = append(keys, k)

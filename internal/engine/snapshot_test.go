@@ -32,7 +32,7 @@ func snapshotBytes(t testing.TB, e *Engine) []byte {
 func restoreHarness(t *testing.T, h *harness) {
 	t.Helper()
 	e := New(Config{Region: testRegion})
-	e.SetAvailableHook(h.e.hook)
+	e.SetAvailableHook(h.e.hook.get())
 	if err := e.Restore(bytes.NewReader(snapshotBytes(t, h.e))); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}

@@ -20,6 +20,9 @@ type ClusterFigures struct {
 	LastContact time.Time
 	// LeaderChanges counts the leaders this node has seen elected.
 	LeaderChanges uint64
+	// ClockOffsets is, by peer node id, how far the peer's wall clock was
+	// ahead of this node's at the last measurement (negative: behind).
+	ClockOffsets map[string]time.Duration
 }
 
 // clusterRoles are the values of the role label, each reported 0 or 1.
@@ -70,11 +73,13 @@ var (
 		"Seconds since this follower last heard from the leader; absent on the leader and before any contact.", nil, nil)
 	descChanges = prometheus.NewDesc(prometheus.BuildFQName(namespace, "cluster", "leader_changes_total"),
 		"Leaders this node has seen elected since it started.", nil, nil)
+	descClockOffset = prometheus.NewDesc(prometheus.BuildFQName(namespace, "cluster", "clock_offset_seconds"),
+		"How far a peer's wall clock is ahead of this node's (negative: behind), beyond the measurement's uncertainty, at the last measurement.", []string{"peer"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRole, descTerm, descCommit, descApplied, descLag, descContact, descChanges} {
+	for _, d := range []*prometheus.Desc{descRole, descTerm, descCommit, descApplied, descLag, descContact, descChanges, descClockOffset} {
 		ch <- d
 	}
 }
@@ -101,4 +106,7 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descContact, prometheus.GaugeValue, time.Since(f.LastContact).Seconds())
 	}
 	ch <- prometheus.MustNewConstMetric(descChanges, prometheus.CounterValue, float64(f.LeaderChanges))
+	for peer, off := range f.ClockOffsets {
+		ch <- prometheus.MustNewConstMetric(descClockOffset, prometheus.GaugeValue, off.Seconds(), peer)
+	}
 }

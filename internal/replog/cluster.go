@@ -120,6 +120,10 @@ type clusterState struct {
 	// learn carries the members' incarnations met in hellos to the
 	// goroutine that records them (recordIncarnations).
 	learn chan learnedIncarnation
+
+	// clockOff, when not nil, says why this node's wall clock disagrees
+	// with the cluster's: such a node refuses to lead (SetClockOff).
+	clockOff atomic.Pointer[string]
 }
 
 // tune sets Raft's timing for a network of nodes.
@@ -280,6 +284,18 @@ func (l *Raft) watchLeadership() {
 			}
 			continue
 		}
+		if why := c.clockOff.Load(); why != nil {
+			// Queue time is the leader's clock: a leader whose clock is
+			// off the others' would move every queue by the difference.
+			if c.readyTerm.Swap(0) != 0 {
+				c.notify()
+			}
+			l.logger.Error("this node leads but its clock is off the cluster's: handing the leadership over", "why", *why)
+			if err := l.raft.LeadershipTransfer().Error(); err != nil {
+				l.logger.Warn("could not hand the leadership over", "err", err)
+			}
+			continue
+		}
 		term := l.raft.CurrentTerm()
 		if c.readyTerm.Load() == term {
 			continue
@@ -330,6 +346,9 @@ func (l *Raft) Clustered() bool { return l.cluster != nil }
 // run the leader's periodic work.
 func (l *Raft) Leading() bool {
 	if l.faults.err() != nil {
+		return false
+	}
+	if l.cluster != nil && l.cluster.clockOff.Load() != nil {
 		return false
 	}
 	if _, err := l.fsm.failure(); err != nil {
@@ -598,4 +617,24 @@ func (l *Raft) leaveOnFatal() {
 		"index", index, "err", err)
 	l.markStopped()
 	_ = l.shutdownRaft().Error()
+}
+
+// SetClockOff says whether this node's wall clock is off the cluster's by
+// more than the cluster allows (why, or "" when it is not): while it is,
+// the node refuses to lead, handing the leadership over if it has it, and
+// is not ready. The server measures the clocks (its clock watch); the log
+// enforces what follows. A cluster of one has no one to compare with.
+func (l *Raft) SetClockOff(why string) {
+	if l.cluster == nil {
+		return
+	}
+	if why == "" {
+		l.cluster.clockOff.Store(nil)
+	} else {
+		l.cluster.clockOff.Store(&why)
+	}
+	select {
+	case l.cluster.wake <- raft.Observation{}:
+	default:
+	}
 }

@@ -72,6 +72,11 @@ func (l *Raft) Ready() error {
 	if l.faults.err() != nil {
 		return errors.New(l.faults.summary())
 	}
+	if l.cluster != nil {
+		if why := l.cluster.clockOff.Load(); why != nil {
+			return errors.New("this node's clock is off the cluster's: " + *why)
+		}
+	}
 	if _, err := l.fsm.failure(); err != nil {
 		// The details (file, entry) are in the server's log, not here:
 		// readiness is answered to anyone who asks.

@@ -41,7 +41,7 @@ func (s *Server) initCluster() {
 	if err := s.metrics.WatchCluster(func() metrics.ClusterFigures {
 		st := c.Status()
 		return metrics.ClusterFigures{Role: st.State, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
-			LastContact: st.LastContact, LeaderChanges: st.LeaderChanges}
+			LastContact: st.LastContact, LeaderChanges: st.LeaderChanges, ClockOffsets: s.clocks.clockOffsets()}
 	}); err != nil {
 		s.logger.Warn("cluster metrics unavailable", "err", err)
 	}
@@ -85,10 +85,14 @@ func (s *Server) startCluster() {
 		return
 	}
 	rt.once.Do(func() {
-		rt.wg.Add(2)
+		rt.wg.Add(3)
 		go func() {
 			defer rt.wg.Done()
 			_ = rt.peerSrv.Serve(s.cluster.PeerListener())
+		}()
+		go func() {
+			defer rt.wg.Done()
+			s.watchClocks(rt.quit)
 		}()
 		go func() {
 			defer rt.wg.Done()
@@ -213,6 +217,9 @@ type ClusterMember struct {
 type NodeInfo struct {
 	replog.NodeStatus
 	SQSEndpoint string `json:"sqs_endpoint,omitempty"`
+	// Time is the node's wall clock when it answered, for the other
+	// members' clock checks (clocks.go).
+	Time time.Time `json:"time"`
 }
 
 // ClusterStatus is the answer of GET /cluster/status.
@@ -239,7 +246,7 @@ func (s *Server) registerCluster(mux *http.ServeMux) {
 }
 
 func (s *Server) nodeInfo() NodeInfo {
-	return NodeInfo{NodeStatus: s.status.Status(), SQSEndpoint: s.cfg.AdvertiseURL}
+	return NodeInfo{NodeStatus: s.status.Status(), SQSEndpoint: s.cfg.AdvertiseURL, Time: s.now()}
 }
 
 func (s *Server) serveClusterNode(w http.ResponseWriter, r *http.Request) {

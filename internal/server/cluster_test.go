@@ -48,6 +48,8 @@ type clusterNode struct {
 	done              chan error
 	// leaderCalls counts Config.OnLeader calls on this node.
 	leaderCalls atomic.Int64
+	// skew, if not 0, sets this node's clock that far from the others'.
+	skew time.Duration
 }
 
 func (n *clusterNode) start(t *testing.T) {
@@ -68,7 +70,11 @@ func (n *clusterNode) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.url = "http://" + ln.Addr().String()
-	srv, err := New(Config{Log: l, Engine: eng, Logger: quietLogger(), AdvertiseURL: n.url,
+	var now func() time.Time
+	if n.skew != 0 {
+		now = func() time.Time { return time.Now().Add(n.skew) }
+	}
+	srv, err := New(Config{Log: l, Engine: eng, Logger: quietLogger(), AdvertiseURL: n.url, Now: now,
 		OnLeader: func(context.Context) { n.leaderCalls.Add(1) },
 		Verifier: &auth.Verifier{Store: store, DefaultAccount: DefaultAccount, Region: DefaultRegion}})
 	if err != nil {

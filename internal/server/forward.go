@@ -33,6 +33,7 @@ type clusterLog interface {
 	AddVoter(ctx context.Context, id, raftAddr, incarnation string) error
 	RemoveServer(ctx context.Context, id string) error
 	Status() replog.NodeStatus
+	SetClockOff(why string)
 }
 
 // replog.Raft is the cluster log fifoq runs with.

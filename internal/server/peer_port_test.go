@@ -161,3 +161,71 @@ func TestHeadersOfOneConnectionStayBehind(t *testing.T) {
 		}
 	}
 }
+
+// TestSkewedClockNeverLeads runs three members, one with a clock 2 s ahead
+// of the others': the others measure it (fifoq_cluster_clock_offset_seconds),
+// it finds its clock off the majority's and says so in /readyz, and it
+// never leads, however often the leader goes, so that queue time never
+// jumps by its skew.
+func TestSkewedClockNeverLeads(t *testing.T) {
+	var nodes []*clusterNode
+	{
+		var peers []replog.Peer
+		for i := 0; i < 3; i++ {
+			peers = append(peers, replog.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: freeAddr(t)})
+		}
+		for i := range peers {
+			nd := &clusterNode{id: peers[i].ID, raftAddr: peers[i].Addr, dir: t.TempDir(),
+				cfg: replog.ClusterConfig{RaftAddr: peers[i].Addr, Peers: peers}}
+			if i == 2 {
+				nd.skew = 2 * time.Second
+			}
+			nd.start(t)
+			nodes = append(nodes, nd)
+		}
+		t.Cleanup(func() {
+			for _, nd := range nodes {
+				nd.stop()
+			}
+		})
+	}
+	skewed := nodes[2]
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := skewed.log.Ready()
+		if err != nil && strings.Contains(err.Error(), "clock") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the skewed member does not find its clock off (ready: %v)", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		off, ok := nodes[0].srv.clocks.clockOffsets()[skewed.id]
+		if ok && off > 1500*time.Millisecond && off < 2500*time.Millisecond {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n1 measures the skewed member's clock %v ahead (measured: %v); want about 2 s", off, ok)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// However the leadership moves, the skewed member never keeps it.
+	ctx := context.Background()
+	for round := 0; round < 3; round++ {
+		leader := leaderOf(t, nodes)
+		if leader == skewed {
+			t.Fatalf("round %d: the skewed member leads", round)
+		}
+		if _, err := sdkClient(leader.url, ownKey).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(fmt.Sprintf("q%d", round))}); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		leader.stop()
+		next := leaderOf(t, nodes)
+		if next == skewed {
+			t.Fatalf("round %d: the skewed member leads once %s stopped", round, leader.id)
+		}
+		leader.start(t)
+	}
+}

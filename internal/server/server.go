@@ -81,6 +81,10 @@ type Config struct {
 	// AdvertiseURL is the URL clients reach this node's SQS endpoint by,
 	// answered by GET /cluster/leader and /cluster/status.
 	AdvertiseURL string
+	// MaxClockOffset is how far a cluster member's clock may be off the
+	// majority's before it refuses to lead (DefaultMaxClockOffset if 0;
+	// see clocks.go).
+	MaxClockOffset time.Duration
 	// OnLeader, if not nil, runs each time this node becomes its cluster's
 	// leader (on a cluster of one: never; the caller does its work at
 	// start), with a context that ends when the leadership does. It must
@@ -149,9 +153,11 @@ type Server struct {
 	verifier *auth.Verifier
 	// membershipSigs are the membership requests carried out here.
 	membershipSigs seenSignatures
-	policies       policyCache
-	stats          statsTable
-	metrics        *metrics.Registry
+	// clocks are the last measurements of the peers' clocks.
+	clocks   clockWatch
+	policies policyCache
+	stats    statsTable
+	metrics  *metrics.Registry
 	// pollSlots holds one token per receive waiting for messages.
 	pollSlots chan struct{}
 	// bodyBytes counts the request body bytes being handled, against
@@ -189,6 +195,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	cfg.Now = cfg.Clock.Now
+	if cfg.MaxClockOffset <= 0 {
+		cfg.MaxClockOffset = DefaultMaxClockOffset
+	}
 	if cfg.MaxBodyBytesInFlight > 0 {
 		cfg.MaxBodyBytesInFlight = max(cfg.MaxBodyBytesInFlight, MaxRequestBodyBytes)
 	}

@@ -1,0 +1,146 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Queue time in a cluster is the leader's wall clock: it stamps every
+// command, and the engine only moves forward. A leader whose clock ran Δ
+// ahead would move every queue Δ into the future for good (in-flight FIFO
+// messages visible early, the deduplication interval cut short); one Δ
+// behind would hold queue time still for Δ. So the members compare their
+// clocks, and one whose clock disagrees with the majority's by more than
+// Config.MaxClockOffset refuses to lead (replog.Raft.SetClockOff), says so
+// in its log and its /readyz, and reports every peer's offset in
+// fifoq_cluster_clock_offset_seconds. Keep the nodes' clocks synchronised
+// (NTP, chrony): the bound only detects what they fail to keep.
+
+// DefaultMaxClockOffset is Config.MaxClockOffset's default.
+const DefaultMaxClockOffset = 500 * time.Millisecond
+
+// clockCheckEvery is how often a member measures its peers' clocks.
+const clockCheckEvery = 2 * time.Second
+
+// clockWatch holds the last measurements of the peers' clocks.
+type clockWatch struct {
+	mu      sync.Mutex
+	offsets map[string]time.Duration // by peer id: its clock minus this node's, beyond the uncertainty
+	off     bool                     // this node's clock is off the majority's
+}
+
+// clockOffsets returns a copy of the last offsets measured, for /metrics.
+func (c *clockWatch) clockOffsets() map[string]time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.offsets) == 0 {
+		return nil
+	}
+	out := make(map[string]time.Duration, len(c.offsets))
+	for k, v := range c.offsets {
+		out[k] = v
+	}
+	return out
+}
+
+// watchClocks measures the peers' clocks every clockCheckEvery until quit.
+func (s *Server) watchClocks(quit <-chan struct{}) {
+	t := time.NewTicker(clockCheckEvery)
+	defer t.Stop()
+	for {
+		s.checkClocks()
+		select {
+		case <-t.C:
+		case <-quit:
+			return
+		}
+	}
+}
+
+// checkClocks measures every peer's clock once, and tells the log whether
+// this node's clock is off the majority's.
+func (s *Server) checkClocks() {
+	members, err := s.cluster.Members()
+	if err != nil {
+		return
+	}
+	self := s.cluster.NodeID()
+	offsets := map[string]time.Duration{}
+	for _, m := range members {
+		if m.ID == self {
+			continue
+		}
+		if off, ok := s.measureClock(m.Addr); ok {
+			offsets[m.ID] = off
+		}
+	}
+	// A node is off when a majority of the members' clocks disagree with
+	// its own, and right again when its own and those that agree with it
+	// make a majority. Between the two (members down, say) it stays as it
+	// was: with two clocks that disagree and the third unseen, neither can
+	// tell which is wrong.
+	limit := s.cfg.MaxClockOffset
+	agree, disagree := 0, 0
+	var wrong []time.Duration
+	for _, o := range offsets {
+		if o > limit || o < -limit {
+			disagree++
+			wrong = append(wrong, o)
+		} else {
+			agree++
+		}
+	}
+	majority := len(members)/2 + 1
+	s.clocks.mu.Lock()
+	was := s.clocks.off
+	s.clocks.mu.Unlock()
+	off := was
+	switch {
+	case disagree >= majority:
+		off = true
+	case agree+1 >= majority:
+		off = false
+	}
+	slices.Sort(wrong)
+	var median time.Duration
+	if len(wrong) > 0 {
+		median = wrong[len(wrong)/2]
+	}
+	s.clocks.mu.Lock()
+	s.clocks.offsets = offsets
+	s.clocks.off = off
+	s.clocks.mu.Unlock()
+	switch {
+	case off && !was:
+		why := fmt.Sprintf("%d of the %d members' clocks are off this node's, by %v (a median), more than --max-clock-offset %v", disagree, len(members), median.Round(time.Millisecond), limit)
+		s.logger.Error("this node's clock is off the cluster's: it refuses to lead until its clock is synchronised (NTP)", "why", why)
+		s.cluster.SetClockOff(why)
+	case !off && was:
+		s.logger.Info("this node's clock agrees with the cluster's again")
+		s.cluster.SetClockOff("")
+	}
+}
+
+// measureClock asks the node at raftAddr for its time and returns how far
+// its clock is ahead of this node's, beyond half the round trip (the
+// uncertainty of the measurement), and false if it did not answer.
+func (s *Server) measureClock(raftAddr string) (time.Duration, bool) {
+	t0 := s.now()
+	info, err := s.askNode(context.Background(), raftAddr)
+	t1 := s.now()
+	if err != nil || info.Time.IsZero() {
+		return 0, false
+	}
+	half := t1.Sub(t0) / 2
+	off := info.Time.Sub(t0.Add(half))
+	switch {
+	case off > half:
+		return off - half, true
+	case off < -half:
+		return off + half, true
+	}
+	return 0, true
+}
