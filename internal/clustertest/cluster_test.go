@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -350,4 +351,36 @@ func (c *cluster) createQueue(name string, attrs map[string]string) string {
 	}
 	c.t.Fatalf("create queue %s: %v", name, last)
 	return ""
+}
+
+// drainNumbered receives and deletes through nd every message of the
+// queue, whose bodies start with a decimal number, until three receives
+// in a row find nothing, and returns the numbers in the order received.
+func drainNumbered(t *testing.T, nd *node, queueURL string) []int {
+	t.Helper()
+	ctx := context.Background()
+	client := newClient(nd.httpAddr, 10*time.Second)
+	var got []int
+	for empty := 0; empty < 3; {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatalf("receive: %v", err)
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		empty = 0
+		for _, m := range out.Messages {
+			n, err := strconv.Atoi(strings.SplitN(aws.ToString(m.Body), " ", 2)[0])
+			if err != nil {
+				t.Fatalf("a message not of the test's: %.40q", aws.ToString(m.Body))
+			}
+			got = append(got, n)
+			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatalf("delete: %v", err)
+			}
+		}
+	}
+	return got
 }

@@ -110,29 +110,7 @@ func TestFullDiskStopsMember(t *testing.T) {
 
 	// Every acknowledged send is there, once, in order; none that was not
 	// sent; an unknown outcome may or may not be.
-	var got []int
-	for empty := 0; empty < 3; {
-		out, err := newClient(c.nodes[0].httpAddr, 10*time.Second).ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q),
-			MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-		if err != nil {
-			t.Fatalf("receive: %v", err)
-		}
-		if len(out.Messages) == 0 {
-			empty++
-			continue
-		}
-		empty = 0
-		for _, m := range out.Messages {
-			n, err := strconv.Atoi(strings.SplitN(aws.ToString(m.Body), " ", 2)[0])
-			if err != nil {
-				t.Fatalf("a message not of the test's: %.40q", aws.ToString(m.Body))
-			}
-			got = append(got, n)
-			if _, err := newClient(c.nodes[0].httpAddr, 10*time.Second).DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				t.Fatalf("delete: %v", err)
-			}
-		}
-	}
+	got := drainNumbered(t, c.nodes[0], q)
 	seen := map[int]bool{}
 	for k, n := range got {
 		if seen[n] || n >= next || (k > 0 && n <= got[k-1]) {

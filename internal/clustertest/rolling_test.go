@@ -83,29 +83,7 @@ func TestRollingRestart(t *testing.T) {
 	close(stop)
 	<-done
 
-	var got []int
-	for empty := 0; empty < 3; {
-		out, err := newClient(c.nodes[0].httpAddr, 10*time.Second).ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q),
-			MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-		if err != nil {
-			t.Fatalf("receive: %v", err)
-		}
-		if len(out.Messages) == 0 {
-			empty++
-			continue
-		}
-		empty = 0
-		for _, m := range out.Messages {
-			n, err := strconv.Atoi(aws.ToString(m.Body))
-			if err != nil {
-				t.Fatalf("a message not of the test's: %q", aws.ToString(m.Body))
-			}
-			got = append(got, n)
-			if _, err := newClient(c.nodes[0].httpAddr, 10*time.Second).DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				t.Fatalf("delete: %v", err)
-			}
-		}
-	}
+	got := drainNumbered(t, c.nodes[0], q)
 	// The client sends message i+1 only once i is acknowledged, so what is
 	// received must be exactly 0..n-1 in order, n being the acknowledged
 	// count or one more (the last send's outcome may be unknown).
