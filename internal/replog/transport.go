@@ -184,10 +184,13 @@ func (m *peerMux) answerHello(conn net.Conn) bool {
 	}
 	id, inc, expected := f[0], f[1], f[2]
 	if expected != "-" && expected != m.selfInc {
-		detail := fmt.Sprintf("the cluster expects incarnation %s of it, and its data dir is incarnation %s", expected, m.selfInc)
+		detail := fmt.Sprintf("member %s expects incarnation %s of it, and its data dir is incarnation %s", id, expected, m.selfInc)
 		_, _ = io.WriteString(conn, "fenced-me "+detail+"\n")
+		// Only a member's word stops this node, not any dialer's.
 		if c := m.checks.Load(); c != nil {
-			c.fence(detail)
+			if _, member := c.recorded(id); member {
+				c.fence(detail)
+			}
 		}
 		return false
 	}
