@@ -66,7 +66,7 @@ func clusterFlagSet(o *clusterCmdOptions, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprint(fs.Output(), `Usage:
   fifoq cluster status [flags]            members, leader, each node's applied index, lag and last contact
   fifoq cluster leader [flags]            the leader's node id and SQS endpoint
-  fifoq cluster add ID HOST:PORT [flags]  add a voting member (HOST:PORT is its --raft-addr)
+  fifoq cluster add ID HOST:PORT [flags]  add a member (HOST:PORT is its --raft-addr); it votes once caught up
   fifoq cluster remove ID [flags]         remove a member
 
 add and remove are signed (SigV4) with FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY

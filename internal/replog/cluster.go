@@ -463,8 +463,9 @@ var ErrNotLeader = errors.New("this node does not lead the cluster")
 // of the cluster under another incarnation, or under none recorded.
 var ErrAlreadyMember = errors.New("already a member")
 
-// AddVoter adds a voting member; incarnation, if not empty, is its data
-// dir's (a node that joins says it). Only the leader can; it returns once
+// AddVoter adds a member, which votes once it has caught up (it joins as a
+// non-voter; see Promote); incarnation, if not empty, is its data dir's
+// (a node that joins says it). Only the leader can; it returns once
 // the new membership is committed. An id that is already a member is
 // refused (ErrAlreadyMember) unless with the incarnation recorded for it,
 // which changes nothing: a member whose data dir was replaced must be
@@ -485,13 +486,32 @@ func (l *Raft) AddVoter(ctx context.Context, id, addr, incarnation string) error
 		}
 		return fmt.Errorf("%w: node %s is a member already; to add it anew (its data dir replaced), remove it first with `fifoq cluster remove %s`", ErrAlreadyMember, id, id)
 	}
-	if err := l.membershipChange(ctx, l.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeoutOf(ctx))); err != nil {
+	// It joins without a vote, and the leader makes it a voter once it
+	// has caught up (Promote).
+	if err := l.membershipChange(ctx, l.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeoutOf(ctx))); err != nil {
 		return err
 	}
 	if incarnation != "" {
 		l.learned(id, incarnation)
 	}
 	return nil
+}
+
+// Promote makes the non-voting member id a voter. Only the leader can.
+func (l *Raft) Promote(ctx context.Context, id string) error {
+	f := l.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id {
+			if s.Suffrage == raft.Voter {
+				return nil
+			}
+			return l.membershipChange(ctx, l.raft.AddVoter(s.ID, s.Address, 0, timeoutOf(ctx)))
+		}
+	}
+	return fmt.Errorf("node %s is not a member", id)
 }
 
 // RemoveServer removes a member. Only the leader can; a leader may remove

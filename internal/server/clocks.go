@@ -73,8 +73,14 @@ func (s *Server) checkClocks() {
 		if m.ID == self {
 			continue
 		}
-		if off, ok := s.measureClock(m.Addr); ok {
-			offsets[m.ID] = off
+		commit := s.cluster.Status().CommitIndex
+		off, info, ok := s.measureClock(m.Addr)
+		if !ok {
+			continue
+		}
+		offsets[m.ID] = off
+		if !m.Voter && info.AppliedIndex >= commit && s.cluster.Leading() {
+			s.promote(m.ID)
 		}
 	}
 	// A node is off when a majority of the members' clocks disagree with
@@ -124,23 +130,39 @@ func (s *Server) checkClocks() {
 	}
 }
 
-// measureClock asks the node at raftAddr for its time and returns how far
-// its clock is ahead of this node's, beyond half the round trip (the
-// uncertainty of the measurement), and false if it did not answer.
-func (s *Server) measureClock(raftAddr string) (time.Duration, bool) {
+// measureClock asks the node at raftAddr for its status and time, and
+// returns how far its clock is ahead of this node's, beyond half the round
+// trip (the uncertainty of the measurement), and false if it did not
+// answer.
+func (s *Server) measureClock(raftAddr string) (time.Duration, *NodeInfo, bool) {
 	t0 := s.now()
 	info, err := s.askNode(context.Background(), raftAddr)
 	t1 := s.now()
 	if err != nil || info.Time.IsZero() {
-		return 0, false
+		return 0, nil, false
 	}
 	half := t1.Sub(t0) / 2
 	off := info.Time.Sub(t0.Add(half))
 	switch {
 	case off > half:
-		return off - half, true
+		return off - half, info, true
 	case off < -half:
-		return off + half, true
+		return off + half, info, true
 	}
-	return 0, true
+	return 0, info, true
+}
+
+// promote makes a member that joined as a non-voter a voter, now that it
+// has applied everything committed before it was asked: a new member that
+// votes before it has caught up can stall every write (a cluster of 3
+// growing to 4 with one old member down needs the new one for a majority,
+// while it is still receiving a snapshot).
+func (s *Server) promote(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.cluster.Promote(ctx, id); err != nil {
+		s.logger.Warn("could not make a caught-up member a voter", "node_id", id, "err", err)
+		return
+	}
+	s.logger.Info("a new member caught up and now votes", "node_id", id)
 }

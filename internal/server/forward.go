@@ -34,6 +34,7 @@ type clusterLog interface {
 	RemoveServer(ctx context.Context, id string) error
 	Status() replog.NodeStatus
 	SetClockOff(why string)
+	Promote(ctx context.Context, id string) error
 }
 
 // replog.Raft is the cluster log fifoq runs with.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -227,5 +228,52 @@ func TestSkewedClockNeverLeads(t *testing.T) {
 			t.Fatalf("round %d: the skewed member leads once %s stopped", round, leader.id)
 		}
 		leader.start(t)
+	}
+}
+
+// TestNewMemberVotesOnceCaughtUp adds a member before it runs: it must not
+// vote until it has caught up (a voter that cannot answer would count
+// against every majority, and one down besides would stall every write);
+// once it runs and has applied the log, the leader makes it a voter.
+func TestNewMemberVotesOnceCaughtUp(t *testing.T) {
+	nodes := newTestCluster(t, 3, nil)
+	leader := leaderOf(t, nodes)
+	ctx := context.Background()
+	if _, err := sdkClient(leader.url, ownKey).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("before")}); err != nil {
+		t.Fatal(err)
+	}
+	n4 := &clusterNode{id: "n4", raftAddr: freeAddr(t), dir: t.TempDir()}
+	n4.cfg = replog.ClusterConfig{RaftAddr: n4.raftAddr, Join: true}
+	add, _ := json.Marshal(map[string]string{"id": "n4", "raft_addr": n4.raftAddr})
+	if code, body := adminCall(t, http.MethodPost, leader.url+"/cluster/members", add, adminKey); code != 200 {
+		t.Fatalf("add n4: %d %s", code, body)
+	}
+	voter := func() (bool, bool) {
+		members, _ := leader.log.Members()
+		for _, m := range members {
+			if m.ID == "n4" {
+				return true, m.Voter
+			}
+		}
+		return false, false
+	}
+	time.Sleep(3 * clockCheckEvery)
+	if member, votes := voter(); !member || votes {
+		t.Fatalf("n4, added but not running: member %v, voter %v; want a member without a vote", member, votes)
+	}
+	n4.start(t)
+	defer n4.stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, votes := voter(); votes {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("n4 caught up but was never made a voter")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := sdkClient(n4.url, ownKey).GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("before")}); err != nil {
+		t.Fatalf("the new voter: %v", err)
 	}
 }
