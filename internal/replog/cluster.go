@@ -117,9 +117,11 @@ type clusterState struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at every change of leadership
 
-	// learn carries the members' incarnations met in hellos to the
-	// goroutine that records them (recordIncarnations).
-	learn chan learnedIncarnation
+	// learnedIncs are the members' incarnations met in hellos, which the
+	// leader records (recordIncarnations, woken through learn).
+	learnMu     sync.Mutex
+	learnedIncs map[string]string
+	learn       chan struct{}
 
 	// clockOff, when not nil, says why this node's wall clock disagrees
 	// with the cluster's: such a node refuses to lead (SetClockOff).
@@ -163,7 +165,7 @@ func openTransport(cfg *RaftConfig, hlog hclog.Logger, incarnation string) (raft
 		Timeout: 10 * time.Second,
 		Logger:  hlog,
 	})
-	cs := &clusterState{cfg: *c, mux: mux, trans: trans, changed: make(chan struct{}), learn: make(chan learnedIncarnation, 1)}
+	cs := &clusterState{cfg: *c, mux: mux, trans: trans, changed: make(chan struct{}), learn: make(chan struct{}, 1)}
 	return raft.ServerAddress(c.RaftAddr), trans, cs, nil
 }
 
@@ -523,6 +525,9 @@ func (l *Raft) RemoveServer(ctx context.Context, id string) error {
 	// Forget its incarnation, so that it can be added anew. (If this
 	// fails, the record stays, and adding the id anew is refused until a
 	// later removal succeeds.)
+	l.cluster.learnMu.Lock()
+	delete(l.cluster.learnedIncs, id)
+	l.cluster.learnMu.Unlock()
 	if rec, _ := l.recordedIncarnation(id); rec != "" {
 		return l.setMeta(ctx, memberKey(id), "")
 	}

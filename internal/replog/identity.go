@@ -175,27 +175,29 @@ func (l *Raft) learned(id, incarnation string) {
 	if l.raft.State() != raft.Leader {
 		return
 	}
+	c := l.cluster
+	c.learnMu.Lock()
+	if c.learnedIncs == nil {
+		c.learnedIncs = map[string]string{}
+	}
+	c.learnedIncs[id] = incarnation
+	c.learnMu.Unlock()
 	select {
-	case l.cluster.learn <- learnedIncarnation{id: id, incarnation: incarnation}:
-	default: // the recorder is busy; the next hello tells again
+	case c.learn <- struct{}{}:
+	default: // the recorder has been told already
 	}
 }
-
-// learnedIncarnation is a member's incarnation to record.
-type learnedIncarnation struct{ id, incarnation string }
 
 // recordIncarnations records in the replicated state the incarnations the
 // leader learns, off the goroutines that learn them. It holds them until
 // it knows the incarnation of every member (see the gate above).
 func (l *Raft) recordIncarnations() {
 	defer l.wg.Done()
-	known := map[string]string{}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		select {
-		case li := <-l.cluster.learn:
-			known[li.id] = li.incarnation
+		case <-l.cluster.learn:
 		case <-tick.C:
 		case <-l.quit:
 			return
@@ -203,7 +205,13 @@ func (l *Raft) recordIncarnations() {
 		if l.raft.State() != raft.Leader || l.fsm.fatal.Load() != nil || l.faults.err() != nil {
 			continue
 		}
-		known[l.cfg.NodeID] = l.incarnation
+		c := l.cluster
+		c.learnMu.Lock()
+		known := map[string]string{l.cfg.NodeID: l.incarnation}
+		for id, inc := range c.learnedIncs {
+			known[id] = inc
+		}
+		c.learnMu.Unlock()
 		l.recordKnown(known)
 	}
 }
@@ -215,14 +223,15 @@ func (l *Raft) recordKnown(known map[string]string) {
 	if f.Error() != nil {
 		return
 	}
-	var missing []learnedIncarnation
+	type record struct{ id, incarnation string }
+	var missing []record
 	for _, s := range f.Configuration().Servers {
 		id := string(s.ID)
 		rec, _ := l.recordedIncarnation(id)
 		switch {
 		case rec != "":
 		case known[id] != "":
-			missing = append(missing, learnedIncarnation{id: id, incarnation: known[id]})
+			missing = append(missing, record{id: id, incarnation: known[id]})
 		default:
 			return // a member not heard from yet, or too old to say
 		}
