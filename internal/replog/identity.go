@@ -170,11 +170,10 @@ func (l *Raft) expectedAt(addr string) string {
 func (l *Raft) Incarnation() string { return l.incarnation }
 
 // learned is told of a member's incarnation by a hello, or by a join
-// request. The leader records it, once it knows every member's.
+// request. Every node keeps what it learns (a candidate's hellos may be
+// the only ones: Raft keeps their connections for when it leads); the
+// leader records it, once it knows every member's.
 func (l *Raft) learned(id, incarnation string) {
-	if l.raft.State() != raft.Leader {
-		return
-	}
 	c := l.cluster
 	c.learnMu.Lock()
 	if c.learnedIncs == nil {
@@ -202,16 +201,30 @@ func (l *Raft) recordIncarnations() {
 		case <-l.quit:
 			return
 		}
-		if l.raft.State() != raft.Leader || l.fsm.fatal.Load() != nil || l.faults.err() != nil {
+		f := l.raft.GetConfiguration()
+		if f.Error() != nil {
 			continue
 		}
+		members := map[string]bool{}
+		for _, srv := range f.Configuration().Servers {
+			members[string(srv.ID)] = true
+		}
+		// What was learned of a node that is no longer a member is
+		// forgotten: if it is added anew, its new data dir says hello.
 		c := l.cluster
 		c.learnMu.Lock()
 		known := map[string]string{l.cfg.NodeID: l.incarnation}
 		for id, inc := range c.learnedIncs {
-			known[id] = inc
+			if members[id] {
+				known[id] = inc
+			} else {
+				delete(c.learnedIncs, id)
+			}
 		}
 		c.learnMu.Unlock()
+		if l.raft.State() != raft.Leader || l.fsm.fatal.Load() != nil || l.faults.err() != nil {
+			continue
+		}
 		l.recordKnown(known)
 	}
 }
