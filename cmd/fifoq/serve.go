@@ -191,11 +191,7 @@ could pass for a member and read, write and delete every queue. Either
 	eng := engine.New(engine.Config{Region: opts.region})
 	reg := metrics.New()
 	var cmdLog replog.Log
-	// halted is closed if a storage fault stops the durable log (never
-	// for the in-memory one).
-	var halted <-chan struct{}
-	faultOf := func() error { return nil }
-	incarnation := "" // the data dir's, which a node that joins sends
+	var raftLog *replog.Raft // the durable log; nil with --in-memory
 	storage := "memory only: all queues and messages are lost when the server stops"
 	if opts.inMemory {
 		cmdLog = replog.NewMemory(eng)
@@ -207,7 +203,7 @@ could pass for a member and read, write and delete every queue. Either
 			logger.Error("cannot set up the cluster", "err", err)
 			return 1
 		}
-		raftLog, err := replog.OpenRaft(replog.RaftConfig{Dir: opts.dataDir, NodeID: opts.cluster.nodeID, Cluster: clusterCfg,
+		raftLog, err = replog.OpenRaft(replog.RaftConfig{Dir: opts.dataDir, NodeID: opts.cluster.nodeID, Cluster: clusterCfg,
 			Logger: logger, MinFreeBytes: minFreeBytes(opts.minFree), Observer: reg.LogObserver(),
 			SnapshotBytes: replog.SnapshotBytesWithin(budget), BodyFileSize: bodyFileSize}, eng)
 		if err != nil {
@@ -216,7 +212,6 @@ could pass for a member and read, write and delete every queue. Either
 			return 1
 		}
 		cmdLog = raftLog
-		halted, faultOf, incarnation = raftLog.Halted(), raftLog.Fault, raftLog.Incarnation()
 		storage = "durable in " + opts.dataDir
 		logger.Info("recovered state", "dir", opts.dataDir, "took", time.Since(began).Round(time.Millisecond))
 	}
@@ -278,7 +273,13 @@ could pass for a member and read, write and delete every queue. Either
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if opts.cluster.join != "" {
-		go joinCluster(ctx, opts.cluster.join, opts.cluster, incarnation, clusterCredential(opts, cfg), opts.region, logger)
+		go joinCluster(ctx, opts.cluster.join, opts.cluster, raftLog.Incarnation(), clusterCredential(opts, cfg), opts.region, logger)
+	}
+	// halted is closed if a storage fault or a fence stops the durable
+	// log (never for the in-memory one).
+	var halted <-chan struct{}
+	if raftLog != nil {
+		halted = raftLog.Halted()
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -303,7 +304,7 @@ could pass for a member and read, write and delete every queue. Either
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
-		logger.Error("exiting: this node stopped", "err", faultOf())
+		logger.Error("exiting: this node stopped", "err", raftLog.Fault())
 		return 1
 	case <-ctx.Done():
 	}

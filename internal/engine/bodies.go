@@ -65,32 +65,43 @@ func (e *Engine) keepBody(m *message, body string, attrs map[string]api.MessageA
 	}
 	e.attrBuf.buf = e.attrBuf.buf[:0]
 	e.attrBuf.attrs(attrs)
-	section := e.attrBuf.buf
+	m.ref = putPayload(e.cfg.Bodies, e.attrBuf.buf, body)
+	return uint32(len(e.attrBuf.buf))
+}
+
+// putPayload keeps in s the payload of a message whose attributes are
+// kept with its body: their encoding, section, then the body.
+func putPayload(s BodyStore, section []byte, body string) BodyRef {
 	var b strings.Builder
 	b.Grow(len(section) + len(body))
 	b.Write(section)
 	b.WriteString(body)
-	m.ref = e.cfg.Bodies.Put(b.String())
-	return uint32(len(section))
+	return s.Put(b.String())
+}
+
+// storedPayload returns m's body and, if the store keeps m's attributes
+// with it, their encoding (section; "" if not), reading the store if the
+// body is kept there.
+func storedPayload(s BodyStore, m *message) (section, body string, err error) {
+	if m.ref.File == 0 {
+		return "", m.body, nil
+	}
+	p, err := s.Get(m.ref)
+	if err != nil {
+		return "", "", err
+	}
+	return splitPayload(p, m.storedAttrs())
 }
 
 // payloadOf returns m's body and message attributes, read from the store
 // if they are kept there.
 func payloadOf(s BodyStore, m *message) (string, map[string]api.MessageAttributeValue, error) {
-	if m.ref.File == 0 {
-		return m.body, m.attrs(), nil
-	}
-	p, err := s.Get(m.ref)
-	if err != nil {
+	section, body, err := storedPayload(s, m)
+	switch {
+	case err != nil:
 		return "", nil, err
-	}
-	n := m.storedAttrs()
-	if n == 0 {
-		return p, m.attrs(), nil
-	}
-	section, body, err := splitPayload(p, n)
-	if err != nil {
-		return "", nil, err
+	case section == "":
+		return body, m.attrs(), nil
 	}
 	r := recordReader{buf: []byte(section)}
 	attrs := r.attrs()
@@ -105,14 +116,7 @@ func payloadOf(s BodyStore, m *message) (string, map[string]api.MessageAttribute
 
 // bodyOf returns m's body, from the store if it is kept there.
 func bodyOf(s BodyStore, m *message) (string, error) {
-	if m.ref.File == 0 {
-		return m.body, nil
-	}
-	p, err := s.Get(m.ref)
-	if err != nil {
-		return "", err
-	}
-	_, body, err := splitPayload(p, m.storedAttrs())
+	_, body, err := storedPayload(s, m)
 	return body, err
 }
 

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -159,13 +158,7 @@ func (w *recordWriter) head(m *message) {
 // there, and the encoding of its message attributes if the store keeps
 // them too ("" if not).
 func (w *recordWriter) payload(m *message) (body, section string) {
-	if m.ref.File == 0 {
-		return m.body, ""
-	}
-	p, err := w.bodies.Get(m.ref)
-	if err == nil {
-		section, body, err = splitPayload(p, m.storedAttrs())
-	}
+	section, body, err := storedPayload(w.bodies, m)
 	if err != nil && w.err == nil {
 		w.err = err
 	}
@@ -432,11 +425,7 @@ func (r *recordReader) keep(d *decodedMessage, body string, section []byte) {
 	case len(d.attrs) == 0:
 		d.m.ref = r.bodies.Put(body)
 	default:
-		var b strings.Builder
-		b.Grow(len(section) + len(body))
-		b.Write(section)
-		b.WriteString(body)
-		d.m.ref = r.bodies.Put(b.String())
+		d.m.ref = putPayload(r.bodies, section, body)
 		d.storedAttrs, d.attrs = uint32(len(section)), nil
 	}
 }

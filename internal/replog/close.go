@@ -67,20 +67,14 @@ func (l *Raft) handOver() {
 	if l.cluster == nil || l.faults.err() != nil || l.raft.State() != raft.Leader {
 		return
 	}
-	f := l.raft.LeadershipTransfer()
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			l.logger.Warn("could not hand leadership over before stopping", "err", err)
-			return
-		}
-		l.handedOver.Store(true)
-		l.logger.Info("handed leadership over before stopping")
-	case <-time.After(handOverTimeout):
-		l.logger.Warn("leadership not handed over in time; stopping anyway", "timeout", handOverTimeout)
+	// Close calls this before it closes quit, so only the timeout ends
+	// the wait early.
+	if err := l.transferLeadership(handOverTimeout); err != nil {
+		l.logger.Warn("leadership not handed over before stopping", "err", err)
+		return
 	}
+	l.handedOver.Store(true)
+	l.logger.Info("handed leadership over before stopping")
 }
 
 // shutdown is Close's work: let the entries in flight finish, stop Raft

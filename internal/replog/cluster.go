@@ -604,6 +604,24 @@ func (l *Raft) followerReady() error {
 	return nil
 }
 
+// transferLeadership hands this leader's leadership to another member and
+// waits for it, up to timeout, or until the log closes.
+func (l *Raft) transferLeadership(timeout time.Duration) error {
+	f := l.raft.LeadershipTransfer()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("not done within %v", timeout)
+	case <-l.quit:
+		return ErrClosed
+	}
+}
+
 // leaveTimeout bounds how long a leader whose state machine stopped tries
 // to hand its leadership over before it stops anyway.
 const leaveTimeout = 5 * time.Second
@@ -625,17 +643,8 @@ func (l *Raft) leaveOnFatal() {
 	}
 	index, err := l.fsm.failure()
 	if l.raft.State() == raft.Leader {
-		f := l.raft.LeadershipTransfer()
-		done := make(chan error, 1)
-		go func() { done <- f.Error() }()
-		select {
-		case terr := <-done:
-			if terr != nil {
-				l.logger.Warn("could not hand leadership over before leaving the elections", "err", terr)
-			}
-		case <-time.After(leaveTimeout):
-			l.logger.Warn("leadership not handed over in time; leaving the elections anyway", "timeout", leaveTimeout)
-		case <-l.quit:
+		if terr := l.transferLeadership(leaveTimeout); terr != nil {
+			l.logger.Warn("leadership not handed over; leaving the elections anyway", "err", terr)
 		}
 	}
 	l.logger.Error("this node's state machine stopped: it leaves the cluster's elections until it is restarted with a fifoq that can apply the entry",

@@ -169,10 +169,11 @@ func (l *Raft) expectedAt(addr string) string {
 // Incarnation returns this node's incarnation (see identity.go).
 func (l *Raft) Incarnation() string { return l.incarnation }
 
-// learned is told of a member's incarnation by a hello, or by a join
+// learned is told of a node's incarnation by a hello, or by a join
 // request. Every node keeps what it learns (a candidate's hellos may be
 // the only ones: Raft keeps their connections for when it leads); the
-// leader records it, once it knows every member's.
+// leader records, once it knows every member's, those of members with
+// none recorded (recordKnown), and what it learned of others is dropped.
 func (l *Raft) learned(id, incarnation string) {
 	c := l.cluster
 	c.learnMu.Lock()
@@ -236,12 +237,18 @@ func (l *Raft) recordKnown(known map[string]string) {
 	if f.Error() != nil {
 		return
 	}
+	servers := f.Configuration().Servers
+	recorded := make(map[string]string, len(servers))
+	l.Read(func(e *engine.Engine) {
+		for _, s := range servers {
+			recorded[string(s.ID)] = e.Meta(memberKey(string(s.ID)))
+		}
+	})
 	type record struct{ id, incarnation string }
 	var missing []record
-	for _, s := range f.Configuration().Servers {
+	for _, s := range servers {
 		id := string(s.ID)
-		rec, _ := l.recordedIncarnation(id)
-		switch {
+		switch rec := recorded[id]; {
 		case rec != "":
 		case known[id] != "":
 			missing = append(missing, record{id: id, incarnation: known[id]})

@@ -82,7 +82,7 @@ type peerChecks struct {
 	// expectedAt returns the incarnation recorded for the member at a
 	// Raft address ("" if none).
 	expectedAt func(addr string) string
-	// learned is told of a member's incarnation met in a hello.
+	// learned is told of the incarnation a node said in a hello.
 	learned func(id, incarnation string)
 	// fence stops this node, which is not the incarnation the cluster
 	// knows for its id.
@@ -201,7 +201,7 @@ func (m *peerMux) answerHello(conn net.Conn) bool {
 			_, _ = io.WriteString(conn, "fenced-you "+detail+"\n")
 			return false
 		}
-		if member && rec == "" {
+		if member {
 			c.learned(id, inc)
 		}
 	}
@@ -281,10 +281,8 @@ func (m *peerMux) dial(ctx context.Context, hostPort string, kind byte) (net.Con
 			conn.Close()
 			return nil, fmt.Errorf("%w: node %s at %s is incarnation %s, and the cluster records %s", errFenced, f[0], hostPort, f[1], expected)
 		}
-		if c := m.checks.Load(); c != nil && expected == "-" {
-			if rec, member := c.recorded(f[0]); member && rec == "" {
-				c.learned(f[0], f[1])
-			}
+		if c := m.checks.Load(); c != nil {
+			c.learned(f[0], f[1])
 		}
 		return conn, nil
 	case "fenced-you":

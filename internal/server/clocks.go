@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -39,11 +40,7 @@ func (c *clockWatch) clockOffsets() map[string]time.Duration {
 	if len(c.offsets) == 0 {
 		return nil
 	}
-	out := make(map[string]time.Duration, len(c.offsets))
-	for k, v := range c.offsets {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.offsets)
 }
 
 // watchClocks measures the peers' clocks every clockCheckEvery until quit.
@@ -61,7 +58,8 @@ func (s *Server) watchClocks(quit <-chan struct{}) {
 }
 
 // checkClocks measures every peer's clock once, and tells the log whether
-// this node's clock is off the majority's.
+// this node's clock is off the majority's. On the leader, the same answers
+// show which non-voting members have caught up, and those are promoted.
 func (s *Server) checkClocks() {
 	members, err := s.cluster.Members()
 	if err != nil {
@@ -73,7 +71,10 @@ func (s *Server) checkClocks() {
 		if m.ID == self {
 			continue
 		}
-		commit := s.cluster.Status().CommitIndex
+		var commit uint64 // for a non-voter: what it must have applied to vote
+		if !m.Voter {
+			commit = s.cluster.Status().CommitIndex
+		}
 		off, info, ok := s.measureClock(m.Addr)
 		if !ok {
 			continue
