@@ -185,10 +185,10 @@ func getJSON(ctx context.Context, url string, v any) ([]byte, error) {
 func printStatus(w io.Writer, st server.ClusterStatus) {
 	fmt.Fprintf(w, "leader: %s (asked %s)\n", orNone(st.LeaderID), st.Node)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRAFT ADDR\tVOTER\tSTATE\tTERM\tAPPLIED\tCOMMIT\tLAG\tLAST CONTACT\tSQS ENDPOINT")
+	fmt.Fprintln(tw, "ID\tRAFT ADDR\tVOTER\tSTATE\tTERM\tAPPLIED\tCOMMIT\tLAG\tLAST CONTACT\tFORMAT\tSQS ENDPOINT")
 	for _, m := range st.Members {
 		if m.Status == nil {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t\t\t\t\t\t\n", m.ID, m.Addr, m.Voter, "unreachable ("+m.Error+")")
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t\t\t\t\t\t\t\n", m.ID, m.Addr, m.Voter, "unreachable ("+m.Error+")")
 			continue
 		}
 		contact := "-"
@@ -197,8 +197,10 @@ func printStatus(w io.Writer, st server.ClusterStatus) {
 		} else if !m.Status.LastContact.IsZero() {
 			contact = time.Since(m.Status.LastContact).Round(time.Millisecond).String() + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", m.ID, m.Addr, m.Voter, m.Status.State, m.Status.Term,
-			m.Status.AppliedIndex, m.Status.CommitIndex, m.Lag, contact, m.Status.SQSEndpoint)
+		// FORMAT: the log entry format the node writes / the newest it
+		// reads; they differ during a rolling upgrade.
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%s\n", m.ID, m.Addr, m.Voter, m.Status.State, m.Status.Term,
+			m.Status.AppliedIndex, m.Status.CommitIndex, m.Lag, contact, m.Status.EntryFormat, m.Status.ReadsFormat, m.Status.SQSEndpoint)
 	}
 	tw.Flush()
 }

@@ -118,7 +118,7 @@ func (c *clusterOptions) raftCluster() (*replog.ClusterConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc := &replog.ClusterConfig{RaftAddr: c.raftAddr, Peers: peers, Join: c.join != ""}
+	cc := &replog.ClusterConfig{RaftAddr: c.raftAddr, Peers: peers, Join: c.join != "", MaxClockOffset: c.maxClockOffset}
 	if c.tlsCert != "" {
 		cc.TLS, err = replog.PeerTLS{CertFile: c.tlsCert, KeyFile: c.tlsKey, CAFile: c.tlsCA}.TLSConfig()
 		if err != nil {

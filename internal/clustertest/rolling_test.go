@@ -2,8 +2,10 @@ package clustertest
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -27,28 +29,193 @@ func TestRollingRestart(t *testing.T) {
 	}
 	c := newCluster(t, 3, nil, nil)
 	q := c.createQueue("rolling.fifo", map[string]string{"FifoQueue": "true"})
-	ctx := context.Background()
+	s := startSender(t, q, c.nodes[0])
 
-	var mu sync.Mutex
-	via := c.nodes[0] // the member the client sends through
-	stop := make(chan struct{})
-	var acked []int
-	var longest time.Duration
-	var longestAt int
-	done := make(chan struct{})
+	time.Sleep(time.Second)
+	for k, nd := range c.nodes {
+		// Send through a member that stays up.
+		s.sendVia(c.nodes[(k+1)%len(c.nodes)])
+		time.Sleep(200 * time.Millisecond)
+		c.sigterm(nd)
+		c.restart(nd)
+		waitReady(t, nd)
+		time.Sleep(time.Second)
+	}
+	acked, longest, longestAt := s.stop()
+	checkSent(t, c.nodes[0], q, acked)
+	t.Logf("rolling SIGTERM restart of 3 members: %d sends acknowledged; longest gap between two %v (before message %d)",
+		acked, longest.Round(time.Millisecond), longestAt)
+}
+
+// TestRollingUpgrade upgrades a cluster one member at a time while a
+// client sends, as docs/operations.md tells an operator to. The older
+// version is a stand-in: the fifoq_faults build told to read and write
+// log entry formats up to 4 only (FIFOQ_TEST_MAX_ENTRY_FORMAT), as the
+// fifoq before format 5 did; the newer is the same build without the cap.
+// While any member runs the older version the cluster must keep writing
+// format 4 (a format-5 entry would stop the older members' state
+// machines) and record nothing that needs format 5 (members'
+// incarnations); once every member reads 5 it must write 5. An older
+// binary put back afterwards must stay out, saying why, and the cluster
+// go on. Every acknowledged send is received, in order, once.
+func TestRollingUpgrade(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short mode")
+	}
+	bin := faultyBinary(t)
+	older := []string{"FIFOQ_TEST_MAX_ENTRY_FORMAT=4"}
+	c := newClusterWith(t, 3, func(i int, nd *node) { nd.bin, nd.env = bin, older })
+	q := c.createQueue("upgrade.fifo", map[string]string{"FifoQueue": "true"})
+	s := startSender(t, q, c.nodes[0])
+	time.Sleep(time.Second)
+	expectFormats(t, c, 4, 5*time.Second)
+
+	for k, nd := range c.nodes {
+		s.sendVia(c.nodes[(k+1)%len(c.nodes)])
+		time.Sleep(200 * time.Millisecond)
+		c.sigterm(nd)
+		nd.env = nil
+		c.restart(nd)
+		waitReady(t, nd)
+		if k < len(c.nodes)-1 {
+			// The upgraded member leads the older ones, and has time to
+			// raise the format if it wrongly would: it looks every second.
+			c.makeLead(nd, s)
+			time.Sleep(2 * time.Second)
+			expectFormats(t, c, 4, 0)
+			// An entry an older member cannot read stops its state
+			// machine: it would not be ready.
+			for _, x := range c.nodes {
+				if !ready(x) {
+					t.Fatalf("%s is not ready while %s (upgraded) leads; its log ends:\n%s", x.id, nd.id, x.tail(10))
+				}
+			}
+			if st := clusterStatus(c.nodes[(k+1)%len(c.nodes)]); strings.Contains(st, `"incarnation"`) {
+				t.Fatalf("an incarnation was recorded (a format-5 command) while a member reads format 4 only: %s", st)
+			}
+		}
+	}
+	expectFormats(t, c, 5, 15*time.Second)
+
+	// The older binary put back on a member's data dir stays out.
+	back := c.nodes[2]
+	s.sendVia(c.nodes[0])
+	c.sigterm(back)
+	back.env = older
+	c.start(back, "")
+	select {
+	case <-back.done:
+		if code := back.cmd.ProcessState.ExitCode(); code == 0 {
+			t.Errorf("the older member exited 0; want non-zero")
+		}
+	case <-time.After(30 * time.Second):
+		if ready(back) {
+			t.Fatalf("a member that reads format 4 only is ready in a cluster that writes format 5; its log ends:\n%s", back.tail(10))
+		}
+		c.kill(back)
+	}
+	if log := back.tail(30); !strings.Contains(log, "older than its cluster") {
+		t.Errorf("the older member's log does not say why it stays out; it ends:\n%s", log)
+	}
+	time.Sleep(time.Second)
+	back.env = nil
+	c.restart(back)
+	waitReady(t, back)
+	expectFormats(t, c, 5, 10*time.Second)
+
+	acked, longest, _ := s.stop()
+	checkSent(t, c.nodes[0], q, acked)
+	t.Logf("rolling upgrade of 3 members from format 4 to 5: %d sends acknowledged; longest gap between two %v",
+		acked, longest.Round(time.Millisecond))
+}
+
+// makeLead restarts the leader with SIGTERM, as it is, until nd leads;
+// the sender sends through nd meanwhile.
+func (c *cluster) makeLead(nd *node, s *sender) {
+	c.t.Helper()
+	s.sendVia(nd)
+	for range 10 {
+		l := c.leader()
+		if l == nd {
+			return
+		}
+		c.sigterm(l)
+		c.restart(l)
+		waitReady(c.t, l)
+	}
+	c.t.Fatalf("%s did not come to lead in 10 restarts of the leader", nd.id)
+}
+
+// expectFormats waits up to wait (0: checks once) until every node says,
+// in GET /cluster/node, that it writes log entry format want.
+func expectFormats(t *testing.T, c *cluster, want int, wait time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		var off []string
+		for _, nd := range c.nodes {
+			if got := entryFormat(nd); got != want {
+				off = append(off, nd.id+" writes "+strconv.Itoa(got))
+			}
+		}
+		if len(off) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want every member writing log entry format %d; %s", want, strings.Join(off, ", "))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// entryFormat is the log entry format a node says it writes, or -1.
+func entryFormat(nd *node) int {
+	hc := &http.Client{Timeout: time.Second}
+	resp, err := hc.Get("http://" + nd.httpAddr + "/cluster/node")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var v struct {
+		EntryFormat int `json:"entry_format"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&v) != nil {
+		return -1
+	}
+	return v.EntryFormat
+}
+
+// sender sends FIFO messages 0, 1, 2, ... to one group, each once the one
+// before is acknowledged and 10 ms after it, through a member the test
+// may change; a send whose outcome is unknown is retried with the same
+// deduplication id.
+type sender struct {
+	mu        sync.Mutex
+	via       *node
+	acked     int
+	longest   time.Duration
+	longestAt int
+	quit      chan struct{}
+	done      chan struct{}
+}
+
+// startSender starts sending to queue q through via.
+func startSender(t *testing.T, q string, via *node) *sender {
+	s := &sender{via: via, quit: make(chan struct{}), done: make(chan struct{})}
+	ctx := context.Background()
 	go func() {
-		defer close(done)
+		defer close(s.done)
 		last := time.Now()
 		for i := 0; ; i++ {
 			for {
 				select {
-				case <-stop:
+				case <-s.quit:
 					return
 				default:
 				}
-				mu.Lock()
-				nd := via
-				mu.Unlock()
+				s.mu.Lock()
+				nd := s.via
+				s.mu.Unlock()
 				_, err := newClient(nd.httpAddr, 5*time.Second).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q),
 					MessageBody: aws.String(strconv.Itoa(i)), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String(strconv.Itoa(i))})
 				if err == nil {
@@ -57,46 +224,48 @@ func TestRollingRestart(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 			}
 			now := time.Now()
-			mu.Lock()
-			acked = append(acked, i)
-			if gap := now.Sub(last); gap > longest {
-				longest, longestAt = gap, i
+			s.mu.Lock()
+			s.acked++
+			if gap := now.Sub(last); gap > s.longest {
+				s.longest, s.longestAt = gap, i
 			}
-			mu.Unlock()
+			s.mu.Unlock()
 			last = now
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
+	return s
+}
 
-	time.Sleep(time.Second)
-	for k, nd := range c.nodes {
-		// Send through a member that stays up.
-		mu.Lock()
-		via = c.nodes[(k+1)%len(c.nodes)]
-		mu.Unlock()
-		time.Sleep(200 * time.Millisecond)
-		c.sigterm(nd)
-		c.restart(nd)
-		waitReady(t, nd)
-		time.Sleep(time.Second)
-	}
-	close(stop)
-	<-done
+// sendVia makes the sender send through nd from now on.
+func (s *sender) sendVia(nd *node) {
+	s.mu.Lock()
+	s.via = nd
+	s.mu.Unlock()
+}
 
-	got := drainNumbered(t, c.nodes[0], q)
-	// The client sends message i+1 only once i is acknowledged, so what is
-	// received must be exactly 0..n-1 in order, n being the acknowledged
-	// count or one more (the last send's outcome may be unknown).
+// stop stops the sender and returns how many sends were acknowledged and
+// the longest gap between two acknowledgements, before message at.
+func (s *sender) stop() (acked int, longest time.Duration, at int) {
+	close(s.quit)
+	<-s.done
+	return s.acked, s.longest, s.longestAt
+}
+
+// checkSent drains q through nd and checks that it held exactly what a
+// sender sent: 0..n-1 in order, once each, n being the acknowledged count
+// or one more (the last send's outcome may be unknown).
+func checkSent(t *testing.T, nd *node, q string, acked int) {
+	t.Helper()
+	got := drainNumbered(t, nd, q)
 	for k, n := range got {
 		if n != k {
 			t.Fatalf("received %v: want 0, 1, 2, ... in order, once each (at %d)", got, k)
 		}
 	}
-	if len(got) < len(acked) || len(got) > len(acked)+1 {
-		t.Fatalf("received %d messages; %d were acknowledged", len(got), len(acked))
+	if len(got) < acked || len(got) > acked+1 {
+		t.Fatalf("received %d messages; %d were acknowledged", len(got), acked)
 	}
-	t.Logf("rolling SIGTERM restart of 3 members: %d sends acknowledged; longest gap between two %v (before message %d)",
-		len(acked), longest.Round(time.Millisecond), longestAt)
 }
 
 // sigterm stops a node with SIGTERM and waits for it to exit.

@@ -113,6 +113,10 @@ func (e *Engine) SetAvailableHook(fn func(api.QueueKey)) {
 	e.hook.fn.Store(&fn)
 }
 
+// Now returns the engine's time: that of the latest command it applied
+// (Unix ns). It only moves forward.
+func (e *Engine) Now() int64 { return e.now }
+
 // HasActiveMoveTasks reports whether a message move task is running, in
 // which case the server should apply TickRequest commands regularly (about
 // every 100 ms) so that the tasks make progress.

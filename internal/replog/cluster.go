@@ -96,6 +96,10 @@ type ClusterConfig struct {
 	// a leader's death is noticed (defaults 300ms each).
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
+	// MaxClockOffset is the bound on the members' clock offsets, by which
+	// queue time may move ahead of its course when the leadership changes
+	// (clamp.go); 0 means 500ms.
+	MaxClockOffset time.Duration
 }
 
 // clusterState is what a clustered log keeps beside Raft.
@@ -122,10 +126,18 @@ type clusterState struct {
 	learnMu     sync.Mutex
 	learnedIncs map[string]string
 	learn       chan struct{}
+	// learnedFormats are the newest entry formats the members said they
+	// read in their hellos (format.go).
+	learnedFormats map[string]byte
 
 	// clockOff, when not nil, says why this node's wall clock disagrees
 	// with the cluster's: such a node refuses to lead (SetClockOff).
 	clockOff atomic.Pointer[string]
+	// timeBase is what the leader's command times are held to (clamp.go).
+	timeBase atomic.Pointer[timeBase]
+	// clampWarned: the leader said it held command times back, since the
+	// last check of its clock.
+	clampWarned atomic.Bool
 }
 
 // tune sets Raft's timing for a network of nodes.
@@ -494,7 +506,7 @@ func (l *Raft) AddVoter(ctx context.Context, id, addr, incarnation string) error
 		return err
 	}
 	if incarnation != "" {
-		l.learned(id, incarnation)
+		l.learned(id, incarnation, 0)
 	}
 	return nil
 }
@@ -527,6 +539,7 @@ func (l *Raft) RemoveServer(ctx context.Context, id string) error {
 	// later removal succeeds.)
 	l.cluster.learnMu.Lock()
 	delete(l.cluster.learnedIncs, id)
+	delete(l.cluster.learnedFormats, id)
 	l.cluster.learnMu.Unlock()
 	if rec, _ := l.recordedIncarnation(id); rec != "" {
 		return l.setMeta(ctx, memberKey(id), "")
@@ -568,6 +581,12 @@ type NodeStatus struct {
 	LastContact  time.Time `json:"last_contact,omitempty"`
 	// LeaderChanges counts the leaders this node has seen elected.
 	LeaderChanges uint64 `json:"leader_changes"`
+	// EntryFormat is the log entry format this node writes, the
+	// cluster's; ReadsFormat the newest it reads (format.go). In a
+	// rolling upgrade the cluster writes the newer format once every
+	// member reads it.
+	EntryFormat int `json:"entry_format"`
+	ReadsFormat int `json:"reads_format"`
 }
 
 // Status returns this node's view of the log.
@@ -577,6 +596,7 @@ func (l *Raft) Status() NodeStatus {
 		ID: l.cfg.NodeID, State: l.raft.State().String(), Term: l.raft.CurrentTerm(),
 		LastIndex: l.raft.LastIndex(), CommitIndex: l.raft.CommitIndex(), AppliedIndex: l.raft.AppliedIndex(),
 		LeaderID: string(li), LeaderAddr: string(la),
+		EntryFormat: int(l.format.Load()), ReadsFormat: int(maxEntryFormat),
 	}
 	if l.cluster != nil {
 		st.RaftAddr = l.cluster.cfg.RaftAddr

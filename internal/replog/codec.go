@@ -15,8 +15,9 @@ import (
 )
 
 // entryFormatVersion is the newest version of a log entry's layout that this
-// fifoq reads. It is the entry's first byte, so that an entry written by a
-// newer fifoq is refused, naming its version, instead of being misread.
+// fifoq reads and writes. It is the entry's first byte, so that an entry
+// written by a newer fifoq is refused, naming its version, instead of being
+// misread.
 //
 //   - Version 1: the layout below.
 //   - Version 2: version 1, and a command may carry "ei" (wireCommand's
@@ -24,22 +25,22 @@ import (
 //   - Version 3: version 2, and a command may be the internal
 //     fifoq:Housekeep (engine.HousekeepRequest).
 //   - Version 4: the same frame, each command in a binary layout instead
-//     of JSON (see minVersionBinary). Every entry is written in version 4;
-//     versions 1 to 3 are still read, so that older logs replay.
+//     of JSON (see minVersionBinary).
+//   - Version 5: version 4, and a command may be the internal
+//     fifoq:SetMeta (engine.SetMetaRequest). (Development builds wrote
+//     it in version 4 entries before version 5 existed; those still read.)
 //
-// A version 4 entry may hold the internal fifoq:SetMeta
-// (engine.SetMetaRequest), which fifoq from before it refuses as an
-// unknown action: the leader writes one only once every member has shown
-// it reads it (identity.go).
+// Every version is still read, so that older logs replay. Which version a
+// node writes is the cluster's choice, not the binary's: see format.go.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1 to 4)
+//	byte     version (1 to 5)
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command
 //	  bytes    the command as JSON (wireCommand; versions 1 to 3) or in
-//	           version 4's binary layout
+//	           version 4's binary layout (versions 4 and 5)
 //	4 bytes  CRC-32C of everything before it, big-endian
 //
 // Every version, present and future, keeps the first byte as the version
@@ -50,11 +51,12 @@ import (
 // know stops the node rather than being skipped, because skipping it would
 // apply a different command than the one logged. So a change that adds a
 // field to wireCommand or to any request type, or a new action, that an
-// older fifoq would misapply must come with a new version.
+// older fifoq would misapply must come with a new version, and the leader
+// writes it only once every member reads it (format.go).
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 4
+const entryFormatVersion = 5
 
 // minVersionEmptyIDs is the first version in which a command may carry "ei".
 const minVersionEmptyIDs = 2
@@ -62,6 +64,10 @@ const minVersionEmptyIDs = 2
 // minVersionHousekeep is the first version in which a command may be a
 // fifoq:Housekeep.
 const minVersionHousekeep = 3
+
+// minVersionSetMeta is the first version in which a command may be a
+// fifoq:SetMeta.
+const minVersionSetMeta = 5
 
 // wireCommand is a Command as it is stored in the log. The request is kept
 // as JSON of its api type under its action's name, so the log is readable
@@ -164,23 +170,30 @@ func setSentIDs(req api.Request, ei []int) error {
 // encodeEntry encodes a group of commands as one log entry, in the newest
 // format version.
 func encodeEntry(cmds []*engine.Command) ([]byte, error) {
-	data, _, err := encodeEntryHeld(cmds)
+	data, _, err := encodeEntryHeld(cmds, entryFormatVersion)
 	return data, err
 }
 
-// encodeEntryHeld encodes cmds as one version 4 entry and returns, beside
-// it, the commands the leader applies in place of decoding the entry: cmds
+// encodeEntryHeld encodes cmds as one entry of the given version (4 or
+// newer: see format.go for who chooses it) and returns, beside it, the
+// commands the leader applies in place of decoding the entry: cmds
 // themselves, except that a command whose request went as JSON is the one
 // decoded from its bytes, since JSON need not give back exactly what it was
 // given (invalid UTF-8, for one). Binary layouts give back exactly their
 // input (TestBinaryCodecExact), so the leader's state is the replay's.
-func encodeEntryHeld(cmds []*engine.Command) (data []byte, held []*engine.Command, err error) {
+func encodeEntryHeld(cmds []*engine.Command, version byte) (data []byte, held []*engine.Command, err error) {
+	if version < minVersionBinary || version > maxEntryFormat {
+		return nil, nil, fmt.Errorf("cannot write entry format version %d (this fifoq writes %d to %d)", version, minVersionBinary, maxEntryFormat)
+	}
 	size := 16
 	for _, c := range cmds {
+		if need := commandFormat(c); need > version {
+			return nil, nil, fmt.Errorf("a %s command needs entry format version %d, and the cluster writes version %d", c.Request.Action(), need, version)
+		}
 		size += 64 + approxSize(c)
 	}
 	buf := make([]byte, 0, size)
-	buf = append(buf, minVersionBinary)
+	buf = append(buf, version)
 	buf = binary.AppendUvarint(buf, uint64(len(cmds)))
 	held = cmds
 	var scratch []byte
@@ -191,7 +204,7 @@ func encodeEntryHeld(cmds []*engine.Command) (data []byte, held []*engine.Comman
 		}
 		scratch = cmd
 		if asJSON {
-			d, err := decodeBinaryCommand(cmd)
+			d, err := decodeBinaryCommand(cmd, version)
 			if err != nil {
 				return nil, nil, fmt.Errorf("encode %s command: does not decode: %w", c.Request.Action(), err)
 			}
@@ -223,10 +236,10 @@ func decodeEntry(data []byte) ([]*engine.Command, error) {
 	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
 	got := crc32.Checksum(body, castagnoli)
 	switch v := data[0]; {
-	case v > entryFormatVersion && got == sum:
-		return nil, fmt.Errorf("%w: format version %d, and this fifoq reads versions up to %d; run a fifoq that reads version %d", errNewerEntry, v, entryFormatVersion, v)
-	case v > entryFormatVersion:
-		return nil, fmt.Errorf("%w: unknown format version %d (this fifoq reads versions up to %d) and checksum mismatch over %d bytes: stored %08x, computed %08x; damaged, or written by a newer fifoq", errCorruptEntry, v, entryFormatVersion, len(body), sum, got)
+	case v > maxEntryFormat && got == sum:
+		return nil, fmt.Errorf("%w: format version %d, and this fifoq reads versions up to %d; run a fifoq that reads version %d", errNewerEntry, v, maxEntryFormat, v)
+	case v > maxEntryFormat:
+		return nil, fmt.Errorf("%w: unknown format version %d (this fifoq reads versions up to %d) and checksum mismatch over %d bytes: stored %08x, computed %08x; damaged, or written by a newer fifoq", errCorruptEntry, v, maxEntryFormat, len(body), sum, got)
 	case v == 0:
 		return nil, fmt.Errorf("%w: format version 0 does not exist", errCorruptEntry)
 	}
@@ -248,7 +261,7 @@ func decodeEntry(data []byte) ([]*engine.Command, error) {
 		var cmd *engine.Command
 		var err error
 		if data[0] >= minVersionBinary {
-			cmd, err = decodeBinaryCommand(p[k : k+int(l)])
+			cmd, err = decodeBinaryCommand(p[k:k+int(l)], data[0])
 		} else {
 			cmd, err = decodeCommand(p[k:k+int(l)], data[0])
 		}
@@ -275,7 +288,7 @@ func decodeCommand(b []byte, version byte) (*engine.Command, error) {
 	if w.EmptyIDs != nil && version < minVersionEmptyIDs {
 		return nil, fmt.Errorf(`field "ei" in a version %d entry`, version)
 	}
-	if w.Action == engine.ActionHousekeep && version < minVersionHousekeep {
+	if w.Action == engine.ActionHousekeep && version < minVersionHousekeep || w.Action == engine.ActionSetMeta {
 		return nil, fmt.Errorf("action %s in a version %d entry", w.Action, version)
 	}
 	req, ok := engine.NewInternalRequest(w.Action)

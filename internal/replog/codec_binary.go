@@ -398,7 +398,7 @@ func layoutOf(a api.Action) byte {
 }
 
 // decodeBinaryCommand decodes one command of a version 4 entry.
-func decodeBinaryCommand(b []byte) (*engine.Command, error) {
+func decodeBinaryCommand(b []byte, version byte) (*engine.Command, error) {
 	r := &reader{p: b}
 	c := &engine.Command{}
 	c.Time = r.varint("time")
@@ -475,6 +475,9 @@ func decodeBinaryCommand(b []byte) (*engine.Command, error) {
 		}
 		c.Request = q
 	case reqJSON:
+		if action == engine.ActionSetMeta && !readsSetMeta(version) {
+			return nil, fmt.Errorf("action %s in a version %d entry", action, version)
+		}
 		req, ok := engine.NewInternalRequest(action)
 		if !ok {
 			req, ok = api.NewRequest(action)

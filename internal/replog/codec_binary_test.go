@@ -47,7 +47,7 @@ func TestBinaryCodecExact(t *testing.T) {
 			}
 			cmd := &engine.Command{Time: -5, Caller: "c", Queue: api.QueueKey{Account: "a", Name: "n"}, Request: req,
 				MessageIDs: []string{"m1", ""}, Entropy: 1<<64 - 1, RecreateDelay: -1, PurgeDelay: 7}
-			data, held, err := encodeEntryHeld([]*engine.Command{cmd})
+			data, held, err := encodeEntryHeld([]*engine.Command{cmd}, entryFormatVersion)
 			if err != nil {
 				t.Fatalf("%s: %v", a, err)
 			}

@@ -174,13 +174,17 @@ func (l *Raft) Incarnation() string { return l.incarnation }
 // the only ones: Raft keeps their connections for when it leads); the
 // leader records, once it knows every member's, those of members with
 // none recorded (recordKnown), and what it learned of others is dropped.
-func (l *Raft) learned(id, incarnation string) {
+func (l *Raft) learned(id, incarnation string, format byte) {
 	c := l.cluster
 	c.learnMu.Lock()
 	if c.learnedIncs == nil {
 		c.learnedIncs = map[string]string{}
+		c.learnedFormats = map[string]byte{}
 	}
 	c.learnedIncs[id] = incarnation
+	if format != 0 {
+		c.learnedFormats[id] = format
+	}
 	c.learnMu.Unlock()
 	select {
 	case c.learn <- struct{}{}:
@@ -220,6 +224,7 @@ func (l *Raft) recordIncarnations() {
 				known[id] = inc
 			} else {
 				delete(c.learnedIncs, id)
+				delete(c.learnedFormats, id)
 			}
 		}
 		c.learnMu.Unlock()
@@ -231,8 +236,12 @@ func (l *Raft) recordIncarnations() {
 }
 
 // recordKnown records the incarnations in known that are not recorded
-// yet, if known (or the record) covers every member.
+// yet, if known (or the record) covers every member and every member
+// reads the record (its entry format, format.go).
 func (l *Raft) recordKnown(known map[string]string) {
+	if l.format.Load() < uint32(minVersionSetMeta) {
+		return
+	}
 	f := l.raft.GetConfiguration()
 	if f.Error() != nil {
 		return
@@ -280,4 +289,10 @@ func (l *Raft) setMeta(ctx context.Context, key, value string) error {
 // incarnation (see identity.go).
 func (l *Raft) fence(detail string) {
 	l.faults.halt(&fencedError{msg: fenceMessage(l.cfg.NodeID, detail)})
+}
+
+// outdated stops this node: it does not read the cluster's entry format
+// (format.go).
+func (l *Raft) outdated(detail string) {
+	l.faults.halt(&fencedError{msg: fmt.Sprintf("node %s is older than its cluster: %s", l.cfg.NodeID, detail)})
 }

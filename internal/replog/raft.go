@@ -168,7 +168,9 @@ type Raft struct {
 	handedOver atomic.Bool
 	// incarnation is the data dir's (identity.go).
 	incarnation string
-	wg          sync.WaitGroup
+	// format is the log entry format this node writes (format.go).
+	format atomic.Uint32
+	wg     sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -428,11 +430,14 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		}
 	}
 	ok = true
-	l.wg.Add(2)
+	l.refreshFormat()
+	l.wg.Add(3)
 	go l.batchLoop()
 	go l.snapshotLoop()
+	go l.keepFormat()
 	if cluster != nil {
-		cluster.mux.checks.Store(&peerChecks{recorded: l.recordedIncarnation, expectedAt: l.expectedAt, learned: l.learned, fence: l.fence})
+		cluster.mux.checks.Store(&peerChecks{recorded: l.recordedIncarnation, expectedAt: l.expectedAt, learned: l.learned, fence: l.fence,
+			tooOld: l.tooOld, outdated: l.outdated})
 		l.wg.Add(2)
 		go l.leaveOnFatal()
 		go l.recordIncarnations()
@@ -703,7 +708,8 @@ func (l *Raft) commit(batch []*pending) *entry {
 	for i, p := range batch {
 		cmds[i] = p.cmd
 	}
-	data, held, err := encodeEntryHeld(cmds)
+	l.clampTimes(cmds)
+	data, held, err := encodeEntryHeld(cmds, l.entryVersion(cmds))
 	if err != nil {
 		<-l.inflight
 		for _, p := range batch {

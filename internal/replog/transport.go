@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,12 +24,16 @@ import (
 // one TLS setup, for all node-to-node traffic.
 //
 // A connection of kind muxRaftHello or muxHTTPHello then carries a hello
-// each way before the kind's traffic (see identity.go): the dialer sends
-// "ID INCARNATION EXPECTED\n" (EXPECTED: the incarnation the membership
-// records for the node it dials, or "-"), the acceptor answers
-// "ok ID INCARNATION\n", or "fenced-you REASON\n" when the dialer is not
-// the incarnation the membership records for its id, or "fenced-me
-// REASON\n" when it is not itself the incarnation the dialer expects.
+// each way before the kind's traffic (see identity.go and format.go): the
+// dialer sends "ID INCARNATION EXPECTED FORMAT\n" (EXPECTED: the
+// incarnation the membership records for the node it dials, or "-";
+// FORMAT: the newest log entry format the dialer reads), the acceptor
+// answers "ok ID INCARNATION FORMAT\n", or "fenced-you REASON\n" when the
+// dialer is not the incarnation the membership records for its id, or
+// "fenced-me REASON\n" when it is not itself the incarnation the dialer
+// expects, or "too-old REASON\n" when the dialer does not read the
+// cluster's entry format. A hello without FORMAT is a fifoq's from before
+// formats were said, which reads version 4.
 // muxRaft and muxHTTP, without a hello, are what a fifoq from before
 // incarnations dials; they are still accepted, unchecked.
 const (
@@ -82,11 +87,34 @@ type peerChecks struct {
 	// expectedAt returns the incarnation recorded for the member at a
 	// Raft address ("" if none).
 	expectedAt func(addr string) string
-	// learned is told of the incarnation a node said in a hello.
-	learned func(id, incarnation string)
+	// learned is told of the incarnation and entry format a node said in
+	// a hello.
+	learned func(id, incarnation string, format byte)
 	// fence stops this node, which is not the incarnation the cluster
 	// knows for its id.
 	fence func(detail string)
+	// tooOld says why a node that reads entry formats up to format may
+	// not take part ("" if it may).
+	tooOld func(format byte) string
+	// outdated stops this node, which does not read the cluster's entry
+	// format.
+	outdated func(detail string)
+}
+
+// helloFormat reads the format field of a hello, which a fifoq from before
+// formats were said leaves out: it reads version 4.
+func helloFormat(f []string, at int) (byte, bool) {
+	if len(f) == at {
+		return minVersionBinary, true
+	}
+	if len(f) != at+1 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(f[at])
+	if err != nil || n < 1 || n > 255 {
+		return 0, false
+	}
+	return byte(n), true
 }
 
 // newPeerMux listens on bind and starts accepting.
@@ -179,7 +207,8 @@ func (m *peerMux) answerHello(conn net.Conn) bool {
 		return false
 	}
 	f := strings.Fields(line)
-	if len(f) != 3 || !validIncarnation(f[1]) {
+	format, ok := helloFormat(f, 3)
+	if !ok || !validIncarnation(f[1]) {
 		return false
 	}
 	id, inc, expected := f[0], f[1], f[2]
@@ -201,11 +230,15 @@ func (m *peerMux) answerHello(conn net.Conn) bool {
 			_, _ = io.WriteString(conn, "fenced-you "+detail+"\n")
 			return false
 		}
+		if why := c.tooOld(format); why != "" {
+			_, _ = io.WriteString(conn, "too-old "+why+"\n")
+			return false
+		}
 		if member {
-			c.learned(id, inc)
+			c.learned(id, inc, format)
 		}
 	}
-	_, err = io.WriteString(conn, "ok "+m.selfID+" "+m.selfInc+"\n")
+	_, err = io.WriteString(conn, "ok "+m.selfID+" "+m.selfInc+" "+strconv.Itoa(int(maxEntryFormat))+"\n")
 	return err == nil
 }
 
@@ -230,6 +263,10 @@ func readLine(conn net.Conn) (string, error) {
 // incarnation the membership records.
 var errFenced = errors.New("refused: not the incarnation the cluster records")
 
+// errTooOld is a connection refused because one side does not read the
+// cluster's entry format (format.go).
+var errTooOld = errors.New("refused: does not read the cluster's log entry format")
+
 // dial opens a connection of the given kind to a node's Raft port, after
 // a hello (see identity.go).
 func (m *peerMux) dial(ctx context.Context, hostPort string, kind byte) (net.Conn, error) {
@@ -253,7 +290,7 @@ func (m *peerMux) dial(ctx context.Context, hostPort string, kind byte) (net.Con
 		_ = conn.SetDeadline(time.Now().Add(sniffTimeout))
 	}
 	reply, err := func() (string, error) {
-		if _, err := io.WriteString(conn, m.selfID+" "+m.selfInc+" "+expected+"\n"); err != nil {
+		if _, err := io.WriteString(conn, m.selfID+" "+m.selfInc+" "+expected+" "+strconv.Itoa(int(maxEntryFormat))+"\n"); err != nil {
 			return "", err
 		}
 		return readLine(conn)
@@ -273,7 +310,8 @@ func (m *peerMux) dial(ctx context.Context, hostPort string, kind byte) (net.Con
 	switch verb {
 	case "ok":
 		f := strings.Fields(rest)
-		if len(f) != 2 {
+		format, ok := helloFormat(f, 2)
+		if !ok {
 			conn.Close()
 			return nil, fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
 		}
@@ -282,7 +320,11 @@ func (m *peerMux) dial(ctx context.Context, hostPort string, kind byte) (net.Con
 			return nil, fmt.Errorf("%w: node %s at %s is incarnation %s, and the cluster records %s", errFenced, f[0], hostPort, f[1], expected)
 		}
 		if c := m.checks.Load(); c != nil {
-			c.learned(f[0], f[1])
+			if why := c.tooOld(format); why != "" {
+				conn.Close()
+				return nil, fmt.Errorf("%w: node %s at %s: %s", errTooOld, f[0], hostPort, why)
+			}
+			c.learned(f[0], f[1], format)
 		}
 		return conn, nil
 	case "fenced-you":
@@ -291,6 +333,12 @@ func (m *peerMux) dial(ctx context.Context, hostPort string, kind byte) (net.Con
 			c.fence(fmt.Sprintf("the member at %s refused it: %s", hostPort, rest))
 		}
 		return nil, fmt.Errorf("%w: node at %s refused this one: %s", errFenced, hostPort, rest)
+	case "too-old":
+		conn.Close()
+		if c := m.checks.Load(); c != nil {
+			c.outdated(fmt.Sprintf("the member at %s refused it: %s", hostPort, rest))
+		}
+		return nil, fmt.Errorf("%w: node at %s refused this one: %s", errTooOld, hostPort, rest)
 	case "fenced-me":
 		conn.Close()
 		return nil, fmt.Errorf("%w: the node at %s is stale: %s", errFenced, hostPort, rest)

@@ -120,6 +120,11 @@ func (s *Server) checkClocks() {
 	s.clocks.offsets = offsets
 	s.clocks.off = off
 	s.clocks.mu.Unlock()
+	if !off && agree+1 >= majority {
+		// Confirmed within the bound: the leader may stamp commands with
+		// this clock (replog's clamp).
+		s.cluster.ClockAgreed(s.now())
+	}
 	switch {
 	case off && !was:
 		why := fmt.Sprintf("%d of the %d members' clocks are off this node's, by %v (a median), more than --max-clock-offset %v", disagree, len(members), median.Round(time.Millisecond), limit)

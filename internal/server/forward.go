@@ -34,6 +34,7 @@ type clusterLog interface {
 	RemoveServer(ctx context.Context, id string) error
 	Status() replog.NodeStatus
 	SetClockOff(why string)
+	ClockAgreed(wall time.Time)
 	Promote(ctx context.Context, id string) error
 }
 
