@@ -76,6 +76,10 @@ type node struct {
 	logPath  string
 	bin      string
 	env      []string
+	// wrap, if not empty, runs the binary through it (a network
+	// namespace's `ip netns exec NS`); args are added to its flags.
+	wrap []string
+	args []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -151,9 +155,11 @@ func (c *cluster) start(nd *node, peers string) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cmd := exec.Command(nd.bin, "serve",
+	argv := append(append([]string(nil), nd.wrap...), nd.bin, "serve",
 		"--listen", nd.httpAddr, "--data-dir", nd.dataDir,
 		"--node-id", nd.id, "--raft-addr", nd.raftAddr, "--peers", peers)
+	argv = append(argv, nd.args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "FIFOQ_") {
 			cmd.Env = append(cmd.Env, kv)

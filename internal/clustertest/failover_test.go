@@ -51,6 +51,9 @@ type workload struct {
 	queueURL string
 	hist     *History
 	clients  []*sqs.Client // one per node
+	// sendGap, if not 0, is each producer's pause between two sends, so
+	// that a long run's backlog stays drainable.
+	sendGap time.Duration
 }
 
 // attempt runs call against node (preferred+try) % n, the next node at
@@ -126,6 +129,12 @@ func (w *workload) produce(ctx context.Context, p int, rng *rand.Rand) {
 			return err
 		})
 		w.hist.Add(op)
+		if w.sendGap > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(w.sendGap):
+			}
+		}
 	}
 }
 
@@ -258,13 +267,22 @@ func (w *workload) ack(ctx context.Context, c int, kind Kind, m Msg, rng *rand.R
 	w.hist.Add(op)
 }
 
-// drain receives and deletes until the queue holds nothing, visible or in
-// flight, and returns when it found it empty.
+// drain receives and deletes, with as many consumers as the run had,
+// until the queue holds nothing, visible or in flight, and returns when it
+// found it empty.
 func (w *workload) drain(t *testing.T, rng *rand.Rand) time.Time {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for ctx.Err() == nil {
-		w.consume(ctx, *flagConsumers, rng, true)
+		var wg sync.WaitGroup
+		for i := range *flagConsumers {
+			wg.Add(1)
+			go func(c int, rng *rand.Rand) {
+				defer wg.Done()
+				w.consume(ctx, c, rng, true)
+			}(*flagConsumers+i, rand.New(rand.NewSource(rng.Int63())))
+		}
+		wg.Wait()
 		for i, cl := range w.clients {
 			attrs, err := cl.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.queueURL),
 				AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
@@ -279,17 +297,25 @@ func (w *workload) drain(t *testing.T, rng *rand.Rand) time.Time {
 			break
 		}
 	}
-	t.Fatal("the queue did not drain within 2 minutes")
+	t.Fatal("the queue did not drain within 5 minutes")
 	return time.Time{}
 }
 
 // run is one failover run's settings.
 type run struct {
-	kills     int  // leader kills
-	follower  bool // then kill a follower
-	freeze    bool // then freeze a node
-	bins      []string
-	env       [][]string
+	kills    int  // leader kills
+	follower bool // then kill a follower
+	freeze   bool // then freeze a node
+	bins     []string
+	env      [][]string
+	// tweak, if not nil, changes node i before the cluster starts.
+	tweak func(i int, nd *node)
+	// nemesis, if not nil, disrupts the cluster while the workload runs,
+	// in place of the kills, the follower kill and the freeze above;
+	// pause waits a random time around -cluster.interval.
+	nemesis func(t *testing.T, c *cluster, rng *rand.Rand, pause func())
+	// sendGap is each producer's pause between two sends (workload).
+	sendGap   time.Duration
 	measure   bool // measure each leader kill's failover time
 	failovers []time.Duration
 	seed      int64
@@ -307,7 +333,17 @@ func runFailover(t *testing.T, r *run) {
 	t.Logf("seed %d (rerun with -cluster.seed=%d)", r.seed, r.seed)
 	rng := rand.New(rand.NewSource(r.seed))
 
-	c := newCluster(t, 3, r.bins, r.env)
+	c := newClusterWith(t, 3, func(i int, nd *node) {
+		if i < len(r.bins) && r.bins[i] != "" {
+			nd.bin = r.bins[i]
+		}
+		if i < len(r.env) {
+			nd.env = r.env[i]
+		}
+		if r.tweak != nil {
+			r.tweak(i, nd)
+		}
+	})
 	defer func() {
 		if t.Failed() {
 			for _, nd := range c.nodes {
@@ -316,7 +352,7 @@ func runFailover(t *testing.T, r *run) {
 		}
 	}()
 	attrs := map[string]string{"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))}
-	w := &workload{c: c, hist: &History{}}
+	w := &workload{c: c, hist: &History{}, sendGap: r.sendGap}
 	w.queueURL = c.createQueue("failover.fifo", attrs)
 	probeURL := c.createQueue("probe.fifo", map[string]string{"FifoQueue": "true"})
 	for _, nd := range c.nodes {
@@ -342,6 +378,9 @@ func runFailover(t *testing.T, r *run) {
 
 	pause := func() {
 		time.Sleep(time.Duration(float64(*flagInterval) * (0.5 + rng.Float64())))
+	}
+	if r.nemesis != nil {
+		r.nemesis(t, c, rng, pause)
 	}
 	probeSeq := 0
 	for k := 0; k < r.kills; k++ {

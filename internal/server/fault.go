@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -13,6 +14,11 @@ import (
 // catches a node that acknowledges what it did not commit; a normal build
 // has no way to set it.
 var faultHook func(req api.Request) (resp api.Response, ok bool)
+
+// faultClockSkew, when not 0, sets the server's wall clock that far off the
+// machine's: only a fifoq_faults build sets it (fault_inject.go), for the
+// cluster tests' member with a skewed clock.
+var faultClockSkew time.Duration
 
 // doOrFault carries out a client's request, unless a test build's fault
 // answers it instead.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -22,7 +23,13 @@ import (
 //
 // The cluster failover test (internal/clustertest) runs such a node to show
 // that its history check fails.
+//
+// FIFOQ_TEST_CLOCK_SKEW, a duration, sets the server's wall clock that far
+// off the machine's, as a node whose NTP failed would be.
 func init() {
+	if d, err := time.ParseDuration(os.Getenv("FIFOQ_TEST_CLOCK_SKEW")); err == nil {
+		faultClockSkew = d
+	}
 	kind, every, ok := strings.Cut(os.Getenv("FIFOQ_TEST_FAULT"), ":")
 	n, err := strconv.Atoi(every)
 	if !ok || err != nil || n < 1 {

@@ -192,6 +192,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Clock = clock.Real{}
 		if cfg.Now != nil {
 			cfg.Clock = clock.WithNow(cfg.Now)
+		} else if faultClockSkew != 0 {
+			cfg.Clock = clock.WithNow(func() time.Time { return time.Now().Add(faultClockSkew) })
 		}
 	}
 	cfg.Now = cfg.Clock.Now

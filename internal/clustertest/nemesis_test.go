@@ -1,0 +1,364 @@
+package clustertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	mrand "math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// TestNemesis runs the failover test's workload (producers and consumers
+// over every node, the history checked for loss, undone deletes, order,
+// groups held twice and linearizability) on three members that talk to
+// each other over a real network, while a nemesis breaks it in the ways an
+// operator meets, one after another:
+//
+//  1. the leader is cut off from the other members (its clients still
+//     reach it): a minority leader, which must acknowledge nothing, and a
+//     majority that elects another; then the network heals;
+//  2. a follower is cut off, and heals;
+//  3. every member is restarted in turn with SIGTERM (a rolling restart);
+//  4. a follower is restarted with its clock 3 s ahead: it must not keep
+//     the leadership, even when the leader stops twice; then restarted
+//     right;
+//  5. a follower's disk fills (its data dir is a 256 MB tmpfs, filled by
+//     another file): it must exit non-zero; its disk is freed and it is
+//     restarted, and catches up;
+//  6. a follower is killed, its data dir wiped, and started again with its
+//     usual flags: it must exit non-zero (fenced), and the other two go on.
+//
+// Each member runs in a network namespace of its own (needs root): one
+// link to a bridge that carries the members' traffic (a partition takes a
+// member's port on it down), one to the test for its SQS endpoint. So the
+// members listen beyond loopback without TLS, with --insecure and
+// --raft-insecure. The mixed-version upgrade is TestRollingUpgrade.
+func TestNemesis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short mode")
+	}
+	lab := newNetLab(t, 3)
+	mnt := mountTmpfs(t, "256m")
+	bin := faultyBinary(t)
+	r := &run{
+		// The nemesis takes minutes: producers pace themselves so that
+		// consumers keep up and the history stays small enough to check.
+		sendGap: 100 * time.Millisecond,
+		tweak: func(i int, nd *node) {
+			nd.bin = bin
+			nd.httpAddr, nd.raftAddr = lab.sqsAddr(i), lab.raftAddr(i)
+			nd.wrap = []string{"ip", "netns", "exec", lab.nodeNS(i)}
+			nd.args = []string{"--insecure", "--raft-insecure"}
+			if i == 2 {
+				nd.dataDir = mnt
+				nd.env = []string{"FIFOQ_MIN_FREE_DISK_MB=0"}
+			}
+		},
+		nemesis: func(t *testing.T, c *cluster, rng *mrand.Rand, pause func()) {
+			pause()
+			nemesisPartitionLeader(t, c, lab)
+			pause()
+			f := follower(c, rng)
+			t.Logf("nemesis: cut follower %s off for 3 s", f.id)
+			lab.cut(indexOf(c, f))
+			time.Sleep(3 * time.Second)
+			lab.heal(indexOf(c, f))
+			pause()
+			for _, nd := range c.nodes {
+				t.Logf("nemesis: SIGTERM and restart %s", nd.id)
+				c.sigterm(nd)
+				c.restart(nd)
+				waitReady(t, nd)
+			}
+			pause()
+			nemesisSkewedClock(t, c, rng)
+			pause()
+			nemesisFullDisk(t, c, mnt)
+			pause()
+			nemesisWipedMember(t, c, rng)
+			pause()
+		},
+	}
+	runFailover(t, r)
+	if len(r.problems) > 0 {
+		t.Errorf("history check failed (seed %d):\n  %s", r.seed, strings.Join(r.problems, "\n  "))
+	}
+}
+
+// follower returns a member that does not lead.
+func follower(c *cluster, rng *mrand.Rand) *node {
+	return c.nodes[(indexOf(c, c.leader())+1+rng.Intn(2))%len(c.nodes)]
+}
+
+// nemesisPartitionLeader cuts the leader off from the other members until
+// they have elected another, holds the partition a while longer, and heals
+// it.
+func nemesisPartitionLeader(t *testing.T, c *cluster, lab *netLab) {
+	old := c.leader()
+	t.Logf("nemesis: cut leader %s off from the other members", old.id)
+	cut := time.Now()
+	lab.cut(indexOf(c, old))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if l := majorityLeader(c, old); l != nil {
+			t.Logf("nemesis: %s elected %v after the cut", l.id, time.Since(cut).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the majority elected no leader within 30 s of cutting %s off", old.id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	lab.heal(indexOf(c, old))
+	t.Logf("nemesis: healed %s", old.id)
+}
+
+// majorityLeader returns the leader the members other than cut agree on.
+func majorityLeader(c *cluster, cut *node) *node {
+	votes := map[string]int{}
+	for _, nd := range c.nodes {
+		if nd != cut {
+			if id := nd.leaderOf(); id != "" && id != cut.id {
+				votes[id]++
+			}
+		}
+	}
+	for _, nd := range c.nodes {
+		if votes[nd.id] >= len(c.nodes)/2+1 {
+			return nd
+		}
+	}
+	return nil
+}
+
+// nemesisSkewedClock restarts a follower with its clock 3 s ahead (more
+// than --max-clock-offset's 500ms) and makes the leader step down twice:
+// the skewed member must never lead. It is then restarted right.
+func nemesisSkewedClock(t *testing.T, c *cluster, rng *mrand.Rand) {
+	skewed := follower(c, rng)
+	t.Logf("nemesis: restart %s with its clock 3 s ahead", skewed.id)
+	env := skewed.env
+	c.sigterm(skewed)
+	skewed.env = append(append([]string(nil), env...), "FIFOQ_TEST_CLOCK_SKEW=3s")
+	c.restart(skewed)
+	// Let it measure the others' clocks.
+	time.Sleep(3 * time.Second)
+	for range 2 {
+		l := c.leader()
+		if l == skewed {
+			t.Fatalf("%s, whose clock is 3 s ahead, leads", skewed.id)
+		}
+		c.sigterm(l)
+		// Raft may elect it (nothing stops a member from standing), but
+		// it hands the leadership over at once and serves nothing as
+		// leader meanwhile (the history check would see it).
+		var since time.Time
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+			switch {
+			case skewed.leaderOf() != skewed.id:
+				since = time.Time{}
+			case since.IsZero():
+				since = time.Now()
+			case time.Since(since) > time.Second:
+				t.Fatalf("%s, whose clock is 3 s ahead, has led for over a second", skewed.id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		c.restart(l)
+		waitReady(t, l)
+	}
+	c.sigterm(skewed)
+	skewed.env = env
+	c.restart(skewed)
+	waitReady(t, skewed)
+}
+
+// nemesisFullDisk fills the tmpfs that holds node 3's data dir with
+// another file: the member must stop, exiting non-zero. The file is then
+// removed and the member restarted; it must catch up.
+func nemesisFullDisk(t *testing.T, c *cluster, mnt string) {
+	nd := c.nodes[2]
+	if nd.dataDir != mnt {
+		t.Fatalf("%s's data dir is not the tmpfs", nd.id)
+	}
+	t.Logf("nemesis: fill %s's disk", nd.id)
+	fill := filepath.Join(mnt, "..fill")
+	// dd stops at ENOSPC and says so; that is the point.
+	_ = exec.Command("dd", "if=/dev/zero", "of="+fill, "bs=1M").Run()
+	// The member may have room left in files it made before (a log
+	// segment is allocated whole): messages of 256 KiB to a queue of
+	// their own make it need more at once.
+	ballast := c.createQueue("ballast", nil)
+	big := strings.Repeat("b", 256<<10)
+	via := c.nodes[(indexOf(c, nd)+1)%len(c.nodes)]
+	deadline := time.Now().Add(60 * time.Second)
+wait:
+	for {
+		select {
+		case <-nd.done:
+			break wait
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still runs 60 s after its disk filled; its log ends:\n%s", nd.id, nd.tail(10))
+		}
+		_, _ = newClient(via.httpAddr, 5*time.Second).SendMessage(context.Background(),
+			&sqs.SendMessageInput{QueueUrl: aws.String(ballast), MessageBody: aws.String(big)})
+	}
+	if _, err := newClient(via.httpAddr, 5*time.Second).DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(ballast)}); err != nil {
+		t.Logf("delete the ballast queue: %v", err)
+	}
+	if code := nd.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("%s exited 0 when its disk filled; want non-zero", nd.id)
+	}
+	if err := os.Remove(fill); err != nil {
+		t.Fatal(err)
+	}
+	c.restart(nd)
+	waitReady(t, nd)
+	t.Logf("nemesis: %s stopped on the full disk, and is back", nd.id)
+}
+
+// nemesisWipedMember kills a follower, wipes its data dir and starts it
+// with its usual flags: it must exit non-zero, fenced. It stays down.
+func nemesisWipedMember(t *testing.T, c *cluster, rng *mrand.Rand) {
+	nd := follower(c, rng)
+	t.Logf("nemesis: kill %s, wipe its data dir, start it again", nd.id)
+	c.kill(nd)
+	entries, err := os.ReadDir(nd.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(nd.dataDir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.start(nd, "")
+	select {
+	case <-nd.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the wiped member %s still runs 30 s after its start; its log ends:\n%s", nd.id, nd.tail(10))
+	}
+	if code := nd.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("the wiped member exited 0; want non-zero")
+	}
+	if log := nd.tail(20); !strings.Contains(log, "fifoq cluster remove "+nd.id) {
+		t.Errorf("the wiped member's log does not say to remove it; it ends:\n%s", log)
+	}
+}
+
+// mountTmpfs mounts a tmpfs of the given size for the test (needs root).
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	mnt := t.TempDir()
+	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", mnt).Run(); err != nil {
+		needRoot(t, fmt.Sprintf("cannot mount a tmpfs: %v", err))
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	return mnt
+}
+
+// needRoot skips the test, or fails it where CI says root tests must run
+// (FIFOQ_REQUIRE_ROOT_TESTS), so that it cannot pass there by skipping.
+func needRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("FIFOQ_REQUIRE_ROOT_TESTS") != "" {
+		t.Fatalf("%s, and FIFOQ_REQUIRE_ROOT_TESTS is set", why)
+	}
+	t.Skipf("%s (needs root)", why)
+}
+
+// netLab is a network for the members: each in a network namespace of its
+// own, linked to a bridge (in a namespace of its own too) for the
+// members' traffic, and linked directly to the test's namespace for its
+// SQS endpoint.
+type netLab struct {
+	t      *testing.T
+	prefix string // of every namespace and link name
+	subnet int    // the third byte of every address
+	n      int
+}
+
+// newNetLab makes a network for n members and removes it when the test
+// ends.
+func newNetLab(t *testing.T, n int) *netLab {
+	t.Helper()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	lab := &netLab{t: t, prefix: "fq" + hex.EncodeToString(b[:2]), subnet: 1 + int(b[2])%250, n: n}
+	if err := exec.Command("ip", "netns", "add", lab.switchNS()).Run(); err != nil {
+		needRoot(t, fmt.Sprintf("cannot make a network namespace: %v", err))
+	}
+	t.Cleanup(lab.remove)
+	lab.ip("-n", lab.switchNS(), "link", "add", "br0", "type", "bridge")
+	lab.ip("-n", lab.switchNS(), "link", "set", "br0", "up")
+	for i := range n {
+		ns := lab.nodeNS(i)
+		lab.ip("netns", "add", ns)
+		lab.ip("-n", ns, "link", "set", "lo", "up")
+		// The members' network: node side "p", bridge side "s".
+		p, s := fmt.Sprintf("%s-%dp", lab.prefix, i), lab.switchPort(i)
+		lab.ip("link", "add", p, "type", "veth", "peer", "name", s)
+		lab.ip("link", "set", p, "netns", ns)
+		lab.ip("link", "set", s, "netns", lab.switchNS())
+		lab.ip("-n", lab.switchNS(), "link", "set", s, "master", "br0")
+		lab.ip("-n", lab.switchNS(), "link", "set", s, "up")
+		lab.ip("-n", ns, "addr", "add", fmt.Sprintf("10.231.%d.%d/24", lab.subnet, i+1), "dev", p)
+		lab.ip("-n", ns, "link", "set", p, "up")
+		// The test's link to its SQS endpoint: test side "c", node side "d".
+		cl, d := fmt.Sprintf("%s-%dc", lab.prefix, i), fmt.Sprintf("%s-%dd", lab.prefix, i)
+		lab.ip("link", "add", cl, "type", "veth", "peer", "name", d)
+		lab.ip("link", "set", d, "netns", ns)
+		lab.ip("addr", "add", fmt.Sprintf("10.%d.%d.1/24", 232+i, lab.subnet), "dev", cl)
+		lab.ip("link", "set", cl, "up")
+		lab.ip("-n", ns, "addr", "add", fmt.Sprintf("10.%d.%d.2/24", 232+i, lab.subnet), "dev", d)
+		lab.ip("-n", ns, "link", "set", d, "up")
+	}
+	return lab
+}
+
+func (lab *netLab) switchNS() string        { return lab.prefix + "-sw" }
+func (lab *netLab) nodeNS(i int) string     { return fmt.Sprintf("%s-n%d", lab.prefix, i) }
+func (lab *netLab) switchPort(i int) string { return fmt.Sprintf("%s-%ds", lab.prefix, i) }
+
+// raftAddr is member i's address on the members' network.
+func (lab *netLab) raftAddr(i int) string { return fmt.Sprintf("10.231.%d.%d:9325", lab.subnet, i+1) }
+
+// sqsAddr is member i's SQS endpoint, on its link to the test.
+func (lab *netLab) sqsAddr(i int) string { return fmt.Sprintf("10.%d.%d.2:9324", 232+i, lab.subnet) }
+
+// cut takes member i off the members' network; heal puts it back.
+func (lab *netLab) cut(i int) {
+	lab.ip("-n", lab.switchNS(), "link", "set", lab.switchPort(i), "down")
+}
+
+func (lab *netLab) heal(i int) {
+	lab.ip("-n", lab.switchNS(), "link", "set", lab.switchPort(i), "up")
+}
+
+// ip runs ip(8), failing the test if it fails.
+func (lab *netLab) ip(args ...string) {
+	lab.t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		lab.t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// remove deletes the namespaces, and with them every link.
+func (lab *netLab) remove() {
+	for i := range lab.n {
+		_ = exec.Command("ip", "netns", "del", lab.nodeNS(i)).Run()
+	}
+	_ = exec.Command("ip", "netns", "del", lab.switchNS()).Run()
+}
