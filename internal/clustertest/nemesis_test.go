@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	mrand "math/rand"
 	"os"
@@ -31,17 +32,23 @@ import (
 //  4. a follower is restarted with its clock 3 s ahead: it must not keep
 //     the leadership, even when the leader stops twice; then restarted
 //     right;
-//  5. a follower's disk fills (its data dir is a 256 MB tmpfs, filled by
+//  5. a follower's log writes fail with EIO (the fifoq_faults build's
+//     error-injecting file layer): it must exit non-zero; restarted on a
+//     sound disk, it catches up;
+//  6. a follower's disk fills (its data dir is a 256 MB tmpfs, filled by
 //     another file): it must exit non-zero; its disk is freed and it is
 //     restarted, and catches up;
-//  6. a follower is killed, its data dir wiped, and started again with its
+//  7. a follower is killed, its data dir wiped, and started again with its
 //     usual flags: it must exit non-zero (fenced), and the other two go on.
 //
 // Each member runs in a network namespace of its own (needs root): one
 // link to a bridge that carries the members' traffic (a partition takes a
 // member's port on it down), one to the test for its SQS endpoint. So the
 // members listen beyond loopback without TLS, with --insecure and
-// --raft-insecure. The mixed-version upgrade is TestRollingUpgrade.
+// --raft-insecure. The mixed-version upgrade is TestRollingUpgrade. A
+// longer run repeats faults 1 to 6:
+//
+//	go test ./internal/clustertest -run TestNemesis -cluster.nemesis-rounds=5
 func TestNemesis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
@@ -64,25 +71,12 @@ func TestNemesis(t *testing.T) {
 			}
 		},
 		nemesis: func(t *testing.T, c *cluster, rng *mrand.Rand, pause func()) {
-			pause()
-			nemesisPartitionLeader(t, c, lab)
-			pause()
-			f := follower(c, rng)
-			t.Logf("nemesis: cut follower %s off for 3 s", f.id)
-			lab.cut(indexOf(c, f))
-			time.Sleep(3 * time.Second)
-			lab.heal(indexOf(c, f))
-			pause()
-			for _, nd := range c.nodes {
-				t.Logf("nemesis: SIGTERM and restart %s", nd.id)
-				c.sigterm(nd)
-				c.restart(nd)
-				waitReady(t, nd)
+			for round := range *flagNemesisRounds {
+				if *flagNemesisRounds > 1 {
+					t.Logf("nemesis: round %d", round+1)
+				}
+				nemesisRound(t, c, lab, mnt, rng, pause)
 			}
-			pause()
-			nemesisSkewedClock(t, c, rng)
-			pause()
-			nemesisFullDisk(t, c, mnt)
 			pause()
 			nemesisWipedMember(t, c, rng)
 			pause()
@@ -92,6 +86,64 @@ func TestNemesis(t *testing.T) {
 	if len(r.problems) > 0 {
 		t.Errorf("history check failed (seed %d):\n  %s", r.seed, strings.Join(r.problems, "\n  "))
 	}
+}
+
+// flagNemesisRounds repeats TestNemesis's faults, but the last, for a
+// longer run.
+var flagNemesisRounds = flag.Int("cluster.nemesis-rounds", 1, "how many times TestNemesis runs its faults before it wipes a member (≥ 5 for a soak)")
+
+// nemesisRound runs every fault of TestNemesis but the wiped member, which
+// ends a run.
+func nemesisRound(t *testing.T, c *cluster, lab *netLab, mnt string, rng *mrand.Rand, pause func()) {
+	pause()
+	nemesisPartitionLeader(t, c, lab)
+	pause()
+	f := follower(c, rng)
+	t.Logf("nemesis: cut follower %s off for 3 s", f.id)
+	lab.cut(indexOf(c, f))
+	time.Sleep(3 * time.Second)
+	lab.heal(indexOf(c, f))
+	pause()
+	for _, nd := range c.nodes {
+		t.Logf("nemesis: SIGTERM and restart %s", nd.id)
+		c.sigterm(nd)
+		c.restart(nd)
+		waitReady(t, nd)
+	}
+	pause()
+	nemesisSkewedClock(t, c, rng)
+	pause()
+	nemesisFailingDisk(t, c, rng)
+	pause()
+	nemesisFullDisk(t, c, mnt)
+}
+
+// nemesisFailingDisk restarts a follower whose log segments' writes and
+// syncs fail with EIO 2 s after it starts (the fifoq_faults build's
+// FIFOQ_TEST_WAL_EIO_AFTER): it must exit non-zero; restarted on a sound
+// disk, it catches up.
+func nemesisFailingDisk(t *testing.T, c *cluster, rng *mrand.Rand) {
+	nd := follower(c, rng)
+	t.Logf("nemesis: restart %s on a disk that fails with EIO after 2 s", nd.id)
+	env := nd.env
+	c.sigterm(nd)
+	nd.env = append(append([]string(nil), env...), "FIFOQ_TEST_WAL_EIO_AFTER=2s")
+	c.restart(nd)
+	select {
+	case <-nd.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s still runs 60 s after its disk began to fail; its log ends:\n%s", nd.id, nd.tail(10))
+	}
+	if code := nd.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("%s exited 0 when its disk failed; want non-zero", nd.id)
+	}
+	if log := nd.tail(20); !strings.Contains(log, "storage fault") {
+		t.Errorf("%s's log does not name the storage fault; it ends:\n%s", nd.id, log)
+	}
+	nd.env = env
+	c.restart(nd)
+	waitReady(t, nd)
+	t.Logf("nemesis: %s stopped on EIO, and is back", nd.id)
 }
 
 // follower returns a member that does not lead.

@@ -459,6 +459,10 @@ func (fs *FS) Stats() Stats {
 	}
 }
 
+// injectedFault, when set, may fail a segment's write or sync as a failing
+// disk would: only a fifoq_faults build sets it (fault_inject.go).
+var injectedFault func(op, path string) error
+
 // segmentFile is a segment open for writing. Its Sync is an fdatasync:
 // it makes durable the data and whatever metadata reading it back needs
 // (the extents, and the size if a write went past the end), and skips
@@ -479,6 +483,11 @@ type segmentFile struct {
 // a segment zeroed in place, starting its zeroing once they pass a
 // sixteenth of it.
 func (f *segmentFile) WriteAt(p []byte, off int64) (int, error) {
+	if injectedFault != nil {
+		if err := injectedFault("write", f.Name()); err != nil {
+			return 0, err
+		}
+	}
 	end := off + int64(len(p))
 	if z := f.ahead; z != nil {
 		z.mu.Lock()
@@ -506,6 +515,11 @@ func (f *segmentFile) Close() error {
 
 // Sync implements types.WritableFile.
 func (f *segmentFile) Sync() error {
+	if injectedFault != nil {
+		if err := injectedFault("fdatasync", f.Name()); err != nil {
+			return err
+		}
+	}
 	if err := datasync(f.File); err != nil {
 		return err
 	}

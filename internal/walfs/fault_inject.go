@@ -1,0 +1,27 @@
+//go:build fifoq_faults
+
+package walfs
+
+import (
+	"os"
+	"syscall"
+	"time"
+)
+
+// A binary built with -tags fifoq_faults fails its log segments' writes
+// and syncs with EIO, as a dying disk does, from the moment
+// FIFOQ_TEST_WAL_EIO_AFTER (a duration) after it starts. The cluster
+// tests' nemesis runs a member so (internal/clustertest).
+func init() {
+	d, err := time.ParseDuration(os.Getenv("FIFOQ_TEST_WAL_EIO_AFTER"))
+	if err != nil {
+		return
+	}
+	from := time.Now().Add(d)
+	injectedFault = func(op, path string) error {
+		if time.Now().Before(from) {
+			return nil
+		}
+		return &os.PathError{Op: op, Path: path, Err: syscall.EIO}
+	}
+}
