@@ -24,6 +24,9 @@ import (
 // each other over a real network, while a nemesis breaks it in the ways an
 // operator meets, one after another:
 //
+//  0. every member starts as an older fifoq (the format-capped stand-in of
+//     TestRollingUpgrade) and is upgraded in turn, with SIGTERM; the
+//     cluster must then write the newer log entry format;
 //  1. the leader is cut off from the other members (its clients still
 //     reach it): a minority leader, which must acknowledge nothing, and a
 //     majority that elects another; then the network heals;
@@ -45,8 +48,7 @@ import (
 // link to a bridge that carries the members' traffic (a partition takes a
 // member's port on it down), one to the test for its SQS endpoint. So the
 // members listen beyond loopback without TLS, with --insecure and
-// --raft-insecure. The mixed-version upgrade is TestRollingUpgrade. A
-// longer run repeats faults 1 to 6:
+// --raft-insecure. A longer run repeats faults 1 to 6:
 //
 //	go test ./internal/clustertest -run TestNemesis -cluster.nemesis-rounds=5
 func TestNemesis(t *testing.T) {
@@ -65,12 +67,17 @@ func TestNemesis(t *testing.T) {
 			nd.httpAddr, nd.raftAddr = lab.sqsAddr(i), lab.raftAddr(i)
 			nd.wrap = []string{"ip", "netns", "exec", lab.nodeNS(i)}
 			nd.args = []string{"--insecure", "--raft-insecure"}
+			// Every member starts as the older fifoq (see
+			// TestRollingUpgrade), upgraded by the nemesis's first fault.
+			nd.env = []string{olderFormat}
 			if i == 2 {
 				nd.dataDir = mnt
-				nd.env = []string{"FIFOQ_MIN_FREE_DISK_MB=0"}
+				nd.env = append(nd.env, "FIFOQ_MIN_FREE_DISK_MB=0")
 			}
 		},
 		nemesis: func(t *testing.T, c *cluster, rng *mrand.Rand, pause func()) {
+			pause()
+			nemesisUpgrade(t, c)
 			for round := range *flagNemesisRounds {
 				if *flagNemesisRounds > 1 {
 					t.Logf("nemesis: round %d", round+1)
@@ -144,6 +151,30 @@ func nemesisFailingDisk(t *testing.T, c *cluster, rng *mrand.Rand) {
 	c.restart(nd)
 	waitReady(t, nd)
 	t.Logf("nemesis: %s stopped on EIO, and is back", nd.id)
+}
+
+// olderFormat makes a fifoq_faults build stand in for the fifoq before log
+// entry format 5 (TestRollingUpgrade).
+const olderFormat = "FIFOQ_TEST_MAX_ENTRY_FORMAT=4"
+
+// nemesisUpgrade upgrades every member in turn from the older fifoq, with
+// SIGTERM, and waits until the cluster writes the newer format.
+func nemesisUpgrade(t *testing.T, c *cluster) {
+	expectFormats(t, c, 4, 5*time.Second)
+	for _, nd := range c.nodes {
+		t.Logf("nemesis: upgrade %s", nd.id)
+		c.sigterm(nd)
+		var env []string
+		for _, kv := range nd.env {
+			if kv != olderFormat {
+				env = append(env, kv)
+			}
+		}
+		nd.env = env
+		c.restart(nd)
+		waitReady(t, nd)
+	}
+	expectFormats(t, c, 5, 15*time.Second)
 }
 
 // follower returns a member that does not lead.

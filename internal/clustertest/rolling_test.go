@@ -63,7 +63,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
 	bin := faultyBinary(t)
-	older := []string{"FIFOQ_TEST_MAX_ENTRY_FORMAT=4"}
+	older := []string{olderFormat}
 	c := newClusterWith(t, 3, func(i int, nd *node) { nd.bin, nd.env = bin, older })
 	q := c.createQueue("upgrade.fifo", map[string]string{"FifoQueue": "true"})
 	s := startSender(t, q, c.nodes[0])
