@@ -132,10 +132,7 @@ func nemesisRound(t *testing.T, c *cluster, lab *netLab, mnt string, rng *mrand.
 func nemesisFailingDisk(t *testing.T, c *cluster, rng *mrand.Rand) {
 	nd := follower(c, rng)
 	t.Logf("nemesis: restart %s on a disk that fails with EIO after 2 s", nd.id)
-	env := nd.env
-	c.sigterm(nd)
-	nd.env = append(append([]string(nil), env...), "FIFOQ_TEST_WAL_EIO_AFTER=2s")
-	c.restart(nd)
+	restore := c.restartWithEnv(nd, "FIFOQ_TEST_WAL_EIO_AFTER=2s")
 	select {
 	case <-nd.done:
 	case <-time.After(60 * time.Second):
@@ -147,7 +144,7 @@ func nemesisFailingDisk(t *testing.T, c *cluster, rng *mrand.Rand) {
 	if log := nd.tail(20); !strings.Contains(log, "storage fault") {
 		t.Errorf("%s's log does not name the storage fault; it ends:\n%s", nd.id, log)
 	}
-	nd.env = env
+	restore()
 	c.restart(nd)
 	waitReady(t, nd)
 	t.Logf("nemesis: %s stopped on EIO, and is back", nd.id)
@@ -175,6 +172,17 @@ func nemesisUpgrade(t *testing.T, c *cluster) {
 		waitReady(t, nd)
 	}
 	expectFormats(t, c, 5, 15*time.Second)
+}
+
+// restartWithEnv stops nd with SIGTERM and starts it again with kv added
+// to its environment; restore gives it back its environment for its next
+// start.
+func (c *cluster) restartWithEnv(nd *node, kv string) (restore func()) {
+	env := nd.env
+	c.sigterm(nd)
+	nd.env = append(append([]string(nil), env...), kv)
+	c.restart(nd)
+	return func() { nd.env = env }
 }
 
 // follower returns a member that does not lead.
@@ -225,15 +233,12 @@ func majorityLeader(c *cluster, cut *node) *node {
 }
 
 // nemesisSkewedClock restarts a follower with its clock 3 s ahead (more
-// than --max-clock-offset's 500ms) and makes the leader step down twice:
-// the skewed member must never lead. It is then restarted right.
+// than --max-clock-offset's 500ms) and stops the leader twice: the skewed
+// member must not keep the leadership. It is then restarted right.
 func nemesisSkewedClock(t *testing.T, c *cluster, rng *mrand.Rand) {
 	skewed := follower(c, rng)
 	t.Logf("nemesis: restart %s with its clock 3 s ahead", skewed.id)
-	env := skewed.env
-	c.sigterm(skewed)
-	skewed.env = append(append([]string(nil), env...), "FIFOQ_TEST_CLOCK_SKEW=3s")
-	c.restart(skewed)
+	restore := c.restartWithEnv(skewed, "FIFOQ_TEST_CLOCK_SKEW=3s")
 	// Let it measure the others' clocks.
 	time.Sleep(3 * time.Second)
 	for range 2 {
@@ -261,7 +266,7 @@ func nemesisSkewedClock(t *testing.T, c *cluster, rng *mrand.Rand) {
 		waitReady(t, l)
 	}
 	c.sigterm(skewed)
-	skewed.env = env
+	restore()
 	c.restart(skewed)
 	waitReady(t, skewed)
 }
