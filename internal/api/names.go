@@ -28,10 +28,14 @@ func IsFIFOName(name string) bool { return strings.HasSuffix(name, FIFOSuffix) }
 // ParseQueueURL extracts the queue key from a QueueUrl member, as SQS
 // resolves it. A URL whose path is /ACCOUNT/NAME names that queue, whatever
 // its scheme and host ("http://host:port/ACCOUNT/NAME", the bare path
-// "/ACCOUNT/NAME", another endpoint's form of the same queue). Any other
-// value is taken as a queue name in the caller's account, as SQS takes a
-// bare name ("my-queue") given as QueueUrl: the key's Account is then
-// empty, for ResolveQueueURL to fill. A value that names no queue this way
+// "/ACCOUNT/NAME", another endpoint's form of the same queue); so do the
+// forms other SQS emulators give their queues, so that code and scripts
+// written against them work unchanged: ElasticMQ's /queue/NAME (in the
+// caller's account) and LocalStack's path form /queue/REGION/ACCOUNT/NAME
+// (fifoq serves one region, and does not compare it). Any other value is
+// taken as a queue name in the caller's account, as SQS takes a bare name
+// ("my-queue") given as QueueUrl: the key's Account is then empty, for
+// ResolveQueueURL to fill. A value that names no queue this way
 // ("http://host/x") names no queue that can exist, and the action answers
 // AWS.SimpleQueueService.NonExistentQueue, as SQS does, rather than
 // InvalidAddress. Only an empty QueueUrl is an error: MissingParameter.
@@ -43,12 +47,24 @@ func ParseQueueURL(raw string) (QueueKey, error) {
 		return queueKeyOfPath(raw, path), nil
 	}
 	if u, err := url.Parse(raw); err == nil {
-		parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-		if len(parts) == 2 && parts[0] != "" && parts[1] != "" {
-			return QueueKey{Account: parts[0], Name: parts[1]}, nil
-		}
+		return queueKeyOfPath(raw, u.Path), nil
 	}
 	return QueueKey{Name: raw}, nil
+}
+
+// emulatorPrefix starts the path of a queue URL in ElasticMQ's and
+// LocalStack's forms. No account is called "queue" (accounts are 12
+// digits), so the forms cannot be mistaken for /ACCOUNT/NAME.
+const emulatorPrefix = "queue/"
+
+// IsQueuePath reports whether an HTTP request's path is a queue's URL path,
+// in any of the forms ParseQueueURL reads.
+func IsQueuePath(path string) bool {
+	if !strings.HasPrefix(path, "/") {
+		return false
+	}
+	k := queueKeyOfPath("", path)
+	return k.Name != ""
 }
 
 // simpleURLPath returns the path of raw without net/url when raw has one
@@ -104,10 +120,21 @@ func simpleAuthority(a string) bool {
 }
 
 // queueKeyOfPath is ParseQueueURL's answer for a URL whose path is path:
-// the queue /ACCOUNT/NAME, or raw as a bare name. It is the general case's
-// split of the path, without allocating.
+// the queue /ACCOUNT/NAME, /queue/NAME (Account empty: the caller's) or
+// /queue/REGION/ACCOUNT/NAME, or raw as a bare name. The common form is
+// split without allocating.
 func queueKeyOfPath(raw, path string) QueueKey {
 	trimmed := strings.Trim(path, "/")
+	if rest, ok := strings.CutPrefix(trimmed, emulatorPrefix); ok {
+		parts := strings.Split(rest, "/")
+		switch {
+		case len(parts) == 1 && parts[0] != "":
+			return QueueKey{Name: parts[0]}
+		case len(parts) == 3 && parts[0] != "" && parts[1] != "" && parts[2] != "":
+			return QueueKey{Account: parts[1], Name: parts[2]}
+		}
+		return QueueKey{Name: raw}
+	}
 	account, name, found := strings.Cut(trimmed, "/")
 	if !found || account == "" || name == "" || strings.IndexByte(name, '/') >= 0 {
 		return QueueKey{Name: raw}

@@ -3,7 +3,6 @@ package protocol
 import (
 	"net/http"
 	"reflect"
-	"strings"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -50,7 +49,7 @@ func decodeQuery(r *http.Request, body []byte) (api.Action, api.Request, *api.Er
 }
 
 // setQueueURLFromPath sets the QueueUrl of a request that lacks one to the
-// path it was sent to, when that path is a queue's ("/ACCOUNT/NAME"): the
+// path it was sent to, when that path is a queue's (isQueuePath): the
 // Query protocol lets clients address a queue by posting to its URL.
 func setQueueURLFromPath(req api.Request, path string) {
 	if !isQueuePath(path) {
@@ -66,15 +65,9 @@ func setQueueURLFromPath(req api.Request, path string) {
 	}
 }
 
-// isQueuePath reports whether path is a queue's: "/ACCOUNT/NAME".
-func isQueuePath(path string) bool {
-	rest, ok := strings.CutPrefix(path, "/")
-	if !ok {
-		return false
-	}
-	account, name, ok := strings.Cut(rest, "/")
-	return ok && account != "" && name != "" && !strings.Contains(name, "/")
-}
+// isQueuePath reports whether path is a queue's: "/ACCOUNT/NAME", or one
+// of the other emulators' forms api.ParseQueueURL reads.
+func isQueuePath(path string) bool { return api.IsQueuePath(path) }
 
 // decodeQueryMembers fills req, a zero request from api.NewRequest, from the
 // parameters of p.
