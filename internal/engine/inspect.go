@@ -550,3 +550,55 @@ func (q *queue) tenantGroups(n int, opts GroupsOptions) GroupsPage {
 	}
 	return page
 }
+
+// MaxListMessages bounds the messages one ListMessages returns: the
+// developer endpoint it serves lists a test's queue, not a backlog.
+const MaxListMessages = 10_000
+
+// ListedMessage is a stored message as ReceiveMessage would render it
+// with every system and message attribute, and where it stands.
+type ListedMessage struct {
+	api.Message
+	State MessageState
+	// Held says that a visible message of a FIFO queue waits behind an
+	// in-flight message of its group: no receive would return it now.
+	Held bool
+}
+
+// ListMessages returns up to limit (at most MaxListMessages) messages of
+// queue q at time now, oldest first, whatever their state, rendered as a
+// receive that asks for every attribute would render them but with the
+// given receipt handle, and without receiving them: no receive count,
+// visibility or group lock changes. It returns false if there is no such
+// queue. The message attribute maps are the engine's and must not be
+// modified, nor read after the log's read lock is released.
+func (e *Engine) ListMessages(q api.QueueKey, now int64, limit int, handle string) ([]ListedMessage, bool, error) {
+	qu := e.queues[q]
+	if qu == nil {
+		return nil, false, nil
+	}
+	t := max(now, e.now)
+	retained := qu.retentionLimit(t)
+	picked := qu.oldest(min(max(limit, 1), MaxListMessages), func(m *message) bool { return m.enqueuedAt > retained })
+	sel := &selection{bodies: e.cfg.Bodies, sysAll: true, attrAll: true}
+	held := map[*fifoGroup]bool{}
+	out := make([]ListedMessage, len(picked))
+	for i, m := range picked {
+		lm := ListedMessage{Message: sel.render(qu, m), State: stateAt(m, t)}
+		lm.ReceiptHandle = handle
+		if qu.fifo && lm.State == StateVisible {
+			if g := qu.groups[m.group.String()]; g != nil {
+				h, seen := held[g]
+				if !seen {
+					for x := g.head; x != nil && !h; x = x.next {
+						h = stateAt(x, t) == StateInFlight
+					}
+					held[g] = h
+				}
+				lm.Held = h
+			}
+		}
+		out[i] = lm
+	}
+	return out, true, sel.err
+}

@@ -273,6 +273,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	mux.Handle("/console/", s.newConsole())
 	mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
+	mux.HandleFunc(devMessagesPath, s.serveDevMessages)
+	mux.HandleFunc(devMessagesPath+"/", s.serveDevMessages)
 	return mux
 }
 

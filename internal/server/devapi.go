@@ -1,0 +1,270 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/protocol"
+)
+
+// LocalStack, the emulator many teams come to fifoq from, offers a
+// developer endpoint that test suites use to assert on a queue: it lists
+// a queue's messages without receiving them. fifoq answers it the same
+// way, so that such suites run unchanged:
+//
+//   - GET or POST /_aws/sqs/messages?QueueUrl=URL, or
+//     /_aws/sqs/messages/REGION/ACCOUNT/NAME;
+//   - the visible messages, oldest first, each rendered as ReceiveMessage
+//     renders it with every attribute and the receipt handle
+//     "SQS/BACKDOOR/ACCESS" (which no action takes); ShowInvisible=true
+//     adds the messages in flight and those a FIFO group's in-flight
+//     message holds back (attribute IsVisible), ShowDelayed=true the
+//     delayed ones (IsDelayed);
+//   - answered as ReceiveMessage is: in XML, or in JSON when asked with
+//     Accept: application/json (the XML document as JSON objects, one
+//     key per element, as LocalStack writes it);
+//   - an SDK whose endpoint URL is …/_aws/sqs/messages gets every message
+//     from its ReceiveMessage, in its own protocol, whatever
+//     MaxNumberOfMessages says; any other action is refused
+//     (InvalidRequest).
+//
+// Nothing changes: no receive count, visibility or group lock. With
+// credentials configured the request must be signed like any other, and
+// it needs the right to receive from the queue. It lists at most
+// engine.MaxListMessages messages, and a cluster member answers from its
+// own state (a follower's may be a few milliseconds behind).
+
+// devMessagesPath is the developer endpoint's path.
+const devMessagesPath = "/_aws/sqs/messages"
+
+// devReceiptHandle is the receipt handle of a listed message.
+const devReceiptHandle = "SQS/BACKDOOR/ACCESS"
+
+// serveDevMessages serves the developer endpoint.
+func (s *Server) serveDevMessages(w http.ResponseWriter, r *http.Request) {
+	id := newUUID()
+	proto := protocol.Query
+	asJSON := strings.Contains(r.Header.Get("Accept"), "application/json")
+	fail := func(err error) {
+		s.writeDev(w, proto, asJSON, nil, api.AsError(err), id)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes))
+	if err != nil {
+		fail(api.ErrMalformedQueryString("Could not read the request body: %v", err))
+		return
+	}
+	caller, err := s.verifier.Verify(r, body)
+	if err != nil {
+		fail(err)
+		return
+	}
+	params := r.URL.Query()
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			fail(api.ErrMalformedQueryString("The request body is not a form: %v", err))
+			return
+		}
+		maps.Copy(params, form)
+	}
+
+	// The queue: from the path, from an SDK's ReceiveMessage, or from the
+	// QueueUrl parameter.
+	var key api.QueueKey
+	rest := strings.Trim(strings.TrimPrefix(r.URL.Path, devMessagesPath), "/")
+	sdk := protocol.Detect(r) == protocol.JSON || params.Get("Action") != ""
+	switch {
+	case rest != "":
+		parts := strings.Split(rest, "/")
+		if len(parts) != 3 || parts[0] != s.cfg.Region {
+			// fifoq serves one region: another region's queue does not
+			// exist here.
+			fail(api.ErrQueueDoesNotExist())
+			return
+		}
+		key = api.QueueKey{Account: parts[1], Name: parts[2]}
+	case sdk:
+		proto = protocol.Detect(r)
+		asJSON = asJSON && proto == protocol.Query
+		action, req, apiErr := protocol.Decode(proto, r, body)
+		if apiErr != nil {
+			fail(apiErr)
+			return
+		}
+		recv, ok := req.(*api.ReceiveMessageRequest)
+		if !ok || action != api.ActionReceiveMessage {
+			fail(&api.Error{Code: "InvalidRequest", Status: http.StatusBadRequest, Fault: api.FaultSender, Message: "This endpoint only accepts ReceiveMessage calls"})
+			return
+		}
+		if key, err = api.ResolveQueueURL(recv.QueueUrl, caller); err != nil {
+			fail(api.ErrQueueDoesNotExist())
+			return
+		}
+	default:
+		if key, err = api.ResolveQueueURL(params.Get("QueueUrl"), caller); err != nil {
+			fail(api.ErrQueueDoesNotExist())
+			return
+		}
+	}
+	if err := s.authorizeOn(nil, caller, api.ActionReceiveMessage, key); err != nil {
+		fail(err)
+		return
+	}
+
+	showInvisible, showDelayed := devFlag(params, "ShowInvisible"), devFlag(params, "ShowDelayed")
+	now := s.now().UnixNano()
+	var listed []engine.ListedMessage
+	found := false
+	s.log.Read(func(e *engine.Engine) {
+		listed, found, err = e.ListMessages(key, now, engine.MaxListMessages, devReceiptHandle)
+		// The attribute maps are the engine's: copy them under the lock.
+		for i := range listed {
+			listed[i].MessageAttributes = maps.Clone(listed[i].MessageAttributes)
+		}
+	})
+	switch {
+	case !found:
+		fail(api.ErrQueueDoesNotExist())
+		return
+	case err != nil:
+		fail(api.ErrInternalFailure("A message's body could not be read: %v", err))
+		return
+	}
+	res := &api.ReceiveMessageResult{Messages: []api.Message{}}
+	for _, lm := range listed {
+		invisible := lm.State == engine.StateInFlight || lm.Held
+		delayed := lm.State == engine.StateDelayed
+		if (invisible && !showInvisible) || (delayed && !showDelayed) {
+			continue
+		}
+		m := lm.Message
+		m.Attributes = maps.Clone(m.Attributes)
+		if showInvisible {
+			m.Attributes["IsVisible"] = boolText(!invisible && !delayed)
+		}
+		if showDelayed {
+			m.Attributes["IsDelayed"] = boolText(delayed)
+		}
+		res.Messages = append(res.Messages, m)
+	}
+	s.writeDev(w, proto, asJSON, res, nil, id)
+}
+
+// devFlag reads a developer endpoint flag: "true" or "1", in any case.
+func devFlag(params url.Values, name string) bool {
+	v := strings.ToLower(params.Get(name))
+	return v == "true" || v == "1"
+}
+
+func boolText(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+// writeDev writes the developer endpoint's answer (res, or apiErr) in
+// proto, or, for Query with asJSON, as the JSON form of the XML document.
+func (s *Server) writeDev(w http.ResponseWriter, proto protocol.Protocol, asJSON bool, res *api.ReceiveMessageResult, apiErr *api.Error, id string) {
+	out := w
+	var rec *httptest.ResponseRecorder
+	if asJSON {
+		rec = httptest.NewRecorder()
+		out = rec
+	}
+	if apiErr != nil {
+		protocol.WriteError(out, proto, apiErr, id)
+	} else {
+		protocol.WriteResponse(out, proto, api.ActionReceiveMessage, res, id)
+	}
+	if rec == nil {
+		return
+	}
+	doc, err := xmlToJSON(rec.Body.Bytes())
+	if err != nil {
+		s.logger.Error("developer endpoint: the XML answer does not convert to JSON", "err", err)
+		doc, _ = json.Marshal(map[string]string{"error": "internal failure"})
+		rec.Code = http.StatusInternalServerError
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(doc)
+}
+
+// xmlToJSON writes an XML document as JSON: an element that holds only
+// text becomes a string (null if empty), one that holds elements an
+// object with a key per child name, whose value is a list when the name
+// repeats; attributes (the namespace) are left out.
+func xmlToJSON(doc []byte) ([]byte, error) {
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		if start, ok := tok.(xml.StartElement); ok {
+			v, err := xmlValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(map[string]any{start.Name.Local: v})
+		}
+	}
+}
+
+// xmlValue reads the content of the element whose start was just read,
+// up to its end.
+func xmlValue(dec *xml.Decoder) (any, error) {
+	var text strings.Builder
+	var obj map[string]any
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch t := tok.(type) {
+		case xml.CharData:
+			text.Write(t)
+		case xml.StartElement:
+			v, err := xmlValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			if obj == nil {
+				obj = map[string]any{}
+			}
+			name := t.Name.Local
+			switch prev, seen := obj[name]; {
+			case !seen:
+				obj[name] = v
+			default:
+				if list, ok := prev.([]any); ok {
+					obj[name] = append(list, v)
+				} else {
+					obj[name] = []any{prev, v}
+				}
+			}
+		case xml.EndElement:
+			if obj != nil {
+				return obj, nil
+			}
+			if text.Len() > 0 {
+				return text.String(), nil
+			}
+			return nil, nil
+		}
+	}
+}
