@@ -41,6 +41,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return manCmd(args[1:], stdout, stderr)
 	case "cluster":
 		return clusterCmd(args[1:], stdout, stderr)
+	case "backup":
+		return backupCmd(args[1:], stdout, stderr)
+	case "restore":
+		return restoreCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

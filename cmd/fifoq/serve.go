@@ -232,7 +232,7 @@ could pass for a member and read, write and delete every queue. Either
 			}()
 		}
 	}
-	srv, err = server.New(server.Config{Account: opts.account, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier,
+	srv, err = server.New(server.Config{Account: opts.account, Version: readBuildInfo().version, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier,
 		Metrics: reg, LogRequests: opts.logReqs,
 		RecreateDelay: serverDelay(opts.recreateDelay), PurgeDelay: serverDelay(opts.purgeDelay),
 		AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != ""), OnLeader: leaderWork, Memory: memoryGuard(guard),

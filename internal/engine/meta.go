@@ -2,6 +2,7 @@ package engine
 
 import (
 	"maps"
+	"strings"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -46,6 +47,17 @@ func (e *Engine) setMeta(r *SetMetaRequest) (api.Response, error) {
 
 // Meta returns the value of metadata key ("" if none).
 func (e *Engine) Meta(key string) string { return e.meta[key] }
+
+// MetaKeys returns the metadata keys that start with prefix, in no order.
+func (e *Engine) MetaKeys(prefix string) []string {
+	var out []string
+	for k := range e.meta {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // metaCopy returns a copy of the metadata, nil if there is none.
 func (e *Engine) metaCopy() map[string]string {

@@ -77,3 +77,15 @@ func (q *queue) oldestAt(t int64) int64 {
 	})
 	return oldest
 }
+
+// QueueCount returns the number of queues.
+func (e *Engine) QueueCount() int { return len(e.queues) }
+
+// MessageCount returns the number of stored messages, in any state.
+func (e *Engine) MessageCount() int {
+	n := 0
+	for _, q := range e.queues {
+		n += q.nVisible + q.nInflight + q.nDelayed
+	}
+	return n
+}

@@ -148,6 +148,7 @@ type Raft struct {
 	fsm    *fsm
 	wal    *closingWAL
 	snaps  *raft.FileSnapshotStore
+	store  *snapshotStore // snaps as Raft opens them: bodies put back in
 	lock   *dirLock
 
 	submit   chan *pending
@@ -384,7 +385,7 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 		return nil, fmt.Errorf("start log in %s: %w", cfg.Dir, err)
 	}
 	l = &Raft{
-		cfg: cfg, logger: cfg.Logger, raft: r, fsm: f, wal: wal, snaps: snaps, lock: lock, cluster: cluster,
+		cfg: cfg, logger: cfg.Logger, raft: r, fsm: f, wal: wal, snaps: snaps, store: sending, lock: lock, cluster: cluster,
 		submit:   make(chan *pending, 4096),
 		inflight: make(chan struct{}, maxInflightEntries),
 		quit:     make(chan struct{}),

@@ -40,6 +40,8 @@ const MaxRequestBodyBytes = 8 << 20
 type Config struct {
 	// Account is the account id of unauthenticated callers (DefaultAccount if empty).
 	Account string
+	// Version is the fifoq version the server runs, recorded in backups.
+	Version string
 	// Region is the region of queue ARNs (DefaultRegion if empty).
 	Region string
 	// Logger receives the server's log lines (slog.Default() if nil).
@@ -273,6 +275,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	mux.Handle("/console/", s.newConsole())
 	mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
+	mux.HandleFunc("GET "+BackupPath, s.serveBackup)
 	mux.HandleFunc(devMessagesPath, s.serveDevMessages)
 	mux.HandleFunc(devMessagesPath+"/", s.serveDevMessages)
 	return mux
