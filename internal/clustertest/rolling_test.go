@@ -170,19 +170,34 @@ func expectFormats(t *testing.T, c *cluster, want int, wait time.Duration) {
 
 // entryFormat is the log entry format a node says it writes, or -1.
 func entryFormat(nd *node) int {
+	st, ok := nodeStatus(nd)
+	if !ok {
+		return -1
+	}
+	return st.EntryFormat
+}
+
+// appliedIndex is the last log entry a node says it applied, or 0.
+func appliedIndex(nd *node) uint64 {
+	st, _ := nodeStatus(nd)
+	return st.AppliedIndex
+}
+
+// nodeStatus is what a node says of itself in GET /cluster/node.
+func nodeStatus(nd *node) (st struct {
+	EntryFormat  int    `json:"entry_format"`
+	AppliedIndex uint64 `json:"applied_index"`
+}, ok bool) {
 	hc := &http.Client{Timeout: time.Second}
 	resp, err := hc.Get("http://" + nd.httpAddr + "/cluster/node")
 	if err != nil {
-		return -1
+		return st, false
 	}
 	defer resp.Body.Close()
-	var v struct {
-		EntryFormat int `json:"entry_format"`
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return st, false
 	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&v) != nil {
-		return -1
-	}
-	return v.EntryFormat
+	return st, true
 }
 
 // sender sends FIFO messages 0, 1, 2, ... to one group, each once the one
