@@ -78,8 +78,9 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // takeBackup asks the server for a backup and writes it to path ("-":
-// stdout). A file is written beside its final name, synced, read back to
-// check it, and renamed, so that FILE is a whole backup or absent.
+// stdout), checking it as it goes. A file is written beside its final
+// name, synced and renamed once whole, so that FILE is a whole backup or
+// absent.
 func takeBackup(o backupOptions, path string, stdout io.Writer) (backup.Header, int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
@@ -101,26 +102,13 @@ func takeBackup(o backupOptions, path string, stdout io.Writer) (backup.Header, 
 		answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return backup.Header{}, 0, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(answer)))
 	}
-	if path == "-" {
-		// Checked as it streams: a backup cut short fails here too.
-		return copyChecked(stdout, resp.Body)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	// Checked as it streams: a backup cut short fails here too.
+	out, commit, err := openOutput(path, stdout)
 	if err != nil {
 		return backup.Header{}, 0, err
 	}
-	defer os.Remove(tmp.Name())
-	hdr, n, err := copyChecked(tmp, resp.Body)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	return hdr, n, err
+	hdr, n, err := copyChecked(out, resp.Body)
+	return hdr, n, commit(err)
 }
 
 // copyChecked copies a backup from r to w, checking its format and

@@ -357,3 +357,97 @@ func TestQueueSummary(t *testing.T) {
 		t.Fatal("summary of a missing queue")
 	}
 }
+
+// TestExportPageWalksEveryMessageOnce pages through a queue's messages a
+// few at a time while messages are deleted (the page's last one among
+// them, so that the cursor must find its place again) and sent between
+// pages: every message stored throughout comes exactly once, in order,
+// and none deleted before its page comes.
+func TestExportPageWalksEveryMessageOnce(t *testing.T) {
+	h := newHarness(t)
+	q := h.createQueue("export", nil)
+	for i := range 50 {
+		h.send(q, &api.SendMessageRequest{MessageBody: "m" + strconv.Itoa(i)})
+	}
+	// deleteBody receives until the message with that body comes, deletes
+	// it, and makes the others visible again.
+	deleteBody := func(body string) {
+		t.Helper()
+		h.advance(time.Millisecond) // what was given back is visible again
+		var others []string
+		defer func() {
+			for _, h2 := range others {
+				zero := 0
+				h.must(q, &api.ChangeMessageVisibilityRequest{QueueUrl: q.Path(), ReceiptHandle: h2, VisibilityTimeout: &zero})
+			}
+		}()
+		for range 20 {
+			found := false
+			for _, m := range h.receive(q, 10, 1000) {
+				if m.Body != body {
+					others = append(others, m.ReceiptHandle)
+				} else if err := h.deleteMsg(q, m.ReceiptHandle); err != nil {
+					t.Fatal(err)
+				} else {
+					found = true
+				}
+			}
+			if found {
+				return
+			}
+		}
+		t.Fatalf("%s never came to be deleted (others %d)", body, len(others))
+	}
+	var cur ExportCursor
+	var got []string
+	deleted := map[string]bool{}
+	for page := 0; ; page++ {
+		if page > 50 {
+			t.Fatalf("the export has not ended after %d pages: %v", page, got)
+		}
+		msgs, done, ok, err := h.e.ExportPage(q, h.now, &cur, 7, "")
+		if !ok || err != nil {
+			t.Fatalf("ExportPage: %v %v", ok, err)
+		}
+		for _, m := range msgs {
+			got = append(got, m.Body)
+		}
+		if done {
+			break
+		}
+		// On even pages the cursor's own last message goes, and it must
+		// find its place again; on odd pages it resumes where it was.
+		targets := []string{"m" + strconv.Itoa(min(49, len(got)+3))}
+		if page%2 == 0 {
+			targets = append(targets, got[len(got)-1])
+		}
+		for _, target := range targets {
+			if deleted[target] {
+				continue
+			}
+			deleteBody(target)
+			deleted[target] = true
+		}
+		h.send(q, &api.SendMessageRequest{MessageBody: "late" + strconv.Itoa(page)})
+	}
+	seen := map[string]bool{}
+	last := -1
+	for _, b := range got {
+		if seen[b] {
+			t.Fatalf("%s exported twice: %v", b, got)
+		}
+		seen[b] = true
+		if n, err := strconv.Atoi(strings.TrimPrefix(b, "m")); err == nil && strings.HasPrefix(b, "m") {
+			if n <= last {
+				t.Fatalf("exported out of order: %v", got)
+			}
+			last = n
+		}
+	}
+	for i := range 50 {
+		b := "m" + strconv.Itoa(i)
+		if !seen[b] && !deleted[b] {
+			t.Fatalf("%s was stored throughout and not exported: %v", b, got)
+		}
+	}
+}

@@ -276,6 +276,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/console/", s.newConsole())
 	mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
 	mux.HandleFunc("GET "+BackupPath, s.serveBackup)
+	mux.HandleFunc("GET "+ExportPath, s.serveExport)
 	mux.HandleFunc(devMessagesPath, s.serveDevMessages)
 	mux.HandleFunc(devMessagesPath+"/", s.serveDevMessages)
 	return mux
