@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -409,5 +410,58 @@ func TestRecordedJSONStringForInteger(t *testing.T) {
 	}
 	if a.status != http.StatusBadRequest || a.jsonType != "SerializationException" || body.Message != "STRING_VALUE can not be converted to an Integer" {
 		t.Fatalf("HTTP %d %s %q, recorded 400 SerializationException %q", a.status, a.jsonType, body.Message, "STRING_VALUE can not be converted to an Integer")
+	}
+}
+
+// TestRecordedQueryListQueuesAsJSON sends a Query-protocol ListQueues that
+// asks for JSON (Accept: application/json), as LocalStack's AWS-validated
+// test_get_list_queues_with_query_auth does: AWS answers the Query
+// document as JSON, the list under "queueUrls", an empty one as [] (AWS's
+// answers quoted in localstack/localstack#3715, 2021, and
+// JuliaCloud/AWS.jl#127, 2020), and in XML without the header.
+func TestRecordedQueryListQueuesAsJSON(t *testing.T) {
+	t.Parallel()
+	env := Start(t)
+	get := func(accept string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, env.URL+"/?Action=ListQueues&Version=2012-11-05&QueueNamePrefix=json-", nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := env.HTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	var doc struct {
+		ListQueuesResponse struct {
+			ListQueuesResult map[string]any
+			ResponseMetadata struct{ RequestId string }
+		}
+	}
+	resp, b := get("application/json")
+	if err := json.Unmarshal(b, &doc); err != nil || resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("ListQueues asking for JSON: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	if urls, ok := doc.ListQueuesResponse.ListQueuesResult["queueUrls"].([]any); !ok || len(urls) != 0 {
+		t.Fatalf("no queue: queueUrls = %#v, want []", doc.ListQueuesResponse.ListQueuesResult["queueUrls"])
+	}
+	u := mustCreate(t, v2Client{env.V2}, "json-a", nil)
+	_, b = get("application/json")
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	res := doc.ListQueuesResponse.ListQueuesResult
+	if urls, _ := res["queueUrls"].([]any); len(urls) != 1 || urls[0] != u || res["NextToken"] != nil || doc.ListQueuesResponse.ResponseMetadata.RequestId == "" {
+		t.Fatalf("one queue: %s", b)
+	}
+	if _, ok := res["NextExclusiveStartQueueName"]; !ok {
+		t.Fatalf("NextExclusiveStartQueueName missing: %s", b)
+	}
+	if resp, b = get(""); !strings.Contains(string(b), "<ListQueuesResponse") || !strings.Contains(resp.Header.Get("Content-Type"), "xml") {
+		t.Fatalf("without Accept: %s %s", resp.Header.Get("Content-Type"), b)
 	}
 }

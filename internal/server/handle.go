@@ -92,6 +92,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		rewriteQueueURLs(resp, forwardedBase(r))
 	}
 	defer s.holdAnswer(resp)()
+	if proto == protocol.Query && protocol.WantsQueryJSON(r) && protocol.WriteQueryJSON(sw, req.Action(), resp, rec.id) {
+		return
+	}
 	protocol.WriteResponse(sw, proto, req.Action(), resp, rec.id)
 }
 
