@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/backup"
 )
 
@@ -25,14 +24,7 @@ type backupLog interface {
 // follower serves it as well as the leader, and spares the leader the
 // work.
 func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
-	key, _, err := s.verifier.VerifyKey(r, nil)
-	if err != nil {
-		e := api.AsError(err)
-		writeJSONError(w, e.Status, e.Code+": "+e.Message)
-		return
-	}
-	if !key.Admin || key.Account != s.cfg.Account {
-		writeJSONError(w, http.StatusForbidden, "only an admin key of the server's own account ("+s.cfg.Account+") may take a backup: the key of FIFOQ_ACCESS_KEY_ID, or a credentials file line ending in the word admin")
+	if _, ok := s.verifyAdmin(w, r, nil, "take a backup"); !ok {
 		return
 	}
 	bl, ok := s.log.(backupLog)

@@ -470,14 +470,8 @@ func (s *Server) serveMembership(w http.ResponseWriter, r *http.Request, change 
 		}
 		return
 	}
-	key, signature, err := s.verifier.VerifyKey(r, body)
-	if err != nil {
-		e := api.AsError(err)
-		writeJSONError(w, e.Status, e.Code+": "+e.Message)
-		return
-	}
-	if !key.Admin || key.Account != s.cfg.Account {
-		writeJSONError(w, http.StatusForbidden, "only an admin key of the server's own account ("+s.cfg.Account+") may change the cluster's membership: the key of FIFOQ_ACCESS_KEY_ID, or a credentials file line ending in the word admin")
+	signature, ok := s.verifyAdmin(w, r, body, "change the cluster's membership")
+	if !ok {
 		return
 	}
 	if !s.membershipSigs.first(signature, time.Now()) {
@@ -504,6 +498,25 @@ func (s *Server) serveMembership(w http.ResponseWriter, r *http.Request, change 
 	default:
 		writeJSONError(w, http.StatusServiceUnavailable, "membership change failed: "+err.Error())
 	}
+}
+
+// verifyAdmin checks that r is signed by an admin key of the server's own
+// account (the key of FIFOQ_ACCESS_KEY_ID, or a credentials file line
+// ending in admin), and answers it with the refusal if not; the
+// signature is returned for replay checks. what says what the key is
+// needed for.
+func (s *Server) verifyAdmin(w http.ResponseWriter, r *http.Request, body []byte, what string) (signature string, ok bool) {
+	key, signature, err := s.verifier.VerifyKey(r, body)
+	if err != nil {
+		e := api.AsError(err)
+		writeJSONError(w, e.Status, e.Code+": "+e.Message)
+		return "", false
+	}
+	if !key.Admin || key.Account != s.cfg.Account {
+		writeJSONError(w, http.StatusForbidden, "only an admin key of the server's own account ("+s.cfg.Account+") may "+what+": the key of FIFOQ_ACCESS_KEY_ID, or a credentials file line ending in the word admin")
+		return "", false
+	}
+	return signature, true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
