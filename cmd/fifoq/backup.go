@@ -230,17 +230,13 @@ func restoreBackup(o restoreOptions, path string, stderr io.Writer) (backup.Head
 	}
 	if err != nil {
 		// Nothing half-made is left for fifoq serve to start from.
-		for _, e := range mustReadDir(o.dataDir) {
+		entries, _ := os.ReadDir(o.dataDir)
+		for _, e := range entries {
 			os.RemoveAll(filepath.Join(o.dataDir, e.Name()))
 		}
 		return hdr, err
 	}
 	return hdr, nil
-}
-
-func mustReadDir(dir string) []os.DirEntry {
-	entries, _ := os.ReadDir(dir)
-	return entries
 }
 
 // parseInterspersed parses flags that may come before or after the

@@ -28,21 +28,13 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	sub := args[0]
 	// Flags may come before or after the ID and address.
-	var rest []string
-	for more := args[1:]; ; {
-		if err := fs.Parse(more); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
+	if err := parseInterspersed(fs, args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
 		}
-		if fs.NArg() == 0 {
-			break
-		}
-		rest = append(rest, fs.Arg(0))
-		more = fs.Args()[1:]
+		return 2
 	}
-	return clusterRun(sub, rest, fs, o.endpoint, o.region, o.asJSON, stdout, stderr)
+	return clusterRun(sub, fs.Args(), fs, o.endpoint, o.region, o.asJSON, stdout, stderr)
 }
 
 // clusterCmdOptions are the flags of "fifoq cluster".

@@ -57,8 +57,9 @@ type Header struct {
 	Term  uint64 `json:"term"`
 	// Size is the snapshot's length in bytes.
 	Size int64 `json:"size"`
-	// Messages is the number of messages the state holds, for the
-	// operator; 0 if unknown.
+	// Messages is about the number of messages the state holds, for the
+	// operator: counted as the backup began, so writes applied while the
+	// snapshot was taken may make it differ a little; 0 if unknown.
 	Messages int64 `json:"messages,omitempty"`
 }
 

@@ -3,7 +3,6 @@ package clustertest
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,16 +23,7 @@ func TestFullDiskStopsMember(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
-	mnt := t.TempDir()
-	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=100m", "tmpfs", mnt).Run(); err != nil {
-		// CI runs as root and sets FIFOQ_REQUIRE_ROOT_TESTS, so that this
-		// test cannot pass there by skipping.
-		if os.Getenv("FIFOQ_REQUIRE_ROOT_TESTS") != "" {
-			t.Fatalf("cannot mount a tmpfs to fill, and FIFOQ_REQUIRE_ROOT_TESTS is set: %v", err)
-		}
-		t.Skipf("cannot mount a tmpfs to fill (needs root): %v", err)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	mnt := mountTmpfs(t, "100m")
 
 	c := newClusterWith(t, 3, func(i int, nd *node) {
 		if i == 2 {

@@ -130,6 +130,15 @@ print("ok")
 // TestBoto3 drives a FIFO queue with boto3.
 func TestBoto3(t *testing.T) {
 	t.Parallel()
+	python := boto3Python(t)
+	env := Start(t)
+	runPython(t, python, boto3Script, 30*time.Second, env.URL)
+}
+
+// boto3Python returns the python3 that has boto3; a test without it
+// fails in CI and skips elsewhere (testenv.ClientMissing).
+func boto3Python(t *testing.T) string {
+	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		testenv.ClientMissing(t, "python3 is not installed")
@@ -137,17 +146,23 @@ func TestBoto3(t *testing.T) {
 	if err := exec.Command(python, "-c", "import boto3").Run(); err != nil {
 		testenv.ClientMissing(t, "boto3 is not installed")
 	}
-	env := Start(t)
-	script := filepath.Join(t.TempDir(), "smoke.py")
-	if err := os.WriteFile(script, []byte(boto3Script), 0o600); err != nil {
+	return python
+}
+
+// runPython runs script with python and args, in the clients'
+// environment, and fails the test unless it prints just "ok".
+func runPython(t *testing.T, python, script string, timeout time.Duration, args ...string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "script.py")
+	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, script, env.URL)
+	cmd := exec.CommandContext(ctx, python, append([]string{path}, args...)...)
 	cmd.Env = clientEnv(t)
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
-		t.Fatalf("boto3 script: %v\n%s", err, out)
+		t.Fatalf("python script: %v\n%s", err, out)
 	}
 }

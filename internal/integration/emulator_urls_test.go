@@ -6,9 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,13 +108,7 @@ print("ok")
 // other emulators' queue URLs.
 func TestEmulatorQueueURLsBoto3AndCLI(t *testing.T) {
 	t.Parallel()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		testenv.ClientMissing(t, "python3 is not installed")
-	}
-	if err := exec.Command(python, "-c", "import boto3").Run(); err != nil {
-		testenv.ClientMissing(t, "boto3 is not installed")
-	}
+	python := boto3Python(t)
 	aws, err := exec.LookPath("aws")
 	if err != nil {
 		testenv.ClientMissing(t, "the aws CLI is not installed")
@@ -126,17 +118,10 @@ func TestEmulatorQueueURLsBoto3AndCLI(t *testing.T) {
 	forms := emulatorURLs(env, "legacy")
 	procEnv := clientEnv(t)
 
-	script := filepath.Join(t.TempDir(), "urls.py")
-	if err := os.WriteFile(script, []byte(emulatorURLScript), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	runPython(t, python, emulatorURLScript, 60*time.Second, env.URL, forms["elasticmq"], forms["localstack"])
+
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, script, env.URL, forms["elasticmq"], forms["localstack"])
-	cmd.Env = procEnv
-	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "ok" {
-		t.Fatalf("boto3 with the other emulators' queue URLs: %v\n%s", err, out)
-	}
 
 	for form, u := range forms {
 		cmd := exec.CommandContext(ctx, aws, "--endpoint-url", env.URL, "--output", "json", "sqs", "send-message",

@@ -79,9 +79,9 @@ func (l *Raft) RestoreBackup(r io.Reader, timeout time.Duration) (backup.Header,
 	if err := l.waitReady(); err != nil {
 		return hdr, err
 	}
-	var queues int
-	l.Read(func(e *engine.Engine) { queues = e.QueueCount() + e.MessageCount() })
-	if queues != 0 {
+	var held int
+	l.Read(func(e *engine.Engine) { held = e.QueueCount() + e.MessageCount() })
+	if held != 0 {
 		return hdr, errors.New("the data dir holds queues already: a backup is restored into a new one")
 	}
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: hdr.Index, Term: hdr.Term, Size: hdr.Size}

@@ -104,9 +104,6 @@ func (l *Raft) recordedFormat() byte {
 	return n
 }
 
-// EntryFormat returns the entry format this node writes (see format.go).
-func (l *Raft) EntryFormat() int { return int(l.format.Load()) }
-
 // refreshFormat sets the format this node writes from the record.
 func (l *Raft) refreshFormat() {
 	l.format.Store(uint32(min(l.recordedFormat(), maxEntryFormat)))
@@ -125,16 +122,17 @@ func (l *Raft) entryVersion(cmds []*engine.Command) byte {
 	return v
 }
 
-// keepFormat keeps the format this node writes up to date with the
-// record and, on the leader, raises the record once every member reads a
-// newer format.
+// keepFormat keeps the format a cluster member writes up to date with
+// the record and, on the leader, raises the record once every member
+// reads a newer format. (A cluster of one reads the record at start and
+// after a restore: nothing else changes it.)
 func (l *Raft) keepFormat() {
 	defer l.wg.Done()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		l.refreshFormat()
-		if l.cluster != nil && l.raft.State() == raft.Leader && l.fsm.fatal.Load() == nil && l.faults.err() == nil {
+		if l.raft.State() == raft.Leader && l.fsm.fatal.Load() == nil && l.faults.err() == nil {
 			if target, ok := l.formatAllRead(); ok && target > l.recordedFormat() {
 				l.raiseFormat(target)
 			}

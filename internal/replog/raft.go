@@ -432,16 +432,16 @@ func OpenRaft(cfg RaftConfig, eng *engine.Engine) (*Raft, error) {
 	}
 	ok = true
 	l.refreshFormat()
-	l.wg.Add(3)
+	l.wg.Add(2)
 	go l.batchLoop()
 	go l.snapshotLoop()
-	go l.keepFormat()
 	if cluster != nil {
 		cluster.mux.checks.Store(&peerChecks{recorded: l.recordedIncarnation, expectedAt: l.expectedAt, learned: l.learned, fence: l.fence,
 			tooOld: l.tooOld, outdated: l.outdated})
-		l.wg.Add(2)
+		l.wg.Add(3)
 		go l.leaveOnFatal()
 		go l.recordIncarnations()
+		go l.keepFormat()
 	}
 	return l, nil
 }
