@@ -19,7 +19,7 @@ const (
 	reasonMoveTaskRate    = "You must enter a number that's between 1 and 500."
 )
 
-// errMissingQueueName is SQS's answer to a CreateQueue or GetQueueUrl
+// errMissingQueueName is the answer to a GetQueueUrl
 // without a QueueName.
 func errMissingQueueName() *Error {
 	return ErrInvalidParameterValue("Value for parameter QueueName is invalid. Reason: Must specify a queue name.")
@@ -35,8 +35,13 @@ func rangeError(param string, v *int, min, max int, reason string) error {
 }
 
 func validateCreateQueue(r *CreateQueueRequest) error {
+	// An empty name breaks the "1 to 80 in length" rule and gets the name
+	// rule's wording, as moto's suite expects (no AWS recording of an empty
+	// CreateQueue name was found; SQS's API reference gives the same
+	// 1-to-80 rule). The request cannot tell an absent name from an empty
+	// one, so both are answered so.
 	if r.QueueName == "" {
-		return errMissingQueueName()
+		return ErrInvalidParameterValue(reasonQueueName)
 	}
 	// A queue is FIFO when its name ends in .fifo and FifoQueue is "true".
 	// FifoQueue=true on a name without the suffix is a bad FIFO name, as SQS
@@ -137,9 +142,15 @@ func validateTags(tags map[string]string, queue string) error {
 // validateTagKey checks one tag key: 1 to 128 characters.
 func validateTagKey(key string) error {
 	if key == "" || runeCount(key) > MaxTagKeyLength {
-		return ErrInvalidParameterValue("Tag keys must be between 1 and %d characters long.", MaxTagKeyLength)
+		return errTagKey()
 	}
 	return nil
+}
+
+// errTagKey is the answer to a tag key outside 1 to 128 characters, in
+// the wording moto's suite expects of UntagQueue (no AWS recording found).
+func errTagKey() *Error {
+	return ErrInvalidParameterValue("Tag keys must be between 1 and %d characters in length.", MaxTagKeyLength)
 }
 
 func validateTagQueue(r *TagQueueRequest) error {
@@ -157,8 +168,14 @@ func validateUntagQueue(r *UntagQueueRequest) error {
 	if err := validateQueueURL(r.QueueUrl); err != nil {
 		return err
 	}
-	if len(r.TagKeys) == 0 {
+	// Absent keys are a missing parameter; a list sent empty (JSON [],
+	// Query's bare TagKey=) is a bad key list, worded as moto's suite
+	// expects (unrecorded; the wording of SQS's tag key rule).
+	if r.TagKeys == nil {
 		return ErrMissingParameter("TagKeys")
+	}
+	if len(r.TagKeys) == 0 {
+		return errTagKey()
 	}
 	for _, key := range r.TagKeys {
 		if err := validateTagKey(key); err != nil {
@@ -205,23 +222,31 @@ func validateAddPermission(r *AddPermissionRequest) error {
 	// actions "Actions", as moto's suite also expects for the actions
 	// (eucalyptus/eucalyptus clc/modules/simplequeue/.../SimpleQueueService.java
 	// addPermission).
-	if len(r.AWSAccountIds) == 0 {
+	if r.AWSAccountIds == nil {
 		return ErrMissingParameter("PrincipalId")
 	}
 	// SQS names the principals it cannot verify, as a list (recorded by
 	// MuleSoft's SQS connector tests against AWS: emarcelino/sqs-connector
-	// AddPermissionTestCases.testAddPermission).
+	// AddPermissionTestCases.testAddPermission). A list sent empty (JSON
+	// [], Query's bare AWSAccountId=) verifies nobody: "Value []", as
+	// moto's suite expects (unrecorded, in the recorded form).
 	var unverified []string
 	for _, id := range r.AWSAccountIds {
 		if !IsAccountID(id) {
 			unverified = append(unverified, id)
 		}
 	}
-	if len(unverified) > 0 {
+	if len(unverified) > 0 || len(r.AWSAccountIds) == 0 {
 		return ErrInvalidParameterValue("Value [%s] for parameter PrincipalId is invalid. Reason: Unable to verify.", strings.Join(unverified, ", "))
 	}
 	if len(r.Actions) == 0 {
 		return ErrMissingParameter("Actions")
+	}
+	// A statement holds at most 7 actions (SQS's quota); the count is
+	// refused before the names, in the wording moto's suite expects
+	// (unrecorded).
+	if len(r.Actions) > MaxPolicyActions {
+		return ErrOverLimit("%d Actions were found, maximum allowed is %d.", len(r.Actions), MaxPolicyActions)
 	}
 	for _, action := range r.Actions {
 		switch {

@@ -400,7 +400,7 @@ func TestValidateCreateQueue(t *testing.T) {
 	runValidateCases(t, []validateCase{
 		{"standard", create("orders_1-a", nil), "", ""},
 		{"fifo", create("orders.fifo", fifo()), "", ""},
-		{"missing name", create("", nil), "InvalidParameterValue", "Value for parameter QueueName is invalid. Reason: Must specify a queue name."},
+		{"missing name", create("", nil), "InvalidParameterValue", "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"},
 		{"80 characters", create(strings.Repeat("q", 80), nil), "", ""},
 		{"81 characters", create(strings.Repeat("q", 81), nil), "InvalidParameterValue", "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"},
 		{"period in standard name", create("in.fo", nil), "InvalidParameterValue", "Can only include alphanumeric characters"},
@@ -502,13 +502,14 @@ func TestValidateTags(t *testing.T) {
 		{"50 tags", &TagQueueRequest{QueueUrl: testURL, Tags: tags(50)}, "", ""},
 		{"51 tags", &TagQueueRequest{QueueUrl: testURL, Tags: tags(51)}, "InvalidParameterValue", "Too many tags added for queue q."},
 		{"key of 128", &TagQueueRequest{QueueUrl: testURL, Tags: map[string]string{strings.Repeat("é", 128): "v"}}, "", ""},
-		{"key of 129", &TagQueueRequest{QueueUrl: testURL, Tags: map[string]string{strings.Repeat("k", 129): "v"}}, "InvalidParameterValue", "Tag keys must be between 1 and 128 characters long."},
+		{"key of 129", &TagQueueRequest{QueueUrl: testURL, Tags: map[string]string{strings.Repeat("k", 129): "v"}}, "InvalidParameterValue", "Tag keys must be between 1 and 128 characters in length."},
 		{"value of 256", &TagQueueRequest{QueueUrl: testURL, Tags: map[string]string{"k": strings.Repeat("é", 256)}}, "", ""},
 		{"value of 257", &TagQueueRequest{QueueUrl: testURL, Tags: map[string]string{"k": strings.Repeat("v", 257)}}, "InvalidParameterValue", "Tag values must be at most 256 characters long."},
 		{"missing queue url", &TagQueueRequest{Tags: map[string]string{"a": "b"}}, "MissingParameter", "QueueUrl"},
 		{"untag", &UntagQueueRequest{QueueUrl: testURL, TagKeys: []string{"env"}}, "", ""},
 		{"untag without keys", &UntagQueueRequest{QueueUrl: testURL}, "MissingParameter", "The request must contain the parameter TagKeys."},
 		{"untag empty key", &UntagQueueRequest{QueueUrl: testURL, TagKeys: []string{""}}, "InvalidParameterValue", "Tag keys"},
+		{"untag empty key list", &UntagQueueRequest{QueueUrl: testURL, TagKeys: []string{}}, "InvalidParameterValue", "Tag keys must be between 1 and 128 characters in length."},
 		{"list tags", &ListQueueTagsRequest{QueueUrl: testURL}, "", ""},
 	})
 }
@@ -521,15 +522,22 @@ func TestValidatePermissions(t *testing.T) {
 	}
 	runValidateCases(t, []validateCase{
 		{"valid", add(func(r *AddPermissionRequest) {}), "", ""},
-		{"every grantable action", add(func(r *AddPermissionRequest) {
-			r.Actions = []string{"*", "SendMessage", "ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility",
-				"GetQueueAttributes", "GetQueueUrl", "ListDeadLetterSourceQueues", "PurgeQueue"}
+		{"seven grantable actions", add(func(r *AddPermissionRequest) {
+			r.Actions = []string{"*", "SendMessage", "ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility", "GetQueueAttributes", "GetQueueUrl"}
 		}), "", ""},
+		{"the other grantable actions", add(func(r *AddPermissionRequest) {
+			r.Actions = []string{"ListDeadLetterSourceQueues", "PurgeQueue"}
+		}), "", ""},
+		{"eight actions", add(func(r *AddPermissionRequest) {
+			r.Actions = []string{"ChangeMessageVisibility", "DeleteMessage", "GetQueueAttributes", "GetQueueUrl",
+				"ListDeadLetterSourceQueues", "PurgeQueue", "ReceiveMessage", "SendMessage"}
+		}), "OverLimit", "8 Actions were found, maximum allowed is 7."},
 		{"missing label", add(func(r *AddPermissionRequest) { r.Label = "" }), "MissingParameter", "The request must contain the parameter Label."},
 		{"label of 80", add(func(r *AddPermissionRequest) { r.Label = strings.Repeat("l", 80) }), "", ""},
 		{"label of 81", add(func(r *AddPermissionRequest) { r.Label = strings.Repeat("l", 81) }), "InvalidParameterValue", "for parameter Label is invalid"},
 		{"label with space", add(func(r *AddPermissionRequest) { r.Label = "a b" }), "InvalidParameterValue", "Value a b for parameter Label is invalid."},
 		{"missing accounts", add(func(r *AddPermissionRequest) { r.AWSAccountIds = nil }), "MissingParameter", "The request must contain the parameter PrincipalId."},
+		{"empty accounts", add(func(r *AddPermissionRequest) { r.AWSAccountIds = []string{} }), "InvalidParameterValue", "Value [] for parameter PrincipalId is invalid. Reason: Unable to verify."},
 		{"short account", add(func(r *AddPermissionRequest) { r.AWSAccountIds = []string{"12345"} }), "InvalidParameterValue", "Value [12345] for parameter PrincipalId is invalid. Reason: Unable to verify."},
 		{"account with letters", add(func(r *AddPermissionRequest) { r.AWSAccountIds = []string{"123456789012", "12345678901a", "x"} }), "InvalidParameterValue", "Value [12345678901a, x] for parameter PrincipalId"},
 		{"missing actions", add(func(r *AddPermissionRequest) { r.Actions = nil }), "MissingParameter", "The request must contain the parameter Actions."},

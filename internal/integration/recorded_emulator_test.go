@@ -75,3 +75,69 @@ func TestDocumentedGetQueueAttributesWithoutNames(t *testing.T) {
 		}
 	})
 }
+
+// motoSuite names moto's SQS test file in sources; its tests named here
+// are not marked aws_verified.
+const motoSuite = "moto tests/test_sqs/test_sqs.py "
+
+// TestUnrecordedErrorsAsMotoExpects: errors no AWS recording shows, answered
+// as moto's SQS suite expects, which is plausible and agrees with SQS's
+// documentation and with the recorded answers nearest to them. Each case
+// names moto's test and what it rests on.
+func TestUnrecordedErrorsAsMotoExpects(t *testing.T) {
+	invalid := func(msg string) awsAnswer {
+		return awsAnswer{Status: http.StatusBadRequest, Code: "InvalidParameterValue", Type: "InvalidParameterValueException", Message: msg}
+	}
+	runRecorded(t, []recordedCase{
+		{
+			// An empty name breaks the documented "1 to 80" length of
+			// CreateQueue's QueueName; the wording is the one AWS was
+			// recorded giving a name with a slash
+			// (ballerina-platform/module-ballerinax-aws.sqs
+			// ballerina/tests/create_queue_test.bal:
+			// testCreateQueueWithInvalidName, run against AWS).
+			name:   "CreateQueue with an empty name",
+			source: motoSuite + "test_create_fifo_queue_invalid_name[] (unrecorded)",
+			call: func(t *testing.T, s *scene) (string, params) {
+				return "CreateQueue", params{"QueueName": ""}
+			},
+			want: invalid("Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"),
+		},
+		{
+			// An empty list of principals verifies none: the recorded form
+			// of an unverifiable principal list ("Value [xk3mq9] ...",
+			// TestRecordedPermissionErrors) with nothing in it.
+			name:   "AddPermission with an empty list of accounts",
+			source: motoSuite + "test_add_permission_errors (unrecorded)",
+			call: func(t *testing.T, s *scene) (string, params) {
+				u := s.queue(t, "perms", nil)
+				return "AddPermission", params{"QueueUrl": u, "Label": "test-2", "AWSAccountIds": []string{}, "Actions": []string{"ReceiveMessage"}}
+			},
+			want: invalid("Value [] for parameter PrincipalId is invalid. Reason: Unable to verify."),
+		},
+		{
+			// SQS documents at most 7 actions per AddPermission statement
+			// and OverLimit as the answer to a quota exceeded.
+			name:   "AddPermission with eight actions",
+			source: motoSuite + "test_add_permission_errors (unrecorded)",
+			call: func(t *testing.T, s *scene) (string, params) {
+				u := s.queue(t, "perms", nil)
+				return "AddPermission", params{"QueueUrl": u, "Label": "test-2", "AWSAccountIds": []string{"111111111111"},
+					"Actions": []string{"ChangeMessageVisibility", "DeleteMessage", "GetQueueAttributes", "GetQueueUrl",
+						"ListDeadLetterSourceQueues", "PurgeQueue", "ReceiveMessage", "SendMessage"}}
+			},
+			want: awsAnswer{Status: http.StatusForbidden, Code: "OverLimit", Message: "8 Actions were found, maximum allowed is 7."},
+		},
+		{
+			// SQS documents tag keys of 1 to 128 characters; a list sent
+			// empty names no key of that length.
+			name:   "UntagQueue with an empty list of keys",
+			source: motoSuite + "test_untag_queue_errors (unrecorded)",
+			call: func(t *testing.T, s *scene) (string, params) {
+				u := s.queue(t, "tagged", nil)
+				return "UntagQueue", params{"QueueUrl": u, "TagKeys": []string{}}
+			},
+			want: invalid("Tag keys must be between 1 and 128 characters in length."),
+		},
+	})
+}
