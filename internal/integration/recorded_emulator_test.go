@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Answers that moto's SQS test suite, run against fifoq in server mode,
@@ -79,6 +80,115 @@ func TestDocumentedGetQueueAttributesWithoutNames(t *testing.T) {
 // motoSuite names moto's SQS test file in sources; its tests named here
 // are not marked aws_verified.
 const motoSuite = "moto tests/test_sqs/test_sqs.py "
+
+// TestRecordedEmulatorSuiteMessages pins, on both protocols, further
+// answers AWS was recorded giving where moto's suite expects other ones
+// (docs/compatibility.md, "Where moto's suite expects otherwise").
+func TestRecordedEmulatorSuiteMessages(t *testing.T) {
+	invalid := func(msg string) awsAnswer {
+		return awsAnswer{Status: http.StatusBadRequest, Code: "InvalidParameterValue", Type: "InvalidParameterValueException", Message: msg}
+	}
+	runRecorded(t, []recordedCase{
+		{
+			// moto answers MessageAttributesInvalid "The message attribute
+			// 'timestamp' has an invalid message attribute type, ..."
+			// (test_message_with_attributes_invalid_datatype). The
+			// recording is of a connector's test suite run against AWS
+			// (eu-north-1); it was commented out in later versions.
+			name: "SendMessage with an unknown attribute type",
+			source: "ballerina-platform/module-ballerinax-aws.sqs ballerina/tests/send_message_test.bal: " +
+				"testSendMessageWithInvalidAttributes (run against AWS)",
+			call: func(t *testing.T, s *scene) (string, params) {
+				u := s.queue(t, "q", nil)
+				return "SendMessage", params{"QueueUrl": u, "MessageBody": "derp",
+					"MessageAttributes": map[string]params{"timestamp": {"DataType": "InvalidNumber", "StringValue": "149314735990a"}}}
+			},
+			want: invalid("The type of message (user) attribute 'timestamp' is invalid. You must use only the following supported type prefixes: Binary, Number, String."),
+		},
+		{
+			// moto expects "... Reason: can't find label on existing
+			// policy." of a queue that never had a policy
+			// (test_remove_permission_errors). The 2024 recording is of a
+			// queue whose last statement was removed, which leaves no
+			// Policy attribute either: the same state.
+			name:   "RemovePermission on a queue without a policy",
+			source: sweepSnapshot + "test_sqs_permission_lifecycle/get-queue-policy-attribute-delete-non-existent-label",
+			call: func(t *testing.T, s *scene) (string, params) {
+				u := s.queue(t, "no-policy", nil)
+				return "RemovePermission", params{"QueueUrl": u, "Label": "test"}
+			},
+			want: invalid("Value test for parameter Label is invalid. Reason: can't find label."),
+		},
+	})
+}
+
+// TestRecordedRedrivePolicyCanonical: SQS returns a RedrivePolicy in its
+// own form, not as it was set: compact JSON, deadLetterTargetArn first and
+// maxReceiveCount a number even when it was sent as a string. AWS's answer
+// to a policy set as `{\n    "maxReceiveCount": "3",\n    "deadLetterTargetArn":
+// ...}` is quoted in hashicorp/terraform#5119 (2016) as
+// `{"deadLetterTargetArn":"arn:aws:sqs:...","maxReceiveCount":3}`; the
+// provider then normalized its own copy (hashicorp/terraform#5888: the API
+// "accepts either, but will always return an integer"). moto's
+// test_get_queue_attributes expects the text as set (Python's json.dumps,
+// with spaces).
+func TestRecordedRedrivePolicyCanonical(t *testing.T) {
+	eachProtocol(t, func(t *testing.T, env *Env, c Client) {
+		ctx := ctxT(t)
+		dlq := mustCreate(t, c, "test-dlr-queue", nil)
+		arn := queueARN(t, c, dlq)
+		for _, set := range []string{
+			`{"deadLetterTargetArn": "` + arn + `", "maxReceiveCount": 2}`,
+			"{\n    \"maxReceiveCount\": \"2\",\n    \"deadLetterTargetArn\": \"" + arn + "\"\n}\n",
+		} {
+			u := mustCreate(t, c, "src", map[string]string{"RedrivePolicy": set})
+			want := `{"deadLetterTargetArn":"` + arn + `","maxReceiveCount":2}`
+			if got := must(c.GetAttrs(ctx, u, "RedrivePolicy"))(t)["RedrivePolicy"]; got != want {
+				t.Errorf("RedrivePolicy set as %q\n  got  %s\n  want %s (hashicorp/terraform#5119)", set, got, want)
+			}
+			ok(t, c.DeleteQueue(ctx, u))
+			env.Clock.Advance(61 * time.Second) // past the recreate delay
+		}
+	})
+}
+
+// TestRecordedEmulatorBatchDeduplicationID: moto's
+// test_message_delay_is_more_than_15_minutes sends a batch to a standard
+// queue whose entries carry a MessageDeduplicationId, and expects the
+// entry with a valid delay to be sent and its deduplication id returned.
+// AWS refuses a deduplication id on a standard queue (the SendMessage
+// recording of TestRecordedEmulatorSuiteDepartures); in a batch fifoq fails
+// that entry alone with the single action's answer, as it does every entry
+// error. The entry with DelaySeconds 1800 fails with the wording AWS was
+// recorded giving a SendMessage with a delay over 900
+// (ballerina-platform/module-ballerinax-aws.sqs
+// ballerina/tests/send_message_test.bal: testSendMessageWithExcessiveDelay,
+// run against AWS).
+func TestRecordedEmulatorBatchDeduplicationID(t *testing.T) {
+	msgProtocols(t, func(t *testing.T, s *scene) {
+		u := s.queue(t, "q", nil)
+		got := s.msgSendBatch(t, params{"QueueUrl": u, "Entries": []params{
+			{"Id": "id_1", "MessageBody": "body_1", "DelaySeconds": 3, "MessageDeduplicationId": "message_deduplication_id_1"},
+			{"Id": "id_2", "MessageBody": "body_2", "DelaySeconds": 1800},
+			{"Id": "id_3", "MessageBody": "body_3", "DelaySeconds": 3},
+		}})
+		if len(got.Successful) != 1 || got.Successful[0].Id != "id_3" {
+			t.Errorf("Successful %+v, want id_3 alone", got.Successful)
+		}
+		want := map[string]string{
+			"id_1": "Value message_deduplication_id_1 for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type.",
+			"id_2": "Value 1800 for parameter DelaySeconds is invalid. Reason: DelaySeconds must be >= 0 and <= 900.",
+		}
+		if len(got.Failed) != len(want) {
+			t.Fatalf("Failed %+v, want id_1 and id_2", got.Failed)
+		}
+		for _, f := range got.Failed {
+			if f.Code != "InvalidParameterValue" || !f.SenderFault || f.Message != want[f.Id] {
+				t.Errorf("Failed entry %+v, want InvalidParameterValue %q", f, want[f.Id])
+			}
+		}
+	})
+}
 
 // TestUnrecordedErrorsAsMotoExpects: errors no AWS recording shows, answered
 // as moto's SQS suite expects, which is plausible and agrees with SQS's
