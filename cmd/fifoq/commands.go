@@ -71,6 +71,8 @@ var commands = []command{
 		flags: func() *flag.FlagSet { return queueIOFlagSet(&queueIOOptions{}, true, io.Discard) }},
 	{name: "import", args: "[flags] QUEUE FILE", summary: "send the messages of an export to a queue, each group in its order",
 		flags: func() *flag.FlagSet { return queueIOFlagSet(&queueIOOptions{}, false, io.Discard) }},
+	{name: "config", args: "from-elasticmq FILE", summary: "print the queues of an ElasticMQ config file (HOCON) as fifoq's YAML config file",
+		words: configSubcommands},
 	{name: "version", summary: "print the version, the commit and the Go release of this build"},
 	{name: "completion", args: "bash|zsh|fish", summary: "print a shell completion script", words: shells},
 	{name: "man", summary: "print the manual page (roff)"},

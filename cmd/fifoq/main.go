@@ -4,6 +4,7 @@
 //	fifoq bench [flags]         load-test an SQS endpoint and verify what it delivered
 //	fifoq healthcheck [flags]   ask a server's readiness probe (a container's HEALTHCHECK)
 //	fifoq cluster CMD ...        show and change a cluster's membership (status, leader, add, remove)
+//	fifoq config from-elasticmq FILE  print an ElasticMQ config's queues as fifoq's config file
 //	fifoq version               print the version, commit and Go release
 //	fifoq completion SHELL      print a bash, zsh or fish completion script
 //	fifoq man                   print the manual page
@@ -49,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exportCmd(args[1:], stdout, stderr)
 	case "import":
 		return importCmd(args[1:], stdout, stderr)
+	case "config":
+		return configCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

@@ -93,7 +93,7 @@ or FIFOQ_CONFIG; a flag wins over the variable, the variable over the file.
 FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY give one access key.
 .SH SEE ALSO
 The documentation in the docs directory of fifoq's source: operations.md,
-security.md, compatibility.md.
+security.md, compatibility.md, migrating.md.
 `)
 }
 
