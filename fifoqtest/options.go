@@ -65,8 +65,8 @@ func WithAccount(id string) Option {
 	return func(o *options) { o.account = id }
 }
 
-// WithRegion sets the region written into queue ARNs and given to the
-// SDK configuration (default us-east-1).
+// WithRegion sets the server's own region (fifoq serve --region) and the
+// region of the SDK configuration (default us-east-1).
 func WithRegion(region string) Option {
 	return func(o *options) { o.region = region }
 }

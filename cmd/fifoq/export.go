@@ -62,7 +62,7 @@ Flags:
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.endpoint, "endpoint", envOr("FIFOQ_ENDPOINT", "http://127.0.0.1:9324"), "SQS endpoint URL of the server (env FIFOQ_ENDPOINT)")
-	fs.StringVar(&o.region, "region", envOr("AWS_REGION", "us-east-1"), "region of the request signatures")
+	fs.StringVar(&o.region, "region", envOr("AWS_REGION", "us-east-1"), "region of the request signatures, and of a queue named without one")
 	fs.DurationVar(&o.timeout, "timeout", time.Hour, "how long it may take")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)

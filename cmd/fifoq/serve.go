@@ -73,7 +73,7 @@ func serveFlagSet(opts *serveOptions, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&opts.bodyFileSize, "body-file-size", memguard.FormatSize(replog.DefaultBodyFileSize), "size of the files message bodies are kept in on disk (64KiB to 1GiB): a file's space is given back whole, so smaller files give it back sooner, in more files")
 	fs.BoolVar(&opts.inMemory, "in-memory", false, "keep all state in memory only (for tests and quick use): it is lost when the server stops")
 	fs.StringVar(&opts.account, "account", server.DefaultAccount, "account id of callers and of the queues they create")
-	fs.StringVar(&opts.region, "region", server.DefaultRegion, "region written into queue ARNs")
+	fs.StringVar(&opts.region, "region", server.DefaultRegion, "the server's own region: of unsigned requests and the config file's queues")
 	fs.BoolVar(&opts.logJSON, "log-json", false, "write log lines as JSON instead of text")
 	fs.BoolVar(&opts.logReqs, "log-requests", false, "log one line per API request (id, action, account, queue, status, error code, duration)")
 	fs.StringVar(&opts.creds, "credentials", "", "file of access keys (one \"ACCESS_KEY_ID SECRET_ACCESS_KEY ACCOUNT_ID\" per line); with credentials every request must be signed")

@@ -5,21 +5,86 @@ import (
 	"strings"
 )
 
-// QueueKey identifies a queue: the account that owns it and its name.
+// QueueKey identifies a queue: the region it lives in, the account that
+// owns it and its name. As in SQS, the same name in two regions is two
+// queues.
+//
+// Region is empty for the server's own region (fifoq serve --region, the
+// home region), where nearly every queue lives; only other regions are
+// spelled out. So a region has one spelling in a key, keys that were
+// written into logs and snapshots before queues had regions name the same
+// queues as they did, and a key never needs the home region to be compared.
+// A key made from a region that may be the home one goes through InRegion.
 type QueueKey struct {
+	Region  string
 	Account string
 	Name    string
 }
 
-// String returns "ACCOUNT/NAME", the path of the queue's URL without the leading slash.
-func (k QueueKey) String() string { return k.Account + "/" + k.Name }
+// InRegion returns k in the given region, home being the server's own:
+// Region is region, or empty if region is home (or empty).
+func (k QueueKey) InRegion(region, home string) QueueKey {
+	if region == home {
+		region = ""
+	}
+	k.Region = region
+	return k
+}
 
-// Path returns the path of the queue's URL: "/ACCOUNT/NAME".
-func (k QueueKey) Path() string { return "/" + k.Account + "/" + k.Name }
+// String returns the path of the queue's URL without the leading slash:
+// "ACCOUNT/NAME" in the home region, "REGION/ACCOUNT/NAME" in another.
+func (k QueueKey) String() string {
+	if k.Region != "" {
+		return k.Region + "/" + k.Account + "/" + k.Name
+	}
+	return k.Account + "/" + k.Name
+}
 
-// ARN returns the queue's ARN in the given region.
-func (k QueueKey) ARN(region string) string {
+// Path returns the path of the queue's URL: "/ACCOUNT/NAME", SQS's form,
+// in the home region; in another, LocalStack's path form
+// "/queue/REGION/ACCOUNT/NAME", which names the region (SQS names it in the
+// URL's host, which fifoq does not read) and which every emulator's users
+// already know.
+func (k QueueKey) Path() string {
+	if k.Region != "" {
+		return "/" + emulatorPrefix + k.Region + "/" + k.Account + "/" + k.Name
+	}
+	return "/" + k.Account + "/" + k.Name
+}
+
+// ARN returns the queue's ARN, home being the server's own region.
+func (k QueueKey) ARN(home string) string {
+	region := k.Region
+	if region == "" {
+		region = home
+	}
 	return "arn:aws:sqs:" + region + ":" + k.Account + ":" + k.Name
+}
+
+// Scope is where a request acts: the caller's account and the region the
+// request was signed for, empty for the server's own. A queue that a
+// request names by a bare name, or by a URL that names no region, is a
+// queue of this account (unless the URL says another) and region.
+type Scope struct {
+	Account string
+	Region  string
+}
+
+// IsRegionName reports whether s can be a region's name: 1 to 32
+// lowercase ASCII letters, digits and hyphens ("us-east-1",
+// "eu-central-1", "local"). A request signed for anything else is taken
+// to be in the server's own region, and a URL that names one names no
+// queue.
+func IsRegionName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z') && !(c >= '0' && c <= '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // IsFIFOName reports whether a queue name has the FIFO suffix.
@@ -31,8 +96,11 @@ func IsFIFOName(name string) bool { return strings.HasSuffix(name, FIFOSuffix) }
 // "/ACCOUNT/NAME", another endpoint's form of the same queue); so do the
 // forms other SQS emulators give their queues, so that code and scripts
 // written against them work unchanged: ElasticMQ's /queue/NAME (in the
-// caller's account) and LocalStack's path form /queue/REGION/ACCOUNT/NAME
-// (fifoq serves one region, and does not compare it). Any other value is
+// caller's account and region) and LocalStack's path form
+// /queue/REGION/ACCOUNT/NAME, the only form that names a region (the
+// key's Region is REGION as written: ResolveQueueURL places it against the
+// home region). A URL of any other form names a queue in the region the
+// request was signed for, as SQS's regional endpoints do. Any other value is
 // taken as a queue name in the caller's account, as SQS takes a bare name
 // ("my-queue") given as QueueUrl: the key's Account is then empty, for
 // ResolveQueueURL to fill. A value that names no queue this way
@@ -130,8 +198,8 @@ func queueKeyOfPath(raw, path string) QueueKey {
 		switch {
 		case len(parts) == 1 && parts[0] != "":
 			return QueueKey{Name: parts[0]}
-		case len(parts) == 3 && parts[0] != "" && parts[1] != "" && parts[2] != "":
-			return QueueKey{Account: parts[1], Name: parts[2]}
+		case len(parts) == 3 && IsRegionName(parts[0]) && parts[1] != "" && parts[2] != "":
+			return QueueKey{Region: parts[0], Account: parts[1], Name: parts[2]}
 		}
 		return QueueKey{Name: raw}
 	}
@@ -142,18 +210,29 @@ func queueKeyOfPath(raw, path string) QueueKey {
 	return QueueKey{Account: account, Name: name}
 }
 
-// ResolveQueueURL is ParseQueueURL with a bare queue name resolved in the
-// caller's account.
-func ResolveQueueURL(raw, caller string) (QueueKey, error) {
+// ResolveQueueURL is ParseQueueURL with what the URL does not say taken
+// from the request's scope: the account of a bare name or of ElasticMQ's
+// form, and the region of every form but LocalStack's path form, whose
+// region is placed against home, the server's own region (see QueueKey).
+func ResolveQueueURL(raw string, in Scope, home string) (QueueKey, error) {
 	k, err := ParseQueueURL(raw)
-	if err == nil && k.Account == "" {
-		k.Account = caller
+	if err != nil {
+		return k, err
 	}
-	return k, err
+	if k.Account == "" {
+		k.Account = in.Account
+	}
+	if k.Region == "" {
+		k.Region = in.Region
+	} else {
+		k = k.InRegion(k.Region, home)
+	}
+	return k, nil
 }
 
 // ParseQueueARN extracts the region and queue key of an SQS queue ARN
-// ("arn:aws:sqs:REGION:ACCOUNT:NAME"). ok is false if raw is not such an ARN.
+// ("arn:aws:sqs:REGION:ACCOUNT:NAME"). ok is false if raw is not such an
+// ARN. The key's Region is left empty: QueueOfARN places it.
 func ParseQueueARN(raw string) (region string, key QueueKey, ok bool) {
 	parts := strings.Split(raw, ":")
 	if len(parts) != 6 || parts[0] != "arn" || parts[1] == "" || parts[2] != "sqs" ||
@@ -161,4 +240,15 @@ func ParseQueueARN(raw string) (region string, key QueueKey, ok bool) {
 		return "", QueueKey{}, false
 	}
 	return parts[3], QueueKey{Account: parts[4], Name: parts[5]}, true
+}
+
+// QueueOfARN returns the queue an SQS queue ARN names, in its region
+// placed against home, the server's own region (see QueueKey). ok is false
+// if raw is not such an ARN.
+func QueueOfARN(raw, home string) (QueueKey, bool) {
+	region, key, ok := ParseQueueARN(raw)
+	if !ok {
+		return QueueKey{}, false
+	}
+	return key.InRegion(region, home), true
 }

@@ -20,8 +20,8 @@ func parseQueueURLByNetURL(raw string) (QueueKey, error) {
 		switch {
 		case len(parts) == 2 && parts[0] == "queue" && nonEmpty: // ElasticMQ
 			return QueueKey{Name: parts[1]}, nil
-		case len(parts) == 4 && parts[0] == "queue" && nonEmpty: // LocalStack
-			return QueueKey{Account: parts[2], Name: parts[3]}, nil
+		case len(parts) == 4 && parts[0] == "queue" && nonEmpty && IsRegionName(parts[1]): // LocalStack
+			return QueueKey{Region: parts[1], Account: parts[2], Name: parts[3]}, nil
 		case len(parts) == 2 && nonEmpty:
 			return QueueKey{Account: parts[0], Name: parts[1]}, nil
 		}
@@ -45,18 +45,20 @@ var queueURLSeeds = []string{
 }
 
 // TestEmulatorQueueURLs checks the forms other SQS emulators give their
-// queues: ElasticMQ's /queue/NAME names NAME in the caller's account,
-// LocalStack's /queue/REGION/ACCOUNT/NAME the queue /ACCOUNT/NAME.
+// queues: ElasticMQ's /queue/NAME names NAME in the caller's account and
+// region, LocalStack's /queue/REGION/ACCOUNT/NAME the queue /ACCOUNT/NAME
+// of REGION (empty when it is the home region, here us-east-1).
 func TestEmulatorQueueURLs(t *testing.T) {
 	for raw, want := range map[string]QueueKey{
 		"http://localhost:9324/queue/orders.fifo":                     {Name: "orders.fifo"},
 		"http://localhost:4566/queue/us-east-1/000000000000/orders":   {Account: "000000000000", Name: "orders"},
-		"http://localstack:4566/queue/eu-west-1/123456789012/orders/": {Account: "123456789012", Name: "orders"},
-		"/queue/orders":           {Name: "orders"},
-		"/000000000000/queue":     {Account: "000000000000", Name: "queue"},
-		"/queue/us-east-1/orders": {Name: "/queue/us-east-1/orders"},
+		"http://localstack:4566/queue/eu-west-1/123456789012/orders/": {Region: "eu-west-1", Account: "123456789012", Name: "orders"},
+		"/queue/EU/123456789012/orders":                               {Name: "/queue/EU/123456789012/orders"},
+		"/queue/orders":                                               {Name: "orders"},
+		"/000000000000/queue":                                         {Account: "000000000000", Name: "queue"},
+		"/queue/us-east-1/orders":                                     {Name: "/queue/us-east-1/orders"},
 	} {
-		got, err := ResolveQueueURL(raw, "")
+		got, err := ResolveQueueURL(raw, Scope{}, "us-east-1")
 		if err != nil || got != want {
 			t.Errorf("ResolveQueueURL(%q) = %+v, %v; want %+v", raw, got, err, want)
 		}
@@ -67,7 +69,7 @@ func TestEmulatorQueueURLs(t *testing.T) {
 			}
 		}
 	}
-	if got, _ := ResolveQueueURL("http://localhost:9324/queue/orders", "111122223333"); got != (QueueKey{Account: "111122223333", Name: "orders"}) {
+	if got, _ := ResolveQueueURL("http://localhost:9324/queue/orders", Scope{Account: "111122223333"}, "us-east-1"); got != (QueueKey{Account: "111122223333", Name: "orders"}) {
 		t.Errorf("ElasticMQ's form resolves to %+v, want the caller's account", got)
 	}
 }
@@ -103,6 +105,57 @@ func BenchmarkParseQueueURL(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if _, err := ParseQueueURL("http://127.0.0.1:19975/000000000000/bench.fifo"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestQueueRegions checks where a queue URL places its queue: in the
+// region the request was signed for unless the URL (LocalStack's path
+// form) names one; the home region is always spelled "" in a key, and a
+// key outside it has a URL and an ARN that say its region.
+func TestQueueRegions(t *testing.T) {
+	const home = "us-east-1"
+	in := Scope{Account: "111122223333", Region: "eu-west-1"}
+	for raw, want := range map[string]QueueKey{
+		"http://localhost:9324/000000000000/q": {Region: "eu-west-1", Account: "000000000000", Name: "q"},
+		"q":                                    {Region: "eu-west-1", Account: "111122223333", Name: "q"},
+		"/queue/q":                             {Region: "eu-west-1", Account: "111122223333", Name: "q"},
+		"/queue/us-east-1/000000000000/q":      {Account: "000000000000", Name: "q"},
+		"/queue/ap-south-1/000000000000/q":     {Region: "ap-south-1", Account: "000000000000", Name: "q"},
+		"http://h:4566/queue/eu-west-1/000000000000/q.fifo": {Region: "eu-west-1", Account: "000000000000", Name: "q.fifo"},
+	} {
+		if got, err := ResolveQueueURL(raw, in, home); err != nil || got != want {
+			t.Errorf("ResolveQueueURL(%q) in eu-west-1 = %+v, %v; want %+v", raw, got, err, want)
+		}
+	}
+	k := QueueKey{Account: "000000000000", Name: "q"}
+	if got := k.InRegion(home, home); got != k {
+		t.Errorf("InRegion(home) = %+v, want the region left empty", got)
+	}
+	far := k.InRegion("eu-west-1", home)
+	for _, c := range []struct{ got, want string }{
+		{k.Path(), "/000000000000/q"},
+		{k.ARN(home), "arn:aws:sqs:us-east-1:000000000000:q"},
+		{far.Path(), "/queue/eu-west-1/000000000000/q"},
+		{far.ARN(home), "arn:aws:sqs:eu-west-1:000000000000:q"},
+		{far.String(), "eu-west-1/000000000000/q"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+	// A URL made from a key names the key again, in any region.
+	for _, key := range []QueueKey{k, far} {
+		if got, err := ResolveQueueURL("http://h"+key.Path(), Scope{Account: "999999999999"}, home); err != nil || got != key {
+			t.Errorf("the URL of %+v resolves to %+v, %v", key, got, err)
+		}
+		if got, ok := QueueOfARN(key.ARN(home), home); !ok || got != key {
+			t.Errorf("the ARN of %+v names %+v, %v", key, got, ok)
+		}
+	}
+	for _, bad := range []string{"", "EU", "eu_west", "eu/west", strings.Repeat("a", 33)} {
+		if IsRegionName(bad) {
+			t.Errorf("IsRegionName(%q) = true", bad)
 		}
 	}
 }

@@ -615,21 +615,21 @@ func TestOwnerOnlyActions(t *testing.T) {
 // with any host, else a queue name in the caller's account.
 func TestResolveQueueURL(t *testing.T) {
 	for raw, want := range map[string]QueueKey{
-		"http://localhost:9324/000000000000/q":               {"000000000000", "q"},
-		"https://sqs.eu-west-1.amazonaws.com/111111111111/q": {"111111111111", "q"},
-		"/000000000000/q/":                                   {"000000000000", "q"},
-		"q":                                                  {"222222222222", "q"},
-		"orders.fifo":                                        {"222222222222", "orders.fifo"},
-		"http://h/a/b/c":                                     {"222222222222", "http://h/a/b/c"},
-		"::not a url":                                        {"222222222222", "::not a url"},
-		"http://localhost:9324/":                             {"222222222222", "http://localhost:9324/"},
+		"http://localhost:9324/000000000000/q":               {Account: "000000000000", Name: "q"},
+		"https://sqs.eu-west-1.amazonaws.com/111111111111/q": {Account: "111111111111", Name: "q"},
+		"/000000000000/q/":                                   {Account: "000000000000", Name: "q"},
+		"q":                                                  {Account: "222222222222", Name: "q"},
+		"orders.fifo":                                        {Account: "222222222222", Name: "orders.fifo"},
+		"http://h/a/b/c":                                     {Account: "222222222222", Name: "http://h/a/b/c"},
+		"::not a url":                                        {Account: "222222222222", Name: "::not a url"},
+		"http://localhost:9324/":                             {Account: "222222222222", Name: "http://localhost:9324/"},
 	} {
-		got, err := ResolveQueueURL(raw, "222222222222")
+		got, err := ResolveQueueURL(raw, Scope{Account: "222222222222"}, "us-east-1")
 		if err != nil || got != want {
 			t.Errorf("ResolveQueueURL(%q) = %v, %v; want %v", raw, got, err, want)
 		}
 	}
-	if _, err := ResolveQueueURL("", "222222222222"); err == nil {
+	if _, err := ResolveQueueURL("", Scope{Account: "222222222222"}, "us-east-1"); err == nil {
 		t.Errorf("an empty QueueUrl resolved")
 	}
 }

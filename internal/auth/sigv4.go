@@ -220,6 +220,18 @@ func (v *Verifier) unverifiedAccount(r *http.Request) string {
 // from the Authorization header's Credential or the X-Amz-Credential query
 // parameter, without checking anything else.
 func claimedAccessKeyID(r *http.Request) string {
+	cred := claimedCredential(r)
+	if i := strings.IndexAny(cred, "/, "); i >= 0 {
+		cred = cred[:i]
+	}
+	return cred
+}
+
+// claimedCredential is the Credential a request's signature names
+// ("KEY/DATE/REGION/SERVICE/aws4_request"), read leniently from the
+// Authorization header or the X-Amz-Credential query parameter, up to the
+// first comma or space; "" if it names none.
+func claimedCredential(r *http.Request) string {
 	var cred string
 	if h := r.Header.Get(headerAuthz); h != "" {
 		_, after, ok := strings.Cut(h, "Credential=")
@@ -230,8 +242,23 @@ func claimedAccessKeyID(r *http.Request) string {
 	} else {
 		cred = r.URL.Query().Get(queryCredential)
 	}
-	if i := strings.IndexAny(cred, "/, "); i >= 0 {
+	if i := strings.IndexAny(cred, ", "); i >= 0 {
 		cred = cred[:i]
 	}
 	return cred
+}
+
+// RequestRegion returns the region a request's signature is scoped to
+// (the third part of its Credential), or "" if it names none or a value
+// that cannot be a region (api.IsRegionName). A client's region is the one
+// it signs for: an SQS client configured for eu-west-1 talks to that
+// region's queues. It is read leniently, like the access key of an
+// unverified request: where credentials are configured, Verify has
+// checked the signature, and so the scope, before the region is used.
+func RequestRegion(r *http.Request) string {
+	parts := strings.Split(claimedCredential(r), "/")
+	if len(parts) < 3 || !api.IsRegionName(parts[2]) {
+		return ""
+	}
+	return parts[2]
 }

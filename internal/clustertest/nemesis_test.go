@@ -171,7 +171,7 @@ func nemesisUpgrade(t *testing.T, c *cluster) {
 		c.restart(nd)
 		waitReady(t, nd)
 	}
-	expectFormats(t, c, 5, 15*time.Second)
+	expectFormats(t, c, newestFormat, 15*time.Second)
 }
 
 // restartWithEnv stops nd with SIGTERM and starts it again with kv added

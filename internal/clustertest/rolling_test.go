@@ -3,6 +3,7 @@ package clustertest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 )
 
 // TestRollingRestart restarts every member in turn with SIGTERM, as an
@@ -55,7 +57,9 @@ func TestRollingRestart(t *testing.T) {
 // While any member runs the older version the cluster must keep writing
 // format 4 (a format-5 entry would stop the older members' state
 // machines) and record nothing that needs format 5 (members'
-// incarnations); once every member reads 5 it must write 5. An older
+// incarnations), and refuse, retryably, a queue in another region (format
+// 6); once every member reads the newest format it must write it, and
+// take the queue. An older
 // binary put back afterwards must stay out, saying why, and the cluster
 // go on. Every acknowledged send is received, in order, once.
 func TestRollingUpgrade(t *testing.T) {
@@ -93,9 +97,15 @@ func TestRollingUpgrade(t *testing.T) {
 			if st := clusterStatus(c.nodes[(k+1)%len(c.nodes)]); strings.Contains(st, `"incarnation"`) {
 				t.Fatalf("an incarnation was recorded (a format-5 command) while a member reads format 4 only: %s", st)
 			}
+			if _, err := createInRegion(nd, "eu-west-1", "far"); !isServiceUnavailable(err) {
+				t.Fatalf("a queue in another region, while a member reads format 4 only: %v; want ServiceUnavailable", err)
+			}
 		}
 	}
-	expectFormats(t, c, 5, 15*time.Second)
+	expectFormats(t, c, newestFormat, 15*time.Second)
+	if u, err := createInRegion(c.leader(), "eu-west-1", "far"); err != nil || !strings.Contains(u, "/queue/eu-west-1/") {
+		t.Fatalf("a queue in another region once every member is upgraded: %s, %v", u, err)
+	}
 
 	// The older binary put back on a member's data dir stays out.
 	back := c.nodes[2]
@@ -110,7 +120,7 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		if ready(back) {
-			t.Fatalf("a member that reads format 4 only is ready in a cluster that writes format 5; its log ends:\n%s", back.tail(10))
+			t.Fatalf("a member that reads format 4 only is ready in a cluster that writes format %d; its log ends:\n%s", newestFormat, back.tail(10))
 		}
 		c.kill(back)
 	}
@@ -121,12 +131,34 @@ func TestRollingUpgrade(t *testing.T) {
 	back.env = nil
 	c.restart(back)
 	waitReady(t, back)
-	expectFormats(t, c, 5, 10*time.Second)
+	expectFormats(t, c, newestFormat, 10*time.Second)
 
 	acked, longest, _ := s.stop()
 	checkSent(t, c.nodes[0], q, acked)
-	t.Logf("rolling upgrade of 3 members from format 4 to 5: %d sends acknowledged; longest gap between two %v",
-		acked, longest.Round(time.Millisecond))
+	t.Logf("rolling upgrade of 3 members from format 4 to %d: %d sends acknowledged; longest gap between two %v",
+		newestFormat, acked, longest.Round(time.Millisecond))
+}
+
+// newestFormat is the newest log entry format of the fifoq under test
+// (replog's entryFormatVersion): 6, queues in other regions.
+const newestFormat = 6
+
+// createInRegion creates a standard queue through nd with a client that
+// signs for region, and returns its URL.
+func createInRegion(nd *node, region, name string) (string, error) {
+	client := sqs.New(newClient(nd.httpAddr, 5*time.Second).Options(), func(o *sqs.Options) { o.Region = region })
+	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
+// isServiceUnavailable reports whether err is SQS's retryable
+// ServiceUnavailable.
+func isServiceUnavailable(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ServiceUnavailable"
 }
 
 // makeLead restarts the leader with SIGTERM, as it is, until nd leads;

@@ -73,7 +73,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	}
 
 	// /metrics counts it.
-	if m := httpGet(t, base+"/metrics"); !strings.Contains(m, `fifoq_queue_messages_sent_total{account="000000000000",queue="orders.fifo"} 1`+"\n") {
+	if m := httpGet(t, base+"/metrics"); !strings.Contains(m, `fifoq_queue_messages_sent_total{account="000000000000",queue="orders.fifo",region="us-east-1"} 1`+"\n") {
 		t.Errorf("/metrics does not count the message sent to orders.fifo:\n%s", grepLines(m, "orders.fifo"))
 	}
 

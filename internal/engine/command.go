@@ -21,6 +21,11 @@ type Command struct {
 	// creates queues in it, ListQueues lists its queues, GetQueueUrl looks
 	// in it unless QueueOwnerAWSAccountId says otherwise.
 	Caller string
+	// Region is the region the request was made in (the one its signature
+	// names), empty for the engine's own (Config.Region): CreateQueue
+	// creates its queue there, and ListQueues and GetQueueUrl look there.
+	// See api.QueueKey.
+	Region string
 	// Queue is the queue the request names by QueueUrl, already resolved by
 	// the server; zero for actions that name no queue by URL.
 	Queue api.QueueKey

@@ -115,10 +115,10 @@ func decodeLegacyTaskHandle(h string) (sourceArn string, ok bool) {
 	return arn, true
 }
 
-// queueByARN returns the queue an ARN names in the engine's region.
+// queueByARN returns the queue an ARN names.
 func (e *Engine) queueByARN(arn string) *queue {
-	region, key, ok := api.ParseQueueARN(arn)
-	if !ok || region != e.cfg.Region {
+	key, ok := api.QueueOfARN(arn, e.cfg.Region)
+	if !ok {
 		return nil
 	}
 	return e.queues[key]
@@ -140,8 +140,9 @@ func (e *Engine) startMessageMoveTask(cmd *Command, r *api.StartMessageMoveTaskR
 		startedAt: now,
 	}
 	if r.DestinationArn != "" {
+		// A task moves messages within a region, as a redrive does.
 		dst := e.queueByARN(r.DestinationArn)
-		if dst == nil {
+		if dst == nil || dst.key.Region != src.key.Region {
 			return nil, api.ErrResourceNotFound("The resource that you specified for the DestinationArn parameter doesn't exist.")
 		}
 		if dst == src {

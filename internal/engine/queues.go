@@ -13,7 +13,7 @@ import (
 // of the existing queue of that name if every attribute the request gives
 // has the queue's current value.
 func (e *Engine) createQueue(cmd *Command, r *api.CreateQueueRequest, now int64) (api.Response, error) {
-	key := api.QueueKey{Account: cmd.Caller, Name: r.QueueName}
+	key := api.QueueKey{Region: cmd.Region, Account: cmd.Caller, Name: r.QueueName}
 	e.pruneDeleted(now)
 	fifo, err := fifoFromRequest(r)
 	if err != nil {
@@ -252,18 +252,19 @@ func (e *Engine) getQueueURL(cmd *Command, r *api.GetQueueUrlRequest) (api.Respo
 	if r.QueueOwnerAWSAccountId != "" {
 		account = r.QueueOwnerAWSAccountId
 	}
-	q := e.queues[api.QueueKey{Account: account, Name: r.QueueName}]
+	q := e.queues[api.QueueKey{Region: cmd.Region, Account: account, Name: r.QueueName}]
 	if q == nil {
 		return nil, api.ErrQueueDoesNotExist()
 	}
 	return &api.GetQueueUrlResult{QueueUrl: q.path()}, nil
 }
 
-// listQueues lists the caller's queues by name, a page at a time.
+// listQueues lists the caller's queues in the request's region by name, a
+// page at a time.
 func (e *Engine) listQueues(cmd *Command, r *api.ListQueuesRequest) (api.Response, error) {
 	var names []string
 	for k := range e.queues {
-		if k.Account == cmd.Caller && strings.HasPrefix(k.Name, r.QueueNamePrefix) {
+		if k.Account == cmd.Caller && k.Region == cmd.Region && strings.HasPrefix(k.Name, r.QueueNamePrefix) {
 			names = append(names, k.Name)
 		}
 	}
@@ -273,7 +274,7 @@ func (e *Engine) listQueues(cmd *Command, r *api.ListQueuesRequest) (api.Respons
 	}
 	res := &api.ListQueuesResult{NextToken: next}
 	for _, name := range page {
-		res.QueueUrls = append(res.QueueUrls, api.QueueKey{Account: cmd.Caller, Name: name}.Path())
+		res.QueueUrls = append(res.QueueUrls, api.QueueKey{Region: cmd.Region, Account: cmd.Caller, Name: name}.Path())
 	}
 	return res, nil
 }

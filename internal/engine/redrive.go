@@ -15,9 +15,12 @@ func (e *Engine) checkRedrive(src api.QueueKey, srcArn string, fifo bool, raw st
 	invalid := func(reason string) error {
 		return api.ErrInvalidParameterValue("Value %s for parameter RedrivePolicy is invalid. Reason: %s", raw, reason)
 	}
-	region, key, _ := api.ParseQueueARN(rp.arn)
+	// A dead-letter queue is in its source's region; the target is
+	// placed here, as attributes are parsed without knowing the region.
+	key, _ := api.QueueOfARN(rp.arn, e.cfg.Region)
+	rp.key = key
 	d := e.queues[key]
-	if region != e.cfg.Region || d == nil {
+	if key.Region != src.Region || d == nil {
 		return invalid("Dead letter target does not exist.")
 	}
 	if key.Account != src.Account {

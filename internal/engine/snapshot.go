@@ -92,6 +92,7 @@ type snapHeader struct {
 // snapshots written before the cool-down was a setting; their records
 // last SQS's 60 seconds.
 type snapDeletion struct {
+	Region        string // absent (empty) in the engine's own region
 	Account, Name string
 	At            int64
 	Until         int64
@@ -99,6 +100,7 @@ type snapDeletion struct {
 
 // snapTaskRef names the Index-th task of queue (Account, Name).
 type snapTaskRef struct {
+	Region        string // absent (empty) in the engine's own region
 	Account, Name string
 	Index         int
 }
@@ -107,7 +109,7 @@ type snapTaskRef struct {
 // records of each kind in the chunks that follow it.
 type snapQueue struct {
 	Account, Name string
-	Arn           string
+	Arn           string // and in it, the queue's region
 	Fifo          bool
 	Attrs         snapAttrs
 	Tags          []snapTag // by key
@@ -239,7 +241,7 @@ func (e *Engine) snapHeader(queues int) (*snapHeader, error) {
 	// deleted again); only those the map still points to matter.
 	for _, d := range e.deletedLog.live() {
 		if cur, ok := e.deleted[d.key]; ok && cur == d {
-			h.Deleted = append(h.Deleted, snapDeletion{Account: d.key.Account, Name: d.key.Name, At: d.at, Until: d.until})
+			h.Deleted = append(h.Deleted, snapDeletion{Region: d.key.Region, Account: d.key.Account, Name: d.key.Name, At: d.at, Until: d.until})
 		}
 	}
 	for _, t := range e.running {
@@ -253,7 +255,7 @@ func (e *Engine) snapHeader(queues int) (*snapHeader, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("running move task %s is not among its source queue's tasks", t.handle)
 		}
-		h.Running = append(h.Running, snapTaskRef{Account: t.source.Account, Name: t.source.Name, Index: i})
+		h.Running = append(h.Running, snapTaskRef{Region: t.source.Region, Account: t.source.Account, Name: t.source.Name, Index: i})
 	}
 	return h, nil
 }

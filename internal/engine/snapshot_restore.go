@@ -170,7 +170,7 @@ func (rs *restorer) engineRecords(h *snapHeader) error {
 	e.meta = h.Meta
 	var last int64
 	for i, d := range h.Deleted {
-		key := api.QueueKey{Account: d.Account, Name: d.Name}
+		key := api.QueueKey{Region: d.Region, Account: d.Account, Name: d.Name}
 		if _, dup := e.deleted[key]; dup || e.queues[key] != nil {
 			return fmt.Errorf("deletion record of %s: queue exists or deleted twice", key)
 		}
@@ -195,7 +195,7 @@ func (rs *restorer) engineRecords(h *snapHeader) error {
 		}
 	}
 	for _, ref := range h.Running {
-		key := api.QueueKey{Account: ref.Account, Name: ref.Name}
+		key := api.QueueKey{Region: ref.Region, Account: ref.Account, Name: ref.Name}
 		q := e.queues[key]
 		if q == nil || ref.Index < 0 || ref.Index >= len(q.tasks) {
 			return fmt.Errorf("running task %d of queue %s does not exist", ref.Index, key)
@@ -233,7 +233,7 @@ func (rs *restorer) queue() error {
 	if err := rs.dec.Decode(&sq); err != nil {
 		return fmt.Errorf("decoding: %w", err)
 	}
-	key := api.QueueKey{Account: sq.Account, Name: sq.Name}
+	key := rs.queueKey(&sq)
 	q, err := rs.newQueue(&sq)
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)
@@ -254,9 +254,20 @@ func (rs *restorer) queue() error {
 // record counts.
 const maxRestoreHint = 1 << 21
 
+// queueKey returns the key of the queue sq describes. Its region is the
+// one its ARN names: snapshots have always held the ARN, and a snapshot
+// from before queues had regions names the engine's own in it.
+func (rs *restorer) queueKey(sq *snapQueue) api.QueueKey {
+	key := api.QueueKey{Account: sq.Account, Name: sq.Name}
+	if region, _, ok := api.ParseQueueARN(sq.Arn); ok {
+		key = key.InRegion(region, rs.e.cfg.Region)
+	}
+	return key
+}
+
 // newQueue builds a queue, without messages, from its header.
 func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
-	key := api.QueueKey{Account: sq.Account, Name: sq.Name}
+	key := rs.queueKey(sq)
 	switch {
 	case rs.e.queues[key] != nil:
 		return nil, errors.New("queue listed twice")
@@ -271,7 +282,7 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 	case len(sq.Tasks) > maxTasksKept:
 		return nil, fmt.Errorf("%d move tasks, at most %d are kept", len(sq.Tasks), maxTasksKept)
 	}
-	attrs, err := queueAttrsOf(&sq.Attrs)
+	attrs, err := queueAttrsOf(&sq.Attrs, key.Region)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +318,9 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 	return q, nil
 }
 
-func queueAttrsOf(s *snapAttrs) (queueAttrs, error) {
+// queueAttrsOf rebuilds a queue's attributes from their snapshot form. A
+// dead-letter queue is in its source's region, which is region.
+func queueAttrsOf(s *snapAttrs, region string) (queueAttrs, error) {
 	a := queueAttrs{
 		VisibilityTimeout: s.VisibilityTimeout, MaximumMessageSize: s.MaximumMessageSize,
 		MessageRetentionPeriod: s.MessageRetentionPeriod, DelaySeconds: s.DelaySeconds,
@@ -323,7 +336,7 @@ func queueAttrsOf(s *snapAttrs) (queueAttrs, error) {
 	if s.HasRedrive {
 		a.redrive = &redriveTarget{
 			arn:             s.RedriveTargetArn,
-			key:             api.QueueKey{Account: s.RedriveTargetAccount, Name: s.RedriveTargetName},
+			key:             api.QueueKey{Region: region, Account: s.RedriveTargetAccount, Name: s.RedriveTargetName},
 			maxReceiveCount: s.RedriveMaxReceiveCount,
 		}
 	}
@@ -344,7 +357,7 @@ func moveTaskOf(source api.QueueKey, s *snapTask) (*moveTask, error) {
 	}
 	t := &moveTask{
 		handle: s.Handle, source: source, sourceArn: s.SourceArn,
-		destArn: s.DestArn, dest: api.QueueKey{Account: s.DestAccount, Name: s.DestName},
+		destArn: s.DestArn, dest: api.QueueKey{Region: source.Region, Account: s.DestAccount, Name: s.DestName},
 		perSecond: s.PerSecond, status: s.Status, moved: s.Moved, toMove: s.ToMove,
 		startedAt: s.StartedAt, failure: s.Failure,
 	}

@@ -93,9 +93,11 @@ func series(fams map[string]*dto.MetricFamily, name, queue string) *dto.Metric {
 func TestQueueMetrics(t *testing.T) {
 	r := New()
 	src := &fakeServer{waiters: 3, queues: []QueueFigures{
-		{Account: "000000000000", Name: "a.fifo", Visible: 1, NotVisible: 2, Delayed: 3, OldestAge: 1500 * time.Millisecond,
+		{Region: "us-east-1", Account: "000000000000", Name: "a.fifo", Visible: 1, NotVisible: 2, Delayed: 3, OldestAge: 1500 * time.Millisecond,
 			Sent: 4, SentBytes: 5, Received: 6, Deleted: 7, EmptyReceives: 8},
-		{Account: "111111111111", Name: "b"},
+		{Region: "us-east-1", Account: "111111111111", Name: "b"},
+		// The same name in another region is another queue.
+		{Region: "eu-west-1", Account: "111111111111", Name: "b"},
 	}}
 	if err := r.WatchServer(src.source()); err != nil {
 		t.Fatalf("WatchServer: %v", err)
@@ -134,8 +136,8 @@ func TestQueueMetrics(t *testing.T) {
 		for _, l := range m.Label {
 			labels[l.GetName()] = l.GetValue()
 		}
-		if len(labels) != 2 || labels["account"] != "000000000000" {
-			t.Errorf("%s labels = %v, want queue and account", c.name, labels)
+		if len(labels) != 3 || labels["account"] != "000000000000" || labels["region"] != "us-east-1" {
+			t.Errorf("%s labels = %v, want queue, account and region", c.name, labels)
 		}
 	}
 	if m := series(fams, "fifoq_long_poll_waiters", ""); m.GetGauge().GetValue() != 3 {

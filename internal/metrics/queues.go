@@ -10,8 +10,9 @@ import (
 // QueueFigures are one queue's figures at the moment of a scrape: the
 // metrics CloudWatch gives for an SQS queue.
 type QueueFigures struct {
-	// Account and Name identify the queue.
-	Account, Name string
+	// Region, Account and Name identify the queue: the same name in two
+	// regions is two queues (Region is always spelled out here).
+	Region, Account, Name string
 	// Visible, NotVisible and Delayed are the queue's messages by state
 	// (ApproximateNumberOfMessagesVisible, ...NotVisible, ...Delayed).
 	Visible, NotVisible, Delayed int
@@ -57,13 +58,14 @@ func (r *Registry) WatchServer(src ServerSource) error {
 	return nil
 }
 
-var queueLabels = []string{"queue", "account"}
+var queueLabels = []string{"queue", "account", "region"}
 
 func queueDesc(name, help string) *prometheus.Desc {
 	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "queue", name), help, queueLabels, nil)
 }
 
-// The queue metrics, each with the labels queue (the name) and account.
+// The queue metrics, each with the labels queue (the name), account and
+// region.
 var (
 	descVisible = queueDesc("messages_visible",
 		"Messages available for retrieval (ApproximateNumberOfMessagesVisible).")
@@ -104,10 +106,10 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, q := range c.queues(nil) {
 		gauge := func(d *prometheus.Desc, v float64) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, q.Name, q.Account)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, q.Name, q.Account, q.Region)
 		}
 		counter := func(d *prometheus.Desc, v uint64) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), q.Name, q.Account)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), q.Name, q.Account, q.Region)
 		}
 		gauge(descVisible, float64(q.Visible))
 		gauge(descNotVisible, float64(q.NotVisible))

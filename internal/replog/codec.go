@@ -29,18 +29,20 @@ import (
 //   - Version 5: version 4, and a command may be the internal
 //     fifoq:SetMeta (engine.SetMetaRequest). (Development builds wrote
 //     it in version 4 entries before version 5 existed; those still read.)
+//   - Version 6: version 5, and a command names its region and its
+//     queue's (empty for the server's own): queues in other regions.
 //
 // Every version is still read, so that older logs replay. Which version a
 // node writes is the cluster's choice, not the binary's: see format.go.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1 to 5)
+//	byte     version (1 to 6)
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command
 //	  bytes    the command as JSON (wireCommand; versions 1 to 3) or in
-//	           version 4's binary layout (versions 4 and 5)
+//	           the binary layout of versions 4 to 6
 //	4 bytes  CRC-32C of everything before it, big-endian
 //
 // Every version, present and future, keeps the first byte as the version
@@ -56,7 +58,7 @@ import (
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 5
+const entryFormatVersion = 6
 
 // minVersionEmptyIDs is the first version in which a command may carry "ei".
 const minVersionEmptyIDs = 2
@@ -68,6 +70,11 @@ const minVersionHousekeep = 3
 // minVersionSetMeta is the first version in which a command may be a
 // fifoq:SetMeta.
 const minVersionSetMeta = 5
+
+// minVersionRegions is the first version in which a command may name a
+// region other than the server's own (engine.Command's Region and
+// Queue.Region).
+const minVersionRegions = 6
 
 // wireCommand is a Command as it is stored in the log. The request is kept
 // as JSON of its api type under its action's name, so the log is readable
@@ -198,7 +205,7 @@ func encodeEntryHeld(cmds []*engine.Command, version byte) (data []byte, held []
 	held = cmds
 	var scratch []byte
 	for i, c := range cmds {
-		cmd, asJSON, err := appendCommand(scratch[:0], c)
+		cmd, asJSON, err := appendCommand(scratch[:0], c, version)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -24,6 +24,7 @@ import (
 //	strings  MessageIDs
 //	uvarint  Entropy
 //	varint   RecreateDelay, PurgeDelay (ns)
+//	string   Region, Queue.Region (version 6 and later only)
 //	byte     request layout (reqJSON, reqSend, ...)
 //	...      the request in that layout
 //
@@ -139,9 +140,9 @@ func sentFlags(dedup, group bool) byte {
 	return f
 }
 
-// appendCommand appends c in version 4's layout. asJSON reports whether its
-// request went as JSON.
-func appendCommand(b []byte, c *engine.Command) (out []byte, asJSON bool, err error) {
+// appendCommand appends c in the binary layout of the given entry version
+// (4 or later). asJSON reports whether its request went as JSON.
+func appendCommand(b []byte, c *engine.Command, version byte) (out []byte, asJSON bool, err error) {
 	b = binary.AppendVarint(b, c.Time)
 	b = appendString(b, c.Caller)
 	b = appendString(b, c.Queue.Account)
@@ -151,6 +152,12 @@ func appendCommand(b []byte, c *engine.Command) (out []byte, asJSON bool, err er
 	b = binary.AppendUvarint(b, c.Entropy)
 	b = binary.AppendVarint(b, int64(c.RecreateDelay))
 	b = binary.AppendVarint(b, int64(c.PurgeDelay))
+	if version >= minVersionRegions {
+		b = appendString(b, c.Region)
+		b = appendString(b, c.Queue.Region)
+	} else if c.Region != "" || c.Queue.Region != "" {
+		return nil, false, fmt.Errorf("a command in region %q on queue %s needs entry format version %d", c.Region, c.Queue, minVersionRegions)
+	}
 	switch r := c.Request.(type) {
 	case *api.SendMessageRequest:
 		b = append(b, reqSend)
@@ -410,6 +417,10 @@ func decodeBinaryCommand(b []byte, version byte) (*engine.Command, error) {
 	c.Entropy = r.uvarint("entropy")
 	c.RecreateDelay = time.Duration(r.varint("recreate delay"))
 	c.PurgeDelay = time.Duration(r.varint("purge delay"))
+	if version >= minVersionRegions {
+		c.Region = r.string("region")
+		c.Queue.Region = r.string("queue region")
+	}
 	layout := r.byte("request layout")
 	if r.err != nil {
 		return nil, r.err

@@ -96,8 +96,8 @@ func TestBinaryCodecExact(t *testing.T) {
 // then write it too (as a new format version), or the log would lose it.
 func TestBinaryLayoutsCoverEveryField(t *testing.T) {
 	want := map[reflect.Type][]string{
-		reflect.TypeOf(engine.Command{}): {"Time", "Caller", "Queue", "Request", "MessageIDs", "Entropy", "RecreateDelay", "PurgeDelay"},
-		reflect.TypeOf(api.QueueKey{}):   {"Account", "Name"},
+		reflect.TypeOf(engine.Command{}): {"Time", "Caller", "Region", "Queue", "Request", "MessageIDs", "Entropy", "RecreateDelay", "PurgeDelay"},
+		reflect.TypeOf(api.QueueKey{}):   {"Region", "Account", "Name"},
 		reflect.TypeOf(api.SendMessageRequest{}): {"QueueUrl", "MessageBody", "DelaySeconds", "MessageAttributes", "MessageSystemAttributes",
 			"MessageDeduplicationId", "MessageGroupId", "MessageDeduplicationIdSet", "MessageGroupIdSet"},
 		reflect.TypeOf(api.SendMessageBatchRequest{}): {"QueueUrl", "Entries"},
@@ -116,7 +116,7 @@ func TestBinaryLayoutsCoverEveryField(t *testing.T) {
 			got = append(got, typ.Field(i).Name)
 		}
 		if !reflect.DeepEqual(got, fields) {
-			t.Errorf("%s has fields %v; version 4's binary layout writes %v", typ, got, fields)
+			t.Errorf("%s has fields %v; the binary layout writes %v", typ, got, fields)
 		}
 	}
 }
@@ -126,7 +126,7 @@ func TestBinaryLayoutsCoverEveryField(t *testing.T) {
 // action, an unknown layout, an unknown action, bytes left over, bad flags.
 func TestBinaryDecodeStrict(t *testing.T) {
 	good := &engine.Command{Time: 1, Request: &api.DeleteMessageRequest{QueueUrl: "/a/q", ReceiptHandle: "h"}}
-	cmd, _, err := appendCommand(nil, good)
+	cmd, _, err := appendCommand(nil, good, entryFormatVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,12 +143,12 @@ func TestBinaryDecodeStrict(t *testing.T) {
 			t.Errorf("%s: %v; want a corrupt entry", name, err)
 		}
 	}
-	unknown, _, _ := appendCommand(nil, &engine.Command{Request: &api.PurgeQueueRequest{QueueUrl: "/a/q"}})
+	unknown, _, _ := appendCommand(nil, &engine.Command{Request: &api.PurgeQueueRequest{QueueUrl: "/a/q"}}, entryFormatVersion)
 	unknown = bytes.Replace(unknown, []byte("\x0aPurgeQueue"), []byte("\x0aFrobQueues"), 1)
 	if _, err := decodeEntry(rawBinaryEntry(unknown)); !errors.Is(err, errCorruptEntry) {
 		t.Errorf("unknown action: %v; want a corrupt entry", err)
 	}
-	field, _, _ := appendCommand(nil, &engine.Command{Request: &api.PurgeQueueRequest{QueueUrl: "/a/q"}})
+	field, _, _ := appendCommand(nil, &engine.Command{Request: &api.PurgeQueueRequest{QueueUrl: "/a/q"}}, entryFormatVersion)
 	field = bytes.Replace(field, []byte(`{"QueueUrl":"/a/q"}`), []byte(`{"QueueUrl":"/a","x":1}`), 1)
 	if _, err := decodeEntry(rawBinaryEntry(field)); !errors.Is(err, errCorruptEntry) {
 		t.Errorf("unknown JSON field: %v; want a corrupt entry", err)

@@ -1,6 +1,7 @@
 package replog
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
 )
 
@@ -33,10 +35,14 @@ import (
 //     ("too-old"), so an older binary put back in by mistake stays out,
 //     saying why, instead of stopping at the first entry it cannot read.
 //
-// A cluster of one writes the recorded format too and never raises it, so
-// that a data dir that becomes a cluster's first member holds nothing an
-// older member cannot read; the gate above then raises it. (No command a
-// cluster of one writes needs a newer format yet.)
+// A cluster of one writes the recorded format too and raises it only when
+// a command needs a newer one (formatFor): until then its data dir holds
+// nothing an older fifoq cannot read, so the binary can still be
+// downgraded, and a cluster it becomes the first member of raises the
+// format through the gate above. A command that needs a format the cluster
+// does not write yet (a queue in a region other than the server's, format
+// 6) raises it first, once every member reads it; while some member does
+// not, the command is refused with a retryable ServiceUnavailable.
 
 // formatKey is the engine metadata key of the cluster's entry format.
 const formatKey = "cluster/entry-format"
@@ -82,6 +88,9 @@ func formatRaise(c *engine.Command) (byte, bool) {
 
 // commandFormat is the oldest entry format that can carry c.
 func commandFormat(c *engine.Command) byte {
+	if c.Region != "" || c.Queue.Region != "" {
+		return minVersionRegions
+	}
 	if _, ok := c.Request.(*engine.SetMetaRequest); !ok {
 		return minVersionBinary
 	}
@@ -149,11 +158,14 @@ func (l *Raft) keepFormat() {
 // false while some member has not said (a member not heard from since
 // this node started, or a fifoq from before hellos said formats).
 func (l *Raft) formatAllRead() (byte, bool) {
+	c := l.cluster
+	if c == nil {
+		return maxEntryFormat, true // alone
+	}
 	f := l.raft.GetConfiguration()
 	if f.Error() != nil {
 		return 0, false
 	}
-	c := l.cluster
 	c.learnMu.Lock()
 	defer c.learnMu.Unlock()
 	least := maxEntryFormat
@@ -192,4 +204,33 @@ func (l *Raft) tooOld(format byte) string {
 		return fmt.Sprintf("it reads log entry formats up to %d, and the cluster writes format %d; run the fifoq version the other members run", format, rec)
 	}
 	return ""
+}
+
+// formatFor makes the cluster write entry format need, or says why it
+// cannot yet: a command needs it (commandFormat), and the format this node
+// writes is older. The raise is one entry, made once: commands that need
+// it wait for it here, one at a time, and find it done.
+func (l *Raft) formatFor(ctx context.Context, cmd *engine.Command, need byte) error {
+	l.raiseMu.Lock()
+	defer l.raiseMu.Unlock()
+	if byte(l.format.Load()) >= need {
+		return nil
+	}
+	what := fmt.Sprintf("A %s request in region %q", cmd.Request.Action(), cmp.Or(cmd.Queue.Region, cmd.Region))
+	if need > maxEntryFormat {
+		return api.ErrServiceUnavailable("%s needs log entry format %d, which this fifoq does not write.", what, need)
+	}
+	if least, ok := l.formatAllRead(); !ok || least < need {
+		return api.ErrServiceUnavailable("%s needs log entry format %d, which not every member of the cluster reads yet: upgrade every member to this fifoq version first.", what, need)
+	}
+	if l.recordedFormat() >= need {
+		l.refreshFormat()
+		return nil
+	}
+	if err := l.setMeta(ctx, formatKey, strconv.Itoa(int(need))); err != nil {
+		return err
+	}
+	l.refreshFormat()
+	l.logger.Info("a command needs a newer log entry format, which every member reads: the cluster now writes it", "format", need)
+	return nil
 }

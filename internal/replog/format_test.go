@@ -1,6 +1,7 @@
 package replog
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -48,7 +49,7 @@ func TestEntryVersionFollowsTheCluster(t *testing.T) {
 // and a fifoq:SetMeta wherever it is.
 func TestOlderFormatReader(t *testing.T) {
 	meta := &engine.Command{Request: &engine.SetMetaRequest{Key: "k", Value: "v"}}
-	v5, err := encodeEntry([]*engine.Command{meta})
+	v5, _, err := encodeEntryHeld([]*engine.Command{meta}, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,5 +94,98 @@ func TestHelloFormat(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("helloFormat(%q) = %d, %v; want %d, %v", c.line, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestRegionRaisesTheFormatAlone checks the raise a command makes for
+// itself: a node alone writes its recorded format (4, for a data dir an
+// older fifoq can still read) until a command in another region needs
+// format 6; the command raises the record first, and is applied. The
+// queue of that region is another queue than the one of the same name at
+// home, and both come back, each in its region, after a snapshot and a
+// restart.
+func TestRegionRaisesTheFormatAlone(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock()
+	l, _ := openTest(t, dir, RaftConfig{})
+	home := api.QueueKey{Account: "000000000000", Name: "q"}
+	far := api.QueueKey{Region: "eu-west-1", Account: "000000000000", Name: "q"}
+	create := func(l *Raft, k api.QueueKey) {
+		t.Helper()
+		if _, err := l.Apply(context.Background(), &engine.Command{Time: c.next(), Caller: k.Account, Region: k.Region,
+			Request: &api.CreateQueueRequest{QueueName: k.Name}}); err != nil {
+			t.Fatalf("create %s: %v", k, err)
+		}
+	}
+	create(l, home)
+	if f := l.format.Load(); f != uint32(baseFormat) {
+		t.Fatalf("a node alone writes format %d before any command needs more; want %d", f, baseFormat)
+	}
+	create(l, far)
+	if f := l.format.Load(); f != minVersionRegions {
+		t.Fatalf("after a command in another region the node writes format %d, want %d", f, minVersionRegions)
+	}
+	if got := l.recordedFormat(); got != minVersionRegions {
+		t.Fatalf("recorded format %d, want %d", got, minVersionRegions)
+	}
+	apply(t, l, c, home, &api.SendMessageRequest{QueueUrl: home.Path(), MessageBody: "home"}, "id-home")
+	apply(t, l, c, far, &api.SendMessageRequest{QueueUrl: far.Path(), MessageBody: "far"}, "id-far")
+	if err := l.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	apply(t, l, c, far, &api.SendMessageRequest{QueueUrl: far.Path(), MessageBody: "far2"}, "id-far2")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	l, _ = openTest(t, dir, RaftConfig{})
+	defer l.Close()
+	if f := l.format.Load(); f != minVersionRegions {
+		t.Fatalf("reopened, the node writes format %d, want %d", f, minVersionRegions)
+	}
+	for k, want := range map[api.QueueKey]string{home: "1", far: "2"} {
+		res := apply(t, l, c, k, &api.GetQueueAttributesRequest{QueueUrl: k.Path(), AttributeNames: []string{"All"}}).(*api.GetQueueAttributesResult)
+		if got := res.Attributes["ApproximateNumberOfMessages"]; got != want {
+			t.Errorf("%s holds %s messages after the restart, want %s", k, got, want)
+		}
+		if arn := res.Attributes["QueueArn"]; arn != k.ARN("us-east-1") {
+			t.Errorf("%s has ARN %s, want %s", k, arn, k.ARN("us-east-1"))
+		}
+	}
+	list := func(region string) []string {
+		res, err := l.Apply(context.Background(), &engine.Command{Time: c.next(), Caller: home.Account, Region: region, Request: &api.ListQueuesRequest{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*api.ListQueuesResult).QueueUrls
+	}
+	if got := strings.Join(list(""), ","); got != home.Path() {
+		t.Errorf("ListQueues at home = %s, want %s", got, home.Path())
+	}
+	if got := strings.Join(list("eu-west-1"), ","); got != far.Path() {
+		t.Errorf("ListQueues in eu-west-1 = %s, want %s", got, far.Path())
+	}
+}
+
+// TestRegionNeedsFormat6 checks that a command in another region is never
+// written in a format that cannot carry its region: an older reader would
+// apply it to the queue of the same name at home.
+func TestRegionNeedsFormat6(t *testing.T) {
+	cmd := &engine.Command{Time: 1, Region: "eu-west-1", Caller: "000000000000", Request: &api.CreateQueueRequest{QueueName: "q"}}
+	if got := commandFormat(cmd); got != minVersionRegions {
+		t.Fatalf("commandFormat = %d, want %d", got, minVersionRegions)
+	}
+	if _, _, err := encodeEntryHeld([]*engine.Command{cmd}, minVersionSetMeta); err == nil {
+		t.Fatal("a command in another region went into a version 5 entry")
+	}
+	q := &engine.Command{Time: 2, Caller: "000000000000", Queue: api.QueueKey{Region: "eu-west-1", Account: "000000000000", Name: "q"},
+		Request: &api.PurgeQueueRequest{QueueUrl: "/queue/eu-west-1/000000000000/q"}}
+	data, _, err := encodeEntryHeld([]*engine.Command{cmd, q}, minVersionRegions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeEntry(data)
+	if err != nil || len(got) != 2 || got[0].Region != "eu-west-1" || got[1].Queue != q.Queue {
+		t.Fatalf("decoded %+v, %v; want the regions back", got, err)
 	}
 }

@@ -169,9 +169,11 @@ type Raft struct {
 	handedOver atomic.Bool
 	// incarnation is the data dir's (identity.go).
 	incarnation string
-	// format is the log entry format this node writes (format.go).
-	format atomic.Uint32
-	wg     sync.WaitGroup
+	// format is the log entry format this node writes (format.go);
+	// raiseMu makes one command at a time raise it (formatFor).
+	format  atomic.Uint32
+	raiseMu sync.Mutex
+	wg      sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -551,6 +553,13 @@ func (l *Raft) refusal() error {
 func (l *Raft) Apply(ctx context.Context, cmd *engine.Command) (api.Response, error) {
 	if err := l.refusal(); err != nil {
 		return nil, err
+	}
+	if need := commandFormat(cmd); need > byte(l.format.Load()) {
+		if _, raise := formatRaise(cmd); !raise {
+			if err := l.formatFor(ctx, cmd, need); err != nil {
+				return nil, err
+			}
+		}
 	}
 	p := &pending{cmd: cmd, done: make(chan applyResult, 1)}
 	select {

@@ -14,8 +14,9 @@ import (
 // another account needs a policy statement that allows the action and
 // none that denies it. Queues that do not exist are left to the engine,
 // which answers QueueDoesNotExist.
-func (s *Server) authorize(ctx context.Context, caller string, req api.Request, target api.QueueKey) error {
+func (s *Server) authorize(ctx context.Context, in api.Scope, req api.Request, target api.QueueKey) error {
 	secure := transportOf(ctx)
+	caller := in.Account
 	switch r := req.(type) {
 	case *api.CreateQueueRequest, *api.ListQueuesRequest:
 		return nil // always in the caller's own account
@@ -30,7 +31,7 @@ func (s *Server) authorize(ctx context.Context, caller string, req api.Request, 
 		if owner == "" {
 			owner = caller
 		}
-		return s.authorizeOn(secure, caller, req.Action(), api.QueueKey{Account: owner, Name: r.QueueName})
+		return s.authorizeOn(secure, caller, req.Action(), api.QueueKey{Region: in.Region, Account: owner, Name: r.QueueName})
 	case *api.StartMessageMoveTaskRequest:
 		if err := s.authorizeARN(secure, caller, req.Action(), r.SourceArn); err != nil {
 			return err
@@ -56,8 +57,8 @@ func (s *Server) authorize(ctx context.Context, caller string, req api.Request, 
 // authorizeARN checks access to the queue an ARN names; ARNs that name no
 // queue of this server are left to the engine to refuse.
 func (s *Server) authorizeARN(secure *bool, caller string, action api.Action, arn string) error {
-	region, q, ok := api.ParseQueueARN(arn)
-	if !ok || region != s.cfg.Region {
+	q, ok := api.QueueOfARN(arn, s.cfg.Region)
+	if !ok {
 		return nil
 	}
 	return s.authorizeOn(secure, caller, action, q)

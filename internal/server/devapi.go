@@ -85,13 +85,11 @@ func (s *Server) serveDevMessages(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case rest != "":
 		parts := strings.Split(rest, "/")
-		if len(parts) != 3 || parts[0] != s.cfg.Region {
-			// fifoq serves one region: another region's queue does not
-			// exist here.
+		if len(parts) != 3 || !api.IsRegionName(parts[0]) {
 			fail(api.ErrQueueDoesNotExist())
 			return
 		}
-		key = api.QueueKey{Account: parts[1], Name: parts[2]}
+		key = api.QueueKey{Account: parts[1], Name: parts[2]}.InRegion(parts[0], s.cfg.Region)
 	case sdk:
 		proto = protocol.Detect(r)
 		asJSON = asJSON && proto == protocol.Query
@@ -105,12 +103,12 @@ func (s *Server) serveDevMessages(w http.ResponseWriter, r *http.Request) {
 			fail(&api.Error{Code: "InvalidRequest", Status: http.StatusBadRequest, Fault: api.FaultSender, Message: "This endpoint only accepts ReceiveMessage calls"})
 			return
 		}
-		if key, err = api.ResolveQueueURL(recv.QueueUrl, caller); err != nil {
+		if key, err = s.resolve(recv.QueueUrl, s.scopeOf(r, caller)); err != nil {
 			fail(api.ErrQueueDoesNotExist())
 			return
 		}
 	default:
-		if key, err = api.ResolveQueueURL(params.Get("QueueUrl"), caller); err != nil {
+		if key, err = s.resolve(params.Get("QueueUrl"), s.scopeOf(r, caller)); err != nil {
 			fail(api.ErrQueueDoesNotExist())
 			return
 		}

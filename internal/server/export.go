@@ -32,7 +32,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, e.Status, e.Code+": "+e.Message)
 		return
 	}
-	key, err := api.ResolveQueueURL(r.URL.Query().Get("QueueUrl"), caller)
+	key, err := s.resolve(r.URL.Query().Get("QueueUrl"), s.scopeOf(r, caller))
 	if err == nil {
 		err = s.authorizeOn(nil, caller, api.ActionReceiveMessage, key)
 	}

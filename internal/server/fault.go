@@ -22,11 +22,11 @@ var faultClockSkew time.Duration
 
 // doOrFault carries out a client's request, unless a test build's fault
 // answers it instead.
-func (s *Server) doOrFault(ctx context.Context, caller string, req api.Request) (api.Response, error) {
+func (s *Server) doOrFault(ctx context.Context, in api.Scope, req api.Request) (api.Response, error) {
 	if faultHook != nil {
 		if resp, ok := faultHook(req); ok {
 			return resp, nil
 		}
 	}
-	return s.do(ctx, caller, req)
+	return s.do(ctx, in, req)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/memguard"
 	"github.com/fifoq/fifoq/internal/metrics"
@@ -72,7 +73,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		fail(api.AsError(err))
 		return
 	}
-	rec.account = caller
+	rec.scope = s.scopeOf(r, caller)
 	action, req, apiErr := protocol.Decode(proto, r, body)
 	rec.action = action
 	if apiErr != nil {
@@ -82,7 +83,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	rec.req = req
 	traceHeaderAttribute(req, r.Header.Get("X-Amzn-Trace-Id"))
 	// A request a follower forwarded is answered as the follower saw it.
-	resp, err := s.doOrFault(withTransport(r.Context(), forwardedSecure(r)), caller, req)
+	resp, err := s.doOrFault(withTransport(r.Context(), forwardedSecure(r)), rec.scope, req)
 	if err != nil {
 		fail(api.AsError(err))
 		return
@@ -157,16 +158,29 @@ func (s *Server) holdAnswer(resp api.Response) (release func()) {
 // log. It is how parts of fifoq other than the wire API (the config file's
 // queues, the web console) act on queues, so that they obey the same rules.
 // Queue URLs in the response are paths (/ACCOUNT/NAME), not absolute URLs.
+// It acts in the server's own region.
 func (s *Server) Do(ctx context.Context, account string, req api.Request) (api.Response, error) {
-	return s.do(ctx, account, req)
+	return s.do(ctx, api.Scope{Account: account}, req)
+}
+
+// scopeOf returns the scope of an API request made by the given account:
+// the region is the one its signature names (placed against the server's
+// own, see api.QueueKey), or the server's own for an unsigned request.
+func (s *Server) scopeOf(r *http.Request, account string) api.Scope {
+	return api.Scope{Account: account, Region: api.QueueKey{}.InRegion(auth.RequestRegion(r), s.cfg.Region).Region}
+}
+
+// resolve returns the queue a QueueUrl names for a request of scope in.
+func (s *Server) resolve(raw string, in api.Scope) (api.QueueKey, error) {
+	return api.ResolveQueueURL(raw, in, s.cfg.Region)
 }
 
 // do carries out a request and counts its outcome in the queue's counters.
-func (s *Server) do(ctx context.Context, caller string, req api.Request) (api.Response, error) {
-	resp, err := s.doRequest(ctx, caller, req)
+func (s *Server) do(ctx context.Context, in api.Scope, req api.Request) (api.Response, error) {
+	resp, err := s.doRequest(ctx, in, req)
 	if err == nil {
 		if u, ok := api.QueueURLOf(req); ok {
-			if q, perr := api.ResolveQueueURL(u, caller); perr == nil {
+			if q, perr := s.resolve(u, in); perr == nil {
 				s.stats.record(q, req, resp)
 				if _, ok := req.(*api.DeleteQueueRequest); ok && s.stats.deletes.Load()%pruneEvery == 0 {
 					s.pruneGone()
@@ -179,7 +193,7 @@ func (s *Server) do(ctx context.Context, caller string, req api.Request) (api.Re
 
 // doRequest validates a typed request from the caller's account, checks
 // that the caller may make it, and carries it out.
-func (s *Server) doRequest(ctx context.Context, caller string, req api.Request) (api.Response, error) {
+func (s *Server) doRequest(ctx context.Context, in api.Scope, req api.Request) (api.Response, error) {
 	if err := api.Validate(req); err != nil {
 		return nil, err
 	}
@@ -188,18 +202,19 @@ func (s *Server) doRequest(ctx context.Context, caller string, req api.Request) 
 	}
 	cmd := &engine.Command{
 		Time:    s.now().UnixNano(),
-		Caller:  caller,
+		Caller:  in.Account,
+		Region:  in.Region,
 		Request: req,
 	}
 	if u, ok := api.QueueURLOf(req); ok {
-		q, err := api.ResolveQueueURL(u, caller)
+		q, err := s.resolve(u, in)
 		if err != nil {
 			return nil, err
 		}
 		cmd.Queue = q
 	}
-	if err := s.authorize(ctx, caller, req, cmd.Queue); err != nil {
-		if err = s.confirmNegative(ctx, err, func() error { return s.authorize(ctx, caller, req, cmd.Queue) }); err != nil {
+	if err := s.authorize(ctx, in, req, cmd.Queue); err != nil {
+		if err = s.confirmNegative(ctx, err, func() error { return s.authorize(ctx, in, req, cmd.Queue) }); err != nil {
 			return nil, err
 		}
 	}

@@ -19,7 +19,7 @@ type requestRecord struct {
 	id      string
 	began   time.Time
 	action  api.Action  // "" until decoded
-	account string      // the authenticated caller; "" if verification failed
+	scope   api.Scope   // the authenticated caller and region; zero if verification failed
 	req     api.Request // the decoded request, nil until decoded
 	status  int
 	err     *api.Error // the error answered, nil on success
@@ -49,9 +49,9 @@ func (s *Server) finishRequest(rec *requestRecord) {
 	attrs := []slog.Attr{
 		slog.String("request_id", rec.id),
 		slog.String("action", action),
-		slog.String("account", rec.account),
+		slog.String("account", rec.scope.Account),
 		// Only a logged request pays for finding its queue.
-		slog.String("queue", queueNameOf(rec.req, rec.account)),
+		slog.String("queue", s.queueNameOf(rec.req, rec.scope)),
 		slog.Int("status", rec.status),
 	}
 	if outcome != metrics.OutcomeOK {
@@ -61,19 +61,20 @@ func (s *Server) finishRequest(rec *requestRecord) {
 	s.logger.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
 }
 
-// queueNameOf returns the queue a request acts on as ACCOUNT/NAME, or ""
-// if it names none. The request is not validated yet, so a name longer
-// than any valid one is left out rather than copied into the log.
-func queueNameOf(req api.Request, caller string) string {
+// queueNameOf returns the queue a request acts on as ACCOUNT/NAME (or
+// REGION/ACCOUNT/NAME outside the server's region), or "" if it names
+// none. The request is not validated yet, so a name longer than any valid
+// one is left out rather than copied into the log.
+func (s *Server) queueNameOf(req api.Request, in api.Scope) string {
 	if req == nil {
 		return ""
 	}
-	var k api.QueueKey
+	k := api.QueueKey{Region: in.Region, Account: in.Account}
 	switch r := req.(type) {
 	case *api.CreateQueueRequest:
-		k = api.QueueKey{Account: caller, Name: r.QueueName}
+		k.Name = r.QueueName
 	case *api.GetQueueUrlRequest:
-		k = api.QueueKey{Account: caller, Name: r.QueueName}
+		k.Name = r.QueueName
 		if r.QueueOwnerAWSAccountId != "" {
 			k.Account = r.QueueOwnerAWSAccountId
 		}
@@ -83,7 +84,7 @@ func queueNameOf(req api.Request, caller string) string {
 			return ""
 		}
 		var err error
-		if k, err = api.ResolveQueueURL(u, caller); err != nil {
+		if k, err = s.resolve(u, in); err != nil {
 			return ""
 		}
 	}

@@ -27,7 +27,7 @@ import (
 // DefaultAccount is the account of callers when no credentials say otherwise.
 const DefaultAccount = "000000000000"
 
-// DefaultRegion is the region written into queue ARNs by default.
+// DefaultRegion is the server's own region by default (Config.Region).
 const DefaultRegion = "us-east-1"
 
 // MaxRequestBodyBytes bounds a request body. The largest valid SQS request is
@@ -42,7 +42,10 @@ type Config struct {
 	Account string
 	// Version is the fifoq version the server runs, recorded in backups.
 	Version string
-	// Region is the region of queue ARNs (DefaultRegion if empty).
+	// Region is the server's own region (DefaultRegion if empty): the
+	// region of unsigned requests and of Do's, and the one whose queues
+	// have SQS's URL form. A request signed for another region acts on
+	// that region's queues (see api.QueueKey).
 	Region string
 	// Logger receives the server's log lines (slog.Default() if nil).
 	Logger *slog.Logger

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,7 +162,7 @@ func (s *Server) queueFigures(dst []metrics.QueueFigures) []metrics.QueueFigures
 	for _, st := range stats {
 		c := s.stats.snapshot(st.Queue)
 		f := metrics.QueueFigures{
-			Account: st.Queue.Account, Name: st.Queue.Name,
+			Region: cmp.Or(st.Queue.Region, s.cfg.Region), Account: st.Queue.Account, Name: st.Queue.Name,
 			Visible: st.Visible, NotVisible: st.NotVisible, Delayed: st.Delayed,
 			Sent: c.Sent, SentBytes: c.SentBytes, Received: c.Received,
 			Deleted: c.Deleted, EmptyReceives: c.EmptyReceives,
