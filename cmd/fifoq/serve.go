@@ -35,6 +35,7 @@ type serveOptions struct {
 	bodyFileSize string
 	creds        string
 	insecure     bool
+	singleRegion bool
 	tlsCert      string
 	tlsKey       string
 	account      string
@@ -77,6 +78,7 @@ func serveFlagSet(opts *serveOptions, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&opts.logJSON, "log-json", false, "write log lines as JSON instead of text")
 	fs.BoolVar(&opts.logReqs, "log-requests", false, "log one line per API request (id, action, account, queue, status, error code, duration)")
 	fs.StringVar(&opts.creds, "credentials", "", "file of access keys (one \"ACCESS_KEY_ID SECRET_ACCESS_KEY ACCOUNT_ID\" per line); with credentials every request must be signed")
+	fs.BoolVar(&opts.singleRegion, "single-region", false, "every request acts on the queues of --region, whatever region it is signed for (as ElasticMQ and fifoq before regions)")
 	fs.BoolVar(&opts.insecure, "insecure", false, "allow listening beyond loopback without credentials: anyone who can reach the port can use every queue")
 	fs.StringVar(&opts.tlsCert, "tls-cert", "", "serve HTTPS with this certificate file (PEM); needs --tls-key")
 	fs.StringVar(&opts.tlsKey, "tls-key", "", "private key file (PEM) for --tls-cert")
@@ -232,7 +234,7 @@ could pass for a member and read, write and delete every queue. Either
 			}()
 		}
 	}
-	srv, err = server.New(server.Config{Account: opts.account, Version: readBuildInfo().version, Region: opts.region, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier,
+	srv, err = server.New(server.Config{Account: opts.account, Version: readBuildInfo().version, Region: opts.region, SingleRegion: opts.singleRegion, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier,
 		Metrics: reg, LogRequests: opts.logReqs,
 		RecreateDelay: serverDelay(opts.recreateDelay), PurgeDelay: serverDelay(opts.purgeDelay),
 		AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != ""), OnLeader: leaderWork, Memory: memoryGuard(guard),

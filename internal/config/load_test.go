@@ -210,6 +210,7 @@ raft_tls:
   ca: tls/ca.pem
 raft_insecure: true
 max_clock_offset: 250ms
+single_region: true
 `
 	f, err := Parse("/etc/fifoq/fifoq.yaml", []byte(file), env{"FIFOQ_TEST_SECRET": "from-env"}.lookup)
 	if err != nil {
@@ -217,7 +218,7 @@ max_clock_offset: 250ms
 	}
 	wantSettings := map[string]string{
 		"listen": "0.0.0.0:9324", "data_dir": "/etc/fifoq/data", "in_memory": "false", "min_free_disk_mb": "64",
-		"max_memory": "2GiB", "body_file_size": "16MiB", "account": "000000000000", "region": "eu-west-1", "insecure": "false", "log.json": "true",
+		"max_memory": "2GiB", "body_file_size": "16MiB", "account": "000000000000", "region": "eu-west-1", "single_region": "true", "insecure": "false", "log.json": "true",
 		"log.requests": "true", "credentials.file": "/etc/fifoq/credentials",
 		"tls.cert": "/etc/fifoq/tls/cert.pem", "tls.key": "/etc/fifoq/tls/key.pem",
 		"recreate_delay": "0", "purge_delay": "1m30s",

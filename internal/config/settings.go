@@ -60,6 +60,7 @@ var Settings = []Setting{
 	{Key: "body_file_size", Flag: "body-file-size", Env: "FIFOQ_BODY_FILE_SIZE", Kind: Size},
 	{Key: "account", Flag: "account", Env: "FIFOQ_ACCOUNT", Kind: Account},
 	{Key: "region", Flag: "region", Env: "FIFOQ_REGION", Kind: String},
+	{Key: "single_region", Flag: "single-region", Env: "FIFOQ_SINGLE_REGION", Kind: Bool},
 	{Key: "insecure", Flag: "insecure", Env: "FIFOQ_INSECURE", Kind: Bool},
 	{Key: "log.json", Flag: "log-json", Env: "FIFOQ_LOG_JSON", Kind: Bool},
 	{Key: "log.requests", Flag: "log-requests", Env: "FIFOQ_LOG_REQUESTS", Kind: Bool},

@@ -17,7 +17,7 @@ type serveFlags struct {
 	creds, tlsCert, tlsKey, config      string
 	minFree                             int64
 	inMemory, insecure, logJSON, logReq bool
-	raftInsecure                        bool
+	raftInsecure, singleRegion          bool
 	maxClockOffset                      time.Duration
 	recreateDelay, purgeDelay           time.Duration
 	maxMemory, bodyFileSize             string
@@ -37,6 +37,7 @@ func newServeFlags(t *testing.T, args ...string) *serveFlags {
 	f.fs.StringVar(&f.account, "account", "000000000000", "")
 	f.fs.StringVar(&f.region, "region", "us-east-1", "")
 	f.fs.BoolVar(&f.insecure, "insecure", false, "")
+	f.fs.BoolVar(&f.singleRegion, "single-region", false, "")
 	f.fs.BoolVar(&f.logJSON, "log-json", false, "")
 	f.fs.BoolVar(&f.logReq, "log-requests", false, "")
 	f.fs.StringVar(&f.creds, "credentials", "", "")

@@ -39,6 +39,8 @@ type Options struct {
 	// PurgeQueueInProgress off (for tests that delete and recreate, or
 	// purge, in a loop).
 	RecreateDelay, PurgeDelay time.Duration
+	// SingleRegion is server.Config's: every request in Region.
+	SingleRegion bool
 }
 
 // StartWith starts a server as Start does, configured by opts. The server's
@@ -55,7 +57,7 @@ func StartWith(t testing.TB, opts Options) *Env {
 	logw := &testLogWriter{t: t}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	verifier := &auth.Verifier{Store: store, Now: clock.Now, DefaultAccount: Account, Region: Region}
-	cfg := server.Config{Account: Account, Region: Region, Now: clock.Now, Logger: logger, Verifier: verifier,
+	cfg := server.Config{Account: Account, Region: Region, SingleRegion: opts.SingleRegion, Now: clock.Now, Logger: logger, Verifier: verifier,
 		RecreateDelay: opts.RecreateDelay, PurgeDelay: opts.PurgeDelay}
 	durable := Durable()
 	if durable {

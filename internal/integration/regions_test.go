@@ -92,3 +92,33 @@ func TestQueueRegions(t *testing.T) {
 		}
 	})
 }
+
+// TestSingleRegion checks --single-region: every request acts on the
+// queues of the server's region, whatever region it is signed for or its
+// queue URL names, as ElasticMQ serves them (its README's clients sign for
+// the region "elasticmq").
+func TestSingleRegion(t *testing.T) {
+	t.Parallel()
+	env := StartWith(t, Options{SingleRegion: true})
+	for _, home := range []Client{v2Client{env.V2}, v1Client{env.V1}} {
+		t.Run(home.Proto(), func(t *testing.T) {
+			ctx := ctxT(t)
+			other := inRegion(env, home, "elasticmq")
+			name := "single-" + home.Proto()
+			u := mustCreate(t, home, name, nil)
+			if got, err := other.CreateQueue(ctx, name, nil, nil); err != nil || got != u {
+				t.Fatalf("CreateQueue signed for another region = %s, %v; want the queue %s", got, err, u)
+			}
+			if _, err := other.Send(ctx, u, SendIn{Body: "one"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.Send(ctx, env.URL+"/queue/eu-west-1/"+Account+"/"+name, SendIn{Body: "two"}); err != nil {
+				t.Fatal(err)
+			}
+			wantBodies(t, mustReceive(t, home, u, 10), "one", "two")
+			if urls, _, err := other.ListQueues(ctx, name, 0, ""); err != nil || len(urls) != 1 || urls[0] != u {
+				t.Fatalf("ListQueues signed for another region = %v, %v; want %s", urls, err, u)
+			}
+		})
+	}
+}

@@ -58,8 +58,8 @@ func (s *Server) authorize(ctx context.Context, in api.Scope, req api.Request, t
 // queue of this server are left to the engine to refuse.
 func (s *Server) authorizeARN(secure *bool, caller string, action api.Action, arn string) error {
 	q, ok := api.QueueOfARN(arn, s.cfg.Region)
-	if !ok {
-		return nil
+	if !ok || q.Region != "" && s.cfg.SingleRegion {
+		return nil // no such queue: the engine says so
 	}
 	return s.authorizeOn(secure, caller, action, q)
 }

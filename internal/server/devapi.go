@@ -89,7 +89,7 @@ func (s *Server) serveDevMessages(w http.ResponseWriter, r *http.Request) {
 			fail(api.ErrQueueDoesNotExist())
 			return
 		}
-		key = api.QueueKey{Account: parts[1], Name: parts[2]}.InRegion(parts[0], s.cfg.Region)
+		key = s.placed(api.QueueKey{Account: parts[1], Name: parts[2]}.InRegion(parts[0], s.cfg.Region))
 	case sdk:
 		proto = protocol.Detect(r)
 		asJSON = asJSON && proto == protocol.Query

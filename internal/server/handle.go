@@ -167,12 +167,25 @@ func (s *Server) Do(ctx context.Context, account string, req api.Request) (api.R
 // the region is the one its signature names (placed against the server's
 // own, see api.QueueKey), or the server's own for an unsigned request.
 func (s *Server) scopeOf(r *http.Request, account string) api.Scope {
+	if s.cfg.SingleRegion {
+		return api.Scope{Account: account}
+	}
 	return api.Scope{Account: account, Region: api.QueueKey{}.InRegion(auth.RequestRegion(r), s.cfg.Region).Region}
 }
 
 // resolve returns the queue a QueueUrl names for a request of scope in.
 func (s *Server) resolve(raw string, in api.Scope) (api.QueueKey, error) {
-	return api.ResolveQueueURL(raw, in, s.cfg.Region)
+	k, err := api.ResolveQueueURL(raw, in, s.cfg.Region)
+	return s.placed(k), err
+}
+
+// placed returns k in the server's own region if SingleRegion says every
+// queue is there, else k.
+func (s *Server) placed(k api.QueueKey) api.QueueKey {
+	if s.cfg.SingleRegion {
+		k.Region = ""
+	}
+	return k
 }
 
 // do carries out a request and counts its outcome in the queue's counters.

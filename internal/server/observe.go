@@ -16,13 +16,13 @@ import (
 // its queue in the log line: bodies, signatures and credentials are never
 // logged.
 type requestRecord struct {
-	id      string
-	began   time.Time
-	action  api.Action  // "" until decoded
-	scope   api.Scope   // the authenticated caller and region; zero if verification failed
-	req     api.Request // the decoded request, nil until decoded
-	status  int
-	err     *api.Error // the error answered, nil on success
+	id     string
+	began  time.Time
+	action api.Action  // "" until decoded
+	scope  api.Scope   // the authenticated caller and region; zero if verification failed
+	req    api.Request // the decoded request, nil until decoded
+	status int
+	err    *api.Error // the error answered, nil on success
 }
 
 // finishRequest meters an answered request and, with LogRequests, logs it

@@ -45,8 +45,14 @@ type Config struct {
 	// Region is the server's own region (DefaultRegion if empty): the
 	// region of unsigned requests and of Do's, and the one whose queues
 	// have SQS's URL form. A request signed for another region acts on
-	// that region's queues (see api.QueueKey).
+	// that region's queues (see api.QueueKey), unless SingleRegion.
 	Region string
+	// SingleRegion makes every request act on the queues of Region,
+	// whatever region it is signed for or its queue URL names, as ElasticMQ
+	// does: for applications whose clients sign for a region of their own
+	// choosing (ElasticMQ's README signs for "elasticmq"), and for data
+	// dirs whose clients relied on it before queues had regions.
+	SingleRegion bool
 	// Logger receives the server's log lines (slog.Default() if nil).
 	Logger *slog.Logger
 	// Now is the clock that timestamps commands (time.Now if nil). Tests
