@@ -7,9 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // composeLocalStackDir is the example of an application written for
@@ -63,50 +61,18 @@ func TestContainerReplacesLocalStack(t *testing.T) {
 	for i := range args {
 		args[i] = here(args[i])
 	}
-	var logs bytes.Buffer
-	server := exec.Command(fifoq, args...)
-	server.Env = containerEnv(svc.Environment, m, port)
-	server.Stdout, server.Stderr = &logs, &logs
-	if err := server.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- server.Wait() }()
-	defer func() {
-		server.Process.Signal(syscall.SIGTERM)
-		if err := <-exited; err != nil {
-			t.Errorf("the server's exit after SIGTERM: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
-		}
-	}()
+	_, exited := startContainer(t, fifoq, args, containerEnv(svc.Environment, m, port))
 
 	// The compose file's health check, as Docker would run it.
 	check := svc.Healthcheck.Test
 	if len(check) < 3 || check[0] != "CMD" || check[1] != img.entrypoint[0] {
 		t.Fatalf("health check %q: want [CMD %s healthcheck ...]", check, img.entrypoint[0])
 	}
-	for tries := 0; ; tries++ {
-		hc := make([]string, 0, len(check)-2)
-		for _, a := range check[2:] {
-			hc = append(hc, here(a))
-		}
-		out, err := exec.Command(fifoq, hc...).CombinedOutput()
-		if err == nil {
-			break
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("the server exited (%v) before it was healthy", err)
-		default:
-		}
-		if tries == 300 {
-			t.Fatalf("health check %q still failing: %v: %s", check, err, out)
-		}
-		time.Sleep(100 * time.Millisecond)
+	hc := make([]string, 0, len(check)-2)
+	for _, a := range check[2:] {
+		hc = append(hc, here(a))
 	}
+	waitHealthy(t, fifoq, hc, exited)
 
 	// The app, with its compose environment; the one change is the host
 	// of its endpoint, which only compose's network resolves. The queue

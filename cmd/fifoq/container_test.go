@@ -250,43 +250,12 @@ func TestContainerEntrypointWithComposeSettings(t *testing.T) {
 	for _, a := range img.cmd {
 		args = append(args, rewrite(a, m, port))
 	}
-	var logs bytes.Buffer
-	server := exec.Command(fifoq, args...)
-	server.Env = containerEnv(svc.Environment, m, port)
-	server.Stdout, server.Stderr = &logs, &logs
-	if err := server.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- server.Wait() }()
-	defer func() {
-		server.Process.Signal(syscall.SIGTERM)
-		<-exited
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
-		}
-	}()
+	server, exited := startContainer(t, fifoq, args, containerEnv(svc.Environment, m, port))
 
 	// The health checks, as Docker would run them: the image's, then the
 	// compose file's.
 	for _, check := range [][]string{img.healthcheck, svc.Healthcheck.Test[1:]} {
-		for tries := 0; ; tries++ {
-			cmd := exec.Command(fifoq, rewriteAll(check[1:], m, port)...)
-			out, err := cmd.CombinedOutput()
-			if err == nil {
-				break
-			}
-			select {
-			case err := <-exited:
-				exited <- err
-				t.Fatalf("the server exited (%v) before it was healthy", err)
-			default:
-			}
-			if tries == 300 {
-				t.Fatalf("health check %q still failing: %v: %s", check, err, out)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitHealthy(t, fifoq, rewriteAll(check[1:], m, port), exited)
 	}
 
 	// The config file's queues exist, and requests need the credentials
@@ -396,4 +365,55 @@ func rewriteAll(args []string, m map[string]string, port int) []string {
 		out[i] = rewrite(a, m, port)
 	}
 	return out
+}
+
+// waitHealthy runs the health check fifoq args, as Docker would, until it
+// passes, for up to 30 s; it fails the test if the server exits first (its
+// Wait's result comes on exited, and is put back for the test's cleanup).
+func waitHealthy(t *testing.T, fifoq string, args []string, exited chan error) {
+	t.Helper()
+	for tries := 0; ; tries++ {
+		out, err := exec.Command(fifoq, args...).CombinedOutput()
+		if err == nil {
+			return
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("the server exited (%v) before it was healthy", err)
+		default:
+		}
+		if tries == 300 {
+			t.Fatalf("health check %q still failing: %v: %s", args, err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startContainer starts fifoq args with env as a container's process and
+// returns it and the channel its Wait's result comes on (a test that
+// reads the result puts one back). When the test ends the process gets
+// SIGTERM, as docker stop sends, and must exit cleanly; its output is
+// logged if the test failed.
+func startContainer(t *testing.T, fifoq string, args, env []string) (*exec.Cmd, chan error) {
+	t.Helper()
+	logs := &bytes.Buffer{}
+	server := exec.Command(fifoq, args...)
+	server.Env = env
+	server.Stdout, server.Stderr = logs, logs
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- server.Wait() }()
+	t.Cleanup(func() {
+		server.Process.Signal(syscall.SIGTERM)
+		if err := <-exited; err != nil {
+			t.Errorf("the server's exit after SIGTERM: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	return server, exited
 }
