@@ -1,0 +1,68 @@
+package replog
+
+import (
+	"errors"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Housekeeping: snapshots by size, beside Raft's own by entry count, and
+// the body files that only a snapshot held, given back once a newer one is
+// taken.
+
+// snapshotLoop takes a snapshot whenever the fsm reports that the entries
+// applied since the last one passed SnapshotBytes. Raft itself snapshots
+// by entry count (SnapshotEntries); this bounds the log by size too, so
+// that a restart never replays more than that many bytes. It also takes
+// one when body files that only the newest snapshot needs hold much of
+// the body store (bodies.heldForSnapshot), so that their space comes back.
+func (l *Raft) snapshotLoop() {
+	defer l.wg.Done()
+	tick := time.NewTicker(snapshotForSpaceEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.snapReq:
+			l.snapshot("size")
+		case <-tick.C:
+			if l.tidyBodies() {
+				l.snapshot("body store space")
+			}
+		case <-l.quit:
+			return
+		}
+	}
+}
+
+// snapshot takes a snapshot, and then removes the body files the one
+// before needed: on a quiet node no apply would come to remove them.
+func (l *Raft) snapshot(why string) {
+	if err := l.raft.Snapshot().Error(); err != nil {
+		if !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			l.logger.Warn("snapshot failed", "for", why, "err", err)
+		}
+		return
+	}
+	l.tidyBodies()
+}
+
+// tidyBodies removes the body files nothing refers to and reports the
+// store (with no apply to do either, on a quiet node), and says whether
+// the files kept only for the newest snapshot are worth a new one. A
+// failure to remove a file stops the node as a failed body write does.
+func (l *Raft) tidyBodies() (worth bool) {
+	b := l.fsm.bodies
+	if b == nil {
+		return false
+	}
+	l.fsm.mu.Lock()
+	worth, err := b.heldForSnapshot()
+	b.report()
+	l.fsm.mu.Unlock()
+	if err != nil {
+		b.failed.CompareAndSwap(nil, &err)
+		return false
+	}
+	return worth
+}
