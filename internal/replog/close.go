@@ -101,6 +101,9 @@ func (l *Raft) shutdown() {
 	l.closeWork = err
 }
 
+// markStopped closes stopped, once: no outcome can come any more.
+func (l *Raft) markStopped() { l.stopOnce.Do(func() { close(l.stopped) }) }
+
 // shutdownRaft asks Raft to stop, once, and returns the future that waits
 // for it. Raft's Shutdown only starts the stop; a second call would return
 // a future that waits for nothing, so the first one is kept for whoever

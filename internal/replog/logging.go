@@ -4,9 +4,22 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // Raft's and raft-wal's messages go to the log's slog logger.
+
+// newHCLogger returns the logger Raft and raft-wal are given: theirs is
+// hclog, which logs at DEBUG by default; only warnings and errors are
+// passed on, to the log's own slog logger.
+func newHCLogger(l *slog.Logger) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:   "raft",
+		Level:  hclog.Warn,
+		Output: slogWriter{l},
+	})
+}
 
 // slogWriter sends hclog's lines to slog.
 type slogWriter struct{ l *slog.Logger }
