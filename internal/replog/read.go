@@ -1,10 +1,13 @@
 package replog
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
 )
 
@@ -55,4 +58,32 @@ func (l *Raft) newestSnapshotIndex() uint64 {
 		return 0
 	}
 	return list[0].Index
+}
+
+// ReadBarrier returns once this node may answer a read from its state with
+// everything acknowledged anywhere before the call visible in it (a
+// linearizable read): it leads, is confirmed leader by a majority after
+// the call began, and has applied every entry committed when it began.
+// A cluster of one is always current.
+func (l *Raft) ReadBarrier(ctx context.Context) error {
+	if l.cluster == nil {
+		return nil
+	}
+	if !l.Leading() {
+		return api.ErrServiceUnavailable("This node does not lead the cluster now; retry.")
+	}
+	index := l.raft.CommitIndex()
+	if err := l.raft.VerifyLeader().Error(); err != nil {
+		return api.ErrServiceUnavailable("This node could not confirm its leadership (%v); retry.", err)
+	}
+	for !l.applied(index) {
+		select {
+		case <-ctx.Done():
+			return api.ErrServiceUnavailable("The request ended before this node caught up: %v", ctx.Err())
+		case <-l.stopped:
+			return api.ErrServiceUnavailable("The command log stopped.")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
 }

@@ -1,0 +1,224 @@
+package replog
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Leadership: which node leads and whether it may serve as leader yet
+// (watchLeadership, Leading), handing the leadership over, and leaving the
+// elections when the state machine stopped (leaveOnFatal) or the clock is
+// off (SetClockOff).
+
+// watchLeadership follows this node's role: when it becomes leader it
+// applies a barrier, so that everything committed before its term is
+// applied before it answers reads or runs the leader's work, and corrects
+// its own address in the membership if it changed (a single-node data dir
+// that becomes a cluster's first member).
+func (l *Raft) watchLeadership() {
+	defer l.wg.Done()
+	c := l.cluster
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.wake:
+		case <-tick.C:
+		case <-l.quit:
+			return
+		}
+		_, id := l.raft.LeaderWithID()
+		if string(id) != c.lastLeader {
+			c.lastLeader = string(id)
+			if id != "" {
+				c.leaderChanges.Add(1)
+			}
+			c.notify()
+		}
+		if l.raft.State() != raft.Leader {
+			if c.readyTerm.Swap(0) != 0 {
+				c.notify()
+			}
+			continue
+		}
+		if why := c.clockOff.Load(); why != nil {
+			// Queue time is the leader's clock: a leader whose clock is
+			// off the others' would move every queue by the difference.
+			if c.readyTerm.Swap(0) != 0 {
+				c.notify()
+			}
+			l.logger.Error("this node leads but its clock is off the cluster's: handing the leadership over", "why", *why)
+			if err := l.raft.LeadershipTransfer().Error(); err != nil {
+				l.logger.Warn("could not hand the leadership over", "err", err)
+			}
+			continue
+		}
+		term := l.raft.CurrentTerm()
+		if c.readyTerm.Load() == term {
+			continue
+		}
+		if err := l.raft.Barrier(5 * time.Second).Error(); err != nil {
+			continue // lost the leadership, or slow: look again
+		}
+		l.fixOwnAddress()
+		if l.raft.State() == raft.Leader && l.raft.CurrentTerm() == term {
+			c.readyTerm.Store(term)
+			c.notify()
+		}
+	}
+}
+
+// fixOwnAddress updates this node's Raft address in the membership when
+// it differs from the one it listens on.
+func (l *Raft) fixOwnAddress() {
+	f := l.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	self := raft.ServerAddress(l.cluster.cfg.RaftAddr)
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == l.cfg.NodeID && s.Address != self && s.Suffrage == raft.Voter {
+			if err := l.raft.AddVoter(s.ID, self, 0, 5*time.Second).Error(); err != nil {
+				l.logger.Warn("could not record this node's raft address in the membership", "addr", self, "err", err)
+			} else {
+				l.logger.Info("recorded this node's raft address in the membership", "node_id", l.cfg.NodeID, "old", s.Address, "new", self)
+			}
+		}
+	}
+}
+
+func (c *clusterState) notify() {
+	c.mu.Lock()
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// Leading reports whether this node leads and has applied everything
+// committed before its term: it may answer reads from its own state and
+// run the leader's periodic work.
+func (l *Raft) Leading() bool {
+	if l.faults.err() != nil {
+		return false
+	}
+	if l.cluster != nil && l.cluster.clockOff.Load() != nil {
+		return false
+	}
+	if _, err := l.fsm.failure(); err != nil {
+		return false
+	}
+	if l.cluster == nil {
+		return l.raft.State() == raft.Leader
+	}
+	t := l.cluster.readyTerm.Load()
+	return t != 0 && l.raft.State() == raft.Leader && l.raft.CurrentTerm() == t
+}
+
+// LeadershipChanged returns a channel closed at the next change of this
+// node's role or of the leader it knows. A cluster of one never changes.
+func (l *Raft) LeadershipChanged() <-chan struct{} {
+	if l.cluster == nil {
+		return nil
+	}
+	l.cluster.mu.Lock()
+	defer l.cluster.mu.Unlock()
+	return l.cluster.changed
+}
+
+// Leader returns the id and Raft address of the leader this node knows,
+// or empty strings when it knows none.
+func (l *Raft) Leader() (id, addr string) {
+	a, i := l.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// NodeID is this node's id.
+func (l *Raft) NodeID() string { return l.cfg.NodeID }
+
+// followerReady says whether a follower can serve (by forwarding to the
+// leader): it knows a leader and heard from it recently.
+func (l *Raft) followerReady() error {
+	if l.cluster == nil {
+		return fmt.Errorf("this node is not the leader (it is %s)", l.raft.State())
+	}
+	if _, id := l.raft.LeaderWithID(); id == "" {
+		return errors.New("no leader is known")
+	}
+	limit := 3 * l.raft.ReloadableConfig().HeartbeatTimeout
+	if last := l.raft.LastContact(); last.IsZero() || time.Since(last) > limit {
+		return errors.New("the leader has not been heard from recently")
+	}
+	return nil
+}
+
+// transferLeadership hands this leader's leadership to another member and
+// waits for it, up to timeout, or until the log closes.
+func (l *Raft) transferLeadership(timeout time.Duration) error {
+	f := l.raft.LeadershipTransfer()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("not done within %v", timeout)
+	case <-l.quit:
+		return ErrClosed
+	}
+}
+
+// leaveTimeout bounds how long a leader whose state machine stopped tries
+// to hand its leadership over before it stops anyway.
+const leaveTimeout = 5 * time.Second
+
+// leaveOnFatal takes a member whose state machine stopped at an entry it
+// cannot apply (fsm.fatal) out of the cluster's elections: a leader hands
+// its leadership to another member first, then Raft stops on this node.
+// Left running, the node would vote, could be elected, and would then
+// refuse every write and answer reads from its state frozen at that entry
+// (what an older fifoq meets in a rolling upgrade, since decoding is
+// strict). The process stays up, not ready, saying why; the node takes
+// part again once restarted with a fifoq that can apply the entry.
+func (l *Raft) leaveOnFatal() {
+	defer l.wg.Done()
+	select {
+	case <-l.fsm.fatalCh:
+	case <-l.quit:
+		return
+	}
+	index, err := l.fsm.failure()
+	if l.raft.State() == raft.Leader {
+		if terr := l.transferLeadership(leaveTimeout); terr != nil {
+			l.logger.Warn("leadership not handed over; leaving the elections anyway", "err", terr)
+		}
+	}
+	l.logger.Error("this node's state machine stopped: it leaves the cluster's elections until it is restarted with a fifoq that can apply the entry",
+		"index", index, "err", err)
+	l.markStopped()
+	_ = l.shutdownRaft().Error()
+}
+
+// SetClockOff says whether this node's wall clock is off the cluster's by
+// more than the cluster allows (why, or "" when it is not): while it is,
+// the node refuses to lead, handing the leadership over if it has it, and
+// is not ready. The server measures the clocks (its clock watch); the log
+// enforces what follows. A cluster of one has no one to compare with.
+func (l *Raft) SetClockOff(why string) {
+	if l.cluster == nil {
+		return
+	}
+	if why == "" {
+		l.cluster.clockOff.Store(nil)
+	} else {
+		l.cluster.clockOff.Store(&why)
+	}
+	select {
+	case l.cluster.wake <- raft.Observation{}:
+	default:
+	}
+}
