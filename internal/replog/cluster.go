@@ -166,7 +166,7 @@ func openTransport(cfg *RaftConfig, hlog hclog.Logger, incarnation string) (raft
 	if err := CheckRaftAddr(c.RaftAddr); err != nil {
 		return "", nil, nil, err
 	}
-	mux, err := newPeerMux(c.RaftAddr, c.TLS, cfg.NodeID, incarnation)
+	mux, err := newPeerMux(c.RaftAddr, c.TLS, cfg.NodeID, incarnation, cfg.Logger)
 	if err != nil {
 		return "", nil, nil, err
 	}

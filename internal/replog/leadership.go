@@ -200,7 +200,9 @@ func (l *Raft) leaveOnFatal() {
 	l.logger.Error("this node's state machine stopped: it leaves the cluster's elections until it is restarted with a fifoq that can apply the entry",
 		"index", index, "err", err)
 	l.markStopped()
-	_ = l.shutdownRaft().Error()
+	if err := l.shutdownRaft().Error(); err != nil {
+		l.logger.Warn("stop raft", "err", err)
+	}
 }
 
 // SetClockOff says whether this node's wall clock is off the cluster's by

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -64,6 +65,7 @@ type peerMux struct {
 	closing chan struct{}
 	once    sync.Once
 	wg      sync.WaitGroup
+	logger  *slog.Logger
 
 	// conns are the accepted connections handed on, closed with the port
 	// so that no reader of a peer's connection outlives the node.
@@ -118,7 +120,7 @@ func helloFormat(f []string, at int) (byte, bool) {
 }
 
 // newPeerMux listens on bind and starts accepting.
-func newPeerMux(bind string, tlsConf *tls.Config, selfID, selfInc string) (*peerMux, error) {
+func newPeerMux(bind string, tlsConf *tls.Config, selfID, selfInc string, logger *slog.Logger) (*peerMux, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("listen on raft address %s: %w", bind, err)
@@ -129,7 +131,7 @@ func newPeerMux(bind string, tlsConf *tls.Config, selfID, selfInc string) (*peer
 		return nil, fmt.Errorf("raft address %s: give the address other nodes reach this one by, not an unspecified one", bind)
 	}
 	m := &peerMux{base: ln, tls: tlsConf, advert: advert, closing: make(chan struct{}), conns: map[net.Conn]struct{}{},
-		selfID: selfID, selfInc: selfInc}
+		selfID: selfID, selfInc: selfInc, logger: logger}
 	m.raftLn = newSubListener(m, true)
 	m.httpLn = newSubListener(m, false)
 	m.wg.Add(1)
@@ -137,6 +139,9 @@ func newPeerMux(bind string, tlsConf *tls.Config, selfID, selfInc string) (*peer
 	return m, nil
 }
 
+// acceptLoop accepts the connections of other nodes until the port is
+// closed, or until the listener fails: the node then no longer hears from
+// the others (they see it gone), which the log says.
 func (m *peerMux) acceptLoop() {
 	defer m.wg.Done()
 	for {
@@ -152,6 +157,7 @@ func (m *peerMux) acceptLoop() {
 				time.Sleep(5 * time.Millisecond)
 				continue
 			}
+			m.logger.Error("the raft port stopped accepting connections: other nodes can no longer reach this one", "addr", m.advert, "err", err)
 			return
 		}
 		go m.sniff(conn)
