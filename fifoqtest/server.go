@@ -21,8 +21,7 @@ import (
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/clock"
 	"github.com/fifoq/fifoq/internal/config"
-	"github.com/fifoq/fifoq/internal/engine"
-	"github.com/fifoq/fifoq/internal/replog"
+	"github.com/fifoq/fifoq/internal/node"
 	"github.com/fifoq/fifoq/internal/server"
 )
 
@@ -147,38 +146,17 @@ func start(o *options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	eng := engine.New(engine.Config{Region: o.region})
-	var cmdLog replog.Log
-	if o.dataDir == "" {
-		cmdLog = replog.NewMemory(eng)
-	} else {
-		raftLog, err := replog.OpenRaft(replog.RaftConfig{Dir: o.dataDir, Logger: o.logger}, eng)
-		if err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("open data dir: %w", err)
-		}
-		cmdLog = raftLog
-	}
 	// Signatures are checked against the real time, which the SDK signs
 	// with, whatever clock the server stamps its commands with.
 	verifier := &auth.Verifier{Store: store, DefaultAccount: o.account, Region: o.region, Now: time.Now}
-	srv, err := server.New(server.Config{Account: o.account, Region: o.region, Logger: o.logger, Log: cmdLog, Engine: eng,
-		Verifier: verifier, Clock: clk, RecreateDelay: serverDelay(o.recreateDelay), PurgeDelay: serverDelay(o.purgeDelay)})
+	n, err := node.Open(node.Config{Account: o.account, Region: o.region, InMemory: o.dataDir == "", DataDir: o.dataDir,
+		Logger: o.logger, Clock: clk, Verifier: verifier,
+		RecreateDelay: cooldown(o.recreateDelay), PurgeDelay: cooldown(o.purgeDelay), Queues: file})
 	if err != nil {
-		cmdLog.Close()
 		ln.Close()
 		return nil, err
 	}
-	if file != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		_, err := file.Apply(ctx, srv, o.account, o.region)
-		cancel()
-		if err != nil {
-			srv.Shutdown(context.Background())
-			ln.Close()
-			return nil, err
-		}
-	}
+	srv := n.Server
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	s := &Server{
 		url:     "http://" + ln.Addr().String(),
@@ -194,17 +172,13 @@ func start(o *options) (*Server, error) {
 	return s, nil
 }
 
-// serverDelay turns a delay option, where 0 turns the rule off and unset
-// is SQS's default, into server.Config's form, where 0 is the default and a
-// negative value turns it off (as fifoq serve does).
-func serverDelay(d *time.Duration) time.Duration {
-	switch {
-	case d == nil:
+// cooldown turns a delay option, where 0 turns the rule off and unset is
+// SQS's default, into node.Config's convention.
+func cooldown(d *time.Duration) time.Duration {
+	if d == nil {
 		return 0
-	case *d <= 0:
-		return -1
 	}
-	return *d
+	return node.Cooldown(*d)
 }
 
 // declare checks the queues of WithQueues as fifoq serve checks a config

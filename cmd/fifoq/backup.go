@@ -15,8 +15,8 @@ import (
 
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/backup"
-	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/memguard"
+	"github.com/fifoq/fifoq/internal/node"
 	"github.com/fifoq/fifoq/internal/replog"
 	"github.com/fifoq/fifoq/internal/server"
 )
@@ -219,15 +219,7 @@ func restoreBackup(o restoreOptions, path string, stderr io.Writer) (backup.Head
 		return backup.Header{}, err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	eng := engine.New(engine.Config{Region: o.region})
-	l, err := replog.OpenRaft(replog.RaftConfig{Dir: o.dataDir, NodeID: o.nodeID, Logger: logger}, eng)
-	if err != nil {
-		return backup.Header{}, err
-	}
-	hdr, err := l.RestoreBackup(in, o.timeout)
-	if cerr := l.Close(); err == nil {
-		err = cerr
-	}
+	hdr, err := node.Restore(o.dataDir, o.nodeID, o.region, in, o.timeout, logger)
 	if err != nil {
 		// Nothing half-made is left for fifoq serve to start from.
 		entries, _ := os.ReadDir(o.dataDir)

@@ -16,9 +16,8 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/config"
-	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/memguard"
-	"github.com/fifoq/fifoq/internal/metrics"
+	"github.com/fifoq/fifoq/internal/node"
 	"github.com/fifoq/fifoq/internal/replog"
 	"github.com/fifoq/fifoq/internal/server"
 )
@@ -106,65 +105,11 @@ func serveParsed(fs *flag.FlagSet, o *serveOptions, stdout, stderr io.Writer) in
 		return 2
 	}
 	opts := *o
-	if opts.recreateDelay < 0 || opts.purgeDelay < 0 {
-		fmt.Fprintln(stderr, "fifoq serve: --recreate-delay and --purge-delay cannot be negative (0 turns them off)")
-		return 2
-	}
-	budget, budgetFrom, err := memoryBudget(opts.maxMemory)
-	if err != nil {
-		fmt.Fprintf(stderr, "fifoq serve: --max-memory: %v\n", err)
-		return 2
-	}
-	bodyFileSize, err := bodyFileSizeOf(opts.bodyFileSize)
-	if err != nil {
-		fmt.Fprintf(stderr, "fifoq serve: --body-file-size: %v\n", err)
-		return 2
-	}
-	if !validAccount(opts.account) {
-		fmt.Fprintf(stderr, "fifoq serve: --account must be 12 digits, got %q\n", opts.account)
-		return 2
-	}
-
-	if err := opts.cluster.check(opts.inMemory); err != nil {
-		fmt.Fprintf(stderr, "fifoq serve: %v\n", err)
-		return 2
-	}
-	if (opts.tlsCert == "") != (opts.tlsKey == "") {
-		fmt.Fprintln(stderr, "fifoq serve: --tls-cert and --tls-key go together")
-		return 2
-	}
-	if cfg != nil {
-		if err := cfg.Check(opts.account, opts.region); err != nil {
-			fmt.Fprintf(stderr, "fifoq serve: %v\n", err)
-			return 2
-		}
-	}
-	store, nKeys, err := loadCredentials(opts, cfg)
+	set, err := checkServe(opts, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "fifoq serve: %v\n", err)
 		return 2
 	}
-	loopback := isLoopback(opts.listen)
-	if store.Empty() && !loopback && !opts.insecure {
-		fmt.Fprintf(stderr, `fifoq serve: refusing to listen on %s without credentials: anyone who can reach it could read,
-write and delete every queue. Either
-  - configure credentials: --credentials FILE, or FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY;
-  - listen on loopback only: --listen 127.0.0.1:9324;
-  - or accept unauthenticated requests from the network: --insecure.
-`, opts.listen)
-		return 2
-	}
-	// A member's requests on the node-to-node port are served as they
-	// come, so without credentials an exposed port serves every queue too.
-	if store.Empty() && opts.cluster.exposed() && !opts.insecure {
-		fmt.Fprintf(stderr, `fifoq serve: refusing --raft-insecure on %s without credentials: anyone who can reach that port
-could pass for a member and read, write and delete every queue. Either
-  - configure credentials: --credentials FILE, or FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY;
-  - or accept unauthenticated requests from the network: --insecure.
-`, opts.cluster.raftAddr)
-		return 2
-	}
-
 	var handler slog.Handler = slog.NewTextHandler(stderr, nil)
 	if opts.logJSON {
 		handler = slog.NewJSONHandler(stderr, nil)
@@ -182,83 +127,114 @@ could pass for a member and read, write and delete every queue. Either
 	// The budget's soft limit is set before the state is restored, so
 	// that a restart holds to it too.
 	var guard *memguard.Guard
-	if budget > 0 {
-		guard = memguard.New(budget, logger)
+	if set.budget > 0 {
+		guard = memguard.New(set.budget, logger)
 		guardCtx, stopGuard := context.WithCancel(context.Background())
 		defer stopGuard()
 		go guard.Run(guardCtx)
-		logger.Info("memory budget", "budget", memguard.HumanSize(budget), "from", budgetFrom,
+		logger.Info("memory budget", "budget", memguard.HumanSize(set.budget), "from", set.budgetFrom,
 			"go_soft_limit", memguard.HumanSize(guard.SoftLimit()))
 	}
-	eng := engine.New(engine.Config{Region: opts.region})
-	reg := metrics.New()
-	var cmdLog replog.Log
-	var raftLog *replog.Raft // the durable log; nil with --in-memory
-	storage := "memory only: all queues and messages are lost when the server stops"
-	if opts.inMemory {
-		cmdLog = replog.NewMemory(eng)
-	} else {
-		began := time.Now()
-		clusterCfg, err := opts.cluster.raftCluster()
-		if err != nil {
-			ln.Close()
-			logger.Error("cannot set up the cluster", "err", err)
-			return 1
-		}
-		raftLog, err = replog.OpenRaft(replog.RaftConfig{Dir: opts.dataDir, NodeID: opts.cluster.nodeID, Cluster: clusterCfg,
-			Logger: logger, MinFreeBytes: minFreeBytes(opts.minFree), Observer: reg.LogObserver(),
-			SnapshotBytes: replog.SnapshotBytesWithin(budget), BodyFileSize: bodyFileSize}, eng)
-		if err != nil {
-			ln.Close()
-			logger.Error("cannot open data dir", "dir", opts.dataDir, "err", err)
-			return 1
-		}
-		cmdLog = raftLog
-		storage = "durable in " + opts.dataDir
-		logger.Info("recovered state", "dir", opts.dataDir, "took", time.Since(began).Round(time.Millisecond))
-	}
-	if store.Empty() && (!loopback || opts.cluster.exposed()) {
-		logger.Warn("--insecure: no credentials are configured and the server listens beyond loopback; every request is accepted, unsigned or not, and anyone who can reach it can read, write and delete every queue", "listen", opts.listen, "raft_addr", opts.cluster.raftAddr)
-	}
-	verifier := &auth.Verifier{Store: store, DefaultAccount: opts.account, Region: opts.region, Now: time.Now}
-	// In a cluster the config file's queues are declared by the leader,
-	// each time a node becomes leader; srv is set before any can.
-	var srv *server.Server
-	var leaderWork func(context.Context)
-	if opts.cluster.clustered() && cfg != nil {
-		leaderWork = func(ctx context.Context) {
-			go func() {
-				if err := applyConfigTo(ctx, srv, cfg, opts, logger); err != nil && ctx.Err() == nil {
-					logger.Error("cannot apply the config file on becoming leader", "err", err)
-				}
-			}()
-		}
-	}
-	srv, err = server.New(server.Config{Account: opts.account, Version: readBuildInfo().version, Region: opts.region, SingleRegion: opts.singleRegion, Logger: logger, Log: cmdLog, Engine: eng, Verifier: verifier,
-		Metrics: reg, LogRequests: opts.logReqs,
-		RecreateDelay: serverDelay(opts.recreateDelay), PurgeDelay: serverDelay(opts.purgeDelay),
-		AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != ""), OnLeader: leaderWork, Memory: memoryGuard(guard),
-		MaxClockOffset:       opts.cluster.maxClockOffset,
-		MaxBodyBytesInFlight: budget / 20})
+	began := time.Now()
+	n, err := node.Open(nodeConfig(opts, cfg, set, ln, guard, logger))
 	if err != nil {
-		cmdLog.Close()
 		ln.Close()
-		logger.Error("cannot start", "err", err)
+		logger.Error("cannot start", "dir", opts.dataDir, "err", err)
 		return 1
 	}
-	// The file's queues are declared before the first connection is
-	// accepted, so that clients never see the server without them.
-	if cfg != nil && !opts.cluster.clustered() {
-		if err := applyConfig(srv, cfg, opts, logger); err != nil {
-			logger.Error("cannot apply the config file", "err", err)
-			srv.Shutdown(context.Background())
-			ln.Close()
-			return 1
+	if n.Raft != nil {
+		logger.Info("recovered state", "dir", opts.dataDir, "took", time.Since(began).Round(time.Millisecond))
+	}
+	if set.store.Empty() && (!isLoopback(opts.listen) || opts.cluster.exposed()) {
+		logger.Warn("--insecure: no credentials are configured and the server listens beyond loopback; every request is accepted, unsigned or not, and anyone who can reach it can read, write and delete every queue", "listen", opts.listen, "raft_addr", opts.cluster.raftAddr)
+	}
+	logStarted(logger, opts, set, ln)
+	return runNode(n, ln, opts, cfg, logger)
+}
+
+// serveSettings are what checkServe derives from the flags.
+type serveSettings struct {
+	budget       int64  // the memory budget in bytes, 0 for none
+	budgetFrom   string // where the budget came from
+	bodyFileSize int64
+	store        *auth.Store
+	keys         int // the number of access keys in store
+}
+
+// checkServe checks the flags and the config file against each other,
+// and derives the settings they give.
+func checkServe(opts serveOptions, cfg *config.File) (serveSettings, error) {
+	var set serveSettings
+	var err error
+	if opts.recreateDelay < 0 || opts.purgeDelay < 0 {
+		return set, errors.New("--recreate-delay and --purge-delay cannot be negative (0 turns them off)")
+	}
+	if set.budget, set.budgetFrom, err = memoryBudget(opts.maxMemory); err != nil {
+		return set, fmt.Errorf("--max-memory: %w", err)
+	}
+	if set.bodyFileSize, err = bodyFileSizeOf(opts.bodyFileSize); err != nil {
+		return set, fmt.Errorf("--body-file-size: %w", err)
+	}
+	if !validAccount(opts.account) {
+		return set, fmt.Errorf("--account must be 12 digits, got %q", opts.account)
+	}
+	if err := opts.cluster.check(opts.inMemory); err != nil {
+		return set, err
+	}
+	if (opts.tlsCert == "") != (opts.tlsKey == "") {
+		return set, errors.New("--tls-cert and --tls-key go together")
+	}
+	if cfg != nil {
+		if err := cfg.Check(opts.account, opts.region); err != nil {
+			return set, err
 		}
 	}
+	if set.store, set.keys, err = loadCredentials(opts, cfg); err != nil {
+		return set, err
+	}
+	if set.store.Empty() && !isLoopback(opts.listen) && !opts.insecure {
+		return set, fmt.Errorf(`refusing to listen on %s without credentials: anyone who can reach it could read,
+write and delete every queue. Either
+  - configure credentials: --credentials FILE, or FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY;
+  - listen on loopback only: --listen 127.0.0.1:9324;
+  - or accept unauthenticated requests from the network: --insecure.`, opts.listen)
+	}
+	// A member's requests on the node-to-node port are served as they
+	// come, so without credentials an exposed port serves every queue too.
+	if set.store.Empty() && opts.cluster.exposed() && !opts.insecure {
+		return set, fmt.Errorf(`refusing --raft-insecure on %s without credentials: anyone who can reach that port
+could pass for a member and read, write and delete every queue. Either
+  - configure credentials: --credentials FILE, or FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY;
+  - or accept unauthenticated requests from the network: --insecure.`, opts.cluster.raftAddr)
+	}
+	return set, nil
+}
+
+// nodeConfig is the node the flags describe.
+func nodeConfig(opts serveOptions, cfg *config.File, set serveSettings, ln net.Listener, guard *memguard.Guard, logger *slog.Logger) node.Config {
+	nc := node.Config{Account: opts.account, Region: opts.region, SingleRegion: opts.singleRegion, Version: readBuildInfo().version,
+		InMemory: opts.inMemory, DataDir: opts.dataDir, MinFreeBytes: minFreeBytes(opts.minFree),
+		SnapshotBytes: replog.SnapshotBytesWithin(set.budget), BodyFileSize: set.bodyFileSize, NodeID: opts.cluster.nodeID,
+		Logger: logger, Verifier: &auth.Verifier{Store: set.store, DefaultAccount: opts.account, Region: opts.region, Now: time.Now},
+		LogRequests: opts.logReqs, RecreateDelay: node.Cooldown(opts.recreateDelay), PurgeDelay: node.Cooldown(opts.purgeDelay),
+		Memory: memoryGuard(guard), MaxBodyBytesInFlight: set.budget / 20, Queues: cfg}
+	if opts.cluster.clustered() {
+		// check has parsed the peers and the TLS files already.
+		rc, _ := opts.cluster.raftCluster()
+		nc.Cluster = &node.Cluster{Raft: *rc, AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != "")}
+	}
+	return nc
+}
+
+// logStarted logs the line that says the server is up, and how.
+func logStarted(logger *slog.Logger, opts serveOptions, set serveSettings, ln net.Listener) {
+	storage := "memory only: all queues and messages are lost when the server stops"
+	if !opts.inMemory {
+		storage = "durable in " + opts.dataDir
+	}
 	authMode := "any signature accepted (no credentials configured; loopback only)"
-	if !store.Empty() {
-		authMode = fmt.Sprintf("SigV4 required (%d access keys)", nKeys)
+	if !set.store.Empty() {
+		authMode = fmt.Sprintf("SigV4 required (%d access keys)", set.keys)
 	}
 	scheme := "http"
 	if opts.tlsCert != "" {
@@ -267,21 +243,26 @@ could pass for a member and read, write and delete every queue. Either
 	logger.Info("fifoq started", "version", version, "listen", scheme+"://"+ln.Addr().String(),
 		"account", opts.account, "region", opts.region, "storage", storage, "auth", authMode, "log_requests", opts.logReqs,
 		"recreate_delay", opts.recreateDelay, "purge_delay", opts.purgeDelay)
-
 	if opts.cluster.clustered() {
 		logger.Info("cluster member", "node_id", opts.cluster.nodeID, "raft_addr", opts.cluster.raftAddr,
 			"peers", opts.cluster.peers, "join", opts.cluster.join, "raft_tls", opts.cluster.tlsCert != "")
 	}
+}
+
+// runNode serves on ln until SIGINT or SIGTERM (a graceful stop, exit 0),
+// the server fails, or a storage fault or fence stops the durable log
+// (exit 1, so that a supervisor restarts the node, which then recovers
+// from what its disk holds).
+func runNode(n *node.Node, ln net.Listener, opts serveOptions, cfg *config.File, logger *slog.Logger) int {
+	srv := n.Server
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if opts.cluster.join != "" {
-		go joinCluster(ctx, opts.cluster.join, opts.cluster, raftLog.Incarnation(), clusterCredential(opts, cfg), opts.region, logger)
+		go joinCluster(ctx, opts.cluster.join, opts.cluster, n.Raft.Incarnation(), clusterCredential(opts, cfg), opts.region, logger)
 	}
-	// halted is closed if a storage fault or a fence stops the durable
-	// log (never for the in-memory one).
-	var halted <-chan struct{}
-	if raftLog != nil {
-		halted = raftLog.Halted()
+	var halted <-chan struct{} // never closed for the in-memory log
+	if n.Raft != nil {
+		halted = n.Raft.Halted()
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -300,13 +281,13 @@ could pass for a member and read, write and delete every queue. Either
 		return 0
 	case <-halted:
 		// The log has said why, in one line; answer what is in flight
-		// (each request's outcome is known or said to be unknown) and
-		// exit non-zero, so that a supervisor restarts the node, which
-		// then recovers from what the disk holds.
+		// (each request's outcome is known or said to be unknown).
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-		logger.Error("exiting: this node stopped", "err", raftLog.Fault())
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			logger.Warn("shutdown after the node stopped", "err", err)
+		}
+		logger.Error("exiting: this node stopped", "err", n.Raft.Fault())
 		return 1
 	case <-ctx.Done():
 	}
@@ -439,14 +420,4 @@ func isLoopback(listen string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// serverDelay converts a cool-down flag, where 0 turns the rule off, to
-// server.Config's form, where 0 is SQS's default and a negative value
-// turns the rule off.
-func serverDelay(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"errors"
+	clockpkg "github.com/fifoq/fifoq/internal/clock"
 	"io"
 	"log/slog"
 	"os"
@@ -76,7 +77,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	c := &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	srv, err := server.New(server.Config{Account: owner, Region: "us-east-1", Now: c.Now,
+	srv, err := server.New(server.Config{Account: owner, Region: "us-east-1", Clock: clockpkg.WithNow(c.Now),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

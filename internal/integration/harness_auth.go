@@ -17,10 +17,8 @@ import (
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
 
 	"github.com/fifoq/fifoq/internal/auth"
-	"github.com/fifoq/fifoq/internal/engine"
-	"github.com/fifoq/fifoq/internal/metrics"
-	"github.com/fifoq/fifoq/internal/replog"
-	"github.com/fifoq/fifoq/internal/server"
+	clockpkg "github.com/fifoq/fifoq/internal/clock"
+	"github.com/fifoq/fifoq/internal/node"
 )
 
 // Options configure a server started by StartWith. The zero Options start
@@ -34,12 +32,12 @@ type Options struct {
 	// AccessKeyID and SecretAccessKey sign the requests of the Env's V2
 	// and V1 clients ("test" and "test" if empty, as with Start).
 	AccessKeyID, SecretAccessKey string
-	// RecreateDelay and PurgeDelay are server.Config's: zero keeps SQS's
+	// RecreateDelay and PurgeDelay are node.Config's: zero keeps SQS's
 	// 60 seconds, a negative value turns QueueDeletedRecently or
 	// PurgeQueueInProgress off (for tests that delete and recreate, or
 	// purge, in a loop).
 	RecreateDelay, PurgeDelay time.Duration
-	// SingleRegion is server.Config's: every request in Region.
+	// SingleRegion is node.Config's: every request in Region.
 	SingleRegion bool
 }
 
@@ -57,29 +55,20 @@ func StartWith(t testing.TB, opts Options) *Env {
 	logw := &testLogWriter{t: t}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	verifier := &auth.Verifier{Store: store, Now: clock.Now, DefaultAccount: Account, Region: Region}
-	cfg := server.Config{Account: Account, Region: Region, SingleRegion: opts.SingleRegion, Now: clock.Now, Logger: logger, Verifier: verifier,
-		RecreateDelay: opts.RecreateDelay, PurgeDelay: opts.PurgeDelay}
+	cfg := node.Config{Account: Account, Region: Region, SingleRegion: opts.SingleRegion, Clock: clockpkg.WithNow(clock.Now),
+		Logger: logger, Verifier: verifier, RecreateDelay: opts.RecreateDelay, PurgeDelay: opts.PurgeDelay, InMemory: true}
 	durable := Durable()
 	if durable {
-		// As fifoq serve does by default: a Raft log in a data dir, with
-		// its metrics. The dir is removed after the server's Shutdown
-		// (cleanups run last-registered first), which closes the log.
-		dir := t.TempDir()
-		eng := engine.New(engine.Config{Region: Region})
-		reg := metrics.New()
-		raftLog, err := replog.OpenRaft(replog.RaftConfig{Dir: dir, Logger: logger, Observer: reg.LogObserver()}, eng)
-		if err != nil {
-			t.Fatalf("replog.OpenRaft: %v", err)
-		}
-		cfg.Log, cfg.Engine, cfg.Metrics = raftLog, eng, reg
+		// As fifoq serve does by default: a Raft log in a data dir. The
+		// dir is removed after the server's Shutdown (cleanups run
+		// last-registered first), which closes the log.
+		cfg.InMemory, cfg.DataDir = false, t.TempDir()
 	}
-	srv, err := server.New(cfg)
+	n, err := node.Open(cfg)
 	if err != nil {
-		if cfg.Log != nil {
-			cfg.Log.Close()
-		}
-		t.Fatalf("server.New: %v", err)
+		t.Fatalf("node.Open: %v", err)
 	}
+	srv := n.Server
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)

@@ -30,8 +30,8 @@ type clusterRuntime struct {
 
 // initCluster sets the server up as a cluster member if its log is one.
 func (s *Server) initCluster() {
-	c, ok := s.log.(clusterLog)
-	if !ok {
+	c := s.cfg.Raft
+	if c == nil {
 		return
 	}
 	s.status = c
@@ -143,7 +143,7 @@ func (s *Server) followLeadership() {
 
 // leaderContext is a context that ends when the server stops or this
 // node stops leading.
-func leaderContext(quit <-chan struct{}, c clusterLog) context.Context {
+func leaderContext(quit <-chan struct{}, c RaftLog) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer cancel()

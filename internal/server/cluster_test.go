@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fifoq/fifoq/internal/clock"
 	"io"
 	"net"
 	"net/http"
@@ -70,11 +71,11 @@ func (n *clusterNode) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.url = "http://" + ln.Addr().String()
-	var now func() time.Time
+	var clk clock.Clock = clock.Real{}
 	if n.skew != 0 {
-		now = func() time.Time { return time.Now().Add(n.skew) }
+		clk = clock.WithNow(func() time.Time { return time.Now().Add(n.skew) })
 	}
-	srv, err := New(Config{Log: l, Engine: eng, Logger: quietLogger(), AdvertiseURL: n.url, Now: now,
+	srv, err := New(Config{Log: l, Raft: l, Engine: eng, Logger: quietLogger(), AdvertiseURL: n.url, Clock: clk,
 		OnLeader: func(context.Context) { n.leaderCalls.Add(1) },
 		Verifier: &auth.Verifier{Store: store, DefaultAccount: DefaultAccount, Region: DefaultRegion}})
 	if err != nil {
@@ -530,7 +531,7 @@ func TestSingleNodeDataDirGrowsIntoCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	single, err := New(Config{Log: l, Engine: eng, Logger: quietLogger()})
+	single, err := New(Config{Log: l, Raft: l, Engine: eng, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

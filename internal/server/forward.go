@@ -17,10 +17,12 @@ import (
 	"github.com/fifoq/fifoq/internal/replog"
 )
 
-// clusterLog is a command log that is a member of a networked cluster;
-// replog.Raft is one. The server forwards to the leader what a follower
-// cannot answer, and runs the leader's work only where the log leads.
-type clusterLog interface {
+// RaftLog is the durable command log's view of itself and of its
+// cluster; replog.Raft is the one fifoq runs with. When it is a networked
+// cluster's member (Clustered), the server forwards to the leader what a
+// follower cannot answer, and runs the leader's work only where the log
+// leads.
+type RaftLog interface {
 	Clustered() bool
 	Leading() bool
 	LeadershipChanged() <-chan struct{}
@@ -38,8 +40,8 @@ type clusterLog interface {
 	Promote(ctx context.Context, id string) error
 }
 
-// replog.Raft is the cluster log fifoq runs with.
-var _ clusterLog = (*replog.Raft)(nil)
+// replog.Raft is the durable log fifoq runs with.
+var _ RaftLog = (*replog.Raft)(nil)
 
 // Headers a follower adds to a request it forwards. The leader reads them
 // only on the node-to-node port: on the public port they are ignored, so a
@@ -88,12 +90,12 @@ func fromAuthenticatedPeer(r *http.Request) bool {
 // forwarder carries requests from this node to the leader over the
 // node-to-node port.
 type forwarder struct {
-	cluster clusterLog
+	cluster RaftLog
 	client  *http.Client
 	once    sync.Once
 }
 
-func newForwarder(c clusterLog) *forwarder {
+func newForwarder(c RaftLog) *forwarder {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 			return c.DialPeer(ctx, addr)

@@ -36,7 +36,7 @@ func raftServer(t *testing.T, minFree int64) (*Server, *httptest.Server) {
 	if err != nil {
 		t.Fatalf("OpenRaft: %v", err)
 	}
-	srv, err := New(Config{Logger: logger, Log: l, Engine: eng})
+	srv, err := New(Config{Logger: logger, Log: l, Raft: l, Engine: eng})
 	if err != nil {
 		l.Close()
 		t.Fatalf("New: %v", err)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	clockpkg "github.com/fifoq/fifoq/internal/clock"
 	"io"
 	"log/slog"
 	"net"
@@ -59,7 +60,7 @@ func TestHousekeepingRemovesExpiredMessages(t *testing.T) {
 			}
 			log := newCountingLog(inner)
 			clock := &testClock{}
-			srv, err := New(Config{Logger: logger, Log: log, Engine: eng, Now: clock.Now})
+			srv, err := New(Config{Logger: logger, Log: log, Engine: eng, Clock: clockpkg.WithNow(clock.Now)})
 			if err != nil {
 				t.Fatal(err)
 			}

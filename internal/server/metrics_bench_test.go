@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	clockpkg "github.com/fifoq/fifoq/internal/clock"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -64,7 +65,7 @@ func drain(b *testing.B, s *Server) {
 func scrapeServer(b *testing.B, queues, msgs int, state string) *Server {
 	b.Helper()
 	clock := &testClock{}
-	s, err := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now})
+	s, err := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clockpkg.WithNow(clock.Now)})
 	if err != nil {
 		b.Fatal(err)
 	}

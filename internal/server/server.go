@@ -55,13 +55,10 @@ type Config struct {
 	SingleRegion bool
 	// Logger receives the server's log lines (slog.Default() if nil).
 	Logger *slog.Logger
-	// Now is the clock that timestamps commands (time.Now if nil). Tests
-	// replace it to move time forward without sleeping.
-	Now func() time.Time
-	// Clock, if set, replaces Now: it timestamps commands, and the long
-	// polls wait on its timers (their end, and a delayed or in-flight
-	// message becoming visible), so that with a fake clock those waits
-	// end when the clock is advanced.
+	// Clock timestamps commands, and the long polls wait on its timers
+	// (their end, and a delayed or in-flight message becoming visible), so
+	// that with a fake clock those waits end when the clock is advanced
+	// (the real clock if nil).
 	Clock clock.Clock
 	// Log is the command log to apply commands through. If nil, the server
 	// creates an in-memory log over a new engine.
@@ -69,6 +66,11 @@ type Config struct {
 	// Engine is the engine behind Log; required when Log is set, so that the
 	// server can register its long-poll notifier with it.
 	Engine *engine.Engine
+	// Raft is Log when it is the durable log (a replog.Raft): the server
+	// reports its status (/cluster/node), and, when it is a networked
+	// cluster's member, forwards to its leader, serves the node-to-node
+	// port and the cluster endpoints. Nil for the in-memory log.
+	Raft RaftLog
 	// Verifier authenticates requests. If nil, every request is accepted as
 	// from Account (or the account a 12-digit access key names).
 	Verifier *auth.Verifier
@@ -180,10 +182,10 @@ type Server struct {
 	doneOnce sync.Once
 	httpSrv  *http.Server
 
-	// status is the log's view of itself, if it has one (replog.Raft);
-	// cluster is set when the log is a networked cluster's member.
-	status    clusterLog
-	cluster   clusterLog
+	// status is Config.Raft; cluster is the same when the log is a
+	// networked cluster's member.
+	status    RaftLog
+	cluster   RaftLog
 	fwd       *forwarder
 	clusterRT *clusterRuntime
 }
@@ -201,13 +203,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
-		if cfg.Now != nil {
-			cfg.Clock = clock.WithNow(cfg.Now)
-		} else if faultClockSkew != 0 {
+		if faultClockSkew != 0 {
 			cfg.Clock = clock.WithNow(func() time.Time { return time.Now().Add(faultClockSkew) })
 		}
 	}
-	cfg.Now = cfg.Clock.Now
 	if cfg.MaxClockOffset <= 0 {
 		cfg.MaxClockOffset = DefaultMaxClockOffset
 	}
@@ -221,7 +220,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Metrics = metrics.New()
 	}
 	if cfg.Verifier == nil {
-		cfg.Verifier = &auth.Verifier{DefaultAccount: cfg.Account, Now: cfg.Now}
+		cfg.Verifier = &auth.Verifier{DefaultAccount: cfg.Account, Now: cfg.Clock.Now}
 	}
 	if cfg.Log == nil {
 		if cfg.Engine != nil {
@@ -236,7 +235,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:       cfg,
 		log:       cfg.Log,
 		logger:    cfg.Logger,
-		now:       cfg.Now,
+		now:       cfg.Clock.Now,
 		clock:     cfg.Clock,
 		notifier:  newNotifier(),
 		done:      make(chan struct{}),

@@ -1,0 +1,263 @@
+// Package node builds a fifoq node: the engine, its command log (in
+// memory, durable in a data dir, or a member of a cluster), the HTTP
+// server over them, and the queues of a config file. It is the one place
+// that assembles these, from one Config: fifoq serve, fifoq restore,
+// fifoqtest and the integration tests all build their nodes here, so that
+// a test's server is wired as a production one is.
+//
+// The node does not listen: its caller hands the Server a listener
+// (Server.Serve), so that it chooses the address, TLS, and when the first
+// connection is accepted (after Open has declared the config file's
+// queues).
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/auth"
+	"github.com/fifoq/fifoq/internal/backup"
+	"github.com/fifoq/fifoq/internal/clock"
+	"github.com/fifoq/fifoq/internal/config"
+	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/metrics"
+	"github.com/fifoq/fifoq/internal/replog"
+	"github.com/fifoq/fifoq/internal/server"
+)
+
+// Config is everything a node is built from. Its zero value, with a
+// DataDir, is a durable server alone with SQS's defaults.
+type Config struct {
+	// Account is the account of unauthenticated callers and of the config
+	// file's queues (server.DefaultAccount if empty); Region the node's own
+	// region (server.DefaultRegion if empty); SingleRegion puts every
+	// request in Region, whatever it is signed for (server.Config).
+	Account      string
+	Region       string
+	SingleRegion bool
+	// Version is the fifoq version the node runs, recorded in backups.
+	Version string
+
+	// InMemory keeps the state in memory only; otherwise it is durable in
+	// DataDir.
+	InMemory bool
+	DataDir  string
+	// MinFreeBytes, SnapshotBytes and BodyFileSize are the durable log's
+	// (replog.RaftConfig): 0 is its default.
+	MinFreeBytes  int64
+	SnapshotBytes int64
+	BodyFileSize  int64
+	// NodeID is the durable log's id of this node (replog's default if
+	// empty): a cluster member's id among its peers.
+	NodeID string
+	// Cluster makes the node a member of a networked cluster; nil, it is
+	// a server alone. It needs a DataDir.
+	Cluster *Cluster
+
+	// Logger receives the node's log lines (slog.Default() if nil).
+	Logger *slog.Logger
+	// Clock timestamps commands and times long polls (the real clock if
+	// nil): a fake one makes waits end when it is advanced.
+	Clock clock.Clock
+	// Verifier authenticates requests; nil accepts every request, as
+	// server.Config says.
+	Verifier *auth.Verifier
+	// Metrics is the registry the node's metrics go to (a new one if nil).
+	Metrics *metrics.Registry
+	// LogRequests logs one line per API request.
+	LogRequests bool
+	// RecreateDelay and PurgeDelay are SQS's two cool-downs, in the
+	// convention of every config of fifoq's: 0 is SQS's 60 seconds, a
+	// negative value turns the rule off. Cooldown converts a user's
+	// setting, where 0 turns it off.
+	RecreateDelay time.Duration
+	PurgeDelay    time.Duration
+	// Memory and MaxBodyBytesInFlight bound the memory requests may take
+	// (server.Config).
+	Memory               server.MemoryGuard
+	MaxBodyBytesInFlight int64
+
+	// Queues, if not nil, is the config file whose queues are declared:
+	// by Open, before it returns, on a server alone; by the leader, each
+	// time a member becomes it, in a cluster.
+	Queues *config.File
+}
+
+// Cluster is what makes a node a member of a cluster.
+type Cluster struct {
+	// Raft is the member's cluster settings (the node-to-node address,
+	// the peers, TLS, the clock bound).
+	Raft replog.ClusterConfig
+	// AdvertiseURL is the URL clients reach this member's SQS endpoint by.
+	AdvertiseURL string
+}
+
+// Node is a built node. Its Server serves once given a listener; Close
+// (or Server.Shutdown) stops it and closes the log.
+type Node struct {
+	// Server answers the SQS API and the node's other endpoints.
+	Server *server.Server
+	// Raft is the durable log; nil for a node in memory.
+	Raft *replog.Raft
+	// Log is the command log the server applies commands through.
+	Log replog.Log
+}
+
+// applyTimeout bounds the declaration of a config file's queues.
+const applyTimeout = 2 * time.Minute
+
+// Cooldown turns a user's setting of a cool-down, where 0 turns the rule
+// off (fifoq serve --recreate-delay 0, fifoqtest.WithRecreateDelay(0)), into
+// Config's convention, where 0 is SQS's default and a negative value turns
+// it off.
+func Cooldown(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
+// Open builds a node from cfg: the engine, the log (restoring the data
+// dir's state), the server, and on a server alone the config file's
+// queues. On error nothing is left open.
+func Open(cfg Config) (*Node, error) {
+	if cfg.Account == "" {
+		cfg.Account = server.DefaultAccount
+	}
+	if cfg.Region == "" {
+		cfg.Region = server.DefaultRegion
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	if cfg.Queues != nil {
+		if err := cfg.Queues.Check(cfg.Account, cfg.Region); err != nil {
+			return nil, err
+		}
+	}
+	n := &Node{}
+	eng, err := n.openLog(cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.New(n.serverConfig(cfg, eng))
+	if err != nil {
+		n.Log.Close()
+		return nil, err
+	}
+	n.Server = srv
+	if cfg.Queues != nil && cfg.Cluster == nil {
+		// The file's queues are declared before the caller serves, so
+		// that clients never see the server without them.
+		if err := declare(context.Background(), srv, cfg); err != nil {
+			srv.Shutdown(context.Background())
+			return nil, fmt.Errorf("declare the config file's queues: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// openLog makes the engine and opens the log of cfg over it (restoring
+// the data dir's state), and returns the engine.
+func (n *Node) openLog(cfg Config) (*engine.Engine, error) {
+	eng := engine.New(engine.Config{Region: cfg.Region})
+	switch {
+	case cfg.InMemory:
+		if cfg.Cluster != nil {
+			return nil, errors.New("node: a cluster member needs a data dir")
+		}
+		n.Log = replog.NewMemory(eng)
+		return eng, nil
+	case cfg.DataDir == "":
+		return nil, errors.New("node: no data dir (or InMemory)")
+	}
+	rc := replog.RaftConfig{Dir: cfg.DataDir, NodeID: cfg.NodeID, Logger: cfg.Logger, MinFreeBytes: cfg.MinFreeBytes,
+		SnapshotBytes: cfg.SnapshotBytes, BodyFileSize: cfg.BodyFileSize}
+	if cfg.Metrics != nil {
+		rc.Observer = cfg.Metrics.LogObserver()
+	}
+	if c := cfg.Cluster; c != nil {
+		raftCluster := c.Raft
+		rc.Cluster = &raftCluster
+	}
+	raftLog, err := replog.OpenRaft(rc, eng)
+	if err != nil {
+		return nil, fmt.Errorf("open data dir %s: %w", cfg.DataDir, err)
+	}
+	n.Raft, n.Log = raftLog, raftLog
+	return eng, nil
+}
+
+// Restore makes dir, which must be empty, the data dir of a new server
+// alone holding the state a backup (fifoq backup) reads from r: a node
+// with the id nodeID (a cluster's others then join it), in region, the
+// region the backed-up server ran in. It waits up to timeout for the
+// restored state to be applied, and leaves the log closed.
+func Restore(dir, nodeID, region string, r io.Reader, timeout time.Duration, logger *slog.Logger) (backup.Header, error) {
+	n := &Node{}
+	if _, err := n.openLog(Config{DataDir: dir, NodeID: nodeID, Region: region, Logger: logger}); err != nil {
+		return backup.Header{}, err
+	}
+	hdr, err := n.Raft.RestoreBackup(r, timeout)
+	if cerr := n.Raft.Close(); err == nil {
+		err = cerr
+	}
+	return hdr, err
+}
+
+// serverConfig is the server's part of cfg, over n's log.
+func (n *Node) serverConfig(cfg Config, eng *engine.Engine) server.Config {
+	sc := server.Config{Account: cfg.Account, Region: cfg.Region, SingleRegion: cfg.SingleRegion, Version: cfg.Version,
+		Logger: cfg.Logger, Clock: cfg.Clock, Log: n.Log, Engine: eng, Verifier: cfg.Verifier, Metrics: cfg.Metrics,
+		LogRequests: cfg.LogRequests, RecreateDelay: cfg.RecreateDelay, PurgeDelay: cfg.PurgeDelay,
+		Memory: cfg.Memory, MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight}
+	if n.Raft != nil {
+		sc.Raft = n.Raft // not a nil *Raft in the interface
+	}
+	if c := cfg.Cluster; c != nil {
+		sc.AdvertiseURL = c.AdvertiseURL
+		sc.MaxClockOffset = c.Raft.MaxClockOffset
+		if cfg.Queues != nil {
+			// Each leader declares the file's queues as it takes over; the
+			// server is set before any member can lead.
+			sc.OnLeader = func(ctx context.Context) {
+				go func() {
+					if err := declare(ctx, n.Server, cfg); err != nil && ctx.Err() == nil {
+						cfg.Logger.Error("cannot apply the config file on becoming leader", "err", err)
+					}
+				}()
+			}
+		}
+	}
+	return sc
+}
+
+// declare declares the config file's queues through srv, and logs what
+// it did.
+func declare(ctx context.Context, srv *server.Server, cfg Config) error {
+	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
+	defer cancel()
+	f := cfg.Queues
+	res, err := f.Apply(ctx, srv, cfg.Account, cfg.Region)
+	if err != nil {
+		return err
+	}
+	cfg.Logger.Info("config file loaded", "file", f.Path,
+		"queues_created", res.Count(config.Created), "queues_updated", res.Count(config.Updated),
+		"queues_unchanged", res.Count(config.Unchanged),
+		"created", res.Names(config.Created), "updated", res.Names(config.Updated))
+	return nil
+}
+
+// Close stops the node at once: the server stops taking requests, waits
+// up to ctx for those in flight, and closes the log.
+func (n *Node) Close(ctx context.Context) error {
+	return n.Server.Shutdown(ctx)
+}
