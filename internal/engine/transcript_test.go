@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,15 +24,19 @@ import (
 // behaviour, `go test ./internal/engine -run Transcripts -rewrite`
 // rewrites the expected outputs; read the diff before committing it.
 func TestTranscripts(t *testing.T) {
-	datadriven.Walk(t, "testdata/transcripts", func(t *testing.T, path string) {
-		if !strings.HasSuffix(path, ".txt") {
-			t.Skip("not a script")
-		}
-		s := newTranscript()
-		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
-			return s.run(t, td)
+	// The scripts are the .txt files; the directory's README.md is not one.
+	paths, err := filepath.Glob("testdata/transcripts/*.txt")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no scripts in testdata/transcripts: %v", err)
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			s := newTranscript()
+			datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+				return s.run(t, td)
+			})
 		})
-	})
+	}
 }
 
 // transcript is the state of one script: an engine driven as the server
