@@ -16,6 +16,16 @@
 // HousekeepRequest commands when NextHousekeeping says time has work due,
 // so that expired messages and records do not stay in memory.
 //
+// Where a FIFO group blocks: a group is receivable while its first stored
+// message is visible, and a receive takes its messages in order from there,
+// stopping at the first that is not; so a message in flight (received, not
+// deleted, visibility timeout running) blocks every later message of its
+// group until it is deleted or becomes visible again. There is no lock
+// beside the messages' own states: fifoGroup, groupLess and takeFIFO
+// (fifo.go) are the whole of it. The rules of each kind of
+// queue are stated, with transcripts that show them, in
+// testdata/transcripts (see its RULES.md).
+//
 // Costs do not grow with backlogs. A FIFO queue keeps its message groups
 // with a receivable head in a heap ordered by when the head became visible
 // (as SQS serves them), so a receive finds the next group in O(log groups)

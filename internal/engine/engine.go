@@ -221,8 +221,8 @@ func (e *Engine) ReceiveOutlook(q api.QueueKey, now int64, attemptID string) (ex
 // ReceiveSpread estimates, changing nothing, how many receives taking up
 // to take messages each could take messages of queue q at once: on a
 // standard queue, its visible messages shared out take at a time; on a FIFO
-// queue, its groups ready to be received from, since a receive locks the
-// groups it takes from. It is what the queue held when last processed
+// queue, its groups ready to be received from, since a receive blocks the
+// groups it takes from (their first message is then in flight). It is what the queue held when last processed
 // (messages whose delay or visibility timeout ran out since are not
 // counted), which is enough to decide how many long polls to wake.
 func (e *Engine) ReceiveSpread(q api.QueueKey, take int) int {

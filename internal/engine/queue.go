@@ -259,7 +259,10 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 }
 
 // countInflight counts m, which has just gone in flight, against its FIFO
-// group (which it locks) or its fair-queue tenant (whose list it leaves).
+// group or its fair-queue tenant (whose list it leaves). A FIFO group is
+// not locked as such: it is blocked while its first message is not
+// visible, and an in-flight message is the group's first until it is
+// deleted (fifoGroup).
 func (q *queue) countInflight(m *message) {
 	if q.fifo {
 		g := q.groups[m.group.String()]
