@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
-	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -41,7 +40,7 @@ import (
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command
-//	  bytes    the command as JSON (wireCommand; versions 1 to 3) or in
+//	  bytes    the command as JSON (wireCommand, codec_v1to3.go; versions 1 to 3) or in
 //	           the binary layout of versions 4 to 6
 //	4 bytes  CRC-32C of everything before it, big-endian
 //
@@ -60,13 +59,6 @@ import (
 // segment's tail; the entry's own CRC catches damage anywhere else.
 const entryFormatVersion = 6
 
-// minVersionEmptyIDs is the first version in which a command may carry "ei".
-const minVersionEmptyIDs = 2
-
-// minVersionHousekeep is the first version in which a command may be a
-// fifoq:Housekeep.
-const minVersionHousekeep = 3
-
 // minVersionSetMeta is the first version in which a command may be a
 // fifoq:SetMeta.
 const minVersionSetMeta = 5
@@ -76,73 +68,9 @@ const minVersionSetMeta = 5
 // Queue.Region).
 const minVersionRegions = 6
 
-// wireCommand is a Command as it is stored in the log. The request is kept
-// as JSON of its api type under its action's name, so the log is readable
-// with ordinary tools and independent of Go's memory layout.
-type wireCommand struct {
-	Time       int64           `json:"t"`
-	Caller     string          `json:"c,omitempty"`
-	Account    string          `json:"qa,omitempty"`
-	Queue      string          `json:"qn,omitempty"`
-	Action     api.Action      `json:"a"`
-	Request    json.RawMessage `json:"r"`
-	MessageIDs []string        `json:"m,omitempty"`
-	Entropy    uint64          `json:"e,omitempty"`
-	// RecreateDelay and PurgeDelay are the command's cool-downs in ns;
-	// absent in entries written before they existed, which read as zero,
-	// SQS's default, as those entries were applied.
-	RecreateDelay int64 `json:"rd,omitempty"`
-	PurgeDelay    int64 `json:"pd,omitempty"`
-	// EmptyIDs says, per message of a SendMessage or SendMessageBatch,
-	// which FIFO ids the client sent empty (emptyDedupID, emptyGroupID):
-	// the request's JSON cannot tell an id sent empty from one not sent,
-	// and the engine refuses the former (InvalidParameterValue), so
-	// without it a replay would accept a message the client was told
-	// failed. Absent when no id was sent empty; present only in version 2.
-	EmptyIDs []int `json:"ei,omitempty"`
-}
-
-// Flags of wireCommand.EmptyIDs.
-const (
-	emptyDedupID = 1 << iota
-	emptyGroupID
-	emptyIDsMask = emptyDedupID | emptyGroupID
-)
-
-// emptyIDs returns the EmptyIDs of a request, or nil if no FIFO id was sent
-// empty. An id sent non-empty needs no flag: "sent" follows from the value.
-func emptyIDs(req api.Request) []int {
-	flags := func(dedup string, dedupSet bool, group string, groupSet bool) (f int) {
-		if dedupSet && dedup == "" {
-			f |= emptyDedupID
-		}
-		if groupSet && group == "" {
-			f |= emptyGroupID
-		}
-		return f
-	}
-	var out []int
-	switch r := req.(type) {
-	case *api.SendMessageRequest:
-		if f := flags(r.MessageDeduplicationId, r.MessageDeduplicationIdSet, r.MessageGroupId, r.MessageGroupIdSet); f != 0 {
-			out = []int{f}
-		}
-	case *api.SendMessageBatchRequest:
-		for i := range r.Entries {
-			e := &r.Entries[i]
-			if f := flags(e.MessageDeduplicationId, e.MessageDeduplicationIdSet, e.MessageGroupId, e.MessageGroupIdSet); f != 0 {
-				if out == nil {
-					out = make([]int, len(r.Entries))
-				}
-				out[i] = f
-			}
-		}
-	}
-	return out
-}
-
 // setSentIDs restores the "sent" flags of a decoded request's FIFO ids: an
-// id is sent if it is non-empty or flagged in ei.
+// id is sent if it is non-empty or flagged in ei (versions 2 and 3; a
+// request the binary layouts write as JSON has no flags, ei nil).
 func setSentIDs(req api.Request, ei []int) error {
 	flag := func(i, f int) bool { return i < len(ei) && ei[i]&f != 0 }
 	for _, f := range ei {
@@ -270,7 +198,7 @@ func decodeEntry(data []byte) ([]*engine.Command, error) {
 		if data[0] >= minVersionBinary {
 			cmd, err = decodeBinaryCommand(p[k:k+int(l)], data[0])
 		} else {
-			cmd, err = decodeCommand(p[k:k+int(l)], data[0])
+			cmd, err = decodeJSONCommand(p[k:k+int(l)], data[0])
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: command %d: %v", errCorruptEntry, i, err)
@@ -282,40 +210,6 @@ func decodeEntry(data []byte) ([]*engine.Command, error) {
 		return nil, fmt.Errorf("%w: %d trailing bytes", errCorruptEntry, len(p))
 	}
 	return cmds, nil
-}
-
-// decodeCommand decodes one command strictly: a field it does not know, in
-// the command or in its request, or an action it does not know, is an
-// error, never skipped.
-func decodeCommand(b []byte, version byte) (*engine.Command, error) {
-	var w wireCommand
-	if err := decodeStrict(b, &w); err != nil {
-		return nil, err
-	}
-	if w.EmptyIDs != nil && version < minVersionEmptyIDs {
-		return nil, fmt.Errorf(`field "ei" in a version %d entry`, version)
-	}
-	if w.Action == engine.ActionHousekeep && version < minVersionHousekeep || w.Action == engine.ActionSetMeta {
-		return nil, fmt.Errorf("action %s in a version %d entry", w.Action, version)
-	}
-	req, ok := engine.NewInternalRequest(w.Action)
-	if !ok {
-		req, ok = api.NewRequest(w.Action)
-	}
-	if !ok {
-		return nil, fmt.Errorf("unknown action %q", w.Action)
-	}
-	if err := decodeStrict(w.Request, req); err != nil {
-		return nil, fmt.Errorf("%s request: %w", w.Action, err)
-	}
-	if err := setSentIDs(req, w.EmptyIDs); err != nil {
-		return nil, fmt.Errorf("%s request: %w", w.Action, err)
-	}
-	return &engine.Command{
-		Time: w.Time, Caller: w.Caller, Queue: api.QueueKey{Account: w.Account, Name: w.Queue},
-		Request: req, MessageIDs: w.MessageIDs, Entropy: w.Entropy,
-		RecreateDelay: time.Duration(w.RecreateDelay), PurgeDelay: time.Duration(w.PurgeDelay),
-	}, nil
 }
 
 // decodeStrict decodes exactly one JSON object into v, refusing unknown

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 
+	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
 )
 
@@ -41,4 +42,37 @@ func encodeEntryJSON(cmds []*engine.Command) ([]byte, error) {
 		buf = append(buf, w...)
 	}
 	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli)), nil
+}
+
+// emptyIDs returns the EmptyIDs of a request (only the tests write
+// versions 1 to 3 now), or nil if no FIFO id was sent
+// empty. An id sent non-empty needs no flag: "sent" follows from the value.
+func emptyIDs(req api.Request) []int {
+	flags := func(dedup string, dedupSet bool, group string, groupSet bool) (f int) {
+		if dedupSet && dedup == "" {
+			f |= emptyDedupID
+		}
+		if groupSet && group == "" {
+			f |= emptyGroupID
+		}
+		return f
+	}
+	var out []int
+	switch r := req.(type) {
+	case *api.SendMessageRequest:
+		if f := flags(r.MessageDeduplicationId, r.MessageDeduplicationIdSet, r.MessageGroupId, r.MessageGroupIdSet); f != 0 {
+			out = []int{f}
+		}
+	case *api.SendMessageBatchRequest:
+		for i := range r.Entries {
+			e := &r.Entries[i]
+			if f := flags(e.MessageDeduplicationId, e.MessageDeduplicationIdSet, e.MessageGroupId, e.MessageGroupIdSet); f != 0 {
+				if out == nil {
+					out = make([]int, len(r.Entries))
+				}
+				out[i] = f
+			}
+		}
+	}
+	return out
 }
