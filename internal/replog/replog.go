@@ -1,13 +1,3 @@
-// Package replog is fifoq's command log: it puts state-changing commands in
-// one order, makes them durable (and, in a cluster, replicated) and applies
-// them to the engine, which is its state machine.
-//
-// Two implementations share the Log interface, so the server does not
-// know which one it runs on: Memory orders commands with a mutex and keeps
-// nothing on disk (`fifoq serve --in-memory`); Raft (OpenRaft) writes them
-// to a write-ahead log on hashicorp/raft and raft-wal, fsynced in groups
-// before any is answered, alone or in a cluster. Its segment files live on
-// internal/walfs.
 package replog
 
 import (
