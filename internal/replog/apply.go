@@ -268,28 +268,37 @@ func (l *Raft) commit(batch []*pending) *entry {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		err := l.await(fut)
-		if e.answered.Load() {
-			return
-		}
-		l.fsm.release(e)
-		if err != nil {
-			l.logger.Error("log append failed", "err", err)
-			l.answer(e, nil, unavailable(err))
-			return
-		}
-		results, ok := fut.Response().([]applyResult)
-		if !ok {
-			if _, failed := l.fsm.failure(); failed != nil {
-				// This entry, or one before it, could not be applied:
-				// this one is in the log but was not applied.
-				l.answer(e, nil, l.refusal())
-				return
-			}
-		}
-		l.answer(e, results, nil)
+		l.awaitEntry(e, fut)
 	}()
 	return e
+}
+
+// awaitEntry waits for the future of entry e and answers e's callers, unless
+// the state machine answered them already (the usual way): when Raft fails
+// the entry, or when the state machine applied it without finding it held
+// (the fallback of fsm.hold's contract), in which case the results come
+// through the future.
+func (l *Raft) awaitEntry(e *entry, fut raft.ApplyFuture) {
+	err := l.await(fut)
+	if e.answered.Load() {
+		return
+	}
+	l.fsm.release(e)
+	if err != nil {
+		l.logger.Error("log append failed", "err", err)
+		l.answer(e, nil, unavailable(err))
+		return
+	}
+	results, ok := fut.Response().([]applyResult)
+	if !ok {
+		if _, failed := l.fsm.failure(); failed != nil {
+			// This entry, or one before it, could not be applied:
+			// this one is in the log but was not applied.
+			l.answer(e, nil, l.refusal())
+			return
+		}
+	}
+	l.answer(e, results, nil)
 }
 
 // errRaftStopped is the outcome of an entry whose future Raft did not

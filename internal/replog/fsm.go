@@ -57,12 +57,12 @@ type fsm struct {
 	onBytes      func()
 
 	// held maps the bytes of each entry this node handed to Raft, by the
-	// address of their first byte, to the entry: Raft gives the leader's
-	// own entries back to Apply with the very slice it was handed, so the
-	// leader applies the commands it already holds instead of decoding
-	// what it has just encoded. The log's bytes are for replay and for
-	// followers. A slice is in the map only while its entry is alive, so
-	// no other slice can share its address meanwhile.
+	// address of their first byte, to the entry, so that the leader
+	// applies the commands it already holds instead of decoding what it
+	// has just encoded (see hold for what Raft must do for it to work).
+	// The log's bytes are for replay and for followers. A slice is in the
+	// map only while its entry is alive, so no other slice can share its
+	// address meanwhile.
 	heldMu sync.Mutex
 	held   map[*byte]*entry
 	// heldApplied counts the entries applied from held commands.
@@ -81,7 +81,32 @@ type fsm struct {
 	restored atomic.Bool
 }
 
-// hold records an entry about to be handed to Raft.
+// hold records an entry about to be handed to Raft, to be found again by
+// the address of its data's first byte, not by its bytes.
+//
+// The contract this relies on, which hashicorp/raft does not document:
+// the leader that appended an entry hands FSM.Apply, and LogStore.StoreLogs
+// (storeGate), a raft.Log whose Data is the very slice given to
+// Raft.Apply, the same array and length, not a copy. raft 1.8 does: the
+// leader stores &logFuture.log (dispatchLogs) and applies it from the
+// future it keeps for each entry in flight (processLogs, prepareLog). An
+// entry read back from the log store (on a follower, in a replay, or one
+// applied after this node lost the leadership it appended it under) is a
+// new slice, and not held.
+//
+// Should Raft copy the data, nothing goes wrong but speed: no lookup finds
+// the entry (take and peek match by address, and a live entry's address
+// is no other slice's); Apply decodes it as a follower does, and returns
+// the results through the entry's future, from which awaitEntry answers
+// its callers and releases it; the decoded commands are the held ones
+// (encodeEntryHeld), so the state is the same. On a node alone, storeGate
+// no longer sees the entry stored, and the next entry waits for this one
+// to be answered rather than written: smaller group commits.
+//
+// TestLeaderAnswersFromHeldCommands guards the contract (it fails when no
+// entry is applied from held commands, as after a copy), and
+// TestNextEntryLeavesOnceStored the storeGate's side of it;
+// TestCopiedEntryFallsBack hands Raft a copy and checks the fallback.
 func (f *fsm) hold(e *entry) {
 	f.heldMu.Lock()
 	if f.held == nil {
@@ -135,10 +160,12 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		f.markApplied(l.Index)
 		return nil
 	}
-	// The leader's own entry: apply the commands it holds (the codec gives
-	// back exactly the commands it encodes, see encodeEntryHeld), and
-	// answer their callers here, without waiting for Raft to pass the
-	// result on through the entry's future.
+	// The leader's own entry, found by the address of its bytes (see hold
+	// for why that works, and what happens if it does not): apply the
+	// commands it holds (the codec gives back exactly the commands it
+	// encodes, see encodeEntryHeld), and answer their callers here,
+	// without waiting for Raft to pass the result on through the entry's
+	// future.
 	held := f.take(l.Data)
 	var cmds []*engine.Command
 	var err error

@@ -10,7 +10,8 @@ import "github.com/hashicorp/raft"
 // a deletion is a storage fault, which stops the node (fault.go).
 //
 // Raft writes the leader's entries with the very byte slices the batcher
-// gave it, which is how the entry is found (fsm.peek); entries written on
+// gave it, which is how the entry is found (fsm.peek; the contract, and
+// what happens should Raft copy them, is at fsm.hold); entries written on
 // a follower, or read back at start, are not held and pass untouched.
 type storeGate struct {
 	raft.LogStore
