@@ -19,8 +19,7 @@ import (
 // and message); the lists, heaps, maps and counts derived from it are
 // rebuilt on Restore.
 //
-// Format, version 2 (version 1 differs in where a chunk's records are and
-// in the deduplication record, see snapshot_codec.go; it still restores):
+// Format, version 2:
 //
 //	magic    8 bytes  "FIFOQSNP"
 //	version  4 bytes  big-endian uint32
@@ -32,11 +31,6 @@ import (
 //	           snapTrailer
 //	checksum 4 bytes  big-endian CRC-32C (Castagnoli) of everything before it
 //
-// Version 1, still read, differs only in carrying the packed records
-// inside each snapChunk value (MessageData, DedupData). Version 3 is
-// version 2 with message bodies referred to in a BodyStore rather than
-// carried (see snapshot_refs.go); it is written only when asked for.
-//
 // and nothing after. Records go in chunks of bounded size, so neither side
 // holds a second copy of the state: memory beyond the live state is one
 // chunk. Gob streams carry their type descriptions, so the body is
@@ -44,6 +38,16 @@ import (
 // whose layout the version number fixes (see snapshot_codec.go). A decoder
 // of a later version reads the gob fields it knows and ignores the others;
 // the version changes when a record layout or the meaning of a field does.
+//
+// Version 1, still read (snapshot_v1.go), differs from version 2 in two
+// places: a chunk's packed records are inside its snapChunk value
+// (MessageData, DedupData) rather than after it, and a deduplication
+// record carries its group and id rather than their key. Version 3 is
+// version 2 with message bodies referred to in a BodyStore rather than
+// carried (see snapshot_refs.go); it is written only when asked for
+// (SnapshotView.BodiesByReference). The bytes of every version are frozen
+// in testdata/snapshots (TestFrozenSnapshotFormats): a change of the
+// format adds a version and its fixture there.
 //
 // The output is a function of the state alone (queues, tags, attributes and
 // tenants are written in sorted order, never by map iteration; see also

@@ -42,9 +42,7 @@ import (
 //	deduplication record:
 //	  key bytes (16: see dedupKeyOf), at varint, messageID string, seq uvarint
 //
-// Version 1 differs in the deduplication record only, which began with
-// the group string ("" unless the scope was messageGroup) and the id
-// string in place of the key: a restore derives the key from them.
+// Version 1 differs in the deduplication record only (snapshot_v1.go).
 const flagHasString, flagAged = 1, 1
 
 // recordWriter appends binary records to buf.
@@ -558,9 +556,9 @@ func (r *recordReader) rest(d *decodedMessage) error {
 // dedup reads a deduplication record of the given snapshot version.
 func (r *recordReader) dedup(version uint32) (d dedupRecord, id msgID, err error) {
 	if version == 1 {
-		group := r.raw()
-		d.key = dedupKeyOf(string(group), string(r.raw()))
-	} else if k := r.raw(); len(k) == len(d.key) {
+		return r.dedupV1()
+	}
+	if k := r.raw(); len(k) == len(d.key) {
 		d.key = dedupKey(k)
 	} else if r.err == nil {
 		r.err = errShortRecord
