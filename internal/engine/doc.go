@@ -24,7 +24,7 @@
 // beside the messages' own states: fifoGroup, groupLess and takeFIFO
 // (fifo.go) are the whole of it. The rules of each kind of
 // queue are stated, with transcripts that show them, in
-// testdata/transcripts (see its RULES.md).
+// testdata/transcripts (see its README.md).
 //
 // Costs do not grow with backlogs. A FIFO queue keeps its message groups
 // with a receivable head in a heap ordered by when the head became visible
