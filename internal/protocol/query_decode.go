@@ -72,14 +72,45 @@ func isQueuePath(path string) bool { return api.IsQueuePath(path) }
 // decodeQueryMembers fills req, a zero request from api.NewRequest, from the
 // parameters of p.
 func decodeQueryMembers(d *queryDecoder, req api.Request, p params) {
+	if decodeMessageMembers(d, req, p) || decodeQueueMembers(d, req, p) {
+		return
+	}
+	// api.NewRequest and these switches list the same 23 actions; a test
+	// checks it. Reaching here is a bug, reported as a client-visible
+	// error rather than a panic.
+	d.fail(api.ErrInvalidAction(string(req.Action())))
+}
+
+// decodeMessageMembers fills req if it is a request of the actions on
+// messages (send, receive, delete, change visibility, single or batch),
+// and reports whether it was.
+func decodeMessageMembers(d *queryDecoder, req api.Request, p params) bool {
 	switch r := req.(type) {
-	case *api.AddPermissionRequest:
+	case *api.SendMessageRequest:
 		r.QueueUrl = p.str("QueueUrl")
-		r.Label = p.str("Label")
-		r.AWSAccountIds = d.stringList(p, "AWSAccountId")
-		r.Actions = d.stringList(p, "ActionName")
-	case *api.CancelMessageMoveTaskRequest:
-		r.TaskHandle = p.str("TaskHandle")
+		r.MessageBody = p.str("MessageBody")
+		r.DelaySeconds = d.integer(p, "DelaySeconds")
+		r.MessageAttributes = d.attributeValues(p, "MessageAttribute")
+		r.MessageSystemAttributes = d.attributeValues(p, "MessageSystemAttribute")
+		r.MessageDeduplicationId, r.MessageDeduplicationIdSet = p.lookup("MessageDeduplicationId")
+		r.MessageGroupId, r.MessageGroupIdSet = p.lookup("MessageGroupId")
+	case *api.SendMessageBatchRequest:
+		decodeSendMessageBatch(d, r, p)
+	case *api.ReceiveMessageRequest:
+		decodeReceiveMessage(d, r, p)
+	case *api.DeleteMessageRequest:
+		r.QueueUrl = p.str("QueueUrl")
+		r.ReceiptHandle = p.str("ReceiptHandle")
+	case *api.DeleteMessageBatchRequest:
+		r.QueueUrl = p.str("QueueUrl")
+		if d.structs(p, "DeleteMessageBatchRequestEntry", func(e params) {
+			r.Entries = append(r.Entries, api.DeleteMessageBatchRequestEntry{
+				Id:            e.str("Id"),
+				ReceiptHandle: e.str("ReceiptHandle"),
+			})
+		}) && r.Entries == nil {
+			r.Entries = []api.DeleteMessageBatchRequestEntry{}
+		}
 	case *api.ChangeMessageVisibilityRequest:
 		r.QueueUrl = p.str("QueueUrl")
 		r.ReceiptHandle = p.str("ReceiptHandle")
@@ -95,109 +126,108 @@ func decodeQueryMembers(d *queryDecoder, req api.Request, p params) {
 		}) && r.Entries == nil {
 			r.Entries = []api.ChangeMessageVisibilityBatchRequestEntry{}
 		}
+	default:
+		return false
+	}
+	return true
+}
+
+func decodeSendMessageBatch(d *queryDecoder, r *api.SendMessageBatchRequest, p params) {
+	r.QueueUrl = p.str("QueueUrl")
+	if d.structs(p, "SendMessageBatchRequestEntry", func(e params) {
+		en := api.SendMessageBatchRequestEntry{
+			Id:                      e.str("Id"),
+			MessageBody:             e.str("MessageBody"),
+			DelaySeconds:            d.integer(e, "DelaySeconds"),
+			MessageAttributes:       d.attributeValues(e, "MessageAttribute"),
+			MessageSystemAttributes: d.attributeValues(e, "MessageSystemAttribute"),
+		}
+		en.MessageDeduplicationId, en.MessageDeduplicationIdSet = e.lookup("MessageDeduplicationId")
+		en.MessageGroupId, en.MessageGroupIdSet = e.lookup("MessageGroupId")
+		r.Entries = append(r.Entries, en)
+	}) && r.Entries == nil {
+		r.Entries = []api.SendMessageBatchRequestEntry{}
+	}
+}
+
+func decodeReceiveMessage(d *queryDecoder, r *api.ReceiveMessageRequest, p params) {
+	r.QueueUrl = p.str("QueueUrl")
+	r.AttributeNames = d.stringList(p, "AttributeName")
+	// MessageSystemAttributeNames is newer than the Query model; its
+	// Query name follows the model's rule for AttributeNames.
+	r.MessageSystemAttributeNames = d.stringList(p, "MessageSystemAttributeName")
+	if len(r.AttributeNames) > 0 {
+		// Over Query, SQS answers AttributeName.N and ignores
+		// MessageSystemAttributeName.N when a form has both; over JSON
+		// the other way round, which the engine applies (localstack
+		// test_sqs.snapshot.json:
+		// test_message_system_attribute_names_with_attribute_names).
+		r.MessageSystemAttributeNames = nil
+	}
+	r.MessageAttributeNames = d.stringList(p, "MessageAttributeName")
+	r.MaxNumberOfMessages = d.integer(p, "MaxNumberOfMessages")
+	r.VisibilityTimeout = d.integer(p, "VisibilityTimeout")
+	r.WaitTimeSeconds = d.integer(p, "WaitTimeSeconds")
+	r.ReceiveRequestAttemptId = p.str("ReceiveRequestAttemptId")
+}
+
+// decodeQueueMembers fills req if it is a request of the actions on queues
+// (their lifecycle, attributes, tags, permissions and message move tasks),
+// and reports whether it was.
+func decodeQueueMembers(d *queryDecoder, req api.Request, p params) bool {
+	switch r := req.(type) {
 	case *api.CreateQueueRequest:
 		r.QueueName = p.str("QueueName")
 		r.Attributes = d.stringMap(p, "Attribute", "Name", "Value")
 		r.Tags = d.stringMap(p, "Tag", "Key", "Value")
-	case *api.DeleteMessageRequest:
-		r.QueueUrl = p.str("QueueUrl")
-		r.ReceiptHandle = p.str("ReceiptHandle")
-	case *api.DeleteMessageBatchRequest:
-		r.QueueUrl = p.str("QueueUrl")
-		if d.structs(p, "DeleteMessageBatchRequestEntry", func(e params) {
-			r.Entries = append(r.Entries, api.DeleteMessageBatchRequestEntry{
-				Id:            e.str("Id"),
-				ReceiptHandle: e.str("ReceiptHandle"),
-			})
-		}) && r.Entries == nil {
-			r.Entries = []api.DeleteMessageBatchRequestEntry{}
-		}
 	case *api.DeleteQueueRequest:
 		r.QueueUrl = p.str("QueueUrl")
-	case *api.GetQueueAttributesRequest:
+	case *api.PurgeQueueRequest:
 		r.QueueUrl = p.str("QueueUrl")
-		r.AttributeNames = d.stringList(p, "AttributeName")
 	case *api.GetQueueUrlRequest:
 		r.QueueName = p.str("QueueName")
 		r.QueueOwnerAWSAccountId = p.str("QueueOwnerAWSAccountId")
-	case *api.ListDeadLetterSourceQueuesRequest:
-		r.QueueUrl = p.str("QueueUrl")
-		r.NextToken = p.str("NextToken")
-		r.MaxResults = d.integer(p, "MaxResults")
-	case *api.ListMessageMoveTasksRequest:
-		r.SourceArn = p.str("SourceArn")
-		r.MaxResults = d.integer(p, "MaxResults")
-	case *api.ListQueueTagsRequest:
-		r.QueueUrl = p.str("QueueUrl")
 	case *api.ListQueuesRequest:
 		r.QueueNamePrefix = p.str("QueueNamePrefix")
 		r.NextToken = p.str("NextToken")
 		r.MaxResults = d.integer(p, "MaxResults")
-	case *api.PurgeQueueRequest:
+	case *api.ListDeadLetterSourceQueuesRequest:
 		r.QueueUrl = p.str("QueueUrl")
-	case *api.ReceiveMessageRequest:
+		r.NextToken = p.str("NextToken")
+		r.MaxResults = d.integer(p, "MaxResults")
+	case *api.GetQueueAttributesRequest:
 		r.QueueUrl = p.str("QueueUrl")
 		r.AttributeNames = d.stringList(p, "AttributeName")
-		// MessageSystemAttributeNames is newer than the Query model; its
-		// Query name follows the model's rule for AttributeNames.
-		r.MessageSystemAttributeNames = d.stringList(p, "MessageSystemAttributeName")
-		if len(r.AttributeNames) > 0 {
-			// Over Query, SQS answers AttributeName.N and ignores
-			// MessageSystemAttributeName.N when a form has both; over JSON
-			// the other way round, which the engine applies (localstack
-			// test_sqs.snapshot.json:
-			// test_message_system_attribute_names_with_attribute_names).
-			r.MessageSystemAttributeNames = nil
-		}
-		r.MessageAttributeNames = d.stringList(p, "MessageAttributeName")
-		r.MaxNumberOfMessages = d.integer(p, "MaxNumberOfMessages")
-		r.VisibilityTimeout = d.integer(p, "VisibilityTimeout")
-		r.WaitTimeSeconds = d.integer(p, "WaitTimeSeconds")
-		r.ReceiveRequestAttemptId = p.str("ReceiveRequestAttemptId")
-	case *api.RemovePermissionRequest:
-		r.QueueUrl = p.str("QueueUrl")
-		r.Label = p.str("Label")
-	case *api.SendMessageRequest:
-		r.QueueUrl = p.str("QueueUrl")
-		r.MessageBody = p.str("MessageBody")
-		r.DelaySeconds = d.integer(p, "DelaySeconds")
-		r.MessageAttributes = d.attributeValues(p, "MessageAttribute")
-		r.MessageSystemAttributes = d.attributeValues(p, "MessageSystemAttribute")
-		r.MessageDeduplicationId, r.MessageDeduplicationIdSet = p.lookup("MessageDeduplicationId")
-		r.MessageGroupId, r.MessageGroupIdSet = p.lookup("MessageGroupId")
-	case *api.SendMessageBatchRequest:
-		r.QueueUrl = p.str("QueueUrl")
-		if d.structs(p, "SendMessageBatchRequestEntry", func(e params) {
-			en := api.SendMessageBatchRequestEntry{
-				Id:                      e.str("Id"),
-				MessageBody:             e.str("MessageBody"),
-				DelaySeconds:            d.integer(e, "DelaySeconds"),
-				MessageAttributes:       d.attributeValues(e, "MessageAttribute"),
-				MessageSystemAttributes: d.attributeValues(e, "MessageSystemAttribute"),
-			}
-			en.MessageDeduplicationId, en.MessageDeduplicationIdSet = e.lookup("MessageDeduplicationId")
-			en.MessageGroupId, en.MessageGroupIdSet = e.lookup("MessageGroupId")
-			r.Entries = append(r.Entries, en)
-		}) && r.Entries == nil {
-			r.Entries = []api.SendMessageBatchRequestEntry{}
-		}
 	case *api.SetQueueAttributesRequest:
 		r.QueueUrl = p.str("QueueUrl")
 		r.Attributes = d.stringMap(p, "Attribute", "Name", "Value")
-	case *api.StartMessageMoveTaskRequest:
-		r.SourceArn = p.str("SourceArn")
-		r.DestinationArn = p.str("DestinationArn")
-		r.MaxNumberOfMessagesPerSecond = d.integer(p, "MaxNumberOfMessagesPerSecond")
 	case *api.TagQueueRequest:
 		r.QueueUrl = p.str("QueueUrl")
 		r.Tags = d.stringMap(p, "Tag", "Key", "Value")
 	case *api.UntagQueueRequest:
 		r.QueueUrl = p.str("QueueUrl")
 		r.TagKeys = d.stringList(p, "TagKey")
+	case *api.ListQueueTagsRequest:
+		r.QueueUrl = p.str("QueueUrl")
+	case *api.AddPermissionRequest:
+		r.QueueUrl = p.str("QueueUrl")
+		r.Label = p.str("Label")
+		r.AWSAccountIds = d.stringList(p, "AWSAccountId")
+		r.Actions = d.stringList(p, "ActionName")
+	case *api.RemovePermissionRequest:
+		r.QueueUrl = p.str("QueueUrl")
+		r.Label = p.str("Label")
+	case *api.StartMessageMoveTaskRequest:
+		r.SourceArn = p.str("SourceArn")
+		r.DestinationArn = p.str("DestinationArn")
+		r.MaxNumberOfMessagesPerSecond = d.integer(p, "MaxNumberOfMessagesPerSecond")
+	case *api.CancelMessageMoveTaskRequest:
+		r.TaskHandle = p.str("TaskHandle")
+	case *api.ListMessageMoveTasksRequest:
+		r.SourceArn = p.str("SourceArn")
+		r.MaxResults = d.integer(p, "MaxResults")
 	default:
-		// api.NewRequest and this switch list the same 23 actions; a test
-		// checks it. Reaching here is a bug, reported as a client-visible
-		// error rather than a panic.
-		d.fail(api.ErrInvalidAction(string(req.Action())))
+		return false
 	}
+	return true
 }
