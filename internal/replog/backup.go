@@ -59,8 +59,11 @@ func (l *Raft) snapshotForBackup() (*raft.SnapshotMeta, io.ReadCloser, error) {
 		return nil, nil, fmt.Errorf("take a snapshot: %w", err)
 	}
 	snaps, err := l.store.List()
-	if err != nil || len(snaps) == 0 {
-		return nil, nil, fmt.Errorf("open the newest snapshot: %v", err)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list the snapshots: %w", err)
+	}
+	if len(snaps) == 0 {
+		return nil, nil, errors.New("no snapshot to back up: Raft had nothing new to snapshot and holds none")
 	}
 	return l.store.Open(snaps[0].ID)
 }

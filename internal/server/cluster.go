@@ -88,7 +88,12 @@ func (s *Server) startCluster() {
 		rt.wg.Add(3)
 		go func() {
 			defer rt.wg.Done()
-			_ = rt.peerSrv.Serve(s.cluster.PeerListener())
+			// A failed peer port would leave the node unable to serve the
+			// requests its peers forward: say so. It returns
+			// http.ErrServerClosed when Shutdown closes it.
+			if err := rt.peerSrv.Serve(s.cluster.PeerListener()); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.logger.Error("the node-to-node port stopped serving", "err", err)
+			}
 		}()
 		go func() {
 			defer rt.wg.Done()
