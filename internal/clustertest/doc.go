@@ -4,11 +4,12 @@
 // SIGKILL again and again, then a follower, freezes a node with SIGSTOP and
 // thaws it, and checks the recorded history of every operation.
 //
-// The checker (Check) is ordinary code so that its unit tests can feed it
-// made-up histories: it looks for lost messages, undone deletes, broken
-// group order, groups held by two consumers at once and duplicates inside
-// the deduplication interval, and checks each message group's history for
-// linearizability with porcupine against a model of one FIFO group.
+// The history is recorded and checked with internal/historycheck, which the
+// crash test (internal/crashtest) shares: it looks for lost messages,
+// undone deletes, broken group order, groups held by two consumers at once
+// and duplicates inside the deduplication interval, and checks each
+// message group's history for linearizability with porcupine against a
+// model of one FIFO group.
 //
 // The test builds the binary itself and runs in a short form by default;
 // a soak runs with

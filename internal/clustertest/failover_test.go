@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/fifoq/fifoq/internal/historycheck"
 )
 
 var (
@@ -49,7 +51,7 @@ const (
 type workload struct {
 	c        *cluster
 	queueURL string
-	hist     *History
+	hist     *historycheck.History
 	clients  []*sqs.Client // one per node
 	// sendGap, if not 0, is each producer's pause between two sends, so
 	// that a long run's backlog stays drainable.
@@ -61,7 +63,7 @@ type workload struct {
 // refused classifies as a refusal. It records in op the first invocation,
 // the final answer's time and outcome, the nodes tried and the last error;
 // when ctx ends first the outcome is unknown.
-func (w *workload) attempt(ctx context.Context, preferred int, op *Op, refused func(error) bool, call func(*sqs.Client) error) {
+func (w *workload) attempt(ctx context.Context, preferred int, op *historycheck.Op, refused func(error) bool, call func(*sqs.Client) error) {
 	op.Invoke = time.Now()
 	for try := 0; ; try++ {
 		i := (preferred + try) % len(w.clients)
@@ -70,15 +72,15 @@ func (w *workload) attempt(ctx context.Context, preferred int, op *Op, refused f
 		err := call(w.clients[i])
 		switch {
 		case err == nil:
-			op.Return, op.Outcome = time.Now(), OK
+			op.Return, op.Outcome = time.Now(), historycheck.OK
 			return
 		case refused != nil && refused(err):
-			op.Return, op.Outcome, op.Err = time.Now(), Refused, err.Error()
+			op.Return, op.Outcome, op.Err = time.Now(), historycheck.Refused, err.Error()
 			return
 		}
 		op.Err = err.Error()
 		if ctx.Err() != nil {
-			op.Outcome = Unknown
+			op.Outcome = historycheck.Unknown
 			return
 		}
 		select {
@@ -112,13 +114,13 @@ func (w *workload) produce(ctx context.Context, p int, rng *rand.Rand) {
 		if rng.Intn(2) == 0 {
 			n = 2 + rng.Intn(4)
 		}
-		msgs := make([]Msg, n)
+		msgs := make([]historycheck.Msg, n)
 		for i := range msgs {
 			seq++
 			g := fmt.Sprintf("p%dg%d", p, rng.Intn(groupsPerProducer))
-			msgs[i] = Msg{Group: g, Dedup: fmt.Sprintf("p%d-%d", p, seq), Seq: seq}
+			msgs[i] = historycheck.Msg{Group: g, Dedup: fmt.Sprintf("p%d-%d", p, seq), Seq: seq}
 		}
-		op := Op{Kind: Send, Client: p, Msgs: msgs}
+		op := historycheck.Op{Kind: historycheck.Send, Client: p, Msgs: msgs}
 		w.attempt(ctx, p+rng.Intn(len(w.clients)), &op, nil, func(cl *sqs.Client) error {
 			ids, err := w.send(ctx, cl, msgs)
 			if err == nil {
@@ -140,15 +142,17 @@ func (w *workload) produce(ctx context.Context, p int, rng *rand.Rand) {
 
 // body is the text of a test message: it names the message, so that a
 // receive can be matched to its send.
-func body(m Msg) string { return fmt.Sprintf("clustertest %s %s %d", m.Group, m.Dedup, m.Seq) }
+func body(m historycheck.Msg) string {
+	return fmt.Sprintf("clustertest %s %s %d", m.Group, m.Dedup, m.Seq)
+}
 
-func parseBody(s string) (Msg, bool) {
-	var m Msg
+func parseBody(s string) (historycheck.Msg, bool) {
+	var m historycheck.Msg
 	_, err := fmt.Sscanf(s, "clustertest %s %s %d", &m.Group, &m.Dedup, &m.Seq)
 	return m, err == nil
 }
 
-func (w *workload) send(ctx context.Context, cl *sqs.Client, msgs []Msg) ([]string, error) {
+func (w *workload) send(ctx context.Context, cl *sqs.Client, msgs []historycheck.Msg) ([]string, error) {
 	// The request must not outlive the run's end by more than the client
 	// timeout, but the run's end must not cut a request short either: an
 	// attempt cut short is as unknown as a failed one, which is fine.
@@ -203,7 +207,7 @@ func (w *workload) consume(ctx context.Context, c int, rng *rand.Rand, drain boo
 		}
 		op := w.receive(ctx, c, fmt.Sprintf("c%d-%d-%d", c, rng.Int63(), attempt), max, rng)
 		w.hist.Add(op)
-		if op.Outcome != OK {
+		if op.Outcome != historycheck.OK {
 			continue
 		}
 		if drain && len(op.Msgs) == 0 {
@@ -218,16 +222,16 @@ func (w *workload) consume(ctx context.Context, c int, rng *rand.Rand, drain boo
 			case x == 0:
 				// Leave it in flight: it comes back after the visibility timeout.
 			case x == 1:
-				w.ack(ctx, c, Release, m, rng)
+				w.ack(ctx, c, historycheck.Release, m, rng)
 			default:
-				w.ack(ctx, c, Delete, m, rng)
+				w.ack(ctx, c, historycheck.Delete, m, rng)
 			}
 		}
 	}
 }
 
-func (w *workload) receive(ctx context.Context, c int, attemptID string, max int32, rng *rand.Rand) Op {
-	op := Op{Kind: Receive, Client: c, Visibility: visibility, AttemptID: attemptID}
+func (w *workload) receive(ctx context.Context, c int, attemptID string, max int32, rng *rand.Rand) historycheck.Op {
+	op := historycheck.Op{Kind: historycheck.Receive, Client: c, Visibility: visibility, AttemptID: attemptID}
 	w.attempt(ctx, c+rng.Intn(len(w.clients)), &op, nil, func(cl *sqs.Client) error {
 		out, err := cl.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(w.queueURL), MaxNumberOfMessages: max, WaitTimeSeconds: 1,
@@ -252,11 +256,11 @@ func (w *workload) receive(ctx context.Context, c int, attemptID string, max int
 
 // ack deletes or releases a message, retrying until the server answers
 // definitively.
-func (w *workload) ack(ctx context.Context, c int, kind Kind, m Msg, rng *rand.Rand) {
-	op := Op{Kind: kind, Client: c, Msgs: []Msg{m}}
+func (w *workload) ack(ctx context.Context, c int, kind historycheck.Kind, m historycheck.Msg, rng *rand.Rand) {
+	op := historycheck.Op{Kind: kind, Client: c, Msgs: []historycheck.Msg{m}}
 	w.attempt(ctx, c+rng.Intn(len(w.clients)), &op, refusedHandle, func(cl *sqs.Client) error {
 		var err error
-		if kind == Delete {
+		if kind == historycheck.Delete {
 			_, err = cl.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(w.queueURL), ReceiptHandle: aws.String(m.Handle)})
 		} else {
 			_, err = cl.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(w.queueURL),
@@ -320,7 +324,7 @@ type run struct {
 	failovers []time.Duration
 	seed      int64
 	problems  []string
-	report    Report
+	report    historycheck.Report
 }
 
 // runFailover starts a 3-node cluster, runs the workload through r's
@@ -352,7 +356,7 @@ func runFailover(t *testing.T, r *run) {
 		}
 	}()
 	attrs := map[string]string{"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))}
-	w := &workload{c: c, hist: &History{}, sendGap: r.sendGap}
+	w := &workload{c: c, hist: &historycheck.History{}, sendGap: r.sendGap}
 	w.queueURL = c.createQueue("failover.fifo", attrs)
 	probeURL := c.createQueue("probe.fifo", map[string]string{"FifoQueue": "true"})
 	for _, nd := range c.nodes {
@@ -441,11 +445,11 @@ func runFailover(t *testing.T, r *run) {
 			t.Errorf("write the history: %v", err)
 		}
 	}
-	sent, delivered, deleted, unknown := Counts(ops)
+	sent, delivered, deleted, unknown := historycheck.Counts(ops)
 	t.Logf("history: %d operations; %d messages sent and acknowledged, %d deliveries, %d deletes acknowledged, %d operations without an answer",
 		len(ops), sent, delivered, deleted, unknown)
 	checkStart := time.Now()
-	r.report = Check(ops, CheckConfig{DedupInterval: 5 * time.Minute, Slack: 20 * time.Millisecond, Timeout: time.Minute,
+	r.report = historycheck.Check(ops, historycheck.CheckConfig{DedupInterval: 5 * time.Minute, Slack: 20 * time.Millisecond, Timeout: time.Minute,
 		DrainedAt: drainedAt, VisualizeDir: *flagVisualize})
 	r.problems = r.report.Problems
 	t.Logf("linearizability: %d groups checked, %d unchecked (porcupine timed out); the check took %v",

@@ -1,4 +1,4 @@
-package clustertest
+package historycheck
 
 import (
 	"strconv"
@@ -9,11 +9,12 @@ import (
 
 // A made-up history, written in milliseconds from t0.
 type hb struct {
-	t0  time.Time
-	ops []Op
+	t0    time.Time
+	ops   []Op
+	slack time.Duration
 }
 
-func newHB() *hb { return &hb{t0: time.Unix(1_700_000_000, 0)} }
+func newHB() *hb { return &hb{t0: time.Unix(1_700_000_000, 0), slack: 10 * time.Millisecond} }
 
 func (b *hb) at(ms int) time.Time { return b.t0.Add(time.Duration(ms) * time.Millisecond) }
 
@@ -42,7 +43,7 @@ func (b *hb) del(client, from, to int, out Outcome, m Msg) { b.op(Delete, client
 func (b *hb) rel(client, from, to int, out Outcome, m Msg) { b.op(Release, client, from, to, out, m) }
 
 func (b *hb) check(drainedAt int) Report {
-	cfg := CheckConfig{DedupInterval: 5 * time.Minute, Slack: 10 * time.Millisecond, Timeout: 10 * time.Second}
+	cfg := CheckConfig{DedupInterval: 5 * time.Minute, Slack: b.slack, Timeout: 10 * time.Second}
 	if drainedAt > 0 {
 		cfg.DrainedAt = b.at(drainedAt)
 	}
@@ -169,6 +170,15 @@ func TestCheckCatchesBadHistories(t *testing.T) {
 			b.recv(1, 30, 40, held(a2, "h2"))
 			b.del(1, 50, 60, OK, held(a2, "h2"))
 		}},
+		{"an acknowledged delete undone by a receive concurrent with it", "undone delete", func(b *hb) {
+			// Invoked before the delete was acknowledged, answered after:
+			// had it taken a1 first, the delete's handle would be stale.
+			b.send(0, 0, 10, OK, a1)
+			b.recv(1, 20, 30, held(a1, "h1"))
+			b.del(1, 40, 50, OK, held(a1, "h1"))
+			b.recv(2, 45, 60, held(a1, "h2"))
+			b.del(2, 70, 80, OK, held(a1, "h2"))
+		}},
 		{"an acknowledged delete undone", "undone delete", func(b *hb) {
 			b.send(0, 0, 10, OK, a1)
 			b.recv(1, 20, 30, held(a1, "h1"))
@@ -183,6 +193,22 @@ func TestCheckCatchesBadHistories(t *testing.T) {
 			b.del(1, 50, 60, OK, held(a2, "h2"))
 			b.recv(1, 70, 80, held(a1, "h1"))
 			b.del(1, 90, 100, OK, held(a1, "h1"))
+		}},
+		{"group order broken by concurrent receives", "order", func(b *hb) {
+			// a2 delivered alone before any delivery of a1 was answered.
+			b.send(0, 0, 10, OK, a1, a2)
+			b.recv(1, 20, 100, held(a1, "h1"))
+			b.recv(2, 30, 50, held(a2, "h2"))
+			b.del(2, 60, 70, OK, held(a2, "h2"))
+			b.del(1, 110, 120, OK, held(a1, "h1"))
+		}},
+		{"the head skipped, then delivered after the next one", "order", func(b *hb) {
+			b.send(0, 0, 10, OK, a1, a2)
+			b.recv(1, 20, 30, held(a2, "h2"))
+			b.recv(2, 3000, 3010, held(a1, "h1"))
+			b.del(2, 3020, 3030, OK, held(a1, "h1"))
+			b.recv(3, 3040, 3050, held(a2, "h3"))
+			b.del(3, 3060, 3070, OK, held(a2, "h3"))
 		}},
 		{"order broken inside one receive", "order", func(b *hb) {
 			b.send(0, 0, 10, OK, a1, a2)
@@ -257,6 +283,91 @@ func TestCheckCatchesBadHistories(t *testing.T) {
 			}
 			if !k["not linearizable"] {
 				t.Errorf("the linearizability check accepted the history: %v", r.Problems)
+			}
+		})
+	}
+}
+
+// TestCheckDoubleHolds counts the double holds reported in histories of
+// one group (their other problems aside): a group handed to two receives
+// at once is reported once per pair of receives, and what SQS allows is
+// not. It checks without slack, at the millisecond.
+func TestCheckDoubleHolds(t *testing.T) {
+	const g = "g"
+	m := func(seq int) Msg { return msg(g, seq) }
+	h := func(seq int, handle string) Msg { return held(m(seq), handle) }
+	for _, c := range []struct {
+		name  string
+		build func(b *hb)
+		want  int
+	}{
+		{"a later message while an earlier is held", func(b *hb) {
+			b.recv(1, 0, 10, h(1, "h1"), h(5, "h5"))
+			// Client 1 deletes its first message but still holds the
+			// second when client 2 is handed the next one.
+			b.del(1, 20, 25, OK, h(1, "h1"))
+			b.recv(2, 30, 40, h(9, "h9"))
+		}, 1},
+		{"the same message twice before its visibility deadline", func(b *hb) {
+			b.recv(1, 0, 10, h(1, "h1"))
+			b.recv(2, 1900, 1999, h(1, "h2"))
+		}, 1},
+		{"the same message after its visibility deadline", func(b *hb) {
+			b.recv(1, 0, 10, h(1, "h1"))
+			b.recv(2, 2000, 2010, h(1, "h2"))
+		}, 0},
+		{"answered after the release was sent, before it was acknowledged", func(b *hb) {
+			b.recv(1, 0, 10, h(1, "h1"), held(msg("other", 2), "x"))
+			// The delete may be applied as soon as it is sent.
+			b.del(1, 20, 0, Unknown, h(1, "h1"))
+			b.recv(2, 15, 25, h(5, "h5"))
+			b.recv(3, 30, 40, held(msg("third", 3), "y"))
+		}, 0},
+		{"the head given back while a later message is held (SQS allows it)", func(b *hb) {
+			b.recv(1, 0, 10, h(1, "h1"), h(5, "h5"))
+			b.rel(1, 20, 25, OK, h(1, "h1"))
+			b.recv(2, 30, 40, h(1, "h1b"))
+		}, 0},
+		{"the head given back, and the held later message handed out too", func(b *hb) {
+			b.recv(1, 0, 10, h(1, "h1"), h(5, "h5"))
+			b.rel(1, 20, 25, OK, h(1, "h1"))
+			b.recv(2, 30, 40, h(1, "h1b"), h(5, "h5b"))
+		}, 1},
+		{"three holders", func(b *hb) {
+			b.recv(1, 0, 10, h(1, "h1"))
+			b.recv(2, 20, 30, h(5, "h5"))
+			b.recv(3, 40, 50, h(9, "h9"))
+		}, 3},
+		{"a receive answered while an earlier answered one holds", func(b *hb) {
+			// Invoked before the first one's answer: whichever the server
+			// served first, the other took the group while it was held.
+			b.recv(1, 0, 100, h(1, "h1"))
+			b.recv(2, 50, 150, h(5, "h5"))
+		}, 1},
+		{"an earlier message taken while a later one is held without it", func(b *hb) {
+			b.recv(1, 0, 10, h(5, "h5"))
+			b.recv(2, 20, 30, h(1, "h1"))
+		}, 1},
+		{"a receive that outlasted its own visibility timeout", func(b *hb) {
+			// Its own hold may be over by its answer, but it took its
+			// message while client 1's hold certainly lasted.
+			b.recv(1, 0, 10, h(1, "h1"))
+			b.recv(2, 20, 1900, h(5, "h5"))
+			b.ops[len(b.ops)-1].Visibility = time.Second
+		}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newHB()
+			b.slack = 0
+			c.build(b)
+			var got []string
+			for _, p := range b.check(0).Problems {
+				if strings.HasPrefix(p, "double hold:") {
+					got = append(got, p)
+				}
+			}
+			if len(got) != c.want {
+				t.Fatalf("double holds reported: %d, want %d:\n  %s", len(got), c.want, strings.Join(got, "\n  "))
 			}
 		})
 	}
