@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/fifoq/fifoq/internal/historycheck"
 	"github.com/fifoq/fifoq/internal/testbin"
 )
 
@@ -121,10 +122,12 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	h, s := runCrashes(t, *kills, 0)
 	t.Logf("history: %s", h.summary())
-	if problems := h.check(); len(problems) > 0 {
-		t.Errorf("history check failed (seed %d):\n  %s", s, strings.Join(problems, "\n  "))
+	r := h.check()
+	t.Logf("linearizability: %d groups checked, %d unchecked (porcupine timed out)", r.Groups, r.Unchecked)
+	if len(r.Problems) > 0 {
+		t.Errorf("history check failed (seed %d):\n  %s", s, strings.Join(r.Problems, "\n  "))
 	}
-	if len(h.acked) == 0 {
+	if h.sent() == 0 {
 		t.Error("no send was acknowledged: the test exercised nothing")
 	}
 }
@@ -137,7 +140,7 @@ func TestCrashTestCatchesLoss(t *testing.T) {
 		t.Skip("crash test runs the real binary; skipped in -short mode")
 	}
 	h, s := runCrashes(t, 1, 0, "--in-memory")
-	problems := h.check()
+	problems := h.check().Problems
 	if !strings.Contains(strings.Join(problems, "\n"), "lost:") {
 		t.Fatalf("killing an in-memory server lost nothing the check could see (seed %d); problems: %v", s, problems)
 	}
@@ -176,7 +179,7 @@ func runCrashesObserved(t *testing.T, kills, pad int, beforeKill func(addr strin
 	}
 	queueURL := aws.ToString(out.QueueUrl)
 
-	h := newHistory()
+	h := newHistory(pad)
 	runCtx, stopRun := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for p := 0; p < *producers; p++ {
@@ -232,7 +235,7 @@ func runCrashesObserved(t *testing.T, kills, pad int, beforeKill func(addr strin
 // the same body and dedup id until it is acknowledged, as a client of SQS
 // FIFO queues should, so the dedup interval makes it exactly-once.
 func produce(ctx context.Context, client *sqs.Client, queueURL string, p, pad int, h *history, rng *rand.Rand) {
-	explicit := p%2 == 0 // half the producers use explicit ids, half content-based
+	explicit := explicitDedup(p)
 	seq := 0
 	for ctx.Err() == nil {
 		n := 1
@@ -244,13 +247,59 @@ func produce(ctx context.Context, client *sqs.Client, queueURL string, p, pad in
 			batch[i] = newOutgoing(p, seq, explicit, pad)
 			seq++
 		}
-		for !sendBatch(ctx, client, queueURL, batch, h) {
-			if ctx.Err() != nil {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		sendUntilAcked(ctx, client, queueURL, p, batch, h)
 	}
+}
+
+// sendUntilAcked sends a batch, again and again with the same bodies and
+// dedup ids until every message is acknowledged or ctx ends, and records
+// it: the messages first acknowledged by one attempt as one operation
+// (invoked with the first attempt: an earlier attempt whose answer was
+// lost may have stored them), and each message never acknowledged as an
+// operation of its own without an answer (an attempt may store some
+// messages of a batch and refuse others).
+func sendUntilAcked(ctx context.Context, client *sqs.Client, queueURL string, p int, batch []outgoing, h *history) {
+	msgs := make([]historycheck.Msg, len(batch))
+	for i, o := range batch {
+		msgs[i] = testMsg(o.ref.producer, o.ref.seq, o.group)
+	}
+	invoke := time.Now()
+	for attempt := 1; ; attempt++ {
+		ids, err := sendBatch(ctx, client, queueURL, batch)
+		op := historycheck.Op{Kind: historycheck.Send, Client: p, Invoke: invoke, Return: time.Now(), Attempts: attempt, Outcome: historycheck.OK}
+		pending := 0
+		for i, id := range ids {
+			if id != "" && msgs[i].ID == "" {
+				msgs[i].ID = id
+				op.Msgs = append(op.Msgs, msgs[i])
+			}
+			if msgs[i].ID == "" {
+				pending++
+			}
+		}
+		if len(op.Msgs) > 0 {
+			h.Add(op)
+		}
+		if pending == 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			for _, m := range msgs {
+				if m.ID == "" {
+					h.Add(historycheck.Op{Kind: historycheck.Send, Client: p, Invoke: invoke, Attempts: attempt, Outcome: historycheck.Unknown,
+						Err: fmt.Sprint(err), Msgs: []historycheck.Msg{m}})
+				}
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// msgRef names a message the test sends: its producer and that producer's
+// sequence number.
+type msgRef struct {
+	producer, seq int
 }
 
 type outgoing struct {
@@ -261,13 +310,16 @@ type outgoing struct {
 }
 
 func newOutgoing(p, seq int, explicit bool, pad int) outgoing {
-	o := outgoing{ref: msgRef{p, seq}, group: fmt.Sprintf("p%d-g%d", p, seq%groupsPerProducer)}
+	o := outgoing{ref: msgRef{p, seq}, group: groupOf(p, seq)}
 	o.body = crashBody(p, seq, o.group, pad)
 	if explicit {
 		o.dedup = fmt.Sprintf("d-%d-%d", p, seq)
 	}
 	return o
 }
+
+// groupOf is the group of producer p's message seq.
+func groupOf(p, seq int) string { return fmt.Sprintf("p%d-g%d", p, seq%groupsPerProducer) }
 
 // crashBody is the body of producer p's message seq in group g: a line
 // that names it, padded to pad bytes (if longer) with bytes of its own, so
@@ -285,15 +337,26 @@ func crashBody(p, seq int, g string, pad int) string {
 	return body
 }
 
-// dedupKey is the id the history groups deliveries by.
-func (o outgoing) dedupKey() string {
-	if o.dedup != "" {
-		return o.dedup
+// testMsg is producer p's message seq of group g as the history names it:
+// its deduplication id is the explicit one it is sent with, or for a
+// message sent with content-based deduplication a name of its own (its
+// body, whose hash the server deduplicates by, is unique to it too).
+func testMsg(p, seq int, g string) historycheck.Msg {
+	dedup := fmt.Sprintf("d-%d-%d", p, seq)
+	if !explicitDedup(p) {
+		dedup = fmt.Sprintf("content-%d-%d", p, seq)
 	}
-	return "content:" + o.body
+	return historycheck.Msg{Group: g, Dedup: dedup, Seq: seq}
 }
 
-func sendBatch(ctx context.Context, client *sqs.Client, queueURL string, batch []outgoing, h *history) bool {
+// explicitDedup tells whether producer p sends explicit deduplication ids:
+// half the producers do, half use content-based deduplication.
+func explicitDedup(p int) bool { return p%2 == 0 }
+
+// sendBatch makes one attempt to send a batch and returns the MessageId
+// of each message it acknowledged ("" for the others).
+func sendBatch(ctx context.Context, client *sqs.Client, queueURL string, batch []outgoing) ([]string, error) {
+	ids := make([]string, len(batch))
 	if len(batch) == 1 {
 		o := batch[0]
 		in := &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(o.body), MessageGroupId: aws.String(o.group)}
@@ -302,10 +365,10 @@ func sendBatch(ctx context.Context, client *sqs.Client, queueURL string, batch [
 		}
 		out, err := client.SendMessage(ctx, in)
 		if err != nil {
-			return false
+			return ids, err
 		}
-		h.sendAcked(o.ref, o.dedupKey(), aws.ToString(out.MessageId))
-		return true
+		ids[0] = aws.ToString(out.MessageId)
+		return ids, nil
 	}
 	entries := make([]types.SendMessageBatchRequestEntry, len(batch))
 	for i, o := range batch {
@@ -315,14 +378,19 @@ func sendBatch(ctx context.Context, client *sqs.Client, queueURL string, batch [
 		}
 	}
 	out, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
-	if err != nil || len(out.Failed) > 0 {
-		return false
+	if err != nil {
+		return ids, err
 	}
 	for _, s := range out.Successful {
-		i, _ := strconv.Atoi(aws.ToString(s.Id))
-		h.sendAcked(batch[i].ref, batch[i].dedupKey(), aws.ToString(s.MessageId))
+		if i, err := strconv.Atoi(aws.ToString(s.Id)); err == nil && i >= 0 && i < len(ids) {
+			ids[i] = aws.ToString(s.MessageId)
+		}
 	}
-	return true
+	if len(out.Failed) > 0 {
+		f := out.Failed[0]
+		return ids, fmt.Errorf("batch entry %s failed: %s %s", aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message))
+	}
+	return ids, nil
 }
 
 // consume receives, records, and mostly deletes; sometimes it gives a
@@ -330,28 +398,25 @@ func sendBatch(ctx context.Context, client *sqs.Client, queueURL string, batch [
 // exercised too.
 func consume(ctx context.Context, client *sqs.Client, queueURL string, consumer int, h *history, rng *rand.Rand) {
 	for ctx.Err() == nil {
-		began := time.Now()
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: int32(1 + rng.Intn(10)), WaitTimeSeconds: 1,
-			VisibilityTimeout: int32(visibility / time.Second),
-		})
+		msgs, err := receive(ctx, client, queueURL, consumer, int32(1+rng.Intn(10)), h)
 		if err != nil {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		holds := recordDeliveries(out.Messages, h, consumer, began, time.Now())
-		for i, m := range out.Messages {
+		for _, m := range msgs {
 			switch x := rng.Intn(20); {
 			case x == 0:
 				// Leave it in flight: it comes back after the visibility timeout.
 			case x == 1:
-				h.released(holds[i], time.Now())
-				_, _ = client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+				ack(h, historycheck.Release, consumer, m, func() error {
+					_, err := client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(queueURL), ReceiptHandle: aws.String(m.Handle), VisibilityTimeout: 0})
+					return err
+				})
 			default:
-				h.released(holds[i], time.Now())
-				if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err == nil {
-					h.deleteAcked(aws.ToString(m.MessageId))
-				}
+				ack(h, historycheck.Delete, consumer, m, func() error {
+					_, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: aws.String(m.Handle)})
+					return err
+				})
 			}
 		}
 	}
@@ -361,33 +426,48 @@ func consume(ctx context.Context, client *sqs.Client, queueURL string, consumer 
 // history knows how long each hold lasts at least.
 const visibility = 2 * time.Second
 
-// recordDeliveries records a receive's messages, as deliveries and as holds
-// of their groups by consumer (the receive began at began and was answered
-// at answered); it returns each message's hold id (-1 for a message that is
-// not the test's).
-func recordDeliveries(msgs []types.Message, h *history, consumer int, began, answered time.Time) []int {
-	ids := make([]int, len(msgs))
-	var held []heldMessage
-	var at []int
-	for i, m := range msgs {
-		ids[i] = -1
-		var p, s int
-		var g string
-		body := aws.ToString(m.Body)
-		if _, err := fmt.Sscanf(body, "crash p=%d s=%d g=%s", &p, &s, &g); err != nil {
-			continue
-		}
-		h.delivered(msgRef{p, s}, g, aws.ToString(m.MessageId))
-		if body != crashBody(p, s, g, len(body)) {
-			h.wrongBody(msgRef{p, s}, aws.ToString(m.MessageId), len(body))
-		}
-		held = append(held, heldMessage{group: g, messageID: aws.ToString(m.MessageId), seq: s})
-		at = append(at, i)
+// receive makes one ReceiveMessage request for up to max messages, with a
+// long poll of a second and the test's visibility timeout, records it, and
+// returns the test's messages it returned (a message whose body names
+// none is recorded as a wrong body and left alone).
+func receive(ctx context.Context, client *sqs.Client, queueURL string, consumer int, max int32, h *history) ([]historycheck.Msg, error) {
+	op := historycheck.Op{Kind: historycheck.Receive, Client: consumer, Invoke: time.Now(), Attempts: 1, Visibility: visibility}
+	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(queueURL), MaxNumberOfMessages: max, WaitTimeSeconds: 1,
+		VisibilityTimeout: int32(visibility / time.Second),
+	})
+	if err != nil {
+		// Its answer lost, it may have taken messages for the visibility
+		// timeout: they come back, and the history allows it.
+		op.Outcome, op.Err = historycheck.Unknown, err.Error()
+		h.Add(op)
+		return nil, err
 	}
-	for j, id := range h.received(consumer, began, answered, visibility, held) {
-		ids[at[j]] = id
+	op.Return, op.Outcome = time.Now(), historycheck.OK
+	got, ok := h.received(op, out.Messages)
+	var msgs []historycheck.Msg
+	for i, m := range got {
+		if ok[i] {
+			msgs = append(msgs, m)
+		}
 	}
-	return ids
+	return msgs, nil
+}
+
+// ack makes one delete or release (ChangeMessageVisibility 0) of m with
+// call, and records it: acknowledged, or without an answer on any error
+// (a refusal of an expired handle and a request cut by a kill look alike
+// to the test).
+func ack(h *history, kind historycheck.Kind, consumer int, m historycheck.Msg, call func() error) error {
+	op := historycheck.Op{Kind: kind, Client: consumer, Invoke: time.Now(), Attempts: 1, Msgs: []historycheck.Msg{m}}
+	err := call()
+	if err != nil {
+		op.Outcome, op.Err = historycheck.Unknown, err.Error()
+	} else {
+		op.Return, op.Outcome = time.Now(), historycheck.OK
+	}
+	h.Add(op)
+	return err
 }
 
 // drainer is the consumer number of the final drain.
@@ -407,8 +487,7 @@ func drain(t *testing.T, client *sqs.Client, queueURL string, h *history) {
 	failures := 0
 	for time.Now().Before(deadline) {
 		began := time.Now()
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-			VisibilityTimeout: int32(visibility / time.Second)})
+		msgs, err := receive(ctx, client, queueURL, drainer, 10, h)
 		if err != nil {
 			// A receive whose answer is lost took its messages for the
 			// visibility timeout, as a consumer's may: they come back,
@@ -423,15 +502,16 @@ func drain(t *testing.T, client *sqs.Client, queueURL string, h *history) {
 			continue
 		}
 		failures = 0
-		holds := recordDeliveries(out.Messages, h, drainer, began, time.Now())
-		for i, m := range out.Messages {
-			h.released(holds[i], time.Now())
-			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+		for _, m := range msgs {
+			err := ack(h, historycheck.Delete, drainer, m, func() error {
+				_, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: aws.String(m.Handle)})
+				return err
+			})
+			if err != nil {
 				t.Fatalf("drain delete: %v", err)
 			}
-			h.deleteAcked(aws.ToString(m.MessageId))
 		}
-		if len(out.Messages) > 0 {
+		if len(msgs) > 0 {
 			deadline = time.Now().Add(drainStall)
 			continue
 		}
@@ -441,6 +521,7 @@ func drain(t *testing.T, client *sqs.Client, queueURL string, h *history) {
 		}
 		if attrs.Attributes["ApproximateNumberOfMessages"] == "0" && attrs.Attributes["ApproximateNumberOfMessagesNotVisible"] == "0" &&
 			attrs.Attributes["ApproximateNumberOfMessagesDelayed"] == "0" {
+			h.drained(time.Now())
 			return
 		}
 	}

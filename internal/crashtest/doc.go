@@ -1,8 +1,10 @@
 // Package crashtest holds fifoq's crash test: it runs the real fifoq binary
 // as a subprocess, drives it with concurrent producers and consumers, kills
 // it with SIGKILL at random moments, restarts it on the same data directory,
-// and checks the recorded history for lost, resurrected, reordered or
-// duplicated messages.
+// and checks the recorded history with internal/historycheck, the failover
+// test's checker: lost, undone deletes (resurrected messages), reordered or
+// duplicated messages, groups held by two consumers at once, each group's
+// linearizability — and that every body delivered is the one sent.
 //
 // The test builds the binary itself. In CI it runs in a short form; run it
 // longer with
