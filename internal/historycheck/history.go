@@ -8,7 +8,7 @@ import (
 // Kind is what an operation asked of the queue.
 type Kind int
 
-// The operations the test makes.
+// The operations a test records.
 const (
 	// Send is SendMessage or SendMessageBatch: Msgs are the messages sent.
 	Send Kind = iota

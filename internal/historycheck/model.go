@@ -60,11 +60,13 @@ type mMsg struct {
 // groupState is the model's state: the group's stored messages in send
 // order. It is never modified: a step copies it.
 //
-// Deleted messages are dropped, deduplication ids and all: the test gives
-// every message its own deduplication id and retries a send only within
-// one operation, so no later operation of a history could be deduplicated
-// against a deleted message, and the state stays as small as the group's
-// backlog, which keeps long histories cheap to check.
+// Deleted messages are dropped, deduplication ids and all: a test gives
+// every message its own deduplication id and records a send's retries
+// within one operation (a retry after the message's acknowledgement, as
+// the crash test's of a whole batch, is deduplicated without effect and
+// not recorded), so no later operation of a history could be
+// deduplicated against a deleted message, and the state stays as small as
+// the group's backlog, which keeps long histories cheap to check.
 type groupState struct {
 	msgs []mMsg
 }
