@@ -143,11 +143,10 @@ func Open(cfg Config) (*Node, error) {
 		}
 	}
 	n := &Node{}
-	eng, err := n.openLog(cfg)
-	if err != nil {
+	if err := n.openLog(cfg); err != nil {
 		return nil, err
 	}
-	srv, err := server.New(n.serverConfig(cfg, eng))
+	srv, err := server.New(n.serverConfig(cfg))
 	if err != nil {
 		n.Log.Close()
 		return nil, err
@@ -164,21 +163,21 @@ func Open(cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// openLog makes the engine and opens the log of cfg over it (restoring
-// the data dir's state), and returns the engine.
-func (n *Node) openLog(cfg Config) (*engine.Engine, error) {
-	eng := engine.New(engine.Config{Region: cfg.Region})
+// openLog opens the log of cfg, which makes its engine (restoring the
+// data dir's state).
+func (n *Node) openLog(cfg Config) error {
+	engineCfg := engine.Config{Region: cfg.Region}
 	switch {
 	case cfg.InMemory:
 		if cfg.Cluster != nil {
-			return nil, errors.New("node: a cluster member needs a data dir")
+			return errors.New("node: a cluster member needs a data dir")
 		}
-		n.Log = replog.NewMemory(eng)
-		return eng, nil
+		n.Log = replog.NewMemory(engineCfg)
+		return nil
 	case cfg.DataDir == "":
-		return nil, errors.New("node: no data dir (or InMemory)")
+		return errors.New("node: no data dir (or InMemory)")
 	}
-	rc := replog.RaftConfig{Dir: cfg.DataDir, NodeID: cfg.NodeID, Logger: cfg.Logger, MinFreeBytes: cfg.MinFreeBytes,
+	rc := replog.RaftConfig{Engine: engineCfg, Dir: cfg.DataDir, NodeID: cfg.NodeID, Logger: cfg.Logger, MinFreeBytes: cfg.MinFreeBytes,
 		SnapshotBytes: cfg.SnapshotBytes, BodyFileSize: cfg.BodyFileSize}
 	if cfg.Metrics != nil {
 		rc.Observer = cfg.Metrics.LogObserver()
@@ -187,12 +186,12 @@ func (n *Node) openLog(cfg Config) (*engine.Engine, error) {
 		raftCluster := c.Raft
 		rc.Cluster = &raftCluster
 	}
-	raftLog, err := replog.OpenRaft(rc, eng)
+	raftLog, err := replog.OpenRaft(rc)
 	if err != nil {
-		return nil, fmt.Errorf("open data dir %s: %w", cfg.DataDir, err)
+		return fmt.Errorf("open data dir %s: %w", cfg.DataDir, err)
 	}
 	n.Raft, n.Log = raftLog, raftLog
-	return eng, nil
+	return nil
 }
 
 // Restore makes dir, which must be empty, the data dir of a new server
@@ -202,7 +201,7 @@ func (n *Node) openLog(cfg Config) (*engine.Engine, error) {
 // restored state to be applied, and leaves the log closed.
 func Restore(dir, nodeID, region string, r io.Reader, timeout time.Duration, logger *slog.Logger) (backup.Header, error) {
 	n := &Node{}
-	if _, err := n.openLog(Config{DataDir: dir, NodeID: nodeID, Region: region, Logger: logger}); err != nil {
+	if err := n.openLog(Config{DataDir: dir, NodeID: nodeID, Region: region, Logger: logger}); err != nil {
 		return backup.Header{}, err
 	}
 	hdr, err := n.Raft.RestoreBackup(r, timeout)
@@ -213,9 +212,9 @@ func Restore(dir, nodeID, region string, r io.Reader, timeout time.Duration, log
 }
 
 // serverConfig is the server's part of cfg, over n's log.
-func (n *Node) serverConfig(cfg Config, eng *engine.Engine) server.Config {
+func (n *Node) serverConfig(cfg Config) server.Config {
 	sc := server.Config{Account: cfg.Account, Region: cfg.Region, SingleRegion: cfg.SingleRegion, Version: cfg.Version,
-		Logger: cfg.Logger, Clock: cfg.Clock, Log: n.Log, Engine: eng, Verifier: cfg.Verifier, Metrics: cfg.Metrics,
+		Logger: cfg.Logger, Clock: cfg.Clock, Log: n.Log, Verifier: cfg.Verifier, Metrics: cfg.Metrics,
 		LogRequests: cfg.LogRequests, RecreateDelay: cfg.RecreateDelay, PurgeDelay: cfg.PurgeDelay,
 		Memory: cfg.Memory, MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight}
 	if n.Raft != nil {

@@ -21,8 +21,7 @@ func BenchmarkDurableSend(b *testing.B) {
 	for _, conc := range []int{1, 8, 64, 256} {
 		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
 			dir := b.TempDir()
-			eng := engine.New(engine.Config{Region: "us-east-1"})
-			l, err := OpenRaft(RaftConfig{Dir: dir}, eng)
+			l, err := OpenRaft(RaftConfig{Dir: dir, Engine: testEngine})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -48,9 +48,8 @@ func FuzzRestoreByReference(f *testing.F) {
 // refSnapshot fills an engine whose bodies b keeps and returns its
 // snapshot by reference (engine format 3).
 func refSnapshot(t testing.TB, b *bodies) []byte {
-	eng := engine.New(engine.Config{Region: "us-east-1"})
-	eng.SetBodyStore(b)
-	l := NewMemory(eng)
+	l := NewMemory(engine.Config{Region: "us-east-1", Bodies: b})
+	eng := l.eng
 	c := newClock()
 	do := func(q api.QueueKey, req api.Request, ids ...string) {
 		now := c.next()

@@ -336,8 +336,7 @@ func TestStartRefusesLostBodies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eng := engine.New(engine.Config{Region: "us-east-1"})
-			l, err = OpenRaft(RaftConfig{Dir: dir}, eng)
+			l, err = OpenRaft(RaftConfig{Dir: dir, Engine: testEngine})
 			if err == nil {
 				l.Close()
 				t.Fatal("the node started with its snapshot's bodies gone")

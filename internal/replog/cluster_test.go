@@ -264,7 +264,7 @@ func TestSingleNodeDirBecomesFirstMember(t *testing.T) {
 
 	// Another id is refused, with the one to use.
 	addrs := freeAddrs(t, 2)
-	if _, err := OpenRaft(RaftConfig{Dir: dir, NodeID: "other", MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addrs[0]}}, engine.New(engine.Config{})); err == nil {
+	if _, err := OpenRaft(RaftConfig{Dir: dir, NodeID: "other", MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addrs[0]}}); err == nil {
 		t.Fatal("a single-node dir opened under another node id")
 	}
 	first := &testNode{id: "node-1", dir: dir}

@@ -85,7 +85,7 @@ func TestCorruptRecordRefused(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := OpenRaft(RaftConfig{Dir: dir}, newEngine())
+	_, err := OpenRaft(RaftConfig{Dir: dir, Engine: testEngine})
 	if err == nil {
 		t.Fatal("OpenRaft served a log with a damaged record")
 	}
@@ -95,4 +95,5 @@ func TestCorruptRecordRefused(t *testing.T) {
 	t.Logf("refused as expected: %v", err)
 }
 
-func newEngine() *engine.Engine { return engine.New(engine.Config{Region: "us-east-1"}) }
+// testEngine is the engine config of the tests' logs.
+var testEngine = engine.Config{Region: "us-east-1"}

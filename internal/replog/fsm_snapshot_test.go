@@ -25,7 +25,7 @@ type snapEngine struct {
 
 func newSnapEngine(t *testing.T, n int) *snapEngine {
 	t.Helper()
-	s := &snapEngine{eng: newEngine()}
+	s := &snapEngine{eng: newLogEngine(testEngine)}
 	s.apply(t, &api.CreateQueueRequest{QueueName: testQueue.Name, Attributes: map[string]string{api.AttrFifoQueue: "true"}}, nil)
 	for range n {
 		s.send(t)
@@ -119,7 +119,7 @@ func TestSnapshotWhileApplying(t *testing.T) {
 	if err := verifySnapshotPayload(bytes.NewReader(got)); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	r := &fsm{eng: newEngine(), logger: slog.New(slog.DiscardHandler)}
+	r := &fsm{eng: newLogEngine(testEngine), logger: slog.New(slog.DiscardHandler)}
 	if err := r.Restore(io.NopCloser(bytes.NewReader(got))); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
@@ -152,7 +152,7 @@ func TestSnapshotFormat1StillRestores(t *testing.T) {
 	if err := verifySnapshotPayload(bytes.NewReader(v1)); err != nil {
 		t.Fatalf("verify version 1: %v", err)
 	}
-	f := &fsm{eng: newEngine(), logger: slog.New(slog.DiscardHandler)}
+	f := &fsm{eng: newLogEngine(testEngine), logger: slog.New(slog.DiscardHandler)}
 	if err := f.Restore(io.NopCloser(bytes.NewReader(v1))); err != nil {
 		t.Fatalf("Restore version 1: %v", err)
 	}
@@ -165,7 +165,7 @@ func TestSnapshotFormat1StillRestores(t *testing.T) {
 	if err := verifySnapshotPayload(bytes.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
 		t.Fatalf("verify version 1 with a wrong checksum: %v", err)
 	}
-	g := &fsm{eng: newEngine(), logger: slog.New(slog.DiscardHandler)}
+	g := &fsm{eng: newLogEngine(testEngine), logger: slog.New(slog.DiscardHandler)}
 	before := (&snapEngine{eng: g.eng}).state(t)
 	if err := g.Restore(io.NopCloser(bytes.NewReader(bad))); err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
 		t.Fatalf("Restore version 1 with a wrong checksum: %v", err)
@@ -185,7 +185,7 @@ func TestVerifySnapshotDamage(t *testing.T) {
 	if err := verifySnapshotPayload(bytes.NewReader(good)); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	f := &fsm{eng: newEngine(), logger: slog.New(slog.DiscardHandler)}
+	f := &fsm{eng: newLogEngine(testEngine), logger: slog.New(slog.DiscardHandler)}
 	empty := (&snapEngine{eng: f.eng}).state(t)
 	refused := func(what string, b []byte) {
 		t.Helper()

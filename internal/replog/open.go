@@ -18,8 +18,8 @@ import (
 	"github.com/fifoq/fifoq/internal/walfs"
 )
 
-// OpenRaft opens (or creates) the log in cfg.Dir, restores eng from the
-// latest snapshot, replays the log after it, and returns once the node leads
+// OpenRaft opens (or creates) the log in cfg.Dir, makes its engine
+// (cfg.Engine), restores the engine from the latest snapshot, replays the log after it, and returns once the node leads
 // its cluster of one and every entry on disk has been applied.
 //
 // Each step that takes something the process must give back (the data
@@ -27,8 +27,9 @@ import (
 // give it back on one undo stack; when a later step fails, the stack runs
 // in reverse, so that a failed open leaves the data dir unlocked and
 // nothing running.
-func OpenRaft(cfg RaftConfig, eng *engine.Engine) (_ *Raft, err error) {
+func OpenRaft(cfg RaftConfig) (_ *Raft, err error) {
 	cfg.setDefaults()
+	eng := newLogEngine(cfg.Engine)
 	o := &opening{cfg: cfg, hlog: newHCLogger(cfg.Logger)}
 	defer func() {
 		if err != nil {

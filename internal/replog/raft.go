@@ -16,6 +16,9 @@ import (
 
 // RaftConfig configures a durable, Raft-backed log.
 type RaftConfig struct {
+	// Engine configures the log's engine (its region; the log sets its
+	// body store).
+	Engine engine.Config
 	// Dir holds the log, the snapshots and the lock file.
 	Dir string
 	// NodeID names this node in the Raft configuration.

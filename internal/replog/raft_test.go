@@ -18,13 +18,15 @@ var testQueue = api.QueueKey{Account: "000000000000", Name: "q.fifo"}
 
 func openTest(t *testing.T, dir string, cfg RaftConfig) (*Raft, *engine.Engine) {
 	t.Helper()
-	eng := engine.New(engine.Config{Region: "us-east-1"})
 	cfg.Dir = dir
-	l, err := OpenRaft(cfg, eng)
+	if cfg.Engine == (engine.Config{}) {
+		cfg.Engine = testEngine
+	}
+	l, err := OpenRaft(cfg)
 	if err != nil {
 		t.Fatalf("OpenRaft: %v", err)
 	}
-	return l, eng
+	return l, l.fsm.eng
 }
 
 // clock hands out strictly increasing command times.
@@ -116,7 +118,7 @@ func TestRaftSecondOpenRefused(t *testing.T) {
 	dir := t.TempDir()
 	l, _ := openTest(t, dir, RaftConfig{})
 	defer l.Close()
-	_, err := OpenRaft(RaftConfig{Dir: dir}, engine.New(engine.Config{Region: "us-east-1"}))
+	_, err := OpenRaft(RaftConfig{Dir: dir, Engine: testEngine})
 	if err == nil || !strings.Contains(err.Error(), "in use by another fifoq") {
 		t.Fatalf("second OpenRaft on %s: err = %v, want a lock error", dir, err)
 	}
@@ -176,7 +178,7 @@ func TestRaftCorruptSnapshotRefused(t *testing.T) {
 	if err := os.WriteFile(states[0], b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenRaft(RaftConfig{Dir: dir}, engine.New(engine.Config{Region: "us-east-1"}))
+	_, err = OpenRaft(RaftConfig{Dir: dir, Engine: testEngine})
 	if err == nil {
 		t.Fatal("OpenRaft accepted a corrupt snapshot")
 	}

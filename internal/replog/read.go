@@ -87,3 +87,6 @@ func (l *Raft) ReadBarrier(ctx context.Context) error {
 	}
 	return nil
 }
+
+// SetAvailableHook implements Log.
+func (l *Raft) SetAvailableHook(fn func(api.QueueKey)) { l.fsm.eng.SetAvailableHook(fn) }

@@ -18,7 +18,15 @@ type Log interface {
 	Read(fn func(e *engine.Engine))
 	// Close stops the log; commands applied before Close returns are kept.
 	Close() error
+	// SetAvailableHook sets the function the engine calls when queues
+	// gain receivable messages (engine.Engine.SetAvailableHook): the log
+	// owns its engine, and so the hook.
+	SetAvailableHook(fn func(api.QueueKey))
 }
+
+// newLogEngine makes the engine a log applies its commands to: the log owns
+// it, from its first command to its last.
+func newLogEngine(cfg engine.Config) *engine.Engine { return engine.New(cfg) }
 
 // Memory is a Log that keeps the engine in memory only: nothing survives
 // the process. Commands are applied one at a time, in the order Apply is
@@ -28,8 +36,12 @@ type Memory struct {
 	eng *engine.Engine
 }
 
-// NewMemory returns a Log that applies commands to eng in memory.
-func NewMemory(eng *engine.Engine) *Memory { return &Memory{eng: eng} }
+// NewMemory returns a Log that applies commands in memory to a new engine
+// of the given config.
+func NewMemory(cfg engine.Config) *Memory { return &Memory{eng: newLogEngine(cfg)} }
+
+// SetAvailableHook implements Log.
+func (m *Memory) SetAvailableHook(fn func(api.QueueKey)) { m.eng.SetAvailableHook(fn) }
 
 // Apply implements Log.
 func (m *Memory) Apply(ctx context.Context, cmd *engine.Command) (api.Response, error) {

@@ -340,7 +340,7 @@ func TestStartRefusesEntry(t *testing.T) {
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			_, err := OpenRaft(RaftConfig{Dir: dir}, newEngine())
+			_, err := OpenRaft(RaftConfig{Dir: dir, Engine: testEngine})
 			if err == nil {
 				t.Fatal("OpenRaft started on a log with an entry it cannot apply")
 			}
@@ -468,7 +468,7 @@ func TestStartRefusesNewerSnapshot(t *testing.T) {
 	if err := os.WriteFile(metaPath, mb, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenRaft(RaftConfig{Dir: dir}, newEngine())
+	_, err = OpenRaft(RaftConfig{Dir: dir, Engine: testEngine})
 	if err == nil {
 		t.Fatal("OpenRaft started from a snapshot of a newer format")
 	}
@@ -492,7 +492,7 @@ func TestEmptyIDsSurviveTheLog(t *testing.T) {
 			{Id: "2", MessageBody: "y", MessageGroupId: "g", MessageGroupIdSet: true},
 		}}}
 	results := func(cmds []*engine.Command) string {
-		e := newEngine()
+		e := newLogEngine(testEngine)
 		var out string
 		for _, c := range cmds {
 			resp, err := e.Apply(c)

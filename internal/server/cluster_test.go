@@ -55,10 +55,9 @@ type clusterNode struct {
 
 func (n *clusterNode) start(t *testing.T) {
 	t.Helper()
-	eng := engine.New(engine.Config{Region: DefaultRegion})
 	cfg := n.cfg
-	l, err := replog.OpenRaft(replog.RaftConfig{Dir: n.dir, NodeID: n.id, MinFreeBytes: -1, Cluster: &cfg,
-		Logger: quietLogger()}, eng)
+	l, err := replog.OpenRaft(replog.RaftConfig{Engine: engine.Config{Region: DefaultRegion}, Dir: n.dir, NodeID: n.id, MinFreeBytes: -1, Cluster: &cfg,
+		Logger: quietLogger()})
 	if err != nil {
 		t.Fatalf("open %s: %v", n.id, err)
 	}
@@ -75,7 +74,7 @@ func (n *clusterNode) start(t *testing.T) {
 	if n.skew != 0 {
 		clk = clock.WithNow(func() time.Time { return time.Now().Add(n.skew) })
 	}
-	srv, err := New(Config{Log: l, Raft: l, Engine: eng, Logger: quietLogger(), AdvertiseURL: n.url, Clock: clk,
+	srv, err := New(Config{Log: l, Raft: l, Logger: quietLogger(), AdvertiseURL: n.url, Clock: clk,
 		OnLeader: func(context.Context) { n.leaderCalls.Add(1) },
 		Verifier: &auth.Verifier{Store: store, DefaultAccount: DefaultAccount, Region: DefaultRegion}})
 	if err != nil {
@@ -526,12 +525,11 @@ func TestClusterMembershipOverHTTP(t *testing.T) {
 func TestSingleNodeDataDirGrowsIntoCluster(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	eng := engine.New(engine.Config{Region: DefaultRegion})
-	l, err := replog.OpenRaft(replog.RaftConfig{Dir: dir, MinFreeBytes: -1, Logger: quietLogger()}, eng)
+	l, err := replog.OpenRaft(replog.RaftConfig{Engine: engine.Config{Region: DefaultRegion}, Dir: dir, MinFreeBytes: -1, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	single, err := New(Config{Log: l, Raft: l, Engine: eng, Logger: quietLogger()})
+	single, err := New(Config{Log: l, Raft: l, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

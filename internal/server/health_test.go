@@ -31,12 +31,11 @@ func get(t *testing.T, base, path string) (int, string) {
 func raftServer(t *testing.T, minFree int64) (*Server, *httptest.Server) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng := engine.New(engine.Config{Region: DefaultRegion})
-	l, err := replog.OpenRaft(replog.RaftConfig{Dir: t.TempDir(), Logger: logger, MinFreeBytes: minFree}, eng)
+	l, err := replog.OpenRaft(replog.RaftConfig{Engine: engine.Config{Region: DefaultRegion}, Dir: t.TempDir(), Logger: logger, MinFreeBytes: minFree})
 	if err != nil {
 		t.Fatalf("OpenRaft: %v", err)
 	}
-	srv, err := New(Config{Logger: logger, Log: l, Raft: l, Engine: eng})
+	srv, err := New(Config{Logger: logger, Log: l, Raft: l})
 	if err != nil {
 		l.Close()
 		t.Fatalf("New: %v", err)

@@ -49,10 +49,9 @@ func TestHousekeepingRemovesExpiredMessages(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-			eng := engine.New(engine.Config{Region: DefaultRegion})
-			var inner replog.Log = replog.NewMemory(eng)
+			var inner replog.Log = replog.NewMemory(engine.Config{Region: DefaultRegion})
 			if durable {
-				l, err := replog.OpenRaft(replog.RaftConfig{Dir: t.TempDir(), Logger: logger}, eng)
+				l, err := replog.OpenRaft(replog.RaftConfig{Engine: engine.Config{Region: DefaultRegion}, Dir: t.TempDir(), Logger: logger})
 				if err != nil {
 					t.Fatalf("OpenRaft: %v", err)
 				}
@@ -60,7 +59,7 @@ func TestHousekeepingRemovesExpiredMessages(t *testing.T) {
 			}
 			log := newCountingLog(inner)
 			clock := &testClock{}
-			srv, err := New(Config{Logger: logger, Log: log, Engine: eng, Clock: clockpkg.WithNow(clock.Now)})
+			srv, err := New(Config{Logger: logger, Log: log, Clock: clockpkg.WithNow(clock.Now)})
 			if err != nil {
 				t.Fatal(err)
 			}

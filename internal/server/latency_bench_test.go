@@ -58,17 +58,16 @@ func benchHTTPReceiveLatency(b *testing.B, durable bool) {
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			eng := engine.New(engine.Config{Region: DefaultRegion})
 			lg := slog.New(slog.NewTextHandler(io.Discard, nil))
-			var log replog.Log = replog.NewMemory(eng)
+			var log replog.Log = replog.NewMemory(engine.Config{Region: DefaultRegion})
 			if durable {
-				l, err := replog.OpenRaft(replog.RaftConfig{Dir: b.TempDir(), Logger: lg}, eng)
+				l, err := replog.OpenRaft(replog.RaftConfig{Engine: engine.Config{Region: DefaultRegion}, Dir: b.TempDir(), Logger: lg})
 				if err != nil {
 					b.Fatal(err)
 				}
 				log = l
 			}
-			srv, err := New(Config{Log: log, Engine: eng, Logger: lg})
+			srv, err := New(Config{Log: log, Logger: lg})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -78,13 +77,23 @@ func benchHTTPReceiveLatency(b *testing.B, durable bool) {
 			mustDoB(b, srv, &api.CreateQueueRequest{QueueName: "q.fifo", Attributes: map[string]string{"FifoQueue": "true", "VisibilityTimeout": "60"}})
 			q := api.QueueKey{Account: testAccount, Name: "q.fifo"}
 			sent := 0
+			// fill sends n messages through the log, ten to a command.
 			fill := func(n int) {
-				for range n {
-					sent++
-					id := "m" + strconv.Itoa(sent)
-					eng.Apply(&engine.Command{Time: time.Now().UnixNano(), Caller: testAccount, Queue: q, MessageIDs: []string{id},
-						Request: &api.SendMessageRequest{QueueUrl: q.Path(), MessageBody: "benchmark message body",
-							MessageGroupId: "g" + strconv.Itoa(sent%tc.groups), MessageDeduplicationId: id}})
+				for n > 0 {
+					req := &api.SendMessageBatchRequest{QueueUrl: q.Path()}
+					var ids []string
+					for range min(n, 10) {
+						sent++
+						id := "m" + strconv.Itoa(sent)
+						ids = append(ids, id)
+						req.Entries = append(req.Entries, api.SendMessageBatchRequestEntry{Id: id, MessageBody: "benchmark message body",
+							MessageGroupId: "g" + strconv.Itoa(sent%tc.groups), MessageDeduplicationId: id})
+					}
+					n -= len(ids)
+					if _, err := log.Apply(context.Background(), &engine.Command{Time: time.Now().UnixNano(), Caller: testAccount, Queue: q,
+						MessageIDs: ids, Request: req}); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 			fill(tc.backlog)

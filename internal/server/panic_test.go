@@ -49,11 +49,9 @@ func (s *syncBuffer) String() string {
 // id and its stack, and leaves the server serving the next request.
 func TestPanicCostsOneRequest(t *testing.T) {
 	var logs syncBuffer
-	eng := engine.New(engine.Config{Region: DefaultRegion})
 	srv, err := New(Config{
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		Log:    panickingLog{replog.NewMemory(eng)},
-		Engine: eng,
+		Log:    panickingLog{replog.NewMemory(engine.Config{Region: DefaultRegion})},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,14 +17,13 @@ import (
 // commands are counted.
 func durableCountingServer(b *testing.B) (*Server, *countingLog) {
 	b.Helper()
-	eng := engine.New(engine.Config{Region: DefaultRegion})
 	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l, err := replog.OpenRaft(replog.RaftConfig{Dir: b.TempDir(), NodeID: "bench", Logger: lg}, eng)
+	l, err := replog.OpenRaft(replog.RaftConfig{Engine: engine.Config{Region: DefaultRegion}, Dir: b.TempDir(), NodeID: "bench", Logger: lg})
 	if err != nil {
 		b.Fatal(err)
 	}
 	cl := newCountingLog(l)
-	srv, err := New(Config{Log: cl, Engine: eng, Logger: lg})
+	srv, err := New(Config{Log: cl, Logger: lg})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -41,9 +41,8 @@ func (l *countingLog) count(a api.Action) int {
 
 func newCountingServer(t *testing.T) (*Server, *countingLog) {
 	t.Helper()
-	eng := engine.New(engine.Config{Region: DefaultRegion})
-	log := newCountingLog(replog.NewMemory(eng))
-	srv, err := New(Config{Log: log, Engine: eng, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	log := newCountingLog(replog.NewMemory(engine.Config{Region: DefaultRegion}))
+	srv, err := New(Config{Log: log, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

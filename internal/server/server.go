@@ -60,12 +60,10 @@ type Config struct {
 	// that with a fake clock those waits end when the clock is advanced
 	// (the real clock if nil).
 	Clock clock.Clock
-	// Log is the command log to apply commands through. If nil, the server
-	// creates an in-memory log over a new engine.
+	// Log is the command log to apply commands through, which owns the
+	// engine; the server registers its long-poll notifier with it. If
+	// nil, the server creates an in-memory log.
 	Log replog.Log
-	// Engine is the engine behind Log; required when Log is set, so that the
-	// server can register its long-poll notifier with it.
-	Engine *engine.Engine
 	// Raft is Log when it is the durable log (a replog.Raft): the server
 	// reports its status (/cluster/node), and, when it is a networked
 	// cluster's member, forwards to its leader, serves the node-to-node
@@ -223,13 +221,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Verifier = &auth.Verifier{DefaultAccount: cfg.Account, Now: cfg.Clock.Now}
 	}
 	if cfg.Log == nil {
-		if cfg.Engine != nil {
-			return nil, errors.New("server config: Engine given without Log")
-		}
-		cfg.Engine = engine.New(engine.Config{Region: cfg.Region})
-		cfg.Log = replog.NewMemory(cfg.Engine)
-	} else if cfg.Engine == nil {
-		return nil, errors.New("server config: Log given without its Engine")
+		cfg.Log = replog.NewMemory(engine.Config{Region: cfg.Region})
 	}
 	s := &Server{
 		cfg:       cfg,
@@ -252,7 +244,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.notifier.clock = cfg.Clock
-	cfg.Engine.SetAvailableHook(s.notifier.signal)
+	cfg.Log.SetAvailableHook(s.notifier.signal)
 	s.movers = newMoveTaskDriver(s)
 	s.keeper = newHousekeeper(s)
 	s.initCluster()

@@ -70,9 +70,8 @@ func (l *hungLog) Close() error {
 // error), the client is answered ServiceUnavailable, and the move-task
 // driver's goroutine ends (the package's leak check).
 func TestShutdownWithHungLog(t *testing.T) {
-	eng := engine.New(engine.Config{Region: DefaultRegion})
-	log := newHungLog(replog.NewMemory(eng))
-	srv, err := New(Config{Log: log, Engine: eng, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	log := newHungLog(replog.NewMemory(engine.Config{Region: DefaultRegion}))
+	srv, err := New(Config{Log: log, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
