@@ -104,8 +104,7 @@ func head(xs []int) []int { return xs[:min(len(xs), 10)] }
 // store must hold exactly the bodies of the messages left.
 func TestRandomWithBodyStore(t *testing.T) {
 	harnessBodies = true
-	saved := maxMovesPerApply
-	defer func() { harnessBodies, maxMovesPerApply = false, saved }()
+	defer func() { harnessBodies = false }()
 	seeds := uint64(20)
 	if testing.Short() {
 		seeds = 5

@@ -17,6 +17,30 @@ type Config struct {
 	// Bodies, if not nil, keeps the messages' bodies (see bodies.go);
 	// SetBodyStore sets it on an engine made without one.
 	Bodies BodyStore
+
+	// Knobs only this package's tests turn, each on its own engine (zero
+	// is the default): maxMovesPerApply, the messages one command moves
+	// for one task (defaultMaxMovesPerApply); viewLockBatch, the messages
+	// a snapshot view reads under one hold of its lock
+	// (defaultViewLockBatch).
+	maxMovesPerApply int
+	viewLockBatch    int
+}
+
+// movesPerApply is maxMovesPerApply, or its default.
+func (c *Config) movesPerApply() int {
+	if c.maxMovesPerApply > 0 {
+		return c.maxMovesPerApply
+	}
+	return defaultMaxMovesPerApply
+}
+
+// lockBatch is viewLockBatch, or its default.
+func (c *Config) lockBatch() int {
+	if c.viewLockBatch > 0 {
+		return c.viewLockBatch
+	}
+	return defaultViewLockBatch
 }
 
 // Engine holds every queue and applies commands to them. Apply must be

@@ -33,11 +33,11 @@ const (
 	maxTasksKept = api.MaxListedMoveTasks
 )
 
-// maxMovesPerApply bounds the messages one command other than a bounded
-// TickRequest moves for one task, so that a long pause between commands
-// cannot stall the engine. A variable only so that tests can make it
-// small; nothing else changes it.
-var maxMovesPerApply = 10_000
+// defaultMaxMovesPerApply bounds the messages one command other than a
+// bounded TickRequest moves for one task, so that a long pause between
+// commands cannot stall the engine (Config.movesPerApply: tests make it
+// small).
+const defaultMaxMovesPerApply = 10_000
 
 // failNonExistentQueue is the FailureReason of a task whose source or
 // destination queue is gone.
@@ -259,7 +259,7 @@ func (e *Engine) advanceMoveTasks(cmd *Command, now int64) {
 		shared = int64(t.Moves)
 	}
 	for _, t := range e.running {
-		budget := int64(maxMovesPerApply)
+		budget := int64(e.cfg.movesPerApply())
 		if shared >= 0 {
 			budget = shared
 		}

@@ -38,16 +38,18 @@ import (
 // above and then follows it. Dead-letter queues are never received from,
 // so all their messages stay visible and movable.
 type mtModel struct {
-	fifo     bool
-	sources  []api.QueueKey
-	dlqOf    map[api.QueueKey]api.QueueKey
-	maxRecv  map[api.QueueKey]int
-	lists    map[api.QueueKey]map[string][]string // queue → group → ids, in order
-	loc      map[string]api.QueueKey
-	group    map[string]string
-	origin   map[string]api.QueueKey // for a message in a dead-letter queue: where it came from
-	receives map[string]int
-	tasks    []*mtTask // every task started, oldest first
+	fifo bool
+	// movesPerApply is the engine's Config.maxMovesPerApply.
+	movesPerApply int
+	sources       []api.QueueKey
+	dlqOf         map[api.QueueKey]api.QueueKey
+	maxRecv       map[api.QueueKey]int
+	lists         map[api.QueueKey]map[string][]string // queue → group → ids, in order
+	loc           map[string]api.QueueKey
+	group         map[string]string
+	origin        map[string]api.QueueKey // for a message in a dead-letter queue: where it came from
+	receives      map[string]int
+	tasks         []*mtTask // every task started, oldest first
 }
 
 type mtTask struct {
@@ -84,7 +86,7 @@ func (m *mtModel) advance(now int64, shared int64) (plan []plannedMove, behind b
 		if t.status != api.MoveTaskRunning {
 			continue
 		}
-		budget := int64(maxMovesPerApply)
+		budget := int64(m.movesPerApply)
 		if shared >= 0 {
 			budget = shared
 		}
@@ -121,8 +123,6 @@ func TestRandomMoveTasks(t *testing.T) {
 	if *flagSeed != 0 {
 		first, last = *flagSeed, *flagSeed
 	}
-	saved := maxMovesPerApply
-	t.Cleanup(func() { maxMovesPerApply = saved })
 	for seed := first; seed <= last; seed++ {
 		r := newMTRun(t, seed)
 		for step := 0; step < *flagSteps; step++ {
@@ -164,10 +164,10 @@ func newMTRun(t *testing.T, seed uint64) *mtRun {
 	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
 	r := &mtRun{t: t, seed: seed, rng: rng, h: newHarness(t)}
 	r.h.entropy = seed
-	maxMovesPerApply = 1 + rng.IntN(6)
+	r.h.e.cfg.maxMovesPerApply = 1 + rng.IntN(6)
 	m := &mtModel{fifo: seed%2 == 0, dlqOf: map[api.QueueKey]api.QueueKey{}, maxRecv: map[api.QueueKey]int{},
 		lists: map[api.QueueKey]map[string][]string{}, loc: map[string]api.QueueKey{}, group: map[string]string{},
-		origin: map[string]api.QueueKey{}, receives: map[string]int{}}
+		origin: map[string]api.QueueKey{}, receives: map[string]int{}, movesPerApply: r.h.e.cfg.maxMovesPerApply}
 	r.m = m
 	suffix := ""
 	if m.fifo {
@@ -192,7 +192,7 @@ func newMTRun(t *testing.T, seed uint64) *mtRun {
 	for _, q := range r.all {
 		m.lists[q] = map[string][]string{}
 	}
-	r.logf("seed %d: fifo %v, moves per task per command %d, maxReceiveCount %d and %d", seed, m.fifo, maxMovesPerApply, m.maxRecv[m.sources[0]], m.maxRecv[m.sources[1]])
+	r.logf("seed %d: fifo %v, moves per task per command %d, maxReceiveCount %d and %d", seed, m.fifo, m.movesPerApply, m.maxRecv[m.sources[0]], m.maxRecv[m.sources[1]])
 	return r
 }
 

@@ -393,8 +393,7 @@ func (tw *twins) openView() {
 // it wrote the state of the moment it was opened, byte for byte.
 func (tw *twins) writeView() {
 	tw.t.Helper()
-	defer func(b int) { viewLockBatch = b }(viewLockBatch)
-	viewLockBatch = 1 + tw.vrng.IntN(3)
+	tw.view.lockBatch = 1 + tw.vrng.IntN(3)
 	tw.writing = true
 	step := 0
 	// With a body store, the view writes half the time by reference: put

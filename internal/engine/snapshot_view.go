@@ -39,6 +39,9 @@ type SnapshotView struct {
 	// (see BodiesByReference).
 	bodies BodyStore
 	byRef  bool
+	// lockBatch is the most messages read under one hold of the lock
+	// (Config.lockBatch).
+	lockBatch int
 }
 
 // queueView is one queue's part of a view.
@@ -138,7 +141,7 @@ func (e *Engine) captureSnapshot() (*SnapshotView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &SnapshotView{header: h, queues: make([]queueView, 0, len(keys)), bodies: e.cfg.Bodies}
+	v := &SnapshotView{header: h, queues: make([]queueView, 0, len(keys)), bodies: e.cfg.Bodies, lockBatch: e.cfg.lockBatch()}
 	for _, k := range keys {
 		q := e.queues[k]
 		v.queues = append(v.queues, captureQueue(q))
@@ -260,7 +263,7 @@ func (v *SnapshotView) writeQueue(enc *gob.Encoder, raw io.Writer, qv *queueView
 	cw := chunkWriter{enc: enc, raw: raw, msgs: recordWriter{bodies: v.bodies, byRef: v.byRef}}
 	for i := 0; i < len(qv.msgs); {
 		lock.Lock()
-		for k := 0; i < len(qv.msgs) && !cw.full() && k < viewLockBatch; i, k = i+1, k+1 {
+		for k := 0; i < len(qv.msgs) && !cw.full() && k < v.lockBatch; i, k = i+1, k+1 {
 			cw.message(v.asTaken(qv.msgs[i]), i >= qv.arrival)
 		}
 		lock.Unlock()
@@ -291,10 +294,11 @@ func (v *SnapshotView) writeQueue(enc *gob.Encoder, raw io.Writer, qv *queueView
 	return cw.flush()
 }
 
-// viewLockBatch is the most messages WriteTo reads under one hold of its
-// lock: a few tens of microseconds of Apply's time. Tests lower it to
-// apply commands between any two messages.
-var viewLockBatch = 256
+// defaultViewLockBatch is the most messages WriteTo reads under one hold
+// of its lock: a few tens of microseconds of Apply's time
+// (Config.lockBatch: tests lower it to apply commands between any two
+// messages).
+const defaultViewLockBatch = 256
 
 // asTaken returns m as it was when the view was taken. The caller holds
 // the view's lock.
