@@ -170,3 +170,14 @@ func redrivePolicy(dlqARN string, maxReceiveCount int) string {
 	b, _ := json.Marshal(map[string]any{"deadLetterTargetArn": dlqARN, "maxReceiveCount": maxReceiveCount})
 	return string(b)
 }
+
+// waitForWaiters waits until the server has exactly n receives waiting
+// for messages (its fifoq_long_poll_waiters gauge), so that a test acts
+// once its long polls are in place rather than after a guessed sleep.
+func waitForWaiters(t *testing.T, env *Env, n int) {
+	t.Helper()
+	eventually(t, 10*time.Second, fmt.Sprintf("%d long polls waiting", n), func() bool {
+		v, found := readMetrics(t, env).value("fifoq_long_poll_waiters")
+		return found && int(v) == n
+	})
+}

@@ -25,7 +25,7 @@ func TestLongPolling(t *testing.T) {
 				msgs, err := c.Receive(ctx, q, RecvIn{Max: 1, Wait: i32(5)})
 				done <- result{msgs, err, time.Now()}
 			}()
-			time.Sleep(300 * time.Millisecond)
+			waitForWaiters(t, env, 1)
 			sentAt := time.Now()
 			mustSend(t, c, q, SendIn{Body: "wake up"})
 			r := <-done
@@ -65,7 +65,7 @@ func TestLongPolling(t *testing.T) {
 				_, err := c.Receive(cctx, q, RecvIn{Max: 1, Wait: i32(20)})
 				done <- err
 			}()
-			time.Sleep(200 * time.Millisecond)
+			waitForWaiters(t, env, 1)
 			cancel()
 			select {
 			case err := <-done:
@@ -76,7 +76,7 @@ func TestLongPolling(t *testing.T) {
 				t.Fatal("cancelled receive did not return")
 			}
 			// The abandoned waiter must not swallow the next message.
-			time.Sleep(100 * time.Millisecond)
+			waitForWaiters(t, env, 0)
 			mustSend(t, c, q, SendIn{Body: "for the living"})
 			msgs := must(c.Receive(ctx, q, RecvIn{Max: 1, Wait: i32(2)}))(t)
 			wantBodies(t, msgs, "for the living")
@@ -108,7 +108,7 @@ func TestManyLongPollers(t *testing.T) {
 			got <- msgs
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitForWaiters(t, env, waiters)
 	sendMany(t, c, q, "", "w", 5)
 	received := 0
 	for i := 0; i < waiters; i++ {
