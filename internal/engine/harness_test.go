@@ -46,6 +46,18 @@ func (h *harness) advance(d time.Duration) { h.now += int64(d) }
 
 // command builds the command for a request, as the server would.
 func (h *harness) command(q api.QueueKey, req api.Request) *Command {
+	ids := messageIDs(req, func() string {
+		h.ids++
+		return fmt.Sprintf("msg-%06d", h.ids)
+	})
+	h.entropy = mix64(h.entropy)
+	return &Command{Time: h.now, Caller: h.caller, Queue: q, Request: req, MessageIDs: ids, Entropy: h.entropy}
+}
+
+// messageIDs gives a request one fresh message id, from next, for each
+// message it may create, as the server does: one for SendMessage, one per
+// entry for SendMessageBatch.
+func messageIDs(req api.Request, next func() string) []string {
 	n := 0
 	switch r := req.(type) {
 	case *api.SendMessageRequest:
@@ -55,11 +67,9 @@ func (h *harness) command(q api.QueueKey, req api.Request) *Command {
 	}
 	ids := make([]string, n)
 	for i := range ids {
-		h.ids++
-		ids[i] = fmt.Sprintf("msg-%06d", h.ids)
+		ids[i] = next()
 	}
-	h.entropy = mix64(h.entropy)
-	return &Command{Time: h.now, Caller: h.caller, Queue: q, Request: req, MessageIDs: ids, Entropy: h.entropy}
+	return ids
 }
 
 // do validates a request and applies or reads it.

@@ -194,18 +194,10 @@ func (tw *twins) anyQueue() api.QueueKey {
 
 // command builds a command the way the server does.
 func (tw *twins) command(caller string, q api.QueueKey, req api.Request) *Command {
-	n := 0
-	switch r := req.(type) {
-	case *api.SendMessageRequest:
-		n = 1
-	case *api.SendMessageBatchRequest:
-		n = len(r.Entries)
-	}
-	ids := make([]string, n)
-	for i := range ids {
+	ids := messageIDs(req, func() string {
 		tw.ids++
-		ids[i] = fmt.Sprintf("m-%06d", tw.ids)
-	}
+		return fmt.Sprintf("m-%06d", tw.ids)
+	})
 	tw.entropy = mix64(tw.entropy)
 	return &Command{Time: tw.now, Caller: caller, Queue: q, Request: req, MessageIDs: ids, Entropy: tw.entropy}
 }

@@ -142,20 +142,12 @@ func (s *transcript) do(q string, req api.Request) (api.Response, error) {
 			return nil, err
 		}
 	}
-	n := 0
-	switch r := req.(type) {
-	case *api.SendMessageRequest:
-		n = 1
-	case *api.SendMessageBatchRequest:
-		n = len(r.Entries)
-	}
-	ids := make([]string, n)
-	for i := range ids {
+	ids := messageIDs(req, func() string {
 		// Canonical UUIDs, as the server makes them, so the engine stores
 		// them in their compact form; scripts see them as m1, m2, ...
 		s.ids++
-		ids[i] = fmt.Sprintf("00000000-0000-4000-8000-%012d", s.ids)
-	}
+		return fmt.Sprintf("00000000-0000-4000-8000-%012d", s.ids)
+	})
 	s.entropy = mix64(s.entropy)
 	cmd := &Command{Time: s.now, Caller: testAccount, Request: req, MessageIDs: ids, Entropy: s.entropy}
 	if q != "" {
