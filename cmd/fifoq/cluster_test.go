@@ -62,3 +62,17 @@ func TestClusterCommandUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesUnreadableRaftTLS: certificate files that cannot be
+// read stop fifoq serve with a message naming the problem (exit 1), as
+// the flags' check cannot see files.
+func TestServeRefusesUnreadableRaftTLS(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	code := run([]string{"serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--raft-addr", "127.0.0.1:1",
+		"--raft-tls-cert", dir + "/no-cert.pem", "--raft-tls-key", dir + "/no-key.pem", "--raft-tls-ca", dir + "/no-ca.pem"},
+		&bytes.Buffer{}, &stderr)
+	if out := stderr.String(); code != 1 || !strings.Contains(out, "cannot set up the cluster") || !strings.Contains(out, "no-cert.pem") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 naming the certificate file", code, out)
+	}
+}

@@ -135,8 +135,14 @@ func serveParsed(fs *flag.FlagSet, o *serveOptions, stdout, stderr io.Writer) in
 		logger.Info("memory budget", "budget", memguard.HumanSize(set.budget), "from", set.budgetFrom,
 			"go_soft_limit", memguard.HumanSize(guard.SoftLimit()))
 	}
+	nc, err := nodeConfig(opts, cfg, set, ln, guard, logger)
+	if err != nil {
+		ln.Close()
+		logger.Error("cannot set up the cluster", "err", err)
+		return 1
+	}
 	began := time.Now()
-	n, err := node.Open(nodeConfig(opts, cfg, set, ln, guard, logger))
+	n, err := node.Open(nc)
 	if err != nil {
 		ln.Close()
 		logger.Error("cannot start", "dir", opts.dataDir, "err", err)
@@ -210,8 +216,9 @@ could pass for a member and read, write and delete every queue. Either
 	return set, nil
 }
 
-// nodeConfig is the node the flags describe.
-func nodeConfig(opts serveOptions, cfg *config.File, set serveSettings, ln net.Listener, guard *memguard.Guard, logger *slog.Logger) node.Config {
+// nodeConfig is the node the flags describe. It fails if the cluster's
+// TLS files cannot be read: the flags' check does not read files.
+func nodeConfig(opts serveOptions, cfg *config.File, set serveSettings, ln net.Listener, guard *memguard.Guard, logger *slog.Logger) (node.Config, error) {
 	nc := node.Config{Account: opts.account, Region: opts.region, SingleRegion: opts.singleRegion, Version: readBuildInfo().version,
 		InMemory: opts.inMemory, DataDir: opts.dataDir, MinFreeBytes: minFreeBytes(opts.minFree),
 		SnapshotBytes: replog.SnapshotBytesWithin(set.budget), BodyFileSize: set.bodyFileSize, NodeID: opts.cluster.nodeID,
@@ -219,11 +226,13 @@ func nodeConfig(opts serveOptions, cfg *config.File, set serveSettings, ln net.L
 		LogRequests: opts.logReqs, RecreateDelay: node.Cooldown(opts.recreateDelay), PurgeDelay: node.Cooldown(opts.purgeDelay),
 		Memory: memoryGuard(guard), MaxBodyBytesInFlight: set.budget / 20, Queues: cfg}
 	if opts.cluster.clustered() {
-		// check has parsed the peers and the TLS files already.
-		rc, _ := opts.cluster.raftCluster()
+		rc, err := opts.cluster.raftCluster()
+		if err != nil {
+			return nc, err
+		}
 		nc.Cluster = &node.Cluster{Raft: *rc, AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != "")}
 	}
-	return nc
+	return nc, nil
 }
 
 // logStarted logs the line that says the server is up, and how.
