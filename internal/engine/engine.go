@@ -22,9 +22,23 @@ type Config struct {
 	// is the default): maxMovesPerApply, the messages one command moves
 	// for one task (defaultMaxMovesPerApply); viewLockBatch, the messages
 	// a snapshot view reads under one hold of its lock
-	// (defaultViewLockBatch).
-	maxMovesPerApply int
-	viewLockBatch    int
+	// (defaultViewLockBatch); restorePipelineMin, the records from which a
+	// restore reads and applies a queue's chunks on two goroutines
+	// (defaultRestorePipelineMin; negative: every queue).
+	maxMovesPerApply   int
+	viewLockBatch      int
+	restorePipelineMin int
+}
+
+// pipelineMin is restorePipelineMin, or its default.
+func (c *Config) pipelineMin() int {
+	switch {
+	case c.restorePipelineMin < 0:
+		return 0
+	case c.restorePipelineMin > 0:
+		return c.restorePipelineMin
+	}
+	return defaultRestorePipelineMin
 }
 
 // movesPerApply is maxMovesPerApply, or its default.

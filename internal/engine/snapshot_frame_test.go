@@ -18,6 +18,10 @@ func bufioOf(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)
 // them, so the records compared here leave deduplication records out;
 // TestSnapshotVersion1Dedup restores those from version 1.
 func TestSnapshotVersion1StillRestores(t *testing.T) {
+	testSnapshotVersion1StillRestores(t, restoreDefault)
+}
+
+func testSnapshotVersion1StillRestores(t *testing.T, mode restoreMode) {
 	data := snapshotBytes(t, richHarness(t).e)
 	if v := binary.BigEndian.Uint32(data[len(snapMagic):]); v != snapVersion {
 		t.Fatalf("snapshot written in format version %d, want %d", v, snapVersion)
@@ -28,11 +32,11 @@ func TestSnapshotVersion1StillRestores(t *testing.T) {
 	if bytes.Equal(old, cur) {
 		t.Fatal("versions 1 and 2 encode the same bytes: the test proves nothing")
 	}
-	want := New(Config{Region: testRegion})
+	want := mode.engine(New(Config{Region: testRegion}))
 	if err := want.Restore(bytes.NewReader(cur)); err != nil {
 		t.Fatalf("Restore of the current version: %v", err)
 	}
-	e := New(Config{Region: testRegion})
+	e := mode.engine(New(Config{Region: testRegion}))
 	if err := e.Restore(bytes.NewReader(old)); err != nil {
 		t.Fatalf("Restore of version 1: %v", err)
 	}
@@ -83,13 +87,11 @@ func TestSnapshotChunkLengthBounded(t *testing.T) {
 // read and applied on two goroutines, as only large queues are otherwise:
 // the states restored and the errors reported must be the same.
 func TestRestorePipelined(t *testing.T) {
-	defer func(n int) { restorePipelineMin = n }(restorePipelineMin)
-	restorePipelineMin = 0
-	t.Run("round trip", TestSnapshotRoundTrip)
-	t.Run("bad input", TestRestoreRejectsBadInput)
-	t.Run("inconsistent", TestRestoreRejectsInconsistentSnapshots)
-	t.Run("version 1", TestSnapshotVersion1StillRestores)
-	t.Run("twins", TestSnapshotTwins)
+	t.Run("round trip", func(t *testing.T) { testSnapshotRoundTrip(t, restorePipelined) })
+	t.Run("bad input", func(t *testing.T) { testRestoreRejectsBadInput(t, restorePipelined) })
+	t.Run("inconsistent", func(t *testing.T) { testRestoreRejectsInconsistentSnapshots(t, restorePipelined) })
+	t.Run("version 1", func(t *testing.T) { testSnapshotVersion1StillRestores(t, restorePipelined) })
+	t.Run("twins", func(t *testing.T) { testSnapshotTwins(t, restorePipelined) })
 }
 
 // TestRestoreHugeRecordCounts announces far more records than a chunk
@@ -107,13 +109,7 @@ func TestRestoreHugeRecordCounts(t *testing.T) {
 			}
 			q.Q.Messages, q.Q.Dedups = huge, huge
 			q.Chunks[0].Messages, q.Chunks[0].Dedups = huge, huge
-			func() {
-				if pipelined {
-					defer func(n int) { restorePipelineMin = n }(restorePipelineMin)
-					restorePipelineMin = 0
-				}
-				wantRestoreError(t, p.encode(t), "")
-			}()
+			wantRestoreErrorIn(t, restoreMode(pipelined), p.encode(t), "")
 			found = true
 			break
 		}

@@ -12,11 +12,11 @@ import "sync/atomic"
 // restore uses two cores; the state built, and the errors reported, are
 // those of one goroutine doing both in turn.
 
-// restorePipelineMin is the number of message and deduplication records
-// from which a queue's chunks are read and applied on two goroutines:
-// below it, a goroutine costs more than it saves. Tests set it to 0 to
-// pipeline every queue.
-var restorePipelineMin = 4 * snapChunkSize
+// defaultRestorePipelineMin is the number of message and deduplication
+// records from which a queue's chunks are read and applied on two
+// goroutines: below it, a goroutine costs more than it saves
+// (Config.pipelineMin: tests pipeline every queue).
+const defaultRestorePipelineMin = 4 * snapChunkSize
 
 // restorePipelineDepth is the number of chunks in the pipeline: one being
 // read, one being applied, one read and waiting. Each holds its records'
@@ -47,7 +47,7 @@ func (rs *restorer) records(q *queue, sq *snapQueue) error {
 	more := func() bool {
 		return got.msgs < sq.Messages || got.dedups < sq.Dedups || got.attempts < sq.Attempts || got.ordered < sq.Ordered
 	}
-	if sq.Messages+sq.Dedups < restorePipelineMin {
+	if sq.Messages+sq.Dedups < rs.e.cfg.pipelineMin() {
 		for more() {
 			if err := rs.readChunk(&rs.batch, sq, &got); err != nil {
 				return err

@@ -30,7 +30,9 @@ var (
 // ListQueues, tags, dead-letter sources, move task lists, NextWake and
 // Receivable of every queue, now and later. At each snapshot the snapshots
 // of A and X must be byte-identical, which compares the whole states.
-func TestSnapshotTwins(t *testing.T) {
+func TestSnapshotTwins(t *testing.T) { testSnapshotTwins(t, restoreDefault) }
+
+func testSnapshotTwins(t *testing.T, mode restoreMode) {
 	seeds := *flagSnapSeeds
 	if testing.Short() {
 		seeds = min(seeds, 15)
@@ -38,6 +40,7 @@ func TestSnapshotTwins(t *testing.T) {
 	var cov twinCoverage
 	run := func(seed uint64) bool {
 		tw := newTwins(t, seed, &cov)
+		tw.mode = mode
 		for step := range *flagSnapSteps {
 			tw.step(step)
 			if t.Failed() {
@@ -89,6 +92,8 @@ type twinCoverage struct {
 
 // twins drives engines A and X with the same commands.
 type twins struct {
+	// mode is how the engines the twins restore into read chunks.
+	mode restoreMode
 	// aBodies and xBodies are a's and x's BodyStores, with harnessBodies.
 	aBodies, xBodies *testBodies
 	t                *testing.T
@@ -818,6 +823,7 @@ func (tw *twins) snapshot(final bool) {
 		y = junkEngine(tw.t, tw.rng.Uint64())
 		tw.cov.usedEngine++
 	}
+	y = tw.mode.engine(y)
 	var yBodies *testBodies
 	if harnessBodies {
 		if st, ok := y.cfg.Bodies.(*testBodies); ok {
@@ -875,7 +881,7 @@ func (tw *twins) refSnapshot(inline []byte) {
 	} else if !bytes.Equal(back.Bytes(), inline) {
 		tw.fail("InlineBodies made %d bytes, not the %d of the snapshot", back.Len(), len(inline))
 	}
-	z := New(Config{Region: testRegion})
+	z := tw.mode.engine(New(Config{Region: testRegion}))
 	z.SetBodyStore(tw.xBodies)
 	if err := z.Restore(bytes.NewReader(refs.Bytes())); err != nil {
 		tw.fail("Restore by reference: %v", err)

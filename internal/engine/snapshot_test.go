@@ -200,9 +200,30 @@ func TestSnapshotKeepsPromises(t *testing.T) {
 	})
 }
 
+// restoreMode is how the engines a snapshot test restores into read a
+// queue's chunks: as by default (on two goroutines for large queues only),
+// or every queue pipelined (TestRestorePipelined), which must restore the
+// same states and report the same errors.
+type restoreMode bool
+
+const (
+	restoreDefault   restoreMode = false
+	restorePipelined restoreMode = true
+)
+
+// engine returns e set to restore in mode m.
+func (m restoreMode) engine(e *Engine) *Engine {
+	if m == restorePipelined {
+		e.cfg.restorePipelineMin = -1
+	}
+	return e
+}
+
 // TestSnapshotRoundTrip restores the rich engine and compares the
 // snapshots, the reads and the hook calls.
-func TestSnapshotRoundTrip(t *testing.T) {
+func TestSnapshotRoundTrip(t *testing.T) { testSnapshotRoundTrip(t, restoreDefault) }
+
+func testSnapshotRoundTrip(t *testing.T, mode restoreMode) {
 	for name, build := range map[string]func(*testing.T) *harness{
 		"empty": newHarness,
 		"rich":  richHarness,
@@ -211,7 +232,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			h := build(t)
 			data := snapshotBytes(t, h.e)
 			var woken []api.QueueKey
-			e := New(Config{Region: testRegion})
+			e := mode.engine(New(Config{Region: testRegion}))
 			e.SetAvailableHook(func(k api.QueueKey) { woken = append(woken, k) })
 			if err := e.Restore(bytes.NewReader(data)); err != nil {
 				t.Fatalf("Restore: %v", err)
@@ -260,7 +281,9 @@ func TestSnapshotChunksAreBounded(t *testing.T) {
 // TestRestoreRejectsBadInput feeds Restore garbage, truncated, corrupted,
 // foreign and wrong-version snapshots: each must fail and leave the
 // engine as it was.
-func TestRestoreRejectsBadInput(t *testing.T) {
+func TestRestoreRejectsBadInput(t *testing.T) { testRestoreRejectsBadInput(t, restoreDefault) }
+
+func testRestoreRejectsBadInput(t *testing.T, mode restoreMode) {
 	good := snapshotBytes(t, richHarness(t).e)
 	version := func(v uint32) []byte {
 		b := bytes.Clone(good)
@@ -279,10 +302,10 @@ func TestRestoreRejectsBadInput(t *testing.T) {
 		"bad checksum":   append(bytes.Clone(good[:len(good)-4]), 0, 0, 0, 0),
 	}
 	for name, in := range cases {
-		t.Run(name, func(t *testing.T) { wantRestoreError(t, in, "") })
+		t.Run(name, func(t *testing.T) { wantRestoreErrorIn(t, mode, in, "") })
 	}
 	t.Run("other region", func(t *testing.T) {
-		e := New(Config{Region: "eu-west-1"})
+		e := mode.engine(New(Config{Region: "eu-west-1"}))
 		if err := e.Restore(bytes.NewReader(good)); err == nil || !strings.Contains(err.Error(), "region") {
 			t.Errorf("Restore of another region's snapshot: %v", err)
 		}
@@ -293,7 +316,7 @@ func TestRestoreRejectsBadInput(t *testing.T) {
 		step = 7
 	}
 	t.Run("every truncation", func(t *testing.T) {
-		target, before := restoreTarget(t)
+		target, before := restoreTarget(t, mode)
 		for n := 0; n < len(good); n += step {
 			if err := target.Restore(bytes.NewReader(good[:n])); err == nil {
 				t.Fatalf("Restore of the first %d of %d bytes succeeded", n, len(good))
@@ -304,7 +327,7 @@ func TestRestoreRejectsBadInput(t *testing.T) {
 		}
 	})
 	t.Run("every byte corrupted", func(t *testing.T) {
-		target, before := restoreTarget(t)
+		target, before := restoreTarget(t, mode)
 		rng := rand.New(rand.NewPCG(1, 2))
 		for i := 0; i < len(good); i += step {
 			b := bytes.Clone(good)
@@ -321,9 +344,9 @@ func TestRestoreRejectsBadInput(t *testing.T) {
 
 // restoreTarget returns an engine with a state of its own, whose hook
 // fails the test (a failed restore must not call it), and its snapshot.
-func restoreTarget(t *testing.T) (*Engine, []byte) {
+func restoreTarget(t *testing.T, mode restoreMode) (*Engine, []byte) {
 	t.Helper()
-	e := junkEngine(t, 42)
+	e := mode.engine(junkEngine(t, 42))
 	e.SetAvailableHook(func(k api.QueueKey) { t.Errorf("a failed restore called the hook for %s", k) })
 	return e, snapshotBytes(t, e)
 }
@@ -332,7 +355,13 @@ func restoreTarget(t *testing.T) (*Engine, []byte) {
 // requires an error (containing want) and the engine unchanged.
 func wantRestoreError(t *testing.T, in []byte, want string) {
 	t.Helper()
-	e, before := restoreTarget(t)
+	wantRestoreErrorIn(t, restoreDefault, in, want)
+}
+
+// wantRestoreErrorIn is wantRestoreError restoring in mode.
+func wantRestoreErrorIn(t *testing.T, mode restoreMode, in []byte, want string) {
+	t.Helper()
+	e, before := restoreTarget(t, mode)
 	err := e.Restore(bytes.NewReader(in))
 	if err == nil {
 		t.Fatalf("Restore succeeded")
@@ -349,6 +378,10 @@ func wantRestoreError(t *testing.T, in []byte, want string) {
 // formed, with a valid checksum, but describe states the engine cannot be
 // in: each must fail rather than build an engine that breaks later.
 func TestRestoreRejectsInconsistentSnapshots(t *testing.T) {
+	testRestoreRejectsInconsistentSnapshots(t, restoreDefault)
+}
+
+func testRestoreRejectsInconsistentSnapshots(t *testing.T, mode restoreMode) {
 	good := snapshotBytes(t, richHarness(t).e)
 	queue := func(p *parsedSnapshot, name string) *parsedQueue {
 		for i := range p.Queues {
@@ -467,7 +500,7 @@ func TestRestoreRejectsInconsistentSnapshots(t *testing.T) {
 			tc.edit(p)
 			in := p.encode(t)
 			if tc.want == "" {
-				e := New(Config{Region: testRegion})
+				e := mode.engine(New(Config{Region: testRegion}))
 				if err := e.Restore(bytes.NewReader(in)); err != nil {
 					t.Fatalf("Restore: %v", err)
 				}
@@ -476,7 +509,7 @@ func TestRestoreRejectsInconsistentSnapshots(t *testing.T) {
 				}
 				return
 			}
-			wantRestoreError(t, in, tc.want)
+			wantRestoreErrorIn(t, mode, in, tc.want)
 		})
 	}
 }
