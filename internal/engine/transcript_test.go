@@ -173,291 +173,396 @@ func (s *transcript) errText(err error) string {
 	return "error: " + msg
 }
 
+// scriptCommands are the commands a transcript script may give, each run
+// by a method of its own.
+var scriptCommands = map[string]func(*transcript, *scriptCmd) string{
+	"advance":          (*transcript).cmdAdvance,
+	"create":           (*transcript).cmdCreate,
+	"delete-queue":     (*transcript).cmdDeleteQueue,
+	"set-attrs":        (*transcript).cmdSetAttrs,
+	"get-attrs":        (*transcript).cmdGetAttrs,
+	"send":             (*transcript).cmdSend,
+	"send-batch":       (*transcript).cmdSendBatch,
+	"receive":          (*transcript).cmdReceive,
+	"outlook":          (*transcript).cmdOutlook,
+	"delete":           (*transcript).cmdDelete,
+	"delete-batch":     (*transcript).cmdDeleteBatch,
+	"visibility":       (*transcript).cmdVisibility,
+	"visibility-batch": (*transcript).cmdVisibilityBatch,
+	"purge":            (*transcript).cmdPurge,
+	"tick":             (*transcript).cmdTick,
+	"housekeep":        (*transcript).cmdHousekeep,
+	"move-start":       (*transcript).cmdMoveStart,
+	"move-list":        (*transcript).cmdMoveList,
+	"move-cancel":      (*transcript).cmdMoveCancel,
+	"dlq-sources":      (*transcript).cmdDlqSources,
+	"dump":             (*transcript).cmdDump,
+}
+
+// scriptCmd is one command of a script, with readers of its arguments.
+type scriptCmd struct {
+	t  *testing.T
+	td *datadriven.TestData
+	q  string // the q argument: the queue the command acts on
+}
+
+// arg returns the argument key's values, joined by commas.
+func (c *scriptCmd) arg(key string) (string, bool) {
+	a, ok := c.td.Arg(key)
+	if !ok {
+		return "", false
+	}
+	return strings.Join(a.Vals, ","), true
+}
+
+// str returns the argument key, or "".
+func (c *scriptCmd) str(key string) string {
+	v, _ := c.arg(key)
+	return v
+}
+
+// intArg returns the argument key as a number, or nil if it is absent.
+func (c *scriptCmd) intArg(key string) *int {
+	v, ok := c.arg(key)
+	if !ok {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		c.td.Fatalf(c.t, "%s=%s: %v", key, v, err)
+	}
+	return &n
+}
+
+// run runs one command of a script and returns its output.
 func (s *transcript) run(t *testing.T, td *datadriven.TestData) string {
-	arg := func(key string) (string, bool) {
-		a, ok := td.Arg(key)
-		if !ok {
-			return "", false
-		}
-		return strings.Join(a.Vals, ","), true
+	c := &scriptCmd{t: t, td: td}
+	c.q = c.str("q")
+	cmd, ok := scriptCommands[td.Cmd]
+	if !ok {
+		td.Fatalf(t, "unknown command %q", td.Cmd)
 	}
-	str := func(key string) string {
-		v, _ := arg(key)
-		return v
+	return cmd(s, c)
+}
+
+// cmdAdvance runs a script's advance command.
+func (s *transcript) cmdAdvance(c *scriptCmd) string {
+	t, td := c.t, c.td
+	if len(td.CmdArgs) != 1 {
+		td.Fatalf(t, "advance takes one duration")
 	}
-	intArg := func(key string) *int {
-		v, ok := arg(key)
-		if !ok {
-			return nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			td.Fatalf(t, "%s=%s: %v", key, v, err)
-		}
-		return &n
+	d, err := time.ParseDuration(td.CmdArgs[0].Key)
+	if err != nil || d < 0 {
+		td.Fatalf(t, "advance %s: %v", td.CmdArgs[0].Key, err)
 	}
-	q := str("q")
+	s.now += int64(d)
+	return "now " + rel(s.now) + "\n"
+}
 
-	switch td.Cmd {
-	case "advance":
-		if len(td.CmdArgs) != 1 {
-			td.Fatalf(t, "advance takes one duration")
-		}
-		d, err := time.ParseDuration(td.CmdArgs[0].Key)
-		if err != nil || d < 0 {
-			td.Fatalf(t, "advance %s: %v", td.CmdArgs[0].Key, err)
-		}
-		s.now += int64(d)
-		return "now " + rel(s.now) + "\n"
+// cmdCreate runs a script's create command.
+func (s *transcript) cmdCreate(c *scriptCmd) string {
+	t, td, str := c.t, c.td, c.str
+	attrs := s.queueAttrs(t, td)
+	name := str("name")
+	if _, ok := attrs[api.AttrFifoQueue]; !ok && strings.HasSuffix(name, ".fifo") {
+		attrs[api.AttrFifoQueue] = "true" // a script's shorthand
+	}
+	resp, err := s.do("", &api.CreateQueueRequest{QueueName: name, Attributes: attrs})
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	return resp.(*api.CreateQueueResult).QueueUrl + "\n"
+}
 
-	case "create":
-		attrs := s.queueAttrs(t, td)
-		name := str("name")
-		if _, ok := attrs[api.AttrFifoQueue]; !ok && strings.HasSuffix(name, ".fifo") {
-			attrs[api.AttrFifoQueue] = "true" // a script's shorthand
-		}
-		resp, err := s.do("", &api.CreateQueueRequest{QueueName: name, Attributes: attrs})
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		return resp.(*api.CreateQueueResult).QueueUrl + "\n"
+// cmdDeleteQueue runs a script's delete-queue command.
+func (s *transcript) cmdDeleteQueue(c *scriptCmd) string {
+	q := c.q
+	return s.okOrErr(s.do(q, &api.DeleteQueueRequest{QueueUrl: queueKey(q).Path()}))
+}
 
-	case "delete-queue":
-		return s.okOrErr(s.do(q, &api.DeleteQueueRequest{QueueUrl: queueKey(q).Path()}))
+// cmdSetAttrs runs a script's set-attrs command.
+func (s *transcript) cmdSetAttrs(c *scriptCmd) string {
+	t, td, q := c.t, c.td, c.q
+	return s.okOrErr(s.do(q, &api.SetQueueAttributesRequest{QueueUrl: queueKey(q).Path(), Attributes: s.queueAttrs(t, td)}))
+}
 
-	case "set-attrs":
-		return s.okOrErr(s.do(q, &api.SetQueueAttributesRequest{QueueUrl: queueKey(q).Path(), Attributes: s.queueAttrs(t, td)}))
+// cmdGetAttrs runs a script's get-attrs command.
+func (s *transcript) cmdGetAttrs(c *scriptCmd) string {
+	td, q := c.td, c.q
+	names := []string{api.AttrAll}
+	if a, ok := td.Arg("names"); ok {
+		names = a.Vals
+	}
+	resp, err := s.do(q, &api.GetQueueAttributesRequest{QueueUrl: queueKey(q).Path(), AttributeNames: names})
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	attrs := resp.(*api.GetQueueAttributesResult).Attributes
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		v := attrs[k]
+		if k == api.AttrCreatedTimestamp || k == api.AttrLastModifiedTimestamp {
+			sec, _ := strconv.ParseInt(v, 10, 64)
+			v = rel(sec * int64(time.Second))
+		}
+		fmt.Fprintf(&b, "%s=%s\n", k, v)
+	}
+	return b.String()
+}
 
-	case "get-attrs":
-		names := []string{api.AttrAll}
-		if a, ok := td.Arg("names"); ok {
-			names = a.Vals
-		}
-		resp, err := s.do(q, &api.GetQueueAttributesRequest{QueueUrl: queueKey(q).Path(), AttributeNames: names})
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		attrs := resp.(*api.GetQueueAttributesResult).Attributes
-		var b strings.Builder
-		for _, k := range slices.Sorted(maps.Keys(attrs)) {
-			v := attrs[k]
-			if k == api.AttrCreatedTimestamp || k == api.AttrLastModifiedTimestamp {
-				sec, _ := strconv.ParseInt(v, 10, 64)
-				v = rel(sec * int64(time.Second))
-			}
-			fmt.Fprintf(&b, "%s=%s\n", k, v)
-		}
-		return b.String()
+// cmdSend runs a script's send command.
+func (s *transcript) cmdSend(c *scriptCmd) string {
+	q, arg, str, intArg := c.q, c.arg, c.str, c.intArg
+	req := &api.SendMessageRequest{QueueUrl: queueKey(q).Path(), MessageBody: str("body"), DelaySeconds: intArg("delay")}
+	req.MessageGroupId, req.MessageGroupIdSet = arg("group")
+	req.MessageDeduplicationId, req.MessageDeduplicationIdSet = arg("dedup")
+	resp, err := s.do(q, req)
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	r := resp.(*api.SendMessageResult)
+	s.noteDedup(q, req.MessageBody, req.MessageGroupId, req.MessageDeduplicationId)
+	return s.msgName(r.MessageId) + "\n"
+}
 
-	case "send":
-		req := &api.SendMessageRequest{QueueUrl: queueKey(q).Path(), MessageBody: str("body"), DelaySeconds: intArg("delay")}
-		req.MessageGroupId, req.MessageGroupIdSet = arg("group")
-		req.MessageDeduplicationId, req.MessageDeduplicationIdSet = arg("dedup")
-		resp, err := s.do(q, req)
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		r := resp.(*api.SendMessageResult)
-		s.noteDedup(q, req.MessageBody, req.MessageGroupId, req.MessageDeduplicationId)
-		return s.msgName(r.MessageId) + "\n"
-
-	case "send-batch":
-		req := &api.SendMessageBatchRequest{QueueUrl: queueKey(q).Path()}
-		for _, line := range inputLines(td) {
-			en := lineArgs(t, td, line)
-			e := api.SendMessageBatchRequestEntry{Id: en["id"], MessageBody: en["body"]}
-			e.MessageGroupId, e.MessageGroupIdSet = en["group"], hasKey(en, "group")
-			e.MessageDeduplicationId, e.MessageDeduplicationIdSet = en["dedup"], hasKey(en, "dedup")
-			if d, ok := en["delay"]; ok {
-				n, err := strconv.Atoi(d)
-				if err != nil {
-					td.Fatalf(t, "delay=%s: %v", d, err)
-				}
-				e.DelaySeconds = &n
-			}
-			req.Entries = append(req.Entries, e)
-		}
-		resp, err := s.do(q, req)
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		r := resp.(*api.SendMessageBatchResult)
-		var b strings.Builder
-		for _, ok := range r.Successful {
-			fmt.Fprintf(&b, "%s: %s\n", ok.Id, s.msgName(ok.MessageId))
-			for _, e := range req.Entries {
-				if e.Id == ok.Id {
-					s.noteDedup(q, e.MessageBody, e.MessageGroupId, e.MessageDeduplicationId)
-				}
-			}
-		}
-		for _, f := range r.Failed {
-			fmt.Fprintf(&b, "%s: %s\n", f.Id, s.errText(&api.Error{Code: f.Code, Message: f.Message}))
-		}
-		return b.String()
-
-	case "receive":
-		req := &api.ReceiveMessageRequest{
-			QueueUrl:                    queueKey(q).Path(),
-			MaxNumberOfMessages:         intArg("max"),
-			VisibilityTimeout:           intArg("vis"),
-			ReceiveRequestAttemptId:     str("attempt"),
-			MessageSystemAttributeNames: []string{api.MsgAttrAll},
-		}
-		if err := api.Validate(req); err != nil {
-			return s.errText(err) + "\n"
-		}
-		// As the server does: a receive that would find nothing is answered
-		// without a command, so it changes nothing. With `direct` the
-		// command is applied anyway, to show that it would find nothing.
-		if exists, take := s.e.ReceiveOutlook(queueKey(q), s.now, req.ReceiveRequestAttemptId); exists && !take && !td.HasArg("direct") {
-			return "(no messages)\n"
-		}
-		resp, err := s.do(q, req)
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		msgs := resp.(*api.ReceiveMessageResult).Messages
-		if len(msgs) == 0 {
-			return "(no messages)\n"
-		}
-		var b strings.Builder
-		for _, m := range msgs {
-			b.WriteString(s.received(m, td.HasArg("attrs")))
-		}
-		return b.String()
-
-	case "outlook":
-		exists, take := s.e.ReceiveOutlook(queueKey(q), s.now, str("attempt"))
-		return fmt.Sprintf("exists=%t take=%t\n", exists, take)
-
-	case "delete":
-		return s.okOrErr(s.do(q, &api.DeleteMessageRequest{QueueUrl: queueKey(q).Path(), ReceiptHandle: s.handle(str("h"))}))
-
-	case "delete-batch":
-		req := &api.DeleteMessageBatchRequest{QueueUrl: queueKey(q).Path()}
-		for _, line := range inputLines(td) {
-			en := lineArgs(t, td, line)
-			req.Entries = append(req.Entries, api.DeleteMessageBatchRequestEntry{Id: en["id"], ReceiptHandle: s.handle(en["h"])})
-		}
-		resp, err := s.do(q, req)
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		r := resp.(*api.DeleteMessageBatchResult)
-		return s.batchResult(r.Successful, r.Failed)
-
-	case "visibility":
-		return s.okOrErr(s.do(q, &api.ChangeMessageVisibilityRequest{QueueUrl: queueKey(q).Path(), ReceiptHandle: s.handle(str("h")), VisibilityTimeout: intArg("timeout")}))
-
-	case "visibility-batch":
-		req := &api.ChangeMessageVisibilityBatchRequest{QueueUrl: queueKey(q).Path()}
-		for _, line := range inputLines(td) {
-			en := lineArgs(t, td, line)
-			n, err := strconv.Atoi(en["timeout"])
+// cmdSendBatch runs a script's send-batch command.
+func (s *transcript) cmdSendBatch(c *scriptCmd) string {
+	t, td, q := c.t, c.td, c.q
+	req := &api.SendMessageBatchRequest{QueueUrl: queueKey(q).Path()}
+	for _, line := range inputLines(td) {
+		en := lineArgs(t, td, line)
+		e := api.SendMessageBatchRequestEntry{Id: en["id"], MessageBody: en["body"]}
+		e.MessageGroupId, e.MessageGroupIdSet = en["group"], hasKey(en, "group")
+		e.MessageDeduplicationId, e.MessageDeduplicationIdSet = en["dedup"], hasKey(en, "dedup")
+		if d, ok := en["delay"]; ok {
+			n, err := strconv.Atoi(d)
 			if err != nil {
-				td.Fatalf(t, "timeout=%s: %v", en["timeout"], err)
+				td.Fatalf(t, "delay=%s: %v", d, err)
 			}
-			req.Entries = append(req.Entries, api.ChangeMessageVisibilityBatchRequestEntry{Id: en["id"], ReceiptHandle: s.handle(en["h"]), VisibilityTimeout: &n})
+			e.DelaySeconds = &n
 		}
-		resp, err := s.do(q, req)
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		r := resp.(*api.ChangeMessageVisibilityBatchResult)
-		return s.batchResult(r.Successful, r.Failed)
-
-	case "purge":
-		return s.okOrErr(s.do(q, &api.PurgeQueueRequest{QueueUrl: queueKey(q).Path()}))
-
-	case "tick":
-		moves := DefaultTickMoves
-		if n := intArg("moves"); n != nil {
-			moves = *n
-		}
-		resp, err := s.do("", &TickRequest{Moves: moves})
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		return fmt.Sprintf("behind=%t\n", resp.(*TickResult).Behind)
-
-	case "housekeep":
-		limit := DefaultHousekeepLimit
-		if n := intArg("limit"); n != nil {
-			limit = *n
-		}
-		resp, err := s.do("", &HousekeepRequest{Limit: limit})
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		r := resp.(*HousekeepResult)
-		return fmt.Sprintf("steps=%d more=%t\n", r.Steps, r.More)
-
-	case "move-start":
-		req := &api.StartMessageMoveTaskRequest{SourceArn: arn(str("src")), MaxNumberOfMessagesPerSecond: intArg("rate")}
-		if d, ok := arg("dest"); ok {
-			req.DestinationArn = arn(d)
-		}
-		resp, err := s.do("", req)
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		return s.taskName(resp.(*api.StartMessageMoveTaskResult).TaskHandle) + "\n"
-
-	case "move-list":
-		resp, err := s.do("", &api.ListMessageMoveTasksRequest{SourceArn: arn(str("src")), MaxResults: intArg("max")})
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		var b strings.Builder
-		for _, r := range resp.(*api.ListMessageMoveTasksResult).Results {
-			name := "-"
-			if r.TaskHandle != "" {
-				name = s.taskName(r.TaskHandle)
-			}
-			fmt.Fprintf(&b, "%s %s moved=%d", name, r.Status, r.ApproximateNumberOfMessagesMoved)
-			if r.ApproximateNumberOfMessagesToMove != nil {
-				fmt.Fprintf(&b, " to-move=%d", *r.ApproximateNumberOfMessagesToMove)
-			}
-			if r.DestinationArn != "" {
-				fmt.Fprintf(&b, " dest=%s", r.DestinationArn[strings.LastIndexByte(r.DestinationArn, ':')+1:])
-			}
-			if r.MaxNumberOfMessagesPerSecond != nil {
-				fmt.Fprintf(&b, " rate=%d", *r.MaxNumberOfMessagesPerSecond)
-			}
-			if r.FailureReason != "" {
-				fmt.Fprintf(&b, " failure=%q", r.FailureReason)
-			}
-			fmt.Fprintf(&b, " started=%s\n", relMillis(r.StartedTimestamp))
-		}
-		if b.Len() == 0 {
-			return "(no tasks)\n"
-		}
-		return b.String()
-
-	case "move-cancel":
-		resp, err := s.do("", &api.CancelMessageMoveTaskRequest{TaskHandle: s.handle(str("task"))})
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		return fmt.Sprintf("moved=%d\n", resp.(*api.CancelMessageMoveTaskResult).ApproximateNumberOfMessagesMoved)
-
-	case "dlq-sources":
-		resp, err := s.do(q, &api.ListDeadLetterSourceQueuesRequest{QueueUrl: queueKey(q).Path()})
-		if err != nil {
-			return s.errText(err) + "\n"
-		}
-		urls := resp.(*api.ListDeadLetterSourceQueuesResult).QueueUrls
-		if len(urls) == 0 {
-			return "(none)\n"
-		}
-		return strings.Join(urls, "\n") + "\n"
-
-	case "dump":
-		return s.dump(t, td, q)
+		req.Entries = append(req.Entries, e)
 	}
-	td.Fatalf(t, "unknown command %q", td.Cmd)
-	return ""
+	resp, err := s.do(q, req)
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	r := resp.(*api.SendMessageBatchResult)
+	var b strings.Builder
+	for _, ok := range r.Successful {
+		fmt.Fprintf(&b, "%s: %s\n", ok.Id, s.msgName(ok.MessageId))
+		for _, e := range req.Entries {
+			if e.Id == ok.Id {
+				s.noteDedup(q, e.MessageBody, e.MessageGroupId, e.MessageDeduplicationId)
+			}
+		}
+	}
+	for _, f := range r.Failed {
+		fmt.Fprintf(&b, "%s: %s\n", f.Id, s.errText(&api.Error{Code: f.Code, Message: f.Message}))
+	}
+	return b.String()
+}
+
+// cmdReceive runs a script's receive command.
+func (s *transcript) cmdReceive(c *scriptCmd) string {
+	td, q, str, intArg := c.td, c.q, c.str, c.intArg
+	req := &api.ReceiveMessageRequest{
+		QueueUrl:                    queueKey(q).Path(),
+		MaxNumberOfMessages:         intArg("max"),
+		VisibilityTimeout:           intArg("vis"),
+		ReceiveRequestAttemptId:     str("attempt"),
+		MessageSystemAttributeNames: []string{api.MsgAttrAll},
+	}
+	if err := api.Validate(req); err != nil {
+		return s.errText(err) + "\n"
+	}
+	// As the server does: a receive that would find nothing is answered
+	// without a command, so it changes nothing. With `direct` the
+	// command is applied anyway, to show that it would find nothing.
+	if exists, take := s.e.ReceiveOutlook(queueKey(q), s.now, req.ReceiveRequestAttemptId); exists && !take && !td.HasArg("direct") {
+		return "(no messages)\n"
+	}
+	resp, err := s.do(q, req)
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	msgs := resp.(*api.ReceiveMessageResult).Messages
+	if len(msgs) == 0 {
+		return "(no messages)\n"
+	}
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(s.received(m, td.HasArg("attrs")))
+	}
+	return b.String()
+}
+
+// cmdOutlook runs a script's outlook command.
+func (s *transcript) cmdOutlook(c *scriptCmd) string {
+	q, str := c.q, c.str
+	exists, take := s.e.ReceiveOutlook(queueKey(q), s.now, str("attempt"))
+	return fmt.Sprintf("exists=%t take=%t\n", exists, take)
+}
+
+// cmdDelete runs a script's delete command.
+func (s *transcript) cmdDelete(c *scriptCmd) string {
+	q, str := c.q, c.str
+	return s.okOrErr(s.do(q, &api.DeleteMessageRequest{QueueUrl: queueKey(q).Path(), ReceiptHandle: s.handle(str("h"))}))
+}
+
+// cmdDeleteBatch runs a script's delete-batch command.
+func (s *transcript) cmdDeleteBatch(c *scriptCmd) string {
+	t, td, q := c.t, c.td, c.q
+	req := &api.DeleteMessageBatchRequest{QueueUrl: queueKey(q).Path()}
+	for _, line := range inputLines(td) {
+		en := lineArgs(t, td, line)
+		req.Entries = append(req.Entries, api.DeleteMessageBatchRequestEntry{Id: en["id"], ReceiptHandle: s.handle(en["h"])})
+	}
+	resp, err := s.do(q, req)
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	r := resp.(*api.DeleteMessageBatchResult)
+	return s.batchResult(r.Successful, r.Failed)
+}
+
+// cmdVisibility runs a script's visibility command.
+func (s *transcript) cmdVisibility(c *scriptCmd) string {
+	q, str, intArg := c.q, c.str, c.intArg
+	return s.okOrErr(s.do(q, &api.ChangeMessageVisibilityRequest{QueueUrl: queueKey(q).Path(), ReceiptHandle: s.handle(str("h")), VisibilityTimeout: intArg("timeout")}))
+}
+
+// cmdVisibilityBatch runs a script's visibility-batch command.
+func (s *transcript) cmdVisibilityBatch(c *scriptCmd) string {
+	t, td, q := c.t, c.td, c.q
+	req := &api.ChangeMessageVisibilityBatchRequest{QueueUrl: queueKey(q).Path()}
+	for _, line := range inputLines(td) {
+		en := lineArgs(t, td, line)
+		n, err := strconv.Atoi(en["timeout"])
+		if err != nil {
+			td.Fatalf(t, "timeout=%s: %v", en["timeout"], err)
+		}
+		req.Entries = append(req.Entries, api.ChangeMessageVisibilityBatchRequestEntry{Id: en["id"], ReceiptHandle: s.handle(en["h"]), VisibilityTimeout: &n})
+	}
+	resp, err := s.do(q, req)
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	r := resp.(*api.ChangeMessageVisibilityBatchResult)
+	return s.batchResult(r.Successful, r.Failed)
+}
+
+// cmdPurge runs a script's purge command.
+func (s *transcript) cmdPurge(c *scriptCmd) string {
+	q := c.q
+	return s.okOrErr(s.do(q, &api.PurgeQueueRequest{QueueUrl: queueKey(q).Path()}))
+}
+
+// cmdTick runs a script's tick command.
+func (s *transcript) cmdTick(c *scriptCmd) string {
+	intArg := c.intArg
+	moves := DefaultTickMoves
+	if n := intArg("moves"); n != nil {
+		moves = *n
+	}
+	resp, err := s.do("", &TickRequest{Moves: moves})
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	return fmt.Sprintf("behind=%t\n", resp.(*TickResult).Behind)
+}
+
+// cmdHousekeep runs a script's housekeep command.
+func (s *transcript) cmdHousekeep(c *scriptCmd) string {
+	intArg := c.intArg
+	limit := DefaultHousekeepLimit
+	if n := intArg("limit"); n != nil {
+		limit = *n
+	}
+	resp, err := s.do("", &HousekeepRequest{Limit: limit})
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	r := resp.(*HousekeepResult)
+	return fmt.Sprintf("steps=%d more=%t\n", r.Steps, r.More)
+}
+
+// cmdMoveStart runs a script's move-start command.
+func (s *transcript) cmdMoveStart(c *scriptCmd) string {
+	arg, str, intArg := c.arg, c.str, c.intArg
+	req := &api.StartMessageMoveTaskRequest{SourceArn: arn(str("src")), MaxNumberOfMessagesPerSecond: intArg("rate")}
+	if d, ok := arg("dest"); ok {
+		req.DestinationArn = arn(d)
+	}
+	resp, err := s.do("", req)
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	return s.taskName(resp.(*api.StartMessageMoveTaskResult).TaskHandle) + "\n"
+}
+
+// cmdMoveList runs a script's move-list command.
+func (s *transcript) cmdMoveList(c *scriptCmd) string {
+	str, intArg := c.str, c.intArg
+	resp, err := s.do("", &api.ListMessageMoveTasksRequest{SourceArn: arn(str("src")), MaxResults: intArg("max")})
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	var b strings.Builder
+	for _, r := range resp.(*api.ListMessageMoveTasksResult).Results {
+		name := "-"
+		if r.TaskHandle != "" {
+			name = s.taskName(r.TaskHandle)
+		}
+		fmt.Fprintf(&b, "%s %s moved=%d", name, r.Status, r.ApproximateNumberOfMessagesMoved)
+		if r.ApproximateNumberOfMessagesToMove != nil {
+			fmt.Fprintf(&b, " to-move=%d", *r.ApproximateNumberOfMessagesToMove)
+		}
+		if r.DestinationArn != "" {
+			fmt.Fprintf(&b, " dest=%s", r.DestinationArn[strings.LastIndexByte(r.DestinationArn, ':')+1:])
+		}
+		if r.MaxNumberOfMessagesPerSecond != nil {
+			fmt.Fprintf(&b, " rate=%d", *r.MaxNumberOfMessagesPerSecond)
+		}
+		if r.FailureReason != "" {
+			fmt.Fprintf(&b, " failure=%q", r.FailureReason)
+		}
+		fmt.Fprintf(&b, " started=%s\n", relMillis(r.StartedTimestamp))
+	}
+	if b.Len() == 0 {
+		return "(no tasks)\n"
+	}
+	return b.String()
+}
+
+// cmdMoveCancel runs a script's move-cancel command.
+func (s *transcript) cmdMoveCancel(c *scriptCmd) string {
+	str := c.str
+	resp, err := s.do("", &api.CancelMessageMoveTaskRequest{TaskHandle: s.handle(str("task"))})
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	return fmt.Sprintf("moved=%d\n", resp.(*api.CancelMessageMoveTaskResult).ApproximateNumberOfMessagesMoved)
+}
+
+// cmdDlqSources runs a script's dlq-sources command.
+func (s *transcript) cmdDlqSources(c *scriptCmd) string {
+	q := c.q
+	resp, err := s.do(q, &api.ListDeadLetterSourceQueuesRequest{QueueUrl: queueKey(q).Path()})
+	if err != nil {
+		return s.errText(err) + "\n"
+	}
+	urls := resp.(*api.ListDeadLetterSourceQueuesResult).QueueUrls
+	if len(urls) == 0 {
+		return "(none)\n"
+	}
+	return strings.Join(urls, "\n") + "\n"
+}
+
+// cmdDump runs a script's dump command.
+func (s *transcript) cmdDump(c *scriptCmd) string {
+	t, td, q := c.t, c.td, c.q
+	return s.dump(t, td, q)
 }
 
 // queueAttrs reads a create or set-attrs command's attributes: attrs=(K=V,
