@@ -123,9 +123,6 @@ func start(o *options) (*Server, error) {
 		if file, err = declare(o.queues); err != nil {
 			return nil, err
 		}
-		if err := file.Check(o.account, o.region); err != nil {
-			return nil, err
-		}
 	}
 	var creds []auth.Credential
 	keyID, secret := placeholderKeyID, placeholderSecret

@@ -96,23 +96,22 @@ func (s *transcript) msgName(id string) string {
 // handleName returns the short name of a receipt handle; a receive that
 // returns a handle seen before (a retried receive attempt) shows its name.
 func (s *transcript) handleName(h string) string {
-	if n, ok := s.names[h]; ok {
-		return n
-	}
-	s.nh++
-	n := "h" + strconv.Itoa(s.nh)
-	s.names[h], s.handles[n] = n, h
-	return n
+	return s.handleNamed(h, "h", &s.nh)
 }
 
-func (s *transcript) taskName(h string) string {
-	if n, ok := s.names[h]; ok {
-		return n
+// taskName returns the short name of a move task handle (task1, ...).
+func (s *transcript) taskName(h string) string { return s.handleNamed(h, "task", &s.nt) }
+
+// handleNamed names handle h prefix+N on first sight, counting in *n, and
+// lets scripts give the name back for it (handle).
+func (s *transcript) handleNamed(h, prefix string, n *int) string {
+	if name, ok := s.names[h]; ok {
+		return name
 	}
-	s.nt++
-	n := "task" + strconv.Itoa(s.nt)
-	s.names[h], s.handles[n] = n, h
-	return n
+	*n++
+	name := prefix + strconv.Itoa(*n)
+	s.names[h], s.handles[name] = name, h
+	return name
 }
 
 // handle resolves a handle name (h1, task1) a script gives; any other

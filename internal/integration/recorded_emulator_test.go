@@ -85,9 +85,6 @@ const motoSuite = "moto tests/test_sqs/test_sqs.py "
 // answers AWS was recorded giving where moto's suite expects other ones
 // (docs/compatibility.md, "Where moto's suite expects otherwise").
 func TestRecordedEmulatorSuiteMessages(t *testing.T) {
-	invalid := func(msg string) awsAnswer {
-		return awsAnswer{Status: http.StatusBadRequest, Code: "InvalidParameterValue", Type: "InvalidParameterValueException", Message: msg}
-	}
 	runRecorded(t, []recordedCase{
 		{
 			// moto answers MessageAttributesInvalid "The message attribute
@@ -103,7 +100,7 @@ func TestRecordedEmulatorSuiteMessages(t *testing.T) {
 				return "SendMessage", params{"QueueUrl": u, "MessageBody": "derp",
 					"MessageAttributes": map[string]params{"timestamp": {"DataType": "InvalidNumber", "StringValue": "149314735990a"}}}
 			},
-			want: invalid("The type of message (user) attribute 'timestamp' is invalid. You must use only the following supported type prefixes: Binary, Number, String."),
+			want: invalidParameter("The type of message (user) attribute 'timestamp' is invalid. You must use only the following supported type prefixes: Binary, Number, String."),
 		},
 		{
 			// moto expects "... Reason: can't find label on existing
@@ -117,7 +114,7 @@ func TestRecordedEmulatorSuiteMessages(t *testing.T) {
 				u := s.queue(t, "no-policy", nil)
 				return "RemovePermission", params{"QueueUrl": u, "Label": "test"}
 			},
-			want: invalid("Value test for parameter Label is invalid. Reason: can't find label."),
+			want: invalidParameter("Value test for parameter Label is invalid. Reason: can't find label."),
 		},
 	})
 }
@@ -195,9 +192,6 @@ func TestRecordedEmulatorBatchDeduplicationID(t *testing.T) {
 // documentation and with the recorded answers nearest to them. Each case
 // names moto's test and what it rests on.
 func TestUnrecordedErrorsAsMotoExpects(t *testing.T) {
-	invalid := func(msg string) awsAnswer {
-		return awsAnswer{Status: http.StatusBadRequest, Code: "InvalidParameterValue", Type: "InvalidParameterValueException", Message: msg}
-	}
 	runRecorded(t, []recordedCase{
 		{
 			// An empty name breaks the documented "1 to 80" length of
@@ -211,7 +205,7 @@ func TestUnrecordedErrorsAsMotoExpects(t *testing.T) {
 			call: func(t *testing.T, s *scene) (string, params) {
 				return "CreateQueue", params{"QueueName": ""}
 			},
-			want: invalid("Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"),
+			want: invalidParameter("Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"),
 		},
 		{
 			// An empty list of principals verifies none: the recorded form
@@ -223,7 +217,7 @@ func TestUnrecordedErrorsAsMotoExpects(t *testing.T) {
 				u := s.queue(t, "perms", nil)
 				return "AddPermission", params{"QueueUrl": u, "Label": "test-2", "AWSAccountIds": []string{}, "Actions": []string{"ReceiveMessage"}}
 			},
-			want: invalid("Value [] for parameter PrincipalId is invalid. Reason: Unable to verify."),
+			want: invalidParameter("Value [] for parameter PrincipalId is invalid. Reason: Unable to verify."),
 		},
 		{
 			// SQS documents at most 7 actions per AddPermission statement
@@ -247,7 +241,7 @@ func TestUnrecordedErrorsAsMotoExpects(t *testing.T) {
 				u := s.queue(t, "tagged", nil)
 				return "UntagQueue", params{"QueueUrl": u, "TagKeys": []string{}}
 			},
-			want: invalid("Tag keys must be between 1 and 128 characters in length."),
+			want: invalidParameter("Tag keys must be between 1 and 128 characters in length."),
 		},
 	})
 }

@@ -47,9 +47,6 @@ func taskHandle(taskID, sourceARN string) string {
 // TestRecordedMoveTaskErrors replays the recorded errors of
 // StartMessageMoveTask and CancelMessageMoveTask.
 func TestRecordedMoveTaskErrors(t *testing.T) {
-	invalid := func(msg string) awsAnswer {
-		return awsAnswer{Status: http.StatusBadRequest, Code: "InvalidParameterValue", Type: "InvalidParameterValueException", Message: msg}
-	}
 	notFound := func(msg string) awsAnswer {
 		return awsAnswer{Status: http.StatusNotFound, Code: "ResourceNotFoundException", Message: msg}
 	}
@@ -60,7 +57,7 @@ func TestRecordedMoveTaskErrors(t *testing.T) {
 			call: func(t *testing.T, s *scene) (string, params) {
 				return "CancelMessageMoveTask", params{"TaskHandle": "foobared"}
 			},
-			want: invalid("Value for parameter TaskHandle is invalid."),
+			want: invalidParameter("Value for parameter TaskHandle is invalid."),
 		},
 		{
 			name:   "cancel with a handle naming no queue",
@@ -88,7 +85,7 @@ func TestRecordedMoveTaskErrors(t *testing.T) {
 				dest := queueARN(t, s.c, s.queue(t, "destination", nil))
 				return "StartMessageMoveTask", params{"SourceArn": source, "DestinationArn": dest}
 			},
-			want: invalid("Source queue must be configured as a Dead Letter Queue."),
+			want: invalidParameter("Source queue must be configured as a Dead Letter Queue."),
 		},
 		{
 			name:   "destination that does not exist",
@@ -108,7 +105,7 @@ func TestRecordedMoveTaskErrors(t *testing.T) {
 				must(s.c.StartMove(ctxT(t), dlqARN, destARN, 1))(t)
 				return "StartMessageMoveTask", params{"SourceArn": dlqARN, "DestinationArn": destARN, "MaxNumberOfMessagesPerSecond": 1}
 			},
-			want: invalid("There is already a task running. Only one active task is allowed for a source queue arn at a given time."),
+			want: invalidParameter("There is already a task running. Only one active task is allowed for a source queue arn at a given time."),
 		},
 	})
 }

@@ -21,9 +21,6 @@ const muleTests = "mulesoft sqs-connector (run against AWS) "
 // TestRecordedPermissionErrors replays AWS's recorded errors of
 // AddPermission and RemovePermission.
 func TestRecordedPermissionErrors(t *testing.T) {
-	invalid := func(msg string) awsAnswer {
-		return awsAnswer{Status: http.StatusBadRequest, Code: "InvalidParameterValue", Type: "InvalidParameterValueException", Message: msg}
-	}
 	runRecorded(t, []recordedCase{
 		{
 			// MuleSoft's older recording of this request answered "can't
@@ -39,7 +36,7 @@ func TestRecordedPermissionErrors(t *testing.T) {
 				ok(t, s.c.RemovePermission(ctx, q, "fooPermission"))
 				return "RemovePermission", params{"QueueUrl": q, "Label": "fooPermission"}
 			},
-			want: invalid("Value fooPermission for parameter Label is invalid. Reason: can't find label."),
+			want: invalidParameter("Value fooPermission for parameter Label is invalid. Reason: can't find label."),
 		},
 		{
 			// The label already exists, yet the principal is what SQS
@@ -51,7 +48,7 @@ func TestRecordedPermissionErrors(t *testing.T) {
 				ok(t, s.c.AddPermission(ctxT(t), q, "fooPermission", []string{"055970264539"}, []string{"SendMessage", "ReceiveMessage"}))
 				return "AddPermission", params{"QueueUrl": q, "Label": "fooPermission", "AWSAccountIds": []string{"xk3mq9"}, "Actions": []string{"SendMessage", "ReceiveMessage"}}
 			},
-			want: invalid("Value [xk3mq9] for parameter PrincipalId is invalid. Reason: Unable to verify."),
+			want: invalidParameter("Value [xk3mq9] for parameter PrincipalId is invalid. Reason: Unable to verify."),
 		},
 	})
 }

@@ -26,9 +26,6 @@ func TestRecordedSweep2Errors(t *testing.T) {
 	unknown := func(name string) awsAnswer {
 		return awsAnswer{Status: http.StatusBadRequest, Code: "InvalidAttributeName", Message: "Unknown Attribute " + name + "."}
 	}
-	invalid := func(msg string) awsAnswer {
-		return awsAnswer{Status: http.StatusBadRequest, Code: "InvalidParameterValue", Type: "InvalidParameterValueException", Message: msg}
-	}
 	create := func(attr, value string) func(t *testing.T, s *scene) (string, params) {
 		return func(t *testing.T, s *scene) (string, params) {
 			return "CreateQueue", params{"QueueName": "standard", "Attributes": map[string]string{attr: value}}
@@ -91,7 +88,7 @@ func TestRecordedSweep2Errors(t *testing.T) {
 				return "AddPermission", params{"QueueUrl": u, "Label": "crossaccountpermission",
 					"AWSAccountIds": []string{"668614515564"}, "Actions": []string{"ReceiveMessage"}}
 			},
-			want: invalid("Value crossaccountpermission for parameter Label is invalid. Reason: Already exists."),
+			want: invalidParameter("Value crossaccountpermission for parameter Label is invalid. Reason: Already exists."),
 		},
 		{
 			name:   "RemovePermission once every label is gone",
@@ -107,7 +104,7 @@ func TestRecordedSweep2Errors(t *testing.T) {
 				}
 				return "RemovePermission", params{"QueueUrl": u, "Label": "crossaccountpermission2"}
 			},
-			want: invalid("Value crossaccountpermission2 for parameter Label is invalid. Reason: can't find label."),
+			want: invalidParameter("Value crossaccountpermission2 for parameter Label is invalid. Reason: can't find label."),
 		},
 		{
 			// A policy that still has statements keeps the older recording's
@@ -120,7 +117,7 @@ func TestRecordedSweep2Errors(t *testing.T) {
 				ok(t, s.c.AddPermission(ctxT(t), u, "crossaccountpermission", []string{Account}, []string{"ReceiveMessage"}))
 				return "RemovePermission", params{"QueueUrl": u, "Label": "crossaccountpermission2"}
 			},
-			want: invalid("Value crossaccountpermission2 for parameter Label is invalid. Reason: can't find label on existing policy."),
+			want: invalidParameter("Value crossaccountpermission2 for parameter Label is invalid. Reason: can't find label on existing policy."),
 		},
 	})
 }

@@ -126,6 +126,12 @@ func (s *scene) post(t *testing.T, action string, p params) rawResponse {
 
 // wantRecorded fails the test unless r is the recorded error answer want,
 // in the scene's protocol.
+// invalidParameter is SQS's answer InvalidParameterValue with message msg,
+// as AWS JSON and Query both carry it.
+func invalidParameter(msg string) awsAnswer {
+	return awsAnswer{Status: http.StatusBadRequest, Code: "InvalidParameterValue", Type: "InvalidParameterValueException", Message: msg}
+}
+
 func wantRecorded(t *testing.T, s *scene, r rawResponse, want awsAnswer, source string) {
 	t.Helper()
 	got := decodeErrorAnswer(t, s.proto, r)
