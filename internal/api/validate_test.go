@@ -59,27 +59,50 @@ func TestValidateQueueURL(t *testing.T) {
 }
 
 func TestValidateSendMessage(t *testing.T) {
-	send := func(mod func(*SendMessageRequest)) *SendMessageRequest {
-		r := &SendMessageRequest{QueueUrl: testURL, MessageBody: "hello"}
-		if mod != nil {
-			mod(r)
-		}
-		return r
+	var cases []validateCase
+	cases = append(cases, sendMessageBodyCases()...)
+	cases = append(cases, sendMessageAttributeCases()...)
+	cases = append(cases, sendMessageSystemAttributeCases()...)
+	cases = append(cases, sendMessageTokenCases()...)
+	runValidateCases(t, cases)
+}
+
+// send is a valid SendMessageRequest changed by mod (if not nil), so that
+// each case states only what makes it differ from a valid request.
+func send(mod func(*SendMessageRequest)) *SendMessageRequest {
+	r := &SendMessageRequest{QueueUrl: testURL, MessageBody: "hello"}
+	if mod != nil {
+		mod(r)
 	}
-	attrs := func(m map[string]MessageAttributeValue) func(*SendMessageRequest) {
-		return func(r *SendMessageRequest) { r.MessageAttributes = m }
+	return r
+}
+
+// attrs is a change to a SendMessageRequest that sets its message
+// attributes to m.
+func attrs(m map[string]MessageAttributeValue) func(*SendMessageRequest) {
+	return func(r *SendMessageRequest) { r.MessageAttributes = m }
+}
+
+// one is a change to a SendMessageRequest that gives it the single message
+// attribute name with value v.
+func one(name string, v MessageAttributeValue) func(*SendMessageRequest) {
+	return attrs(map[string]MessageAttributeValue{name: v})
+}
+
+// many is n valid String message attributes with distinct names, for the
+// limit on the number of attributes.
+func many(n int) map[string]MessageAttributeValue {
+	m := map[string]MessageAttributeValue{}
+	for i := 0; i < n; i++ {
+		m["a"+strings.Repeat("x", i)] = strAttr("String", "v")
 	}
-	one := func(name string, v MessageAttributeValue) func(*SendMessageRequest) {
-		return attrs(map[string]MessageAttributeValue{name: v})
-	}
-	many := func(n int) map[string]MessageAttributeValue {
-		m := map[string]MessageAttributeValue{}
-		for i := 0; i < n; i++ {
-			m["a"+strings.Repeat("x", i)] = strAttr("String", "v")
-		}
-		return m
-	}
-	runValidateCases(t, []validateCase{
+	return m
+}
+
+// sendMessageBodyCases are TestValidateSendMessage's cases for the queue
+// URL, the body, its size and the delay.
+func sendMessageBodyCases() []validateCase {
+	return []validateCase{
 		{"valid", send(nil), "", ""},
 		{"missing queue url", send(func(r *SendMessageRequest) { r.QueueUrl = "" }), "MissingParameter", "QueueUrl"},
 		{"missing body", send(func(r *SendMessageRequest) { r.MessageBody = "" }), "MissingParameter", "The request must contain the parameter MessageBody."},
@@ -102,8 +125,13 @@ func TestValidateSendMessage(t *testing.T) {
 		{"delay 901", send(func(r *SendMessageRequest) { r.DelaySeconds = intp(901) }),
 			"InvalidParameterValue", "Value 901 for parameter DelaySeconds is invalid. Reason: DelaySeconds must be >= 0 and <= 900."},
 		{"delay -1", send(func(r *SendMessageRequest) { r.DelaySeconds = intp(-1) }), "InvalidParameterValue", "Value -1 for parameter DelaySeconds"},
+	}
+}
 
-		// Message attributes.
+// sendMessageAttributeCases are TestValidateSendMessage's cases for message
+// (user) attributes: their number, names, types and values.
+func sendMessageAttributeCases() []validateCase {
+	return []validateCase{
 		{"string attribute", send(one("a", strAttr("String", "x"))), "", ""},
 		{"custom string", send(one("a", strAttr("String.json", "{}"))), "", ""},
 		{"number attribute", send(one("a", strAttr("Number", "-1.5e3"))), "", ""},
@@ -153,8 +181,13 @@ func TestValidateSendMessage(t *testing.T) {
 		{"first bad attribute in name order", send(attrs(map[string]MessageAttributeValue{
 			"b": strAttr("Number", "x"), "a": strAttr("Bogus", "x"),
 		})), "InvalidParameterValue", "attribute 'a' is invalid"},
+	}
+}
 
-		// Message system attributes.
+// sendMessageSystemAttributeCases are TestValidateSendMessage's cases for
+// message system attributes (AWSTraceHeader is the only one).
+func sendMessageSystemAttributeCases() []validateCase {
+	return []validateCase{
 		{"trace header", send(func(r *SendMessageRequest) {
 			r.MessageSystemAttributes = map[string]MessageSystemAttributeValue{"AWSTraceHeader": strAttr("String", "Root=1-abc")}
 		}), "", ""},
@@ -173,8 +206,13 @@ func TestValidateSendMessage(t *testing.T) {
 		{"empty trace header", send(func(r *SendMessageRequest) {
 			r.MessageSystemAttributes = map[string]MessageSystemAttributeValue{"AWSTraceHeader": strAttr("String", "")}
 		}), "InvalidParameterValue", "non-empty value"},
+	}
+}
 
-		// FIFO tokens.
+// sendMessageTokenCases are TestValidateSendMessage's cases for the FIFO
+// tokens: the message group id and the deduplication id.
+func sendMessageTokenCases() []validateCase {
+	return []validateCase{
 		{"group id", send(func(r *SendMessageRequest) { r.MessageGroupId = `g!"#$%&'()*+,-./:;<=>?@[\]^_` + "`{|}~" }), "", ""},
 		{"group id with space", send(func(r *SendMessageRequest) { r.MessageGroupId = "CTC#QA-CS5A INTERIOR" }), "InvalidParameterValue",
 			"Value CTC#QA-CS5A INTERIOR for parameter MessageGroupId is invalid. Reason: MessageGroupId can only include alphanumeric and punctuation characters. 1 to 128 in length."},
@@ -192,7 +230,7 @@ func TestValidateSendMessage(t *testing.T) {
 			"Value  for parameter MessageGroupId is invalid. Reason: MessageGroupId can only include alphanumeric and punctuation characters. 1 to 128 in length."},
 		{"dedup id sent empty", send(func(r *SendMessageRequest) { r.MessageDeduplicationIdSet = true }), "InvalidParameterValue",
 			"Value  for parameter MessageDeduplicationId is invalid. Reason: MessageDeduplicationId can only include alphanumeric and punctuation characters. 1 to 128 in length."},
-	})
+	}
 }
 
 func TestValidateSendMessageBatch(t *testing.T) {
