@@ -141,9 +141,10 @@ func TestSecretsNeverInErrors(t *testing.T) {
 	}
 }
 
-// TestParseGoodFile checks what a file with every kind of entry loads as.
-func TestParseGoodFile(t *testing.T) {
-	const file = `
+// goodFile is a configuration file with every kind of entry, for
+// TestParseGoodFile. The dead-letter entry of jobs is on line 27, which the
+// test checks that the parsed queue records.
+const goodFile = `
 # every setting
 listen: 0.0.0.0:9324
 data_dir: data            # relative: to the file's directory
@@ -212,27 +213,43 @@ raft_insecure: true
 max_clock_offset: 250ms
 single_region: true
 `
-	f, err := Parse("/etc/fifoq/fifoq.yaml", []byte(file), env{"FIFOQ_TEST_SECRET": "from-env"}.lookup)
+
+// goodFileSettings is what each setting of goodFile loads as, read from
+// /etc/fifoq/fifoq.yaml: relative paths are resolved against /etc/fifoq.
+var goodFileSettings = map[string]string{
+	"listen": "0.0.0.0:9324", "data_dir": "/etc/fifoq/data", "in_memory": "false", "min_free_disk_mb": "64",
+	"max_memory": "2GiB", "body_file_size": "16MiB", "account": "000000000000", "region": "eu-west-1", "single_region": "true", "insecure": "false", "log.json": "true",
+	"log.requests": "true", "credentials.file": "/etc/fifoq/credentials",
+	"tls.cert": "/etc/fifoq/tls/cert.pem", "tls.key": "/etc/fifoq/tls/key.pem",
+	"recreate_delay": "0", "purge_delay": "1m30s",
+	"node_id": "n1", "raft_addr": "10.0.0.1:7000", "peers": "n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000",
+	"join": "http://10.0.0.2:9324", "advertise_url": "http://10.0.0.1:9324",
+	"raft_tls.cert": "/etc/fifoq/tls/node.pem", "raft_tls.key": "/etc/fifoq/tls/node-key.pem", "raft_tls.ca": "/etc/fifoq/tls/ca.pem",
+	"raft_insecure": "true", "max_clock_offset": "250ms",
+}
+
+// TestParseGoodFile checks what a file with every kind of entry loads as.
+func TestParseGoodFile(t *testing.T) {
+	f, err := Parse("/etc/fifoq/fifoq.yaml", []byte(goodFile), env{"FIFOQ_TEST_SECRET": "from-env"}.lookup)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantSettings := map[string]string{
-		"listen": "0.0.0.0:9324", "data_dir": "/etc/fifoq/data", "in_memory": "false", "min_free_disk_mb": "64",
-		"max_memory": "2GiB", "body_file_size": "16MiB", "account": "000000000000", "region": "eu-west-1", "single_region": "true", "insecure": "false", "log.json": "true",
-		"log.requests": "true", "credentials.file": "/etc/fifoq/credentials",
-		"tls.cert": "/etc/fifoq/tls/cert.pem", "tls.key": "/etc/fifoq/tls/key.pem",
-		"recreate_delay": "0", "purge_delay": "1m30s",
-		"node_id": "n1", "raft_addr": "10.0.0.1:7000", "peers": "n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000",
-		"join": "http://10.0.0.2:9324", "advertise_url": "http://10.0.0.1:9324",
-		"raft_tls.cert": "/etc/fifoq/tls/node.pem", "raft_tls.key": "/etc/fifoq/tls/node-key.pem", "raft_tls.ca": "/etc/fifoq/tls/ca.pem",
-		"raft_insecure": "true", "max_clock_offset": "250ms",
-	}
 	for _, s := range Settings {
 		got, ok := f.Setting(s.Key)
-		if want := wantSettings[s.Key]; !ok || got != want {
+		if want := goodFileSettings[s.Key]; !ok || got != want {
 			t.Errorf("setting %s = %q (given: %v), want %q", s.Key, got, ok, want)
 		}
 	}
+	checkGoodFileKeys(t, f)
+	checkGoodFileQueues(t, f)
+	checkGoodFilePlan(t, f)
+}
+
+// checkGoodFileKeys checks goodFile's access keys: the secret taken from the
+// environment, the literal one, the admin flag and the accounts; the first
+// key names no account, so Credentials gives it the default one.
+func checkGoodFileKeys(t *testing.T, f *File) {
+	t.Helper()
 	if len(f.Keys) != 2 || f.Keys[0].SecretAccessKey != "from-env" || f.Keys[0].Account != "" ||
 		f.Keys[1].SecretAccessKey != "literal-secret" || f.Keys[1].Account != "111111111111" || f.Keys[0].Admin || !f.Keys[1].Admin {
 		t.Errorf("keys = %+v", f.Keys)
@@ -241,6 +258,13 @@ single_region: true
 	if creds[0].Account != "333333333333" || creds[1].Account != "111111111111" {
 		t.Errorf("credentials = %v, want the default account for the first key", creds)
 	}
+}
+
+// checkGoodFileQueues checks goodFile's four queues: accounts, the dead
+// letter, attributes given as YAML values and mappings, tags through an
+// alias, the policy, and FifoQueue: false dropped.
+func checkGoodFileQueues(t *testing.T, f *File) {
+	t.Helper()
 	if len(f.Queues) != 4 {
 		t.Fatalf("%d queues, want 4", len(f.Queues))
 	}
@@ -263,8 +287,13 @@ single_region: true
 	if _, ok := plain.Attributes["FifoQueue"]; ok || plain.Tags["team"] != "core" {
 		t.Errorf("plain: attributes %v tags %v; want FifoQueue: false dropped and the aliased tags", plain.Attributes, plain.Tags)
 	}
+}
 
-	// Dead-letter queues come first, file order otherwise.
+// checkGoodFilePlan checks the order in which goodFile's queues are created
+// (dead-letter queues first, file order otherwise) and the RedrivePolicy
+// made from the dead_letter entry.
+func checkGoodFilePlan(t *testing.T, f *File) {
+	t.Helper()
 	steps, err := f.plan("000000000000", "eu-west-1")
 	if err != nil {
 		t.Fatal(err)
