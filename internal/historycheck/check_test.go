@@ -158,12 +158,35 @@ func TestCheckAcceptsGoodHistories(t *testing.T) {
 // for, made up, is reported — by the direct check named and by the
 // linearizability check.
 func TestCheckCatchesBadHistories(t *testing.T) {
+	for _, c := range badHistories() {
+		t.Run(c.name, func(t *testing.T) {
+			b := newHB()
+			c.build(b)
+			r := b.check(10_000)
+			k := kinds(r)
+			if c.want != "" && !k[c.want] {
+				t.Errorf("the check did not report %q: %v", c.want, r.Problems)
+			}
+			if !k["not linearizable"] {
+				t.Errorf("the linearizability check accepted the history: %v", r.Problems)
+			}
+		})
+	}
+}
+
+// badHistory is a made-up history with a violation in it, for
+// TestCheckCatchesBadHistories.
+type badHistory struct {
+	name  string
+	want  string // the direct check's kind ("" if only linearizability sees it)
+	build func(b *hb)
+}
+
+// badHistories are TestCheckCatchesBadHistories' cases: one history for each
+// violation the failover test looks for.
+func badHistories() []badHistory {
 	a1, a2 := msg("a", 1), msg("a", 2)
-	for _, c := range []struct {
-		name  string
-		want  string // the direct check's kind ("" if only linearizability sees it)
-		build func(b *hb)
-	}{
+	return []badHistory{
 		{"an acknowledged send lost", "lost", func(b *hb) {
 			b.send(0, 0, 10, OK, a1)
 			b.send(0, 10, 20, OK, a2)
@@ -272,19 +295,6 @@ func TestCheckCatchesBadHistories(t *testing.T) {
 			// a1 was delivered, so its send took effect, and nobody
 			// deleted it: the drain cannot have found the queue empty.
 		}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			b := newHB()
-			c.build(b)
-			r := b.check(10_000)
-			k := kinds(r)
-			if c.want != "" && !k[c.want] {
-				t.Errorf("the check did not report %q: %v", c.want, r.Problems)
-			}
-			if !k["not linearizable"] {
-				t.Errorf("the linearizability check accepted the history: %v", r.Problems)
-			}
-		})
 	}
 }
 
