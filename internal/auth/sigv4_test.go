@@ -60,157 +60,207 @@ func TestVerifyRealClients(t *testing.T) {
 			presigned := c.r.URL.Query().Get("X-Amz-Signature") != ""
 			signed := signedHeaderNames(t, c)
 
-			// As sent, at the signing time, now, and at the limits of the
-			// skew or of the presigned expiry (300 s in every test here).
-			latest := at.Add(MaxClockSkew)
-			if presigned {
-				latest = at.Add(300 * time.Second)
-			}
-			for _, now := range []time.Time{at, time.Now(), latest, at.Add(-MaxClockSkew)} {
-				r, body := c.clone()
-				account, err := verifierAt(store, now).Verify(r, body)
-				if err != nil {
-					t.Fatalf("clock %s: %v", now.Format(time.RFC3339), err)
-				}
-				if account != testAccount {
-					t.Fatalf("account %q, want %q", account, testAccount)
-				}
-			}
+			checkVerifiesAsSent(t, store, c, at, presigned)
 
-			type tamper struct {
-				name   string
-				change func(r *http.Request, body *[]byte, v *Verifier)
-				code   string
-				status int
-			}
-			sdm := func(name string, change func(r *http.Request, body *[]byte, v *Verifier)) tamper {
-				return tamper{name, change, "SignatureDoesNotMatch", http.StatusForbidden}
-			}
-			cases := []tamper{
-				sdm("method", func(r *http.Request, _ *[]byte, _ *Verifier) { r.Method = http.MethodPut }),
-				sdm("path", func(r *http.Request, _ *[]byte, _ *Verifier) { r.URL.Path += "x"; r.URL.RawPath = "" }),
-				sdm("query added", func(r *http.Request, _ *[]byte, _ *Verifier) { r.URL.RawQuery = addQuery(r.URL.RawQuery, "Extra=1") }),
-				sdm("host", func(r *http.Request, _ *[]byte, _ *Verifier) { r.Host = "attacker.example:9324" }),
-				sdm("signature", func(r *http.Request, _ *[]byte, _ *Verifier) { replaceSignature(r, flipLastHex) }),
-				sdm("signature not hex", func(r *http.Request, _ *[]byte, _ *Verifier) {
-					replaceSignature(r, func(s string) string { return s[:len(s)-1] + "z" })
-				}),
-				sdm("secret", func(_ *http.Request, _ *[]byte, v *Verifier) {
-					v.Store = mustStore(t, Credential{AccessKeyID: testKeyID, SecretAccessKey: testSecret + "x", Account: testAccount})
-				}),
-				sdm("clock past the skew", func(_ *http.Request, _ *[]byte, v *Verifier) {
-					v.Now = func() time.Time { return at.Add(-MaxClockSkew - time.Second) }
-				}),
-				{"unknown key", func(_ *http.Request, _ *[]byte, v *Verifier) {
-					v.Store = mustStore(t, Credential{AccessKeyID: "AKIASOMEONEELSE", SecretAccessKey: testSecret, Account: testAccount})
-				}, "InvalidClientTokenId", http.StatusForbidden},
-				{"session token", func(r *http.Request, _ *[]byte, _ *Verifier) {
-					r.Header.Set("X-Amz-Security-Token", "FwoGZXIvYXdzEtoken")
-				}, "InvalidClientTokenId", http.StatusForbidden},
-			}
+			cases := commonTampers(t, at)
 			if presigned {
-				cases = append(cases,
-					sdm("query value", func(r *http.Request, _ *[]byte, _ *Verifier) {
-						r.URL.RawQuery = strings.Replace(r.URL.RawQuery, "ReceiveMessage", "DeleteQueue", 1)
-					}),
-					tamper{"expired", func(_ *http.Request, _ *[]byte, v *Verifier) {
-						v.Now = func() time.Time { return at.Add(5*time.Minute + time.Second) }
-					}, "RequestExpired", http.StatusBadRequest},
-					tamper{"no signature", func(r *http.Request, _ *[]byte, _ *Verifier) {
-						q := r.URL.Query()
-						q.Del("X-Amz-Signature")
-						q.Set("X-Amz-Algorithm", "AWS4-HMAC-SHA256")
-						r.URL.RawQuery = q.Encode()
-					}, "IncompleteSignature", http.StatusBadRequest},
-					tamper{"expiry over a week", func(r *http.Request, _ *[]byte, _ *Verifier) {
-						q := r.URL.Query()
-						q.Set("X-Amz-Expires", "604801")
-						r.URL.RawQuery = q.Encode()
-					}, "IncompleteSignature", http.StatusBadRequest},
-					tamper{"no signature at all", func(r *http.Request, _ *[]byte, _ *Verifier) {
-						r.URL.RawQuery = "Action=ReceiveMessage"
-					}, "MissingAuthenticationToken", http.StatusForbidden},
-					tamper{"token in the query", func(r *http.Request, _ *[]byte, _ *Verifier) {
-						r.URL.RawQuery = addQuery(r.URL.RawQuery, "X-Amz-Security-Token=abc")
-					}, "InvalidClientTokenId", http.StatusForbidden},
-					tamper{"header auth too", func(r *http.Request, _ *[]byte, _ *Verifier) {
-						r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=x")
-					}, "IncompleteSignature", http.StatusBadRequest},
-				)
+				cases = append(cases, presignedTampers(at)...)
 			} else {
-				cases = append(cases,
-					sdm("body", func(_ *http.Request, body *[]byte, _ *Verifier) { *body = append(*body, ' ') }),
-					sdm("date", func(r *http.Request, _ *[]byte, _ *Verifier) {
-						r.Header.Set("X-Amz-Date", sameDayShift(at).Format(amzDateFormat))
-					}),
-					sdm("date of another day", func(r *http.Request, _ *[]byte, v *Verifier) {
-						r.Header.Set("X-Amz-Date", at.Add(24*time.Hour).Format(amzDateFormat))
-						v.Now = func() time.Time { return at.Add(24 * time.Hour) }
-					}),
-					sdm("clock before the skew", func(_ *http.Request, _ *[]byte, v *Verifier) {
-						v.Now = func() time.Time { return at.Add(MaxClockSkew + time.Second) }
-					}),
-					sdm("declared payload hash", func(r *http.Request, _ *[]byte, _ *Verifier) {
-						r.Header.Set("X-Amz-Content-Sha256", strings.Repeat("ab", 32))
-					}),
-					tamper{"no Authorization", func(r *http.Request, _ *[]byte, _ *Verifier) {
-						r.Header.Del("Authorization")
-					}, "MissingAuthenticationToken", http.StatusForbidden},
-					tamper{"Authorization cut short", func(r *http.Request, _ *[]byte, _ *Verifier) {
-						a := r.Header.Get("Authorization")
-						r.Header.Set("Authorization", a[:strings.Index(a, ",")])
-					}, "IncompleteSignature", http.StatusBadRequest},
-					tamper{"no X-Amz-Date", func(r *http.Request, _ *[]byte, _ *Verifier) {
-						r.Header.Del("X-Amz-Date")
-					}, "IncompleteSignature", http.StatusBadRequest},
-					tamper{"two Authorization headers", func(r *http.Request, _ *[]byte, _ *Verifier) {
-						r.Header.Add("Authorization", r.Header.Get("Authorization"))
-					}, "IncompleteSignature", http.StatusBadRequest},
-				)
-				if slices.Contains(signed, "content-length") {
-					cases = append(cases, sdm("signed content-length", func(r *http.Request, _ *[]byte, _ *Verifier) { r.ContentLength++ }))
-				}
-				if len(c.body) > 0 {
-					cases = append(cases, sdm("body truncated", func(_ *http.Request, body *[]byte, _ *Verifier) { *body = (*body)[:len(*body)/2] }))
-				}
-				for _, name := range signed {
-					switch name {
-					case "host", "x-amz-date", "content-length":
-						continue // changed by the cases above, or by the transport
-					}
-					cases = append(cases, sdm("signed header "+name, func(r *http.Request, _ *[]byte, _ *Verifier) {
-						r.Header.Set(name, r.Header.Get(name)+"x")
-					}))
-				}
+				cases = append(cases, headerSignedTampers(c, at, signed)...)
 			}
-			// What the client did not sign may change.
-			for _, name := range []string{"User-Agent", "X-Forwarded-For", "Accept-Encoding"} {
-				if !slices.Contains(signed, strings.ToLower(name)) {
-					cases = append(cases, tamper{"unsigned header " + name, func(r *http.Request, _ *[]byte, _ *Verifier) {
-						r.Header.Set(name, "changed")
-					}, "", 0})
-				}
-			}
+			cases = append(cases, unsignedHeaderChanges(signed)...)
 
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
-					r, body := c.clone()
-					v := verifierAt(store, at)
-					tc.change(r, &body, v)
-					account, err := v.Verify(r, body)
-					if tc.code == "" {
-						if err != nil || account != testAccount {
-							t.Fatalf("got %q, %v; want %q", account, err, testAccount)
-						}
-						return
-					}
-					wantAPIError(t, err, tc.code, tc.status)
-					if account != "" {
-						t.Fatalf("account %q with an error", account)
-					}
+					checkTamper(t, store, c, at, tc)
 				})
 			}
 		})
+	}
+}
+
+// tamper is one change to a captured request (or to the verifier that
+// checks it) and the error code and status SQS answers it with; code ""
+// is a change that must still verify.
+type tamper struct {
+	name   string
+	change func(r *http.Request, body *[]byte, v *Verifier)
+	code   string
+	status int
+}
+
+// sdm is a tamper that SQS answers with SignatureDoesNotMatch, the answer
+// to most of them.
+func sdm(name string, change func(r *http.Request, body *[]byte, v *Verifier)) tamper {
+	return tamper{name, change, "SignatureDoesNotMatch", http.StatusForbidden}
+}
+
+// checkVerifiesAsSent checks that request c, unchanged, verifies as the
+// test account at the signing time, now, and at the limits of the skew or
+// of the presigned expiry (300 s in every test here).
+func checkVerifiesAsSent(t *testing.T, store *Store, c capturedRequest, at time.Time, presigned bool) {
+	t.Helper()
+	latest := at.Add(MaxClockSkew)
+	if presigned {
+		latest = at.Add(300 * time.Second)
+	}
+	for _, now := range []time.Time{at, time.Now(), latest, at.Add(-MaxClockSkew)} {
+		r, body := c.clone()
+		account, err := verifierAt(store, now).Verify(r, body)
+		if err != nil {
+			t.Fatalf("clock %s: %v", now.Format(time.RFC3339), err)
+		}
+		if account != testAccount {
+			t.Fatalf("account %q, want %q", account, testAccount)
+		}
+	}
+}
+
+// commonTampers are the changes that must fail for every request, signed in
+// its header or presigned in its query; at is its signing time and t the
+// test that builds the stores the changes use.
+func commonTampers(t *testing.T, at time.Time) []tamper {
+	return []tamper{
+		sdm("method", func(r *http.Request, _ *[]byte, _ *Verifier) { r.Method = http.MethodPut }),
+		sdm("path", func(r *http.Request, _ *[]byte, _ *Verifier) { r.URL.Path += "x"; r.URL.RawPath = "" }),
+		sdm("query added", func(r *http.Request, _ *[]byte, _ *Verifier) { r.URL.RawQuery = addQuery(r.URL.RawQuery, "Extra=1") }),
+		sdm("host", func(r *http.Request, _ *[]byte, _ *Verifier) { r.Host = "attacker.example:9324" }),
+		sdm("signature", func(r *http.Request, _ *[]byte, _ *Verifier) { replaceSignature(r, flipLastHex) }),
+		sdm("signature not hex", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			replaceSignature(r, func(s string) string { return s[:len(s)-1] + "z" })
+		}),
+		sdm("secret", func(_ *http.Request, _ *[]byte, v *Verifier) {
+			v.Store = mustStore(t, Credential{AccessKeyID: testKeyID, SecretAccessKey: testSecret + "x", Account: testAccount})
+		}),
+		sdm("clock past the skew", func(_ *http.Request, _ *[]byte, v *Verifier) {
+			v.Now = func() time.Time { return at.Add(-MaxClockSkew - time.Second) }
+		}),
+		{"unknown key", func(_ *http.Request, _ *[]byte, v *Verifier) {
+			v.Store = mustStore(t, Credential{AccessKeyID: "AKIASOMEONEELSE", SecretAccessKey: testSecret, Account: testAccount})
+		}, "InvalidClientTokenId", http.StatusForbidden},
+		{"session token", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			r.Header.Set("X-Amz-Security-Token", "FwoGZXIvYXdzEtoken")
+		}, "InvalidClientTokenId", http.StatusForbidden},
+	}
+}
+
+// presignedTampers are the changes that must fail for a request presigned
+// at (signed in its query, with a 300 s expiry).
+func presignedTampers(at time.Time) []tamper {
+	return []tamper{
+		sdm("query value", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			r.URL.RawQuery = strings.Replace(r.URL.RawQuery, "ReceiveMessage", "DeleteQueue", 1)
+		}),
+		{"expired", func(_ *http.Request, _ *[]byte, v *Verifier) {
+			v.Now = func() time.Time { return at.Add(5*time.Minute + time.Second) }
+		}, "RequestExpired", http.StatusBadRequest},
+		{"no signature", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			q := r.URL.Query()
+			q.Del("X-Amz-Signature")
+			q.Set("X-Amz-Algorithm", "AWS4-HMAC-SHA256")
+			r.URL.RawQuery = q.Encode()
+		}, "IncompleteSignature", http.StatusBadRequest},
+		{"expiry over a week", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			q := r.URL.Query()
+			q.Set("X-Amz-Expires", "604801")
+			r.URL.RawQuery = q.Encode()
+		}, "IncompleteSignature", http.StatusBadRequest},
+		{"no signature at all", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			r.URL.RawQuery = "Action=ReceiveMessage"
+		}, "MissingAuthenticationToken", http.StatusForbidden},
+		{"token in the query", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			r.URL.RawQuery = addQuery(r.URL.RawQuery, "X-Amz-Security-Token=abc")
+		}, "InvalidClientTokenId", http.StatusForbidden},
+		{"header auth too", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=x")
+		}, "IncompleteSignature", http.StatusBadRequest},
+	}
+}
+
+// headerSignedTampers are the changes that must fail for request c, signed
+// at time at in its Authorization header over the headers named in signed:
+// its body, its date, its Authorization header, and each signed header the
+// transport leaves alone.
+func headerSignedTampers(c capturedRequest, at time.Time, signed []string) []tamper {
+	cases := []tamper{
+		sdm("body", func(_ *http.Request, body *[]byte, _ *Verifier) { *body = append(*body, ' ') }),
+		sdm("date", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			r.Header.Set("X-Amz-Date", sameDayShift(at).Format(amzDateFormat))
+		}),
+		sdm("date of another day", func(r *http.Request, _ *[]byte, v *Verifier) {
+			r.Header.Set("X-Amz-Date", at.Add(24*time.Hour).Format(amzDateFormat))
+			v.Now = func() time.Time { return at.Add(24 * time.Hour) }
+		}),
+		sdm("clock before the skew", func(_ *http.Request, _ *[]byte, v *Verifier) {
+			v.Now = func() time.Time { return at.Add(MaxClockSkew + time.Second) }
+		}),
+		sdm("declared payload hash", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			r.Header.Set("X-Amz-Content-Sha256", strings.Repeat("ab", 32))
+		}),
+		{"no Authorization", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			r.Header.Del("Authorization")
+		}, "MissingAuthenticationToken", http.StatusForbidden},
+		{"Authorization cut short", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			a := r.Header.Get("Authorization")
+			r.Header.Set("Authorization", a[:strings.Index(a, ",")])
+		}, "IncompleteSignature", http.StatusBadRequest},
+		{"no X-Amz-Date", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			r.Header.Del("X-Amz-Date")
+		}, "IncompleteSignature", http.StatusBadRequest},
+		{"two Authorization headers", func(r *http.Request, _ *[]byte, _ *Verifier) {
+			r.Header.Add("Authorization", r.Header.Get("Authorization"))
+		}, "IncompleteSignature", http.StatusBadRequest},
+	}
+	if slices.Contains(signed, "content-length") {
+		cases = append(cases, sdm("signed content-length", func(r *http.Request, _ *[]byte, _ *Verifier) { r.ContentLength++ }))
+	}
+	if len(c.body) > 0 {
+		cases = append(cases, sdm("body truncated", func(_ *http.Request, body *[]byte, _ *Verifier) { *body = (*body)[:len(*body)/2] }))
+	}
+	for _, name := range signed {
+		switch name {
+		case "host", "x-amz-date", "content-length":
+			continue // changed by the cases above, or by the transport
+		}
+		cases = append(cases, sdm("signed header "+name, func(r *http.Request, _ *[]byte, _ *Verifier) {
+			r.Header.Set(name, r.Header.Get(name)+"x")
+		}))
+	}
+	return cases
+}
+
+// unsignedHeaderChanges are changes to the headers the client did not sign
+// (of those a proxy might touch), which must still verify.
+func unsignedHeaderChanges(signed []string) []tamper {
+	var cases []tamper
+	for _, name := range []string{"User-Agent", "X-Forwarded-For", "Accept-Encoding"} {
+		if !slices.Contains(signed, strings.ToLower(name)) {
+			cases = append(cases, tamper{"unsigned header " + name, func(r *http.Request, _ *[]byte, _ *Verifier) {
+				r.Header.Set(name, "changed")
+			}, "", 0})
+		}
+	}
+	return cases
+}
+
+// checkTamper verifies request c changed by tc, with the clock at c's
+// signing time at: it must verify as the test account if tc.code is "",
+// and otherwise fail with tc's code and status and no account.
+func checkTamper(t *testing.T, store *Store, c capturedRequest, at time.Time, tc tamper) {
+	t.Helper()
+	r, body := c.clone()
+	v := verifierAt(store, at)
+	tc.change(r, &body, v)
+	account, err := v.Verify(r, body)
+	if tc.code == "" {
+		if err != nil || account != testAccount {
+			t.Fatalf("got %q, %v; want %q", account, err, testAccount)
+		}
+		return
+	}
+	wantAPIError(t, err, tc.code, tc.status)
+	if account != "" {
+		t.Fatalf("account %q with an error", account)
 	}
 }
 
