@@ -461,6 +461,24 @@ func (r *mtRun) observe() map[api.QueueKey]map[string][]string {
 func (r *mtRun) reconcile(plan []plannedMove) {
 	r.t.Helper()
 	got := r.observe()
+	where := r.locate(got)
+	r.checkPlannedMoves(plan, where)
+	r.followMessages(plan, where)
+	if r.m.fifo {
+		r.checkArrivalOrder(plan, got, where)
+	}
+	for _, q := range r.all {
+		r.m.lists[q] = got[q]
+	}
+	for _, id := range r.m.orphans(where) {
+		r.fail("message %s is lost", id)
+	}
+}
+
+// locate returns the queue that holds each message the engine holds (got,
+// from observe), failing on a message held by two queues.
+func (r *mtRun) locate(got map[api.QueueKey]map[string][]string) map[string]api.QueueKey {
+	r.t.Helper()
 	where := map[string]api.QueueKey{}
 	for q, groups := range got {
 		for _, ids := range groups {
@@ -472,8 +490,15 @@ func (r *mtRun) reconcile(plan []plannedMove) {
 			}
 		}
 	}
-	// Moves out of each dead-letter queue: as many as planned, each to
-	// its task's destination, from the head of its group.
+	return where
+}
+
+// checkPlannedMoves checks the moves out of each dead-letter queue against
+// the plan: as many as planned, each to its task's destination, and (on a
+// FIFO queue) from the head of its group. where is the engine's placement
+// after the command; the model's lists are still those from before it.
+func (r *mtRun) checkPlannedMoves(plan []plannedMove, where map[string]api.QueueKey) {
+	r.t.Helper()
 	for _, pm := range plan {
 		var movedIDs []string
 		for _, ids := range r.m.lists[pm.task.source] {
@@ -515,6 +540,15 @@ func (r *mtRun) reconcile(plan []plannedMove) {
 			}
 		}
 	}
+}
+
+// followMessages explains where each message the model placed went (it
+// stayed, was redriven to its dead-letter queue after enough receives, was
+// moved by a planned task, or was deleted) and where the message sent by
+// the command is, failing on anything else, and moves the model's
+// placement, origins and receive counts to the engine's.
+func (r *mtRun) followMessages(plan []plannedMove, where map[string]api.QueueKey) {
+	r.t.Helper()
 	for id, from := range r.m.loc {
 		to, ok := where[id]
 		switch {
@@ -549,63 +583,60 @@ func (r *mtRun) reconcile(plan []plannedMove) {
 			r.fail("message %s appeared in %s unexplained", id, where[id].Name)
 		}
 	}
-	// Order: what stayed keeps its order, and what arrived (by a move or
-	// a redrive) comes after it, in the order it left (moves) or was
-	// redriven; on a FIFO queue, per group.
-	if r.m.fifo {
-		for _, q := range r.all {
-			for g, ids := range got[q] {
-				var stayed []string
-				for _, id := range r.m.lists[q][g] {
-					if where[id] == q {
-						stayed = append(stayed, id)
-					}
-				}
-				if !slices.Equal(ids[:min(len(stayed), len(ids))], stayed) {
-					r.fail("%s group %q holds %v; the messages that stayed were %v, in that order", q.Name, g, ids, stayed)
-				}
-			}
-		}
-		for _, pm := range plan {
-			for g, ids := range r.m.lists[pm.task.source] {
-				var left []string
-				for _, id := range ids {
-					if where[id] != pm.task.source {
-						left = append(left, id)
-					}
-				}
-				// Those that went to the same queue arrived in order.
-				byDest := map[api.QueueKey][]string{}
-				for _, id := range left {
-					if q, ok := where[id]; ok {
-						byDest[q] = append(byDest[q], id)
-					}
-				}
-				for q, moved := range byDest {
-					var arrived []string
-					for _, id := range got[q][g] {
-						if slices.Contains(moved, id) {
-							arrived = append(arrived, id)
-						}
-					}
-					if !slices.Equal(arrived, moved) {
-						r.fail("group %q arrived in %s as %v; it left %s as %v", g, q.Name, arrived, pm.task.source.Name, moved)
-					}
-				}
-			}
-		}
-	}
+}
+
+// checkArrivalOrder checks the order of each FIFO group after the command
+// (got, from observe): what stayed keeps its order, and what arrived (by a
+// move or a redrive) comes after it, in the order it left (moves) or was
+// redriven. The model's lists are still those from before the command.
+func (r *mtRun) checkArrivalOrder(plan []plannedMove, got map[api.QueueKey]map[string][]string, where map[string]api.QueueKey) {
+	r.t.Helper()
 	for _, q := range r.all {
-		r.m.lists[q] = got[q]
+		for g, ids := range got[q] {
+			var stayed []string
+			for _, id := range r.m.lists[q][g] {
+				if where[id] == q {
+					stayed = append(stayed, id)
+				}
+			}
+			if !slices.Equal(ids[:min(len(stayed), len(ids))], stayed) {
+				r.fail("%s group %q holds %v; the messages that stayed were %v, in that order", q.Name, g, ids, stayed)
+			}
+		}
 	}
-	for _, id := range r.m.orphans(where) {
-		r.fail("message %s is lost", id)
+	for _, pm := range plan {
+		for g, ids := range r.m.lists[pm.task.source] {
+			var left []string
+			for _, id := range ids {
+				if where[id] != pm.task.source {
+					left = append(left, id)
+				}
+			}
+			// Those that went to the same queue arrived in order.
+			byDest := map[api.QueueKey][]string{}
+			for _, id := range left {
+				if q, ok := where[id]; ok {
+					byDest[q] = append(byDest[q], id)
+				}
+			}
+			for q, moved := range byDest {
+				var arrived []string
+				for _, id := range got[q][g] {
+					if slices.Contains(moved, id) {
+						arrived = append(arrived, id)
+					}
+				}
+				if !slices.Equal(arrived, moved) {
+					r.fail("group %q arrived in %s as %v; it left %s as %v", g, q.Name, arrived, pm.task.source.Name, moved)
+				}
+			}
+		}
 	}
 }
 
 // orphans returns the messages the model still places that the engine
 // holds nowhere; reconcile has already forgotten deleted ones, so this is
-// empty unless the bookkeeping above is wrong.
+// empty unless followMessages' bookkeeping is wrong.
 func (m *mtModel) orphans(where map[string]api.QueueKey) []string {
 	var out []string
 	for id := range m.loc {

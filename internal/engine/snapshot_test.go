@@ -381,31 +381,74 @@ func TestRestoreRejectsInconsistentSnapshots(t *testing.T) {
 	testRestoreRejectsInconsistentSnapshots(t, restoreDefault)
 }
 
+// testRestoreRejectsInconsistentSnapshots restores, in mode, a rich
+// engine's snapshot edited by each of inconsistentSnapshots' cases: the
+// unedited one must restore to the same snapshot, every other one must fail
+// with its error.
 func testRestoreRejectsInconsistentSnapshots(t *testing.T, mode restoreMode) {
 	good := snapshotBytes(t, richHarness(t).e)
-	queue := func(p *parsedSnapshot, name string) *parsedQueue {
-		for i := range p.Queues {
-			if p.Queues[i].Q.Name == name {
-				return &p.Queues[i]
+	for _, tc := range inconsistentSnapshots(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			p := parseSnapshot(t, good)
+			tc.edit(p)
+			in := p.encode(t)
+			if tc.want == "" {
+				e := mode.engine(New(Config{Region: testRegion}))
+				if err := e.Restore(bytes.NewReader(in)); err != nil {
+					t.Fatalf("Restore: %v", err)
+				}
+				if !bytes.Equal(snapshotBytes(t, e), good) {
+					t.Errorf("parse and encode changed the snapshot")
+				}
+				return
 			}
-		}
-		t.Fatalf("no queue %s", name)
-		return nil
+			wantRestoreErrorIn(t, mode, in, tc.want)
+		})
 	}
-	// messages edits the first message chunk of a queue.
+}
+
+// inconsistentSnapshot is an edit of a parsed snapshot and a part of the
+// error its restore must fail with ("" for an edit that must restore).
+type inconsistentSnapshot struct {
+	name, want string
+	edit       func(*parsedSnapshot)
+}
+
+// parsedQueueNamed returns the parsed queue called name in p; t is failed if
+// there is none.
+func parsedQueueNamed(t *testing.T, p *parsedSnapshot, name string) *parsedQueue {
+	for i := range p.Queues {
+		if p.Queues[i].Q.Name == name {
+			return &p.Queues[i]
+		}
+	}
+	t.Fatalf("no queue %s", name)
+	return nil
+}
+
+// editMessages is an edit of a parsed snapshot that decodes the first
+// message chunk of the queue called name, changes its messages and their
+// aged flags with edit, and encodes them back.
+func editMessages(t *testing.T, name string, edit func(ms []*message, aged []bool) ([]*message, []bool)) func(*parsedSnapshot) {
+	return func(p *parsedSnapshot) {
+		q := parsedQueueNamed(t, p, name)
+		c := &q.Chunks[0]
+		ms, aged := decodeMessages(t, c)
+		ms, aged = edit(ms, aged)
+		encodeMessages(c, ms, aged)
+	}
+}
+
+// inconsistentSnapshots are testRestoreRejectsInconsistentSnapshots' cases,
+// edits of richHarness's snapshot that keep it well formed; t is the test
+// their edits fail if a queue they name is missing.
+func inconsistentSnapshots(t *testing.T) []inconsistentSnapshot {
+	// Short names for the two helpers keep each case on a line.
+	queue := func(p *parsedSnapshot, name string) *parsedQueue { return parsedQueueNamed(t, p, name) }
 	messages := func(name string, edit func(ms []*message, aged []bool) ([]*message, []bool)) func(*parsedSnapshot) {
-		return func(p *parsedSnapshot) {
-			q := queue(p, name)
-			c := &q.Chunks[0]
-			ms, aged := decodeMessages(t, c)
-			ms, aged = edit(ms, aged)
-			encodeMessages(c, ms, aged)
-		}
+		return editMessages(t, name, edit)
 	}
-	cases := []struct {
-		name, want string
-		edit       func(*parsedSnapshot)
-	}{
+	return []inconsistentSnapshot{
 		{"unchanged re-encoding is accepted", "", func(*parsedSnapshot) {}},
 		// Gob decodes the trailer into a snapQueue (it matches fields by
 		// name): the queue checks must catch it.
@@ -493,24 +536,6 @@ func testRestoreRejectsInconsistentSnapshots(t *testing.T, mode restoreMode) {
 			a := &queue(p, "q.fifo").Chunks[0].Attempts[0]
 			a.Nonces = a.Nonces[:0]
 		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := parseSnapshot(t, good)
-			tc.edit(p)
-			in := p.encode(t)
-			if tc.want == "" {
-				e := mode.engine(New(Config{Region: testRegion}))
-				if err := e.Restore(bytes.NewReader(in)); err != nil {
-					t.Fatalf("Restore: %v", err)
-				}
-				if !bytes.Equal(snapshotBytes(t, e), good) {
-					t.Errorf("parse and encode changed the snapshot")
-				}
-				return
-			}
-			wantRestoreErrorIn(t, mode, in, tc.want)
-		})
 	}
 }
 
