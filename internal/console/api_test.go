@@ -153,276 +153,312 @@ type groupJSON struct {
 	} `json:"owner"`
 }
 
+// TestAPIOpen runs the console's JSON API against a server without
+// credentials; the subtests share one seeded server and run in order, each
+// seeing what the earlier ones changed.
 func TestAPIOpen(t *testing.T) {
 	env := integration.Start(t)
 	s := newSQS(t, env)
 	groups := seed(s)
 	c := newAPIClient(t, env.URL)
 
-	t.Run("session", func(t *testing.T) {
-		sess := c.refreshSession()
-		if sess.AuthRequired || !sess.SignedIn || sess.Account != integration.Account || sess.CSRFToken == "" || sess.Region != integration.Region {
-			t.Fatalf("session without credentials: %+v", sess)
-		}
-		st, code := c.post("login", map[string]string{"accessKeyId": "x", "secretAccessKey": "y"}, nil)
-		wantStatus(t, "login without credentials", st, code, 400, "NoCredentialsConfigured")
-	})
+	t.Run("session", func(t *testing.T) { checkOpenSession(t, c) })
+	t.Run("queues", func(t *testing.T) { checkOpenQueueList(t, c, s) })
+	t.Run("queue", func(t *testing.T) { checkOpenQueueDetail(t, c) })
+	t.Run("peek", func(t *testing.T) { checkOpenPeek(t, c, s, groups) })
+	t.Run("groups", func(t *testing.T) { checkOpenGroups(t, c) })
+	t.Run("send", func(t *testing.T) { checkOpenSend(t, c) })
+	t.Run("csrf", func(t *testing.T) { checkOpenCSRF(t, c, s, env) })
+	t.Run("move tasks", func(t *testing.T) { checkOpenMoveTasks(t, c, s) })
+	t.Run("http", func(t *testing.T) { checkOpenHTTP(t, env) })
+}
 
-	t.Run("queues", func(t *testing.T) {
-		var out struct {
-			Now    int64       `json:"now"`
-			Queues []queueJSON `json:"queues"`
-		}
-		if st, code := c.get("queues", &out); st != 200 {
-			t.Fatalf("GET queues: %d %s", st, code)
-		}
-		byName := map[string]queueJSON{}
-		for _, q := range out.Queues {
-			byName[q.Name] = q
-		}
-		if len(out.Queues) != 5 || out.Queues[0].Name != qAudit || out.Now == 0 {
-			t.Fatalf("queues: %+v", out)
-		}
-		o := byName[qOrders]
-		if c := s.counts(qOrders); o.Visible != c[0] || o.NotVisible != c[1] || o.Delayed != c[2] {
-			t.Errorf("orders figures %+v, SQS %v", o, c)
-		}
-		if !o.FIFO || o.DeadLetterTargetName != qOrdersDLQ || o.Groups != 6 || o.Counters.Sent != 13 || o.Counters.Received != 3 {
-			t.Errorf("orders: %+v", o)
-		}
-		if d := byName[qOrdersDLQ]; d.DeadLetterSources != 1 || d.Visible != 12 {
-			t.Errorf("orders-dlq: %+v", d)
-		}
-	})
+// checkOpenSession checks the session of a server without credentials:
+// signed in as the default account, and no login possible.
+func checkOpenSession(t *testing.T, c *apiClient) {
+	sess := c.refreshSession()
+	if sess.AuthRequired || !sess.SignedIn || sess.Account != integration.Account || sess.CSRFToken == "" || sess.Region != integration.Region {
+		t.Fatalf("session without credentials: %+v", sess)
+	}
+	st, code := c.post("login", map[string]string{"accessKeyId": "x", "secretAccessKey": "y"}, nil)
+	wantStatus(t, "login without credentials", st, code, 400, "NoCredentialsConfigured")
+}
 
-	t.Run("queue", func(t *testing.T) {
-		var out struct {
-			Queue             queueJSON         `json:"queue"`
-			Attributes        map[string]string `json:"attributes"`
-			Tags              map[string]string `json:"tags"`
-			DeadLetterSources []string          `json:"deadLetterSources"`
-			MoveTasks         []any             `json:"moveTasks"`
-		}
-		if st, code := c.get("queues/"+qOrdersDLQ, &out); st != 200 {
-			t.Fatalf("GET queue: %d %s", st, code)
-		}
-		if out.Queue.Name != qOrdersDLQ || out.Attributes["FifoQueue"] != "true" || len(out.DeadLetterSources) != 1 || out.DeadLetterSources[0] != qOrders || out.MoveTasks == nil {
-			t.Fatalf("dlq detail: %+v", out)
-		}
-		if st, code := c.get("queues/"+qOrders, &out); st != 200 || out.Tags["team"] != "checkout" {
-			t.Fatalf("orders detail: %d %s %+v", st, code, out.Tags)
-		}
-		st, code := c.get("queues/nope", nil)
-		wantStatus(t, "missing queue", st, code, 404, "QueueDoesNotExist")
-	})
+// checkOpenQueueList checks the seeded queues' list and the figures it
+// gives for orders and its dead-letter queue against SQS's.
+func checkOpenQueueList(t *testing.T, c *apiClient, s *sqsClient) {
+	var out struct {
+		Now    int64       `json:"now"`
+		Queues []queueJSON `json:"queues"`
+	}
+	if st, code := c.get("queues", &out); st != 200 {
+		t.Fatalf("GET queues: %d %s", st, code)
+	}
+	byName := map[string]queueJSON{}
+	for _, q := range out.Queues {
+		byName[q.Name] = q
+	}
+	if len(out.Queues) != 5 || out.Queues[0].Name != qAudit || out.Now == 0 {
+		t.Fatalf("queues: %+v", out)
+	}
+	o := byName[qOrders]
+	if c := s.counts(qOrders); o.Visible != c[0] || o.NotVisible != c[1] || o.Delayed != c[2] {
+		t.Errorf("orders figures %+v, SQS %v", o, c)
+	}
+	if !o.FIFO || o.DeadLetterTargetName != qOrdersDLQ || o.Groups != 6 || o.Counters.Sent != 13 || o.Counters.Received != 3 {
+		t.Errorf("orders: %+v", o)
+	}
+	if d := byName[qOrdersDLQ]; d.DeadLetterSources != 1 || d.Visible != 12 {
+		t.Errorf("orders-dlq: %+v", d)
+	}
+}
 
-	t.Run("peek", func(t *testing.T) {
-		before := s.counts(qOrders)
-		var out struct {
-			Messages []messageJSON `json:"messages"`
-		}
-		if st, code := c.get("queues/"+qOrders+"/messages?limit=4", &out); st != 200 {
-			t.Fatalf("peek: %d %s", st, code)
-		}
-		want := []string{groups["customer-1"][0], groups["customer-1"][1], groups["customer-2"][0], groups["customer-2"][1]}
-		if len(out.Messages) != 4 {
-			t.Fatalf("peeked %d messages, want 4", len(out.Messages))
-		}
-		for i, m := range out.Messages {
-			if m.Body != want[i] || m.SequenceNumber == "" || len(m.Attributes) != 1 || m.Attributes[0].Value != "web" {
-				t.Errorf("peeked %d: %+v, want body %s", i, m, want[i])
-			}
-		}
-		if m := out.Messages[0]; m.State != "inflight" || m.ReceiveCount != 1 {
-			t.Errorf("held message peeked as %+v", m)
-		}
-		if m := out.Messages[3]; m.State != "visible" || m.ReceiveCount != 0 {
-			t.Errorf("waiting message peeked as %+v", m)
-		}
-		var byGroup struct {
-			Messages []messageJSON `json:"messages"`
-		}
-		if st, code := c.get("queues/"+qOrders+"/messages?group=customer-4&limit=100", &byGroup); st != 200 || len(byGroup.Messages) != 4 || byGroup.Messages[0].GroupID != "customer-4" {
-			t.Fatalf("peek by group: %d %s %+v", st, code, byGroup.Messages)
-		}
-		// Peeking twice changed nothing: counts, and the next consumer
-		// gets customer-3 on its first receive.
-		if after := s.counts(qOrders); after != before {
-			t.Fatalf("peek changed the counts from %v to %v", before, after)
-		}
-		got := s.receive(qOrders, 1, 30, "")
-		if len(got) != 1 || *got[0].Body != groups["customer-3"][0] || got[0].Attributes["ApproximateReceiveCount"] != "1" {
-			t.Fatalf("receive after peeking: %+v", got)
-		}
+// checkOpenQueueDetail checks one queue's detail (attributes, tags,
+// dead-letter sources, move tasks) and the answer for a missing queue.
+func checkOpenQueueDetail(t *testing.T, c *apiClient) {
+	var out struct {
+		Queue             queueJSON         `json:"queue"`
+		Attributes        map[string]string `json:"attributes"`
+		Tags              map[string]string `json:"tags"`
+		DeadLetterSources []string          `json:"deadLetterSources"`
+		MoveTasks         []any             `json:"moveTasks"`
+	}
+	if st, code := c.get("queues/"+qOrdersDLQ, &out); st != 200 {
+		t.Fatalf("GET queue: %d %s", st, code)
+	}
+	if out.Queue.Name != qOrdersDLQ || out.Attributes["FifoQueue"] != "true" || len(out.DeadLetterSources) != 1 || out.DeadLetterSources[0] != qOrders || out.MoveTasks == nil {
+		t.Fatalf("dlq detail: %+v", out)
+	}
+	if st, code := c.get("queues/"+qOrders, &out); st != 200 || out.Tags["team"] != "checkout" {
+		t.Fatalf("orders detail: %d %s %+v", st, code, out.Tags)
+	}
+	st, code := c.get("queues/nope", nil)
+	wantStatus(t, "missing queue", st, code, 404, "QueueDoesNotExist")
+}
 
-		for _, q := range []string{"limit=0", "limit=x", "limit=-1"} {
-			st, code := c.get("queues/"+qOrders+"/messages?"+q, nil)
-			wantStatus(t, "peek "+q, st, code, 400, "BadRequest")
+// checkOpenPeek checks that peeking at orders shows its messages in group
+// order, in flight or waiting, by group too, and changes nothing a consumer
+// sees; and that bad limits and missing queues are refused.
+func checkOpenPeek(t *testing.T, c *apiClient, s *sqsClient, groups map[string][]string) {
+	before := s.counts(qOrders)
+	var out struct {
+		Messages []messageJSON `json:"messages"`
+	}
+	if st, code := c.get("queues/"+qOrders+"/messages?limit=4", &out); st != 200 {
+		t.Fatalf("peek: %d %s", st, code)
+	}
+	want := []string{groups["customer-1"][0], groups["customer-1"][1], groups["customer-2"][0], groups["customer-2"][1]}
+	if len(out.Messages) != 4 {
+		t.Fatalf("peeked %d messages, want 4", len(out.Messages))
+	}
+	for i, m := range out.Messages {
+		if m.Body != want[i] || m.SequenceNumber == "" || len(m.Attributes) != 1 || m.Attributes[0].Value != "web" {
+			t.Errorf("peeked %d: %+v, want body %s", i, m, want[i])
 		}
-		st, code := c.get("queues/nope/messages", nil)
-		wantStatus(t, "peek a missing queue", st, code, 404, "QueueDoesNotExist")
-	})
+	}
+	if m := out.Messages[0]; m.State != "inflight" || m.ReceiveCount != 1 {
+		t.Errorf("held message peeked as %+v", m)
+	}
+	if m := out.Messages[3]; m.State != "visible" || m.ReceiveCount != 0 {
+		t.Errorf("waiting message peeked as %+v", m)
+	}
+	var byGroup struct {
+		Messages []messageJSON `json:"messages"`
+	}
+	if st, code := c.get("queues/"+qOrders+"/messages?group=customer-4&limit=100", &byGroup); st != 200 || len(byGroup.Messages) != 4 || byGroup.Messages[0].GroupID != "customer-4" {
+		t.Fatalf("peek by group: %d %s %+v", st, code, byGroup.Messages)
+	}
+	// Peeking twice changed nothing: counts, and the next consumer
+	// gets customer-3 on its first receive.
+	if after := s.counts(qOrders); after != before {
+		t.Fatalf("peek changed the counts from %v to %v", before, after)
+	}
+	got := s.receive(qOrders, 1, 30, "")
+	if len(got) != 1 || *got[0].Body != groups["customer-3"][0] || got[0].Attributes["ApproximateReceiveCount"] != "1" {
+		t.Fatalf("receive after peeking: %+v", got)
+	}
 
-	t.Run("groups", func(t *testing.T) {
-		var out struct {
-			FIFO     bool        `json:"fifo"`
-			Total    int         `json:"total"`
-			InFlight int         `json:"inFlight"`
-			Groups   []groupJSON `json:"groups"`
-			Next     string      `json:"next"`
-		}
-		if st, code := c.get("queues/"+qOrders+"/groups?limit=2", &out); st != 200 {
-			t.Fatalf("groups: %d %s", st, code)
-		}
-		if !out.FIFO || out.Total != 6 || out.InFlight != 3 || len(out.Groups) != 2 || out.Next == "" {
-			t.Fatalf("groups page: %+v", out)
-		}
-		if g := out.Groups[0]; g.ID != heldGroup || g.Owner == nil || g.Owner.AttemptID != attemptID || g.Owner.ReceiptHandle == "" {
-			t.Fatalf("held group: %+v", g)
-		}
-		var page2 struct {
-			Groups []groupJSON `json:"groups"`
-			Next   string      `json:"next"`
-		}
-		if st, _ := c.get("queues/"+qOrders+"/groups?limit=10&after="+out.Next, &page2); st != 200 || len(page2.Groups) != 4 || page2.Groups[0].ID != "customer-3" || page2.Next != "" {
-			t.Fatalf("second page: %+v", page2)
-		}
-	})
+	for _, q := range []string{"limit=0", "limit=x", "limit=-1"} {
+		st, code := c.get("queues/"+qOrders+"/messages?"+q, nil)
+		wantStatus(t, "peek "+q, st, code, 400, "BadRequest")
+	}
+	st, code := c.get("queues/nope/messages", nil)
+	wantStatus(t, "peek a missing queue", st, code, 404, "QueueDoesNotExist")
+}
 
-	t.Run("send", func(t *testing.T) {
-		var sent struct {
-			MessageID      string `json:"messageId"`
-			SequenceNumber string `json:"sequenceNumber"`
-		}
-		in := map[string]any{
-			"body": "from the console", "groupId": "console",
-			"attributes": []map[string]string{
-				{"name": "kind", "type": "String", "value": "probe"},
-				{"name": "blob", "type": "Binary", "value": "AAEC"},
-				{"name": "n", "type": "Number.int", "value": "42"},
-			},
-		}
-		if st, code := c.post("queues/"+qOrdersDLQ+"/messages", in, &sent); st != 200 || sent.MessageID == "" || sent.SequenceNumber == "" {
-			t.Fatalf("send: %d %s %+v", st, code, sent)
-		}
-		// The API's own validation applies: a FIFO message needs a group.
-		st, code := c.post("queues/"+qOrdersDLQ+"/messages", map[string]any{"body": "x"}, nil)
-		wantStatus(t, "send without a group", st, code, 400, "MissingParameter")
-		st, code = c.post("queues/"+qEvents+"/messages", map[string]any{"body": "x", "attributes": []map[string]string{{"name": "b", "type": "Binary", "value": "!!"}}}, nil)
-		wantStatus(t, "send bad base64", st, code, 400, "BadRequest")
-		st, code = c.post("queues/"+qEvents+"/messages", map[string]any{"body": "x", "color": "red"}, nil)
-		wantStatus(t, "send an unknown field", st, code, 400, "BadRequest")
-		st, code = c.postWith("queues/"+qEvents+"/messages", nil, nil, map[string]string{"X-CSRF-Token": c.csrf})
-		wantStatus(t, "send null", st, code, 400, "MissingParameter")
+// checkOpenGroups checks the paged list of orders' groups, the held group
+// first with its owner's receipt handle and attempt id.
+func checkOpenGroups(t *testing.T, c *apiClient) {
+	var out struct {
+		FIFO     bool        `json:"fifo"`
+		Total    int         `json:"total"`
+		InFlight int         `json:"inFlight"`
+		Groups   []groupJSON `json:"groups"`
+		Next     string      `json:"next"`
+	}
+	if st, code := c.get("queues/"+qOrders+"/groups?limit=2", &out); st != 200 {
+		t.Fatalf("groups: %d %s", st, code)
+	}
+	if !out.FIFO || out.Total != 6 || out.InFlight != 3 || len(out.Groups) != 2 || out.Next == "" {
+		t.Fatalf("groups page: %+v", out)
+	}
+	if g := out.Groups[0]; g.ID != heldGroup || g.Owner == nil || g.Owner.AttemptID != attemptID || g.Owner.ReceiptHandle == "" {
+		t.Fatalf("held group: %+v", g)
+	}
+	var page2 struct {
+		Groups []groupJSON `json:"groups"`
+		Next   string      `json:"next"`
+	}
+	if st, _ := c.get("queues/"+qOrders+"/groups?limit=10&after="+out.Next, &page2); st != 200 || len(page2.Groups) != 4 || page2.Groups[0].ID != "customer-3" || page2.Next != "" {
+		t.Fatalf("second page: %+v", page2)
+	}
+}
 
-		var out struct {
-			Messages []messageJSON `json:"messages"`
-		}
-		c.get("queues/"+qOrdersDLQ+"/messages?group=console", &out)
-		if len(out.Messages) != 1 || out.Messages[0].Body != "from the console" || len(out.Messages[0].Attributes) != 3 || out.Messages[0].Attributes[0].Value != "AAEC" {
-			t.Fatalf("the sent message peeked: %+v", out.Messages)
-		}
-	})
+// checkOpenSend checks a send with attributes of each type, that the
+// API's validation and the console's own refuse bad sends, and that the
+// sent message can be peeked.
+func checkOpenSend(t *testing.T, c *apiClient) {
+	var sent struct {
+		MessageID      string `json:"messageId"`
+		SequenceNumber string `json:"sequenceNumber"`
+	}
+	in := map[string]any{
+		"body": "from the console", "groupId": "console",
+		"attributes": []map[string]string{
+			{"name": "kind", "type": "String", "value": "probe"},
+			{"name": "blob", "type": "Binary", "value": "AAEC"},
+			{"name": "n", "type": "Number.int", "value": "42"},
+		},
+	}
+	if st, code := c.post("queues/"+qOrdersDLQ+"/messages", in, &sent); st != 200 || sent.MessageID == "" || sent.SequenceNumber == "" {
+		t.Fatalf("send: %d %s %+v", st, code, sent)
+	}
+	// The API's own validation applies: a FIFO message needs a group.
+	st, code := c.post("queues/"+qOrdersDLQ+"/messages", map[string]any{"body": "x"}, nil)
+	wantStatus(t, "send without a group", st, code, 400, "MissingParameter")
+	st, code = c.post("queues/"+qEvents+"/messages", map[string]any{"body": "x", "attributes": []map[string]string{{"name": "b", "type": "Binary", "value": "!!"}}}, nil)
+	wantStatus(t, "send bad base64", st, code, 400, "BadRequest")
+	st, code = c.post("queues/"+qEvents+"/messages", map[string]any{"body": "x", "color": "red"}, nil)
+	wantStatus(t, "send an unknown field", st, code, 400, "BadRequest")
+	st, code = c.postWith("queues/"+qEvents+"/messages", nil, nil, map[string]string{"X-CSRF-Token": c.csrf})
+	wantStatus(t, "send null", st, code, 400, "MissingParameter")
 
-	t.Run("csrf", func(t *testing.T) {
-		before := s.counts(qEvents)
-		for name, h := range map[string]map[string]string{
-			"no token":     {},
-			"wrong token":  {"X-CSRF-Token": "AAAA"},
-			"other origin": {"X-CSRF-Token": c.csrf, "Origin": "http://evil.example.com"},
-		} {
-			st, code := c.postWith("queues/"+qEvents+"/purge", map[string]any{}, nil, h)
-			want := "InvalidCSRFToken"
-			if name == "other origin" {
-				want = "CrossOriginRequest"
-			}
-			wantStatus(t, name, st, code, 403, want)
-		}
-		if after := s.counts(qEvents); after != before {
-			t.Fatalf("refused purges changed the queue: %v -> %v", before, after)
-		}
-		st, code := c.postWith("queues/"+qEvents+"/purge", map[string]any{}, nil, map[string]string{"X-CSRF-Token": c.csrf, "Origin": env.URL})
-		wantStatus(t, "same origin", st, code, 200, "")
-		if after := s.counts(qEvents); after != [3]int{} {
-			t.Fatalf("after the purge: %v", after)
-		}
-		st, code = c.post("queues/"+qEvents+"/purge", map[string]any{}, nil)
-		wantStatus(t, "purge again", st, code, 403, "PurgeQueueInProgress")
-	})
+	var out struct {
+		Messages []messageJSON `json:"messages"`
+	}
+	c.get("queues/"+qOrdersDLQ+"/messages?group=console", &out)
+	if len(out.Messages) != 1 || out.Messages[0].Body != "from the console" || len(out.Messages[0].Attributes) != 3 || out.Messages[0].Attributes[0].Value != "AAEC" {
+		t.Fatalf("the sent message peeked: %+v", out.Messages)
+	}
+}
 
-	t.Run("move tasks", func(t *testing.T) {
-		st, code := c.post("queues/"+qEvents+"/move-tasks", map[string]any{}, nil)
-		wantStatus(t, "redrive a queue that is no DLQ", st, code, 400, "InvalidParameterValue")
-		var started struct {
-			TaskHandle string `json:"taskHandle"`
+// checkOpenCSRF checks that a purge without the session's CSRF token, or
+// from another origin, is refused and changes nothing, and that one from the
+// same origin purges.
+func checkOpenCSRF(t *testing.T, c *apiClient, s *sqsClient, env *integration.Env) {
+	before := s.counts(qEvents)
+	for name, h := range map[string]map[string]string{
+		"no token":     {},
+		"wrong token":  {"X-CSRF-Token": "AAAA"},
+		"other origin": {"X-CSRF-Token": c.csrf, "Origin": "http://evil.example.com"},
+	} {
+		st, code := c.postWith("queues/"+qEvents+"/purge", map[string]any{}, nil, h)
+		want := "InvalidCSRFToken"
+		if name == "other origin" {
+			want = "CrossOriginRequest"
 		}
-		if st, code := c.post("queues/"+qOrdersDLQ+"/move-tasks", map[string]any{"maxNumberOfMessagesPerSecond": 1}, &started); st != 200 || started.TaskHandle == "" {
-			t.Fatalf("start: %d %s", st, code)
-		}
-		if tasks := s.moveTasks(qOrdersDLQ); len(tasks) != 1 || *tasks[0].Status != "RUNNING" || *tasks[0].TaskHandle != started.TaskHandle {
-			t.Fatalf("tasks after start: %+v", tasks)
-		}
-		st, code = c.post("queues/"+qOrdersDLQ+"/move-tasks", map[string]any{}, nil)
-		wantStatus(t, "a second redrive", st, code, 400, "InvalidParameterValue")
-		if st, code := c.post("move-tasks/cancel", map[string]any{"taskHandle": started.TaskHandle}, nil); st != 200 {
-			t.Fatalf("cancel: %d %s", st, code)
-		}
-		if tasks := s.moveTasks(qOrdersDLQ); *tasks[0].Status != "CANCELLED" {
-			t.Fatalf("tasks after cancel: %+v", tasks)
-		}
-		st, code = c.post("move-tasks/cancel", map[string]any{"taskHandle": started.TaskHandle}, nil)
-		wantStatus(t, "cancel twice", st, code, 404, "ResourceNotFoundException")
-	})
+		wantStatus(t, name, st, code, 403, want)
+	}
+	if after := s.counts(qEvents); after != before {
+		t.Fatalf("refused purges changed the queue: %v -> %v", before, after)
+	}
+	st, code := c.postWith("queues/"+qEvents+"/purge", map[string]any{}, nil, map[string]string{"X-CSRF-Token": c.csrf, "Origin": env.URL})
+	wantStatus(t, "same origin", st, code, 200, "")
+	if after := s.counts(qEvents); after != [3]int{} {
+		t.Fatalf("after the purge: %v", after)
+	}
+	st, code = c.post("queues/"+qEvents+"/purge", map[string]any{}, nil)
+	wantStatus(t, "purge again", st, code, 403, "PurgeQueueInProgress")
+}
 
-	t.Run("http", func(t *testing.T) {
-		hc := &http.Client{Transport: &http.Transport{Proxy: nil}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		defer hc.CloseIdleConnections()
-		get := func(path string, host string) *http.Response {
-			req, _ := http.NewRequest("GET", env.URL+path, nil)
-			if host != "" {
-				req.Host = host
-			}
-			resp, err := hc.Do(req)
-			if err != nil {
-				t.Fatalf("GET %s: %v", path, err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return resp
+// checkOpenMoveTasks starts a redrive of orders' dead-letter queue through
+// the console, checks it in SQS, cancels it, and checks the refusals on
+// the way.
+func checkOpenMoveTasks(t *testing.T, c *apiClient, s *sqsClient) {
+	st, code := c.post("queues/"+qEvents+"/move-tasks", map[string]any{}, nil)
+	wantStatus(t, "redrive a queue that is no DLQ", st, code, 400, "InvalidParameterValue")
+	var started struct {
+		TaskHandle string `json:"taskHandle"`
+	}
+	if st, code := c.post("queues/"+qOrdersDLQ+"/move-tasks", map[string]any{"maxNumberOfMessagesPerSecond": 1}, &started); st != 200 || started.TaskHandle == "" {
+		t.Fatalf("start: %d %s", st, code)
+	}
+	if tasks := s.moveTasks(qOrdersDLQ); len(tasks) != 1 || *tasks[0].Status != "RUNNING" || *tasks[0].TaskHandle != started.TaskHandle {
+		t.Fatalf("tasks after start: %+v", tasks)
+	}
+	st, code = c.post("queues/"+qOrdersDLQ+"/move-tasks", map[string]any{}, nil)
+	wantStatus(t, "a second redrive", st, code, 400, "InvalidParameterValue")
+	if st, code := c.post("move-tasks/cancel", map[string]any{"taskHandle": started.TaskHandle}, nil); st != 200 {
+		t.Fatalf("cancel: %d %s", st, code)
+	}
+	if tasks := s.moveTasks(qOrdersDLQ); *tasks[0].Status != "CANCELLED" {
+		t.Fatalf("tasks after cancel: %+v", tasks)
+	}
+	st, code = c.post("move-tasks/cancel", map[string]any{"taskHandle": started.TaskHandle}, nil)
+	wantStatus(t, "cancel twice", st, code, 404, "ResourceNotFoundException")
+}
+
+// checkOpenHTTP checks the console's pages over plain HTTP: the redirect,
+// the page's security headers and revalidation, the script, 404s, and the
+// refusal of a host name that could be rebound to the loopback address.
+func checkOpenHTTP(t *testing.T, env *integration.Env) {
+	hc := &http.Client{Transport: &http.Transport{Proxy: nil}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer hc.CloseIdleConnections()
+	get := func(path string, host string) *http.Response {
+		req, _ := http.NewRequest("GET", env.URL+path, nil)
+		if host != "" {
+			req.Host = host
 		}
-		if r := get("/console", ""); r.StatusCode != 301 || r.Header.Get("Location") != "/console/" {
-			t.Errorf("/console: %d %s", r.StatusCode, r.Header.Get("Location"))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
 		}
-		r := get("/console/", "")
-		if r.StatusCode != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") ||
-			!strings.Contains(r.Header.Get("Content-Security-Policy"), "script-src 'self'") || r.Header.Get("X-Frame-Options") != "DENY" {
-			t.Errorf("/console/: %d %v", r.StatusCode, r.Header)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if r := get("/console", ""); r.StatusCode != 301 || r.Header.Get("Location") != "/console/" {
+		t.Errorf("/console: %d %s", r.StatusCode, r.Header.Get("Location"))
+	}
+	r := get("/console/", "")
+	if r.StatusCode != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(r.Header.Get("Content-Security-Policy"), "script-src 'self'") || r.Header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("/console/: %d %v", r.StatusCode, r.Header)
+	}
+	etag := r.Header.Get("ETag")
+	req, _ := http.NewRequest("GET", env.URL+"/console/", nil)
+	req.Header.Set("If-None-Match", etag)
+	if r2, err := hc.Do(req); err != nil || r2.StatusCode != 304 {
+		t.Errorf("revalidation: %v %v", r2, err)
+	} else {
+		r2.Body.Close()
+	}
+	if r := get("/console/static/app.js", ""); r.StatusCode != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/javascript") {
+		t.Errorf("app.js: %d %s", r.StatusCode, r.Header.Get("Content-Type"))
+	}
+	for _, p := range []string{"/console/static/nope.js", "/console/nope", "/console/api/nope"} {
+		if r := get(p, ""); r.StatusCode != 404 {
+			t.Errorf("%s: %d", p, r.StatusCode)
 		}
-		etag := r.Header.Get("ETag")
-		req, _ := http.NewRequest("GET", env.URL+"/console/", nil)
-		req.Header.Set("If-None-Match", etag)
-		if r2, err := hc.Do(req); err != nil || r2.StatusCode != 304 {
-			t.Errorf("revalidation: %v %v", r2, err)
-		} else {
-			r2.Body.Close()
-		}
-		if r := get("/console/static/app.js", ""); r.StatusCode != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/javascript") {
-			t.Errorf("app.js: %d %s", r.StatusCode, r.Header.Get("Content-Type"))
-		}
-		for _, p := range []string{"/console/static/nope.js", "/console/nope", "/console/api/nope"} {
-			if r := get(p, ""); r.StatusCode != 404 {
-				t.Errorf("%s: %d", p, r.StatusCode)
-			}
-		}
-		// Without credentials, a host name that could be rebound to the
-		// loopback address is refused; IP addresses and localhost work.
-		if r := get("/console/api/queues", "attacker.example.com"); r.StatusCode != http.StatusMisdirectedRequest {
-			t.Errorf("rebound host name: %d", r.StatusCode)
-		}
-		if r := get("/console/api/queues", "localhost"); r.StatusCode != 200 {
-			t.Errorf("localhost: %d", r.StatusCode)
-		}
-	})
+	}
+	// Without credentials, a host name that could be rebound to the
+	// loopback address is refused; IP addresses and localhost work.
+	if r := get("/console/api/queues", "attacker.example.com"); r.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("rebound host name: %d", r.StatusCode)
+	}
+	if r := get("/console/api/queues", "localhost"); r.StatusCode != 200 {
+		t.Errorf("localhost: %d", r.StatusCode)
+	}
 }
 
 // logBuffer collects a server's log lines.
