@@ -64,7 +64,34 @@ func TestContainerClusterWithComposeSettings(t *testing.T) {
 	img := readDockerfile(t)
 	compose := readCompose(t, composeClusterDir)
 
-	// The nodes are the services that run fifoq serve.
+	nodes := composeNodes(t, compose)
+	addrs := checkComposeCluster(t, nodes, img, compose)
+	startClusterNodes(t, fifoq, nodes, addrs)
+	defer stopClusterNodes(t, nodes)
+	waitClusterHealthy(t, fifoq, img, nodes, addrs)
+
+	appSvc := compose.Services["app"]
+	cred := auth.Credential{AccessKeyID: appSvc.Environment["AWS_ACCESS_KEY_ID"], SecretAccessKey: appSvc.Environment["AWS_SECRET_ACCESS_KEY"], Account: "000000000000"}
+	ctx := context.Background()
+	follower := appFollower(t, ctx, nodes, appSvc, cred)
+
+	// A key not in the mounted credentials file is refused by the
+	// follower too: forwarding does not skip the signature check.
+	other := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(follower.endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("AKIAOTHER", "other", "")})
+	if _, err := other.ListQueues(ctx, &sqs.ListQueuesInput{}); err == nil || !strings.Contains(err.Error(), "InvalidClientTokenId") {
+		t.Errorf("a request to a follower signed with a key not in the credentials file: %v, want InvalidClientTokenId", err)
+	}
+
+	runExampleApp(t, app, appSvc, follower)
+	checkClusterAgrees(t, ctx, nodes, appSvc, cred)
+	stopClusterCleanly(t, nodes, img)
+}
+
+// composeNodes returns the services of compose that run fifoq serve,
+// sorted by name; there must be three.
+func composeNodes(t *testing.T, compose composeFile) []*clusterNode {
+	t.Helper()
 	var nodes []*clusterNode
 	for name, svc := range compose.Services {
 		if len(svc.Command) > 0 && svc.Command[0] == "serve" {
@@ -75,12 +102,31 @@ func TestContainerClusterWithComposeSettings(t *testing.T) {
 	if len(nodes) != 3 {
 		t.Fatalf("examples/compose-cluster runs %d fifoq nodes, want 3", len(nodes))
 	}
+	return nodes
+}
 
-	// The compose file's cluster settings hang together: each node is a
-	// member under its own id at a raft address named after its service,
-	// every node is given the same peers, each keeps its data in a volume
-	// of its own, and the app waits until all are healthy.
-	addrs := map[string]string{} // HOST:PORT on the compose network -> here
+// clusterAddrs maps the HOST:PORT addresses of the compose network (raft
+// and SQS) to the loopback addresses that stand for them here.
+type clusterAddrs map[string]string
+
+// here rewrites a container's argument or variable for nd on this machine:
+// compose network addresses, then mounts and its SQS port.
+func (addrs clusterAddrs) here(nd *clusterNode, s string) string {
+	for from, to := range addrs {
+		s = strings.ReplaceAll(s, from, to)
+	}
+	return rewrite(s, nd.m, nd.port)
+}
+
+// checkComposeCluster checks that the compose file's cluster settings hang
+// together: each node is a member under its own id at a raft address named
+// after its service, every node is given the same peers, each keeps its
+// data in a volume of its own, and the app waits until all are healthy. It
+// gives each node its mounts and ports here, and returns the compose
+// network's addresses mapped to those ports.
+func checkComposeCluster(t *testing.T, nodes []*clusterNode, img image, compose composeFile) clusterAddrs {
+	t.Helper()
+	addrs := clusterAddrs{}
 	peers := flagValue(nodes[0].svc.Command, "--peers")
 	volumes := map[string]bool{}
 	for _, nd := range nodes {
@@ -127,24 +173,23 @@ func TestContainerClusterWithComposeSettings(t *testing.T) {
 	if len(volumes) != len(nodes) {
 		t.Fatalf("the nodes' data volumes %v: want one each", volumes)
 	}
-	// here rewrites a container's argument or variable for nd on this
-	// machine: compose network addresses, then mounts and its SQS port.
-	here := func(nd *clusterNode, s string) string {
-		for from, to := range addrs {
-			s = strings.ReplaceAll(s, from, to)
-		}
-		return rewrite(s, nd.m, nd.port)
-	}
+	return addrs
+}
 
+// startClusterNodes starts each node as the binary fifoq with its
+// service's command and environment rewritten for this machine; a node's
+// exit is sent on its exited channel.
+func startClusterNodes(t *testing.T, fifoq string, nodes []*clusterNode, addrs clusterAddrs) {
+	t.Helper()
 	for _, nd := range nodes {
 		args := make([]string, len(nd.svc.Command))
 		for i, a := range nd.svc.Command {
-			args[i] = here(nd, a)
+			args[i] = addrs.here(nd, a)
 		}
 		nd.cmd = exec.Command(fifoq, args...)
 		nd.cmd.Env = containerEnv(nil, nil, nd.port)
 		for k, v := range nd.svc.Environment {
-			nd.cmd.Env = append(nd.cmd.Env, k+"="+here(nd, v))
+			nd.cmd.Env = append(nd.cmd.Env, k+"="+addrs.here(nd, v))
 		}
 		nd.cmd.Stdout, nd.cmd.Stderr = &nd.logs, &nd.logs
 		if err := nd.cmd.Start(); err != nil {
@@ -153,26 +198,33 @@ func TestContainerClusterWithComposeSettings(t *testing.T) {
 		nd.exited = make(chan error, 1)
 		go func() { nd.exited <- nd.cmd.Wait() }()
 	}
-	defer func() {
-		for _, nd := range nodes {
-			nd.cmd.Process.Signal(syscall.SIGTERM)
-		}
-		for _, nd := range nodes {
-			<-nd.exited
-			if t.Failed() {
-				t.Logf("%s's log:\n%s", nd.name, nd.logs.String())
-			}
-		}
-	}()
+}
 
-	// Each node's health checks, as Docker would run them: the image's,
-	// then the compose file's.
+// stopClusterNodes stops the nodes with SIGTERM and waits for them to
+// exit, logging each node's log if the test failed.
+func stopClusterNodes(t *testing.T, nodes []*clusterNode) {
+	for _, nd := range nodes {
+		nd.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, nd := range nodes {
+		<-nd.exited
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", nd.name, nd.logs.String())
+		}
+	}
+}
+
+// waitClusterHealthy runs each node's health checks as Docker would run
+// them, the image's and then the compose file's, until they pass; it fails
+// if a node exits first or a check still fails after 30 s.
+func waitClusterHealthy(t *testing.T, fifoq string, img image, nodes []*clusterNode, addrs clusterAddrs) {
+	t.Helper()
 	for _, nd := range nodes {
 		for _, check := range [][]string{img.healthcheck, nd.svc.Healthcheck.Test[1:]} {
 			for tries := 0; ; tries++ {
 				args := make([]string, 0, len(check)-1)
 				for _, a := range check[1:] {
-					args = append(args, here(nd, a))
+					args = append(args, addrs.here(nd, a))
 				}
 				out, err := exec.Command(fifoq, args...).CombinedOutput()
 				if err == nil {
@@ -191,12 +243,12 @@ func TestContainerClusterWithComposeSettings(t *testing.T) {
 			}
 		}
 	}
+}
 
-	// The app runs against a follower: the one compose points it at if
-	// it does not lead, else another.
-	appSvc := compose.Services["app"]
-	cred := auth.Credential{AccessKeyID: appSvc.Environment["AWS_ACCESS_KEY_ID"], SecretAccessKey: appSvc.Environment["AWS_SECRET_ACCESS_KEY"], Account: "000000000000"}
-	ctx := context.Background()
+// appFollower returns the follower the app runs against: the node compose
+// points the app at if it does not lead, else another.
+func appFollower(t *testing.T, ctx context.Context, nodes []*clusterNode, appSvc composeService, cred auth.Credential) *clusterNode {
+	t.Helper()
 	leaderID := ""
 	for tries := 0; leaderID == ""; tries++ {
 		status, body, err := adminRequest(ctx, http.MethodGet, nodes[0].endpoint+"/cluster/leader", nil, cred, "us-east-1")
@@ -221,15 +273,13 @@ func TestContainerClusterWithComposeSettings(t *testing.T) {
 		}
 	}
 	t.Logf("%s leads; the app runs against %s", leaderID, follower.name)
+	return follower
+}
 
-	// A key not in the mounted credentials file is refused by the
-	// follower too: forwarding does not skip the signature check.
-	other := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(follower.endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("AKIAOTHER", "other", "")})
-	if _, err := other.ListQueues(ctx, &sqs.ListQueuesInput{}); err == nil || !strings.Contains(err.Error(), "InvalidClientTokenId") {
-		t.Errorf("a request to a follower signed with a key not in the credentials file: %v, want InvalidClientTokenId", err)
-	}
-
+// runExampleApp runs the example app with its compose environment, its
+// endpoint being follower's, and fails if the app does.
+func runExampleApp(t *testing.T, app string, appSvc composeService, follower *clusterNode) {
+	t.Helper()
 	appCmd := exec.Command(app)
 	appCmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}
 	for k, v := range appSvc.Environment {
@@ -243,9 +293,13 @@ func TestContainerClusterWithComposeSettings(t *testing.T) {
 	} else {
 		t.Logf("%s", bytes.TrimSpace(out))
 	}
+}
 
-	// Every node answers the same (linearizable) view: the queue the
-	// app emptied, and its dead-letter queue, exist through each.
+// checkClusterAgrees checks that every node answers the same
+// (linearizable) view: the queue the app emptied, and its dead-letter
+// queue, exist through each.
+func checkClusterAgrees(t *testing.T, ctx context.Context, nodes []*clusterNode, appSvc composeService, cred auth.Credential) {
+	t.Helper()
 	for _, nd := range nodes {
 		client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(nd.endpoint),
 			Credentials: credentials.NewStaticCredentialsProvider(cred.AccessKeyID, cred.SecretAccessKey, "")})
@@ -264,9 +318,13 @@ func TestContainerClusterWithComposeSettings(t *testing.T) {
 			t.Errorf("%s: the config file's dead-letter queue: %v", nd.name, err)
 		}
 	}
+}
 
-	// A SIGTERM (docker stop) stops each node cleanly, with its data in
-	// its volume.
+// stopClusterCleanly checks that a SIGTERM (docker stop) stops each node
+// cleanly, with its data in its volume. It puts each exit back on the
+// node's channel for stopClusterNodes, which runs after it.
+func stopClusterCleanly(t *testing.T, nodes []*clusterNode, img image) {
+	t.Helper()
 	for _, nd := range nodes {
 		nd.cmd.Process.Signal(syscall.SIGTERM)
 		if err := <-nd.exited; err != nil {
