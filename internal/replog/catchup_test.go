@@ -48,34 +48,87 @@ func TestFollowerCatchUpTime(t *testing.T) {
 		waitApplied(t, nd, leader.log.raft.LastIndex())
 	}
 
-	// One follower stops.
-	var down *testNode
+	down, downLast, live := stopOneFollower(t, nodes, leader)
+	began := time.Now()
+	fillWhileDown(t, live, c, n)
+	if t.Failed() {
+		return
+	}
+	leader = waitLeader(t, live)
+	t.Logf("sent %d messages in %v (%.0f msgs/s) with %s down; the leader's log: indexes %d..%d, last snapshot at %s",
+		n, time.Since(began).Round(time.Millisecond), float64(n)/time.Since(began).Seconds(), down.id,
+		mustIndex(leader.log.wal.FirstIndex()), leader.log.raft.LastIndex(), leader.log.raft.Stats()["last_snapshot_index"])
+
+	if *catchUpSnapshot {
+		began := time.Now()
+		if err := leader.log.raft.Snapshot().Error(); err != nil {
+			t.Fatalf("snapshot: %v", err)
+		}
+		t.Logf("the leader took a snapshot in %v: its log now begins at %d, its last snapshot is at %s", time.Since(began).Round(time.Millisecond),
+			mustIndex(leader.log.wal.FirstIndex()), leader.log.raft.Stats()["last_snapshot_index"])
+	}
+
+	// The leader's write latency, one message at a time, before the
+	// follower returns and while it catches up.
+	probeWrite := func() time.Duration { return probeWriteTime(t, live, c, probe) }
+	var before []time.Duration
+	for range 200 {
+		before = append(before, probeWrite())
+	}
+	slices.Sort(before)
+
+	// The follower returns: by Raft, it gets the leader's entries after
+	// its own last one if the leader still holds them, else a snapshot.
+	leaderFirst := mustIndex(leader.log.wal.FirstIndex())
+	bySnapshot := leaderFirst > downLast+1
+	target := leader.log.raft.AppliedIndex()
+	took, opened, during := restartAndCatchUp(t, down, target, n, probeWrite)
+	how := "log entries"
+	if bySnapshot {
+		how = "a snapshot install"
+	}
+	t.Logf("%s (last index %d when it stopped) caught up to the leader's applied index %d in %v, by %s (the leader's log began at %d); its own restart took %v; its last snapshot is now at %s",
+		down.id, downLast, target, took.Round(time.Millisecond), how, leaderFirst, opened.Round(time.Millisecond), down.log.raft.Stats()["last_snapshot_index"])
+	if len(during) > 0 {
+		t.Logf("the leader's writes while it caught up: %d, median %v, slowest %v (before: median %v, slowest %v)", len(during),
+			during[len(during)/2].Round(100*time.Microsecond), during[len(during)-1].Round(time.Millisecond),
+			before[len(before)/2].Round(100*time.Microsecond), before[len(before)-1].Round(time.Millisecond))
+	}
+	checkCount(t, down.log, c, n)
+}
+
+// stopOneFollower closes the log of a node of nodes other than leader and
+// returns that node, the last index of its log when it stopped, and the
+// nodes still running, which the writers use (the stopped node's log is
+// replaced while they run).
+func stopOneFollower(t *testing.T, nodes []*testNode, leader *testNode) (down *testNode, downLast uint64, live []*testNode) {
+	t.Helper()
 	for _, nd := range nodes {
 		if nd != leader {
 			down = nd
 			break
 		}
 	}
-	downLast := down.log.raft.LastIndex()
+	downLast = down.log.raft.LastIndex()
 	if err := down.log.Close(); err != nil {
 		t.Fatalf("close %s: %v", down.id, err)
 	}
 	down.log = nil
-	// The writers use the two live nodes only: the stopped one's log is
-	// replaced while they run.
-	var live []*testNode
 	for _, nd := range nodes {
 		if nd != down {
 			live = append(live, nd)
 		}
 	}
+	return down, downLast, live
+}
 
-	// Fill with 200-byte bodies in batches of 10, 64 producers at a time;
-	// a write refused by a node that no longer leads (the machine is
-	// shared, a heartbeat can be late) is retried on the current leader,
-	// with the same deduplication ids, so that it is not sent twice.
+// fillWhileDown sends n messages to the test queue through live, with
+// 200-byte bodies in batches of 10, 64 producers at a time; a write refused
+// by a node that no longer leads (the machine is shared, a heartbeat can be
+// late) is retried on the current leader, with the same deduplication ids,
+// so that it is not sent twice. A write that fails anyway fails t.
+func fillWhileDown(t *testing.T, live []*testNode, c *clock, n int) {
 	body := fmt.Sprintf("%0200d", 0)
-	began := time.Now()
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for w := 0; w < 64; w++ {
@@ -104,47 +157,28 @@ func TestFollowerCatchUpTime(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
-	if t.Failed() {
-		return
-	}
-	leader = waitLeader(t, live)
-	t.Logf("sent %d messages in %v (%.0f msgs/s) with %s down; the leader's log: indexes %d..%d, last snapshot at %s",
-		n, time.Since(began).Round(time.Millisecond), float64(n)/time.Since(began).Seconds(), down.id,
-		mustIndex(leader.log.wal.FirstIndex()), leader.log.raft.LastIndex(), leader.log.raft.Stats()["last_snapshot_index"])
+}
 
-	if *catchUpSnapshot {
-		began := time.Now()
-		if err := leader.log.raft.Snapshot().Error(); err != nil {
-			t.Fatalf("snapshot: %v", err)
-		}
-		t.Logf("the leader took a snapshot in %v: its log now begins at %d, its last snapshot is at %s", time.Since(began).Round(time.Millisecond),
-			mustIndex(leader.log.wal.FirstIndex()), leader.log.raft.Stats()["last_snapshot_index"])
+// probeWriteTime sends one message to the probe queue through whichever of
+// live leads and returns how long the write took; a failed write fails t.
+func probeWriteTime(t *testing.T, live []*testNode, c *clock, probe api.QueueKey) time.Duration {
+	began := time.Now()
+	now := c.next()
+	if err := applyOnLeader(live, &engine.Command{Time: now, Caller: probe.Account, Queue: probe,
+		Request: &api.SendMessageRequest{QueueUrl: probe.Path(), MessageBody: "p"}, MessageIDs: []string{fmt.Sprint(now)}}); err != nil {
+		t.Error(err)
 	}
+	return time.Since(began)
+}
 
-	// The leader's write latency, one message at a time, before the
-	// follower returns and while it catches up.
-	probeWrite := func() time.Duration {
-		began := time.Now()
-		now := c.next()
-		if err := applyOnLeader(live, &engine.Command{Time: now, Caller: probe.Account, Queue: probe,
-			Request: &api.SendMessageRequest{QueueUrl: probe.Path(), MessageBody: "p"}, MessageIDs: []string{fmt.Sprint(now)}}); err != nil {
-			t.Error(err)
-		}
-		return time.Since(began)
-	}
-	var before []time.Duration
-	for range 200 {
-		before = append(before, probeWrite())
-	}
-	slices.Sort(before)
-
-	// The follower returns: by Raft, it gets the leader's entries after
-	// its own last one if the leader still holds them, else a snapshot.
-	leaderFirst := mustIndex(leader.log.wal.FirstIndex())
-	bySnapshot := leaderFirst > downLast+1
-	target := leader.log.raft.AppliedIndex()
+// restartAndCatchUp reopens down's log and waits, for up to 30 minutes,
+// until it has caught up: its engine holds the leader's log up to target
+// and the test queue all n messages. Meanwhile it times the leader's
+// writes with probeWrite. It returns how long the catch-up took, how long
+// of that the reopening took, and the write times, sorted.
+func restartAndCatchUp(t *testing.T, down *testNode, target uint64, n int, probeWrite func() time.Duration) (took, opened time.Duration, during []time.Duration) {
+	t.Helper()
 	caughtUp := make(chan struct{})
-	var during []time.Duration
 	probed := make(chan struct{})
 	go func() {
 		defer close(probed)
@@ -157,12 +191,10 @@ func TestFollowerCatchUpTime(t *testing.T) {
 			}
 		}
 	}()
-	began = time.Now()
+	began := time.Now()
 	down.log, down.eng = openTest(t, down.dir, down.cfg)
-	opened := time.Since(began)
+	opened = time.Since(began)
 	deadline := time.Now().Add(30 * time.Minute)
-	// Caught up is when the engine holds the leader's log and the queue
-	// every message.
 	for !down.log.applied(target) || queueCount(down.log) < n {
 		if time.Now().After(deadline) {
 			close(caughtUp)
@@ -171,22 +203,11 @@ func TestFollowerCatchUpTime(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	took := time.Since(began)
+	took = time.Since(began)
 	close(caughtUp)
 	<-probed
 	slices.Sort(during)
-	how := "log entries"
-	if bySnapshot {
-		how = "a snapshot install"
-	}
-	t.Logf("%s (last index %d when it stopped) caught up to the leader's applied index %d in %v, by %s (the leader's log began at %d); its own restart took %v; its last snapshot is now at %s",
-		down.id, downLast, target, took.Round(time.Millisecond), how, leaderFirst, opened.Round(time.Millisecond), down.log.raft.Stats()["last_snapshot_index"])
-	if len(during) > 0 {
-		t.Logf("the leader's writes while it caught up: %d, median %v, slowest %v (before: median %v, slowest %v)", len(during),
-			during[len(during)/2].Round(100*time.Microsecond), during[len(during)-1].Round(time.Millisecond),
-			before[len(before)/2].Round(100*time.Microsecond), before[len(before)-1].Round(time.Millisecond))
-	}
-	checkCount(t, down.log, c, n)
+	return took, opened, during
 }
 
 // applyOnLeader applies cmd on whichever node leads, retrying while
