@@ -24,11 +24,12 @@ import (
 type sqsClient struct {
 	t    *testing.T
 	c    *sqs.Client
-	base string // the server's URL
+	base string           // the server's URL
+	env  *integration.Env // the server's test environment, if the harness started it
 }
 
 func newSQS(t *testing.T, env *integration.Env) *sqsClient {
-	return &sqsClient{t: t, c: env.V2, base: env.URL}
+	return &sqsClient{t: t, c: env.V2, base: env.URL, env: env}
 }
 
 // newSQSAt returns a client of the server at url signing with a key.
@@ -189,7 +190,9 @@ func seed(s *sqsClient) map[string][]string {
 }
 
 // traffic sends, receives and deletes on the traffic queue until the test
-// ends, so that the throughput charts have something to draw.
+// ends, so that the throughput charts have something to draw. A harness
+// server's fake clock moves with the real time meanwhile, as a server's
+// clock does, so that the console samples the traffic second by second.
 func traffic(s *sqsClient) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -198,6 +201,17 @@ func traffic(s *sqsClient) {
 		wg.Wait()
 	})
 	url := aws.String(s.url(qTraffic))
+	if s.env != nil {
+		wg.Go(func() {
+			last := time.Now()
+			for ctx.Err() == nil {
+				time.Sleep(20 * time.Millisecond)
+				now := time.Now()
+				s.env.Clock.Advance(now.Sub(last))
+				last = now
+			}
+		})
+	}
 	wg.Go(func() {
 		for i := 0; ctx.Err() == nil; i++ {
 			s.c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("tick " + strconv.Itoa(i))})

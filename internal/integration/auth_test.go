@@ -204,17 +204,17 @@ func TestAuthClockSkew(t *testing.T) {
 		ctx := ctxT(t)
 		q := must(a.CreateQueue(ctx, "skew", nil, nil))(t)
 
-		env.Clock.Advance(20 * time.Minute) // the client's clock is 20 minutes slow
+		env.SignatureSkew.Set(20 * time.Minute) // the client's clock is 20 minutes slow
 		_, err := a.Send(ctx, q, SendIn{Body: "late"})
 		wantClockErr(t, err, "Signature expired")
 
-		env.Clock.Advance(-40 * time.Minute) // the client's clock is 20 minutes fast
+		env.SignatureSkew.Set(-20 * time.Minute) // the client's clock is 20 minutes fast
 		_, err = a.Send(ctx, q, SendIn{Body: "early"})
 		wantClockErr(t, err, "Signature not yet current")
 
-		env.Clock.Advance(20*time.Minute + 10*time.Minute) // 10 minutes off: within the 15 allowed
+		env.SignatureSkew.Set(10 * time.Minute) // 10 minutes off: within the 15 allowed
 		mustSend(t, a, q, SendIn{Body: "on time"})
-		env.Clock.Advance(-10 * time.Minute)
+		env.SignatureSkew.Set(0)
 		wantBodies(t, mustReceive(t, a, q, 10), "on time")
 	})
 }
@@ -528,8 +528,8 @@ func TestAuthPresigned(t *testing.T) {
 	})
 	t.Run("expired", func(t *testing.T) {
 		u, hdr := presign(t, env, list, keyA, secretA, time.Minute)
-		env.Clock.Advance(2 * time.Minute)
-		defer env.Clock.Advance(-2 * time.Minute)
+		env.SignatureSkew.Set(2 * time.Minute)
+		defer env.SignatureSkew.Set(0)
 		r := getURL(t, env, u, hdr)
 		if r.status < 400 || r.status > 499 {
 			t.Fatalf("expired presigned request: HTTP %d, want 4xx: %s", r.status, r.body)

@@ -83,66 +83,9 @@ func TestDeadLetterQueueFIFO(t *testing.T) {
 			t.Fatalf("ChangeMessageVisibilityBatch: %v %v", err, fails)
 		}
 
-		t.Run("ListDeadLetterSourceQueues", func(t *testing.T) {
-			src2 := mustCreate(t, c, "src2.fifo", fifoAttrs("RedrivePolicy", redrivePolicy(dlqARN, 5)))
-			all, next, err := c.ListDLQSources(ctx, dlq, 0, "")
-			ok(t, err)
-			slices.Sort(all)
-			if !slices.Equal(all, []string{src, src2}) || next != "" {
-				t.Fatalf("ListDeadLetterSourceQueues = %q (next %q), want %q", all, next, []string{src, src2})
-			}
-			page1, next, err := c.ListDLQSources(ctx, dlq, 1, "")
-			ok(t, err)
-			if len(page1) != 1 || next == "" {
-				t.Fatalf("first page of 1: %q, NextToken %q", page1, next)
-			}
-			page2, _, err := c.ListDLQSources(ctx, dlq, 1, next)
-			ok(t, err)
-			if len(page2) != 1 || page2[0] == page1[0] {
-				t.Fatalf("second page %q after %q", page2, page1)
-			}
-			if none, _, err := c.ListDLQSources(ctx, src, 0, ""); err != nil || len(none) != 0 {
-				t.Fatalf("ListDeadLetterSourceQueues of a non-DLQ = %q, %v; want none", none, err)
-			}
-		})
+		t.Run("ListDeadLetterSourceQueues", func(t *testing.T) { checkListDLQSources(t, c, dlq, dlqARN, src) })
 
-		t.Run("move back to the source", func(t *testing.T) {
-			handle := must(c.StartMove(ctx, dlqARN, "", 0))(t)
-			if handle == "" {
-				t.Fatal("StartMessageMoveTask returned no TaskHandle")
-			}
-			var task MoveTask
-			eventually(t, 5*time.Second, "move task completion", func() bool {
-				tasks := must(c.ListMoves(ctx, dlqARN, 10))(t)
-				if len(tasks) == 0 {
-					t.Fatal("ListMessageMoveTasks lists no task")
-				}
-				task = tasks[0]
-				return task.Status == "COMPLETED"
-			})
-			if task.Source != dlqARN || task.Moved != 4 {
-				t.Errorf("completed task = %+v, want source %s and 4 moved", task, dlqARN)
-			}
-			back := mustReceive(t, c, src, 10)
-			if len(back) != 4 {
-				t.Fatalf("source got back %q, want the 4 messages", bodies(back))
-			}
-			var order []string
-			for _, m := range back {
-				if m.Body[0] == 'g' {
-					order = append(order, m.Body)
-				}
-				if m.Sys["MessageGroupId"] != m.Body[:1] {
-					t.Errorf("%s: MessageGroupId after the move %q", m.Body, m.Sys["MessageGroupId"])
-				}
-			}
-			if !slices.Equal(order, []string{"g1", "g2", "g3"}) {
-				t.Fatalf("group g came back in order %q, want g1 g2 g3", order)
-			}
-			if n := numAttr(t, c, dlq, "ApproximateNumberOfMessages"); n != 0 {
-				t.Errorf("DLQ still has %d messages after the move", n)
-			}
-		})
+		t.Run("move back to the source", func(t *testing.T) { checkMoveBack(t, env, c, dlq, dlqARN, src) })
 	})
 }
 
@@ -186,6 +129,12 @@ func TestMessageMoveTaskCancel(t *testing.T) {
 			wantErr(t, err, "InvalidParameterValue", "UnsupportedOperation")
 		})
 
+		// The task moves at its rate of the server's clock: three seconds
+		// of it move some of the messages, far from all.
+		env.Clock.Advance(3 * time.Second)
+		eventually(t, 5*time.Second, "the task moving", func() bool {
+			return numAttr(t, c, dest, "ApproximateNumberOfMessages") > 0
+		})
 		moved := must(c.CancelMove(ctx, handle))(t)
 		if moved < 0 || moved >= n {
 			t.Fatalf("CancelMessageMoveTask reports %d moved of %d at 1/s", moved, n)
@@ -205,9 +154,92 @@ func TestMessageMoveTaskCancel(t *testing.T) {
 		if inDest+inDLQ != n || inDest >= n {
 			t.Fatalf("after cancel: %d in destination + %d in DLQ, want %d in all and fewer than %d moved", inDest, inDLQ, n, n)
 		}
-		time.Sleep(1200 * time.Millisecond)
+		// Ten more seconds would let a task still running move ten more.
+		// The server moves every running task in one tick, so once a
+		// second task, started now, has moved its message, the server has
+		// ticked past those ten seconds.
+		dlq2 := mustCreate(t, c, "dlq-2", nil)
+		dlq2ARN := queueARN(t, c, dlq2)
+		mustCreate(t, c, "src-2", map[string]string{"RedrivePolicy": redrivePolicy(dlq2ARN, 3)})
+		dest2 := mustCreate(t, c, "dest-2", nil)
+		sendMany(t, c, dlq2, "", "y", 1)
+		must(c.StartMove(ctx, dlq2ARN, queueARN(t, c, dest2), 1))(t)
+		env.Clock.Advance(10 * time.Second)
+		eventually(t, 5*time.Second, "the second task moving", func() bool {
+			return numAttr(t, c, dest2, "ApproximateNumberOfMessages") == 1
+		})
 		if now := numAttr(t, c, dest, "ApproximateNumberOfMessages"); now != inDest {
 			t.Fatalf("cancelled task kept moving: destination went from %d to %d", inDest, now)
 		}
 	})
+}
+
+// checkListDLQSources adds a second source to the FIFO
+// dead-letter queue dlq and lists both sources, whole and in pages.
+func checkListDLQSources(t *testing.T, c Client, dlq, dlqARN, src string) {
+	ctx := ctxT(t)
+	src2 := mustCreate(t, c, "src2.fifo", fifoAttrs("RedrivePolicy", redrivePolicy(dlqARN, 5)))
+	all, next, err := c.ListDLQSources(ctx, dlq, 0, "")
+	ok(t, err)
+	slices.Sort(all)
+	if !slices.Equal(all, []string{src, src2}) || next != "" {
+		t.Fatalf("ListDeadLetterSourceQueues = %q (next %q), want %q", all, next, []string{src, src2})
+	}
+	page1, next, err := c.ListDLQSources(ctx, dlq, 1, "")
+	ok(t, err)
+	if len(page1) != 1 || next == "" {
+		t.Fatalf("first page of 1: %q, NextToken %q", page1, next)
+	}
+	page2, _, err := c.ListDLQSources(ctx, dlq, 1, next)
+	ok(t, err)
+	if len(page2) != 1 || page2[0] == page1[0] {
+		t.Fatalf("second page %q after %q", page2, page1)
+	}
+	if none, _, err := c.ListDLQSources(ctx, src, 0, ""); err != nil || len(none) != 0 {
+		t.Fatalf("ListDeadLetterSourceQueues of a non-DLQ = %q, %v; want none", none, err)
+	}
+}
+
+// checkMoveBack moves the four messages of the FIFO dead-letter queue dlq
+// back to their source with a move task, and checks that each group comes
+// back in order.
+func checkMoveBack(t *testing.T, env *Env, c Client, dlq, dlqARN, src string) {
+	ctx := ctxT(t)
+	handle := must(c.StartMove(ctx, dlqARN, "", 0))(t)
+	if handle == "" {
+		t.Fatal("StartMessageMoveTask returned no TaskHandle")
+	}
+	// The task moves at its rate of the server's clock.
+	env.Clock.Advance(time.Second)
+	var task MoveTask
+	eventually(t, 5*time.Second, "move task completion", func() bool {
+		tasks := must(c.ListMoves(ctx, dlqARN, 10))(t)
+		if len(tasks) == 0 {
+			t.Fatal("ListMessageMoveTasks lists no task")
+		}
+		task = tasks[0]
+		return task.Status == "COMPLETED"
+	})
+	if task.Source != dlqARN || task.Moved != 4 {
+		t.Errorf("completed task = %+v, want source %s and 4 moved", task, dlqARN)
+	}
+	back := mustReceive(t, c, src, 10)
+	if len(back) != 4 {
+		t.Fatalf("source got back %q, want the 4 messages", bodies(back))
+	}
+	var order []string
+	for _, m := range back {
+		if m.Body[0] == 'g' {
+			order = append(order, m.Body)
+		}
+		if m.Sys["MessageGroupId"] != m.Body[:1] {
+			t.Errorf("%s: MessageGroupId after the move %q", m.Body, m.Sys["MessageGroupId"])
+		}
+	}
+	if !slices.Equal(order, []string{"g1", "g2", "g3"}) {
+		t.Fatalf("group g came back in order %q, want g1 g2 g3", order)
+	}
+	if n := numAttr(t, c, dlq, "ApproximateNumberOfMessages"); n != 0 {
+		t.Errorf("DLQ still has %d messages after the move", n)
+	}
 }

@@ -4,7 +4,12 @@
 // version whose SQS client speaks AWS Query, the AWS CLI and boto3.
 //
 // The package's only non-test code is the harness (harness.go): it starts a
-// server with a clock the test can move forward, and builds the clients.
+// server on a fake clock that stands still until the test advances it, and
+// builds the clients. So no test sleeps or measures the wall clock: a test
+// advances the clock over SQS's periods (visibility timeouts, delays, the
+// deduplication interval, a long poll's wait time, a move task's rate) and
+// waits for what the server shows (its long-poll waiter gauge, a move
+// task's status), with real time only as a guard against a hang.
 // The server keeps its state in memory unless FIFOQ_TEST_LOG=raft, which
 // puts it on the durable Raft log in a temporary data dir, as fifoq serve
 // does by default; CI runs the suite both ways. When the suite ends, no

@@ -242,8 +242,9 @@ func TestFIFOOrderAndSequenceNumbers(t *testing.T) {
 		const n = 25
 		seqs := map[string]string{}
 		var order []string
-		// Single sends and batches interleaved.
-		for i := 0; i < n; {
+		// Single sends and batches interleaved, a millisecond apart on the
+		// server's clock, since SQS's sequence numbers grow with time.
+		for i := 0; i < n; env.Clock.Advance(time.Millisecond) {
 			if i%2 == 0 {
 				body := fmt.Sprintf("m%02d", i)
 				out := mustSend(t, c, q, SendIn{Body: body, Group: "g", Dedup: body})

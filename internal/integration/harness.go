@@ -12,6 +12,8 @@ import (
 
 	sqsv2 "github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
+
+	clockpkg "github.com/fifoq/fifoq/internal/clock"
 )
 
 // Account and Region are the account and region of every test server.
@@ -20,23 +22,53 @@ const (
 	Region  = "us-east-1"
 )
 
-// Clock is a clock a test can move forward: real time plus an offset. Real
-// time keeps passing, so the server's timers (long polls, move tasks) work
-// as in production, while Advance jumps over intervals a test cannot wait
-// for (the 5-minute deduplication interval, visibility timeouts).
+// Clock is the server's clock in a test: a fake clock that stands still
+// until the test advances it, so that what a test sees does not depend on
+// how fast the machine runs it. The server stamps its time into every
+// command and waits on it, so Advance jumps over SQS's periods (the
+// 5-minute deduplication interval, visibility timeouts, delays) and ends
+// the long polls whose wait time it passes.
+//
+// A long poll on a queue that stays empty therefore waits until the test
+// advances the clock past its wait time: a test receives with a wait time
+// of 0, or advances the clock once the server counts the poll as waiting
+// (waitForWaiters). A message move task moves messages at its rate of this
+// clock's time, so a test advances the clock while it waits for the task.
+// The server's own tickers (housekeeping, move task ticks) still run in
+// real time and read this clock when they fire, so what Advance makes due
+// is done within about a second of real time.
+//
+// SigV4 signatures are checked against the real time, which the SDKs sign
+// with, plus the Env's SignatureSkew: advancing this clock does not expire
+// a client's signatures.
 type Clock struct {
-	offset atomic.Int64
+	fake *clockpkg.Fake
 }
 
 // Now returns the clock's current time.
-func (c *Clock) Now() time.Time {
-	return time.Now().Add(time.Duration(c.offset.Load()))
+func (c *Clock) Now() time.Time { return c.fake.Now() }
+
+// Advance moves the clock forward by d, which must not be negative: the
+// server's time never goes backwards.
+func (c *Clock) Advance(d time.Duration) {
+	if d < 0 {
+		panic("integration: Clock.Advance with a negative duration")
+	}
+	c.fake.Advance(d)
 }
 
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.offset.Add(int64(d))
+// Skew is the offset from the real time of the clock that the server's
+// SigV4 verifier checks request times against: a test sets it to play a
+// client whose clock is off.
+type Skew struct {
+	offset atomic.Int64
 }
+
+// Set makes the verifier's clock read the real time plus d.
+func (s *Skew) Set(d time.Duration) { s.offset.Store(int64(d)) }
+
+// now returns the real time plus the skew.
+func (s *Skew) now() time.Time { return time.Now().Add(time.Duration(s.offset.Load())) }
 
 // WireRequest is what a client put on the wire for one request.
 type WireRequest struct {
@@ -92,6 +124,9 @@ type Env struct {
 	URL string
 	// Clock is the server's clock.
 	Clock *Clock
+	// SignatureSkew is how far from the real time the server's SigV4
+	// verifier reads the time.
+	SignatureSkew *Skew
 	// V2 is an aws-sdk-go-v2 SQS client (AWS JSON 1.0) with MD5 checksum
 	// validation on and no retries, so that every server answer is seen.
 	V2 *sqsv2.Client

@@ -41,21 +41,21 @@ type Options struct {
 	SingleRegion bool
 }
 
-// StartWith starts a server as Start does, configured by opts. The server's
-// request verifier checks X-Amz-Date against the Env's Clock, so that a
-// test moves the server's idea of "now" away from the clients' to test
-// clock skew.
+// StartWith starts a server as Start does, configured by opts. The server
+// runs on the Env's fake Clock; its request verifier checks X-Amz-Date
+// against the real time plus the Env's SignatureSkew, so that a test moves
+// the server's idea of "now" away from the clients' to test clock skew.
 func StartWith(t testing.TB, opts Options) *Env {
 	t.Helper()
 	store, err := auth.NewStore(opts.Credentials)
 	if err != nil {
 		t.Fatalf("auth.NewStore: %v", err)
 	}
-	clock := &Clock{}
+	clock, skew := &Clock{fake: clockpkg.NewFake(time.Now())}, &Skew{}
 	logw := &testLogWriter{t: t}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	verifier := &auth.Verifier{Store: store, Now: clock.Now, DefaultAccount: Account, Region: Region}
-	cfg := node.Config{Account: Account, Region: Region, SingleRegion: opts.SingleRegion, Clock: clockpkg.WithNow(clock.Now),
+	verifier := &auth.Verifier{Store: store, Now: skew.now, DefaultAccount: Account, Region: Region}
+	cfg := node.Config{Account: Account, Region: Region, SingleRegion: opts.SingleRegion, Clock: clock.fake,
 		Logger: logger, Verifier: verifier, RecreateDelay: opts.RecreateDelay, PurgeDelay: opts.PurgeDelay, InMemory: true}
 	durable := Durable()
 	if durable {
@@ -80,12 +80,13 @@ func StartWith(t testing.TB, opts Options) *Env {
 	transport.MaxIdleConnsPerHost = 64
 	transport.Proxy = nil // the server is on loopback: never go through a proxy
 	env := &Env{
-		URL:     "http://" + ln.Addr().String(),
-		Clock:   clock,
-		Durable: durable,
-		V2Wire:  &WireLog{},
-		V1Wire:  &WireLog{},
-		HTTP:    &http.Client{Transport: transport, Timeout: 30 * time.Second},
+		URL:           "http://" + ln.Addr().String(),
+		Clock:         clock,
+		SignatureSkew: skew,
+		Durable:       durable,
+		V2Wire:        &WireLog{},
+		V1Wire:        &WireLog{},
+		HTTP:          &http.Client{Transport: transport, Timeout: 30 * time.Second},
 	}
 	key, secret := opts.AccessKeyID, opts.SecretAccessKey
 	if key == "" {

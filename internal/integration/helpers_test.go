@@ -171,6 +171,36 @@ func redrivePolicy(dlqARN string, maxReceiveCount int) string {
 	return string(b)
 }
 
+// advanceWhenWaiting advances the Env's clock by d once the server counts
+// n long polls waiting, from a goroutine of its own, so that a test can
+// make a long poll on an empty queue in the test's goroutine and see it
+// end. It gives up after 10 s of real time; the test's own receive then
+// fails for want of an answer.
+func advanceWhenWaiting(t *testing.T, env *Env, n int, d time.Duration) {
+	t.Helper()
+	stop, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			if s, err := scrapeMetrics(env); err == nil {
+				if v, found := s.value("fifoq_long_poll_waiters"); found && int(v) == n {
+					env.Clock.Advance(d)
+					return
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-finished
+	})
+}
+
 // waitForWaiters waits until the server has exactly n receives waiting
 // for messages (its fifoq_long_poll_waiters gauge), so that a test acts
 // once its long polls are in place rather than after a guessed sleep.

@@ -225,6 +225,8 @@ func TestRecordedMoveTaskWorkflow(t *testing.T) {
 					t.Fatalf("TaskHandle %q decodes to %q (%v), want {taskId: UUID, sourceArn: %s}", handle, raw, err, dlqARN)
 				}
 
+				// The task moves at its rate of the server's clock.
+				s.env.Clock.Advance(time.Second)
 				var tasks []map[string]string
 				eventually(t, 5*time.Second, "task completion", func() bool {
 					tasks = listMovesWire(t, s, dlqARN)
@@ -305,6 +307,8 @@ func TestRecordedMoveTaskDestinationDeleted(t *testing.T) {
 			deadLetter(t, s, src, dlq, 10)
 			must(s.c.StartMove(ctx, dlqARN, destARN, 1))(t)
 			ok(t, s.c.DeleteQueue(ctx, dest))
+			// The task finds its destination gone when it next moves.
+			s.env.Clock.Advance(time.Second)
 			var tasks []map[string]string
 			eventually(t, 5*time.Second, "task failure", func() bool {
 				tasks = listMovesWire(t, s, dlqARN)

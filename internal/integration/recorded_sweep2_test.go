@@ -387,6 +387,9 @@ func TestRecordedReceiveEmptyQueue(t *testing.T) {
 			"empty_short_poll_resp":          {"QueueUrl": u, "MaxNumberOfMessages": 1},
 			"empty_long_poll_resp":           {"QueueUrl": u, "MaxNumberOfMessages": 1, "WaitTimeSeconds": 1},
 		} {
+			if _, long := p["WaitTimeSeconds"]; long {
+				advanceWhenWaiting(t, s.env, 1, time.Second)
+			}
 			r := s.post(t, "ReceiveMessage", p)
 			if r.status != http.StatusOK {
 				t.Fatalf("%s: HTTP %d: %.400s", key, r.status, r.body)
@@ -556,6 +559,7 @@ func TestRecordedJSONAtQueueURLContentType(t *testing.T) {
 	}
 	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
 	req.Header.Set("X-Amz-Target", "AmazonSQS.ReceiveMessage")
+	advanceWhenWaiting(t, env, 1, time.Second)
 	r := rawDo(t, env, req)
 	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/x-amz-json-1.0" || strings.TrimSpace(string(r.body)) != "{}" {
 		t.Errorf("HTTP %d, Content-Type %q, body %s; recorded 200, application/x-amz-json-1.0, no members", r.status, r.header.Get("Content-Type"), r.body)

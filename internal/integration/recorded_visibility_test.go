@@ -375,6 +375,10 @@ func TestRecordedFIFOZeroVisibilityReceive(t *testing.T) {
 		for _, m := range [][2]string{{"g1-m1", "group-1"}, {"g2-m1", "group-2"}, {"g2-m2", "group-2"}, {"g3-m1", "group-3"}, {"g1-m2", "group-1"}} {
 			mustSend(t, c, u, SendIn{Body: m[0], Group: m[1]})
 		}
+		// AWS's answer came some time after the sends: groups made
+		// visible again by the receive are behind g3, visible since its
+		// send.
+		env.Clock.Advance(time.Millisecond)
 		wantBodies(t, receiveVis(t, env, c, u, 3, 0), "g1-m1", "g1-m2", "g2-m1")
 		wantBodies(t, receiveVis(t, env, c, u, 10, 0), "g3-m1", "g1-m1", "g1-m2", "g2-m1", "g2-m2")
 	})
@@ -433,6 +437,9 @@ func TestRecordedFIFOGroupAfterVisibilityChange(t *testing.T) {
 				}
 				got := mustReceive(t, c, u, 2)
 				wantBodies(t, got, "g1-m1", "g1-m2")
+				// Some time passes before the change, as it did when AWS
+				// answered: group-1 is then visible after group-2's send.
+				env.Clock.Advance(time.Millisecond)
 				if err := c.ChangeVisibility(ctxT(t), u, got[0].Handle, vis); err != nil {
 					t.Fatalf("ChangeMessageVisibility: %v", err)
 				}
