@@ -48,81 +48,9 @@ func TestQueueActions(t *testing.T) {
 			wantErr(t, err, "AWS.SimpleQueueService.NonExistentQueue")
 		})
 
-		t.Run("ListQueues", func(t *testing.T) {
-			var want []string
-			for i := 0; i < 5; i++ {
-				want = append(want, mustCreate(t, c, fmt.Sprintf("page-%d", i), nil))
-			}
-			mustCreate(t, c, "other-page", nil)
-			slices.Sort(want)
-			all, next, err := c.ListQueues(ctx, "page-", 0, "")
-			ok(t, err)
-			slices.Sort(all)
-			if !slices.Equal(all, want) || next != "" {
-				t.Fatalf("ListQueues(prefix page-) = %q next %q, want %q", all, next, want)
-			}
-			var paged []string
-			token := ""
-			for pages := 0; ; pages++ {
-				if pages > 5 {
-					t.Fatalf("paging did not end; so far %q", paged)
-				}
-				urls, next, err := c.ListQueues(ctx, "page-", 2, token)
-				ok(t, err)
-				if len(urls) > 2 {
-					t.Fatalf("page of MaxResults 2 has %d queues", len(urls))
-				}
-				paged = append(paged, urls...)
-				if next == "" {
-					break
-				}
-				token = next
-			}
-			slices.Sort(paged)
-			if !slices.Equal(paged, want) {
-				t.Fatalf("paged ListQueues = %q, want %q", paged, want)
-			}
-			everything, _, err := c.ListQueues(ctx, "", 0, "")
-			ok(t, err)
-			if len(everything) != 7 || !slices.Contains(everything, url) {
-				t.Fatalf("ListQueues() = %q, want the 7 queues", everything)
-			}
-		})
+		t.Run("ListQueues", func(t *testing.T) { checkListQueuesPaging(t, c, url) })
 
-		t.Run("Get and Set QueueAttributes", func(t *testing.T) {
-			ok(t, c.SetAttrs(ctx, url, map[string]string{"VisibilityTimeout": "45", "MessageRetentionPeriod": "120", "DelaySeconds": "3"}))
-			all := must(c.GetAttrs(ctx, url, "All"))(t)
-			want := map[string]string{
-				"VisibilityTimeout":                     "45",
-				"MessageRetentionPeriod":                "120",
-				"DelaySeconds":                          "3",
-				"MaximumMessageSize":                    "1048576", // SQS's default since its 2025 change
-				"ReceiveMessageWaitTimeSeconds":         "0",
-				"ApproximateNumberOfMessages":           "0",
-				"ApproximateNumberOfMessagesNotVisible": "0",
-				"ApproximateNumberOfMessagesDelayed":    "0",
-				"QueueArn":                              "arn:aws:sqs:" + Region + ":" + Account + ":managed",
-			}
-			for k, v := range want {
-				if all[k] != v {
-					t.Errorf("attribute %s = %q, want %q", k, all[k], v)
-				}
-			}
-			for _, k := range []string{"CreatedTimestamp", "LastModifiedTimestamp"} {
-				if all[k] == "" {
-					t.Errorf("attribute %s missing from All", k)
-				}
-			}
-			if _, has := all["FifoQueue"]; has {
-				t.Errorf("All of a standard queue includes FifoQueue")
-			}
-			some := must(c.GetAttrs(ctx, url, "VisibilityTimeout", "DelaySeconds"))(t)
-			if len(some) != 2 || some["VisibilityTimeout"] != "45" || some["DelaySeconds"] != "3" {
-				t.Errorf("GetQueueAttributes(VisibilityTimeout, DelaySeconds) = %v", some)
-			}
-			wantErr(t, c.SetAttrs(ctx, url, map[string]string{"VisibilityTimeout": "43201"}), "InvalidAttributeValue")
-			wantErr(t, c.SetAttrs(ctx, url, map[string]string{"NoSuchAttribute": "1"}), "InvalidAttributeName")
-		})
+		t.Run("Get and Set QueueAttributes", func(t *testing.T) { checkQueueAttributes(t, c, url) })
 
 		t.Run("tags", func(t *testing.T) {
 			if tags := must(c.ListTags(ctx, url))(t); !maps.Equal(tags, map[string]string{"team": "a"}) {
@@ -138,31 +66,7 @@ func TestQueueActions(t *testing.T) {
 			}
 		})
 
-		t.Run("permissions", func(t *testing.T) {
-			arn := queueARN(t, c, url)
-			ok(t, c.AddPermission(ctx, url, "let-them-send", []string{"111122223333"}, []string{"SendMessage", "ReceiveMessage"}))
-			stmt := policyStatement(t, must(c.GetAttrs(ctx, url, "Policy"))(t)["Policy"], "let-them-send")
-			if stmt == nil {
-				t.Fatal("Policy has no statement with Sid let-them-send")
-			}
-			if stmt["Effect"] != "Allow" || stmt["Resource"] != arn {
-				t.Errorf("statement = %v, want Effect Allow on %s", stmt, arn)
-			}
-			if p, _ := json.Marshal(stmt["Principal"]); !strings.Contains(string(p), "111122223333") {
-				t.Errorf("statement Principal %s does not name account 111122223333", p)
-			}
-			actions := fmt.Sprint(stmt["Action"])
-			for _, a := range []string{"SQS:SendMessage", "SQS:ReceiveMessage"} {
-				if !strings.Contains(actions, a) {
-					t.Errorf("statement Action %s lacks %s", actions, a)
-				}
-			}
-			ok(t, c.RemovePermission(ctx, url, "let-them-send"))
-			if policy := must(c.GetAttrs(ctx, url, "Policy"))(t)["Policy"]; policy != "" && policyStatement(t, policy, "let-them-send") != nil {
-				t.Fatalf("statement still in Policy after RemovePermission: %s", policy)
-			}
-			wantErr(t, c.RemovePermission(ctx, url, "let-them-send"), "InvalidParameterValue")
-		})
+		t.Run("permissions", func(t *testing.T) { checkPermissions(t, c, url) })
 
 		t.Run("DeleteQueue", func(t *testing.T) {
 			gone := mustCreate(t, c, "gone", nil)
@@ -230,4 +134,115 @@ func TestQueueDoesNotExistTyped(t *testing.T) {
 	if sqsv1.ErrCodeQueueDoesNotExist != "AWS.SimpleQueueService.NonExistentQueue" {
 		t.Fatalf("aws-sdk-go's ErrCodeQueueDoesNotExist is %q: the pinned SDK changed", sqsv1.ErrCodeQueueDoesNotExist)
 	}
+}
+
+// checkListQueuesPaging checks ListQueues by prefix, in pages of two, and
+// of every queue, with url the one queue made before.
+func checkListQueuesPaging(t *testing.T, c Client, url string) {
+	ctx := ctxT(t)
+	var want []string
+	for i := 0; i < 5; i++ {
+		want = append(want, mustCreate(t, c, fmt.Sprintf("page-%d", i), nil))
+	}
+	mustCreate(t, c, "other-page", nil)
+	slices.Sort(want)
+	all, next, err := c.ListQueues(ctx, "page-", 0, "")
+	ok(t, err)
+	slices.Sort(all)
+	if !slices.Equal(all, want) || next != "" {
+		t.Fatalf("ListQueues(prefix page-) = %q next %q, want %q", all, next, want)
+	}
+	var paged []string
+	token := ""
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			t.Fatalf("paging did not end; so far %q", paged)
+		}
+		urls, next, err := c.ListQueues(ctx, "page-", 2, token)
+		ok(t, err)
+		if len(urls) > 2 {
+			t.Fatalf("page of MaxResults 2 has %d queues", len(urls))
+		}
+		paged = append(paged, urls...)
+		if next == "" {
+			break
+		}
+		token = next
+	}
+	slices.Sort(paged)
+	if !slices.Equal(paged, want) {
+		t.Fatalf("paged ListQueues = %q, want %q", paged, want)
+	}
+	everything, _, err := c.ListQueues(ctx, "", 0, "")
+	ok(t, err)
+	if len(everything) != 7 || !slices.Contains(everything, url) {
+		t.Fatalf("ListQueues() = %q, want the 7 queues", everything)
+	}
+}
+
+// checkQueueAttributes sets a standard queue's attributes and reads them
+// back, all and some, and checks two refused values.
+func checkQueueAttributes(t *testing.T, c Client, url string) {
+	ctx := ctxT(t)
+	ok(t, c.SetAttrs(ctx, url, map[string]string{"VisibilityTimeout": "45", "MessageRetentionPeriod": "120", "DelaySeconds": "3"}))
+	all := must(c.GetAttrs(ctx, url, "All"))(t)
+	want := map[string]string{
+		"VisibilityTimeout":                     "45",
+		"MessageRetentionPeriod":                "120",
+		"DelaySeconds":                          "3",
+		"MaximumMessageSize":                    "1048576", // SQS's default since its 2025 change
+		"ReceiveMessageWaitTimeSeconds":         "0",
+		"ApproximateNumberOfMessages":           "0",
+		"ApproximateNumberOfMessagesNotVisible": "0",
+		"ApproximateNumberOfMessagesDelayed":    "0",
+		"QueueArn":                              "arn:aws:sqs:" + Region + ":" + Account + ":managed",
+	}
+	for k, v := range want {
+		if all[k] != v {
+			t.Errorf("attribute %s = %q, want %q", k, all[k], v)
+		}
+	}
+	for _, k := range []string{"CreatedTimestamp", "LastModifiedTimestamp"} {
+		if all[k] == "" {
+			t.Errorf("attribute %s missing from All", k)
+		}
+	}
+	if _, has := all["FifoQueue"]; has {
+		t.Errorf("All of a standard queue includes FifoQueue")
+	}
+	some := must(c.GetAttrs(ctx, url, "VisibilityTimeout", "DelaySeconds"))(t)
+	if len(some) != 2 || some["VisibilityTimeout"] != "45" || some["DelaySeconds"] != "3" {
+		t.Errorf("GetQueueAttributes(VisibilityTimeout, DelaySeconds) = %v", some)
+	}
+	wantErr(t, c.SetAttrs(ctx, url, map[string]string{"VisibilityTimeout": "43201"}), "InvalidAttributeValue")
+	wantErr(t, c.SetAttrs(ctx, url, map[string]string{"NoSuchAttribute": "1"}), "InvalidAttributeName")
+}
+
+// checkPermissions adds a permission, finds its statement in the queue's
+// Policy, and removes it.
+func checkPermissions(t *testing.T, c Client, url string) {
+	ctx := ctxT(t)
+	arn := queueARN(t, c, url)
+	ok(t, c.AddPermission(ctx, url, "let-them-send", []string{"111122223333"}, []string{"SendMessage", "ReceiveMessage"}))
+	stmt := policyStatement(t, must(c.GetAttrs(ctx, url, "Policy"))(t)["Policy"], "let-them-send")
+	if stmt == nil {
+		t.Fatal("Policy has no statement with Sid let-them-send")
+	}
+	if stmt["Effect"] != "Allow" || stmt["Resource"] != arn {
+		t.Errorf("statement = %v, want Effect Allow on %s", stmt, arn)
+	}
+	if p, _ := json.Marshal(stmt["Principal"]); !strings.Contains(string(p), "111122223333") {
+		t.Errorf("statement Principal %s does not name account 111122223333", p)
+	}
+	actions := fmt.Sprint(stmt["Action"])
+	for _, a := range []string{"SQS:SendMessage", "SQS:ReceiveMessage"} {
+		if !strings.Contains(actions, a) {
+			t.Errorf("statement Action %s lacks %s", actions, a)
+		}
+	}
+	ok(t, c.RemovePermission(ctx, url, "let-them-send"))
+	if policy := must(c.GetAttrs(ctx, url, "Policy"))(t)["Policy"]; policy != "" && policyStatement(t, policy, "let-them-send") != nil {
+		t.Fatalf("statement still in Policy after RemovePermission: %s", policy)
+	}
+	wantErr(t, c.RemovePermission(ctx, url, "let-them-send"), "InvalidParameterValue")
 }

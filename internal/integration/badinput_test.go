@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -196,18 +197,35 @@ func setPath(p params, path string, v any) params {
 	return p.with(parent, out)
 }
 
+// badInputScene is what the bad-input cases are made of: the test's
+// queues, the standard queue's ARN, a receipt handle of the scratch queue,
+// and a well-formed request of each action (bases) to spoil.
+type badInputScene struct {
+	fifo, std, big, stdARN, scratch, handle string
+	bases                                   []base
+	byAction                                map[string]base
+}
+
+// badInputCases returns every bad-input case, for requests to the given
+// queues.
 func badInputCases(fifo, std, big, stdARN, scratch, handle string) []badCase {
+	sc := badInputScene{fifo: fifo, std: std, big: big, stdARN: stdARN, scratch: scratch, handle: handle,
+		bases: bases(fifo, std, stdARN), byAction: map[string]base{}}
+	for _, b := range sc.bases {
+		sc.byAction[b.action] = b
+	}
+	if len(sc.bases) != 23 {
+		panic(fmt.Sprintf("bad-input bases cover %d actions, want 23", len(sc.bases)))
+	}
+	return slices.Concat(sc.missingCases(), sc.wrongTypeCases(), sc.outOfRangeCases(), sc.tooLargeCases(), sc.unknownAttributeCases())
+}
+
+// missingCases: every required member missing, one at a time, and the
+// required strings present but empty.
+func (sc badInputScene) missingCases() []badCase {
 	var cases []badCase
 	add := func(c badCase) { cases = append(cases, c) }
-	bs := bases(fifo, std, stdARN)
-	byAction := map[string]base{}
-	for _, b := range bs {
-		byAction[b.action] = b
-	}
-	if len(bs) != 23 {
-		panic(fmt.Sprintf("bad-input bases cover %d actions, want 23", len(bs)))
-	}
-
+	bs := sc.bases
 	// Every required member missing, one at a time, and the required
 	// strings present but empty.
 	for _, b := range bs {
@@ -238,7 +256,14 @@ func badInputCases(fifo, std, big, stdARN, scratch, handle string) []badCase {
 			}
 		}
 	}
+	return cases
+}
 
+// wrongTypeCases: members of the wrong type.
+func (sc badInputScene) wrongTypeCases() []badCase {
+	var cases []badCase
+	add := func(c badCase) { cases = append(cases, c) }
+	bs, byAction := sc.bases, sc.byAction
 	// Integer members of the wrong type or beyond 32 bits.
 	for _, b := range bs {
 		for _, path := range b.ints {
@@ -272,32 +297,16 @@ func badInputCases(fifo, std, big, stdARN, scratch, handle string) []badCase {
 		}
 		add(badCase{name: fmt.Sprintf("%s as %T", w.member, w.v), action: w.action, p: byAction[w.action].p.with(w.member, w.v), codes: codes, only: "json"})
 	}
+	return cases
+}
 
+// outOfRangeCases: values out of range, and values that name nothing.
+func (sc badInputScene) outOfRangeCases() []badCase {
+	var cases []badCase
+	add := func(c badCase) { cases = append(cases, c) }
+	fifo, std, stdARN, scratch, handle, byAction := sc.fifo, sc.std, sc.stdARN, sc.scratch, sc.handle, sc.byAction
 	stdSend := params{"QueueUrl": std, "MessageBody": "bad"}
 	recv := byAction["ReceiveMessage"].p
-	long := func(n int) string { return strings.Repeat("x", n) }
-	attrsN := func(n int) map[string]params {
-		m := map[string]params{}
-		for i := 0; i < n; i++ {
-			m[fmt.Sprintf("a%02d", i)] = params{"DataType": "String", "StringValue": "v"}
-		}
-		return m
-	}
-	entriesN := func(n int, kv ...any) []params {
-		var out []params
-		for i := 0; i < n; i++ {
-			out = append(out, params{"Id": fmt.Sprintf("e%d", i)}.with(kv...))
-		}
-		return out
-	}
-	tagsN := func(n int) map[string]string {
-		m := map[string]string{}
-		for i := 0; i < n; i++ {
-			m[fmt.Sprintf("k%02d", i)] = "v"
-		}
-		return m
-	}
-
 	// Values out of range.
 	for _, r := range []struct {
 		name   string
@@ -312,7 +321,7 @@ func badInputCases(fifo, std, big, stdARN, scratch, handle string) []badCase {
 		{"WaitTimeSeconds -1", "ReceiveMessage", recv.with("WaitTimeSeconds", -1), invalid},
 		{"VisibilityTimeout 43201", "ReceiveMessage", recv.with("VisibilityTimeout", 43201), invalid},
 		{"VisibilityTimeout -1", "ReceiveMessage", recv.with("VisibilityTimeout", -1), invalid},
-		{"ReceiveRequestAttemptId of 129", "ReceiveMessage", recv.with("QueueUrl", fifo, "ReceiveRequestAttemptId", long(129)), invalid},
+		{"ReceiveRequestAttemptId of 129", "ReceiveMessage", recv.with("QueueUrl", fifo, "ReceiveRequestAttemptId", repeatX(129)), invalid},
 		{"VisibilityTimeout 43201", "ChangeMessageVisibility", params{"QueueUrl": scratch, "ReceiptHandle": handle, "VisibilityTimeout": 43201}, invalid},
 		{"VisibilityTimeout -1", "ChangeMessageVisibility", params{"QueueUrl": scratch, "ReceiptHandle": handle, "VisibilityTimeout": -1}, invalid},
 		{"garbage receipt handle", "DeleteMessage", params{"QueueUrl": std, "ReceiptHandle": "garbage"}, []string{"ReceiptHandleIsInvalid"}},
@@ -379,42 +388,57 @@ func badInputCases(fifo, std, big, stdARN, scratch, handle string) []badCase {
 	} {
 		add(badCase{name: r.name, action: r.action, p: r.p, codes: r.codes})
 	}
+	return cases
+}
 
-	// Values too large.
+// tooLargeCases: values too large, and too many of something.
+func (sc badInputScene) tooLargeCases() []badCase {
+	var cases []badCase
+	add := func(c badCase) { cases = append(cases, c) }
+	fifo, std, big, byAction := sc.fifo, sc.std, sc.big, sc.byAction
+	stdSend := params{"QueueUrl": std, "MessageBody": "bad"}
 	fifoSend := byAction["SendMessage"].p
+	// Values too large.
 	for _, r := range []struct {
 		name   string
 		action string
 		p      params
 		codes  []string
 	}{
-		{"body over MaximumMessageSize", "SendMessage", stdSend.with("MessageBody", long(262145)), invalid},
-		{"body of 1 MiB + 1", "SendMessage", params{"QueueUrl": big, "MessageBody": long(1<<20 + 1)}, invalid},
-		{"body and attributes over 1 MiB", "SendMessage", params{"QueueUrl": big, "MessageBody": long(1<<20 - 10), "MessageAttributes": map[string]params{"a": {"DataType": "String", "StringValue": long(20)}}}, invalid},
-		{"batch of 1 MiB + 1", "SendMessageBatch", params{"QueueUrl": big, "Entries": []params{{"Id": "a", "MessageBody": long(1 << 19)}, {"Id": "b", "MessageBody": long(1<<19 + 1)}}}, []string{"AWS.SimpleQueueService.BatchRequestTooLong"}},
-		{"group id of 300", "SendMessage", fifoSend.with("MessageGroupId", long(300)), invalid},
-		{"group id of 300 in an entry", "SendMessageBatch", params{"QueueUrl": fifo, "Entries": entriesN(1, "MessageBody", "bad", "MessageGroupId", long(300), "MessageDeduplicationId", "d")}, invalid},
-		{"dedup id of 129", "SendMessage", fifoSend.with("MessageDeduplicationId", long(129)), invalid},
+		{"body over MaximumMessageSize", "SendMessage", stdSend.with("MessageBody", repeatX(262145)), invalid},
+		{"body of 1 MiB + 1", "SendMessage", params{"QueueUrl": big, "MessageBody": repeatX(1<<20 + 1)}, invalid},
+		{"body and attributes over 1 MiB", "SendMessage", params{"QueueUrl": big, "MessageBody": repeatX(1<<20 - 10), "MessageAttributes": map[string]params{"a": {"DataType": "String", "StringValue": repeatX(20)}}}, invalid},
+		{"batch of 1 MiB + 1", "SendMessageBatch", params{"QueueUrl": big, "Entries": []params{{"Id": "a", "MessageBody": repeatX(1 << 19)}, {"Id": "b", "MessageBody": repeatX(1<<19 + 1)}}}, []string{"AWS.SimpleQueueService.BatchRequestTooLong"}},
+		{"group id of 300", "SendMessage", fifoSend.with("MessageGroupId", repeatX(300)), invalid},
+		{"group id of 300 in an entry", "SendMessageBatch", params{"QueueUrl": fifo, "Entries": entriesWith(1, "MessageBody", "bad", "MessageGroupId", repeatX(300), "MessageDeduplicationId", "d")}, invalid},
+		{"dedup id of 129", "SendMessage", fifoSend.with("MessageDeduplicationId", repeatX(129)), invalid},
 		{"group id with a space", "SendMessage", fifoSend.with("MessageGroupId", "a b"), invalid},
-		{"11 message attributes", "SendMessage", stdSend.with("MessageAttributes", attrsN(11)), invalid},
-		{"attribute name of 257", "SendMessage", stdSend.with("MessageAttributes", map[string]params{long(257): {"DataType": "String", "StringValue": "v"}}), invalid},
-		{"11 entries", "SendMessageBatch", params{"QueueUrl": fifo, "Entries": entriesN(11, "MessageBody", "bad", "MessageGroupId", "g", "MessageDeduplicationId", "d")}, tooMany},
-		{"11 entries", "DeleteMessageBatch", params{"QueueUrl": std, "Entries": entriesN(11, "ReceiptHandle", "bogus")}, tooMany},
-		{"11 entries", "ChangeMessageVisibilityBatch", params{"QueueUrl": std, "Entries": entriesN(11, "ReceiptHandle", "bogus", "VisibilityTimeout", 5)}, tooMany},
-		{"entry id of 81", "SendMessageBatch", params{"QueueUrl": fifo, "Entries": []params{{"Id": long(81), "MessageBody": "bad", "MessageGroupId": "g", "MessageDeduplicationId": "d"}}}, []string{"AWS.SimpleQueueService.InvalidBatchEntryId"}},
-		{"queue name of 81", "CreateQueue", params{"QueueName": long(81)}, invalid},
-		{"FIFO queue name of 81", "CreateQueue", params{"QueueName": long(76) + ".fifo", "Attributes": map[string]string{"FifoQueue": "true"}}, invalid},
-		{"queue name of 81", "GetQueueUrl", params{"QueueName": long(81)}, []string{"InvalidParameterValue", "AWS.SimpleQueueService.NonExistentQueue"}},
-		{"51 tags", "TagQueue", params{"QueueUrl": std, "Tags": tagsN(51)}, invalid},
-		{"51 tags", "CreateQueue", params{"QueueName": "bad-created", "tags": tagsN(51)}, invalid},
-		{"tag key of 129", "TagQueue", params{"QueueUrl": std, "Tags": map[string]string{long(129): "v", "ok": "v"}}, invalid},
-		{"tag value of 257", "TagQueue", params{"QueueUrl": std, "Tags": map[string]string{"k": long(257)}}, invalid},
-		{"label of 81", "AddPermission", byAction["AddPermission"].p.with("Label", long(81)), invalid},
-		{"Policy over 8 KiB", "SetQueueAttributes", params{"QueueUrl": std, "Attributes": map[string]string{"Policy": `{"Version":"2012-10-17","Id":"` + long(8200) + `","Statement":[]}`}}, invalidAttr},
+		{"11 message attributes", "SendMessage", stdSend.with("MessageAttributes", stringAttrs(11)), invalid},
+		{"attribute name of 257", "SendMessage", stdSend.with("MessageAttributes", map[string]params{repeatX(257): {"DataType": "String", "StringValue": "v"}}), invalid},
+		{"11 entries", "SendMessageBatch", params{"QueueUrl": fifo, "Entries": entriesWith(11, "MessageBody", "bad", "MessageGroupId", "g", "MessageDeduplicationId", "d")}, tooMany},
+		{"11 entries", "DeleteMessageBatch", params{"QueueUrl": std, "Entries": entriesWith(11, "ReceiptHandle", "bogus")}, tooMany},
+		{"11 entries", "ChangeMessageVisibilityBatch", params{"QueueUrl": std, "Entries": entriesWith(11, "ReceiptHandle", "bogus", "VisibilityTimeout", 5)}, tooMany},
+		{"entry id of 81", "SendMessageBatch", params{"QueueUrl": fifo, "Entries": []params{{"Id": repeatX(81), "MessageBody": "bad", "MessageGroupId": "g", "MessageDeduplicationId": "d"}}}, []string{"AWS.SimpleQueueService.InvalidBatchEntryId"}},
+		{"queue name of 81", "CreateQueue", params{"QueueName": repeatX(81)}, invalid},
+		{"FIFO queue name of 81", "CreateQueue", params{"QueueName": repeatX(76) + ".fifo", "Attributes": map[string]string{"FifoQueue": "true"}}, invalid},
+		{"queue name of 81", "GetQueueUrl", params{"QueueName": repeatX(81)}, []string{"InvalidParameterValue", "AWS.SimpleQueueService.NonExistentQueue"}},
+		{"51 tags", "TagQueue", params{"QueueUrl": std, "Tags": tagMap(51)}, invalid},
+		{"51 tags", "CreateQueue", params{"QueueName": "bad-created", "tags": tagMap(51)}, invalid},
+		{"tag key of 129", "TagQueue", params{"QueueUrl": std, "Tags": map[string]string{repeatX(129): "v", "ok": "v"}}, invalid},
+		{"tag value of 257", "TagQueue", params{"QueueUrl": std, "Tags": map[string]string{"k": repeatX(257)}}, invalid},
+		{"label of 81", "AddPermission", byAction["AddPermission"].p.with("Label", repeatX(81)), invalid},
+		{"Policy over 8 KiB", "SetQueueAttributes", params{"QueueUrl": std, "Attributes": map[string]string{"Policy": `{"Version":"2012-10-17","Id":"` + repeatX(8200) + `","Statement":[]}`}}, invalidAttr},
 	} {
 		add(badCase{name: r.name, action: r.action, p: r.p, codes: r.codes, entries: strings.HasSuffix(r.name, "in an entry")})
 	}
+	return cases
+}
 
+// unknownAttributeCases: attribute names SQS does not know.
+func (sc badInputScene) unknownAttributeCases() []badCase {
+	var cases []badCase
+	add := func(c badCase) { cases = append(cases, c) }
+	std, recv := sc.std, sc.byAction["ReceiveMessage"].p
 	// Unknown attribute names.
 	for _, r := range []struct {
 		name   string
@@ -435,6 +459,36 @@ func badInputCases(fifo, std, big, stdARN, scratch, handle string) []badCase {
 		add(badCase{name: r.name, action: r.action, p: r.p, codes: unknownAttr})
 	}
 	return cases
+}
+
+// repeatX returns n x's.
+func repeatX(n int) string { return strings.Repeat("x", n) }
+
+// stringAttrs returns n message attributes of type String.
+func stringAttrs(n int) map[string]params {
+	m := map[string]params{}
+	for i := 0; i < n; i++ {
+		m[fmt.Sprintf("a%02d", i)] = params{"DataType": "String", "StringValue": "v"}
+	}
+	return m
+}
+
+// entriesWith returns n batch entries with distinct ids and the members kv.
+func entriesWith(n int, kv ...any) []params {
+	var out []params
+	for i := 0; i < n; i++ {
+		out = append(out, params{"Id": fmt.Sprintf("e%d", i)}.with(kv...))
+	}
+	return out
+}
+
+// tagMap returns n tags.
+func tagMap(n int) map[string]string {
+	m := map[string]string{}
+	for i := 0; i < n; i++ {
+		m[fmt.Sprintf("k%02d", i)] = "v"
+	}
+	return m
 }
 
 // rawCase is a request body sent as it is.

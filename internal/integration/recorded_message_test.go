@@ -22,36 +22,42 @@ import (
 // TestRecordedMessageErrors replays recorded AWS errors of the message
 // actions.
 func TestRecordedMessageErrors(t *testing.T) {
-	const (
-		ipv     = "InvalidParameterValue"
-		ipvType = "InvalidParameterValueException"
-	)
-	bad := func(msg string) awsAnswer {
-		return awsAnswer{Status: http.StatusBadRequest, Code: ipv, Type: ipvType, Message: msg}
-	}
-	std := func(t *testing.T, s *scene) string { return s.queue(t, "q", nil) }
-	fifo := func(t *testing.T, s *scene) string {
-		return s.queue(t, "q.fifo", map[string]string{"FifoQueue": "true"})
-	}
-	// entries returns n SendMessageBatch entries with distinct ids.
-	entries := func(n int) []params {
-		var out []params
-		for i := range n {
-			out = append(out, params{"Id": "message-" + string(rune('a'+i)), "MessageBody": "messageBody"})
-		}
-		return out
-	}
-	groupIDReason := " for parameter MessageGroupId is invalid. Reason: MessageGroupId can only include alphanumeric and punctuation characters. 1 to 128 in length."
-	dedupIDReason := " for parameter MessageDeduplicationId is invalid. Reason: MessageDeduplicationId can only include alphanumeric and punctuation characters. 1 to 128 in length."
-	long := strings.Repeat("a", 129)
+	runRecorded(t, slices.Concat(sendMessageErrorCases(), messageIDErrorCases(), batchErrorCases(), receiveMessageErrorCases()))
+}
 
-	runRecorded(t, []recordedCase{
-		// SendMessage.
+// stdQueue and fifoQueue create the standard and the FIFO queue a case
+// sends to.
+func stdQueue(t *testing.T, s *scene) string { return s.queue(t, "q", nil) }
+func fifoQueue(t *testing.T, s *scene) string {
+	return s.queue(t, "q.fifo", map[string]string{"FifoQueue": "true"})
+}
+
+// batchEntries returns n SendMessageBatch entries with distinct ids.
+func batchEntries(n int) []params {
+	var out []params
+	for i := range n {
+		out = append(out, params{"Id": "message-" + string(rune('a'+i)), "MessageBody": "messageBody"})
+	}
+	return out
+}
+
+// The reasons SQS gives for a group or deduplication id it refuses, after
+// the id itself, and an id one character too long.
+const (
+	groupIDReason = " for parameter MessageGroupId is invalid. Reason: MessageGroupId can only include alphanumeric and punctuation characters. 1 to 128 in length."
+	dedupIDReason = " for parameter MessageDeduplicationId is invalid. Reason: MessageDeduplicationId can only include alphanumeric and punctuation characters. 1 to 128 in length."
+)
+
+var longID = strings.Repeat("a", 129)
+
+// sendMessageErrorCases are SendMessage's recorded errors.
+func sendMessageErrorCases() []recordedCase {
+	return []recordedCase{
 		{
 			name:   "send without a body",
 			source: "localstack test_sqs.snapshot.json: test_send_empty_message/send_empty_message",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": std(t, s), "MessageBody": ""}
+				return "SendMessage", params{"QueueUrl": stdQueue(t, s), "MessageBody": ""}
 			},
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "MissingParameter", Type: "MissingRequiredParameterException",
 				Message: "The request must contain the parameter MessageBody."},
@@ -60,7 +66,7 @@ func TestRecordedMessageErrors(t *testing.T) {
 			name:   "send with no MessageBody member",
 			source: "localstack test_sqs.py test_valid_action_with_missing_parameter_raises_exception (AWS-validated)",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": std(t, s)}
+				return "SendMessage", params{"QueueUrl": stdQueue(t, s)}
 			},
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "MissingParameter", Type: "MissingRequiredParameterException",
 				Message: "The request must contain the parameter MessageBody."},
@@ -72,21 +78,21 @@ func TestRecordedMessageErrors(t *testing.T) {
 				u := s.queue(t, "q.fifo", map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"})
 				return "SendMessage", params{"QueueUrl": u, "MessageBody": "message-1", "MessageGroupId": "1", "DelaySeconds": 2}
 			},
-			want: bad("Value 2 for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type."),
+			want: invalidParameter("Value 2 for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type."),
 		},
 		{
 			name:   "FIFO send without a deduplication id",
 			source: "localstack test_sqs.snapshot.json: test_posting_to_fifo_requires_deduplicationid_group_id/invalid-parameter-value",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": fifo(t, s), "MessageBody": "test", "MessageGroupId": "fifo_group-1"}
+				return "SendMessage", params{"QueueUrl": fifoQueue(t, s), "MessageBody": "test", "MessageGroupId": "fifo_group-1"}
 			},
-			want: bad("The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly"),
+			want: invalidParameter("The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly"),
 		},
 		{
 			name:   "FIFO send without a group id",
 			source: "localstack test_sqs.snapshot.json: test_posting_to_fifo_requires_deduplicationid_group_id/missing-parameter",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": fifo(t, s), "MessageBody": "test", "MessageDeduplicationId": "fifo_dedup-1"}
+				return "SendMessage", params{"QueueUrl": fifoQueue(t, s), "MessageBody": "test", "MessageDeduplicationId": "fifo_dedup-1"}
 			},
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "MissingParameter", Type: "MissingRequiredParameterException",
 				Message: "The request must contain the parameter MessageGroupId."},
@@ -101,101 +107,114 @@ func TestRecordedMessageErrors(t *testing.T) {
 				u := s.queue(t, "q", map[string]string{"MaximumMessageSize": "1048576"})
 				return "SendMessage", params{"QueueUrl": u, "MessageBody": strings.Repeat("a", api.MaxMessageSizeLimit+1)}
 			},
-			want: bad("One or more parameters are invalid. Reason: Message must be shorter than 1048576 bytes."),
+			want: invalidParameter("One or more parameters are invalid. Reason: Message must be shorter than 1048576 bytes."),
 		},
 		{
 			name:   "send over a lowered MaximumMessageSize",
 			source: "localstack test_sqs.snapshot.json: test_send_message_with_updated_maximum_message_size/send_oversized_message",
 			call: func(t *testing.T, s *scene) (string, params) {
-				u := std(t, s)
+				u := stdQueue(t, s)
 				ok(t, s.c.SetAttrs(ctxT(t), u, map[string]string{"MaximumMessageSize": "1024"}))
 				return "SendMessage", params{"QueueUrl": u, "MessageBody": strings.Repeat("a", 1025)}
 			},
-			want: bad("One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes."),
+			want: invalidParameter("One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes."),
 		},
 		{
 			name:   "empty String attribute",
 			source: "localstack test_sqs.snapshot.json: test_send_message_with_empty_string_attribute/empty-string-attr",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": std(t, s), "MessageBody": "test",
+				return "SendMessage", params{"QueueUrl": stdQueue(t, s), "MessageBody": "test",
 					"MessageAttributes": map[string]params{"ErrorDetails": {"StringValue": "", "DataType": "String"}}}
 			},
-			want: bad("Message (user) attribute 'ErrorDetails' must contain a non-empty value of type 'String'."),
+			want: invalidParameter("Message (user) attribute 'ErrorDetails' must contain a non-empty value of type 'String'."),
 		},
 		{
 			// Recorded: the code only; the message is fifoq's.
 			name:   "control characters in a String attribute",
 			source: "localstack test_sqs.py test_invalid_string_attributes_cause_invalid_parameter_value_error (AWS-validated)",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": std(t, s), "MessageBody": "test",
+				return "SendMessage", params{"QueueUrl": stdQueue(t, s), "MessageBody": "test",
 					"MessageAttributes": map[string]params{"attr1": {"StringValue": "Invalid-\b,\v", "DataType": "String"}}}
 			},
-			want: awsAnswer{Status: http.StatusBadRequest, Code: ipv, Type: ipvType},
+			want: awsAnswer{Status: http.StatusBadRequest, Code: "InvalidParameterValue", Type: "InvalidParameterValueException"},
 		},
 		{
 			// Recorded: the code only.
 			name:   "control characters in the body",
 			source: "localstack test_sqs.py test_send_message_with_invalid_payload_characters (AWS-validated)",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": std(t, s), "MessageBody": "Invalid-\b-\x13-\uffff"}
+				return "SendMessage", params{"QueueUrl": stdQueue(t, s), "MessageBody": "Invalid-\b-\x13-\uffff"}
 			},
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "InvalidMessageContents"},
 		},
+	}
+}
+
+// messageIDErrorCases are SendMessage's recorded errors for a group or
+// deduplication id SQS refuses.
+func messageIDErrorCases() []recordedCase {
+	return []recordedCase{
 		{
 			name:   "standard queue, group id sent empty",
 			source: "localstack test_sqs.snapshot.json: test_send_message_to_standard_queue_with_invalid_message_group_id[empty]/error-response",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": std(t, s), "MessageBody": "message", "MessageGroupId": ""}
+				return "SendMessage", params{"QueueUrl": stdQueue(t, s), "MessageBody": "message", "MessageGroupId": ""}
 			},
-			want: bad("Value " + groupIDReason),
+			want: invalidParameter("Value " + groupIDReason),
 		},
 		{
 			name:   "standard queue, group id of 129",
 			source: "localstack test_sqs.snapshot.json: test_send_message_to_standard_queue_with_invalid_message_group_id[too_long]/error-response",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": std(t, s), "MessageBody": "message", "MessageGroupId": long}
+				return "SendMessage", params{"QueueUrl": stdQueue(t, s), "MessageBody": "message", "MessageGroupId": longID}
 			},
-			want: bad("Value " + long + groupIDReason),
+			want: invalidParameter("Value " + longID + groupIDReason),
 		},
 		{
 			name:   "standard queue, group id with a space",
 			source: "localstack test_sqs.snapshot.json: test_send_message_to_standard_queue_with_invalid_message_group_id[spaces]/error-response",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": std(t, s), "MessageBody": "message", "MessageGroupId": "group 123"}
+				return "SendMessage", params{"QueueUrl": stdQueue(t, s), "MessageBody": "message", "MessageGroupId": "group 123"}
 			},
-			want: bad("Value group 123" + groupIDReason),
+			want: invalidParameter("Value group 123" + groupIDReason),
 		},
 		{
 			name:   "deduplication id sent empty",
 			source: "localstack test_sqs.snapshot.json: test_message_deduplication_id_invalid[empty]/error-response",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": fifo(t, s), "MessageBody": "message", "MessageGroupId": "g", "MessageDeduplicationId": ""}
+				return "SendMessage", params{"QueueUrl": fifoQueue(t, s), "MessageBody": "message", "MessageGroupId": "g", "MessageDeduplicationId": ""}
 			},
-			want: bad("Value " + dedupIDReason),
+			want: invalidParameter("Value " + dedupIDReason),
 		},
 		{
 			name:   "deduplication id of 129",
 			source: "localstack test_sqs.snapshot.json: test_message_deduplication_id_invalid[too_long]/error-response",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": fifo(t, s), "MessageBody": "message", "MessageGroupId": "g", "MessageDeduplicationId": long}
+				return "SendMessage", params{"QueueUrl": fifoQueue(t, s), "MessageBody": "message", "MessageGroupId": "g", "MessageDeduplicationId": longID}
 			},
-			want: bad("Value " + long + dedupIDReason),
+			want: invalidParameter("Value " + longID + dedupIDReason),
 		},
 		{
 			name:   "deduplication id with a space",
 			source: "localstack test_sqs.snapshot.json: test_message_deduplication_id_invalid[spaces]/error-response",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessage", params{"QueueUrl": fifo(t, s), "MessageBody": "message", "MessageGroupId": "g", "MessageDeduplicationId": "group 123"}
+				return "SendMessage", params{"QueueUrl": fifoQueue(t, s), "MessageBody": "message", "MessageGroupId": "g", "MessageDeduplicationId": "group 123"}
 			},
-			want: bad("Value group 123" + dedupIDReason),
+			want: invalidParameter("Value group 123" + dedupIDReason),
 		},
+	}
+}
 
-		// SendMessageBatch: what fails the whole request.
+// batchErrorCases are the recorded errors of the batch actions: those of
+// SendMessageBatch that fail the whole request, and those of
+// DeleteMessageBatch and ChangeMessageVisibilityBatch.
+func batchErrorCases() []recordedCase {
+	return []recordedCase{
 		{
 			name:   "batch entry id with a colon",
 			source: "localstack test_sqs.snapshot.json: test_invalid_batch_id/test_invalid_batch_id",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessageBatch", params{"QueueUrl": std(t, s), "Entries": []params{{"Id": "message:abc", "MessageBody": "messageBody-abc"}}}
+				return "SendMessageBatch", params{"QueueUrl": stdQueue(t, s), "Entries": []params{{"Id": "message:abc", "MessageBody": "messageBody-abc"}}}
 			},
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "AWS.SimpleQueueService.InvalidBatchEntryId", Type: "InvalidBatchEntryId",
 				Message: "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long."},
@@ -204,7 +223,7 @@ func TestRecordedMessageErrors(t *testing.T) {
 			name:   "send batch of 20",
 			source: "localstack test_sqs.snapshot.json: test_too_many_entries_in_batch_request/test_too_many_entries_in_batch_request",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessageBatch", params{"QueueUrl": std(t, s), "Entries": entries(20)}
+				return "SendMessageBatch", params{"QueueUrl": stdQueue(t, s), "Entries": batchEntries(20)}
 			},
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", Type: "TooManyEntriesInBatchRequest",
 				Message: "Maximum number of entries per request are 10. You have sent 20."},
@@ -219,7 +238,7 @@ func TestRecordedMessageErrors(t *testing.T) {
 					{"Id": "message-2", "MessageBody": "messageBody", "MessageGroupId": "test-group"},
 				}}
 			},
-			want: bad("The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly"),
+			want: invalidParameter("The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly"),
 		},
 		{
 			name:   "FIFO batch entry without a group id",
@@ -231,7 +250,7 @@ func TestRecordedMessageErrors(t *testing.T) {
 					{"Id": "message-2", "MessageBody": "messageBody", "MessageDeduplicationId": "dedup-2"},
 				}}
 			},
-			want: bad("The request must contain the parameter MessageGroupId."),
+			want: invalidParameter("The request must contain the parameter MessageGroupId."),
 		},
 		{
 			// One entry of exactly 1 MiB (body and attribute) and one of
@@ -239,7 +258,7 @@ func TestRecordedMessageErrors(t *testing.T) {
 			name:   "batch over 1 MiB in all",
 			source: "localstack test_sqs.snapshot.json: test_send_message_batch_with_oversized_contents/send_oversized_message_batch",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "SendMessageBatch", params{"QueueUrl": std(t, s), "Entries": []params{
+				return "SendMessageBatch", params{"QueueUrl": stdQueue(t, s), "Entries": []params{
 					{"Id": "1", "MessageBody": strings.Repeat("a", api.MaxMessageSizeLimit-len("k")-len("String")-len("x")),
 						"MessageAttributes": map[string]params{"k": {"DataType": "String", "StringValue": "x"}}},
 					{"Id": "2", "MessageBody": "a"},
@@ -254,7 +273,7 @@ func TestRecordedMessageErrors(t *testing.T) {
 			name:   "delete batch entry id empty",
 			source: "localstack test_sqs.snapshot.json: test_delete_message_batch_invalid_msg_id[sqs-]/error_response",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "DeleteMessageBatch", params{"QueueUrl": std(t, s), "Entries": []params{{"Id": "", "ReceiptHandle": "testHandle1"}}}
+				return "DeleteMessageBatch", params{"QueueUrl": stdQueue(t, s), "Entries": []params{{"Id": "", "ReceiptHandle": "testHandle1"}}}
 			},
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "AWS.SimpleQueueService.InvalidBatchEntryId", Type: "InvalidBatchEntryId",
 				Message: "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long."},
@@ -263,7 +282,7 @@ func TestRecordedMessageErrors(t *testing.T) {
 			name:   "delete batch entry id of 100",
 			source: "localstack test_sqs.snapshot.json: test_delete_message_batch_invalid_msg_id[sqs-testLongId...]/error_response",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "DeleteMessageBatch", params{"QueueUrl": std(t, s), "Entries": []params{{"Id": strings.Repeat("testLongId", 10), "ReceiptHandle": "testHandle1"}}}
+				return "DeleteMessageBatch", params{"QueueUrl": stdQueue(t, s), "Entries": []params{{"Id": strings.Repeat("testLongId", 10), "ReceiptHandle": "testHandle1"}}}
 			},
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "AWS.SimpleQueueService.InvalidBatchEntryId", Type: "InvalidBatchEntryId",
 				Message: "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long."},
@@ -272,7 +291,7 @@ func TestRecordedMessageErrors(t *testing.T) {
 			name:   "delete batch entry id with a colon",
 			source: "localstack test_sqs.snapshot.json: test_delete_message_batch_invalid_msg_id[sqs-invalid:id]/error_response",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "DeleteMessageBatch", params{"QueueUrl": std(t, s), "Entries": []params{{"Id": "invalid:id", "ReceiptHandle": "testHandle1"}}}
+				return "DeleteMessageBatch", params{"QueueUrl": stdQueue(t, s), "Entries": []params{{"Id": "invalid:id", "ReceiptHandle": "testHandle1"}}}
 			},
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "AWS.SimpleQueueService.InvalidBatchEntryId", Type: "InvalidBatchEntryId",
 				Message: "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long."},
@@ -285,7 +304,7 @@ func TestRecordedMessageErrors(t *testing.T) {
 				for i := range 20 {
 					es = append(es, params{"Id": string(rune('a' + i)), "ReceiptHandle": "h"})
 				}
-				return "DeleteMessageBatch", params{"QueueUrl": std(t, s), "Entries": es}
+				return "DeleteMessageBatch", params{"QueueUrl": stdQueue(t, s), "Entries": es}
 			},
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", Type: "TooManyEntriesInBatchRequest",
 				Message: "Maximum number of entries per request are 10. You have sent 20."},
@@ -298,38 +317,42 @@ func TestRecordedMessageErrors(t *testing.T) {
 				for i := range 20 {
 					es = append(es, params{"Id": string(rune('a' + i)), "ReceiptHandle": "h", "VisibilityTimeout": 123})
 				}
-				return "ChangeMessageVisibilityBatch", params{"QueueUrl": std(t, s), "Entries": es}
+				return "ChangeMessageVisibilityBatch", params{"QueueUrl": stdQueue(t, s), "Entries": es}
 			},
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", Type: "TooManyEntriesInBatchRequest",
 				Message: "Maximum number of entries per request are 10. You have sent 20."},
 		},
+	}
+}
 
-		// ReceiveMessage.
+// receiveMessageErrorCases are ReceiveMessage's recorded errors.
+func receiveMessageErrorCases() []recordedCase {
+	return []recordedCase{
 		{
 			name:   "receive 11",
 			source: "localstack test_sqs.snapshot.json: test_send_receive_max_number_of_messages/send_max_number_of_messages",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "ReceiveMessage", params{"QueueUrl": std(t, s), "MaxNumberOfMessages": 11}
+				return "ReceiveMessage", params{"QueueUrl": stdQueue(t, s), "MaxNumberOfMessages": 11}
 			},
-			want: bad("Value 11 for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided."),
+			want: invalidParameter("Value 11 for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided."),
 		},
 		{
 			name:   "wait 21 seconds",
 			source: "localstack test_sqs.snapshot.json: test_send_receive_wait_time_seconds/recieve_message_error_too_large",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "ReceiveMessage", params{"QueueUrl": std(t, s), "WaitTimeSeconds": 21}
+				return "ReceiveMessage", params{"QueueUrl": stdQueue(t, s), "WaitTimeSeconds": 21}
 			},
-			want: bad("Value 21 for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided."),
+			want: invalidParameter("Value 21 for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided."),
 		},
 		{
 			name:   "wait -1 seconds",
 			source: "localstack test_sqs.snapshot.json: test_send_receive_wait_time_seconds/recieve_message_error_too_small",
 			call: func(t *testing.T, s *scene) (string, params) {
-				return "ReceiveMessage", params{"QueueUrl": std(t, s), "WaitTimeSeconds": -1}
+				return "ReceiveMessage", params{"QueueUrl": stdQueue(t, s), "WaitTimeSeconds": -1}
 			},
-			want: bad("Value -1 for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided."),
+			want: invalidParameter("Value -1 for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided."),
 		},
-	})
+	}
 }
 
 // msgWire is a received message decoded from either protocol's answer.

@@ -3,6 +3,7 @@ package integration
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +19,14 @@ import (
 
 // TestRecordedQueueErrors replays recorded AWS answers about queues.
 func TestRecordedQueueErrors(t *testing.T) {
+	runRecorded(t, slices.Concat(queueAttributeErrorCases(), queueLifecycleErrorCases()))
+}
+
+// queueAttributeErrorCases are the recorded errors of creating a queue
+// and of setting and reading its attributes.
+func queueAttributeErrorCases() []recordedCase {
 	fifo := map[string]string{"FifoQueue": "true"}
-	runRecorded(t, []recordedCase{
+	return []recordedCase{
 		{
 			name:   "create queue with different attributes",
 			source: "localstack test_sqs.snapshot.json: test_create_queue_with_different_attributes_raises_exception/create_queue_01",
@@ -119,6 +126,13 @@ func TestRecordedQueueErrors(t *testing.T) {
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "InvalidAttributeName",
 				Message: "You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE."},
 		},
+	}
+}
+
+// queueLifecycleErrorCases are the recorded errors of purging, deleting
+// and recreating a queue, and of URLs that name no queue.
+func queueLifecycleErrorCases() []recordedCase {
+	return []recordedCase{
 		{
 			name:   "second purge within 60 seconds",
 			source: "localstack test_sqs.snapshot.json: test_successive_purge_calls_fail/purge_queue_error, purge-error-code-query",
@@ -190,7 +204,7 @@ func TestRecordedQueueErrors(t *testing.T) {
 			},
 			want: awsAnswer{Status: http.StatusBadRequest, Code: "AWS.SimpleQueueService.NonExistentQueue", Type: "QueueDoesNotExist"},
 		},
-	})
+	}
 }
 
 // TestRecordedQueueNameAsQueueURL replays test_posting_to_queue_via_queue_name

@@ -31,7 +31,19 @@ type shapeCase struct {
 // a result with no members is an empty result element.
 func TestRecordedAnswerShapes(t *testing.T) {
 	t.Parallel()
-	cases := []shapeCase{
+	for _, tc := range slices.Concat(answerShapeCases(), batchAnswerShapeCases()) {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			t.Run("json", func(t *testing.T) { checkJSONShape(t, tc) })
+			t.Run("query", func(t *testing.T) { checkQueryShape(t, tc) })
+		})
+	}
+}
+
+// answerShapeCases are the answers with an empty list or map that
+// TestRecordedAnswerShapes checks.
+func answerShapeCases() []shapeCase {
+	return []shapeCase{
 		{
 			name: "send batch without failures",
 			source: "localstack test_sqs.snapshot.json: test_send_message_batch_with_oversized_contents_with_updated_maximum_message_size" +
@@ -118,6 +130,13 @@ func TestRecordedAnswerShapes(t *testing.T) {
 			keys:  []string{},
 			query: []string{"<ListMessageMoveTasksResult/>"},
 		},
+	}
+}
+
+// batchAnswerShapeCases are the batch answers TestRecordedAnswerShapes
+// checks, all of whose entries succeeded or all failed.
+func batchAnswerShapeCases() []shapeCase {
+	return []shapeCase{
 		{
 			// No recording shows these two answers; SQS's JSON answers leave
 			// out every empty list recorded (the cases above), and the
@@ -159,49 +178,48 @@ func TestRecordedAnswerShapes(t *testing.T) {
 			absent: []string{"DeleteMessageBatchResultEntry"},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			t.Run("json", func(t *testing.T) {
-				env := Start(t)
-				action, p := tc.setup(t, env)
-				a := postJSON(t, env, action, jsonBody(t, p))
-				if a.status != http.StatusOK {
-					t.Fatalf("HTTP %d %s: %s", a.status, a.code, a.body)
-				}
-				var members map[string]json.RawMessage
-				if err := json.Unmarshal(a.body, &members); err != nil {
-					t.Fatalf("answer %q: %v", a.body, err)
-				}
-				got := make([]string, 0, len(members))
-				for k := range members {
-					got = append(got, k)
-				}
-				slices.Sort(got)
-				want := slices.Sorted(slices.Values(tc.keys))
-				if !slices.Equal(got, want) {
-					t.Errorf("answer members %v, recorded %v (%s): %s", got, want, tc.source, a.body)
-				}
-			})
-			t.Run("query", func(t *testing.T) {
-				env := Start(t)
-				action, p := tc.setup(t, env)
-				a := postForm(t, env, formBody(action, p))
-				if a.status != http.StatusOK {
-					t.Fatalf("HTTP %d %s: %s", a.status, a.code, a.body)
-				}
-				for _, f := range tc.query {
-					if !strings.Contains(string(a.body), f) {
-						t.Errorf("answer lacks %q (%s): %s", f, tc.source, a.body)
-					}
-				}
-				for _, f := range tc.absent {
-					if strings.Contains(string(a.body), f) {
-						t.Errorf("answer has %q (%s): %s", f, tc.source, a.body)
-					}
-				}
-			})
-		})
+}
+
+// checkJSONShape checks the members of the case's AWS JSON answer.
+func checkJSONShape(t *testing.T, tc shapeCase) {
+	env := Start(t)
+	action, p := tc.setup(t, env)
+	a := postJSON(t, env, action, jsonBody(t, p))
+	if a.status != http.StatusOK {
+		t.Fatalf("HTTP %d %s: %s", a.status, a.code, a.body)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(a.body, &members); err != nil {
+		t.Fatalf("answer %q: %v", a.body, err)
+	}
+	got := make([]string, 0, len(members))
+	for k := range members {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(tc.keys))
+	if !slices.Equal(got, want) {
+		t.Errorf("answer members %v, recorded %v (%s): %s", got, want, tc.source, a.body)
+	}
+}
+
+// checkQueryShape checks the fragments of the case's AWS Query answer.
+func checkQueryShape(t *testing.T, tc shapeCase) {
+	env := Start(t)
+	action, p := tc.setup(t, env)
+	a := postForm(t, env, formBody(action, p))
+	if a.status != http.StatusOK {
+		t.Fatalf("HTTP %d %s: %s", a.status, a.code, a.body)
+	}
+	for _, f := range tc.query {
+		if !strings.Contains(string(a.body), f) {
+			t.Errorf("answer lacks %q (%s): %s", f, tc.source, a.body)
+		}
+	}
+	for _, f := range tc.absent {
+		if strings.Contains(string(a.body), f) {
+			t.Errorf("answer has %q (%s): %s", f, tc.source, a.body)
+		}
 	}
 }
 
