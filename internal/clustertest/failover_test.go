@@ -337,17 +337,7 @@ func runFailover(t *testing.T, r *run) {
 	t.Logf("seed %d (rerun with -cluster.seed=%d)", r.seed, r.seed)
 	rng := rand.New(rand.NewSource(r.seed))
 
-	c := newClusterWith(t, 3, func(i int, nd *node) {
-		if i < len(r.bins) && r.bins[i] != "" {
-			nd.bin = r.bins[i]
-		}
-		if i < len(r.env) {
-			nd.env = r.env[i]
-		}
-		if r.tweak != nil {
-			r.tweak(i, nd)
-		}
-	})
+	c := startFailoverCluster(t, r)
 	defer func() {
 		if t.Failed() {
 			for _, nd := range c.nodes {
@@ -365,24 +355,63 @@ func runFailover(t *testing.T, r *run) {
 
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	startWorkload(ctx, &wg, w, r.seed)
+	pause := func() {
+		time.Sleep(time.Duration(float64(*flagInterval) * (0.5 + rng.Float64())))
+	}
+	disrupt(t, c, r, rng, pause, probeURL)
+	pause()
+	stop()
+	wg.Wait()
+	// Every hold of a receive the test never saw answered ends by then.
+	time.Sleep(visibility + clientTimeout)
+	drainedAt := w.drain(t, rand.New(rand.NewSource(r.seed+2000)))
+	checkFailoverHistory(t, r, w, drainedAt)
+}
+
+// startFailoverCluster starts the 3-node cluster of r, each node with r's
+// binary, environment and tweak for it.
+func startFailoverCluster(t *testing.T, r *run) *cluster {
+	t.Helper()
+	return newClusterWith(t, 3, func(i int, nd *node) {
+		if i < len(r.bins) && r.bins[i] != "" {
+			nd.bin = r.bins[i]
+		}
+		if i < len(r.env) {
+			nd.env = r.env[i]
+		}
+		if r.tweak != nil {
+			r.tweak(i, nd)
+		}
+	})
+}
+
+// startWorkload starts w's producers and consumers (-cluster.producers and
+// -cluster.consumers of them), each with a random source of its own drawn
+// from seed, until ctx is cancelled; wg counts them.
+func startWorkload(ctx context.Context, wg *sync.WaitGroup, w *workload, seed int64) {
 	for p := 0; p < *flagProducers; p++ {
 		wg.Add(1)
 		go func(p int, rng *rand.Rand) {
 			defer wg.Done()
 			w.produce(ctx, p, rng)
-		}(p, rand.New(rand.NewSource(r.seed+int64(p))))
+		}(p, rand.New(rand.NewSource(seed+int64(p))))
 	}
 	for i := 0; i < *flagConsumers; i++ {
 		wg.Add(1)
 		go func(i int, rng *rand.Rand) {
 			defer wg.Done()
 			w.consume(ctx, i, rng, false)
-		}(i, rand.New(rand.NewSource(r.seed+1000+int64(i))))
+		}(i, rand.New(rand.NewSource(seed+1000+int64(i))))
 	}
+}
 
-	pause := func() {
-		time.Sleep(time.Duration(float64(*flagInterval) * (0.5 + rng.Float64())))
-	}
+// disrupt runs r's disruptions of c while the workload runs, each after a
+// pause: r's nemesis, then r.kills leader kills (each restarted after up to
+// half a second, and, if r.measure, timed to the first write a surviving
+// node acknowledges on the queue at probeURL), then a follower's kill and a
+// node's freeze if r asks for them.
+func disrupt(t *testing.T, c *cluster, r *run, rng *rand.Rand, pause func(), probeURL string) {
 	if r.nemesis != nil {
 		r.nemesis(t, c, rng, pause)
 	}
@@ -393,19 +422,8 @@ func runFailover(t *testing.T, r *run) {
 		killed := time.Now()
 		c.kill(leader)
 		if r.measure {
-			// The first acknowledged write through a surviving node.
 			via := c.nodes[(indexOf(c, leader)+1+rng.Intn(2))%3]
-			cl := newClient(via.httpAddr, time.Second)
-			for {
-				probeSeq++
-				id := fmt.Sprintf("probe-%d", probeSeq)
-				_, err := cl.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(probeURL),
-					MessageBody: aws.String(id), MessageGroupId: aws.String("probe"), MessageDeduplicationId: aws.String(id)})
-				if err == nil {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			probeSeq = firstWriteThrough(via, probeURL, probeSeq)
 			d := time.Since(killed)
 			r.failovers = append(r.failovers, d)
 			t.Logf("kill %d: leader %s; a write through %s succeeded %v later", k+1, leader.id, via.id, d.Round(time.Millisecond))
@@ -432,13 +450,30 @@ func runFailover(t *testing.T, r *run) {
 		time.Sleep(*flagFreeze)
 		c.thaw(nd)
 	}
-	pause()
-	stop()
-	wg.Wait()
-	// Every hold of a receive the test never saw answered ends by then.
-	time.Sleep(visibility + clientTimeout)
-	drainedAt := w.drain(t, rand.New(rand.NewSource(r.seed+2000)))
+}
 
+// firstWriteThrough sends probes to the queue at probeURL through via, the
+// first numbered probeSeq+1, every 5 ms until one is acknowledged, and
+// returns the number of the last probe sent.
+func firstWriteThrough(via *node, probeURL string, probeSeq int) int {
+	cl := newClient(via.httpAddr, time.Second)
+	for {
+		probeSeq++
+		id := fmt.Sprintf("probe-%d", probeSeq)
+		_, err := cl.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(probeURL),
+			MessageBody: aws.String(id), MessageGroupId: aws.String("probe"), MessageDeduplicationId: aws.String(id)})
+		if err == nil {
+			return probeSeq
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// checkFailoverHistory writes w's history if -cluster.history asks, checks
+// it (drained at drainedAt) into r.report and r.problems, and fails the
+// run if no send was acknowledged.
+func checkFailoverHistory(t *testing.T, r *run, w *workload, drainedAt time.Time) {
+	t.Helper()
 	ops := w.hist.Ops()
 	if *flagHistory != "" {
 		if err := writeHistory(*flagHistory, ops, drainedAt); err != nil {

@@ -44,13 +44,43 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 	}
 	c.kill(follower)
 
-	// 1,500 messages of 60,000 bytes, two at a time, so that most log
-	// entries carry one: 1,500 entries, 90 MB of log.
-	const n, size = 1500, 60_000
-	bodyOf := func(i int) string {
-		head := fmt.Sprintf("install %05d ", i)
-		return head + strings.Repeat(string(rune('a'+i%26)), size-len(head))
+	fillForInstall(t, leader, url)
+	killDuringInstall(t, c, follower)
+
+	// Restarted, it installs the snapshot again and catches up.
+	c.restart(follower)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if installed(follower) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has no snapshot 60 s after its restart\n%s", follower.id, follower.tail(30))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
+
+	makeLeader(t, c, follower)
+	checkServesInstalled(t, follower, url)
+}
+
+// installMessages messages of installBodySize bytes are what
+// TestFollowerKilledDuringSnapshotInstall writes while the follower is
+// down: sent two at a time, so that most log entries carry one, they make
+// 1,500 entries and 90 MB of log.
+const installMessages, installBodySize = 1500, 60_000
+
+// installBody is the body of message i of installMessages: its number,
+// then a letter of its own repeated up to installBodySize bytes.
+func installBody(i int) string {
+	head := fmt.Sprintf("install %05d ", i)
+	return head + strings.Repeat(string(rune('a'+i%26)), installBodySize-len(head))
+}
+
+// fillForInstall sends installMessages messages to the queue at url
+// through leader, two senders at a time, each send tried up to 20 times.
+func fillForInstall(t *testing.T, leader *node, url string) {
+	t.Helper()
 	client := newClient(leader.httpAddr, 10*time.Second)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -59,10 +89,10 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+			for i := int(next.Add(1)) - 1; i < installMessages; i = int(next.Add(1)) - 1 {
 				var err error
 				for try := 0; try < 20; try++ {
-					if _, err = client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(bodyOf(i))}); err == nil {
+					if _, err = client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(installBody(i))}); err == nil {
 						break
 					}
 					time.Sleep(100 * time.Millisecond)
@@ -80,9 +110,14 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 		t.Fatal(err)
 	default:
 	}
+}
 
-	// Restart the follower and kill it as soon as a snapshot streams in:
-	// Raft writes it to a directory named *.tmp until it is complete.
+// killDuringInstall restarts follower and kills it as soon as a snapshot
+// streams in (Raft writes it to a directory named *.tmp until it is
+// complete), trying up to five times; it fails if no snapshot ever
+// streamed in.
+func killDuringInstall(t *testing.T, c *cluster, follower *node) {
+	t.Helper()
 	caught := false
 	for attempt := 0; attempt < 5 && !caught; attempt++ {
 		c.start(follower, "")
@@ -99,47 +134,44 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 	if !caught {
 		t.Fatalf("%s never installed a snapshot: it caught up from the log, or never started one\n%s", follower.id, follower.tail(30))
 	}
+}
 
-	// Restarted, it installs the snapshot again and catches up.
-	c.restart(follower)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if installed(follower) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has no snapshot 60 s after its restart\n%s", follower.id, follower.tail(30))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-
-	// Make it the leader: stop whichever other node leads until it does.
+// makeLeader makes nd the leader of c: it stops whichever other node leads
+// until nd does, for up to ten changes of leader.
+func makeLeader(t *testing.T, c *cluster, nd *node) {
+	t.Helper()
 	for round := 0; ; round++ {
 		l := c.leader()
-		if l == follower {
+		if l == nd {
 			break
 		}
 		if round == 10 {
-			t.Fatalf("%s did not become the leader after %d changes of leader\n%s", follower.id, round, follower.tail(40))
+			t.Fatalf("%s did not become the leader after %d changes of leader\n%s", nd.id, round, nd.tail(40))
 		}
 		c.kill(l)
 		time.Sleep(500 * time.Millisecond)
 		c.restart(l)
 	}
+}
 
-	// Every message, from the follower's own store, exactly once, intact.
-	// The client opens a connection per request: with the SDK's single
-	// attempt, a reused connection can be closed under a response being
-	// read (aws-sdk-go-v2#2737), and an answer lost that way hides its
-	// messages for the visibility timeout, which the loop waits out.
+// checkServesInstalled receives and deletes every message of the queue at
+// url through follower, which now leads, and checks that it serves each
+// from its own store, exactly once, intact, within two minutes.
+//
+// The client opens a connection per request: with the SDK's single
+// attempt, a reused connection can be closed under a response being read
+// (aws-sdk-go-v2#2737), and an answer lost that way hides its messages for
+// the visibility timeout, which the loop waits out.
+func checkServesInstalled(t *testing.T, follower *node, url string) {
+	t.Helper()
 	fc := sqs.New(sqs.Options{
 		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String("http://" + follower.httpAddr), RetryMaxAttempts: 1,
 		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
 	})
 	got := map[int]bool{}
-	deadline = time.Now().Add(2 * time.Minute)
-	for len(got) < n && time.Now().Before(deadline) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(got) < installMessages && time.Now().Before(deadline) {
 		out, err := fc.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 10, WaitTimeSeconds: 1})
 		if err != nil {
 			t.Logf("receive from %s (retrying): %v", follower.id, err)
@@ -148,7 +180,7 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 		for _, m := range out.Messages {
 			var i int
 			body := aws.ToString(m.Body)
-			if _, err := fmt.Sscanf(body, "install %05d ", &i); err != nil || body != bodyOf(i) {
+			if _, err := fmt.Sscanf(body, "install %05d ", &i); err != nil || body != installBody(i) {
 				t.Fatalf("a body of %d bytes that is not one sent: %.40q", len(body), body)
 			}
 			if got[i] {
@@ -168,8 +200,8 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 			}
 		}
 	}
-	if len(got) != n {
-		t.Fatalf("%s served %d of the %d messages", follower.id, len(got), n)
+	if len(got) != installMessages {
+		t.Fatalf("%s served %d of the %d messages", follower.id, len(got), installMessages)
 	}
 }
 
