@@ -126,47 +126,8 @@ func TestAbusiveClients(t *testing.T) {
 	current.Store(baseline)
 	goodCtx, stopGood := context.WithCancel(ctx)
 	var goodWG sync.WaitGroup
-	for i := 0; i < abuseProducers; i++ {
-		goodWG.Add(1)
-		go func() {
-			defer goodWG.Done()
-			for seq := 0; goodCtx.Err() == nil; seq++ {
-				body := fmt.Sprintf("p%d-%d", i, seq)
-				st := current.Load()
-				began := time.Now()
-				_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: queueURL, MessageBody: aws.String(body), MessageGroupId: aws.String(fmt.Sprintf("g%d", seq%8))})
-				st.record(time.Since(began), true, err)
-				if err == nil {
-					ledger.mu.Lock()
-					ledger.acked[body] = true
-					ledger.mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := 0; i < abuseConsumers; i++ {
-		goodWG.Add(1)
-		go func() {
-			defer goodWG.Done()
-			for goodCtx.Err() == nil {
-				st := current.Load()
-				began := time.Now()
-				out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: queueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-				st.record(time.Since(began), false, err)
-				if err != nil {
-					continue
-				}
-				for _, m := range out.Messages {
-					ledger.mu.Lock()
-					ledger.delivered[aws.ToString(m.Body)]++
-					ledger.mu.Unlock()
-					began := time.Now()
-					_, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: queueURL, ReceiptHandle: m.ReceiptHandle})
-					st.record(time.Since(began), false, err)
-				}
-			}
-		}()
-	}
+	startGoodProducers(ctx, goodCtx, &goodWG, client, queueURL, ledger, &current)
+	startGoodConsumers(ctx, goodCtx, &goodWG, client, queueURL, ledger, &current)
 
 	time.Sleep(abuseBaseline)
 
@@ -211,7 +172,73 @@ func TestAbusiveClients(t *testing.T) {
 	t.Logf("ledger: %d sends acknowledged, %d lost, drain took %d receives", acked, len(lost), drained)
 	writeAbuseFigures(t, baseline, abused, blRate, abRate, abuseElapsed, loris, lorisOpen, idle, oversized, acked, len(lost))
 
-	// Assertions.
+	checkAbuseRun(t, baseline, abused, idle, lorisOpen, oversized, lost, acked)
+}
+
+// startGoodProducers starts the well-behaved producers, abuseProducers of
+// them, each sending single messages with bodies of its own to the FIFO
+// queue at queueURL (eight groups) until goodCtx is done. Each request is
+// recorded in the stats current points to when it starts, and each
+// acknowledged send in ledger; wg counts the producers.
+func startGoodProducers(ctx, goodCtx context.Context, wg *sync.WaitGroup, client *sqs.Client, queueURL *string, ledger *abuseLedger, current *atomic.Pointer[goodStats]) {
+	for i := 0; i < abuseProducers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := 0; goodCtx.Err() == nil; seq++ {
+				body := fmt.Sprintf("p%d-%d", i, seq)
+				st := current.Load()
+				began := time.Now()
+				_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: queueURL, MessageBody: aws.String(body), MessageGroupId: aws.String(fmt.Sprintf("g%d", seq%8))})
+				st.record(time.Since(began), true, err)
+				if err == nil {
+					ledger.mu.Lock()
+					ledger.acked[body] = true
+					ledger.mu.Unlock()
+				}
+			}
+		}()
+	}
+}
+
+// startGoodConsumers starts the well-behaved consumers, abuseConsumers of
+// them, each receiving up to 10 messages with a 1 s long poll and deleting
+// each until goodCtx is done. Each request is recorded in the stats
+// current points to when it starts, and each delivery in ledger; wg counts
+// the consumers.
+func startGoodConsumers(ctx, goodCtx context.Context, wg *sync.WaitGroup, client *sqs.Client, queueURL *string, ledger *abuseLedger, current *atomic.Pointer[goodStats]) {
+	for i := 0; i < abuseConsumers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for goodCtx.Err() == nil {
+				st := current.Load()
+				began := time.Now()
+				out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: queueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+				st.record(time.Since(began), false, err)
+				if err != nil {
+					continue
+				}
+				for _, m := range out.Messages {
+					ledger.mu.Lock()
+					ledger.delivered[aws.ToString(m.Body)]++
+					ledger.mu.Unlock()
+					began := time.Now()
+					_, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: queueURL, ReceiptHandle: m.ReceiptHandle})
+					st.record(time.Since(began), false, err)
+				}
+			}
+		}()
+	}
+}
+
+// checkAbuseRun checks what TestAbusiveClients measured: every request of
+// the well-behaved clients served in both phases, every idle connection
+// opened, every slow-loris one closed by the server in time, every
+// oversized request refused or cut off, and every acknowledged message
+// delivered.
+func checkAbuseRun(t *testing.T, baseline, abused *goodStats, idle *idleSet, lorisOpen int, oversized *oversizedSet, lost []string, acked int) {
+	t.Helper()
 	for name, st := range map[string]*goodStats{"baseline": baseline, "abuse": abused} {
 		if st.fails > 0 {
 			t.Errorf("%s: %d of the well-behaved clients' requests failed; first: %v", name, st.fails, st.firstErr)

@@ -44,6 +44,71 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 	fifo := mustQueue(t, client, "orders.fifo", map[string]string{"FifoQueue": "true", "VisibilityTimeout": "600"})
 	std := mustQueue(t, client, "events", map[string]string{"DelaySeconds": "600"})
 	load := mustQueue(t, client, "load", nil)
+	fillBackupQueues(t, client, fifo, std)
+	before := map[string]string{"fifo": devListing(t, addr, keyID, secret, fifo), "std": devListing(t, addr, keyID, secret, std)}
+
+	// A producer keeps writing to the third queue while the backup runs.
+	prod := startLoadProducer(client, load)
+	time.Sleep(300 * time.Millisecond)
+	file := filepath.Join(t.TempDir(), "fifoq.backup")
+	ackedBefore := prod.ackedCount()
+	began := time.Now()
+	bk := launch(t, append(env, "FIFOQ_ENDPOINT=http://"+addr), "backup", file)
+	if !bk.exited(2*time.Minute) || bk.exitCode() != 0 {
+		t.Fatalf("fifoq backup: exit %d; output:\n%s", bk.exitCode(), bk.out)
+	}
+	took := time.Since(began)
+	ackedDuring := prod.ackedCount() - ackedBefore
+	time.Sleep(200 * time.Millisecond)
+	prod.stopAndWait()
+	t.Logf("fifoq backup ran %v, while %d sends were acknowledged; it said: %s", took.Round(time.Millisecond), ackedDuring, bk.out)
+
+	// Unsigned, or signed by no admin key, no backup is given.
+	bad := launch(t, []string{"FIFOQ_ENDPOINT=http://" + addr}, "backup", filepath.Join(t.TempDir(), "x"))
+	if !bad.exited(time.Minute) || bad.exitCode() == 0 {
+		t.Fatalf("an unsigned fifoq backup succeeded: %s", bad.out)
+	}
+	src.stop()
+
+	dir := restoreBackup(t, file)
+	addr2 := freeAddr(t)
+	dst := launch(t, env, "serve", "--listen", addr2, "--data-dir", dir)
+	client2 := signedClient("http://"+addr2, plainHTTP(), keyID, secret)
+	dst.waitReady(t, func() error { _, err := client2.ListQueues(ctx, &sqs.ListQueuesInput{}); return err })
+	for name, q := range map[string]string{"fifo": fifo, "std": std} {
+		q2 := "http://" + addr2 + q[len("http://"+addr):]
+		if after := devListing(t, addr2, keyID, secret, q2); after != before[name] {
+			t.Fatalf("queue %s after the restore lists\n%s\nbefore the backup it listed\n%s", name, after, before[name])
+		}
+	}
+	fifo2 := "http://" + addr2 + fifo[len("http://"+addr):]
+	out, err := client2.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &fifo2, MessageBody: aws.String("order 7"),
+		MessageGroupId: aws.String("g3"), MessageDeduplicationId: aws.String("d7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countMessages(t, client2, fifo2); n != 59 {
+		t.Fatalf("after resending deduplication id d7 the FIFO queue holds %d messages, want 59: the id's record was lost (send answered %s)", n, aws.ToString(out.MessageId))
+	}
+	load2 := "http://" + addr2 + load[len("http://"+addr):]
+	if n := countMessages(t, client2, load2); n < ackedBefore || n > len(prod.acked)+1 {
+		t.Fatalf("the loaded queue holds %d messages; %d were acknowledged before the backup began, %d by its end", n, ackedBefore, len(prod.acked))
+	}
+	latencies := prod.latencies
+	slices.Sort(latencies)
+	if len(latencies) > 0 {
+		t.Logf("send latency while the backup ran: p50 %v, p99 %v over %d sends", latencies[len(latencies)/2], latencies[len(latencies)*99/100], len(latencies))
+	}
+}
+
+// fillBackupQueues fills the queues TestBackupUnderLoadRestores backs up:
+// 60 messages with a Number attribute in four groups of the FIFO queue at
+// fifo, 20 with a Binary attribute in the standard queue at std (delayed
+// by its DelaySeconds), and then a receive that holds two groups, one of
+// whose messages it deletes.
+func fillBackupQueues(t *testing.T, client *sqs.Client, fifo, std string) {
+	t.Helper()
+	ctx := context.Background()
 	for i := range 60 {
 		id := strconv.Itoa(i)
 		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &fifo, MessageBody: aws.String("order " + id),
@@ -67,59 +132,64 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 	if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &fifo, ReceiptHandle: got.Messages[0].ReceiptHandle}); err != nil {
 		t.Fatal(err)
 	}
-	before := map[string]string{"fifo": devListing(t, addr, keyID, secret, fifo), "std": devListing(t, addr, keyID, secret, std)}
+}
 
-	// A producer keeps writing to the third queue while the backup runs.
-	var mu sync.Mutex
-	var acked []time.Time
-	var latencies []time.Duration
-	stop := make(chan struct{})
-	done := make(chan struct{})
+// loadProducer sends to one queue, one message after another without
+// pause, until it is stopped, recording when each send was acknowledged
+// and how long it took.
+type loadProducer struct {
+	mu        sync.Mutex
+	acked     []time.Time
+	latencies []time.Duration
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+// startLoadProducer starts a loadProducer that sends to the queue at queue
+// through client.
+func startLoadProducer(client *sqs.Client, queue string) *loadProducer {
+	p := &loadProducer{stop: make(chan struct{}), done: make(chan struct{})}
+	ctx := context.Background()
 	go func() {
-		defer close(done)
+		defer close(p.done)
 		for i := 0; ; i++ {
 			select {
-			case <-stop:
+			case <-p.stop:
 				return
 			default:
 			}
 			began := time.Now()
-			_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &load, MessageBody: aws.String(strconv.Itoa(i))})
+			_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &queue, MessageBody: aws.String(strconv.Itoa(i))})
 			if err == nil {
-				mu.Lock()
-				acked = append(acked, time.Now())
-				latencies = append(latencies, time.Since(began))
-				mu.Unlock()
+				p.mu.Lock()
+				p.acked = append(p.acked, time.Now())
+				p.latencies = append(p.latencies, time.Since(began))
+				p.mu.Unlock()
 			}
 		}
 	}()
-	time.Sleep(300 * time.Millisecond)
-	file := filepath.Join(t.TempDir(), "fifoq.backup")
-	mu.Lock()
-	ackedBefore := len(acked)
-	mu.Unlock()
-	began := time.Now()
-	bk := launch(t, append(env, "FIFOQ_ENDPOINT=http://"+addr), "backup", file)
-	if !bk.exited(2*time.Minute) || bk.exitCode() != 0 {
-		t.Fatalf("fifoq backup: exit %d; output:\n%s", bk.exitCode(), bk.out)
-	}
-	took := time.Since(began)
-	mu.Lock()
-	ackedDuring := len(acked) - ackedBefore
-	mu.Unlock()
-	time.Sleep(200 * time.Millisecond)
-	close(stop)
-	<-done
-	t.Logf("fifoq backup ran %v, while %d sends were acknowledged; it said: %s", took.Round(time.Millisecond), ackedDuring, bk.out)
+	return p
+}
 
-	// Unsigned, or signed by no admin key, no backup is given.
-	bad := launch(t, []string{"FIFOQ_ENDPOINT=http://" + addr}, "backup", filepath.Join(t.TempDir(), "x"))
-	if !bad.exited(time.Minute) || bad.exitCode() == 0 {
-		t.Fatalf("an unsigned fifoq backup succeeded: %s", bad.out)
-	}
-	src.stop()
+// ackedCount is how many sends have been acknowledged so far.
+func (p *loadProducer) ackedCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.acked)
+}
 
-	// Restore into a new data dir; an existing one is refused.
+// stopAndWait stops the producer and waits for its last send to end;
+// after it, acked and latencies can be read without the lock.
+func (p *loadProducer) stopAndWait() {
+	close(p.stop)
+	<-p.done
+}
+
+// restoreBackup restores the backup file with fifoq restore into a new
+// data dir, which it returns, and checks that a second restore into that
+// dir, no longer empty, is refused.
+func restoreBackup(t *testing.T, file string) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "restored")
 	if p := launch(t, nil, "restore", "--data-dir", dir, file); !p.exited(2*time.Minute) || p.exitCode() != 0 {
 		t.Fatalf("fifoq restore: exit %d; output:\n%s", p.exitCode(), p.out)
@@ -127,33 +197,7 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 	if p := launch(t, nil, "restore", "--data-dir", dir, file); !p.exited(time.Minute) || p.exitCode() == 0 {
 		t.Fatalf("fifoq restore into a data dir that is not empty succeeded: %s", p.out)
 	}
-	addr2 := freeAddr(t)
-	dst := launch(t, env, "serve", "--listen", addr2, "--data-dir", dir)
-	client2 := signedClient("http://"+addr2, plainHTTP(), keyID, secret)
-	dst.waitReady(t, func() error { _, err := client2.ListQueues(ctx, &sqs.ListQueuesInput{}); return err })
-	for name, q := range map[string]string{"fifo": fifo, "std": std} {
-		q2 := "http://" + addr2 + q[len("http://"+addr):]
-		if after := devListing(t, addr2, keyID, secret, q2); after != before[name] {
-			t.Fatalf("queue %s after the restore lists\n%s\nbefore the backup it listed\n%s", name, after, before[name])
-		}
-	}
-	fifo2 := "http://" + addr2 + fifo[len("http://"+addr):]
-	out, err := client2.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &fifo2, MessageBody: aws.String("order 7"),
-		MessageGroupId: aws.String("g3"), MessageDeduplicationId: aws.String("d7")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := countMessages(t, client2, fifo2); n != 59 {
-		t.Fatalf("after resending deduplication id d7 the FIFO queue holds %d messages, want 59: the id's record was lost (send answered %s)", n, aws.ToString(out.MessageId))
-	}
-	load2 := "http://" + addr2 + load[len("http://"+addr):]
-	if n := countMessages(t, client2, load2); n < ackedBefore || n > len(acked)+1 {
-		t.Fatalf("the loaded queue holds %d messages; %d were acknowledged before the backup began, %d by its end", n, ackedBefore, len(acked))
-	}
-	slices.Sort(latencies)
-	if len(latencies) > 0 {
-		t.Logf("send latency while the backup ran: p50 %v, p99 %v over %d sends", latencies[len(latencies)/2], latencies[len(latencies)*99/100], len(latencies))
-	}
+	return dir
 }
 
 func mustQueue(t *testing.T, c *sqs.Client, name string, attrs map[string]string) string {

@@ -106,60 +106,16 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 
 	logs := serverLog(t)
 	addr := freeAddr(t)
-	proc := startInCgroup(t, cg, logs, addr, dataDir)
-	budget := logLine(proc.out.String(), "memory budget")
-	if budget == "" {
-		t.Fatalf("fifoq logged no line with %q at start", "memory budget")
-	}
-	// The budget must be the cgroup's limit.
-	if want := `budget="` + memguard.HumanSize(cgroupLimit) + `"`; !strings.Contains(budget, want) {
-		t.Fatalf("fifoq's budget is not its cgroup's limit of %d bytes (want %s): %s", cgroupLimit, want, budget)
-	}
-	t.Logf("fifoq in %s: %s", cg.dir, budget)
+	proc := startWithCgroupBudget(t, cg, logs, addr, dataDir, cgroupLimit)
 
 	client := newClient(addr)
-	ctx := context.Background()
-	created, err := client.CreateQueue(ctx, shape.createQueue())
+	created, err := client.CreateQueue(context.Background(), shape.createQueue())
 	if err != nil {
 		t.Fatalf("create queue: %v", err)
 	}
 	q := aws.ToString(created.QueueUrl)
 
-	// Offer the messages. Once the server first refuses, receive and
-	// delete a few while the senders go on: consumers must be able to
-	// drain a server that refuses sends.
-	offer := newMemOffer(shape)
-	offered := make(chan struct{})
-	began := time.Now()
-	go func() {
-		defer close(offered)
-		offer.run(client, q, began.Add(memOfferFor))
-	}()
-	defer func() {
-		offer.stop()
-		<-offered
-	}()
-	deleted := map[int]bool{}
-	ackedAtDrain := -1
-	select {
-	case <-offer.refusing:
-		ids, err := receiveAndDelete(ctx, client, q, shape)
-		if err != nil {
-			t.Fatalf("consumer while the server refused sends: %v", err)
-		}
-		for _, id := range ids {
-			deleted[id] = true
-		}
-		ackedAtDrain = offer.ackedCount()
-	case <-offered:
-	}
-	<-offered
-	acked, refused, failure := offer.result()
-	t.Logf("offered messages of %d bytes (%d of them attributes; FIFO, a group each: %v) in %v: %d acknowledged, %d refused (ServiceUnavailable)",
-		shape.body, shape.attr, shape.fifo, time.Since(began).Round(time.Millisecond), len(acked), refused)
-	if ackedAtDrain >= 0 {
-		t.Logf("a consumer received and deleted %d while sends were refused; %d sends were acknowledged after that", len(deleted), len(acked)-ackedAtDrain)
-	}
+	acked, refused, failure, deleted := offerMessages(t, client, q, shape)
 	cg.logPeak(t, "offer", shape.limitMiB)
 
 	// First whether the process lives: if it was killed, that explains any
@@ -210,6 +166,67 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 		}
 		t.Errorf("after the restart:\n  %s", strings.Join(problems, "\n  "))
 	}
+}
+
+// startWithCgroupBudget starts fifoq in the memory cgroup cg, whose limit
+// is cgroupLimit bytes, and checks that fifoq took that limit as its
+// memory budget.
+func startWithCgroupBudget(t *testing.T, cg *memCgroup, logs *os.File, addr, dataDir string, cgroupLimit int64) *fifoqProc {
+	t.Helper()
+	proc := startInCgroup(t, cg, logs, addr, dataDir)
+	budget := logLine(proc.out.String(), "memory budget")
+	if budget == "" {
+		t.Fatalf("fifoq logged no line with %q at start", "memory budget")
+	}
+	// The budget must be the cgroup's limit.
+	if want := `budget="` + memguard.HumanSize(cgroupLimit) + `"`; !strings.Contains(budget, want) {
+		t.Fatalf("fifoq's budget is not its cgroup's limit of %d bytes (want %s): %s", cgroupLimit, want, budget)
+	}
+	t.Logf("fifoq in %s: %s", cg.dir, budget)
+	return proc
+}
+
+// offerMessages offers messages of shape to the queue at q until the
+// offer's deadline. Once the server first refuses, it receives and deletes
+// a few while the senders go on: consumers must be able to drain a server
+// that refuses sends. It returns the ids acknowledged, the number of sends
+// refused, the first failure other than a refusal, and the ids deleted.
+func offerMessages(t *testing.T, client *sqs.Client, q string, shape memShape) (acked map[int]bool, refused int, failure error, deleted map[int]bool) {
+	t.Helper()
+	ctx := context.Background()
+	offer := newMemOffer(shape)
+	offered := make(chan struct{})
+	began := time.Now()
+	go func() {
+		defer close(offered)
+		offer.run(client, q, began.Add(memOfferFor))
+	}()
+	defer func() {
+		offer.stop()
+		<-offered
+	}()
+	deleted = map[int]bool{}
+	ackedAtDrain := -1
+	select {
+	case <-offer.refusing:
+		ids, err := receiveAndDelete(ctx, client, q, shape)
+		if err != nil {
+			t.Fatalf("consumer while the server refused sends: %v", err)
+		}
+		for _, id := range ids {
+			deleted[id] = true
+		}
+		ackedAtDrain = offer.ackedCount()
+	case <-offered:
+	}
+	<-offered
+	acked, refused, failure = offer.result()
+	t.Logf("offered messages of %d bytes (%d of them attributes; FIFO, a group each: %v) in %v: %d acknowledged, %d refused (ServiceUnavailable)",
+		shape.body, shape.attr, shape.fifo, time.Since(began).Round(time.Millisecond), len(acked), refused)
+	if ackedAtDrain >= 0 {
+		t.Logf("a consumer received and deleted %d while sends were refused; %d sends were acknowledged after that", len(deleted), len(acked)-ackedAtDrain)
+	}
+	return acked, refused, failure, deleted
 }
 
 // refusalsThenResume checks the offer of runMemoryCgroup when it filled
