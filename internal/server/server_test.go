@@ -56,7 +56,13 @@ func TestShutdownAnswersLongPolls(t *testing.T) {
 		code, body := call(t, base, "ReceiveMessage", `{"QueueUrl":"`+base+`/000000000000/q","WaitTimeSeconds":20}`)
 		answered <- answer{code, body, time.Since(began)}
 	}()
-	time.Sleep(300 * time.Millisecond) // let the poll start waiting
+	// Shut down once the poll waits: before, its request could meet a
+	// closed listener instead.
+	for deadline := time.Now().Add(10 * time.Second); srv.longPollWaiters() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the long poll did not start waiting")
+		}
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
