@@ -7,15 +7,14 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 )
 
-// Where a message's body lives. By default the engine keeps it in the
-// message, in the heap. With a BodyStore (fifoq's durable log gives the
-// engine one) it keeps a BodyRef instead: a fixed 12 bytes, whatever the
-// body's size, so that a backlog is bounded by disk rather than memory.
-// The engine's behaviour does not depend on where bodies live; only the
-// bytes read back go into results and snapshots.
+// Where a message's body lives. A message keeps a BodyRef: a fixed 12
+// bytes, whatever the body's size. With a BodyStore (fifoq's durable log
+// gives the engine one) the body is on disk, so that a backlog is bounded
+// by disk rather than memory; without one, in the engine's own table in
+// memory (heapBodies). The engine's behaviour does not depend on where
+// bodies live; only the bytes read back go into results and snapshots.
 
-// BodyRef names a body kept by a BodyStore. File 0 means none: the body
-// is in the message.
+// BodyRef names a body kept by a BodyStore. File 0 names none.
 type BodyRef struct {
 	File, Off, Len uint32
 }
@@ -38,34 +37,42 @@ type BodyStore interface {
 	Release(ref BodyRef)
 }
 
-// SetBodyStore makes the engine keep the bodies of the messages it stores
-// from now on in s; the messages it has keep theirs. It is meant to be
-// called before the first command and before a restore, and only once.
+// SetBodyStore makes the engine keep the bodies of its messages in s. It
+// must be called before the engine holds a message (before the first send
+// and before a restore), and only once.
 func (e *Engine) SetBodyStore(s BodyStore) {
-	e.cfg.Bodies = s
+	if e.heap != nil && len(e.heap.slots) > 0 {
+		panic("engine: SetBodyStore on an engine that holds messages")
+	}
+	e.cfg.Bodies, e.heap = s, nil
 	for _, q := range e.queues {
 		q.bodies = s
 	}
 }
 
-// keepBody stores body as m's. With a store, the message attributes
-// (attrs, if any) go with it: the store keeps a payload of their encoding
-// (the attribute section of a snapshot's message record, see
-// snapshot_codec.go) followed by the body, and keepBody returns the
-// encoding's length, for m's ext; the caller then keeps no attributes in
-// m. A message's memory is so independent of its attributes as well.
+// bodyStore returns where the engine keeps its bodies: Config.Bodies, or
+// its own table in memory.
+func (e *Engine) bodyStore() BodyStore {
+	if e.cfg.Bodies != nil {
+		return e.cfg.Bodies
+	}
+	return e.heap
+}
+
+// keepBody stores body as m's. The message attributes (attrs, if any) go
+// with it: the store keeps a payload of their encoding (the attribute
+// section of a snapshot's message record, see snapshot_codec.go) followed
+// by the body, and keepBody returns the encoding's length, for m's ext;
+// the caller then keeps no attributes in m. A message's memory is so
+// independent of its attributes as well.
 func (e *Engine) keepBody(m *message, body string, attrs map[string]api.MessageAttributeValue) (storedAttrs uint32) {
-	switch {
-	case e.cfg.Bodies == nil:
-		m.body = body
-		return 0
-	case len(attrs) == 0:
-		m.ref = e.cfg.Bodies.Put(body)
+	if len(attrs) == 0 {
+		m.ref = e.bodyStore().Put(body)
 		return 0
 	}
 	e.attrBuf.buf = e.attrBuf.buf[:0]
 	e.attrBuf.attrs(attrs)
-	m.ref = putPayload(e.cfg.Bodies, e.attrBuf.buf, body)
+	m.ref = putPayload(e.bodyStore(), e.attrBuf.buf, body)
 	return uint32(len(e.attrBuf.buf))
 }
 
@@ -80,12 +87,8 @@ func putPayload(s BodyStore, section []byte, body string) BodyRef {
 }
 
 // storedPayload returns m's body and, if the store keeps m's attributes
-// with it, their encoding (section; "" if not), reading the store if the
-// body is kept there.
+// with it, their encoding (section; "" if not), read from the store.
 func storedPayload(s BodyStore, m *message) (section, body string, err error) {
-	if m.ref.File == 0 {
-		return "", m.body, nil
-	}
 	p, err := s.Get(m.ref)
 	if err != nil {
 		return "", "", err
@@ -93,8 +96,8 @@ func storedPayload(s BodyStore, m *message) (section, body string, err error) {
 	return splitPayload(p, m.storedAttrs())
 }
 
-// payloadOf returns m's body and message attributes, read from the store
-// if they are kept there.
+// payloadOf returns m's body and message attributes, the attributes read
+// from the store if they are kept there.
 func payloadOf(s BodyStore, m *message) (string, map[string]api.MessageAttributeValue, error) {
 	section, body, err := storedPayload(s, m)
 	switch {
@@ -114,7 +117,7 @@ func payloadOf(s BodyStore, m *message) (string, map[string]api.MessageAttribute
 	return body, attrs, nil
 }
 
-// bodyOf returns m's body, from the store if it is kept there.
+// bodyOf returns m's body, read from the store.
 func bodyOf(s BodyStore, m *message) (string, error) {
 	_, body, err := storedPayload(s, m)
 	return body, err
@@ -133,15 +136,13 @@ func splitPayload(p string, n uint32) (section, body string, err error) {
 // refers to its body.
 func (e *Engine) dropBody(m *message) {
 	if m.ref.File != 0 {
-		e.cfg.Bodies.Release(m.ref)
+		e.bodyStore().Release(m.ref)
 	}
 }
 
 // dropBodies is dropBody for every message of q.
 func (e *Engine) dropBodies(q *queue) {
-	if e.cfg.Bodies != nil {
-		q.eachMessage(e.dropBody)
-	}
+	q.eachMessage(e.dropBody)
 }
 
 // eachMessage calls fn for every message of q, in no particular order:

@@ -68,6 +68,8 @@ type Engine struct {
 	bodyErr error
 	// attrBuf is keepBody's buffer for encoding message attributes.
 	attrBuf recordWriter
+	// heap keeps the bodies if Config.Bodies is nil.
+	heap *heapBodies
 
 	now    int64  // time of the latest command applied, ns
 	serial uint64 // serial of the latest message created
@@ -125,8 +127,13 @@ func (h *availableHook) get() func(api.QueueKey) {
 
 // New returns an engine with no queues.
 func New(cfg Config) *Engine {
+	var heap *heapBodies
+	if cfg.Bodies == nil {
+		heap = &heapBodies{}
+	}
 	return &Engine{
 		cfg:        cfg,
+		heap:       heap,
 		queues:     map[api.QueueKey]*queue{},
 		deleted:    map[api.QueueKey]deletion{},
 		dlqSources: map[api.QueueKey]map[api.QueueKey]struct{}{},

@@ -164,7 +164,7 @@ func (e *Engine) Peek(q api.QueueKey, now int64, opts PeekOptions) ([]PeekedMess
 	}
 	out := make([]PeekedMessage, len(picked))
 	for i, m := range picked {
-		out[i] = peeked(qu, m, t, opts.MaxBodyBytes, e.cfg.Bodies)
+		out[i] = peeked(qu, m, t, opts.MaxBodyBytes, e.bodyStore())
 	}
 	return out, true
 }
@@ -273,7 +273,7 @@ func peeked(q *queue, m *message, t int64, maxBody int, bodies BodyStore) Peeked
 		p.VisibleAt = m.visibleAt
 	}
 	if m.receives > 0 {
-		p.FirstReceivedAt, p.ReceivedAt = m.firstRecvAt, m.receivedAt
+		p.FirstReceivedAt, p.ReceivedAt = m.firstRecvAt(), m.receivedAt()
 	}
 	if maxBody > 0 && len(p.Body) > maxBody {
 		cut := maxBody

@@ -207,9 +207,9 @@ func (q *queue) fifoGroupInfo(g *fifoGroup, t, limit int64) GroupInfo {
 	}
 	if h := holder(g, t, limit); h != nil {
 		info.Owner = &GroupOwner{
-			ReceiptHandle: encodeHandle(q.handleTag, h.serial, h.nonce),
+			ReceiptHandle: encodeHandle(q.handleTag, h.serial, h.nonce()),
 			AttemptID:     q.attemptOf(h),
-			ReceivedAt:    h.receivedAt,
+			ReceivedAt:    h.receivedAt(),
 			VisibleAt:     h.visibleAt,
 			ReceiveCount:  int(h.receives),
 		}
@@ -223,10 +223,10 @@ func (q *queue) fifoGroupInfo(g *fifoGroup, t, limit int64) GroupInfo {
 // only at the records made at m's receive time.
 func (q *queue) attemptOf(m *message) string {
 	recs := q.attemptLog.live()
-	i := sort.Search(len(recs), func(i int) bool { return recs[i].at >= m.receivedAt })
-	for ; i < len(recs) && recs[i].at == m.receivedAt; i++ {
+	i := sort.Search(len(recs), func(i int) bool { return recs[i].at >= m.receivedAt() })
+	for ; i < len(recs) && recs[i].at == m.receivedAt(); i++ {
 		for j, s := range recs[i].serials {
-			if s == m.serial && recs[i].nonces[j] == m.nonce {
+			if s == m.serial && recs[i].nonces[j] == m.nonce() {
 				return recs[i].id
 			}
 		}

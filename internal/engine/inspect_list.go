@@ -39,7 +39,7 @@ func (e *Engine) ListMessages(q api.QueueKey, now int64, limit int, handle strin
 	t := max(now, e.now)
 	retained := qu.retentionLimit(t)
 	picked := qu.oldest(min(max(limit, 1), MaxListMessages), func(m *message) bool { return m.enqueuedAt > retained })
-	l := newLister(qu, e.cfg.Bodies, t, handle)
+	l := newLister(qu, e.bodyStore(), t, handle)
 	out := make([]ListedMessage, len(picked))
 	for i, m := range picked {
 		out[i] = l.list(m)
@@ -126,7 +126,7 @@ func (e *Engine) ExportPage(q api.QueueKey, now int64, cur *ExportCursor, limit 
 	retained := qu.retentionLimit(t)
 	live := func(m *message) bool { return m.enqueuedAt > retained }
 	n := min(max(limit, 1), MaxListMessages)
-	l := newLister(qu, e.cfg.Bodies, t, handle)
+	l := newLister(qu, e.bodyStore(), t, handle)
 	if !cur.inAged {
 		var m *message
 		switch {

@@ -17,15 +17,15 @@ const (
 // links and heap positions, rebuilt from that state) and gen.
 //
 // The layout is chosen for a backlog of millions (see message_compact.go):
-// 224 bytes, a size class of the allocator, beside the body when the body
-// is kept in the message (the reference to a body kept in a BodyStore took
-// it from 208). The fields are ordered by size so that little is padding.
+// 192 bytes, a size class of the allocator. The body is elsewhere (a
+// BodyStore, or the engine's table in memory), and what only a received
+// message needs is in its recvState. The fields are ordered by size so
+// that little is padding; TestMessageLayout holds the size.
 type message struct {
 	serial uint64   // engine-wide identity, the key of receipt handles
 	uuid   [16]byte // MessageId, if a canonical UUID (see messageID)
 
-	body    string   // the body, unless it is kept in a BodyStore
-	ref     BodyRef  // where a BodyStore keeps the body (File 0: none)
+	ref     BodyRef  // where the engine's BodyStore keeps the body
 	md5Body [16]byte // MD5OfBody
 	ext     *msgExt  // attributes, trace header, dead-letter source, other MessageId: nil if none
 	sender  istr     // SenderId: the sending account
@@ -37,10 +37,8 @@ type message struct {
 	sentAt     int64 // SentTimestamp, ns; kept across moves
 	enqueuedAt int64 // start of the retention period, ns
 
-	visibleAt   int64  // when a delayed or in-flight message becomes visible, ns
-	firstRecvAt int64  // ApproximateFirstReceiveTimestamp, ns (valid if receives > 0)
-	receivedAt  int64  // time of the current receive, ns
-	nonce       uint64 // receipt nonce of the current receive; 0 if never received here
+	visibleAt int64      // when a delayed or in-flight message becomes visible, ns
+	recv      *recvState // its receives here; nil if it was never received here
 
 	prev, next   *message // index: FIFO: the group's list; standard: the tenant's visible list
 	aprev, anext *message // index: the queue's arrival list (retention order)
@@ -52,6 +50,52 @@ type message struct {
 	agedPos    int32  // index: position in queue.aged
 	vizChanges int16  // ChangeMessageVisibility calls since the current receive (saturates)
 	state      msgState
+}
+
+// recvState is what a message keeps of its receives. Most of a backlog was
+// never received, and keeps none: the message record is smaller by the
+// difference. It is never changed once made (a receive makes a new one),
+// so that a copy of a message saved for a snapshot view (cowState.touch)
+// may share it.
+type recvState struct {
+	firstAt int64  // ApproximateFirstReceiveTimestamp, ns (valid if receives > 0)
+	at      int64  // time of the current receive, ns
+	nonce   uint64 // receipt nonce of the current receive; 0 if none since a move
+}
+
+// firstRecvAt returns the ApproximateFirstReceiveTimestamp, ns (valid if
+// m.receives > 0).
+func (m *message) firstRecvAt() int64 {
+	if m.recv == nil {
+		return 0
+	}
+	return m.recv.firstAt
+}
+
+// receivedAt returns the time of the current receive, ns.
+func (m *message) receivedAt() int64 {
+	if m.recv == nil {
+		return 0
+	}
+	return m.recv.at
+}
+
+// nonce returns the receipt nonce of the current receive; 0 if the message
+// was never received here, or not since it was moved.
+func (m *message) nonce() uint64 {
+	if m.recv == nil {
+		return 0
+	}
+	return m.recv.nonce
+}
+
+// setRecv sets m's receive state to r, keeping none if it is all zero.
+func (m *message) setRecv(r recvState) {
+	if r == (recvState{}) {
+		m.recv = nil
+		return
+	}
+	m.recv = &r
 }
 
 // timerLess orders messages by the time they become visible, then by serial

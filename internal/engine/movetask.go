@@ -381,8 +381,7 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, s
 func (e *Engine) moveMessage(src, dst *queue, m *message, now int64) {
 	src.remove(m)
 	e.cow.touch(m)
-	m.receives, m.firstRecvAt, m.receivedAt = 0, 0, 0
-	m.nonce, m.vizChanges = 0, 0
+	m.receives, m.recv, m.vizChanges = 0, nil, 0
 	m.setDLQSource("")
 	m.enqueuedAt = now
 	m.visibleAt = now

@@ -43,7 +43,7 @@ type queue struct {
 	// and go to the aged heap instead.
 	arrivalHead, arrivalTail *message
 	aged                     indexedHeap[*message]
-	// bodies is the engine's BodyStore (nil: bodies are in the messages).
+	// bodies is where the engine keeps its bodies (Engine.bodyStore).
 	bodies BodyStore
 
 	// timers holds every delayed or in-flight message, by visibleAt.
@@ -128,7 +128,7 @@ func (q *queue) stored() int { return q.nVisible + q.nInflight + q.nDelayed }
 // fields alone, so an engine restored from a snapshot indexes the same
 // messages.
 func handleable(m *message) bool {
-	return m.receives > 0 || m.nonce != 0 || m.enqueuedAt != m.sentAt || m.dlqSource() != ""
+	return m.receives > 0 || m.nonce() != 0 || m.enqueuedAt != m.sentAt || m.dlqSource() != ""
 }
 
 // path is the queue URL's path, which results carry in place of the URL.
@@ -246,11 +246,11 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 	if m.receives < math.MaxInt32 {
 		m.receives++
 	}
+	r := recvState{firstAt: m.firstRecvAt(), at: now, nonce: nonce}
 	if m.receives == 1 {
-		m.firstRecvAt = now
+		r.firstAt = now
 	}
-	m.receivedAt = now
-	m.nonce = nonce
+	m.setRecv(r)
 	m.vizChanges = 0
 	q.handles[m.serial] = m
 	q.timers.Push(m)

@@ -44,7 +44,7 @@ func (e *Engine) createQueue(cmd *Command, r *api.CreateQueueRequest, now int64)
 	delete(e.deleted, key)
 	e.dropDeadDeletions()
 	q := newQueue(key, e.cfg.Region, fifo, attrs, now)
-	q.bodies = e.cfg.Bodies
+	q.bodies = e.bodyStore()
 	q.due, q.cow = e.due, e.cow
 	for k, v := range r.Tags {
 		q.tags[k] = v

@@ -21,7 +21,7 @@ func (e *Engine) receiveMessage(cmd *Command, r *api.ReceiveMessageRequest, now 
 		vis = int64(*r.VisibilityTimeout) * 1e9
 	}
 	sel := newSelection(r)
-	sel.bodies = e.cfg.Bodies
+	sel.bodies = e.bodyStore()
 	defer func() {
 		if sel.err != nil && e.bodyErr == nil {
 			e.bodyErr = sel.err
@@ -65,7 +65,7 @@ func (q *queue) replay(id string, now, vis int64) []*message {
 	msgs := make([]*message, len(rec.serials))
 	for i, s := range rec.serials {
 		m := q.handles[s]
-		if m == nil || m.nonce != rec.nonces[i] || m.state != stateInflight || m.vizChanges != 0 {
+		if m == nil || m.nonce() != rec.nonces[i] || m.state != stateInflight || m.vizChanges != 0 {
 			return nil
 		}
 		msgs[i] = m
@@ -80,7 +80,7 @@ func (q *queue) replay(id string, now, vis int64) []*message {
 func (q *queue) recordAttempt(id string, now int64, msgs []*message) {
 	rec := &attemptRecord{id: id, at: now, serials: make([]uint64, len(msgs)), nonces: make([]uint64, len(msgs))}
 	for i, m := range msgs {
-		rec.serials[i], rec.nonces[i] = m.serial, m.nonce
+		rec.serials[i], rec.nonces[i] = m.serial, m.nonce()
 	}
 	q.attempts[id] = rec
 	q.attemptLog.Push(rec)
@@ -186,7 +186,7 @@ func (s *selection) result(q *queue, msgs []*message) *api.ReceiveMessageResult 
 func (s *selection) render(q *queue, m *message) api.Message {
 	out := api.Message{
 		MessageId:     m.messageID().String(),
-		ReceiptHandle: encodeHandle(q.handleTag, m.serial, m.nonce),
+		ReceiptHandle: encodeHandle(q.handleTag, m.serial, m.nonce()),
 		MD5OfBody:     m.bodyMD5(),
 	}
 	var body string
@@ -211,7 +211,7 @@ func (s *selection) render(q *queue, m *message) api.Message {
 	add(api.MsgAttrSenderId, m.sender.String(), true)
 	add(api.MsgAttrSentTimestamp, ms(m.sentAt), true)
 	add(api.MsgAttrApproximateReceiveCount, strconv.Itoa(int(m.receives)), true)
-	add(api.MsgAttrApproximateFirstReceiveTimestamp, ms(m.firstRecvAt), m.receives > 0)
+	add(api.MsgAttrApproximateFirstReceiveTimestamp, ms(m.firstRecvAt()), m.receives > 0)
 	add(api.MsgAttrSequenceNumber, strconv.FormatUint(m.seq, 10), q.fifo)
 	add(api.MsgAttrMessageDeduplicationId, m.dedupID, q.fifo)
 	add(api.MsgAttrMessageGroupId, m.group.String(), m.group != istr{})

@@ -102,7 +102,10 @@ func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
 	q.remove(m)
 	e.cow.touch(m)
 	m.setDLQSource(q.arn)
-	m.nonce, m.vizChanges = 0, 0
+	if m.recv != nil {
+		m.setRecv(recvState{firstAt: m.recv.firstAt, at: m.recv.at})
+	}
+	m.vizChanges = 0
 	if d.fifo {
 		m.enqueuedAt = now
 		m.seq = d.nextSeq(now)

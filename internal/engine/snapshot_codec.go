@@ -225,9 +225,9 @@ func (w *recordWriter) rest(m *message, aged bool) {
 	}
 	w.varint(m.visibleAt)
 	w.varint(int64(m.receives))
-	w.varint(m.firstRecvAt)
-	w.varint(m.receivedAt)
-	w.uvarint(m.nonce)
+	w.varint(m.firstRecvAt())
+	w.varint(m.receivedAt())
+	w.uvarint(m.nonce())
 	w.varint(int64(m.vizChanges))
 }
 
@@ -246,8 +246,11 @@ var errShortRecord = errors.New("record truncated or malformed")
 type recordReader struct {
 	buf []byte
 	err error
-	// bodies, if not nil, keeps the bodies of the messages read.
-	bodies BodyStore
+	// bodies keeps the bodies of the messages read; external says that it
+	// is a BodyStore given to the engine (Config.Bodies), which a record
+	// may refer to, rather than the engine's table in memory.
+	bodies   BodyStore
+	external bool
 	// version is the snapshot's format version, for message records.
 	version uint32
 }
@@ -392,7 +395,7 @@ func (r *recordReader) message(d *decodedMessage) error {
 	switch {
 	case err != nil:
 		return err
-	case f.ref.File != 0 && r.bodies == nil:
+	case f.ref.File != 0 && !r.external:
 		return errors.New("a body kept in a body store this engine does not have")
 	case f.ref.File != 0:
 		d.m.ref, d.storedAttrs = f.ref, f.attrs
@@ -418,8 +421,7 @@ func (r *recordReader) head(d *decodedMessage) {
 // message attributes (section, their encoding) if it has any.
 func (r *recordReader) keep(d *decodedMessage, body string, section []byte) {
 	switch {
-	case r.bodies == nil || r.err != nil:
-		d.m.body = body
+	case r.err != nil:
 	case len(d.attrs) == 0:
 		d.m.ref = r.bodies.Put(body)
 	default:
@@ -546,9 +548,8 @@ func (r *recordReader) rest(d *decodedMessage) error {
 	d.aged = r.byte()&flagAged != 0
 	m.visibleAt = r.varint()
 	m.receives = int32(min(max(r.varint(), math.MinInt32), math.MaxInt32))
-	m.firstRecvAt = r.varint()
-	m.receivedAt = r.varint()
-	m.nonce = r.uvarint()
+	firstAt, at := r.varint(), r.varint()
+	m.setRecv(recvState{firstAt: firstAt, at: at, nonce: r.uvarint()})
 	m.vizChanges = int16(min(r.int32(), math.MaxInt16))
 	return r.err
 }

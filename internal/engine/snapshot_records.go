@@ -50,7 +50,7 @@ func (rs *restorer) readChunk(b *chunkBatch, sq *snapQueue, got *queueLoad) erro
 	// The counts come from the input: size by them no further than a
 	// writer fills a chunk; more records, if there are, append.
 	b.msgs = slices.Grow(b.msgs[:0], min(c.Messages, snapChunkSize))
-	rr := recordReader{buf: c.MessageData, bodies: rs.e.cfg.Bodies, version: rs.version}
+	rr := recordReader{buf: c.MessageData, bodies: rs.e.bodyStore(), external: rs.e.cfg.Bodies != nil, version: rs.version}
 	for i := range c.Messages {
 		d := decodedMessage{m: &message{}}
 		if err := rr.message(&d); err != nil {

@@ -52,7 +52,7 @@ const (
 // called before WriteTo. The snapshot can then only be restored into an
 // engine whose store still holds those bodies.
 func (v *SnapshotView) BodiesByReference() {
-	if v.bodies != nil {
+	if v.external {
 		v.byRef = true
 	}
 }

@@ -289,7 +289,7 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 		createdAt: sq.CreatedAt, modifiedAt: sq.ModifiedAt, handleTag: sq.HandleTag,
 		purgedAt: sq.PurgedAt, purged: sq.Purged, lastSeq: sq.LastSeq,
 		prevDedupScope: sq.PrevDedupScope, dedupScopeChanged: sq.DedupScopeChanged,
-		bodies: rs.e.cfg.Bodies,
+		bodies: rs.e.bodyStore(),
 	}
 	for _, t := range sq.Tags {
 		q.tags[t.Key] = t.Value

@@ -433,9 +433,10 @@ func editMessages(t *testing.T, name string, edit func(ms []*message, aged []boo
 	return func(p *parsedSnapshot) {
 		q := parsedQueueNamed(t, p, name)
 		c := &q.Chunks[0]
-		ms, aged := decodeMessages(t, c)
+		bodies := &heapBodies{}
+		ms, aged := decodeMessages(t, c, bodies)
 		ms, aged = edit(ms, aged)
-		encodeMessages(c, ms, aged)
+		encodeMessages(c, ms, aged, bodies)
 	}
 }
 
@@ -788,10 +789,11 @@ func (p *parsedSnapshot) encodeVersion(t *testing.T, version uint32) []byte {
 	return binary.BigEndian.AppendUint32(b.Bytes(), crc32.Checksum(b.Bytes(), snapCRCTable))
 }
 
-// decodeMessages decodes a chunk's message records.
-func decodeMessages(t *testing.T, c *snapChunk) ([]*message, []bool) {
+// decodeMessages decodes a chunk's message records, their bodies into
+// bodies.
+func decodeMessages(t *testing.T, c *snapChunk, bodies BodyStore) ([]*message, []bool) {
 	t.Helper()
-	r := recordReader{buf: c.MessageData}
+	r := recordReader{buf: c.MessageData, bodies: bodies}
 	var ms []*message
 	var aged []bool
 	for range c.Messages {
@@ -806,8 +808,10 @@ func decodeMessages(t *testing.T, c *snapChunk) ([]*message, []bool) {
 	return ms, aged
 }
 
-func encodeMessages(c *snapChunk, ms []*message, aged []bool) {
-	var w recordWriter
+// encodeMessages encodes ms as a chunk's message records, their bodies
+// read from bodies.
+func encodeMessages(c *snapChunk, ms []*message, aged []bool, bodies BodyStore) {
+	w := recordWriter{bodies: bodies}
 	for i, m := range ms {
 		w.message(m, aged[i])
 	}

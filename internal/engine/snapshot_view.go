@@ -34,11 +34,16 @@ type SnapshotView struct {
 	queues []queueView
 	total  int // messages
 	done   bool
-	// bodies is the engine's BodyStore: the bodies the view writes are
-	// read from it (nil: they are in the messages), unless byRef is set
-	// (see BodiesByReference).
-	bodies BodyStore
-	byRef  bool
+	// bodies is where the engine keeps its bodies: the bodies the view
+	// writes are read from it, unless byRef is set (see
+	// BodiesByReference), which only a BodyStore given to the engine
+	// allows (external). heap is the engine's table in memory, if the
+	// bodies are there: it keeps the slots released while the view is
+	// open until Release.
+	bodies   BodyStore
+	external bool
+	heap     *heapBodies
+	byRef    bool
 	// lockBatch is the most messages read under one hold of the lock
 	// (Config.lockBatch).
 	lockBatch int
@@ -105,6 +110,10 @@ func (e *Engine) BeginSnapshot() (*SnapshotView, error) {
 	}
 	e.cow.active = true
 	e.cow.saved = map[*message]*message{}
+	if e.heap != nil {
+		e.heap.hold()
+		v.heap = e.heap
+	}
 	// The deduplication records are shared with the view, not copied
 	// (see dedupTable.capture): their tables now leave them alone.
 	for _, q := range e.queues {
@@ -122,6 +131,10 @@ func (v *SnapshotView) Release() {
 	if v.cow != nil && v.cow.gen == v.gen {
 		v.cow.active = false
 		v.cow.saved = nil
+	}
+	if v.heap != nil {
+		v.heap.unhold()
+		v.heap = nil
 	}
 	v.done = true
 	v.queues = nil
@@ -141,7 +154,7 @@ func (e *Engine) captureSnapshot() (*SnapshotView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &SnapshotView{header: h, queues: make([]queueView, 0, len(keys)), bodies: e.cfg.Bodies, lockBatch: e.cfg.lockBatch()}
+	v := &SnapshotView{header: h, queues: make([]queueView, 0, len(keys)), bodies: e.bodyStore(), external: e.cfg.Bodies != nil, lockBatch: e.cfg.lockBatch()}
 	for _, k := range keys {
 		q := e.queues[k]
 		v.queues = append(v.queues, captureQueue(q))
