@@ -261,7 +261,7 @@ func peeked(q *queue, m *message, t int64, maxBody int, bodies BodyStore) Peeked
 		SenderID:            m.sender.String(),
 		TraceHeader:         m.traceHeader(),
 		DeadLetterSourceARN: m.dlqSource(),
-		SentAt:              m.sentAt,
+		SentAt:              m.sentAt(),
 		EnqueuedAt:          m.enqueuedAt,
 		State:               stateAt(m, t),
 		ReceiveCount:        int(m.receives),

@@ -193,7 +193,7 @@ func (q *queue) fifoGroupInfo(g *fifoGroup, t, limit int64) GroupInfo {
 			break
 		}
 		if info.Messages == 0 {
-			info.HeadSequence, info.OldestSentAt = m.seq, m.sentAt
+			info.HeadSequence, info.OldestSentAt = m.seq, m.sentAt()
 		}
 		info.Messages++
 		switch stateAt(m, t) {
@@ -263,7 +263,7 @@ func (q *queue) tenantGroups(n int, opts GroupsOptions) GroupsPage {
 			info.Visible++
 		}
 		if tn.head != nil {
-			info.OldestSentAt = tn.head.sentAt
+			info.OldestSentAt = tn.head.sentAt()
 		}
 		if !info.Capped {
 			info.Delayed = max(info.Messages-info.Visible-info.InFlight, 0)

@@ -17,38 +17,37 @@ const (
 // links and heap positions, rebuilt from that state) and gen.
 //
 // The layout is chosen for a backlog of millions (see message_compact.go):
-// 192 bytes, a size class of the allocator. The body is elsewhere (a
-// BodyStore, or the engine's table in memory), and what only a received
-// message needs is in its recvState. The fields are ordered by size so
-// that little is padding; TestMessageLayout holds the size.
+// 176 bytes, a size class of the allocator. The body is elsewhere (a
+// BodyStore, or the engine's table in memory), what only a received
+// message needs is in its recvState, and the sent time of a moved message
+// (the only one whose sent time is not its enqueue time) in its msgExt.
+// The fields are ordered by alignment so that none is padded;
+// TestMessageLayout holds the size.
 type message struct {
-	serial uint64   // engine-wide identity, the key of receipt handles
-	uuid   [16]byte // MessageId, if a canonical UUID (see messageID)
-
-	ref     BodyRef  // where the engine's BodyStore keeps the body
-	md5Body [16]byte // MD5OfBody
-	ext     *msgExt  // attributes, trace header, dead-letter source, other MessageId: nil if none
-	sender  istr     // SenderId: the sending account
+	serial uint64  // engine-wide identity, the key of receipt handles
+	ext    *msgExt // attributes, trace header, dead-letter source, other MessageId, sent time if moved: nil if none
+	sender istr    // SenderId: the sending account
 
 	group   istr   // MessageGroupId: FIFO group, or fair-queue tenant
 	dedupID string // effective MessageDeduplicationId (FIFO)
 	seq     uint64 // SequenceNumber in its current queue (FIFO)
 
-	sentAt     int64 // SentTimestamp, ns; kept across moves
-	enqueuedAt int64 // start of the retention period, ns
-
-	visibleAt int64      // when a delayed or in-flight message becomes visible, ns
-	recv      *recvState // its receives here; nil if it was never received here
+	enqueuedAt int64      // start of the retention period, ns; also the SentTimestamp unless moved (see sentAt)
+	visibleAt  int64      // when a delayed or in-flight message becomes visible, ns
+	recv       *recvState // its receives here; nil if it was never received here
 
 	prev, next   *message // index: FIFO: the group's list; standard: the tenant's visible list
 	aprev, anext *message // index: the queue's arrival list (retention order)
 
-	receives   int32  // ApproximateReceiveCount (saturates)
-	size       int32  // message size as SQS counts it (at most 1 MiB)
-	gen        uint32 // copy-on-write generation (see cowState); not state
-	timerPos   int32  // index: position in queue.timers
-	agedPos    int32  // index: position in queue.aged
-	vizChanges int16  // ChangeMessageVisibility calls since the current receive (saturates)
+	uuid    [16]byte // MessageId, if a canonical UUID (see messageID)
+	md5Body [16]byte // MD5OfBody
+
+	ref        BodyRef // where the engine's BodyStore keeps the body
+	receives   int32   // ApproximateReceiveCount (saturates)
+	size       int32   // message size as SQS counts it (at most 1 MiB)
+	timerPos   int32   // index: position in queue.timers
+	agedPos    int32   // index: position in queue.aged
+	vizChanges int16   // ChangeMessageVisibility calls since the current receive (saturates)
 	state      msgState
 }
 

@@ -162,6 +162,10 @@ type msgExt struct {
 	traceHeader string  // AWSTraceHeader system attribute
 	dlqSource   string  // DeadLetterQueueSourceArn
 	otherID     *string // the MessageId if it is not a canonical UUID (see msgID)
+	// sentBefore is how long before its enqueue time (message.enqueuedAt)
+	// the message was sent, ns: 0 unless it was moved, which starts a new
+	// enqueue time and keeps the sent time.
+	sentBefore int64
 }
 
 // newMsgExt returns the msgExt of the given fields, nil if all are empty.
@@ -172,7 +176,7 @@ func newMsgExt(id msgID, x msgExt) *msgExt {
 		x.attrs = nil
 	}
 	x.otherID = id.other
-	if x.attrs == nil && x.storedAttrs == 0 && x.md5Attrs == "" && x.traceHeader == "" && x.dlqSource == "" && x.otherID == nil {
+	if x.attrs == nil && x.storedAttrs == 0 && x.md5Attrs == "" && x.traceHeader == "" && x.dlqSource == "" && x.otherID == nil && x.sentBefore == 0 {
 		return nil
 	}
 	return &x
@@ -221,6 +225,31 @@ func (m *message) dlqSource() string {
 		return ""
 	}
 	return m.ext.dlqSource
+}
+
+// sentAt returns the SentTimestamp, ns: the enqueue time, unless the
+// message was moved since it was sent.
+func (m *message) sentAt() int64 {
+	if m.ext == nil {
+		return m.enqueuedAt
+	}
+	return m.enqueuedAt - m.ext.sentBefore
+}
+
+// setEnqueuedAt starts a new retention period at t for a message being
+// moved, keeping its sent time, and replaces m.ext if that changes it.
+func (m *message) setEnqueuedAt(t int64) {
+	sent := m.sentAt()
+	m.enqueuedAt = t
+	if m.sentAt() == sent {
+		return
+	}
+	var x msgExt
+	if m.ext != nil {
+		x = *m.ext
+	}
+	x.sentBefore = t - sent
+	m.ext = newMsgExt(m.messageID(), x)
 }
 
 // setDLQSource sets DeadLetterQueueSourceArn, replacing m.ext.

@@ -383,7 +383,7 @@ func (e *Engine) moveMessage(src, dst *queue, m *message, now int64) {
 	e.cow.touch(m)
 	m.receives, m.recv, m.vizChanges = 0, nil, 0
 	m.setDLQSource("")
-	m.enqueuedAt = now
+	m.setEnqueuedAt(now)
 	m.visibleAt = now
 	if dst.fifo {
 		m.seq = dst.nextSeq(now)

@@ -128,7 +128,7 @@ func (q *queue) stored() int { return q.nVisible + q.nInflight + q.nDelayed }
 // fields alone, so an engine restored from a snapshot indexes the same
 // messages.
 func handleable(m *message) bool {
-	return m.receives > 0 || m.nonce() != 0 || m.enqueuedAt != m.sentAt || m.dlqSource() != ""
+	return m.receives > 0 || m.nonce() != 0 || m.enqueuedAt != m.sentAt() || m.dlqSource() != ""
 }
 
 // path is the queue URL's path, which results carry in place of the URL.

@@ -209,7 +209,7 @@ func (s *selection) render(q *queue, m *message) api.Message {
 	}
 	ms := func(ns int64) string { return strconv.FormatInt(ns/1e6, 10) }
 	add(api.MsgAttrSenderId, m.sender.String(), true)
-	add(api.MsgAttrSentTimestamp, ms(m.sentAt), true)
+	add(api.MsgAttrSentTimestamp, ms(m.sentAt()), true)
 	add(api.MsgAttrApproximateReceiveCount, strconv.Itoa(int(m.receives)), true)
 	add(api.MsgAttrApproximateFirstReceiveTimestamp, ms(m.firstRecvAt()), m.receives > 0)
 	add(api.MsgAttrSequenceNumber, strconv.FormatUint(m.seq, 10), q.fifo)

@@ -107,7 +107,7 @@ func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
 	}
 	m.vizChanges = 0
 	if d.fifo {
-		m.enqueuedAt = now
+		m.setEnqueuedAt(now)
 		m.seq = d.nextSeq(now)
 	}
 	m.visibleAt = now

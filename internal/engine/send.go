@@ -255,9 +255,7 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 		size:       int32(size),
 		group:      intern(in.groupID),
 		dedupID:    dedupID,
-		sentAt:     now,
 		enqueuedAt: now,
-		gen:        e.cow.gen, // made after any open view: not in it
 	}
 	trace := ""
 	if v, ok := in.sysAttrs[api.MsgAttrAWSTraceHeader]; ok && v.StringValue != nil {

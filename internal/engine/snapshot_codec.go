@@ -214,7 +214,7 @@ func (w *recordWriter) rest(m *message, aged bool) {
 	w.str(m.group.String())
 	w.str(m.dedupID)
 	w.uvarint(m.seq)
-	w.varint(m.sentAt)
+	w.varint(m.sentAt())
 	w.varint(m.enqueuedAt)
 	w.str(m.dlqSource())
 	w.byte(byte(m.state))
@@ -375,6 +375,7 @@ type decodedMessage struct {
 	attrs                 map[string]api.MessageAttributeValue
 	storedAttrs           uint32
 	md5Attrs, traceHeader string
+	sentAt                int64
 }
 
 // message reads a message record into d.m, which must be zero.
@@ -541,7 +542,7 @@ func (r *recordReader) rest(d *decodedMessage) error {
 	d.group = r.raw()
 	m.dedupID = r.str()
 	m.seq = r.uvarint()
-	m.sentAt = r.varint()
+	d.sentAt = r.varint()
 	m.enqueuedAt = r.varint()
 	d.dlqSource = r.raw()
 	m.state = msgState(r.byte())

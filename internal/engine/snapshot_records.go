@@ -147,6 +147,7 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 		md5Attrs:    d.md5Attrs,
 		traceHeader: d.traceHeader,
 		dlqSource:   rs.intern(d.dlqSource),
+		sentBefore:  m.enqueuedAt - d.sentAt,
 	})
 	// Serials are checked unique across queues at the end (rs.serials).
 	if handleable(m) {

@@ -802,7 +802,7 @@ func decodeMessages(t *testing.T, c *snapChunk, bodies BodyStore) ([]*message, [
 			t.Fatalf("decodeMessages: %v", err)
 		}
 		d.m.group, d.m.sender = intern(string(d.group)), intern(string(d.sender))
-		d.m.setExt(d.id, msgExt{attrs: d.attrs, md5Attrs: d.md5Attrs, traceHeader: d.traceHeader, dlqSource: string(d.dlqSource)})
+		d.m.setExt(d.id, msgExt{attrs: d.attrs, md5Attrs: d.md5Attrs, traceHeader: d.traceHeader, dlqSource: string(d.dlqSource), sentBefore: d.m.enqueuedAt - d.sentAt})
 		ms, aged = append(ms, d.m), append(aged, d.aged)
 	}
 	return ms, aged

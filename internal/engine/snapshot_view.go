@@ -67,24 +67,28 @@ type tenantOrder struct {
 
 // cowState is the engine's copy-on-write record for the open view: gen
 // numbers the view, and saved holds, for each message changed since the
-// view was taken, its content at that moment. A message's gen field says
-// whether it is saved already (or was made after the view, and is not in
-// it).
+// view was taken, its content at that moment. A message whose serial is
+// above lastSerial was made after the view was taken, and is not in it.
 type cowState struct {
-	gen    uint32
-	active bool
-	saved  map[*message]*message
+	gen        uint32
+	active     bool
+	lastSerial uint64
+	saved      map[*message]*message
 }
 
 // touch saves m's content for the open view, if any, before a change: every
 // change to a message's fields after it is stored goes through touch first.
+// Only the first change saves: the view needs the content it was taken
+// with.
 func (c *cowState) touch(m *message) {
-	if c == nil || !c.active || m.gen == c.gen {
+	if c == nil || !c.active || m.serial > c.lastSerial {
+		return
+	}
+	if _, saved := c.saved[m]; saved {
 		return
 	}
 	saved := *m
 	c.saved[m] = &saved
-	m.gen = c.gen
 }
 
 // errViewOpen is returned when a view is asked for while another is open.
@@ -109,6 +113,7 @@ func (e *Engine) BeginSnapshot() (*SnapshotView, error) {
 		e.cow.gen = 1
 	}
 	e.cow.active = true
+	e.cow.lastSerial = e.serial
 	e.cow.saved = map[*message]*message{}
 	if e.heap != nil {
 		e.heap.hold()
@@ -316,7 +321,7 @@ const defaultViewLockBatch = 256
 // asTaken returns m as it was when the view was taken. The caller holds
 // the view's lock.
 func (v *SnapshotView) asTaken(m *message) *message {
-	if v.cow == nil || m.gen != v.gen {
+	if v.cow == nil || v.cow.gen != v.gen || len(v.cow.saved) == 0 {
 		return m
 	}
 	if s := v.cow.saved[m]; s != nil {
