@@ -118,7 +118,14 @@ func BenchmarkSnapshotPause1M(b *testing.B) {
 // deduplication ids, one command per microsecond.
 func buildLargeEngine(b *testing.B, kind string, n int) *Engine {
 	b.Helper()
-	e := New(Config{Region: testRegion})
+	return buildLargeEngineWith(b, Config{Region: testRegion}, kind, n)
+}
+
+// buildLargeEngineWith is buildLargeEngine for an engine of configuration
+// cfg.
+func buildLargeEngineWith(b *testing.B, cfg Config, kind string, n int) *Engine {
+	b.Helper()
+	e := New(cfg)
 	fifo := kind != "standard"
 	name := "big"
 	attrs := map[string]string{}

@@ -109,7 +109,7 @@ func (e *Engine) BeginSnapshot() (*SnapshotView, error) {
 		return nil, fmt.Errorf("engine: snapshot: %w", err)
 	}
 	e.cow.gen++
-	if e.cow.gen == 0 { // never: 2^32 snapshots; 0 is a message's initial gen
+	if e.cow.gen == 0 { // never: 2^32 snapshots; 0 is a zero dedupFreeze's, which names no view
 		e.cow.gen = 1
 	}
 	e.cow.active = true
