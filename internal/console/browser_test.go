@@ -234,6 +234,12 @@ func browsePurge(t *testing.T, b *browser, s *sqsClient) {
 // message a second, cancels it, and checks both and what is left in SQS.
 func browseRedrive(t *testing.T, b *browser, s *sqsClient) {
 	b.t = t
+	// The task moves at its rate of the server's clock: stopped for this
+	// step, the clock lets it move nothing before the cancel, however
+	// slowly the browser goes (at 1/s it would finish the queue's 12
+	// messages in 12 s, and the cancel would find no task).
+	s.clockStopped.Store(true)
+	defer s.clockStopped.Store(false)
 	b.goTo("queues/" + qOrdersDLQ + "/dead-letter")
 	b.waitFor("the redrive form", `document.querySelector("#redrive-form")`)
 	b.waitText("#redrive-form", "Move messages to")

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ type sqsClient struct {
 	c    *sqs.Client
 	base string           // the server's URL
 	env  *integration.Env // the server's test environment, if the harness started it
+	// clockStopped stops traffic from moving the harness server's clock,
+	// for a step whose outcome depends on how much time passes.
+	clockStopped atomic.Bool
 }
 
 func newSQS(t *testing.T, env *integration.Env) *sqsClient {
@@ -192,7 +196,8 @@ func seed(s *sqsClient) map[string][]string {
 // traffic sends, receives and deletes on the traffic queue until the test
 // ends, so that the throughput charts have something to draw. A harness
 // server's fake clock moves with the real time meanwhile, as a server's
-// clock does, so that the console samples the traffic second by second.
+// clock does, so that the console samples the traffic second by second,
+// unless s.clockStopped.
 func traffic(s *sqsClient) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -207,7 +212,9 @@ func traffic(s *sqsClient) {
 			for ctx.Err() == nil {
 				time.Sleep(20 * time.Millisecond)
 				now := time.Now()
-				s.env.Clock.Advance(now.Sub(last))
+				if !s.clockStopped.Load() {
+					s.env.Clock.Advance(now.Sub(last))
+				}
 				last = now
 			}
 		})
