@@ -131,6 +131,7 @@ func TestConvertRefuses(t *testing.T) {
 		{"two fields on a line", "queues {\n  q { delay = 1 s } r {}\n}\n", 2, "separate fields with commas"},
 		{"missing separator", "queues {\n  q delay\n}\n", 2, "expected '=', ':' or '{'"},
 		{"too deep", strings.Repeat("a {", 200), 1, "nested deeper than"},
+		{"not UTF-8", "queues {\n  q { copyTo = \x84 }\n}\n", 2, "byte 0x84 is not UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := Convert("elasticmq.conf", []byte(tc.src))

@@ -1,10 +1,12 @@
 package elasticmq
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // kind is the type of a HOCON value.
@@ -100,6 +102,9 @@ type hocon struct {
 
 // parseHOCON parses a whole file into its root object.
 func parseHOCON(file string, src []byte) (*object, error) {
+	if err := checkUTF8(file, src); err != nil {
+		return nil, err
+	}
 	p := &hocon{file: file, src: string(src), line: 1}
 	p.skipSpace(true)
 	var root *object
@@ -118,6 +123,22 @@ func parseHOCON(file string, src []byte) (*object, error) {
 		return nil, p.errf("unexpected %q after the root object", p.src[p.pos])
 	}
 	return root, nil
+}
+
+// checkUTF8 refuses a file that is not UTF-8, at the line of its first
+// byte that is not: Typesafe Config reads a file as UTF-8, and such a
+// byte would reach the output (a name, a warning) as text that no YAML
+// reader takes.
+func checkUTF8(file string, src []byte) error {
+	for i := 0; i < len(src); {
+		r, n := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && n == 1 {
+			line := 1 + bytes.Count(src[:i], []byte{'\n'})
+			return &Error{File: file, Line: line, Msg: fmt.Sprintf("byte 0x%02x is not UTF-8: the file must be UTF-8, as ElasticMQ reads it", src[i])}
+		}
+		i += n
+	}
+	return nil
 }
 
 func (p *hocon) errf(format string, args ...any) error {
