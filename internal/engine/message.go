@@ -14,7 +14,7 @@ const (
 
 // message is one stored message. Its fields are the message's state,
 // everything a snapshot has to keep, but for those marked index (list
-// links and heap positions, rebuilt from that state) and gen.
+// links and heap positions, rebuilt from that state).
 //
 // The layout is chosen for a backlog of millions (see message_compact.go):
 // 176 bytes, a size class of the allocator. The body is elsewhere (a

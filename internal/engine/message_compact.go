@@ -241,24 +241,24 @@ func (m *message) sentAt() int64 {
 func (m *message) setEnqueuedAt(t int64) {
 	sent := m.sentAt()
 	m.enqueuedAt = t
-	if m.sentAt() == sent {
-		return
+	if m.sentAt() != sent {
+		m.changeExt(func(x *msgExt) { x.sentBefore = t - sent })
 	}
-	var x msgExt
-	if m.ext != nil {
-		x = *m.ext
-	}
-	x.sentBefore = t - sent
-	m.ext = newMsgExt(m.messageID(), x)
 }
 
 // setDLQSource sets DeadLetterQueueSourceArn, replacing m.ext.
 func (m *message) setDLQSource(arn string) {
+	m.changeExt(func(x *msgExt) { x.dlqSource = arn })
+}
+
+// changeExt replaces m.ext with a copy changed by change: an ext is never
+// changed in place, since a snapshot view may share it.
+func (m *message) changeExt(change func(*msgExt)) {
 	var x msgExt
 	if m.ext != nil {
 		x = *m.ext
 	}
-	x.dlqSource = arn
+	change(&x)
 	m.ext = newMsgExt(m.messageID(), x)
 }
 
