@@ -20,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // The container image and the compose example cannot be run where Docker
@@ -179,14 +181,18 @@ func rewrite(s string, m map[string]string, port int) string {
 	return strings.ReplaceAll(s, ":9324", ":"+strconv.Itoa(port))
 }
 
+// freePort is a loopback port no other test of this process was given.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	_, port, err := net.SplitHostPort(testenv.FreeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // containerEnv is a clean environment with env added, so that FIFOQ_ and

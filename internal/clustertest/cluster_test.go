@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/fifoq/fifoq/internal/testbin"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // binaries are the fifoq binaries built for the test: the normal one, and
@@ -316,15 +316,8 @@ func (nd *node) tail(lines int) string {
 	return strings.Join(out, "\n")
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freeAddr is a loopback address no other test of this process was given.
+func freeAddr(t *testing.T) string { return testenv.FreeAddr(t) }
 
 // newClient is an SQS client of one node that makes one attempt per call:
 // the test decides what to retry, so it knows which outcomes are unknown.

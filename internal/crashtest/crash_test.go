@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/historycheck"
 	"github.com/fifoq/fifoq/internal/testbin"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 var (
@@ -90,15 +90,8 @@ func (p *serverProc) kill() {
 	p.cmd.Wait()
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freeAddr is a loopback address no other test of this process was given.
+func freeAddr(t *testing.T) string { return testenv.FreeAddr(t) }
 
 func newClient(addr string) *sqs.Client {
 	return sqs.New(sqs.Options{

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 var (
@@ -44,12 +45,7 @@ func BenchmarkIdleLongPolls(b *testing.B) {
 }
 
 func measureIdlePolls(b *testing.B, inMemory bool) float64 {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testenv.FreeAddr(b)
 	args := []string{"serve", "--listen", addr}
 	if inMemory {
 		args = append(args, "--in-memory")

@@ -20,19 +20,16 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
-// freeAddrs reserves n loopback ports and frees them for the nodes.
+// freeAddrs returns n loopback addresses, none given out before in this
+// process.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var out []string
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, ln.Addr().String())
-		ln.Close()
+	out := make([]string, n)
+	for i := range out {
+		out[i] = testenv.FreeAddr(t)
 	}
 	return out
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fifoq/fifoq/internal/clock"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +15,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fifoq/fifoq/internal/clock"
+	"github.com/fifoq/fifoq/internal/testenv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -119,15 +121,8 @@ func newTestCluster(t *testing.T, n int, tlsFor func(i int) *tls.Config) []*clus
 	return nodes
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freeAddr is a loopback address no other test of this process was given.
+func freeAddr(t *testing.T) string { return testenv.FreeAddr(t) }
 
 // leaderOf waits until one live node leads, and returns it.
 func leaderOf(t *testing.T, nodes []*clusterNode) *clusterNode {

@@ -1,5 +1,6 @@
-// Package testenv says what fifoq's tests do when the machine lacks
-// something they need to run for real.
+// Package testenv holds what fifoq's tests share about the machine they run
+// on: what they do when it lacks something they need to run for real, and
+// the loopback addresses they give their servers and cluster members.
 package testenv
 
 import (

@@ -52,3 +52,17 @@ func TestClientMissing(t *testing.T) {
 		t.Fatalf("with %s unset: fatal %q, skip %q; want a skip saying why", RequireClientsVar, r.fatal, r.skip)
 	}
 }
+
+// TestFreeAddrNeverRepeats asks for more addresses than a test ever needs
+// and checks that no address comes twice, even though the kernel is free
+// to hand a just-closed port out again.
+func TestFreeAddrNeverRepeats(t *testing.T) {
+	seen := map[string]bool{}
+	for range 2000 {
+		addr := FreeAddr(t)
+		if seen[addr] {
+			t.Fatalf("FreeAddr returned %s twice", addr)
+		}
+		seen[addr] = true
+	}
+}
