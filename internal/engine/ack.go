@@ -62,7 +62,7 @@ func (e *Engine) deleteOne(q *queue, handle string) error {
 	if m == nil {
 		return nil
 	}
-	if q.fifo && (m.nonce() != nonce || m.state != stateInflight) {
+	if q.fifo && (q.ms.nonce(m) != nonce || m.state != stateInflight) {
 		return errHandleExpired(handle)
 	}
 	atLimit := q.nInflight >= api.MaxInflightStandard
@@ -136,12 +136,12 @@ func (e *Engine) changeVisibilityOne(q *queue, handle string, timeout *int, now 
 	if m == nil || m.state == stateDelayed || m.receives == 0 {
 		return errNotAvailable(handle)
 	}
-	if q.fifo && (m.nonce() != nonce || m.state != stateInflight) {
+	if q.fifo && (q.ms.nonce(m) != nonce || m.state != stateInflight) {
 		return errHandleExpired(handle)
 	}
 	vis := *timeout
 	until := now + int64(vis)*1e9
-	if until > m.receivedAt()+int64(api.MaxVisibilityTimeout)*1e9 {
+	if until > q.ms.receivedAt(m)+int64(api.MaxVisibilityTimeout)*1e9 {
 		return api.ErrInvalidParameterValue("Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [%d seconds]", vis, api.MaxVisibilityTimeout)
 	}
 	q.cow.touch(m)

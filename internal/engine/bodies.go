@@ -88,23 +88,23 @@ func putPayload(s BodyStore, section []byte, body string) BodyRef {
 
 // storedPayload returns m's body and, if the store keeps m's attributes
 // with it, their encoding (section; "" if not), read from the store.
-func storedPayload(s BodyStore, m *message) (section, body string, err error) {
+func storedPayload(s BodyStore, ms *msgStore, m *message) (section, body string, err error) {
 	p, err := s.Get(m.ref)
 	if err != nil {
 		return "", "", err
 	}
-	return splitPayload(p, m.storedAttrs())
+	return splitPayload(p, ms.storedAttrs(m))
 }
 
 // payloadOf returns m's body and message attributes, the attributes read
 // from the store if they are kept there.
-func payloadOf(s BodyStore, m *message) (string, map[string]api.MessageAttributeValue, error) {
-	section, body, err := storedPayload(s, m)
+func payloadOf(s BodyStore, ms *msgStore, m *message) (string, map[string]api.MessageAttributeValue, error) {
+	section, body, err := storedPayload(s, ms, m)
 	switch {
 	case err != nil:
 		return "", nil, err
 	case section == "":
-		return body, m.attrs(), nil
+		return body, ms.attrs(m), nil
 	}
 	r := recordReader{buf: []byte(section)}
 	attrs := r.attrs()
@@ -118,8 +118,8 @@ func payloadOf(s BodyStore, m *message) (string, map[string]api.MessageAttribute
 }
 
 // bodyOf returns m's body, read from the store.
-func bodyOf(s BodyStore, m *message) (string, error) {
-	_, body, err := storedPayload(s, m)
+func bodyOf(s BodyStore, ms *msgStore, m *message) (string, error) {
+	_, body, err := storedPayload(s, ms, m)
 	return body, err
 }
 
@@ -132,24 +132,28 @@ func splitPayload(p string, n uint32) (section, body string, err error) {
 	return p[:n], p[n:], nil
 }
 
-// dropBody tells the store that m, which is leaving the engine, no longer
-// refers to its body.
+// dropBody ends m, which is leaving the engine and is in no queue: it
+// tells the store that m no longer refers to its body, and frees m.
 func (e *Engine) dropBody(m *message) {
 	if m.ref.File != 0 {
 		e.bodyStore().Release(m.ref)
 	}
+	e.ms.freeMessage(m)
 }
 
-// dropBodies is dropBody for every message of q.
+// dropBodies is dropBody for every message of q, which is being emptied
+// or deleted: its lists and indexes must be reset or dropped afterwards.
 func (e *Engine) dropBodies(q *queue) {
 	q.eachMessage(e.dropBody)
 }
 
 // eachMessage calls fn for every message of q, in no particular order:
-// the arrival list, then the aged heap.
+// the arrival list, then the aged heap. fn may free the message.
 func (q *queue) eachMessage(fn func(*message)) {
-	for m := q.arrivalHead; m != nil; m = m.anext {
+	for m := q.arrivalHead; m != nil; {
+		next := m.anext
 		fn(m)
+		m = next
 	}
 	for _, m := range q.aged.items {
 		fn(m)

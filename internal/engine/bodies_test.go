@@ -72,6 +72,7 @@ func (s *testBodies) restored(e *Engine) {
 // engine's messages refer to: none leaked, none released early.
 func (s *testBodies) check(e *Engine) {
 	s.t.Helper()
+	checkMsgStore(s.t, e)
 	held := map[uint32]bool{}
 	e.BodyRefs(func(ref BodyRef) {
 		if held[ref.Off] {
@@ -292,10 +293,10 @@ func TestAttributesInBodyStore(t *testing.T) {
 	withAttrs := 0
 	for _, q := range stored.e.queues {
 		q.eachMessage(func(m *message) {
-			if m.attrs() != nil {
+			if q.ms.attrs(m) != nil {
 				t.Errorf("message %d keeps its attributes in memory", m.serial)
 			}
-			if m.storedAttrs() > 0 {
+			if q.ms.storedAttrs(m) > 0 {
 				withAttrs++
 			}
 		})

@@ -70,6 +70,8 @@ type Engine struct {
 	attrBuf recordWriter
 	// heap keeps the bodies if Config.Bodies is nil.
 	heap *heapBodies
+	// ms holds the message records and their tables.
+	ms *msgStore
 
 	now    int64  // time of the latest command applied, ns
 	serial uint64 // serial of the latest message created
@@ -134,6 +136,7 @@ func New(cfg Config) *Engine {
 	return &Engine{
 		cfg:        cfg,
 		heap:       heap,
+		ms:         newMsgStore(),
 		queues:     map[api.QueueKey]*queue{},
 		deleted:    map[api.QueueKey]deletion{},
 		dlqSources: map[api.QueueKey]map[api.QueueKey]struct{}{},

@@ -245,23 +245,23 @@ func stateAt(m *message, t int64) MessageState {
 }
 
 func peeked(q *queue, m *message, t int64, maxBody int, bodies BodyStore) PeekedMessage {
-	body, attrs, err := payloadOf(bodies, m)
+	body, attrs, err := payloadOf(bodies, q.ms, m)
 	if err != nil {
 		// The operator sees that the body is damaged, never another.
 		body = "(the body cannot be read: " + err.Error() + ")"
 	}
 	p := PeekedMessage{
-		MessageID:           m.messageID().String(),
+		MessageID:           q.ms.messageID(m).String(),
 		Body:                body,
 		BodyBytes:           len(body),
 		MessageAttributes:   attrs,
 		Size:                int(m.size),
-		GroupID:             m.group.String(),
-		DeduplicationID:     m.dedupID,
-		SenderID:            m.sender.String(),
-		TraceHeader:         m.traceHeader(),
-		DeadLetterSourceARN: m.dlqSource(),
-		SentAt:              m.sentAt(),
+		GroupID:             q.ms.group(m),
+		DeduplicationID:     q.ms.dedupID(m),
+		SenderID:            q.ms.sender(m),
+		TraceHeader:         q.ms.traceHeader(m),
+		DeadLetterSourceARN: q.ms.dlqSource(m),
+		SentAt:              q.ms.sentAt(m),
 		EnqueuedAt:          m.enqueuedAt,
 		State:               stateAt(m, t),
 		ReceiveCount:        int(m.receives),
@@ -273,7 +273,7 @@ func peeked(q *queue, m *message, t int64, maxBody int, bodies BodyStore) Peeked
 		p.VisibleAt = m.visibleAt
 	}
 	if m.receives > 0 {
-		p.FirstReceivedAt, p.ReceivedAt = m.firstRecvAt(), m.receivedAt()
+		p.FirstReceivedAt, p.ReceivedAt = q.ms.firstRecvAt(m), q.ms.receivedAt(m)
 	}
 	if maxBody > 0 && len(p.Body) > maxBody {
 		cut := maxBody

@@ -193,7 +193,7 @@ func (q *queue) fifoGroupInfo(g *fifoGroup, t, limit int64) GroupInfo {
 			break
 		}
 		if info.Messages == 0 {
-			info.HeadSequence, info.OldestSentAt = m.seq, m.sentAt()
+			info.HeadSequence, info.OldestSentAt = m.seq, q.ms.sentAt(m)
 		}
 		info.Messages++
 		switch stateAt(m, t) {
@@ -207,9 +207,9 @@ func (q *queue) fifoGroupInfo(g *fifoGroup, t, limit int64) GroupInfo {
 	}
 	if h := holder(g, t, limit); h != nil {
 		info.Owner = &GroupOwner{
-			ReceiptHandle: encodeHandle(q.handleTag, h.serial, h.nonce()),
+			ReceiptHandle: encodeHandle(q.handleTag, h.serial, q.ms.nonce(h)),
 			AttemptID:     q.attemptOf(h),
-			ReceivedAt:    h.receivedAt(),
+			ReceivedAt:    q.ms.receivedAt(h),
 			VisibleAt:     h.visibleAt,
 			ReceiveCount:  int(h.receives),
 		}
@@ -223,10 +223,10 @@ func (q *queue) fifoGroupInfo(g *fifoGroup, t, limit int64) GroupInfo {
 // only at the records made at m's receive time.
 func (q *queue) attemptOf(m *message) string {
 	recs := q.attemptLog.live()
-	i := sort.Search(len(recs), func(i int) bool { return recs[i].at >= m.receivedAt() })
-	for ; i < len(recs) && recs[i].at == m.receivedAt(); i++ {
+	i := sort.Search(len(recs), func(i int) bool { return recs[i].at >= q.ms.receivedAt(m) })
+	for ; i < len(recs) && recs[i].at == q.ms.receivedAt(m); i++ {
 		for j, s := range recs[i].serials {
-			if s == m.serial && recs[i].nonces[j] == m.nonce() {
+			if s == m.serial && recs[i].nonces[j] == q.ms.nonce(m) {
 				return recs[i].id
 			}
 		}
@@ -263,7 +263,7 @@ func (q *queue) tenantGroups(n int, opts GroupsOptions) GroupsPage {
 			info.Visible++
 		}
 		if tn.head != nil {
-			info.OldestSentAt = tn.head.sentAt()
+			info.OldestSentAt = q.ms.sentAt(tn.head)
 		}
 		if !info.Capped {
 			info.Delayed = max(info.Messages-info.Visible-info.InFlight, 0)

@@ -65,7 +65,7 @@ func (l *lister) list(m *message) ListedMessage {
 	lm := ListedMessage{Message: l.sel.render(l.q, m), State: stateAt(m, l.t)}
 	lm.ReceiptHandle = l.handle
 	if l.q.fifo && lm.State == StateVisible {
-		if g := l.q.groups[m.group.String()]; g != nil {
+		if g := l.q.groups[l.q.ms.group(m)]; g != nil {
 			h, seen := l.held[g]
 			if !seen {
 				for x := g.head; x != nil && !h; x = x.next {
@@ -87,14 +87,34 @@ type ExportCursor struct {
 	started bool
 	// last is the last message returned from the arrival list, and enq
 	// and serial its place in it, to resume from if it has left since.
+	// The pointer is only followed once stillHere says the record is
+	// still that message in this queue: a record is reused once its
+	// message is gone.
 	last   *message
 	enq    int64
 	serial uint64
-	// aged are the queue's messages of the aged heap in order, taken
-	// once the arrival list is done; next is the first not returned.
-	inAged bool
-	aged   []*message
-	next   int
+	// aged are the queue's messages of the aged heap in order, with their
+	// serials, taken once the arrival list is done; next is the first not
+	// returned.
+	inAged      bool
+	aged        []*message
+	agedSerials []uint64
+	next        int
+}
+
+// agedHolds reports whether m is in q's aged heap, not merely in one: its
+// position names m there.
+func agedHolds(q *queue, m *message) bool {
+	i := m.agedPos
+	return i > 0 && int(i) <= len(q.aged.items) && q.aged.items[i-1] == m
+}
+
+// stillHere reports whether m, which was the message of the given serial
+// in q when the cursor last saw it, still is, and is still in q: a record
+// freed since has another serial (or none), one moved to another queue is
+// in that queue's receipt index, not q's.
+func stillHere(q *queue, m *message, serial uint64) bool {
+	return m.serial == serial && (!q.ms.handleable(m) || q.handles[serial] == m)
 }
 
 // ErrExportQueueGone is ExportPage's error when the queue was deleted (or
@@ -132,7 +152,7 @@ func (e *Engine) ExportPage(q api.QueueKey, now int64, cur *ExportCursor, limit 
 		switch {
 		case !cur.started:
 			m = qu.arrivalHead
-		case cur.last != nil && (cur.last.aprev != nil || qu.arrivalHead == cur.last):
+		case cur.last != nil && stillHere(qu, cur.last, cur.serial) && (cur.last.aprev != nil || qu.arrivalHead == cur.last):
 			m = cur.last.anext
 		default:
 			// The last message returned has left: find the first after it.
@@ -159,9 +179,13 @@ func (e *Engine) ExportPage(q api.QueueKey, now int64, cur *ExportCursor, limit 
 			}
 			return 1
 		})
+		cur.agedSerials = make([]uint64, len(cur.aged))
+		for i, m := range cur.aged {
+			cur.agedSerials[i] = m.serial
+		}
 	}
 	for ; cur.next < len(cur.aged) && len(msgs) < n; cur.next++ {
-		if m := cur.aged[cur.next]; qu.aged.Contains(m) && live(m) {
+		if m := cur.aged[cur.next]; stillHere(qu, m, cur.agedSerials[cur.next]) && agedHolds(qu, m) && live(m) {
 			msgs = append(msgs, l.list(m))
 		}
 	}

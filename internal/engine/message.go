@@ -16,33 +16,36 @@ const (
 // everything a snapshot has to keep, but for those marked index (list
 // links and heap positions, rebuilt from that state).
 //
-// The layout is chosen for a backlog of millions (see message_compact.go):
-// 176 bytes, a size class of the allocator. The body is elsewhere (a
-// BodyStore, or the engine's table in memory), what only a received
-// message needs is in its recvState, and the sent time of a moved message
-// (the only one whose sent time is not its enqueue time) in its msgExt.
-// The fields are ordered by alignment so that none is padded;
-// TestMessageLayout holds the size.
+// The layout is chosen for a backlog of millions (see message_compact.go
+// and msgstore.go): 152 bytes in a msgArena, outside the garbage-collected
+// heap, so it holds no pointer but to other records. What it refers to on
+// the heap, it names by index into its msgStore's tables (ext, recv,
+// dedupID, group, sender; 0 is none). The body is elsewhere (a BodyStore,
+// or the engine's table in memory), what only a received message needs is
+// in its recvState, and the sent time of a moved message (the only one
+// whose sent time is not its enqueue time) in its msgExt. The fields are
+// ordered by alignment; TestMessageLayout holds the size and the absence
+// of pointers.
 type message struct {
-	serial uint64  // engine-wide identity, the key of receipt handles
-	ext    *msgExt // attributes, trace header, dead-letter source, other MessageId, sent time if moved: nil if none
-	sender istr    // SenderId: the sending account
+	serial uint64 // engine-wide identity, the key of receipt handles
+	seq    uint64 // SequenceNumber in its current queue (FIFO)
 
-	group   istr   // MessageGroupId: FIFO group, or fair-queue tenant
-	dedupID string // effective MessageDeduplicationId (FIFO)
-	seq     uint64 // SequenceNumber in its current queue (FIFO)
+	enqueuedAt int64 // start of the retention period, ns; also the SentTimestamp unless moved (see sentAt)
+	visibleAt  int64 // when a delayed or in-flight message becomes visible, ns
 
-	enqueuedAt int64      // start of the retention period, ns; also the SentTimestamp unless moved (see sentAt)
-	visibleAt  int64      // when a delayed or in-flight message becomes visible, ns
-	recv       *recvState // its receives here; nil if it was never received here
-
-	prev, next   *message // index: FIFO: the group's list; standard: the tenant's visible list
+	prev, next   *message // index: FIFO: the group's list; standard: the tenant's visible list; a free record's next free one
 	aprev, anext *message // index: the queue's arrival list (retention order)
 
 	uuid    [16]byte // MessageId, if a canonical UUID (see messageID)
 	md5Body [16]byte // MD5OfBody
 
 	ref        BodyRef // where the engine's BodyStore keeps the body
+	ext        uint32  // msgStore.exts: attributes, trace header, dead-letter source, other MessageId, sent time if moved
+	recv       uint32  // msgStore.recvs: its receives here; 0 if it was never received here
+	dedupID    uint32  // msgStore.dedups: effective MessageDeduplicationId (FIFO)
+	group      uint32  // msgStore.strs: MessageGroupId: FIFO group, or fair-queue tenant
+	sender     uint32  // msgStore.strs: SenderId: the sending account
+	chunk      uint32  // index: the msgArena chunk holding the record
 	receives   int32   // ApproximateReceiveCount (saturates)
 	size       int32   // message size as SQS counts it (at most 1 MiB)
 	timerPos   int32   // index: position in queue.timers
@@ -64,38 +67,14 @@ type recvState struct {
 
 // firstRecvAt returns the ApproximateFirstReceiveTimestamp, ns (valid if
 // m.receives > 0).
-func (m *message) firstRecvAt() int64 {
-	if m.recv == nil {
-		return 0
-	}
-	return m.recv.firstAt
-}
+func (s *msgStore) firstRecvAt(m *message) int64 { return s.recvOf(m).firstAt }
 
 // receivedAt returns the time of the current receive, ns.
-func (m *message) receivedAt() int64 {
-	if m.recv == nil {
-		return 0
-	}
-	return m.recv.at
-}
+func (s *msgStore) receivedAt(m *message) int64 { return s.recvOf(m).at }
 
 // nonce returns the receipt nonce of the current receive; 0 if the message
 // was never received here, or not since it was moved.
-func (m *message) nonce() uint64 {
-	if m.recv == nil {
-		return 0
-	}
-	return m.recv.nonce
-}
-
-// setRecv sets m's receive state to r, keeping none if it is all zero.
-func (m *message) setRecv(r recvState) {
-	if r == (recvState{}) {
-		m.recv = nil
-		return
-	}
-	m.recv = &r
-}
+func (s *msgStore) nonce(m *message) uint64 { return s.recvOf(m).nonce }
 
 // timerLess orders messages by the time they become visible, then by serial
 // so that equal times resolve the same way on every replica.

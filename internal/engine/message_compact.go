@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/hex"
-	"unique"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -120,31 +119,10 @@ func lowerHex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// istr is an interned string: a message's group id and sender are shared
-// by many messages, and as a handle each costs 8 bytes in place of a
-// string's 16. The zero value is "".
-type istr struct{ h unique.Handle[string] }
-
-// intern returns the istr of s.
-func intern(s string) istr {
-	if s == "" {
-		return istr{}
-	}
-	return istr{unique.Make(s)}
-}
-
-// String returns the string.
-func (s istr) String() string {
-	if s == (istr{}) {
-		return ""
-	}
-	return s.h.Value()
-}
-
-// messageID returns the MessageId.
-func (m *message) messageID() msgID {
-	if m.ext != nil && m.ext.otherID != nil {
-		return msgID{other: m.ext.otherID}
+// messageID returns m's MessageId.
+func (s *msgStore) messageID(m *message) msgID {
+	if x := s.ext(m); x != nil && x.otherID != nil {
+		return msgID{other: x.otherID}
 	}
 	return msgID{uuid: m.uuid}
 }
@@ -182,84 +160,84 @@ func newMsgExt(id msgID, x msgExt) *msgExt {
 	return &x
 }
 
-// setExt sets m's MessageId and rarely used fields.
-func (m *message) setExt(id msgID, x msgExt) {
+// setMessageID sets m's MessageId and rarely used fields.
+func (s *msgStore) setMessageID(m *message, id msgID, x msgExt) {
 	m.uuid = id.uuid
-	m.ext = newMsgExt(id, x)
+	s.setExt(m, newMsgExt(id, x))
 }
 
 // attrs returns the message attributes kept in m; not those kept in a
 // BodyStore (see payloadOf).
-func (m *message) attrs() map[string]api.MessageAttributeValue {
-	if m.ext == nil {
-		return nil
+func (s *msgStore) attrs(m *message) map[string]api.MessageAttributeValue {
+	if x := s.ext(m); x != nil {
+		return x.attrs
 	}
-	return m.ext.attrs
+	return nil
 }
 
 // storedAttrs returns the length of the attributes' encoding at the start
 // of m's payload in its BodyStore: 0 if there is none.
-func (m *message) storedAttrs() uint32 {
-	if m.ext == nil {
-		return 0
+func (s *msgStore) storedAttrs(m *message) uint32 {
+	if x := s.ext(m); x != nil {
+		return x.storedAttrs
 	}
-	return m.ext.storedAttrs
+	return 0
 }
 
-func (m *message) md5Attrs() string {
-	if m.ext == nil {
-		return ""
+func (s *msgStore) md5Attrs(m *message) string {
+	if x := s.ext(m); x != nil {
+		return x.md5Attrs
 	}
-	return m.ext.md5Attrs
+	return ""
 }
 
-func (m *message) traceHeader() string {
-	if m.ext == nil {
-		return ""
+func (s *msgStore) traceHeader(m *message) string {
+	if x := s.ext(m); x != nil {
+		return x.traceHeader
 	}
-	return m.ext.traceHeader
+	return ""
 }
 
-func (m *message) dlqSource() string {
-	if m.ext == nil {
-		return ""
+func (s *msgStore) dlqSource(m *message) string {
+	if x := s.ext(m); x != nil {
+		return x.dlqSource
 	}
-	return m.ext.dlqSource
+	return ""
 }
 
 // sentAt returns the SentTimestamp, ns: the enqueue time, unless the
 // message was moved since it was sent.
-func (m *message) sentAt() int64 {
-	if m.ext == nil {
-		return m.enqueuedAt
+func (s *msgStore) sentAt(m *message) int64 {
+	if x := s.ext(m); x != nil {
+		return m.enqueuedAt - x.sentBefore
 	}
-	return m.enqueuedAt - m.ext.sentBefore
+	return m.enqueuedAt
 }
 
 // setEnqueuedAt starts a new retention period at t for a message being
-// moved, keeping its sent time, and replaces m.ext if that changes it.
-func (m *message) setEnqueuedAt(t int64) {
-	sent := m.sentAt()
+// moved, keeping its sent time, and replaces its msgExt if that changes it.
+func (s *msgStore) setEnqueuedAt(m *message, t int64) {
+	sent := s.sentAt(m)
 	m.enqueuedAt = t
-	if m.sentAt() != sent {
-		m.changeExt(func(x *msgExt) { x.sentBefore = t - sent })
+	if s.sentAt(m) != sent {
+		s.changeExt(m, func(x *msgExt) { x.sentBefore = t - sent })
 	}
 }
 
-// setDLQSource sets DeadLetterQueueSourceArn, replacing m.ext.
-func (m *message) setDLQSource(arn string) {
-	m.changeExt(func(x *msgExt) { x.dlqSource = arn })
+// setDLQSource sets DeadLetterQueueSourceArn, replacing m's msgExt.
+func (s *msgStore) setDLQSource(m *message, arn string) {
+	s.changeExt(m, func(x *msgExt) { x.dlqSource = arn })
 }
 
-// changeExt replaces m.ext with a copy changed by change: an ext is never
-// changed in place, since a snapshot view may share it.
-func (m *message) changeExt(change func(*msgExt)) {
+// changeExt replaces m's msgExt with a copy changed by change: an ext is
+// never changed in place, since a snapshot view may share it.
+func (s *msgStore) changeExt(m *message, change func(*msgExt)) {
 	var x msgExt
-	if m.ext != nil {
-		x = *m.ext
+	if old := s.ext(m); old != nil {
+		x = *old
 	}
 	change(&x)
-	m.ext = newMsgExt(m.messageID(), x)
+	s.setExt(m, newMsgExt(s.messageID(m), x))
 }
 
 // bodyMD5 returns MD5OfBody, in hex.

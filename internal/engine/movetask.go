@@ -360,15 +360,15 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, s
 		// test_move_task_delete_destination_queue_while_running.
 		return nil, failNonExistentQueue
 	}
-	if m.dlqSource() == "" {
-		return nil, "InvalidParameterValue: message " + m.messageID().String() + " has no DeadLetterQueueSourceArn to return to; give a DestinationArn."
+	if e.ms.dlqSource(m) == "" {
+		return nil, "InvalidParameterValue: message " + e.ms.messageID(m).String() + " has no DeadLetterQueueSourceArn to return to; give a DestinationArn."
 	}
-	d := e.queueByARN(m.dlqSource())
+	d := e.queueByARN(e.ms.dlqSource(m))
 	if d == nil || d == src {
 		return nil, failNonExistentQueue
 	}
 	if d.fifo != src.fifo {
-		return nil, "InvalidParameterValue: the source queue " + m.dlqSource() + " is not of the dead-letter queue's type."
+		return nil, "InvalidParameterValue: the source queue " + e.ms.dlqSource(m) + " is not of the dead-letter queue's type."
 	}
 	return d, ""
 }
@@ -381,9 +381,10 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, s
 func (e *Engine) moveMessage(src, dst *queue, m *message, now int64) {
 	src.remove(m)
 	e.cow.touch(m)
-	m.receives, m.recv, m.vizChanges = 0, nil, 0
-	m.setDLQSource("")
-	m.setEnqueuedAt(now)
+	m.receives, m.vizChanges = 0, 0
+	e.ms.setRecv(m, recvState{})
+	e.ms.setDLQSource(m, "")
+	e.ms.setEnqueuedAt(m, now)
 	m.visibleAt = now
 	if dst.fifo {
 		m.seq = dst.nextSeq(now)

@@ -81,6 +81,8 @@ type queue struct {
 	// cow is the engine's copy-on-write record: every change to a stored
 	// message's fields calls cow.touch first.
 	cow *cowState
+	// ms is the engine's message store, which holds its records.
+	ms *msgStore
 }
 
 func newQueue(key api.QueueKey, region string, fifo bool, attrs queueAttrs, now int64) *queue {
@@ -127,8 +129,8 @@ func (q *queue) stored() int { return q.nVisible + q.nInflight + q.nDelayed }
 // receive has handed out its serial. The answer depends on the message's
 // fields alone, so an engine restored from a snapshot indexes the same
 // messages.
-func handleable(m *message) bool {
-	return m.receives > 0 || m.nonce() != 0 || m.enqueuedAt != m.sentAt() || m.dlqSource() != ""
+func (s *msgStore) handleable(m *message) bool {
+	return m.receives > 0 || s.nonce(m) != 0 || m.enqueuedAt != s.sentAt(m) || s.dlqSource(m) != ""
 }
 
 // path is the queue URL's path, which results carry in place of the URL.
@@ -138,7 +140,7 @@ func (q *queue) path() string { return q.key.Path() }
 // if m.visibleAt is later.
 func (q *queue) insert(m *message, now int64) {
 	q.cow.touch(m)
-	if handleable(m) {
+	if q.ms.handleable(m) {
 		q.handles[m.serial] = m
 	}
 	if q.arrivalTail == nil || m.enqueuedAt >= q.arrivalTail.enqueuedAt {
@@ -163,12 +165,12 @@ func (q *queue) insert(m *message, now int64) {
 	}
 	q.noteDue(m.enqueuedAt + q.retention())
 	if q.fifo {
-		g := q.fifoGroupOf(m.group.String())
+		g := q.fifoGroupOf(q.ms.group(m))
 		g.pushBack(m)
 		q.refreshGroup(g)
 		return
 	}
-	t := q.tenantOf(m.group.String())
+	t := q.tenantOf(q.ms.group(m))
 	t.total++
 	if m.state == stateVisible {
 		t.pushBack(m)
@@ -176,13 +178,14 @@ func (q *queue) insert(m *message, now int64) {
 	q.refreshTenant(t)
 }
 
-// discard deletes m from the queue for good (it expired): remove, and its
-// body is released.
+// discard deletes m from the queue for good (it expired): remove, its
+// body is released, and m is freed.
 func (q *queue) discard(m *message) {
 	q.remove(m)
 	if m.ref.File != 0 {
 		q.bodies.Release(m.ref)
 	}
+	q.ms.freeMessage(m)
 }
 
 // remove deletes m from the queue, whatever its state. The message may go
@@ -216,7 +219,7 @@ func (q *queue) remove(m *message) {
 		q.timers.Remove(m)
 	}
 	if q.fifo {
-		g := q.groups[m.group.String()]
+		g := q.groups[q.ms.group(m)]
 		g.unlink(m)
 		if m.state == stateInflight {
 			g.inflight--
@@ -224,7 +227,7 @@ func (q *queue) remove(m *message) {
 		q.refreshGroup(g)
 		return
 	}
-	t := q.tenants[m.group.String()]
+	t := q.tenants[q.ms.group(m)]
 	switch m.state {
 	case stateVisible:
 		t.unlink(m)
@@ -246,11 +249,11 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 	if m.receives < math.MaxInt32 {
 		m.receives++
 	}
-	r := recvState{firstAt: m.firstRecvAt(), at: now, nonce: nonce}
+	r := recvState{firstAt: q.ms.firstRecvAt(m), at: now, nonce: nonce}
 	if m.receives == 1 {
 		r.firstAt = now
 	}
-	m.setRecv(r)
+	q.ms.setRecv(m, r)
 	m.vizChanges = 0
 	q.handles[m.serial] = m
 	q.timers.Push(m)
@@ -265,12 +268,12 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 // deleted (fifoGroup).
 func (q *queue) countInflight(m *message) {
 	if q.fifo {
-		g := q.groups[m.group.String()]
+		g := q.groups[q.ms.group(m)]
 		g.inflight++
 		q.refreshGroup(g)
 		return
 	}
-	t := q.tenants[m.group.String()]
+	t := q.tenants[q.ms.group(m)]
 	t.unlink(m)
 	t.inflight++
 	q.refreshTenant(t)
@@ -293,14 +296,14 @@ func (q *queue) makeVisible(m *message, now int64) {
 	q.nVisible++
 	m.state = stateVisible
 	if q.fifo {
-		g := q.groups[m.group.String()]
+		g := q.groups[q.ms.group(m)]
 		if wasInflight {
 			g.inflight--
 		}
 		q.refreshGroup(g)
 		return
 	}
-	t := q.tenants[m.group.String()]
+	t := q.tenants[q.ms.group(m)]
 	if wasInflight {
 		t.inflight--
 		t.pushFront(m)
@@ -485,7 +488,7 @@ func (q *queue) receivableAt(t int64) bool {
 	}
 	found := false
 	check := func(m *message) {
-		if g := q.groups[m.group.String()]; g != nil && g.receivableAt(t, limit) {
+		if g := q.groups[q.ms.group(m)]; g != nil && g.receivableAt(t, limit) {
 			found = true
 		}
 	}

@@ -45,7 +45,7 @@ func (e *Engine) createQueue(cmd *Command, r *api.CreateQueueRequest, now int64)
 	e.dropDeadDeletions()
 	q := newQueue(key, e.cfg.Region, fifo, attrs, now)
 	q.bodies = e.bodyStore()
-	q.due, q.cow = e.due, e.cow
+	q.due, q.cow, q.ms = e.due, e.cow, e.ms
 	for k, v := range r.Tags {
 		q.tags[k] = v
 	}

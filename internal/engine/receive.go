@@ -65,7 +65,7 @@ func (q *queue) replay(id string, now, vis int64) []*message {
 	msgs := make([]*message, len(rec.serials))
 	for i, s := range rec.serials {
 		m := q.handles[s]
-		if m == nil || m.nonce() != rec.nonces[i] || m.state != stateInflight || m.vizChanges != 0 {
+		if m == nil || q.ms.nonce(m) != rec.nonces[i] || m.state != stateInflight || m.vizChanges != 0 {
 			return nil
 		}
 		msgs[i] = m
@@ -80,7 +80,7 @@ func (q *queue) replay(id string, now, vis int64) []*message {
 func (q *queue) recordAttempt(id string, now int64, msgs []*message) {
 	rec := &attemptRecord{id: id, at: now, serials: make([]uint64, len(msgs)), nonces: make([]uint64, len(msgs))}
 	for i, m := range msgs {
-		rec.serials[i], rec.nonces[i] = m.serial, m.nonce()
+		rec.serials[i], rec.nonces[i] = m.serial, q.ms.nonce(m)
 	}
 	q.attempts[id] = rec
 	q.attemptLog.Push(rec)
@@ -185,17 +185,17 @@ func (s *selection) result(q *queue, msgs []*message) *api.ReceiveMessageResult 
 // its current receive.
 func (s *selection) render(q *queue, m *message) api.Message {
 	out := api.Message{
-		MessageId:     m.messageID().String(),
-		ReceiptHandle: encodeHandle(q.handleTag, m.serial, m.nonce()),
+		MessageId:     q.ms.messageID(m).String(),
+		ReceiptHandle: encodeHandle(q.handleTag, m.serial, q.ms.nonce(m)),
 		MD5OfBody:     m.bodyMD5(),
 	}
 	var body string
 	var attrs map[string]api.MessageAttributeValue
 	var err error
 	if s.wantsAttrs() {
-		body, attrs, err = payloadOf(s.bodies, m)
+		body, attrs, err = payloadOf(s.bodies, q.ms, m)
 	} else {
-		body, err = bodyOf(s.bodies, m)
+		body, err = bodyOf(s.bodies, q.ms, m)
 	}
 	if err != nil && s.err == nil {
 		s.err = err
@@ -208,15 +208,15 @@ func (s *selection) render(q *queue, m *message) api.Message {
 		}
 	}
 	ms := func(ns int64) string { return strconv.FormatInt(ns/1e6, 10) }
-	add(api.MsgAttrSenderId, m.sender.String(), true)
-	add(api.MsgAttrSentTimestamp, ms(m.sentAt()), true)
+	add(api.MsgAttrSenderId, q.ms.sender(m), true)
+	add(api.MsgAttrSentTimestamp, ms(q.ms.sentAt(m)), true)
 	add(api.MsgAttrApproximateReceiveCount, strconv.Itoa(int(m.receives)), true)
-	add(api.MsgAttrApproximateFirstReceiveTimestamp, ms(m.firstRecvAt()), m.receives > 0)
+	add(api.MsgAttrApproximateFirstReceiveTimestamp, ms(q.ms.firstRecvAt(m)), m.receives > 0)
 	add(api.MsgAttrSequenceNumber, strconv.FormatUint(m.seq, 10), q.fifo)
-	add(api.MsgAttrMessageDeduplicationId, m.dedupID, q.fifo)
-	add(api.MsgAttrMessageGroupId, m.group.String(), m.group != istr{})
-	add(api.MsgAttrAWSTraceHeader, m.traceHeader(), m.traceHeader() != "")
-	add(api.MsgAttrDeadLetterQueueSourceArn, m.dlqSource(), m.dlqSource() != "")
+	add(api.MsgAttrMessageDeduplicationId, q.ms.dedupID(m), q.fifo)
+	add(api.MsgAttrMessageGroupId, q.ms.group(m), m.group != 0)
+	add(api.MsgAttrAWSTraceHeader, q.ms.traceHeader(m), q.ms.traceHeader(m) != "")
+	add(api.MsgAttrDeadLetterQueueSourceArn, q.ms.dlqSource(m), q.ms.dlqSource(m) != "")
 	if len(sys) > 0 {
 		out.Attributes = sys
 	}
@@ -229,7 +229,7 @@ func (s *selection) render(q *queue, m *message) api.Message {
 		}
 		switch {
 		case len(picked) == len(attrs):
-			out.MessageAttributes, out.MD5OfMessageAttributes = picked, m.md5Attrs()
+			out.MessageAttributes, out.MD5OfMessageAttributes = picked, q.ms.md5Attrs(m)
 		case len(picked) > 0:
 			out.MessageAttributes, out.MD5OfMessageAttributes = picked, api.MD5OfMessageAttributes(picked)
 		}

@@ -101,13 +101,13 @@ func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
 	}
 	q.remove(m)
 	e.cow.touch(m)
-	m.setDLQSource(q.arn)
-	if m.recv != nil {
-		m.setRecv(recvState{firstAt: m.recv.firstAt, at: m.recv.at})
+	e.ms.setDLQSource(m, q.arn)
+	if r := e.ms.recvOf(m); r != (recvState{}) {
+		e.ms.setRecv(m, recvState{firstAt: r.firstAt, at: r.at})
 	}
 	m.vizChanges = 0
 	if d.fifo {
-		m.setEnqueuedAt(now)
+		e.ms.setEnqueuedAt(m, now)
 		m.seq = d.nextSeq(now)
 	}
 	m.visibleAt = now

@@ -248,15 +248,8 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 
 	e.serial++
 	md5Body, _ := parseMD5(out.md5Body) // api.MD5OfBody's lowercase hex
-	m := &message{
-		serial:     e.serial,
-		md5Body:    md5Body,
-		sender:     intern(cmd.Caller),
-		size:       int32(size),
-		group:      intern(in.groupID),
-		dedupID:    dedupID,
-		enqueuedAt: now,
-	}
+	m := e.ms.newMessage(in.groupID, cmd.Caller, dedupID)
+	m.serial, m.md5Body, m.size, m.enqueuedAt = e.serial, md5Body, int32(size), now
 	trace := ""
 	if v, ok := in.sysAttrs[api.MsgAttrAWSTraceHeader]; ok && v.StringValue != nil {
 		trace = *v.StringValue
@@ -265,7 +258,7 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	if x.storedAttrs = e.keepBody(m, in.body, in.attrs); x.storedAttrs > 0 {
 		x.attrs = nil
 	}
-	m.setExt(makeMsgID(newMessageID(cmd, i, e.serial)), x)
+	e.ms.setMessageID(m, makeMsgID(newMessageID(cmd, i, e.serial)), x)
 	delay := q.attrs.DelaySeconds
 	if in.delay != nil && !q.fifo {
 		delay = *in.delay
@@ -274,13 +267,13 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	if q.fifo {
 		m.seq = q.nextSeq(now)
 		out.seq = strconv.FormatUint(m.seq, 10)
-		q.dedup.push(dedupRecord{key: key, at: now, seq: m.seq}, m.messageID())
+		q.dedup.push(dedupRecord{key: key, at: now, seq: m.seq}, e.ms.messageID(m))
 		q.noteDue(now + int64(api.DeduplicationInterval))
 	}
 	q.insert(m, now)
 	if m.state == stateVisible {
 		e.wake(q.key)
 	}
-	out.messageID = m.messageID().String()
+	out.messageID = e.ms.messageID(m).String()
 	return out, nil
 }

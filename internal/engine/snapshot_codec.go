@@ -48,6 +48,7 @@ const flagHasString, flagAged = 1, 1
 // recordWriter appends binary records to buf.
 type recordWriter struct {
 	buf []byte
+	ms  *msgStore // the records' store
 	// bodies is where the messages' bodies are kept, if not in them; err
 	// the first error reading one back.
 	bodies BodyStore
@@ -109,7 +110,7 @@ func (w *recordWriter) messageByRef(m *message, aged bool) {
 	w.beginBytes()
 	w.head(m)
 	w.endBytes()
-	n := m.storedAttrs()
+	n := w.ms.storedAttrs(m)
 	if n > 0 {
 		w.byte(bodyAndAttrsByRef)
 	} else {
@@ -125,7 +126,7 @@ func (w *recordWriter) messageByRef(m *message, aged bool) {
 	w.inlined += int(m.ref.Len)
 	w.beginBytes()
 	if n == 0 {
-		w.attrs(m.attrs())
+		w.attrs(w.ms.attrs(m))
 	}
 	w.rest(m, aged)
 	w.endBytes()
@@ -147,7 +148,7 @@ func (w *recordWriter) endBytes() {
 // head writes the fields of a message record before its body.
 func (w *recordWriter) head(m *message) {
 	w.uvarint(m.serial)
-	id := m.messageID()
+	id := w.ms.messageID(m)
 	w.uvarint(uint64(id.len()))
 	w.buf = id.appendTo(w.buf)
 }
@@ -156,7 +157,7 @@ func (w *recordWriter) head(m *message) {
 // there, and the encoding of its message attributes if the store keeps
 // them too ("" if not).
 func (w *recordWriter) payload(m *message) (body, section string) {
-	section, body, err := storedPayload(w.bodies, m)
+	section, body, err := storedPayload(w.bodies, w.ms, m)
 	if err != nil && w.err == nil {
 		w.err = err
 	}
@@ -166,11 +167,11 @@ func (w *recordWriter) payload(m *message) (body, section string) {
 // attrSection writes m's message attributes: section, their encoding
 // read from the store, if they are kept there.
 func (w *recordWriter) attrSection(m *message, section string) {
-	if m.storedAttrs() > 0 {
+	if w.ms.storedAttrs(m) > 0 {
 		w.buf = append(w.buf, section...)
 		return
 	}
-	w.attrs(m.attrs())
+	w.attrs(w.ms.attrs(m))
 }
 
 // attrs writes the attribute section of a message record: the count, then
@@ -207,16 +208,16 @@ func (w *recordWriter) attrs(attrs map[string]api.MessageAttributeValue) {
 func (w *recordWriter) rest(m *message, aged bool) {
 	w.uvarint(2 * uint64(len(m.md5Body)))
 	w.buf = hex.AppendEncode(w.buf, m.md5Body[:])
-	w.str(m.md5Attrs())
-	w.str(m.traceHeader())
-	w.str(m.sender.String())
+	w.str(w.ms.md5Attrs(m))
+	w.str(w.ms.traceHeader(m))
+	w.str(w.ms.sender(m))
 	w.varint(int64(m.size))
-	w.str(m.group.String())
-	w.str(m.dedupID)
+	w.str(w.ms.group(m))
+	w.str(w.ms.dedupID(m))
 	w.uvarint(m.seq)
-	w.varint(m.sentAt())
+	w.varint(w.ms.sentAt(m))
 	w.varint(m.enqueuedAt)
-	w.str(m.dlqSource())
+	w.str(w.ms.dlqSource(m))
 	w.byte(byte(m.state))
 	if aged {
 		w.byte(flagAged)
@@ -225,9 +226,9 @@ func (w *recordWriter) rest(m *message, aged bool) {
 	}
 	w.varint(m.visibleAt)
 	w.varint(int64(m.receives))
-	w.varint(m.firstRecvAt())
-	w.varint(m.receivedAt())
-	w.uvarint(m.nonce())
+	w.varint(w.ms.firstRecvAt(m))
+	w.varint(w.ms.receivedAt(m))
+	w.uvarint(w.ms.nonce(m))
 	w.varint(int64(m.vizChanges))
 }
 
@@ -366,7 +367,9 @@ func (r *recordReader) count() int {
 // messages share (group, sender, dead-letter source) alias the chunk, so
 // that the restorer can share one string among them instead of copying.
 type decodedMessage struct {
-	m                        *message
+	m                        message // the record's fields but for those below
+	dedupID                  string
+	recv                     recvState
 	group, sender, dlqSource []byte
 	aged                     bool
 	id                       msgID
@@ -378,7 +381,7 @@ type decodedMessage struct {
 	sentAt                int64
 }
 
-// message reads a message record into d.m, which must be zero.
+// message reads a message record into d, which must be zero.
 func (r *recordReader) message(d *decodedMessage) error {
 	if r.version < snapVersionRefs {
 		r.head(d)
@@ -529,7 +532,7 @@ func (r *recordReader) attrs() map[string]api.MessageAttributeValue {
 
 // rest reads the fields of a message record after its attributes.
 func (r *recordReader) rest(d *decodedMessage) error {
-	m := d.m
+	m := &d.m
 	if md5, ok := parseMD5(r.raw()); ok {
 		m.md5Body = md5
 	} else if r.err == nil {
@@ -540,7 +543,7 @@ func (r *recordReader) rest(d *decodedMessage) error {
 	d.sender = r.raw()
 	m.size = r.int32()
 	d.group = r.raw()
-	m.dedupID = r.str()
+	d.dedupID = r.str()
 	m.seq = r.uvarint()
 	d.sentAt = r.varint()
 	m.enqueuedAt = r.varint()
@@ -550,7 +553,7 @@ func (r *recordReader) rest(d *decodedMessage) error {
 	m.visibleAt = r.varint()
 	m.receives = int32(min(max(r.varint(), math.MinInt32), math.MaxInt32))
 	firstAt, at := r.varint(), r.varint()
-	m.setRecv(recvState{firstAt: firstAt, at: at, nonce: r.uvarint()})
+	d.recv = recvState{firstAt: firstAt, at: at, nonce: r.uvarint()}
 	m.vizChanges = int16(min(r.int32(), math.MaxInt16))
 	return r.err
 }

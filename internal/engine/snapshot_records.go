@@ -52,7 +52,7 @@ func (rs *restorer) readChunk(b *chunkBatch, sq *snapQueue, got *queueLoad) erro
 	b.msgs = slices.Grow(b.msgs[:0], min(c.Messages, snapChunkSize))
 	rr := recordReader{buf: c.MessageData, bodies: rs.e.bodyStore(), external: rs.e.cfg.Bodies != nil, version: rs.version}
 	for i := range c.Messages {
-		d := decodedMessage{m: &message{}}
+		var d decodedMessage
 		if err := rr.message(&d); err != nil {
 			return fmt.Errorf("message %d: %w", got.msgs+i, err)
 		}
@@ -126,7 +126,7 @@ func (rs *restorer) applyChunk(q *queue, b *chunkBatch, ld *queueLoad) error {
 // time. Standard queues link visible messages into their tenant's list
 // later, from the order records.
 func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
-	m := d.m
+	m := &d.m
 	switch {
 	case m.serial == 0 || m.serial > rs.e.serial:
 		return fmt.Errorf("serial %d out of range (latest %d)", m.serial, rs.e.serial)
@@ -140,8 +140,8 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 		return errors.New("arrival list out of time order")
 	}
 	ld.lastSeq = m.seq
-	m.sender = rs.istr(d.sender)
-	m.setExt(d.id, msgExt{
+	m = rs.e.ms.adopt(m, d.group, d.sender, d.dedupID, d.recv)
+	rs.e.ms.setMessageID(m, d.id, msgExt{
 		attrs:       d.attrs,
 		storedAttrs: d.storedAttrs,
 		md5Attrs:    d.md5Attrs,
@@ -150,7 +150,7 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 		sentBefore:  m.enqueuedAt - d.sentAt,
 	})
 	// Serials are checked unique across queues at the end (rs.serials).
-	if handleable(m) {
+	if q.ms.handleable(m) {
 		q.handles[m.serial] = m
 	}
 	if !q.fifo && m.state == stateVisible {
@@ -184,7 +184,6 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 		if g == nil {
 			g = q.fifoGroupOf(string(d.group))
 		}
-		m.group = rs.istr(d.group)
 		g.pushBack(m)
 		if m.state == stateInflight {
 			g.inflight++
@@ -195,7 +194,6 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	if t == nil {
 		t = q.tenantOf(string(d.group))
 	}
-	m.group = rs.istr(d.group)
 	t.total++
 	if m.state == stateInflight {
 		t.inflight++
@@ -249,7 +247,7 @@ func restoreOrder(q *queue, o *snapOrder, visible []*message) error {
 		switch {
 		case m == nil:
 			return fmt.Errorf("unknown message %d, or not a visible message", s)
-		case m.group.String() != t.id || m.state != stateVisible:
+		case q.ms.group(m) != t.id || m.state != stateVisible:
 			return fmt.Errorf("message %d is not a visible message of the tenant", s)
 		case m.prev != nil || m.next != nil || t.head == m:
 			return fmt.Errorf("message %d listed twice", s)

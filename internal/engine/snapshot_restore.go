@@ -78,7 +78,7 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	if h.Queues < 0 {
 		return nil, fmt.Errorf("negative queue count %d", h.Queues)
 	}
-	rs := &restorer{e: New(cfg), dec: dec, cr: cr, version: version, interned: map[string]string{}, istrs: map[string]istr{}}
+	rs := &restorer{e: New(cfg), dec: dec, cr: cr, version: version, interned: map[string]string{}}
 	rs.e.now, rs.e.serial = h.Now, h.Serial
 	for i := range h.Queues {
 		if err := rs.queue(); err != nil {
@@ -129,18 +129,6 @@ type restorer struct {
 	batch    chunkBatch        // the chunk being read, when not pipelined
 	serials  []uint64          // of every message, to check they are unique
 	interned map[string]string // sender ids and source ARNs, shared by many messages
-	istrs    map[string]istr   // group ids and senders, as the messages hold them
-}
-
-// istr returns b interned as messages hold group ids and senders.
-func (rs *restorer) istr(b []byte) istr {
-	if s, ok := rs.istrs[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	h := intern(s)
-	rs.istrs[s] = h
-	return h
 }
 
 // intern returns b as a string, the same string for equal contents.
@@ -289,7 +277,7 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 		createdAt: sq.CreatedAt, modifiedAt: sq.ModifiedAt, handleTag: sq.HandleTag,
 		purgedAt: sq.PurgedAt, purged: sq.Purged, lastSeq: sq.LastSeq,
 		prevDedupScope: sq.PrevDedupScope, dedupScopeChanged: sq.DedupScopeChanged,
-		bodies: rs.e.bodyStore(),
+		bodies: rs.e.bodyStore(), ms: rs.e.ms,
 	}
 	for _, t := range sq.Tags {
 		q.tags[t.Key] = t.Value

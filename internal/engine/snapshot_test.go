@@ -433,10 +433,10 @@ func editMessages(t *testing.T, name string, edit func(ms []*message, aged []boo
 	return func(p *parsedSnapshot) {
 		q := parsedQueueNamed(t, p, name)
 		c := &q.Chunks[0]
-		bodies := &heapBodies{}
-		ms, aged := decodeMessages(t, c, bodies)
+		bodies, store := &heapBodies{}, newMsgStore()
+		ms, aged := decodeMessages(t, c, bodies, store)
 		ms, aged = edit(ms, aged)
-		encodeMessages(c, ms, aged, bodies)
+		encodeMessages(c, ms, aged, bodies, store)
 	}
 }
 
@@ -791,27 +791,27 @@ func (p *parsedSnapshot) encodeVersion(t *testing.T, version uint32) []byte {
 
 // decodeMessages decodes a chunk's message records, their bodies into
 // bodies.
-func decodeMessages(t *testing.T, c *snapChunk, bodies BodyStore) ([]*message, []bool) {
+func decodeMessages(t *testing.T, c *snapChunk, bodies BodyStore, store *msgStore) ([]*message, []bool) {
 	t.Helper()
 	r := recordReader{buf: c.MessageData, bodies: bodies}
 	var ms []*message
 	var aged []bool
 	for range c.Messages {
-		d := decodedMessage{m: &message{}}
+		var d decodedMessage
 		if err := r.message(&d); err != nil {
 			t.Fatalf("decodeMessages: %v", err)
 		}
-		d.m.group, d.m.sender = intern(string(d.group)), intern(string(d.sender))
-		d.m.setExt(d.id, msgExt{attrs: d.attrs, md5Attrs: d.md5Attrs, traceHeader: d.traceHeader, dlqSource: string(d.dlqSource), sentBefore: d.m.enqueuedAt - d.sentAt})
-		ms, aged = append(ms, d.m), append(aged, d.aged)
+		m := store.adopt(&d.m, d.group, d.sender, d.dedupID, d.recv)
+		store.setMessageID(m, d.id, msgExt{attrs: d.attrs, md5Attrs: d.md5Attrs, traceHeader: d.traceHeader, dlqSource: string(d.dlqSource), sentBefore: m.enqueuedAt - d.sentAt})
+		ms, aged = append(ms, m), append(aged, d.aged)
 	}
 	return ms, aged
 }
 
 // encodeMessages encodes ms as a chunk's message records, their bodies
 // read from bodies.
-func encodeMessages(c *snapChunk, ms []*message, aged []bool, bodies BodyStore) {
-	w := recordWriter{bodies: bodies}
+func encodeMessages(c *snapChunk, ms []*message, aged []bool, bodies BodyStore, store *msgStore) {
+	w := recordWriter{ms: store, bodies: bodies}
 	for i, m := range ms {
 		w.message(m, aged[i])
 	}

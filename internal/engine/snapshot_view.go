@@ -29,6 +29,8 @@ import (
 // and copied whole.
 type SnapshotView struct {
 	cow    *cowState // nil when nothing changes while the view is written
+	ms     *msgStore // holds the messages' records
+	msHeld bool      // ms keeps what is freed until Release
 	gen    uint32
 	header *snapHeader
 	queues []queueView
@@ -119,6 +121,8 @@ func (e *Engine) BeginSnapshot() (*SnapshotView, error) {
 		e.heap.hold()
 		v.heap = e.heap
 	}
+	e.ms.hold()
+	v.msHeld = true
 	// The deduplication records are shared with the view, not copied
 	// (see dedupTable.capture): their tables now leave them alone.
 	for _, q := range e.queues {
@@ -141,6 +145,10 @@ func (v *SnapshotView) Release() {
 		v.heap.unhold()
 		v.heap = nil
 	}
+	if v.msHeld {
+		v.ms.unhold()
+		v.msHeld = false
+	}
 	v.done = true
 	v.queues = nil
 }
@@ -159,7 +167,7 @@ func (e *Engine) captureSnapshot() (*SnapshotView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &SnapshotView{header: h, queues: make([]queueView, 0, len(keys)), bodies: e.bodyStore(), external: e.cfg.Bodies != nil, lockBatch: e.cfg.lockBatch()}
+	v := &SnapshotView{header: h, queues: make([]queueView, 0, len(keys)), ms: e.ms, bodies: e.bodyStore(), external: e.cfg.Bodies != nil, lockBatch: e.cfg.lockBatch()}
 	for _, k := range keys {
 		q := e.queues[k]
 		v.queues = append(v.queues, captureQueue(q))
@@ -278,7 +286,7 @@ func (v *SnapshotView) writeQueue(enc *gob.Encoder, raw io.Writer, qv *queueView
 	if err := enc.Encode(qv.sq); err != nil {
 		return err
 	}
-	cw := chunkWriter{enc: enc, raw: raw, msgs: recordWriter{bodies: v.bodies, byRef: v.byRef}}
+	cw := chunkWriter{enc: enc, raw: raw, msgs: recordWriter{ms: v.ms, bodies: v.bodies, byRef: v.byRef}}
 	for i := 0; i < len(qv.msgs); {
 		lock.Lock()
 		for k := 0; i < len(qv.msgs) && !cw.full() && k < v.lockBatch; i, k = i+1, k+1 {

@@ -1,0 +1,25 @@
+//go:build !linux
+
+package engine
+
+import "unsafe"
+
+// chunkMemory is, on systems other than Linux, a slice of records on the
+// garbage-collected heap: correct, without the savings of mapped memory.
+type chunkMemory []message
+
+// chunkMemoryUnscanned says that records in chunk memory are scanned by
+// the collector, which must never find garbage in their pointers.
+const chunkMemoryUnscanned = false
+
+func mapChunk(size int) chunkMemory {
+	return make([]message, size/int(unsafe.Sizeof(message{})))
+}
+
+func (c chunkMemory) base() unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(c)) }
+
+func (c chunkMemory) release() { clear(c) }
+
+func (c chunkMemory) unmap() {}
+
+func registerArenaCleanup(*msgStore, *msgArena) {}
