@@ -79,7 +79,12 @@ func (a *msgArena) free(m *message) {
 		c.free, c.used = nil, 0
 		return
 	}
-	poisonRecord(m)
+	// A freed record reads as no message (serial 0), so that a holder of
+	// a stale pointer that checks the serial (ExportCursor) never
+	// follows the indexes it held; tests fill it with garbage instead.
+	if !poisonRecord(m) {
+		*m = message{}
+	}
 	m.next, c.free = c.free, m
 }
 
@@ -108,13 +113,15 @@ func (a *msgArena) unmapAll() {
 // was.
 var poisonFreed = false
 
-func poisonRecord(m *message) {
+// poisonRecord fills m with the pattern if poisonFreed is set, and
+// reports whether it did.
+func poisonRecord(m *message) bool {
 	if !poisonFreed || !chunkMemoryUnscanned {
-		return
+		return false
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(m)), unsafe.Sizeof(*m))
 	for i := range b {
 		b[i] = 0xa5
 	}
-	m.chunk = 0xa5a5a5a5
+	return true
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -134,4 +135,23 @@ func checkMsgStore(t testing.TB, e *Engine) {
 			t.Errorf("string %q (index %d) counts %d references, has %d", str, i, got, refs[i])
 		}
 	}
+}
+
+// TestFreedRecordReadsAsNoMessage frees records without the tests'
+// poison, as in production: a freed record must read as no message
+// (serial 0, no table index), so that a holder of a stale pointer that
+// checks the serial, as ExportCursor does, never follows the indexes the
+// record held into tables that may have shrunk since.
+func TestFreedRecordReadsAsNoMessage(t *testing.T) {
+	poisonFreed = false
+	defer func() { poisonFreed = true }()
+	a := &msgArena{}
+	defer a.unmapAll()
+	keep, m := a.alloc(), a.alloc()
+	m.serial, m.ext, m.recv, m.group = 7, 3, 4, 5
+	a.free(m)
+	if m.serial != 0 || m.ext != 0 || m.recv != 0 || m.group != 0 {
+		t.Errorf("a freed record reads serial %d, ext %d, recv %d, group %d", m.serial, m.ext, m.recv, m.group)
+	}
+	runtime.KeepAlive(keep)
 }
