@@ -7,7 +7,7 @@ import (
 )
 
 // A queued message's fixed-size fields are kept in their binary form, and
-// its rarely used ones behind one pointer, so that a backlog of millions
+// its rarely used ones in a msgExt its record names by index, so that a backlog of millions
 // costs little beyond the bodies: the hex and UUID strings that results
 // carry are formatted when a message is received or inspected.
 
@@ -121,7 +121,7 @@ func lowerHex(c byte) (byte, bool) {
 
 // messageID returns m's MessageId.
 func (s *msgStore) messageID(m *message) msgID {
-	if x := s.ext(m); x != nil && x.otherID != nil {
+	if x := s.ext(m); x.otherID != nil {
 		return msgID{other: x.otherID}
 	}
 	return msgID{uuid: m.uuid}
@@ -168,51 +168,19 @@ func (s *msgStore) setMessageID(m *message, id msgID, x msgExt) {
 
 // attrs returns the message attributes kept in m; not those kept in a
 // BodyStore (see payloadOf).
-func (s *msgStore) attrs(m *message) map[string]api.MessageAttributeValue {
-	if x := s.ext(m); x != nil {
-		return x.attrs
-	}
-	return nil
-}
+func (s *msgStore) attrs(m *message) map[string]api.MessageAttributeValue { return s.ext(m).attrs }
 
 // storedAttrs returns the length of the attributes' encoding at the start
 // of m's payload in its BodyStore: 0 if there is none.
-func (s *msgStore) storedAttrs(m *message) uint32 {
-	if x := s.ext(m); x != nil {
-		return x.storedAttrs
-	}
-	return 0
-}
+func (s *msgStore) storedAttrs(m *message) uint32 { return s.ext(m).storedAttrs }
 
-func (s *msgStore) md5Attrs(m *message) string {
-	if x := s.ext(m); x != nil {
-		return x.md5Attrs
-	}
-	return ""
-}
-
-func (s *msgStore) traceHeader(m *message) string {
-	if x := s.ext(m); x != nil {
-		return x.traceHeader
-	}
-	return ""
-}
-
-func (s *msgStore) dlqSource(m *message) string {
-	if x := s.ext(m); x != nil {
-		return x.dlqSource
-	}
-	return ""
-}
+func (s *msgStore) md5Attrs(m *message) string    { return s.ext(m).md5Attrs }
+func (s *msgStore) traceHeader(m *message) string { return s.ext(m).traceHeader }
+func (s *msgStore) dlqSource(m *message) string   { return s.ext(m).dlqSource }
 
 // sentAt returns the SentTimestamp, ns: the enqueue time, unless the
 // message was moved since it was sent.
-func (s *msgStore) sentAt(m *message) int64 {
-	if x := s.ext(m); x != nil {
-		return m.enqueuedAt - x.sentBefore
-	}
-	return m.enqueuedAt
-}
+func (s *msgStore) sentAt(m *message) int64 { return m.enqueuedAt - s.ext(m).sentBefore }
 
 // setEnqueuedAt starts a new retention period at t for a message being
 // moved, keeping its sent time, and replaces its msgExt if that changes it.
@@ -232,10 +200,7 @@ func (s *msgStore) setDLQSource(m *message, arn string) {
 // changeExt replaces m's msgExt with a copy changed by change: an ext is
 // never changed in place, since a snapshot view may share it.
 func (s *msgStore) changeExt(m *message, change func(*msgExt)) {
-	var x msgExt
-	if old := s.ext(m); old != nil {
-		x = *old
-	}
+	x := *s.ext(m)
 	change(&x)
 	s.setExt(m, newMsgExt(s.messageID(m), x))
 }

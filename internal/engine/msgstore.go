@@ -15,7 +15,8 @@ package engine
 // pointers lead outside the heap, where the collector does not look.
 //
 // Records and table slots are freed by hand, so their lifetimes are kept
-// in one place: a message is made by msgStore.newMessage and ends in
+// in one place: a message is made by msgStore.newMessage (a send) or
+// msgStore.adopt (a restore) and ends in
 // msgStore.freeMessage (through queue.discard, Engine.dropBody or
 // Engine.dropBodies), and the tables' slots change only through the
 // store's setters. While a snapshot view is open, frees are held until it
@@ -123,8 +124,18 @@ func (s *msgStore) sender(m *message) string { return s.strs.get(m.sender) }
 // dedupID returns m's effective MessageDeduplicationId (FIFO).
 func (s *msgStore) dedupID(m *message) string { return s.dedups.get(m.dedupID) }
 
-// ext returns m's rarely used fields, nil if all are empty.
-func (s *msgStore) ext(m *message) *msgExt { return s.exts.get(m.ext) }
+// noExt is the msgExt of a message that has none: all empty. It is only
+// ever read.
+var noExt msgExt
+
+// ext returns m's rarely used fields, to be read only: noExt if all are
+// empty.
+func (s *msgStore) ext(m *message) *msgExt {
+	if x := s.exts.get(m.ext); x != nil {
+		return x
+	}
+	return &noExt
+}
 
 // setExt replaces m's msgExt with x (nil: none).
 func (s *msgStore) setExt(m *message, x *msgExt) {
@@ -133,15 +144,17 @@ func (s *msgStore) setExt(m *message, x *msgExt) {
 	if x != nil {
 		m.ext = s.exts.put(x)
 	}
-	s.dropExt(old)
+	dropOrHold(s, &s.exts, &s.heldExts, old)
 }
 
-func (s *msgStore) dropExt(i uint32) {
+// dropOrHold frees slot i of t, or, while a view is open, adds it to held
+// to free at unhold: a message the view saved may still name it.
+func dropOrHold[T comparable](s *msgStore, t *slotTable[T], held *[]uint32, i uint32) {
 	if s.holding && i != 0 {
-		s.heldExts = append(s.heldExts, i)
+		*held = append(*held, i)
 		return
 	}
-	s.exts.drop(i)
+	t.drop(i)
 }
 
 // recvOf returns m's receive state, all zero if it was never received here.
@@ -154,11 +167,7 @@ func (s *msgStore) setRecv(m *message, r recvState) {
 	if r != (recvState{}) {
 		m.recv = s.recvs.put(r)
 	}
-	if s.holding && old != 0 {
-		s.heldRecvs = append(s.heldRecvs, old)
-		return
-	}
-	s.recvs.drop(old)
+	dropOrHold(s, &s.recvs, &s.heldRecvs, old)
 }
 
 // slotTable is a table of values named by index, 0 naming none (the zero
