@@ -451,3 +451,37 @@ func TestExportPageWalksEveryMessageOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestExportPageAfterItsMessageMoved moves the last message an export's
+// page returned to a FIFO dead-letter queue between pages: the cursor's
+// record is then linked in the dead-letter queue's arrival list, and the
+// export of the source queue must not follow it there.
+func TestExportPageAfterItsMessageMoved(t *testing.T) {
+	h := newHarness(t)
+	dlq := h.fifoQueue("moved-dlq.fifo", nil)
+	q := h.fifoQueue("moved.fifo", map[string]string{api.AttrRedrivePolicy: redrive(dlq, 1)})
+	for i := range 5 {
+		h.sendFIFO(q, "m"+strconv.Itoa(i), "g", "d"+strconv.Itoa(i))
+	}
+	var cur ExportCursor
+	page, done, ok, err := h.e.ExportPage(q, h.now, &cur, 2, "")
+	if !ok || err != nil || done || len(page) != 2 || page[1].Body != "m1" {
+		t.Fatalf("first page: %+v done %v ok %v err %v", page, done, ok, err)
+	}
+	// Received once with no visibility timeout, each message goes to the
+	// dead-letter queue at its next receive, in order.
+	if got := h.receive(q, 10, 0); len(got) != 5 {
+		t.Fatalf("received %d messages, want 5", len(got))
+	}
+	h.advance(time.Millisecond)
+	if got := h.receive(q, 10, 0); len(got) != 0 {
+		t.Fatalf("received %d messages after their last receive, want 0 (moved)", len(got))
+	}
+	if n := h.counts(dlq); n[0] != 5 {
+		t.Fatalf("dead-letter queue counts %v, want 5 visible", n)
+	}
+	page, done, ok, err = h.e.ExportPage(q, h.now, &cur, 10, "")
+	if !ok || err != nil || !done || len(page) != 0 {
+		t.Fatalf("after the move the export of the empty source gave %d messages (%+v), done %v ok %v err %v", len(page), page, done, ok, err)
+	}
+}
