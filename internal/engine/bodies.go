@@ -59,77 +59,112 @@ func (e *Engine) bodyStore() BodyStore {
 	return e.heap
 }
 
-// keepBody stores body as m's. The message attributes (attrs, if any) go
-// with it: the store keeps a payload of their encoding (the attribute
-// section of a snapshot's message record, see snapshot_codec.go) followed
-// by the body, and keepBody returns the encoding's length, for m's ext;
-// the caller then keeps no attributes in m. A message's memory is so
-// independent of its attributes as well.
-func (e *Engine) keepBody(m *message, body string, attrs map[string]api.MessageAttributeValue) (storedAttrs uint32) {
-	if len(attrs) == 0 {
-		m.ref = e.bodyStore().Put(body)
-		return 0
-	}
+// A message's payload, what the BodyStore keeps for it, is
+//
+//	head (payloadHeadLen bytes): the MessageId's 16 bytes if it is a
+//	  canonical UUID (zero if not: the message's msgExt then holds it),
+//	  then MD5OfBody's 16 bytes
+//	the encoding of the message attributes (the attribute section of a
+//	  snapshot's message record, see snapshot_codec.go), if it has any:
+//	  msgExt.storedAttrs bytes
+//	the body
+//
+// so that neither the message's memory nor its record depends on its
+// attributes, and its record is smaller by the 32 bytes of the head: the
+// head is read with the body, which a receive reads anyway. A message
+// restored from a snapshot of format 3, whose store wrote no head, is the
+// exception: its msgExt holds the head instead (msgExt.head).
+const payloadHeadLen = 32
+
+// msgHead is a message's MessageId (if a canonical UUID) and MD5OfBody:
+// the head of its payload.
+type msgHead struct {
+	uuid, md5 [16]byte
+}
+
+// payload is a message's payload as read back, split.
+type payload struct {
+	head    msgHead
+	section string // the message attributes' encoding, "" if none
+	body    string
+}
+
+// keepBody stores m's payload: head, the encoding of attrs and body. It
+// returns the encoding's length, for m's msgExt.
+func (e *Engine) keepBody(m *message, head msgHead, body string, attrs map[string]api.MessageAttributeValue) (storedAttrs uint32) {
 	e.attrBuf.buf = e.attrBuf.buf[:0]
-	e.attrBuf.attrs(attrs)
-	m.ref = putPayload(e.bodyStore(), e.attrBuf.buf, body)
+	if len(attrs) > 0 {
+		e.attrBuf.attrs(attrs)
+	}
+	m.ref = putPayload(e.bodyStore(), head, e.attrBuf.buf, body)
 	return uint32(len(e.attrBuf.buf))
 }
 
-// putPayload keeps in s the payload of a message whose attributes are
-// kept with its body: their encoding, section, then the body.
-func putPayload(s BodyStore, section []byte, body string) BodyRef {
+// putPayload keeps in s the payload of head, section (the encoding of the
+// message attributes) and body.
+func putPayload(s BodyStore, head msgHead, section []byte, body string) BodyRef {
 	var b strings.Builder
-	b.Grow(len(section) + len(body))
+	b.Grow(payloadHeadLen + len(section) + len(body))
+	b.Write(head.uuid[:])
+	b.Write(head.md5[:])
 	b.Write(section)
 	b.WriteString(body)
 	return s.Put(b.String())
 }
 
-// storedPayload returns m's body and, if the store keeps m's attributes
-// with it, their encoding (section; "" if not), read from the store.
-func storedPayload(s BodyStore, ms *msgStore, m *message) (section, body string, err error) {
+// readPayload reads m's payload back from s.
+func readPayload(s BodyStore, ms *msgStore, m *message) (payload, error) {
 	p, err := s.Get(m.ref)
 	if err != nil {
-		return "", "", err
+		return payload{}, err
 	}
-	return splitPayload(p, ms.storedAttrs(m))
+	x := ms.ext(m)
+	out, err := splitPayload(p, x.head == nil, x.storedAttrs)
+	if x.head != nil {
+		out.head = *x.head
+	}
+	return out, err
 }
 
-// payloadOf returns m's body and message attributes, the attributes read
-// from the store if they are kept there.
-func payloadOf(s BodyStore, ms *msgStore, m *message) (string, map[string]api.MessageAttributeValue, error) {
-	section, body, err := storedPayload(s, ms, m)
+// splitPayload cuts a payload into its parts: its head, if it has one
+// (withHead), the n bytes after it (the message attributes' encoding) and
+// the body.
+func splitPayload(p string, withHead bool, n uint32) (payload, error) {
+	var out payload
+	if withHead {
+		if len(p) < payloadHeadLen {
+			return payload{}, fmt.Errorf("engine: a payload of %d bytes is shorter than its head", len(p))
+		}
+		copy(out.head.uuid[:], p[:16])
+		copy(out.head.md5[:], p[16:32])
+		p = p[payloadHeadLen:]
+	}
+	if uint64(n) > uint64(len(p)) {
+		return payload{}, fmt.Errorf("engine: a payload of %d bytes cannot hold %d bytes of message attributes", len(p), n)
+	}
+	out.section, out.body = p[:n], p[n:]
+	return out, nil
+}
+
+// payloadOf reads m's payload back from s, and decodes its message
+// attributes: those kept in m's msgExt if the payload holds none.
+func payloadOf(s BodyStore, ms *msgStore, m *message) (payload, map[string]api.MessageAttributeValue, error) {
+	p, err := readPayload(s, ms, m)
 	switch {
 	case err != nil:
-		return "", nil, err
-	case section == "":
-		return body, ms.attrs(m), nil
+		return payload{}, nil, err
+	case p.section == "":
+		return p, ms.attrs(m), nil
 	}
-	r := recordReader{buf: []byte(section)}
+	r := recordReader{buf: []byte(p.section)}
 	attrs := r.attrs()
 	if r.err == nil && len(r.buf) > 0 {
 		r.err = errShortRecord
 	}
 	if r.err != nil {
-		return "", nil, fmt.Errorf("engine: the message attributes of body %v: %w", m.ref, r.err)
+		return payload{}, nil, fmt.Errorf("engine: the message attributes of body %v: %w", m.ref, r.err)
 	}
-	return body, attrs, nil
-}
-
-// bodyOf returns m's body, read from the store.
-func bodyOf(s BodyStore, ms *msgStore, m *message) (string, error) {
-	_, body, err := storedPayload(s, ms, m)
-	return body, err
-}
-
-// splitPayload cuts a payload kept in a store into the encoding of the
-// message attributes, its first n bytes, and the body.
-func splitPayload(p string, n uint32) (section, body string, err error) {
-	if uint64(n) > uint64(len(p)) {
-		return "", "", fmt.Errorf("engine: a payload of %d bytes cannot start with %d bytes of message attributes", len(p), n)
-	}
-	return p[:n], p[n:], nil
+	return p, attrs, nil
 }
 
 // dropBody ends m, which is leaving the engine and is in no queue: it

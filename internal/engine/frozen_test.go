@@ -15,7 +15,7 @@ import (
 )
 
 // regenerate rewrites the fixtures of the snapshot formats this engine
-// writes (versions 2 and 3): `go test ./internal/engine -run Frozen
+// writes (versions 2 and 4): `go test ./internal/engine -run Frozen
 // -engine.regenerate`, when a version is added. Older fixtures are never
 // rewritten: they are what an older fifoq wrote
 // (testdata/snapshots/README.md).
@@ -23,8 +23,8 @@ var regenerate = flag.Bool("engine.regenerate", false, "write the fixtures of th
 
 // snapshotFixture is the JSON beside a snapshot fixture: where and when
 // the engine that wrote it was observed, and what it answered
-// (frozentest.Observe); for a snapshot of format 3, the bodies its store
-// held, by BodyRef.Off (File 1).
+// (frozentest.Observe); for a snapshot of format 3 or 4, the payloads its
+// store held, by BodyRef.Off (File 1).
 type snapshotFixture struct {
 	Region, Account string
 	Now             int64
@@ -47,7 +47,7 @@ func TestFrozenSnapshotFormats(t *testing.T) {
 	if *regenerate {
 		writeCurrentSnapshotFixtures(t)
 	}
-	for _, v := range []int{1, 2, 3} {
+	for _, v := range []int{1, 2, 3, 4} {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			name := filepath.Join("testdata", "snapshots", fmt.Sprintf("v%d", v))
 			data, err := os.ReadFile(name + ".bin")
@@ -68,35 +68,78 @@ func TestFrozenSnapshotFormats(t *testing.T) {
 			if err := engine.VerifySnapshot(bytes.NewReader(data)); err != nil {
 				t.Fatal(err)
 			}
-			if v == 3 {
-				// Its bodies are in a store: put them back, as a node
-				// does for another (InlineBodies), to restore anywhere.
+			if v < 3 {
+				checkFrozenRestore(t, name, &fx, data, nil)
+				return
+			}
+			// Its bodies are in a store. A node restarting beside the
+			// store restores it as it is...
+			store := &fixtureStore{payloads: fx.Bodies}
+			checkFrozenRestore(t, name, &fx, data, store)
+			// ...and writes its next snapshot by reference from that
+			// state, a version 4 one, whatever its store's payloads
+			// were written by.
+			e := engine.New(engine.Config{Region: fx.Region, Bodies: store})
+			if err := e.Restore(bytes.NewReader(data)); err != nil {
+				t.Fatal(err)
+			}
+			again, err := engine.FrozenSnapshotByRef(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := binary.BigEndian.Uint32(again[8:12]); got != 4 {
+				t.Fatalf("a snapshot by reference is of format %d, want 4", got)
+			}
+			// Another node gets the bodies put back (InlineBodies):
+			// format 2, restored anywhere.
+			for _, snap := range [][]byte{data, again} {
 				var inline bytes.Buffer
-				err := engine.InlineBodies(&inline, bytes.NewReader(data), func(r engine.BodyRef) (string, error) {
-					if r.File != 1 || int(r.Off) >= len(fx.Bodies) || len(fx.Bodies[r.Off]) != int(r.Len) {
-						return "", fmt.Errorf("no body %+v in the fixture", r)
-					}
-					return string(fx.Bodies[r.Off]), nil
-				})
-				if err != nil {
+				if err := engine.InlineBodies(&inline, bytes.NewReader(snap), store.Get); err != nil {
 					t.Fatal(err)
 				}
-				data = inline.Bytes()
-			}
-			e := engine.New(engine.Config{Region: fx.Region})
-			if err := e.Restore(bytes.NewReader(data)); err != nil {
-				t.Fatalf("today's engine cannot restore the snapshot an older one wrote: %v", err)
-			}
-			got := frozentest.JSON(frozentest.Observe(e, fx.Account, fx.Now, fx.Probes))
-			if d, err := frozentest.Diff(fx.Observations, got); err != nil || d != "" {
-				t.Errorf("the state restored from %s answers differently than the state that wrote it (%v):\n%s", name, err, d)
+				checkFrozenRestore(t, name, &fx, inline.Bytes(), nil)
 			}
 		})
 	}
 }
 
+// checkFrozenRestore restores data into an engine (with store as its
+// BodyStore, if not nil) and checks that it answers as fx says the engine
+// that wrote it did.
+func checkFrozenRestore(t *testing.T, name string, fx *snapshotFixture, data []byte, store engine.BodyStore) {
+	t.Helper()
+	e := engine.New(engine.Config{Region: fx.Region, Bodies: store})
+	if err := e.Restore(bytes.NewReader(data)); err != nil {
+		t.Fatalf("today's engine cannot restore the snapshot an older one wrote: %v", err)
+	}
+	got := frozentest.JSON(frozentest.Observe(e, fx.Account, fx.Now, fx.Probes))
+	if d, err := frozentest.Diff(fx.Observations, got); err != nil || d != "" {
+		t.Errorf("the state restored from %s answers differently than the state that wrote it (%v):\n%s", name, err, d)
+	}
+}
+
+// fixtureStore is a BodyStore holding a fixture's payloads, by
+// BodyRef.Off in file 1; payloads put later go after them.
+type fixtureStore struct {
+	payloads [][]byte
+}
+
+func (s *fixtureStore) Put(body string) engine.BodyRef {
+	s.payloads = append(s.payloads, []byte(body))
+	return engine.BodyRef{File: 1, Off: uint32(len(s.payloads) - 1), Len: uint32(len(body))}
+}
+
+func (s *fixtureStore) Get(r engine.BodyRef) (string, error) {
+	if r.File != 1 || int(r.Off) >= len(s.payloads) || len(s.payloads[r.Off]) != int(r.Len) {
+		return "", fmt.Errorf("no body %+v in the fixture", r)
+	}
+	return string(s.payloads[r.Off]), nil
+}
+
+func (s *fixtureStore) Release(engine.BodyRef) {}
+
 // writeCurrentSnapshotFixtures writes the fixtures of formats 2 (what
-// Snapshot writes) and 3 (bodies by reference, what a node writes for
+// Snapshot writes) and 4 (bodies by reference, what a node writes for
 // itself).
 func writeCurrentSnapshotFixtures(t *testing.T) {
 	for _, refs := range []bool{false, true} {

@@ -245,15 +245,15 @@ func stateAt(m *message, t int64) MessageState {
 }
 
 func peeked(q *queue, m *message, t int64, maxBody int, bodies BodyStore) PeekedMessage {
-	body, attrs, err := payloadOf(bodies, q.ms, m)
+	pl, attrs, err := payloadOf(bodies, q.ms, m)
 	if err != nil {
 		// The operator sees that the body is damaged, never another.
-		body = "(the body cannot be read: " + err.Error() + ")"
+		pl.body = "(the body cannot be read: " + err.Error() + ")"
 	}
 	p := PeekedMessage{
-		MessageID:           q.ms.messageID(m).String(),
-		Body:                body,
-		BodyBytes:           len(body),
+		MessageID:           q.ms.messageID(m, pl.head).String(),
+		Body:                pl.body,
+		BodyBytes:           len(pl.body),
 		MessageAttributes:   attrs,
 		Size:                int(m.size),
 		GroupID:             q.ms.group(m),

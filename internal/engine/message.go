@@ -17,7 +17,7 @@ const (
 // links and heap positions, rebuilt from that state).
 //
 // The layout is chosen for a backlog of millions (see message_compact.go
-// and msgstore.go): 152 bytes in a msgArena, outside the garbage-collected
+// and msgstore.go): 120 bytes in a msgArena, outside the garbage-collected
 // heap, so it holds no pointer but to other records. What it refers to on
 // the heap, it names by index into its msgStore's tables (ext, recv,
 // dedupID, group, sender; 0 is none). The body is elsewhere (a BodyStore,
@@ -35,9 +35,6 @@ type message struct {
 
 	prev, next   *message // index: FIFO: the group's list; standard: the tenant's visible list; a free record's next free one
 	aprev, anext *message // index: the queue's arrival list (retention order)
-
-	uuid    [16]byte // MessageId, if a canonical UUID (see messageID)
-	md5Body [16]byte // MD5OfBody
 
 	ref        BodyRef // where the engine's BodyStore keeps the body
 	ext        uint32  // msgStore.exts: attributes, trace header, dead-letter source, other MessageId, sent time if moved

@@ -119,12 +119,13 @@ func lowerHex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// messageID returns m's MessageId.
-func (s *msgStore) messageID(m *message) msgID {
+// messageID returns the MessageId of m, whose payload's head (or
+// msgExt.head) is h.
+func (s *msgStore) messageID(m *message, h msgHead) msgID {
 	if x := s.ext(m); x.otherID != nil {
 		return msgID{other: x.otherID}
 	}
-	return msgID{uuid: m.uuid}
+	return msgID{uuid: h.uuid}
 }
 
 // msgExt holds the fields most messages leave empty. It is never changed
@@ -132,38 +133,36 @@ func (s *msgStore) messageID(m *message) msgID {
 // change replaces it.
 type msgExt struct {
 	// The message attributes are in attrs, or, if storedAttrs is not 0,
-	// the first storedAttrs bytes of the payload a BodyStore keeps for
-	// the message (see keepBody).
+	// the storedAttrs bytes after the head of the payload a BodyStore
+	// keeps for the message (see keepBody).
 	attrs       map[string]api.MessageAttributeValue
 	storedAttrs uint32
 	md5Attrs    string  // MD5 of all of the attributes
 	traceHeader string  // AWSTraceHeader system attribute
 	dlqSource   string  // DeadLetterQueueSourceArn
 	otherID     *string // the MessageId if it is not a canonical UUID (see msgID)
+	// head is the MessageId and MD5OfBody of a message whose payload
+	// begins without them: one restored from a snapshot of format 3. nil
+	// for every other message, whose payload begins with them.
+	head *msgHead
 	// sentBefore is how long before its enqueue time (message.enqueuedAt)
 	// the message was sent, ns: 0 unless it was moved, which starts a new
 	// enqueue time and keeps the sent time.
 	sentBefore int64
 }
 
-// newMsgExt returns the msgExt of the given fields, nil if all are empty.
-// id is the message's MessageId: only one that is not a canonical UUID
-// goes here. x.otherID is ignored.
+// newMsgExt returns x as a message keeps it: nil if all its fields are
+// empty. id is the message's MessageId: only one that is not a canonical
+// UUID goes into it (otherID), replacing x.otherID.
 func newMsgExt(id msgID, x msgExt) *msgExt {
 	if len(x.attrs) == 0 {
 		x.attrs = nil
 	}
 	x.otherID = id.other
-	if x.attrs == nil && x.storedAttrs == 0 && x.md5Attrs == "" && x.traceHeader == "" && x.dlqSource == "" && x.otherID == nil && x.sentBefore == 0 {
+	if x.attrs == nil && x.storedAttrs == 0 && x.md5Attrs == "" && x.traceHeader == "" && x.dlqSource == "" && x.otherID == nil && x.head == nil && x.sentBefore == 0 {
 		return nil
 	}
 	return &x
-}
-
-// setMessageID sets m's MessageId and rarely used fields.
-func (s *msgStore) setMessageID(m *message, id msgID, x msgExt) {
-	m.uuid = id.uuid
-	s.setExt(m, newMsgExt(id, x))
 }
 
 // attrs returns the message attributes kept in m; not those kept in a
@@ -202,8 +201,8 @@ func (s *msgStore) setDLQSource(m *message, arn string) {
 func (s *msgStore) changeExt(m *message, change func(*msgExt)) {
 	x := *s.ext(m)
 	change(&x)
-	s.setExt(m, newMsgExt(s.messageID(m), x))
+	s.setExt(m, newMsgExt(msgID{other: x.otherID}, x))
 }
 
 // bodyMD5 returns MD5OfBody, in hex.
-func (m *message) bodyMD5() string { return hex.EncodeToString(m.md5Body[:]) }
+func (h *msgHead) bodyMD5() string { return hex.EncodeToString(h.md5[:]) }

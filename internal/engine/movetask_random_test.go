@@ -437,15 +437,15 @@ func (r *mtRun) observe() map[api.QueueKey]map[string][]string {
 		if r.m.fifo {
 			for g, fg := range q.groups {
 				for m := fg.head; m != nil; m = m.next {
-					groups[g] = append(groups[g], q.ms.messageID(m).String())
+					groups[g] = append(groups[g], testMessageID(q, m))
 				}
 			}
 		} else {
 			for m := q.arrivalHead; m != nil; m = m.anext {
-				groups[""] = append(groups[""], q.ms.messageID(m).String())
+				groups[""] = append(groups[""], testMessageID(q, m))
 			}
 			for _, m := range q.aged.items {
-				groups[""] = append(groups[""], q.ms.messageID(m).String())
+				groups[""] = append(groups[""], testMessageID(q, m))
 			}
 			slices.Sort(groups[""])
 		}

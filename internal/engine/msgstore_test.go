@@ -155,3 +155,12 @@ func TestFreedRecordReadsAsNoMessage(t *testing.T) {
 	}
 	runtime.KeepAlive(keep)
 }
+
+// testMessageID returns m's MessageId, read from its payload.
+func testMessageID(q *queue, m *message) string {
+	p, err := readPayload(q.bodies, q.ms, m)
+	if err != nil {
+		panic(err)
+	}
+	return q.ms.messageID(m, p.head).String()
+}

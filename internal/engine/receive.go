@@ -184,23 +184,23 @@ func (s *selection) result(q *queue, msgs []*message) *api.ReceiveMessageResult 
 // render builds the received form of a message, with the receipt handle of
 // its current receive.
 func (s *selection) render(q *queue, m *message) api.Message {
-	out := api.Message{
-		MessageId:     q.ms.messageID(m).String(),
-		ReceiptHandle: encodeHandle(q.handleTag, m.serial, q.ms.nonce(m)),
-		MD5OfBody:     m.bodyMD5(),
-	}
-	var body string
+	var p payload
 	var attrs map[string]api.MessageAttributeValue
 	var err error
 	if s.wantsAttrs() {
-		body, attrs, err = payloadOf(s.bodies, q.ms, m)
+		p, attrs, err = payloadOf(s.bodies, q.ms, m)
 	} else {
-		body, err = bodyOf(s.bodies, q.ms, m)
+		p, err = readPayload(s.bodies, q.ms, m)
 	}
 	if err != nil && s.err == nil {
 		s.err = err
 	}
-	out.Body = body
+	out := api.Message{
+		MessageId:     q.ms.messageID(m, p.head).String(),
+		ReceiptHandle: encodeHandle(q.handleTag, m.serial, q.ms.nonce(m)),
+		MD5OfBody:     p.head.bodyMD5(),
+		Body:          p.body,
+	}
 	sys := map[string]string{}
 	add := func(name, value string, present bool) {
 		if present && s.wantSys(name) {

@@ -247,18 +247,18 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	}
 
 	e.serial++
-	md5Body, _ := parseMD5(out.md5Body) // api.MD5OfBody's lowercase hex
+	id := makeMsgID(newMessageID(cmd, i, e.serial))
+	head := msgHead{uuid: id.uuid}
+	head.md5, _ = parseMD5(out.md5Body) // api.MD5OfBody's lowercase hex
 	m := e.ms.newMessage(in.groupID, cmd.Caller, dedupID)
-	m.serial, m.md5Body, m.size, m.enqueuedAt = e.serial, md5Body, int32(size), now
+	m.serial, m.size, m.enqueuedAt = e.serial, int32(size), now
 	trace := ""
 	if v, ok := in.sysAttrs[api.MsgAttrAWSTraceHeader]; ok && v.StringValue != nil {
 		trace = *v.StringValue
 	}
-	x := msgExt{attrs: in.attrs, md5Attrs: out.md5Attrs, traceHeader: trace}
-	if x.storedAttrs = e.keepBody(m, in.body, in.attrs); x.storedAttrs > 0 {
-		x.attrs = nil
-	}
-	e.ms.setMessageID(m, makeMsgID(newMessageID(cmd, i, e.serial)), x)
+	x := msgExt{md5Attrs: out.md5Attrs, traceHeader: trace}
+	x.storedAttrs = e.keepBody(m, head, in.body, in.attrs)
+	e.ms.setExt(m, newMsgExt(id, x))
 	delay := q.attrs.DelaySeconds
 	if in.delay != nil && !q.fifo {
 		delay = *in.delay
@@ -267,13 +267,13 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 	if q.fifo {
 		m.seq = q.nextSeq(now)
 		out.seq = strconv.FormatUint(m.seq, 10)
-		q.dedup.push(dedupRecord{key: key, at: now, seq: m.seq}, e.ms.messageID(m))
+		q.dedup.push(dedupRecord{key: key, at: now, seq: m.seq}, id)
 		q.noteDue(now + int64(api.DeduplicationInterval))
 	}
 	q.insert(m, now)
 	if m.state == stateVisible {
 		e.wake(q.key)
 	}
-	out.messageID = e.ms.messageID(m).String()
+	out.messageID = id.String()
 	return out, nil
 }

@@ -78,56 +78,35 @@ func (w *recordWriter) bytes(b []byte) {
 
 func (w *recordWriter) message(m *message, aged bool) {
 	if w.byRef && m.ref.File != 0 {
-		w.messageByRef(m, aged)
-		return
+		switch x := w.ms.ext(m); {
+		case x.head != nil:
+			w.messageByRef(m, x.head, aged)
+			return
+		case len(x.attrs) == 0:
+			w.messageByPayload(m, aged)
+			return
+		}
 	}
-	body, section := w.payload(m)
+	p := w.payload(m)
+	id := w.ms.messageID(m, p.head)
 	if !w.byRef {
-		w.head(m)
-		w.str(body)
-		w.attrSection(m, section)
+		w.head(m.serial, id)
+		w.str(p.body)
+		w.attrSection(m, p.section)
+		w.md5Body(p.head.md5)
 		w.rest(m, aged)
 		return
 	}
-	// Version 3: the head and the tail as byte strings around the body
-	// field, so that InlineBodies rewrites the body field alone.
+	// Version 3 and later: the head and the tail as byte strings around
+	// the body field, so that InlineBodies rewrites the body field alone.
 	w.beginBytes()
-	w.head(m)
+	w.head(m.serial, id)
 	w.endBytes()
 	w.byte(bodyInline)
-	w.str(body)
+	w.str(p.body)
 	w.beginBytes()
-	w.attrSection(m, section)
-	w.rest(m, aged)
-	w.endBytes()
-}
-
-// messageByRef writes the version 3 record of a message whose body is
-// kept in the store. Its body field refers to the payload, which holds
-// the message attributes too if the store keeps them; the tail then
-// lacks them.
-func (w *recordWriter) messageByRef(m *message, aged bool) {
-	w.beginBytes()
-	w.head(m)
-	w.endBytes()
-	n := w.ms.storedAttrs(m)
-	if n > 0 {
-		w.byte(bodyAndAttrsByRef)
-	} else {
-		w.byte(bodyByRef)
-	}
-	w.uvarint(uint64(m.ref.File))
-	w.uvarint(uint64(m.ref.Off))
-	w.uvarint(uint64(m.ref.Len))
-	if n > 0 {
-		w.uvarint(uint64(n))
-	}
-	// A chunk holds about snapChunkBytes once its bodies are inline.
-	w.inlined += int(m.ref.Len)
-	w.beginBytes()
-	if n == 0 {
-		w.attrs(w.ms.attrs(m))
-	}
+	w.attrSection(m, p.section)
+	w.md5Body(p.head.md5)
 	w.rest(m, aged)
 	w.endBytes()
 }
@@ -146,22 +125,19 @@ func (w *recordWriter) endBytes() {
 }
 
 // head writes the fields of a message record before its body.
-func (w *recordWriter) head(m *message) {
-	w.uvarint(m.serial)
-	id := w.ms.messageID(m)
+func (w *recordWriter) head(serial uint64, id msgID) {
+	w.uvarint(serial)
 	w.uvarint(uint64(id.len()))
 	w.buf = id.appendTo(w.buf)
 }
 
-// payload returns m's body, read back from the store if it is kept
-// there, and the encoding of its message attributes if the store keeps
-// them too ("" if not).
-func (w *recordWriter) payload(m *message) (body, section string) {
-	section, body, err := storedPayload(w.bodies, w.ms, m)
+// payload returns m's payload, read back from the store.
+func (w *recordWriter) payload(m *message) payload {
+	p, err := readPayload(w.bodies, w.ms, m)
 	if err != nil && w.err == nil {
 		w.err = err
 	}
-	return body, section
+	return p
 }
 
 // attrSection writes m's message attributes: section, their encoding
@@ -204,10 +180,15 @@ func (w *recordWriter) attrs(attrs map[string]api.MessageAttributeValue) {
 	}
 }
 
-// rest writes the fields of a message record after its attributes.
+// md5Body writes MD5OfBody, the field of a message record after its
+// attributes, as 32 hex digits.
+func (w *recordWriter) md5Body(md5 [16]byte) {
+	w.uvarint(2 * uint64(len(md5)))
+	w.buf = hex.AppendEncode(w.buf, md5[:])
+}
+
+// rest writes the fields of a message record after MD5OfBody.
 func (w *recordWriter) rest(m *message, aged bool) {
-	w.uvarint(2 * uint64(len(m.md5Body)))
-	w.buf = hex.AppendEncode(w.buf, m.md5Body[:])
 	w.str(w.ms.md5Attrs(m))
 	w.str(w.ms.traceHeader(m))
 	w.str(w.ms.sender(m))
@@ -373,25 +354,28 @@ type decodedMessage struct {
 	group, sender, dlqSource []byte
 	aged                     bool
 	id                       msgID
+	md5                      [16]byte
 	// The fields of m.ext, which the restorer makes once dlqSource is
 	// interned.
 	attrs                 map[string]api.MessageAttributeValue
 	storedAttrs           uint32
 	md5Attrs, traceHeader string
 	sentAt                int64
+	head                  *msgHead // if the payload in the store lacks it
 }
 
 // message reads a message record into d, which must be zero.
 func (r *recordReader) message(d *decodedMessage) error {
 	if r.version < snapVersionRefs {
-		r.head(d)
+		d.m.serial, d.id = r.head()
 		body := r.str()
-		section, err := r.tail(d, true)
+		section, err := r.tail(d, true, true)
 		r.keep(d, body, section)
 		return cmp.Or(err, r.err)
 	}
 	head := recordReader{buf: r.raw()}
-	head.head(d)
+	var id []byte
+	d.m.serial, id = head.headRaw()
 	if head.err == nil && len(head.buf) > 0 {
 		head.err = errors.New("unread bytes after the message's id")
 	}
@@ -399,81 +383,62 @@ func (r *recordReader) message(d *decodedMessage) error {
 	switch {
 	case err != nil:
 		return err
+	case f.kind == bodyPayloadByRef && r.version < snapVersionHeads:
+		return fmt.Errorf("a body field of kind %d in a snapshot of format %d", f.kind, r.version)
 	case f.ref.File != 0 && !r.external:
 		return errors.New("a body kept in a body store this engine does not have")
 	case f.ref.File != 0:
 		d.m.ref, d.storedAttrs = f.ref, f.attrs
 	}
+	// The MessageId of a record whose payload holds it is named here only
+	// if it is not a canonical UUID.
+	if f.kind != bodyPayloadByRef || len(id) > 0 {
+		d.id = makeMsgIDBytes(id)
+	}
 	tail := recordReader{buf: r.raw()}
-	section, err := tail.tail(d, f.attrs == 0)
+	section, err := tail.tail(d, f.kind == bodyInline || f.kind == bodyByRef, f.kind != bodyPayloadByRef)
 	if err == nil && len(tail.buf) > 0 {
 		err = errors.New("unread bytes after the message record")
 	}
-	if f.ref.File == 0 {
+	switch f.kind {
+	case bodyInline:
 		r.keep(d, f.body, section)
+	case bodyByRef, bodyAndAttrsByRef:
+		d.head = &msgHead{uuid: d.id.uuid, md5: d.md5}
 	}
 	return cmp.Or(head.err, r.err, err)
 }
 
 // head reads the fields of a message record before its body.
-func (r *recordReader) head(d *decodedMessage) {
-	d.m.serial = r.uvarint()
-	d.id = makeMsgIDBytes(r.raw())
+func (r *recordReader) head() (serial uint64, id msgID) {
+	serial, raw := r.headRaw()
+	return serial, makeMsgIDBytes(raw)
 }
 
-// keep gives d the body read, into the store if there is one, with the
-// message attributes (section, their encoding) if it has any.
+// headRaw is head, with the MessageId as read.
+func (r *recordReader) headRaw() (serial uint64, id []byte) {
+	serial = r.uvarint()
+	return serial, r.raw()
+}
+
+// keep gives d the body read, into the store (there always is one: the
+// engine's table in memory if no other) with its head and the message
+// attributes (section, their encoding) if it has any.
 func (r *recordReader) keep(d *decodedMessage, body string, section []byte) {
-	switch {
-	case r.err != nil:
-	case len(d.attrs) == 0:
-		d.m.ref = r.bodies.Put(body)
-	default:
-		d.m.ref = putPayload(r.bodies, section, body)
-		d.storedAttrs, d.attrs = uint32(len(section)), nil
+	if r.err != nil {
+		return
 	}
-}
-
-// bodyField is the body field of a version 3 message record: the body, or
-// the reference of the payload a store keeps (ref.File not 0), whose first
-// attrs bytes are the message attributes if attrs is not 0.
-type bodyField struct {
-	body  string
-	ref   BodyRef
-	attrs uint32
-}
-
-// bodyField reads the body field of a version 3 message record.
-func (r *recordReader) bodyField() (bodyField, error) {
-	var f bodyField
-	switch kind := r.byte(); {
-	case r.err != nil:
-		return f, r.err
-	case kind == bodyInline:
-		f.body = r.str()
-		return f, r.err
-	case kind == bodyByRef || kind == bodyAndAttrsByRef:
-		f.ref = BodyRef{File: r.uint32(), Off: r.uint32(), Len: r.uint32()}
-		if kind == bodyAndAttrsByRef {
-			f.attrs = r.uint32()
-		}
-		switch {
-		case r.err != nil:
-			return bodyField{}, r.err
-		case f.ref.File == 0:
-			return bodyField{}, errors.New("a body reference to no file")
-		case kind == bodyAndAttrsByRef && (f.attrs == 0 || f.attrs > f.ref.Len):
-			return bodyField{}, fmt.Errorf("%d bytes of message attributes in a payload of %d", f.attrs, f.ref.Len)
-		}
-		return f, nil
-	default:
-		return f, fmt.Errorf("body field of kind %d", kind)
+	if len(d.attrs) == 0 {
+		section = nil
 	}
+	d.m.ref = putPayload(r.bodies, msgHead{uuid: d.id.uuid, md5: d.md5}, section, body)
+	d.storedAttrs, d.attrs = uint32(len(section)), nil
 }
 
 // tail reads the fields of a message record after its body: the message
-// attributes, if withAttrs, returning their encoding, then the rest.
-func (r *recordReader) tail(d *decodedMessage, withAttrs bool) (section []byte, err error) {
+// attributes, if withAttrs, returning their encoding, MD5OfBody, if
+// withMD5, then the rest.
+func (r *recordReader) tail(d *decodedMessage, withAttrs, withMD5 bool) (section []byte, err error) {
 	if withAttrs {
 		start := r.buf
 		d.attrs = r.attrs()
@@ -482,7 +447,21 @@ func (r *recordReader) tail(d *decodedMessage, withAttrs bool) (section []byte, 
 		}
 		section = start[:len(start)-len(r.buf)]
 	}
+	if withMD5 {
+		if d.md5, err = r.md5Body(); err != nil {
+			return nil, err
+		}
+	}
 	return section, r.rest(d)
+}
+
+// md5Body reads MD5OfBody.
+func (r *recordReader) md5Body() ([16]byte, error) {
+	md5, ok := parseMD5(r.raw())
+	if !ok && r.err == nil {
+		return md5, errors.New("MD5OfBody is not 32 lowercase hex digits")
+	}
+	return md5, r.err
 }
 
 // attrs reads the attribute section of a message record.
@@ -530,14 +509,9 @@ func (r *recordReader) attrs() map[string]api.MessageAttributeValue {
 	return attrs
 }
 
-// rest reads the fields of a message record after its attributes.
+// rest reads the fields of a message record after MD5OfBody.
 func (r *recordReader) rest(d *decodedMessage) error {
 	m := &d.m
-	if md5, ok := parseMD5(r.raw()); ok {
-		m.md5Body = md5
-	} else if r.err == nil {
-		return errors.New("MD5OfBody is not 32 lowercase hex digits")
-	}
 	d.md5Attrs = r.str()
 	d.traceHeader = r.str()
 	d.sender = r.raw()

@@ -141,14 +141,15 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	}
 	ld.lastSeq = m.seq
 	m = rs.e.ms.adopt(m, d.group, d.sender, d.dedupID, d.recv)
-	rs.e.ms.setMessageID(m, d.id, msgExt{
+	rs.e.ms.setExt(m, newMsgExt(d.id, msgExt{
 		attrs:       d.attrs,
 		storedAttrs: d.storedAttrs,
 		md5Attrs:    d.md5Attrs,
 		traceHeader: d.traceHeader,
 		dlqSource:   rs.intern(d.dlqSource),
+		head:        d.head,
 		sentBefore:  m.enqueuedAt - d.sentAt,
-	})
+	}))
 	// Serials are checked unique across queues at the end (rs.serials).
 	if q.ms.handleable(m) {
 		q.handles[m.serial] = m

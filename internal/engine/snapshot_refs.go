@@ -10,13 +10,13 @@ import (
 )
 
 // A snapshot of an engine that keeps its bodies in a BodyStore may refer
-// to them instead of carrying them (format version 3): what the node that
-// keeps the store writes for itself, so that a snapshot of a backlog of
-// many GiB costs the records of its messages, not a copy of its bodies,
-// and a restart finds the bodies where they are. Such a snapshot is only
-// good beside the store it refers to: InlineBodies turns it into one of
-// version 2, with the bodies in it, for another node or a file that
-// leaves this one.
+// to them instead of carrying them (format versions 3 and 4): what the
+// node that keeps the store writes for itself, so that a snapshot of a
+// backlog of many GiB costs the records of its messages, not a copy of
+// its bodies, and a restart finds the bodies where they are. Such a
+// snapshot is only good beside the store it refers to: InlineBodies turns
+// it into one of version 2, with the bodies in it, for another node or a
+// file that leaves this one.
 //
 // A version 3 message record is the version 2 record cut around its body,
 // so that the body can be put back without decoding the rest:
@@ -34,21 +34,139 @@ import (
 // that the payload's first attrs bytes put back in front of it make the
 // version 2 tail.
 //
+// Version 4 adds a kind, for the payloads that begin with the message's
+// MessageId and MD5OfBody (see payloadHeadLen), as every payload the
+// engine writes now does:
+//
+//	bodyPayloadByRef, then File, Off, Len and attrs uvarints
+//
+// The payload is the head, attrs bytes of message attributes (possibly
+// none), and the body. The record's head names the MessageId only if it
+// is not a canonical UUID (an empty id string if it is), and its tail
+// begins after MD5OfBody: InlineBodies puts the MessageId, the attribute
+// section and MD5OfBody back from the payload. Records of the other kinds
+// are as in version 3: a message restored from a version 3 snapshot keeps
+// a payload without a head.
+//
 // Everything else is as in version 2. A writer fills a chunk by the bytes
 // its records would take with their bodies in them, so that the chunks of
 // the version 2 snapshot InlineBodies makes are no larger than a writer
 // of version 2 would have made them.
-const snapVersionRefs = 3
+const (
+	snapVersionRefs  = 3
+	snapVersionHeads = 4
+)
 
-// The kinds of a version 3 record's body field.
+// The kinds of a version 3 or 4 record's body field.
 const (
 	bodyInline        byte = 0
 	bodyByRef         byte = 1
 	bodyAndAttrsByRef byte = 2
+	bodyPayloadByRef  byte = 3 // version 4
 )
 
+// messageByRef writes the record of a message whose body is kept in the
+// store without its MessageId and MD5OfBody (head): a message restored
+// from a snapshot of format 3 by reference. Its body field refers to the
+// payload, which holds the message attributes too if the store keeps
+// them; the tail then lacks them.
+func (w *recordWriter) messageByRef(m *message, head *msgHead, aged bool) {
+	w.beginBytes()
+	w.head(m.serial, w.ms.messageID(m, *head))
+	w.endBytes()
+	n := w.ms.storedAttrs(m)
+	if n > 0 {
+		w.byte(bodyAndAttrsByRef)
+	} else {
+		w.byte(bodyByRef)
+	}
+	w.ref(m.ref)
+	if n > 0 {
+		w.uvarint(uint64(n))
+	}
+	w.beginBytes()
+	if n == 0 {
+		w.attrs(w.ms.attrs(m))
+	}
+	w.md5Body(head.md5)
+	w.rest(m, aged)
+	w.endBytes()
+}
+
+// messageByPayload writes the version 4 record of a message whose payload
+// in the store holds its head and attributes: the record's head names the
+// MessageId only if it is not a canonical UUID, and its tail lacks the
+// attributes and MD5OfBody.
+func (w *recordWriter) messageByPayload(m *message, aged bool) {
+	w.beginBytes()
+	w.uvarint(m.serial)
+	if id := w.ms.ext(m).otherID; id != nil {
+		w.str(*id)
+	} else {
+		w.str("")
+	}
+	w.endBytes()
+	w.byte(bodyPayloadByRef)
+	w.ref(m.ref)
+	w.uvarint(uint64(w.ms.storedAttrs(m)))
+	w.beginBytes()
+	w.rest(m, aged)
+	w.endBytes()
+}
+
+// ref writes a BodyRef, counting its bytes as a chunk's once its bodies
+// are inline: a writer by reference fills a chunk so that a snapshot
+// InlineBodies makes has chunks of about snapChunkBytes.
+func (w *recordWriter) ref(r BodyRef) {
+	w.uvarint(uint64(r.File))
+	w.uvarint(uint64(r.Off))
+	w.uvarint(uint64(r.Len))
+	w.inlined += int(r.Len)
+}
+
+// bodyField is the body field of a version 3 or 4 message record: the
+// body, or the reference of the payload a store keeps (ref.File not 0),
+// whose first attrs bytes (after its head, for bodyPayloadByRef) are the
+// message attributes.
+type bodyField struct {
+	kind  byte
+	body  string
+	ref   BodyRef
+	attrs uint32
+}
+
+// bodyField reads the body field of a version 3 or 4 message record.
+func (r *recordReader) bodyField() (bodyField, error) {
+	f := bodyField{kind: r.byte()}
+	switch {
+	case r.err != nil:
+		return f, r.err
+	case f.kind == bodyInline:
+		f.body = r.str()
+		return f, r.err
+	case f.kind == bodyByRef || f.kind == bodyAndAttrsByRef || f.kind == bodyPayloadByRef:
+		f.ref = BodyRef{File: r.uint32(), Off: r.uint32(), Len: r.uint32()}
+		if f.kind != bodyByRef {
+			f.attrs = r.uint32()
+		}
+		switch {
+		case r.err != nil:
+			return bodyField{}, r.err
+		case f.ref.File == 0:
+			return bodyField{}, errors.New("a body reference to no file")
+		case f.kind == bodyAndAttrsByRef && (f.attrs == 0 || f.attrs > f.ref.Len):
+			return bodyField{}, fmt.Errorf("%d bytes of message attributes in a payload of %d", f.attrs, f.ref.Len)
+		case f.kind == bodyPayloadByRef && (f.ref.Len < payloadHeadLen || f.attrs > f.ref.Len-payloadHeadLen):
+			return bodyField{}, fmt.Errorf("%d bytes of message attributes and a head in a payload of %d", f.attrs, f.ref.Len)
+		}
+		return f, nil
+	default:
+		return f, fmt.Errorf("body field of kind %d", f.kind)
+	}
+}
+
 // BodiesByReference makes the view write the bodies its engine keeps in
-// a BodyStore as references (format version 3), not their bytes. It is
+// a BodyStore as references (format version 4), not their bytes. It is
 // called before WriteTo. The snapshot can then only be restored into an
 // engine whose store still holds those bodies.
 func (v *SnapshotView) BodiesByReference() {
@@ -58,7 +176,7 @@ func (v *SnapshotView) BodiesByReference() {
 }
 
 // InlineBodies copies the snapshot src to dst, putting the bodies a
-// snapshot of format version 3 refers to back into it: dst is a snapshot
+// snapshot of format version 3 or 4 refers to back into it: dst is a snapshot
 // of version 2 of the same state, which any engine restores. get reads a
 // body back; an error from it stops the copy. A snapshot of an older
 // version is copied as it is. Memory used is a chunk's worth, whatever the
@@ -83,7 +201,7 @@ func InlineBodies(dst io.Writer, src io.Reader, get func(BodyRef) (string, error
 	if _, err := cw.Write(pre[:]); err != nil {
 		return err
 	}
-	in := inliner{dec: gob.NewDecoder(cr), enc: gob.NewEncoder(cw), cr: cr, raw: cw, get: get}
+	in := inliner{dec: gob.NewDecoder(cr), enc: gob.NewEncoder(cw), cr: cr, raw: cw, get: get, version: version}
 	if err := in.copy(); err != nil {
 		return fmt.Errorf("engine: inline bodies: %w", err)
 	}
@@ -106,15 +224,16 @@ func InlineBodies(dst io.Writer, src io.Reader, get func(BodyRef) (string, error
 }
 
 // inliner copies a snapshot's gob values and records from dec to enc,
-// rewriting message records from version 3 to version 2.
+// rewriting message records from version 3 or 4 to version 2.
 type inliner struct {
-	dec  *gob.Decoder
-	enc  *gob.Encoder
-	cr   *crcReader // the stream dec reads, for the packed records
-	raw  io.Writer  // the stream enc writes to, for the packed records
-	get  func(BodyRef) (string, error)
-	data chunkDataReader
-	out  recordWriter
+	version uint32 // of the snapshot read
+	dec     *gob.Decoder
+	enc     *gob.Encoder
+	cr      *crcReader // the stream dec reads, for the packed records
+	raw     io.Writer  // the stream enc writes to, for the packed records
+	get     func(BodyRef) (string, error)
+	data    chunkDataReader
+	out     recordWriter
 }
 
 func (in *inliner) copy() error {
@@ -162,7 +281,7 @@ func (in *inliner) queue() error {
 			return fmt.Errorf("queue %s: %w", sq.Name, err)
 		}
 		in.out.buf = in.out.buf[:0]
-		rr := recordReader{buf: recs, version: snapVersionRefs}
+		rr := recordReader{buf: recs, version: in.version}
 		for i := range c.Messages {
 			if err := in.message(&rr); err != nil {
 				return fmt.Errorf("queue %s: message %d: %w", sq.Name, msgs+i, err)
@@ -189,16 +308,19 @@ func (in *inliner) queue() error {
 func (in *inliner) message(rr *recordReader) error {
 	head := rr.raw()
 	f, err := rr.bodyField()
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
+	case f.kind == bodyPayloadByRef && in.version < snapVersionHeads:
+		return fmt.Errorf("a body field of kind %d in a snapshot of format %d", f.kind, in.version)
 	}
-	body, section := f.body, ""
+	p := payload{body: f.body}
 	if f.ref.File != 0 {
-		p, err := in.get(f.ref)
+		b, err := in.get(f.ref)
 		if err != nil {
 			return err
 		}
-		if section, body, err = splitPayload(p, f.attrs); err != nil {
+		if p, err = splitPayload(b, f.kind == bodyPayloadByRef, f.attrs); err != nil {
 			return err
 		}
 	}
@@ -206,9 +328,35 @@ func (in *inliner) message(rr *recordReader) error {
 	if rr.err != nil {
 		return rr.err
 	}
-	in.out.buf = append(in.out.buf, head...)
-	in.out.str(body)
-	in.out.buf = append(in.out.buf, section...)
+	if f.kind != bodyPayloadByRef {
+		in.out.buf = append(in.out.buf, head...)
+		in.out.str(p.body)
+		in.out.buf = append(in.out.buf, p.section...)
+		in.out.buf = append(in.out.buf, tail...)
+		return nil
+	}
+	// The MessageId, the attribute section and MD5OfBody come from the
+	// payload.
+	hr := recordReader{buf: head}
+	serial, id := hr.headRaw()
+	if hr.err == nil && len(hr.buf) > 0 {
+		hr.err = errors.New("unread bytes after the message's id")
+	}
+	if hr.err != nil {
+		return hr.err
+	}
+	in.out.uvarint(serial)
+	if len(id) > 0 {
+		in.out.bytes(id)
+	} else {
+		in.out.str(msgID{uuid: p.head.uuid}.String())
+	}
+	in.out.str(p.body)
+	if p.section == "" {
+		in.out.attrs(nil)
+	}
+	in.out.buf = append(in.out.buf, p.section...)
+	in.out.md5Body(p.head.md5)
 	in.out.buf = append(in.out.buf, tail...)
 	return nil
 }

@@ -802,7 +802,7 @@ func decodeMessages(t *testing.T, c *snapChunk, bodies BodyStore, store *msgStor
 			t.Fatalf("decodeMessages: %v", err)
 		}
 		m := store.adopt(&d.m, d.group, d.sender, d.dedupID, d.recv)
-		store.setMessageID(m, d.id, msgExt{attrs: d.attrs, md5Attrs: d.md5Attrs, traceHeader: d.traceHeader, dlqSource: string(d.dlqSource), sentBefore: m.enqueuedAt - d.sentAt})
+		store.setExt(m, newMsgExt(d.id, msgExt{attrs: d.attrs, storedAttrs: d.storedAttrs, md5Attrs: d.md5Attrs, traceHeader: d.traceHeader, dlqSource: string(d.dlqSource), head: d.head, sentBefore: m.enqueuedAt - d.sentAt}))
 		ms, aged = append(ms, m), append(aged, d.aged)
 	}
 	return ms, aged

@@ -54,8 +54,8 @@ func readSnapPrefix(r io.Reader) (pre snapPrefix, version uint32, err error) {
 		return pre, 0, errors.New("not an engine snapshot (bad magic number)")
 	}
 	version = binary.BigEndian.Uint32(pre[len(snapMagic):])
-	if version < snapOldest || version > snapVersionRefs {
-		return pre, 0, fmt.Errorf("snapshot format version %d; this engine reads versions %d to %d", version, snapOldest, snapVersionRefs)
+	if version < snapOldest || version > snapVersionHeads {
+		return pre, 0, fmt.Errorf("snapshot format version %d; this engine reads versions %d to %d", version, snapOldest, snapVersionHeads)
 	}
 	return pre, version, nil
 }

@@ -250,7 +250,7 @@ func (v *SnapshotView) write(w io.Writer, lock sync.Locker) error {
 	copy(pre[:], snapMagic)
 	version := uint32(snapVersion)
 	if v.byRef {
-		version = snapVersionRefs
+		version = snapVersionHeads
 	}
 	binary.BigEndian.PutUint32(pre[len(snapMagic):], version)
 	if _, err := cw.Write(pre[:]); err != nil {

@@ -18,7 +18,8 @@ import (
 // per message, so that a backlog is bounded by disk, not memory.
 //
 // The node's own snapshots refer to the bodies in the store rather than
-// carry them (snapshot frame version 4, engine snapshot format 3): a
+// carry them (snapshot frame version 5, engine snapshot format 4; frame 4
+// and format 3 before the payloads held their message's ids): a
 // snapshot of a backlog of many GiB writes the records of its messages,
 // and a restart finds the bodies where they are. So the store is part of
 // the node's state, kept consistent with its snapshots this way:

@@ -286,15 +286,22 @@ type fatalEntry struct {
 //	   whose bodies are referred to in the node's body store (bodies.go).
 //	   Written by a node for itself; a snapshot sent to another node is
 //	   turned into version 3 on the way (snapshotStore.Open).
+//	5: as 4, with an engine state of format 4 (whose message payloads in
+//	   the body store begin with the MessageId and MD5OfBody). The layout
+//	   of the frame is that of 4: the version tells a fifoq that reads
+//	   engine states up to format 3 that the snapshot is newer than it,
+//	   rather than damaged. Version 4 still restores.
 var snapshotMagic = [8]byte{'F', 'I', 'F', 'O', 'Q', 'F', 'S', 'M'}
 
 // snapshotFormatVersion is the version of the snapshot payload layout this
 // fifoq writes for itself; it reads every version from 1 to this one.
 // snapshotInlineVersion is the version it writes with the bodies in the
-// snapshot, and sends to other nodes.
+// snapshot, and sends to other nodes. snapshotRefsVersion is the first
+// version whose bodies are in the node's body store.
 const (
-	snapshotFormatVersion = 4
+	snapshotFormatVersion = 5
 	snapshotInlineVersion = 3
+	snapshotRefsVersion   = 4
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -350,7 +357,7 @@ func (f *fsm) restore(rc io.ReadCloser, atStart bool) error {
 		return err
 	}
 	var at bodystore.Position
-	if version >= 4 {
+	if version >= snapshotRefsVersion {
 		if at, err = readPosition(br); err != nil {
 			return err
 		}
@@ -389,7 +396,7 @@ func (f *fsm) restore(rc io.ReadCloser, atStart bool) error {
 		// A start's snapshot is the newest on disk; one installed from
 		// the leader carries its bodies and needs none of the store's.
 		protected := map[uint32]bool{}
-		if atStart && version >= 4 {
+		if atStart && version >= snapshotRefsVersion {
 			protected = f.bodies.liveFiles()
 		}
 		f.bodies.protect(protected)
@@ -451,7 +458,7 @@ func verifySnapshotPayload(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	if version >= 4 {
+	if version >= snapshotRefsVersion {
 		if _, err := readPosition(br); err != nil {
 			return err
 		}

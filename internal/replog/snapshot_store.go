@@ -21,7 +21,7 @@ import (
 // (InstallSnapshot), and to restore one a leader sent, which carries its
 // bodies already. The node's own snapshot is restored at start by
 // restoreLatestSnapshot, which reads the file itself. So every snapshot
-// Open returns carries its bodies: one of version 4 is written out inline,
+// Open returns carries its bodies: one of version 4 or 5 is written out inline,
 // as version 3, to a spool file beside the snapshots first, since Raft
 // must announce the snapshot's size before it sends a byte of it. The
 // spool file costs disk, not memory, and goes when the reader is closed.
@@ -94,7 +94,7 @@ func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 	}
 	br := bufio.NewReaderSize(rc, 64<<10)
 	hdr, err := br.Peek(12)
-	if err != nil || s.bodies == nil || binary.BigEndian.Uint32(hdr[8:12]) < snapshotFormatVersion {
+	if err != nil || s.bodies == nil || binary.BigEndian.Uint32(hdr[8:12]) < snapshotRefsVersion {
 		// Carries its bodies, or is too short to say: the restore that
 		// reads it reports what is wrong with it.
 		return meta, readCloser{Reader: br, Closer: rc}, nil
@@ -109,7 +109,7 @@ func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 	return &inlined, spool, nil
 }
 
-// inline writes the snapshot of version 4 that br reads, with its bodies
+// inline writes the snapshot of version 4 or 5 that br reads, with its bodies
 // in it, to a spool file, and returns its size and a reader of it that
 // removes it when closed.
 func (s *snapshotStore) inline(br *bufio.Reader) (int64, io.ReadCloser, error) {
