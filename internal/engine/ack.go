@@ -133,7 +133,7 @@ func (e *Engine) changeVisibilityOne(q *queue, handle string, timeout *int, now 
 	if err != nil {
 		return err
 	}
-	if m == nil || m.state == stateDelayed || m.receives == 0 {
+	if m == nil || m.state == stateDelayed || q.ms.receives(m) == 0 {
 		return errNotAvailable(handle)
 	}
 	if q.fifo && (q.ms.nonce(m) != nonce || m.state != stateInflight) {

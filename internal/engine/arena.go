@@ -1,6 +1,10 @@
 package engine
 
-import "unsafe"
+import (
+	"cmp"
+	"slices"
+	"unsafe"
+)
 
 // msgArena hands out message records from chunks of memory outside the
 // garbage-collected heap on Linux (see msgstore.go, and chunkMemory for
@@ -11,17 +15,19 @@ import "unsafe"
 // range.
 type msgArena struct {
 	chunks []*msgChunk
-	lowest int // no chunk below it has a free record
-	live   int // records handed out and not freed
+	byAddr []int // indexes of chunks, in the order of their addresses
+	lowest int   // no chunk below it has a free record
+	live   int   // records handed out and not freed
 }
 
 // msgChunk is one chunk of records.
 type msgChunk struct {
-	mem  chunkMemory
-	recs []message // in mem
-	free *message  // freed records, linked through next
-	used int       // recs[used:] were never handed out since the chunk was last empty
-	live int
+	mem   chunkMemory
+	start uintptr   // the address of recs[0]: a record finds its chunk by its address (chunkOf)
+	recs  []message // in mem
+	free  *message  // freed records, linked through next
+	used  int       // recs[used:] were never handed out since the chunk was last empty
+	live  int
 }
 
 const (
@@ -45,7 +51,10 @@ func (a *msgArena) alloc() *message {
 			n = min(firstChunkRecords<<k, maxChunkRecords)
 		}
 		mem := mapChunk(n * int(unsafe.Sizeof(message{})))
-		a.chunks = append(a.chunks, &msgChunk{mem: mem, recs: unsafe.Slice((*message)(mem.base()), n)})
+		c := &msgChunk{mem: mem, start: uintptr(mem.base()), recs: unsafe.Slice((*message)(mem.base()), n)}
+		a.chunks = append(a.chunks, c)
+		i, _ := slices.BinarySearchFunc(a.byAddr, c.start, func(k int, p uintptr) int { return cmp.Compare(a.chunks[k].start, p) })
+		a.byAddr = slices.Insert(a.byAddr, i, len(a.chunks)-1)
 	}
 	c := a.chunks[a.lowest]
 	var m *message
@@ -56,15 +65,30 @@ func (a *msgArena) alloc() *message {
 		m = &c.recs[c.used]
 		c.used++
 	}
-	m.chunk = uint32(a.lowest)
 	c.live++
 	a.live++
 	return m
 }
 
+// chunkOf returns the index of the chunk that holds m. A record keeps no
+// chunk number of its own: the chunks are few (a few thousand for tens of
+// millions of records), so a search by address costs less than the 4
+// bytes a record would spend on it.
+func (a *msgArena) chunkOf(m *message) int {
+	p := uintptr(unsafe.Pointer(m))
+	i, found := slices.BinarySearchFunc(a.byAddr, p, func(k int, p uintptr) int { return cmp.Compare(a.chunks[k].start, p) })
+	if !found {
+		i-- // the last chunk that starts before m
+	}
+	if i < 0 || p >= a.chunks[a.byAddr[i]].start+uintptr(len(a.chunks[a.byAddr[i]].recs))*unsafe.Sizeof(message{}) {
+		panic("engine: a message record outside the arena")
+	}
+	return a.byAddr[i]
+}
+
 // free returns m to its chunk. m must not be used afterwards.
 func (a *msgArena) free(m *message) {
-	i := int(m.chunk)
+	i := a.chunkOf(m)
 	c := a.chunks[i]
 	c.live--
 	a.live--
@@ -104,7 +128,7 @@ func (a *msgArena) unmapAll() {
 	for _, c := range a.chunks {
 		c.mem.unmap()
 	}
-	a.chunks = nil
+	a.chunks, a.byAddr = nil, nil
 }
 
 // poisonFreed, set by the package's tests, fills freed records with a

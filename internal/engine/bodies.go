@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -61,25 +62,28 @@ func (e *Engine) bodyStore() BodyStore {
 
 // A message's payload, what the BodyStore keeps for it, is
 //
-//	head (payloadHeadLen bytes): the MessageId's 16 bytes if it is a
-//	  canonical UUID (zero if not: the message's msgExt then holds it),
-//	  then MD5OfBody's 16 bytes
+//	head: the MessageId's 16 bytes if it is a canonical UUID (zero if
+//	  not: the message's msgExt then holds it), MD5OfBody's 16 bytes,
+//	  and the MessageDeduplicationId (FIFO; a uvarint length, then its
+//	  bytes: a single 0 byte on a standard queue)
 //	the encoding of the message attributes (the attribute section of a
 //	  snapshot's message record, see snapshot_codec.go), if it has any:
 //	  msgExt.storedAttrs bytes
 //	the body
 //
 // so that neither the message's memory nor its record depends on its
-// attributes, and its record is smaller by the 32 bytes of the head: the
-// head is read with the body, which a receive reads anyway. A message
-// restored from a snapshot of format 3, whose store wrote no head, is the
-// exception: its msgExt holds the head instead (msgExt.head).
-const payloadHeadLen = 32
+// attributes or its ids: the head is read with the body, which a receive
+// reads anyway, and what only a receive or an inspection shows is not
+// kept in memory. A message restored from a snapshot of format 3, whose
+// store wrote no head, is the exception: its msgExt holds the head
+// instead (msgExt.head).
+const payloadHeadMin = 33
 
-// msgHead is a message's MessageId (if a canonical UUID) and MD5OfBody:
-// the head of its payload.
+// msgHead is what a message's payload begins with: its MessageId (if a
+// canonical UUID), MD5OfBody and MessageDeduplicationId.
 type msgHead struct {
 	uuid, md5 [16]byte
+	dedupID   string
 }
 
 // payload is a message's payload as read back, split.
@@ -104,9 +108,12 @@ func (e *Engine) keepBody(m *message, head msgHead, body string, attrs map[strin
 // message attributes) and body.
 func putPayload(s BodyStore, head msgHead, section []byte, body string) BodyRef {
 	var b strings.Builder
-	b.Grow(payloadHeadLen + len(section) + len(body))
+	b.Grow(payloadHeadMin + binary.MaxVarintLen32 + len(head.dedupID) + len(section) + len(body))
 	b.Write(head.uuid[:])
 	b.Write(head.md5[:])
+	var n [binary.MaxVarintLen64]byte
+	b.Write(binary.AppendUvarint(n[:0], uint64(len(head.dedupID))))
+	b.WriteString(head.dedupID)
 	b.Write(section)
 	b.WriteString(body)
 	return s.Put(b.String())
@@ -132,12 +139,18 @@ func readPayload(s BodyStore, ms *msgStore, m *message) (payload, error) {
 func splitPayload(p string, withHead bool, n uint32) (payload, error) {
 	var out payload
 	if withHead {
-		if len(p) < payloadHeadLen {
+		if len(p) < payloadHeadMin {
 			return payload{}, fmt.Errorf("engine: a payload of %d bytes is shorter than its head", len(p))
 		}
 		copy(out.head.uuid[:], p[:16])
 		copy(out.head.md5[:], p[16:32])
-		p = p[payloadHeadLen:]
+		n, k := binary.Uvarint([]byte(p[32:min(len(p), 32+binary.MaxVarintLen32)]))
+		if k <= 0 || n > uint64(len(p)-32-k) {
+			return payload{}, fmt.Errorf("engine: a payload of %d bytes cannot hold its head", len(p))
+		}
+		at := 32 + k
+		out.head.dedupID = p[at : at+int(n)]
+		p = p[at+int(n):]
 	}
 	if uint64(n) > uint64(len(p)) {
 		return payload{}, fmt.Errorf("engine: a payload of %d bytes cannot hold %d bytes of message attributes", len(p), n)

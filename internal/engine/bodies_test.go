@@ -332,3 +332,37 @@ func TestAttributesInBodyStore(t *testing.T) {
 		t.Fatalf("restored beside the store, Peek answers\n%+v\nnot\n%+v", got, want)
 	}
 }
+
+// FuzzPayload splits arbitrary bytes as a payload, with and without a
+// head, and with any length of message attributes: an error or the parts,
+// never a panic; and a payload putPayload makes splits back into what it
+// was made of.
+func FuzzPayload(f *testing.F) {
+	f.Add([]byte("0123456789abcdef0123456789abcdef\x03d-1\x00body"), true, uint32(1), "d", "body", []byte{})
+	f.Add([]byte("short"), true, uint32(0), "", "", []byte{0})
+	f.Add([]byte("0123456789abcdef0123456789abcdef\xff\xff\xff\xff\x0f"), true, uint32(0), "", "x", []byte{1, 2})
+	f.Fuzz(func(t *testing.T, raw []byte, withHead bool, n uint32, dedupID, body string, section []byte) {
+		if p, err := splitPayload(string(raw), withHead, n); err == nil {
+			rest := len(p.section) + len(p.body)
+			if withHead {
+				rest += payloadHeadMin - 1 + len(p.head.dedupID)
+			}
+			if len(p.section) != int(n) || rest > len(raw) {
+				t.Fatalf("split %d bytes into a %d-byte section and a %d-byte body", len(raw), len(p.section), len(p.body))
+			}
+		}
+		var store heapBodies
+		head := msgHead{dedupID: dedupID}
+		copy(head.uuid[:], raw)
+		copy(head.md5[:], body)
+		ref := putPayload(&store, head, section, body)
+		stored, err := store.Get(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := splitPayload(stored, true, uint32(len(section)))
+		if err != nil || p.head != head || p.section != string(section) || p.body != body {
+			t.Fatalf("payload of %+v, %q, %q split back into %+v (%v)", head, section, body, p, err)
+		}
+	})
+}

@@ -77,7 +77,7 @@ func (e *Engine) takeStandard(q *queue, now int64, max int, vis int64, entropy u
 		if e.deadLetter(q, m, now) {
 			continue
 		}
-		q.deliver(m, now, vis, receiptNonce(entropy, m.serial, int(m.receives)+1))
+		q.deliver(m, now, vis, receiptNonce(entropy, m.serial, int(q.ms.receives(m))+1))
 		out = append(out, m)
 	}
 	return out, nil

@@ -121,7 +121,7 @@ func (e *Engine) takeFIFO(q *queue, now int64, max int, vis int64, entropy uint6
 				m = next
 				continue
 			}
-			q.deliver(m, now, vis, receiptNonce(entropy, m.serial, int(m.receives)+1))
+			q.deliver(m, now, vis, receiptNonce(entropy, m.serial, int(q.ms.receives(m))+1))
 			out = append(out, m)
 			m = next
 		}

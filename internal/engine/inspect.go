@@ -257,14 +257,14 @@ func peeked(q *queue, m *message, t int64, maxBody int, bodies BodyStore) Peeked
 		MessageAttributes:   attrs,
 		Size:                int(m.size),
 		GroupID:             q.ms.group(m),
-		DeduplicationID:     q.ms.dedupID(m),
+		DeduplicationID:     pl.head.dedupID,
 		SenderID:            q.ms.sender(m),
 		TraceHeader:         q.ms.traceHeader(m),
 		DeadLetterSourceARN: q.ms.dlqSource(m),
 		SentAt:              q.ms.sentAt(m),
 		EnqueuedAt:          m.enqueuedAt,
 		State:               stateAt(m, t),
-		ReceiveCount:        int(m.receives),
+		ReceiveCount:        int(q.ms.receives(m)),
 	}
 	if q.fifo {
 		p.SequenceNumber = m.seq
@@ -272,7 +272,7 @@ func peeked(q *queue, m *message, t int64, maxBody int, bodies BodyStore) Peeked
 	if p.State != StateVisible {
 		p.VisibleAt = m.visibleAt
 	}
-	if m.receives > 0 {
+	if q.ms.receives(m) > 0 {
 		p.FirstReceivedAt, p.ReceivedAt = q.ms.firstRecvAt(m), q.ms.receivedAt(m)
 	}
 	if maxBody > 0 && len(p.Body) > maxBody {

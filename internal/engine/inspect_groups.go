@@ -211,7 +211,7 @@ func (q *queue) fifoGroupInfo(g *fifoGroup, t, limit int64) GroupInfo {
 			AttemptID:     q.attemptOf(h),
 			ReceivedAt:    q.ms.receivedAt(h),
 			VisibleAt:     h.visibleAt,
-			ReceiveCount:  int(h.receives),
+			ReceiveCount:  int(q.ms.receives(h)),
 		}
 	}
 	return info

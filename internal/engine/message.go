@@ -17,7 +17,7 @@ const (
 // links and heap positions, rebuilt from that state).
 //
 // The layout is chosen for a backlog of millions (see message_compact.go
-// and msgstore.go): 120 bytes in a msgArena, outside the garbage-collected
+// and msgstore.go): 112 bytes in a msgArena, outside the garbage-collected
 // heap, so it holds no pointer but to other records. What it refers to on
 // the heap, it names by index into its msgStore's tables (ext, recv,
 // dedupID, group, sender; 0 is none). The body is elsewhere (a BodyStore,
@@ -39,11 +39,8 @@ type message struct {
 	ref        BodyRef // where the engine's BodyStore keeps the body
 	ext        uint32  // msgStore.exts: attributes, trace header, dead-letter source, other MessageId, sent time if moved
 	recv       uint32  // msgStore.recvs: its receives here; 0 if it was never received here
-	dedupID    uint32  // msgStore.dedups: effective MessageDeduplicationId (FIFO)
 	group      uint32  // msgStore.strs: MessageGroupId: FIFO group, or fair-queue tenant
 	sender     uint32  // msgStore.strs: SenderId: the sending account
-	chunk      uint32  // index: the msgArena chunk holding the record
-	receives   int32   // ApproximateReceiveCount (saturates)
 	size       int32   // message size as SQS counts it (at most 1 MiB)
 	timerPos   int32   // index: position in queue.timers
 	agedPos    int32   // index: position in queue.aged
@@ -60,10 +57,15 @@ type recvState struct {
 	firstAt int64  // ApproximateFirstReceiveTimestamp, ns (valid if receives > 0)
 	at      int64  // time of the current receive, ns
 	nonce   uint64 // receipt nonce of the current receive; 0 if none since a move
+	// receives is the ApproximateReceiveCount (saturates): 0 since a move.
+	receives int32
 }
 
+// receives returns m's ApproximateReceiveCount.
+func (s *msgStore) receives(m *message) int32 { return s.recvOf(m).receives }
+
 // firstRecvAt returns the ApproximateFirstReceiveTimestamp, ns (valid if
-// m.receives > 0).
+// receives(m) > 0).
 func (s *msgStore) firstRecvAt(m *message) int64 { return s.recvOf(m).firstAt }
 
 // receivedAt returns the time of the current receive, ns.

@@ -385,7 +385,7 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, s
 func (e *Engine) moveMessage(src, dst *queue, m *message, now int64) {
 	src.remove(m)
 	e.cow.touch(m)
-	m.receives, m.vizChanges = 0, 0
+	m.vizChanges = 0
 	e.ms.setRecv(m, recvState{})
 	e.ms.setDLQSource(m, "")
 	e.ms.setEnqueuedAt(m, now)

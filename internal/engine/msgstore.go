@@ -9,9 +9,9 @@ package engine
 // it does. So records live in a msgArena, memory mapped outside the heap,
 // and hold no pointer the collector would need to see: what a record
 // refers to on the heap (its rarely used fields, its receive state, its
-// group and sender ids, its deduplication id) it names by index into the
-// tables of its engine's msgStore, which the collector sees as a handful of
-// large slices. A record may point to other records (list links): those
+// group and sender ids) it names by index into the tables of its engine's
+// msgStore, which the collector sees as a handful of large slices; its
+// ids that only a receive shows are in its payload (see payload). A record may point to other records (list links): those
 // pointers lead outside the heap, where the collector does not look.
 //
 // Records and table slots are freed by hand, so their lifetimes are kept
@@ -25,11 +25,10 @@ package engine
 // msgStore holds an engine's message records and the tables they index.
 // It is used under the engine's lock, as the records are.
 type msgStore struct {
-	arena  *msgArena
-	exts   slotTable[*msgExt]
-	recvs  slotTable[recvState]
-	dedups slotTable[string]
-	strs   internTable
+	arena *msgArena
+	exts  slotTable[*msgExt]
+	recvs slotTable[recvState]
+	strs  internTable
 
 	// While a view is open (holding), what is freed waits in the held
 	// lists until it is released.
@@ -47,32 +46,22 @@ func newMsgStore() *msgStore {
 	return s
 }
 
-// newMessage returns a zeroed record with its group, sender and
-// deduplication ids set.
-func (s *msgStore) newMessage(group, sender, dedupID string) *message {
+// newMessage returns a zeroed record with its group and sender ids set.
+func (s *msgStore) newMessage(group, sender string) *message {
 	m := s.arena.alloc()
 	m.group = s.strs.ref(group)
 	m.sender = s.strs.ref(sender)
-	if dedupID != "" {
-		m.dedupID = s.dedups.put(dedupID)
-	}
 	return m
 }
 
-// adopt returns a new record with v's fields, but for its chunk and
-// table indices: those of group, sender, dedupID and r. v is a record
-// decoded outside the store.
-func (s *msgStore) adopt(v *message, group, sender []byte, dedupID string, r recvState) *message {
+// adopt returns a new record with v's fields, but for its table indices:
+// those of group, sender and r. v is a record decoded outside the store.
+func (s *msgStore) adopt(v *message, group, sender []byte, r recvState) *message {
 	m := s.arena.alloc()
-	chunk := m.chunk
 	*m = *v
-	m.chunk, m.ext, m.recv = chunk, 0, 0
+	m.ext, m.recv = 0, 0
 	m.group = s.strs.refBytes(group)
 	m.sender = s.strs.refBytes(sender)
-	m.dedupID = 0
-	if dedupID != "" {
-		m.dedupID = s.dedups.put(dedupID)
-	}
 	s.setRecv(m, r)
 	return m
 }
@@ -86,7 +75,6 @@ func (s *msgStore) freeMessage(m *message) {
 	}
 	s.exts.drop(m.ext)
 	s.recvs.drop(m.recv)
-	s.dedups.drop(m.dedupID)
 	s.strs.unref(m.group)
 	s.strs.unref(m.sender)
 	s.arena.free(m)
@@ -120,9 +108,6 @@ func (s *msgStore) group(m *message) string { return s.strs.get(m.group) }
 
 // sender returns m's SenderId.
 func (s *msgStore) sender(m *message) string { return s.strs.get(m.sender) }
-
-// dedupID returns m's effective MessageDeduplicationId (FIFO).
-func (s *msgStore) dedupID(m *message) string { return s.dedups.get(m.dedupID) }
 
 // noExt is the msgExt of a message that has none: all empty. It is only
 // ever read.

@@ -49,7 +49,7 @@ func TestArenaReusesAndReleases(t *testing.T) {
 	var ms []*message
 	for i := range 1000 {
 		m := a.alloc()
-		if *m != (message{chunk: m.chunk}) {
+		if *m != (message{}) {
 			t.Fatalf("record %d is not zero: %+v", i, *m)
 		}
 		m.serial = uint64(i + 1)
@@ -58,6 +58,15 @@ func TestArenaReusesAndReleases(t *testing.T) {
 	chunks := len(a.chunks)
 	if a.live != 1000 || chunks < 2 {
 		t.Fatalf("live %d in %d chunks", a.live, chunks)
+	}
+	// A record finds its chunk by its address, the first and last of
+	// each chunk included.
+	for i, c := range a.chunks {
+		for _, m := range []*message{&c.recs[0], &c.recs[len(c.recs)-1]} {
+			if got := a.chunkOf(m); got != i {
+				t.Errorf("record %p of chunk %d found in chunk %d", m, i, got)
+			}
+		}
 	}
 	a.free(ms[10])
 	if ms[10].serial == 11 {
@@ -71,9 +80,9 @@ func TestArenaReusesAndReleases(t *testing.T) {
 	// room.
 	a.free(ms[0])
 	last := a.chunks[len(a.chunks)-1]
-	inLast := countIn(ms, chunks-1)
+	inLast := countIn(a, ms, chunks-1)
 	for _, m := range ms {
-		if int(m.chunk) == chunks-1 {
+		if a.chunkOf(m) == chunks-1 {
 			a.free(m)
 		}
 	}
@@ -81,16 +90,16 @@ func TestArenaReusesAndReleases(t *testing.T) {
 		t.Errorf("the emptied chunk has %d live, %d used", last.live, last.used)
 	}
 	if m := a.alloc(); m != ms[0] {
-		t.Errorf("record taken from chunk %d, want the freed one of chunk 0", m.chunk)
+		t.Errorf("record taken from chunk %d, want the freed one of chunk 0", a.chunkOf(m))
 	}
 	if want := 1000 - inLast; a.live != want {
 		t.Errorf("live %d, want %d", a.live, want)
 	}
 }
 
-func countIn(ms []*message, chunk int) (n int) {
+func countIn(a *msgArena, ms []*message, chunk int) (n int) {
 	for _, m := range ms {
-		if int(m.chunk) == chunk {
+		if a.chunkOf(m) == chunk {
 			n++
 		}
 	}
@@ -104,13 +113,12 @@ func countIn(ms []*message, chunk int) (n int) {
 func checkMsgStore(t testing.TB, e *Engine) {
 	t.Helper()
 	s := e.ms
-	var n, exts, recvs, dedups int
+	var n, exts, recvs int
 	refs := map[uint32]int{}
 	count := func(m *message) {
 		n++
 		exts += min(1, int(m.ext))
 		recvs += min(1, int(m.recv))
-		dedups += min(1, int(m.dedupID))
 		refs[m.group]++
 		refs[m.sender]++
 	}
@@ -122,9 +130,9 @@ func checkMsgStore(t testing.TB, e *Engine) {
 	}
 	exts += len(s.heldExts)
 	recvs += len(s.heldRecvs)
-	if s.live() != n || s.exts.n != exts || s.recvs.n != recvs || s.dedups.n != dedups {
-		t.Errorf("store holds %d records, %d exts, %d receive states, %d deduplication ids; the messages use %d, %d, %d, %d",
-			s.live(), s.exts.n, s.recvs.n, s.dedups.n, n, exts, recvs, dedups)
+	if s.live() != n || s.exts.n != exts || s.recvs.n != recvs {
+		t.Errorf("store holds %d records, %d exts, %d receive states; the messages use %d, %d, %d",
+			s.live(), s.exts.n, s.recvs.n, n, exts, recvs)
 	}
 	delete(refs, 0)
 	if len(refs) != len(s.strs.ids) {

@@ -130,7 +130,7 @@ func (q *queue) stored() int { return q.nVisible + q.nInflight + q.nDelayed }
 // fields alone, so an engine restored from a snapshot indexes the same
 // messages.
 func (s *msgStore) handleable(m *message) bool {
-	return m.receives > 0 || s.nonce(m) != 0 || m.enqueuedAt != s.sentAt(m) || s.dlqSource(m) != ""
+	return s.receives(m) > 0 || s.nonce(m) != 0 || m.enqueuedAt != s.sentAt(m) || s.dlqSource(m) != ""
 }
 
 // path is the queue URL's path, which results carry in place of the URL.
@@ -246,13 +246,14 @@ func (q *queue) deliver(m *message, now, vis int64, nonce uint64) {
 	q.nInflight++
 	m.state = stateInflight
 	m.visibleAt = now + vis
-	if m.receives < math.MaxInt32 {
-		m.receives++
+	r := q.ms.recvOf(m)
+	if r.receives < math.MaxInt32 {
+		r.receives++
 	}
-	r := recvState{firstAt: q.ms.firstRecvAt(m), at: now, nonce: nonce}
-	if m.receives == 1 {
+	if r.receives == 1 {
 		r.firstAt = now
 	}
+	r.at, r.nonce = now, nonce
 	q.ms.setRecv(m, r)
 	m.vizChanges = 0
 	q.handles[m.serial] = m

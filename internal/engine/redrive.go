@@ -92,7 +92,7 @@ func (e *Engine) isDeadLetterQueue(k api.QueueKey) bool { return len(e.dlqSource
 // m was moved.
 func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
 	rp := q.attrs.redrive
-	if rp == nil || int(m.receives) < rp.maxReceiveCount {
+	if rp == nil || int(q.ms.receives(m)) < rp.maxReceiveCount {
 		return false
 	}
 	d := e.queues[rp.key]
@@ -103,7 +103,7 @@ func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
 	e.cow.touch(m)
 	e.ms.setDLQSource(m, q.arn)
 	if r := e.ms.recvOf(m); r != (recvState{}) {
-		e.ms.setRecv(m, recvState{firstAt: r.firstAt, at: r.at})
+		e.ms.setRecv(m, recvState{firstAt: r.firstAt, at: r.at, receives: r.receives})
 	}
 	m.vizChanges = 0
 	if d.fifo {

@@ -248,9 +248,9 @@ func (e *Engine) send(q *queue, cmd *Command, i int, in sendInput, now int64) (s
 
 	e.serial++
 	id := makeMsgID(newMessageID(cmd, i, e.serial))
-	head := msgHead{uuid: id.uuid}
+	head := msgHead{uuid: id.uuid, dedupID: dedupID}
 	head.md5, _ = parseMD5(out.md5Body) // api.MD5OfBody's lowercase hex
-	m := e.ms.newMessage(in.groupID, cmd.Caller, dedupID)
+	m := e.ms.newMessage(in.groupID, cmd.Caller)
 	m.serial, m.size, m.enqueuedAt = e.serial, int32(size), now
 	trace := ""
 	if v, ok := in.sysAttrs[api.MsgAttrAWSTraceHeader]; ok && v.StringValue != nil {

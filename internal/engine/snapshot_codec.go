@@ -94,7 +94,7 @@ func (w *recordWriter) message(m *message, aged bool) {
 		w.str(p.body)
 		w.attrSection(m, p.section)
 		w.md5Body(p.head.md5)
-		w.rest(m, aged)
+		w.rest(m, p.head.dedupID, aged)
 		return
 	}
 	// Version 3 and later: the head and the tail as byte strings around
@@ -107,7 +107,7 @@ func (w *recordWriter) message(m *message, aged bool) {
 	w.beginBytes()
 	w.attrSection(m, p.section)
 	w.md5Body(p.head.md5)
-	w.rest(m, aged)
+	w.rest(m, p.head.dedupID, aged)
 	w.endBytes()
 }
 
@@ -187,14 +187,24 @@ func (w *recordWriter) md5Body(md5 [16]byte) {
 	w.buf = hex.AppendEncode(w.buf, md5[:])
 }
 
-// rest writes the fields of a message record after MD5OfBody.
-func (w *recordWriter) rest(m *message, aged bool) {
+// rest writes the fields of a message record after MD5OfBody: those
+// before the MessageDeduplicationId (restBeforeDedup), dedupID, and those
+// after it.
+func (w *recordWriter) rest(m *message, dedupID string, aged bool) {
+	w.restBeforeDedup(m)
+	w.str(dedupID)
+	w.restAfterDedup(m, aged)
+}
+
+func (w *recordWriter) restBeforeDedup(m *message) {
 	w.str(w.ms.md5Attrs(m))
 	w.str(w.ms.traceHeader(m))
 	w.str(w.ms.sender(m))
 	w.varint(int64(m.size))
 	w.str(w.ms.group(m))
-	w.str(w.ms.dedupID(m))
+}
+
+func (w *recordWriter) restAfterDedup(m *message, aged bool) {
 	w.uvarint(m.seq)
 	w.varint(w.ms.sentAt(m))
 	w.varint(m.enqueuedAt)
@@ -206,7 +216,7 @@ func (w *recordWriter) rest(m *message, aged bool) {
 		w.byte(0)
 	}
 	w.varint(m.visibleAt)
-	w.varint(int64(m.receives))
+	w.varint(int64(w.ms.receives(m)))
 	w.varint(w.ms.firstRecvAt(m))
 	w.varint(w.ms.receivedAt(m))
 	w.uvarint(w.ms.nonce(m))
@@ -369,7 +379,7 @@ func (r *recordReader) message(d *decodedMessage) error {
 	if r.version < snapVersionRefs {
 		d.m.serial, d.id = r.head()
 		body := r.str()
-		section, err := r.tail(d, true, true)
+		section, err := r.tail(d, true)
 		r.keep(d, body, section)
 		return cmp.Or(err, r.err)
 	}
@@ -395,18 +405,39 @@ func (r *recordReader) message(d *decodedMessage) error {
 	if f.kind != bodyPayloadByRef || len(id) > 0 {
 		d.id = makeMsgIDBytes(id)
 	}
+	if f.kind == bodyPayloadByRef {
+		return cmp.Or(head.err, r.payloadTail(d))
+	}
 	tail := recordReader{buf: r.raw()}
-	section, err := tail.tail(d, f.kind == bodyInline || f.kind == bodyByRef, f.kind != bodyPayloadByRef)
+	section, err := tail.tail(d, f.kind == bodyInline || f.kind == bodyByRef)
 	if err == nil && len(tail.buf) > 0 {
 		err = errors.New("unread bytes after the message record")
 	}
-	switch f.kind {
-	case bodyInline:
+	if f.kind == bodyInline {
 		r.keep(d, f.body, section)
-	case bodyByRef, bodyAndAttrsByRef:
-		d.head = &msgHead{uuid: d.id.uuid, md5: d.md5}
+	} else {
+		d.head = &msgHead{uuid: d.id.uuid, md5: d.md5, dedupID: d.dedupID}
 	}
 	return cmp.Or(head.err, r.err, err)
+}
+
+// payloadTail reads the tail of a bodyPayloadByRef record: the fields
+// after MD5OfBody but the MessageDeduplicationId, as two byte strings,
+// those before it and those after it.
+func (r *recordReader) payloadTail(d *decodedMessage) error {
+	before := recordReader{buf: r.raw()}
+	before.restBeforeDedup(d)
+	after := recordReader{buf: r.raw()}
+	err := after.restAfterDedup(d)
+	switch {
+	case before.err != nil || r.err != nil:
+		return cmp.Or(before.err, r.err)
+	case err != nil:
+		return err
+	case len(before.buf) > 0 || len(after.buf) > 0:
+		return errors.New("unread bytes after the message record")
+	}
+	return nil
 }
 
 // head reads the fields of a message record before its body.
@@ -431,14 +462,14 @@ func (r *recordReader) keep(d *decodedMessage, body string, section []byte) {
 	if len(d.attrs) == 0 {
 		section = nil
 	}
-	d.m.ref = putPayload(r.bodies, msgHead{uuid: d.id.uuid, md5: d.md5}, section, body)
+	d.m.ref = putPayload(r.bodies, msgHead{uuid: d.id.uuid, md5: d.md5, dedupID: d.dedupID}, section, body)
 	d.storedAttrs, d.attrs = uint32(len(section)), nil
 }
 
 // tail reads the fields of a message record after its body: the message
-// attributes, if withAttrs, returning their encoding, MD5OfBody, if
-// withMD5, then the rest.
-func (r *recordReader) tail(d *decodedMessage, withAttrs, withMD5 bool) (section []byte, err error) {
+// attributes, if withAttrs, returning their encoding, then MD5OfBody and
+// the rest.
+func (r *recordReader) tail(d *decodedMessage, withAttrs bool) (section []byte, err error) {
 	if withAttrs {
 		start := r.buf
 		d.attrs = r.attrs()
@@ -447,10 +478,8 @@ func (r *recordReader) tail(d *decodedMessage, withAttrs, withMD5 bool) (section
 		}
 		section = start[:len(start)-len(r.buf)]
 	}
-	if withMD5 {
-		if d.md5, err = r.md5Body(); err != nil {
-			return nil, err
-		}
+	if d.md5, err = r.md5Body(); err != nil {
+		return nil, err
 	}
 	return section, r.rest(d)
 }
@@ -511,13 +540,21 @@ func (r *recordReader) attrs() map[string]api.MessageAttributeValue {
 
 // rest reads the fields of a message record after MD5OfBody.
 func (r *recordReader) rest(d *decodedMessage) error {
-	m := &d.m
+	r.restBeforeDedup(d)
+	d.dedupID = r.str()
+	return r.restAfterDedup(d)
+}
+
+func (r *recordReader) restBeforeDedup(d *decodedMessage) {
 	d.md5Attrs = r.str()
 	d.traceHeader = r.str()
 	d.sender = r.raw()
-	m.size = r.int32()
+	d.m.size = r.int32()
 	d.group = r.raw()
-	d.dedupID = r.str()
+}
+
+func (r *recordReader) restAfterDedup(d *decodedMessage) error {
+	m := &d.m
 	m.seq = r.uvarint()
 	d.sentAt = r.varint()
 	m.enqueuedAt = r.varint()
@@ -525,9 +562,9 @@ func (r *recordReader) rest(d *decodedMessage) error {
 	m.state = msgState(r.byte())
 	d.aged = r.byte()&flagAged != 0
 	m.visibleAt = r.varint()
-	m.receives = int32(min(max(r.varint(), math.MinInt32), math.MaxInt32))
+	receives := int32(min(max(r.varint(), math.MinInt32), math.MaxInt32))
 	firstAt, at := r.varint(), r.varint()
-	d.recv = recvState{firstAt: firstAt, at: at, nonce: r.uvarint()}
+	d.recv = recvState{firstAt: firstAt, at: at, nonce: r.uvarint(), receives: receives}
 	m.vizChanges = int16(min(r.int32(), math.MaxInt16))
 	return r.err
 }

@@ -140,7 +140,7 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 		return errors.New("arrival list out of time order")
 	}
 	ld.lastSeq = m.seq
-	m = rs.e.ms.adopt(m, d.group, d.sender, d.dedupID, d.recv)
+	m = rs.e.ms.adopt(m, d.group, d.sender, d.recv)
 	rs.e.ms.setExt(m, newMsgExt(d.id, msgExt{
 		attrs:       d.attrs,
 		storedAttrs: d.storedAttrs,

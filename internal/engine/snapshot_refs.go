@@ -35,18 +35,22 @@ import (
 // version 2 tail.
 //
 // Version 4 adds a kind, for the payloads that begin with the message's
-// MessageId and MD5OfBody (see payloadHeadLen), as every payload the
-// engine writes now does:
+// MessageId, MD5OfBody and MessageDeduplicationId (see msgHead), as every
+// payload the engine writes now does:
 //
-//	bodyPayloadByRef, then File, Off, Len and attrs uvarints
+//	head bytes (serial uvarint, id string)
+//	kind byte: bodyPayloadByRef, then File, Off, Len and attrs uvarints
+//	tail bytes: the fields after MD5OfBody up to the group id
+//	tail bytes: the fields after the MessageDeduplicationId
 //
 // The payload is the head, attrs bytes of message attributes (possibly
 // none), and the body. The record's head names the MessageId only if it
-// is not a canonical UUID (an empty id string if it is), and its tail
-// begins after MD5OfBody: InlineBodies puts the MessageId, the attribute
-// section and MD5OfBody back from the payload. Records of the other kinds
-// are as in version 3: a message restored from a version 3 snapshot keeps
-// a payload without a head.
+// is not a canonical UUID (an empty id string if it is), and its tail is
+// cut around the MessageDeduplicationId: InlineBodies puts the MessageId,
+// the attribute section, MD5OfBody and the MessageDeduplicationId back
+// from the payload. Records of the other kinds are as in version 3: a
+// message restored from a version 3 snapshot keeps a payload without a
+// head.
 //
 // Everything else is as in version 2. A writer fills a chunk by the bytes
 // its records would take with their bodies in them, so that the chunks of
@@ -89,7 +93,7 @@ func (w *recordWriter) messageByRef(m *message, head *msgHead, aged bool) {
 		w.attrs(w.ms.attrs(m))
 	}
 	w.md5Body(head.md5)
-	w.rest(m, aged)
+	w.rest(m, head.dedupID, aged)
 	w.endBytes()
 }
 
@@ -110,7 +114,10 @@ func (w *recordWriter) messageByPayload(m *message, aged bool) {
 	w.ref(m.ref)
 	w.uvarint(uint64(w.ms.storedAttrs(m)))
 	w.beginBytes()
-	w.rest(m, aged)
+	w.restBeforeDedup(m)
+	w.endBytes()
+	w.beginBytes()
+	w.restAfterDedup(m, aged)
 	w.endBytes()
 }
 
@@ -156,7 +163,7 @@ func (r *recordReader) bodyField() (bodyField, error) {
 			return bodyField{}, errors.New("a body reference to no file")
 		case f.kind == bodyAndAttrsByRef && (f.attrs == 0 || f.attrs > f.ref.Len):
 			return bodyField{}, fmt.Errorf("%d bytes of message attributes in a payload of %d", f.attrs, f.ref.Len)
-		case f.kind == bodyPayloadByRef && (f.ref.Len < payloadHeadLen || f.attrs > f.ref.Len-payloadHeadLen):
+		case f.kind == bodyPayloadByRef && (f.ref.Len < payloadHeadMin || f.attrs > f.ref.Len-payloadHeadMin):
 			return bodyField{}, fmt.Errorf("%d bytes of message attributes and a head in a payload of %d", f.attrs, f.ref.Len)
 		}
 		return f, nil
@@ -325,6 +332,10 @@ func (in *inliner) message(rr *recordReader) error {
 		}
 	}
 	tail := rr.raw()
+	var afterDedup []byte
+	if f.kind == bodyPayloadByRef {
+		afterDedup = rr.raw()
+	}
 	if rr.err != nil {
 		return rr.err
 	}
@@ -335,8 +346,8 @@ func (in *inliner) message(rr *recordReader) error {
 		in.out.buf = append(in.out.buf, tail...)
 		return nil
 	}
-	// The MessageId, the attribute section and MD5OfBody come from the
-	// payload.
+	// The MessageId, the attribute section, MD5OfBody and the
+	// MessageDeduplicationId come from the payload.
 	hr := recordReader{buf: head}
 	serial, id := hr.headRaw()
 	if hr.err == nil && len(hr.buf) > 0 {
@@ -358,5 +369,7 @@ func (in *inliner) message(rr *recordReader) error {
 	in.out.buf = append(in.out.buf, p.section...)
 	in.out.md5Body(p.head.md5)
 	in.out.buf = append(in.out.buf, tail...)
+	in.out.str(p.head.dedupID)
+	in.out.buf = append(in.out.buf, afterDedup...)
 	return nil
 }

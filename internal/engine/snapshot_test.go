@@ -801,7 +801,7 @@ func decodeMessages(t *testing.T, c *snapChunk, bodies BodyStore, store *msgStor
 		if err := r.message(&d); err != nil {
 			t.Fatalf("decodeMessages: %v", err)
 		}
-		m := store.adopt(&d.m, d.group, d.sender, d.dedupID, d.recv)
+		m := store.adopt(&d.m, d.group, d.sender, d.recv)
 		store.setExt(m, newMsgExt(d.id, msgExt{attrs: d.attrs, storedAttrs: d.storedAttrs, md5Attrs: d.md5Attrs, traceHeader: d.traceHeader, dlqSource: string(d.dlqSource), head: d.head, sentBefore: m.enqueuedAt - d.sentAt}))
 		ms, aged = append(ms, m), append(aged, d.aged)
 	}

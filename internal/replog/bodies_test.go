@@ -38,13 +38,14 @@ func bodyTag(i int) (string, bool) {
 }
 
 // storedSize is what message i of sendBody takes in the store: its
-// record's 8 bytes of header, the payload's 32 bytes of head (MessageId
-// and MD5OfBody), its body, and the encoding of its attribute
+// record's 8 bytes of header, the payload's 33 bytes of head (MessageId,
+// MD5OfBody and the empty MessageDeduplicationId of a standard queue), its
+// body, and the encoding of its attribute
 // if it has one (count 1; name, data type and value with their lengths;
 // a flag; empty binary value, string list and binary list: 17 bytes
 // besides the value).
 func storedSize(i, size int) int {
-	n := 8 + 32 + size
+	n := 8 + 33 + size
 	if tag, ok := bodyTag(i); ok {
 		n += 17 + len(tag)
 	}
