@@ -144,13 +144,13 @@ func splitPayload(p string, withHead bool, n uint32) (payload, error) {
 		}
 		copy(out.head.uuid[:], p[:16])
 		copy(out.head.md5[:], p[16:32])
-		n, k := binary.Uvarint([]byte(p[32:min(len(p), 32+binary.MaxVarintLen32)]))
-		if k <= 0 || n > uint64(len(p)-32-k) {
+		idLen, k := binary.Uvarint([]byte(p[32:min(len(p), 32+binary.MaxVarintLen32)]))
+		if k <= 0 || idLen > uint64(len(p)-32-k) {
 			return payload{}, fmt.Errorf("engine: a payload of %d bytes cannot hold its head", len(p))
 		}
 		at := 32 + k
-		out.head.dedupID = p[at : at+int(n)]
-		p = p[at+int(n):]
+		out.head.dedupID = p[at : at+int(idLen)]
+		p = p[at+int(idLen):]
 	}
 	if uint64(n) > uint64(len(p)) {
 		return payload{}, fmt.Errorf("engine: a payload of %d bytes cannot hold %d bytes of message attributes", len(p), n)
