@@ -46,7 +46,14 @@ type fifoqProc struct {
 func launch(t *testing.T, env []string, args ...string) *fifoqProc {
 	t.Helper()
 	testbin.Track(t)
-	cmd := exec.Command(binary, args...)
+	return launchBinary(t, binary, env, args...)
+}
+
+// launchBinary is launch with another build of fifoq than binary (its
+// caller tracks its sources).
+func launchBinary(t *testing.T, bin string, env []string, args ...string) *fifoqProc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "FIFOQ_") {
 			cmd.Env = append(cmd.Env, kv)
