@@ -23,3 +23,6 @@ func (c chunkMemory) release() { clear(c) }
 func (c chunkMemory) unmap() {}
 
 func registerArenaCleanup(*msgStore, *msgArena) {}
+
+// mapSlice returns an empty slice of capacity n on the heap.
+func mapSlice[T any](n int) ([]T, chunkMemory) { return make([]T, 0, n), nil }

@@ -47,3 +47,17 @@ func (c chunkMemory) unmap() {
 func registerArenaCleanup(s *msgStore, a *msgArena) {
 	runtime.AddCleanup(s, (*msgArena).unmapAll, a)
 }
+
+// mapSlice returns an empty slice of capacity n in memory mapped outside
+// the heap, and the mapping, to unmap once nothing uses the slice: for the
+// arrays a snapshot view holds, one entry a message, so that the collector
+// neither scans them nor lets them double in its headroom. A T may point
+// to message records, never into the heap.
+func mapSlice[T any](n int) ([]T, chunkMemory) {
+	if n == 0 {
+		return nil, nil
+	}
+	var t T
+	mem := mapChunk(n * int(unsafe.Sizeof(t)))
+	return unsafe.Slice((*T)(mem.base()), n)[:0], mem
+}

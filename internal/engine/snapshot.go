@@ -231,6 +231,7 @@ func (e *Engine) Snapshot(w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("engine: snapshot: %w", err)
 	}
+	defer v.unmap()
 	return v.write(w, noLock{})
 }
 

@@ -59,6 +59,9 @@ type queueView struct {
 	dedups   dedupCapture // shared with the queue's table, which keeps it unchanged
 	attempts []*attemptRecord
 	orders   []tenantOrder // standard queues: each tenant's visible list
+	// mapped holds msgs and the orders' serials, outside the heap (see
+	// mapSlice), until Release.
+	mapped []chunkMemory
 }
 
 // tenantOrder is a tenant's visible messages, in order, by serial.
@@ -149,7 +152,18 @@ func (v *SnapshotView) Release() {
 		v.ms.unhold()
 		v.msHeld = false
 	}
+	v.unmap()
 	v.done = true
+}
+
+// unmap gives back the memory of the view's arrays; it cannot be written
+// afterwards.
+func (v *SnapshotView) unmap() {
+	for _, qv := range v.queues {
+		for _, mem := range qv.mapped {
+			mem.unmap()
+		}
+	}
 	v.queues = nil
 }
 
@@ -196,27 +210,32 @@ func captureQueue(q *queue) queueView {
 	for _, t := range q.tasks {
 		sq.Tasks = append(sq.Tasks, snapTaskOf(t))
 	}
-	qv := queueView{sq: sq, msgs: make([]*message, 0, q.stored())}
+	qv := queueView{sq: sq}
+	msgs, mem := mapSlice[*message](q.stored())
+	qv.mapped = append(qv.mapped, mem)
 	for m := q.arrivalHead; m != nil; m = m.anext {
-		qv.msgs = append(qv.msgs, m)
+		msgs = append(msgs, m)
 	}
-	qv.arrival = len(qv.msgs)
-	aged := slices.Clone(q.aged.items) // the heap is shared with readers: sort a copy
-	slices.SortFunc(aged, func(a, b *message) int {
+	qv.arrival = len(msgs)
+	msgs = append(msgs, q.aged.items...) // the heap is shared with readers: sort the copy
+	slices.SortFunc(msgs[qv.arrival:], func(a, b *message) int {
 		return cmp.Or(cmp.Compare(a.enqueuedAt, b.enqueuedAt), cmp.Compare(a.serial, b.serial))
 	})
-	qv.msgs = append(qv.msgs, aged...)
+	qv.msgs = msgs
 	// The expiry logs are rings whose buffers later sends overwrite: copy.
 	qv.dedups = q.dedup.capture()
 	qv.attempts = slices.Clone(liveRecords(q.attemptLog.live(), len(q.attempts), func(r *attemptRecord) bool { return q.attempts[r.id] == r }))
 	sq.Dedups, sq.Attempts = qv.dedups.live, len(qv.attempts)
 	if !q.fifo {
+		serials, mem := mapSlice[uint64](q.stored())
+		qv.mapped = append(qv.mapped, mem)
 		for _, id := range slices.Sorted(maps.Keys(q.tenants)) {
 			t := q.tenants[id]
-			o := tenantOrder{id: t.id, serials: make([]uint64, 0, t.total)}
+			start := len(serials)
 			for m := t.head; m != nil; m = m.next {
-				o.serials = append(o.serials, m.serial)
+				serials = append(serials, m.serial)
 			}
+			o := tenantOrder{id: t.id, serials: serials[start:len(serials):len(serials)]}
 			sq.Ordered += len(o.serials)
 			qv.orders = append(qv.orders, o)
 		}
