@@ -20,10 +20,12 @@ const (
 // and msgstore.go): 112 bytes in a msgArena, outside the garbage-collected
 // heap, so it holds no pointer but to other records. What it refers to on
 // the heap, it names by index into its msgStore's tables (ext, recv,
-// dedupID, group, sender; 0 is none). The body is elsewhere (a BodyStore,
-// or the engine's table in memory), what only a received message needs is
-// in its recvState, and the sent time of a moved message (the only one
-// whose sent time is not its enqueue time) in its msgExt. The fields are
+// group, sender; 0 is none). The body is elsewhere (a BodyStore, or the
+// engine's table in memory), with what only a receive or an inspection
+// shows (its payload: the MessageId, MD5OfBody, deduplication id and
+// attributes, see bodies.go); what only a received message needs is in
+// its recvState, and the sent time of a moved message (the only one whose
+// sent time is not its enqueue time) in its msgExt. The fields are
 // ordered by alignment; TestMessageLayout holds the size and the absence
 // of pointers.
 type message struct {

@@ -19,9 +19,10 @@ import (
 // way, four times what this encoding does, and a snapshot view's writer
 // holds the engine's lock (stalling Apply) while it encodes messages.
 //
-// In memory a message keeps its MessageId, MD5OfBody and rarely set fields
-// in compact forms (message_compact.go); records carry them as strings, as
-// they always have, so the layout is independent of the memory layout.
+// A message keeps its MessageId, MD5OfBody and deduplication id in its
+// payload's head (bodies.go), and its rarely set fields in compact forms
+// (message_compact.go); records carry them as strings, as they always
+// have, so the layout is independent of the memory layout.
 //
 // Integers are varints (encoding/binary: Uvarint, or zig-zag Varint for
 // signed values); a string or byte slice is its length as a uvarint, then
