@@ -222,7 +222,7 @@ func nodeConfig(opts serveOptions, cfg *config.File, set serveSettings, ln net.L
 	nc := node.Config{Account: opts.account, Region: opts.region, SingleRegion: opts.singleRegion, Version: readBuildInfo().version,
 		InMemory: opts.inMemory, DataDir: opts.dataDir, MinFreeBytes: minFreeBytes(opts.minFree),
 		SnapshotBytes: replog.SnapshotBytesWithin(set.budget), BodyFileSize: set.bodyFileSize, NodeID: opts.cluster.nodeID,
-		Logger: logger, Verifier: &auth.Verifier{Store: set.store, DefaultAccount: opts.account, Region: opts.region, Now: time.Now},
+		Logger: logger, Verifier: &auth.Verifier{Store: set.store, DefaultAccount: opts.account, Region: opts.region},
 		LogRequests: opts.logReqs, RecreateDelay: node.Cooldown(opts.recreateDelay), PurgeDelay: node.Cooldown(opts.purgeDelay),
 		Memory: memoryGuard(guard), MaxBodyBytesInFlight: set.budget / 20, Queues: cfg}
 	if opts.cluster.clustered() {

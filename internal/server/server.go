@@ -70,7 +70,11 @@ type Config struct {
 	// port and the cluster endpoints. Nil for the in-memory log.
 	Raft RaftLog
 	// Verifier authenticates requests. If nil, every request is accepted as
-	// from Account (or the account a 12-digit access key names).
+	// from Account (or the account a 12-digit access key names). One
+	// without a clock of its own (Now) checks a request's signing time
+	// against Clock, the server's: a server whose clock is off (a test
+	// build's FIFOQ_TEST_CLOCK_SKEW, or a machine's) judges signatures by
+	// the time it stamps commands with.
 	Verifier *auth.Verifier
 	// MaxLongPolls bounds the receives waiting at once (DefaultMaxLongPolls
 	// if 0); past it a receive answers at once, as a short poll would.
@@ -204,6 +208,9 @@ func New(cfg Config) (*Server, error) {
 		if faultClockSkew != 0 {
 			cfg.Clock = clock.WithNow(func() time.Time { return time.Now().Add(faultClockSkew) })
 		}
+	}
+	if cfg.Verifier != nil && cfg.Verifier.Now == nil {
+		cfg.Verifier.Now = cfg.Clock.Now
 	}
 	if cfg.MaxClockOffset <= 0 {
 		cfg.MaxClockOffset = DefaultMaxClockOffset
