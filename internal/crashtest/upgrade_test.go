@@ -82,6 +82,69 @@ func TestUpgradeFromFrame4DataDir(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real binary; skipped in -short mode")
 	}
+	r := newUpgradeRun(t)
+
+	// Today's fifoq on the old data dir.
+	r.start()
+	r.receiveOldDataDir()
+	r.checkDedupRecords()
+
+	// Change the state, take today's snapshot, change it again, and stop.
+	r.changeState()
+	r.snapshotToday()
+	r.stop()
+
+	// Restarted on its own snapshot and log.
+	r.start()
+	r.receiveAfterRestart()
+	r.sendNew()
+	r.stop()
+}
+
+// upgradeLiveMsg is a message of the fixture not deleted, as
+// TestUpgradeFromFrame4DataDir knows it: its receive count and last receipt
+// handle.
+type upgradeLiveMsg struct {
+	*upgradeMsg
+	rc       int
+	handle   string
+	inflight bool
+}
+
+// upgradeQueue is a queue as TestUpgradeFromFrame4DataDir knows it: every
+// message not deleted, its receive count and last receipt handle, and the
+// deleted ones' names by MessageId.
+type upgradeQueue struct {
+	name, url string
+	fifo      bool
+	msgs      []*upgradeLiveMsg // in the order sent
+	deleted   map[string]string
+}
+
+// upgradeRun is TestUpgradeFromFrame4DataDir's state: the fixture, the data
+// dir, the binary and how it runs, the queues as the test knows them, and
+// the server running (p, c, addr), if any.
+type upgradeRun struct {
+	t             *testing.T
+	ctx           context.Context
+	fx            *upgradeFixtureDoc
+	bin, dir      string
+	env           []string
+	keyID, secret string
+	skew          time.Duration
+	queues        []*upgradeQueue
+	std, fifo     *upgradeQueue // queues[0] and queues[1], once checked
+
+	p    *fifoqProc
+	c    *sqs.Client
+	addr string
+}
+
+// newUpgradeRun unpacks the fixture's data dir (checking that its snapshot
+// is of frame 4 and engine format 3), builds the fifoq_faults binary, and
+// sets the server's clock back to when the fixture's server stopped.
+func newUpgradeRun(t *testing.T) *upgradeRun {
+	t.Helper()
 	fx := readUpgradeFixture(t)
 	dir := filepath.Join(t.TempDir(), "data")
 	unpackDataDir(t, filepath.Join(upgradeFixture, "datadir.tar.gz"), dir)
@@ -92,175 +155,68 @@ func TestUpgradeFromFrame4DataDir(t *testing.T) {
 	bin := faultsBinary(t)
 	const keyID, secret = "AKIDUPGRADETEST00001", "secret-of-the-upgrade-test"
 	skew := time.Until(fx.StoppedAt.Add(time.Second))
-	env := []string{"FIFOQ_ACCESS_KEY_ID=" + keyID, "FIFOQ_SECRET_ACCESS_KEY=" + secret, "FIFOQ_TEST_CLOCK_SKEW=" + skew.String()}
-	ctx := context.Background()
-	start := func() (*fifoqProc, *sqs.Client, string) {
-		t.Helper()
-		addr := freeAddr(t)
-		p := launchBinary(t, bin, env, "serve", "--listen", addr, "--data-dir", dir)
-		c := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + addr),
-			Credentials: credentials.NewStaticCredentialsProvider(keyID, secret, ""), RetryMaxAttempts: 1,
-			HTTPClient: plainHTTP(), HTTPSignerV4: skewedSigner{v4.NewSigner(), skew}})
-		p.waitReady(t, func() error { _, err := c.ListQueues(ctx, &sqs.ListQueuesInput{}); return err })
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("server output:\n%s", p.out)
-			}
-		})
-		return p, c, addr
-	}
-	stop := func(p *fifoqProc) {
-		t.Helper()
-		p.stop()
-		if p.exitCode() != 0 {
-			t.Fatalf("fifoq exited %d on SIGTERM; output:\n%s", p.exitCode(), p.out)
-		}
-	}
-
-	// The queues as this test knows them: every message not deleted, its
-	// receive count and last receipt handle.
-	type liveMsg struct {
-		*upgradeMsg
-		rc       int
-		handle   string
-		inflight bool
-	}
-	type queue struct {
-		name, url string
-		fifo      bool
-		msgs      []*liveMsg // in the order sent
-		deleted   map[string]string
-	}
-	var queues []*queue
+	r := &upgradeRun{t: t, ctx: context.Background(), fx: fx, bin: bin, dir: dir, keyID: keyID, secret: secret, skew: skew,
+		env: []string{"FIFOQ_ACCESS_KEY_ID=" + keyID, "FIFOQ_SECRET_ACCESS_KEY=" + secret, "FIFOQ_TEST_CLOCK_SKEW=" + skew.String()}}
 	for _, fq := range fx.Queues {
-		q := &queue{name: fq.Name, fifo: filepath.Ext(fq.Name) == ".fifo", deleted: map[string]string{}}
+		q := &upgradeQueue{name: fq.Name, fifo: filepath.Ext(fq.Name) == ".fifo", deleted: map[string]string{}}
 		for _, m := range fq.Messages {
 			if m.State == "deleted" {
 				q.deleted[m.MessageId] = m.Name
 				continue
 			}
-			q.msgs = append(q.msgs, &liveMsg{upgradeMsg: m, rc: m.ApproximateReceiveCount, handle: m.ReceiptHandle, inflight: m.State == "inflight"})
+			q.msgs = append(q.msgs, &upgradeLiveMsg{upgradeMsg: m, rc: m.ApproximateReceiveCount, handle: m.ReceiptHandle, inflight: m.State == "inflight"})
 		}
-		queues = append(queues, q)
+		r.queues = append(r.queues, q)
 	}
-	byName := func(q *queue, name string) *liveMsg {
-		for _, m := range q.msgs {
-			if m.Name == name {
-				return m
-			}
-		}
-		t.Fatalf("%s: no live message %s", q.name, name)
-		return nil
-	}
-	// receivable is what a receive of every message may give: the
-	// messages not in flight, and of a FIFO group only those before its
-	// first message in flight (a group is received in order, from its
-	// first message on while they are visible: internal/engine/fifo.go).
-	receivable := func(q *queue) []string {
-		stopped := map[string]bool{}
-		var names []string
-		for _, m := range q.msgs {
-			if m.inflight {
-				stopped[m.MessageGroupId] = q.fifo
-			} else if !stopped[m.MessageGroupId] {
-				names = append(names, m.Name)
-			}
-		}
-		return names
-	}
-	// receiveAll receives every message it can (visibility timeout 300 s)
-	// until a receive gives none, and checks that it gets exactly want,
-	// each once and as sent, the groups of a FIFO queue in order.
-	receiveAll := func(c *sqs.Client, q *queue, want []string) {
-		t.Helper()
-		var got []string
-		for {
-			out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &q.url, MaxNumberOfMessages: 10, VisibilityTimeout: 300,
-				MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}, MessageAttributeNames: []string{"All"}})
-			if err != nil {
-				t.Fatalf("%s: receive: %v", q.name, err)
-			}
-			if len(out.Messages) == 0 {
-				break
-			}
-			for _, r := range out.Messages {
-				id := aws.ToString(r.MessageId)
-				if name, ok := q.deleted[id]; ok {
-					t.Fatalf("%s: %s (%s), deleted, came back: %q", q.name, name, id, aws.ToString(r.Body))
-				}
-				i := slices.IndexFunc(q.msgs, func(m *liveMsg) bool { return m.MessageId == id })
-				if i < 0 {
-					t.Fatalf("%s: received a message never sent: %s %q (MD5 %s)", q.name, id, aws.ToString(r.Body), aws.ToString(r.MD5OfBody))
-				}
-				m := q.msgs[i]
-				if slices.Contains(got, m.Name) {
-					t.Fatalf("%s: %s received twice", q.name, m.Name)
-				}
-				got = append(got, m.Name)
-				m.rc++
-				m.handle, m.inflight = aws.ToString(r.ReceiptHandle), true
-				checkUpgradedMessage(t, q.name, m.upgradeMsg, m.rc, r)
-			}
-		}
-		if a, b := slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want)); !slices.Equal(a, b) {
-			t.Fatalf("%s: received %v, want %v", q.name, a, b)
-		}
-		if q.fifo { // each group in the order sent
-			for _, m := range q.msgs {
-				for _, n := range q.msgs {
-					if m.MessageGroupId == n.MessageGroupId && m.SequenceNumber < n.SequenceNumber &&
-						slices.Contains(got, m.Name) && slices.Contains(got, n.Name) && slices.Index(got, m.Name) > slices.Index(got, n.Name) {
-						t.Errorf("%s: group %s: %s received before %s", q.name, m.MessageGroupId, n.Name, m.Name)
-					}
-				}
-			}
-		}
-	}
-	setVisible := func(c *sqs.Client, q *queue, names ...string) {
-		t.Helper()
-		for _, name := range names {
-			m := byName(q, name)
-			if _, err := c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &q.url, ReceiptHandle: &m.handle, VisibilityTimeout: 0}); err != nil {
-				t.Fatalf("%s: make %s visible with its receipt handle: %v", q.name, name, err)
-			}
-			m.inflight = false
-		}
-	}
-	del := func(c *sqs.Client, q *queue, names ...string) {
-		t.Helper()
-		for _, name := range names {
-			m := byName(q, name)
-			if _, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &q.url, ReceiptHandle: &m.handle}); err != nil {
-				t.Fatalf("%s: delete %s: %v", q.name, name, err)
-			}
-			q.msgs = slices.DeleteFunc(q.msgs, func(x *liveMsg) bool { return x == m })
-			q.deleted[m.MessageId] = name
-		}
-	}
-	inflightNames := func(q *queue) []string {
-		var names []string
-		for _, m := range q.msgs {
-			if m.inflight {
-				names = append(names, m.Name)
-			}
-		}
-		return names
-	}
+	return r
+}
 
-	// Today's fifoq on the old data dir.
-	p, c, addr := start()
-	for _, q := range queues {
-		out, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &q.name})
+// start runs the server on the data dir, and a client of it at its skewed
+// time, and waits until it is ready.
+func (r *upgradeRun) start() {
+	t := r.t
+	t.Helper()
+	addr := freeAddr(t)
+	p := launchBinary(t, r.bin, r.env, "serve", "--listen", addr, "--data-dir", r.dir)
+	c := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + addr),
+		Credentials: credentials.NewStaticCredentialsProvider(r.keyID, r.secret, ""), RetryMaxAttempts: 1,
+		HTTPClient: plainHTTP(), HTTPSignerV4: skewedSigner{v4.NewSigner(), r.skew}})
+	p.waitReady(t, func() error { _, err := c.ListQueues(r.ctx, &sqs.ListQueuesInput{}); return err })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server output:\n%s", p.out)
+		}
+	})
+	r.p, r.c, r.addr = p, c, addr
+}
+
+// stop stops the server with SIGTERM, which it must exit 0 on.
+func (r *upgradeRun) stop() {
+	r.t.Helper()
+	r.p.stop()
+	if r.p.exitCode() != 0 {
+		r.t.Fatalf("fifoq exited %d on SIGTERM; output:\n%s", r.p.exitCode(), r.p.out)
+	}
+}
+
+// receiveOldDataDir finds the fixture's queues on the old data dir, checks
+// how many messages each holds, and receives every one of them, and that
+// the first queue is a standard one and the second a FIFO one.
+func (r *upgradeRun) receiveOldDataDir() {
+	t := r.t
+	t.Helper()
+	for _, q := range r.queues {
+		out, err := r.c.GetQueueUrl(r.ctx, &sqs.GetQueueUrlInput{QueueName: &q.name})
 		if err != nil {
 			t.Fatalf("queue %s: %v", q.name, err)
 		}
 		q.url = aws.ToString(out.QueueUrl)
-		if n := countMessages(t, c, q.url); n != len(q.msgs) {
+		if n := countMessages(t, r.c, q.url); n != len(q.msgs) {
 			t.Errorf("%s holds %d messages, want %d", q.name, n, len(q.msgs))
 		}
 		// What was visible, then what was in flight (made visible with
 		// the receipt handles the old fifoq gave).
-		receiveAll(c, q, receivable(q))
+		r.receiveAll(q, q.receivable())
 		var old []string
 		for _, m := range q.msgs {
 			if m.State == "inflight" {
@@ -268,57 +224,85 @@ func TestUpgradeFromFrame4DataDir(t *testing.T) {
 				old = append(old, m.Name)
 			}
 		}
-		setVisible(c, q, old...)
-		receiveAll(c, q, receivable(q))
+		r.setVisible(q, old...)
+		r.receiveAll(q, q.receivable())
 	}
-	std, fifo := queues[0], queues[1]
-	if std.fifo || !fifo.fifo {
-		t.Fatalf("the fixture's queues are %s and %s, want a standard one and a FIFO one", std.name, fifo.name)
+	r.std, r.fifo = r.queues[0], r.queues[1]
+	if r.std.fifo || !r.fifo.fifo {
+		t.Fatalf("the fixture's queues are %s and %s, want a standard one and a FIFO one", r.std.name, r.fifo.name)
 	}
-	// The deduplication records came along: content-based (f5, in flight
-	// in the old snapshot) and explicit (f9, deleted, only in the log).
+}
+
+// checkDedupRecords checks that the deduplication records came along:
+// content-based (f5, in flight in the old snapshot) and explicit (f9,
+// deleted, only in the log).
+func (r *upgradeRun) checkDedupRecords() {
+	t, fifo := r.t, r.fifo
+	t.Helper()
 	for _, d := range []struct{ name, body, group, dedup string }{{"f5", "", "C", ""}, {"f9", "D-1 again", "D", "dedup-D-1"}} {
-		m := fx.message(t, fifo.name, d.name)
+		m := r.fx.message(t, fifo.name, d.name)
 		body := cmp.Or(d.body, m.Body)
-		out, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &fifo.url, MessageBody: &body, MessageGroupId: &d.group, MessageDeduplicationId: optionalString(d.dedup)})
+		out, err := r.c.SendMessage(r.ctx, &sqs.SendMessageInput{QueueUrl: &fifo.url, MessageBody: &body, MessageGroupId: &d.group, MessageDeduplicationId: optionalString(d.dedup)})
 		if err != nil || aws.ToString(out.MessageId) != m.MessageId {
 			t.Errorf("a duplicate of %s got MessageId %v (%v), want %s's %s", d.name, aws.ToString(out.MessageId), err, d.name, m.MessageId)
 		}
 	}
+}
 
-	// Change the state: delete messages that were in the old snapshot and
-	// in the old log, leave some in flight across the restart, make the
-	// others visible.
-	del(c, std, "s3", "s8")
-	del(c, fifo, "f4", "f8")
-	setVisible(c, std, slices.DeleteFunc(inflightNames(std), func(n string) bool { return n == "s7" || n == "s6" })...)
-	setVisible(c, fifo, slices.DeleteFunc(inflightNames(fifo), func(n string) bool { return n == "f7" })...)
-	// Today's snapshot (a backup takes one), and a change after it.
-	takeSnapshot(t, addr, keyID, secret, skew)
-	if frame, engine := newestSnapshotFormat(t, dir); frame != 5 || engine != 4 {
+// changeState changes the state: it deletes messages that were in the old
+// snapshot and in the old log, leaves some in flight across the restart
+// (s6, s7 and f7), and makes the others visible.
+func (r *upgradeRun) changeState() {
+	r.t.Helper()
+	std, fifo := r.std, r.fifo
+	r.del(std, "s3", "s8")
+	r.del(fifo, "f4", "f8")
+	r.setVisible(std, slices.DeleteFunc(std.inflightNames(), func(n string) bool { return n == "s7" || n == "s6" })...)
+	r.setVisible(fifo, slices.DeleteFunc(fifo.inflightNames(), func(n string) bool { return n == "f7" })...)
+}
+
+// snapshotToday has the server take today's snapshot (a backup takes one),
+// checks that it is of frame 5 and engine format 4, and makes a change
+// after it (s6 deleted).
+func (r *upgradeRun) snapshotToday() {
+	t := r.t
+	t.Helper()
+	takeSnapshot(t, r.addr, r.keyID, r.secret, r.skew)
+	if frame, engine := newestSnapshotFormat(t, r.dir); frame != 5 || engine != 4 {
 		t.Fatalf("after the backup, the newest snapshot is frame %d, engine format %d; want 5 and 4", frame, engine)
 	}
-	del(c, std, "s6")
-	stop(p)
+	r.del(r.std, "s6")
+}
 
-	// Restarted on its own snapshot and log.
-	p, c, _ = start()
-	held := map[string]string{std.name: "s7", fifo.name: "f7"} // in flight across the restart
-	for _, q := range queues {
-		if n := countMessages(t, c, q.url); n != len(q.msgs) {
+// receiveAfterRestart checks, after the restart on its own snapshot and
+// log, how many messages each queue holds, receives the visible ones, and
+// then the one left in flight across the restart (made visible with its
+// receipt handle).
+func (r *upgradeRun) receiveAfterRestart() {
+	t := r.t
+	t.Helper()
+	held := map[string]string{r.std.name: "s7", r.fifo.name: "f7"} // in flight across the restart
+	for _, q := range r.queues {
+		if n := countMessages(t, r.c, q.url); n != len(q.msgs) {
 			t.Errorf("%s holds %d messages after the restart, want %d", q.name, n, len(q.msgs))
 		}
-		receiveAll(c, q, receivable(q))
-		setVisible(c, q, held[q.name])
-		receiveAll(c, q, receivable(q))
+		r.receiveAll(q, q.receivable())
+		r.setVisible(q, held[q.name])
+		r.receiveAll(q, q.receivable())
 	}
+}
 
-	// A new message in each queue, beside the old ones (in flight).
+// sendNew sends a new message to each queue, beside the old ones (in
+// flight), checks that a FIFO queue's SequenceNumber goes on after the old
+// ones', and receives it.
+func (r *upgradeRun) sendNew() {
+	t := r.t
+	t.Helper()
 	var maxSeq string
-	for _, m := range fifo.msgs {
+	for _, m := range r.fifo.msgs {
 		maxSeq = max(maxSeq, m.SequenceNumber)
 	}
-	for _, q := range queues {
+	for _, q := range r.queues {
 		body := "new on " + q.name + " ✓"
 		in := &sqs.SendMessageInput{QueueUrl: &q.url, MessageBody: &body, MessageAttributes: map[string]types.MessageAttributeValue{
 			"s": {DataType: aws.String("String"), StringValue: aws.String("new")},
@@ -326,7 +310,7 @@ func TestUpgradeFromFrame4DataDir(t *testing.T) {
 		if q.fifo {
 			in.MessageGroupId = aws.String("N")
 		}
-		out, err := c.SendMessage(ctx, in)
+		out, err := r.c.SendMessage(r.ctx, in)
 		if err != nil {
 			t.Fatalf("%s: send a new message: %v", q.name, err)
 		}
@@ -337,10 +321,125 @@ func TestUpgradeFromFrame4DataDir(t *testing.T) {
 			MD5OfBody: aws.ToString(out.MD5OfMessageBody), MD5OfMessageAttributes: aws.ToString(out.MD5OfMessageAttributes),
 			MessageGroupId: aws.ToString(in.MessageGroupId), SequenceNumber: aws.ToString(out.SequenceNumber)}
 		nm.MessageAttributes = map[string]upgradeAttr{"s": {DataType: "String", StringValue: "new"}, "b": {DataType: "Binary", BinaryValue: []byte{0, 0xff}}}
-		q.msgs = append(q.msgs, &liveMsg{upgradeMsg: nm})
-		receiveAll(c, q, []string{"new"})
+		q.msgs = append(q.msgs, &upgradeLiveMsg{upgradeMsg: nm})
+		r.receiveAll(q, []string{"new"})
 	}
-	stop(p)
+}
+
+// byName returns q's live message called name.
+func (q *upgradeQueue) byName(t *testing.T, name string) *upgradeLiveMsg {
+	t.Helper()
+	for _, m := range q.msgs {
+		if m.Name == name {
+			return m
+		}
+	}
+	t.Fatalf("%s: no live message %s", q.name, name)
+	return nil
+}
+
+// receivable is what a receive of every message may give: the
+// messages not in flight, and of a FIFO group only those before its
+// first message in flight (a group is received in order, from its
+// first message on while they are visible: internal/engine/fifo.go).
+func (q *upgradeQueue) receivable() []string {
+	stopped := map[string]bool{}
+	var names []string
+	for _, m := range q.msgs {
+		if m.inflight {
+			stopped[m.MessageGroupId] = q.fifo
+		} else if !stopped[m.MessageGroupId] {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
+
+// inflightNames is the names of q's messages in flight, in the order sent.
+func (q *upgradeQueue) inflightNames() []string {
+	var names []string
+	for _, m := range q.msgs {
+		if m.inflight {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
+
+// receiveAll receives every message it can (visibility timeout 300 s)
+// until a receive gives none, and checks that it gets exactly want,
+// each once and as sent, the groups of a FIFO queue in order.
+func (r *upgradeRun) receiveAll(q *upgradeQueue, want []string) {
+	t := r.t
+	t.Helper()
+	var got []string
+	for {
+		out, err := r.c.ReceiveMessage(r.ctx, &sqs.ReceiveMessageInput{QueueUrl: &q.url, MaxNumberOfMessages: 10, VisibilityTimeout: 300,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}, MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			t.Fatalf("%s: receive: %v", q.name, err)
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, rm := range out.Messages {
+			id := aws.ToString(rm.MessageId)
+			if name, ok := q.deleted[id]; ok {
+				t.Fatalf("%s: %s (%s), deleted, came back: %q", q.name, name, id, aws.ToString(rm.Body))
+			}
+			i := slices.IndexFunc(q.msgs, func(m *upgradeLiveMsg) bool { return m.MessageId == id })
+			if i < 0 {
+				t.Fatalf("%s: received a message never sent: %s %q (MD5 %s)", q.name, id, aws.ToString(rm.Body), aws.ToString(rm.MD5OfBody))
+			}
+			m := q.msgs[i]
+			if slices.Contains(got, m.Name) {
+				t.Fatalf("%s: %s received twice", q.name, m.Name)
+			}
+			got = append(got, m.Name)
+			m.rc++
+			m.handle, m.inflight = aws.ToString(rm.ReceiptHandle), true
+			checkUpgradedMessage(t, q.name, m.upgradeMsg, m.rc, rm)
+		}
+	}
+	if a, b := slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want)); !slices.Equal(a, b) {
+		t.Fatalf("%s: received %v, want %v", q.name, a, b)
+	}
+	if q.fifo { // each group in the order sent
+		for _, m := range q.msgs {
+			for _, n := range q.msgs {
+				if m.MessageGroupId == n.MessageGroupId && m.SequenceNumber < n.SequenceNumber &&
+					slices.Contains(got, m.Name) && slices.Contains(got, n.Name) && slices.Index(got, m.Name) > slices.Index(got, n.Name) {
+					t.Errorf("%s: group %s: %s received before %s", q.name, m.MessageGroupId, n.Name, m.Name)
+				}
+			}
+		}
+	}
+}
+
+// setVisible makes q's messages called names visible, with their last
+// receipt handles.
+func (r *upgradeRun) setVisible(q *upgradeQueue, names ...string) {
+	r.t.Helper()
+	for _, name := range names {
+		m := q.byName(r.t, name)
+		if _, err := r.c.ChangeMessageVisibility(r.ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &q.url, ReceiptHandle: &m.handle, VisibilityTimeout: 0}); err != nil {
+			r.t.Fatalf("%s: make %s visible with its receipt handle: %v", q.name, name, err)
+		}
+		m.inflight = false
+	}
+}
+
+// del deletes q's messages called names, with their last receipt handles.
+func (r *upgradeRun) del(q *upgradeQueue, names ...string) {
+	r.t.Helper()
+	for _, name := range names {
+		m := q.byName(r.t, name)
+		if _, err := r.c.DeleteMessage(r.ctx, &sqs.DeleteMessageInput{QueueUrl: &q.url, ReceiptHandle: &m.handle}); err != nil {
+			r.t.Fatalf("%s: delete %s: %v", q.name, name, err)
+		}
+		q.msgs = slices.DeleteFunc(q.msgs, func(x *upgradeLiveMsg) bool { return x == m })
+		q.deleted[m.MessageId] = name
+	}
 }
 
 // checkUpgradedMessage checks a received message against the fixture's,

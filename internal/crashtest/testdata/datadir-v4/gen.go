@@ -108,14 +108,29 @@ func main() {
 	defer os.RemoveAll(tmp)
 	dataDir := filepath.Join(tmp, "data")
 
-	addr := freeAddr()
-	cmd := exec.Command(*bin, "serve", "--listen", addr, "--data-dir", dataDir)
-	cmd.Env = append(cleanEnv(), "FIFOQ_ACCESS_KEY_ID="+keyID, "FIFOQ_SECRET_ACCESS_KEY="+secret)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	check(cmd.Start())
+	cmd, logs, c, addr := startServer(dataDir)
 	defer cmd.Process.Kill()
-	c := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + addr),
+	fx, urls := createQueues(c)
+	std, fifo := fx.Queues[0], fx.Queues[1]
+	fillBeforeSnapshot(c, std, fifo, urls)
+	backupSnapshot(tmp, addr, dataDir)
+	fillAfterSnapshot(c, std, fifo, urls)
+	recordListing(addr, fx, urls)
+	stopServer(cmd, logs, dataDir, fx)
+	writeFixture(fx, dataDir)
+	log.Printf("server log:\n%s", logs.String())
+}
+
+// startServer runs the old fifoq durable on dataDir, with the admin key,
+// its output in logs, and waits until it answers c.
+func startServer(dataDir string) (cmd *exec.Cmd, logs *bytes.Buffer, c *sqs.Client, addr string) {
+	addr = freeAddr()
+	cmd = exec.Command(*bin, "serve", "--listen", addr, "--data-dir", dataDir)
+	cmd.Env = append(cleanEnv(), "FIFOQ_ACCESS_KEY_ID="+keyID, "FIFOQ_SECRET_ACCESS_KEY="+secret)
+	logs = &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	check(cmd.Start())
+	c = sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + addr),
 		Credentials: credentials.NewStaticCredentialsProvider(keyID, secret, "")})
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := c.ListQueues(ctx, &sqs.ListQueuesInput{}); err == nil {
@@ -124,7 +139,13 @@ func main() {
 			log.Fatalf("not ready: %v\n%s", err, logs.String())
 		}
 	}
+	return cmd, logs, c, addr
+}
 
+// createQueues creates the fixture's two queues, a standard one and a FIFO
+// one (content-based deduplication), and returns the fixture and the
+// queues' URLs.
+func createQueues(c *sqs.Client) (*Fixture, map[*Queue]string) {
 	std := &Queue{Name: "legacy-std", Attributes: map[string]string{"VisibilityTimeout": "30"}}
 	fifo := &Queue{Name: "legacy.fifo", Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true", "VisibilityTimeout": "30"}}
 	fx := &Fixture{Commit: "3e26ba0", Account: "000000000000", Queues: []*Queue{std, fifo}}
@@ -134,13 +155,19 @@ func main() {
 		check(err)
 		urls[q] = aws.ToString(out.QueueUrl)
 	}
+	return fx, urls
+}
 
-	all := map[string]Attr{
-		"str": {DataType: "String", StringValue: "grüße ✓"},
-		"num": {DataType: "Number", StringValue: "-12.50"},
-		"bin": {DataType: "Binary", BinaryValue: []byte{0, 1, 2, 0xfe, 0xff}},
-	}
-	// Before the snapshot.
+// allAttrs is a message attribute of each data type.
+var allAttrs = map[string]Attr{
+	"str": {DataType: "String", StringValue: "grüße ✓"},
+	"num": {DataType: "Number", StringValue: "-12.50"},
+	"bin": {DataType: "Binary", BinaryValue: []byte{0, 1, 2, 0xfe, 0xff}},
+}
+
+// fillBeforeSnapshot sends the messages that the snapshot holds, and
+// receives some of them before it.
+func fillBeforeSnapshot(c *sqs.Client, std, fifo *Queue, urls map[*Queue]string) {
 	send(c, std, urls[std], false, &Message{Name: "s1", Body: "x"})
 	send(c, std, urls[std], false, &Message{Name: "s2", Body: "héllo, wörld ✓ 日本語 🚀", MessageAttributes: map[string]Attr{"lang": {DataType: "String", StringValue: "de-DE"}}})
 	send(c, std, urls[std], false, &Message{Name: "s3", Body: pattern("s3", 256), MessageAttributes: map[string]Attr{
@@ -149,11 +176,11 @@ func main() {
 		"trace": {DataType: "String.custom", StringValue: "abc-123"}, "ratio": {DataType: "Number.float", StringValue: "3.14"}}})
 	sendBatch(c, std, urls[std], false,
 		&Message{Name: "s5", Body: pattern("s5", 1024)},
-		&Message{Name: "s6", Body: pattern("s6", 16000), MessageAttributes: all},
+		&Message{Name: "s6", Body: pattern("s6", 16000), MessageAttributes: allAttrs},
 		&Message{Name: "s7", Body: "<xml a=\"1\">&amp; ' \" </xml>\r\n\ttab"})
 	send(c, fifo, urls[fifo], false, &Message{Name: "f1", Body: "A-1", MessageGroupId: "A", MessageAttributes: map[string]Attr{"n": {DataType: "Number", StringValue: "1"}}})
 	send(c, fifo, urls[fifo], false, &Message{Name: "f2", Body: "A-2", MessageGroupId: "A"})
-	send(c, fifo, urls[fifo], false, &Message{Name: "f3", Body: "B-1", MessageGroupId: "B", MessageDeduplicationId: "dedup-B-1", MessageAttributes: all})
+	send(c, fifo, urls[fifo], false, &Message{Name: "f3", Body: "B-1", MessageGroupId: "B", MessageDeduplicationId: "dedup-B-1", MessageAttributes: allAttrs})
 	send(c, fifo, urls[fifo], false, &Message{Name: "f4", Body: pattern("f4", 3000), MessageGroupId: "B"})
 	send(c, fifo, urls[fifo], false, &Message{Name: "f5", Body: "C-1 ✓ ünïcödé", MessageGroupId: "C"})
 	sendBatch(c, fifo, urls[fifo], false,
@@ -164,8 +191,11 @@ func main() {
 	// are deleted, the others are made visible again.
 	act(c, std, urls[std], map[string]string{"s1": "inflight", "s2": "delete"})
 	act(c, fifo, urls[fifo], map[string]string{"f3": "inflight", "f1": "delete"})
+}
 
-	// The snapshot: `fifoq backup` has the server take one.
+// backupSnapshot has the server take the snapshot, through `fifoq backup`
+// (the backup itself goes to tmp), and checks that there is one.
+func backupSnapshot(tmp, addr, dataDir string) {
 	bk := exec.Command(*bin, "backup", filepath.Join(tmp, "backup"))
 	bk.Env = append(cleanEnv(), "FIFOQ_ENDPOINT=http://"+addr, "FIFOQ_ACCESS_KEY_ID="+keyID, "FIFOQ_SECRET_ACCESS_KEY="+secret)
 	if out, err := bk.CombinedOutput(); err != nil {
@@ -175,13 +205,16 @@ func main() {
 	if len(snaps) != 1 {
 		log.Fatalf("%d snapshots after the backup, want 1", len(snaps))
 	}
+}
 
-	// After the snapshot: only in the log.
+// fillAfterSnapshot changes the queues after the snapshot, so that this
+// part of the state is only in the log.
+func fillAfterSnapshot(c *sqs.Client, std, fifo *Queue, urls map[*Queue]string) {
 	send(c, std, urls[std], true, &Message{Name: "s8", Body: pattern("s8", 2000), MessageAttributes: map[string]Attr{"k": {DataType: "String", StringValue: "after"}}})
 	send(c, std, urls[std], true, &Message{Name: "s9", Body: "after the snapshot"})
 	sendBatch(c, std, urls[std], true,
 		&Message{Name: "s10", Body: "s10 ✓", MessageAttributes: map[string]Attr{"b": {DataType: "Binary", BinaryValue: []byte("\x00raw\xff")}}},
-		&Message{Name: "s11", Body: pattern("s11", 512), MessageAttributes: all})
+		&Message{Name: "s11", Body: pattern("s11", 512), MessageAttributes: allAttrs})
 	send(c, fifo, urls[fifo], true, &Message{Name: "f8", Body: "A-4", MessageGroupId: "A", MessageAttributes: map[string]Attr{"k": {DataType: "String", StringValue: "after"}}})
 	send(c, fifo, urls[fifo], true, &Message{Name: "f9", Body: "D-1", MessageGroupId: "D", MessageDeduplicationId: "dedup-D-1"})
 	// s4 and f2, of the snapshot, are deleted after it; s9 and f9, sent
@@ -197,8 +230,12 @@ func main() {
 	if id := aws.ToString(dup.MessageId); id != byName(fifo, "f5").MessageId {
 		log.Fatalf("the duplicate of f5 got MessageId %s, want %s", id, byName(fifo, "f5").MessageId)
 	}
+}
 
-	// What the server says of every message, without receiving it.
+// recordListing records what the server says of every message, without
+// receiving it (sent and first-receive times, content-based deduplication
+// ids of messages never received), and checks it against what was tracked.
+func recordListing(addr string, fx *Fixture, urls map[*Queue]string) {
 	for _, q := range fx.Queues {
 		listed := devList(addr, urls[q])
 		var live []string
@@ -228,13 +265,18 @@ func main() {
 			log.Fatalf("%s lists %d messages, want %d", q.Name, len(listed), len(live))
 		}
 	}
+}
 
+// stopServer records when the server stopped, stops it with SIGTERM, and
+// checks that the data dir still holds the one snapshot, of frame 4 and
+// engine format 3 (recorded in fx).
+func stopServer(cmd *exec.Cmd, logs *bytes.Buffer, dataDir string, fx *Fixture) {
 	fx.StoppedAt = time.Now().UTC()
 	check(cmd.Process.Signal(syscall.SIGTERM))
 	if err := cmd.Wait(); err != nil {
 		log.Fatalf("fifoq exited: %v\n%s", err, logs.String())
 	}
-	snaps = snapshots(dataDir)
+	snaps := snapshots(dataDir)
 	if len(snaps) != 1 {
 		log.Fatalf("%d snapshots after stopping, want 1", len(snaps))
 	}
@@ -247,13 +289,16 @@ func main() {
 	if fx.SnapshotFrame != 4 || fx.EngineFormat != 3 {
 		log.Fatalf("snapshot frame %d, engine format %d; want 4 and 3", fx.SnapshotFrame, fx.EngineFormat)
 	}
+}
 
+// writeFixture writes expected.json (fx) and datadir.tar.gz (dataDir) to
+// the -out directory.
+func writeFixture(fx *Fixture, dataDir string) {
 	check(os.MkdirAll(*outDir, 0o755))
 	j, err := json.MarshalIndent(fx, "", "  ")
 	check(err)
 	check(os.WriteFile(filepath.Join(*outDir, "expected.json"), append(j, '\n'), 0o644))
 	check(writeTarGz(filepath.Join(*outDir, "datadir.tar.gz"), dataDir))
-	log.Printf("server log:\n%s", logs.String())
 }
 
 // pattern is a body of n bytes that names the message and compresses well.
