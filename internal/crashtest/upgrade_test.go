@@ -63,8 +63,9 @@ type upgradeFixtureDoc struct {
 
 // TestUpgradeFromFrame4DataDir guards the upgrade of a real data dir that
 // the previous fifoq (3e26ba0) wrote — a snapshot of frame 4 with engine
-// format 3 whose body store payloads lack the 32-byte head (MessageId and
-// MD5OfBody) that today's payloads begin with, plus log entries after it —
+// format 3 whose body store payloads lack the head (MessageId, MD5OfBody
+// and deduplication id) that today's payloads begin with, plus log entries
+// after it —
 // to today's binary. Every message not deleted must be received exactly
 // once, with its MessageId, body, MD5s, message attributes, group,
 // deduplication id, sequence number, sent and first-receive times and
