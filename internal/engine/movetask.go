@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -362,10 +361,14 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, s
 		return nil, failNonExistentQueue
 	}
 	if e.ms.dlqSource(m) == "" {
-		// The text is replicated state, so it names the message by what
-		// its record holds, not by its MessageId, which only its payload
-		// in the BodyStore holds.
-		return nil, "InvalidParameterValue: a message sent at " + time.Unix(0, e.ms.sentAt(m)).UTC().Format(time.RFC3339Nano) + " was never moved from a source queue, so it has no DeadLetterQueueSourceArn to return to; give a DestinationArn."
+		// The text is replicated state, the same on every member of any
+		// version: the MessageId is read from the payload, as a receive
+		// reads it while it is applied.
+		id := "(unreadable)"
+		if p, err := readPayload(e.bodyStore(), e.ms, m); err == nil {
+			id = e.ms.messageID(m, p.head).String()
+		}
+		return nil, "InvalidParameterValue: message " + id + " has no DeadLetterQueueSourceArn to return to; give a DestinationArn."
 	}
 	d := e.queueByARN(e.ms.dlqSource(m))
 	if d == nil || d == src {
