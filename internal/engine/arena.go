@@ -16,6 +16,7 @@ import (
 type msgArena struct {
 	chunks []*msgChunk
 	byAddr []int // indexes of chunks, in the order of their addresses
+	hint   int   // the chunk chunkOf or at found last: the next record is likely in it
 	lowest int   // no chunk below it has a free record
 	live   int   // records handed out and not freed
 }
@@ -24,6 +25,7 @@ type msgArena struct {
 type msgChunk struct {
 	mem   chunkMemory
 	start uintptr   // the address of recs[0]: a record finds its chunk by its address (chunkOf)
+	first int       // the place of recs[0] among all the arena's records (placeOf)
 	recs  []message // in mem
 	free  *message  // freed records, linked through next
 	used  int       // recs[used:] were never handed out since the chunk was last empty
@@ -52,6 +54,9 @@ func (a *msgArena) alloc() *message {
 		}
 		mem := mapChunk(n * int(unsafe.Sizeof(message{})))
 		c := &msgChunk{mem: mem, start: uintptr(mem.base()), recs: unsafe.Slice((*message)(mem.base()), n)}
+		if k := len(a.chunks); k > 0 {
+			c.first = a.chunks[k-1].first + len(a.chunks[k-1].recs)
+		}
 		a.chunks = append(a.chunks, c)
 		i, _ := slices.BinarySearchFunc(a.byAddr, c.start, func(k int, p uintptr) int { return cmp.Compare(a.chunks[k].start, p) })
 		a.byAddr = slices.Insert(a.byAddr, i, len(a.chunks)-1)
@@ -76,14 +81,46 @@ func (a *msgArena) alloc() *message {
 // bytes a record would spend on it.
 func (a *msgArena) chunkOf(m *message) int {
 	p := uintptr(unsafe.Pointer(m))
+	if a.hint < len(a.chunks) && a.chunks[a.hint].holds(p) {
+		return a.hint
+	}
 	i, found := slices.BinarySearchFunc(a.byAddr, p, func(k int, p uintptr) int { return cmp.Compare(a.chunks[k].start, p) })
 	if !found {
 		i-- // the last chunk that starts before m
 	}
-	if i < 0 || p >= a.chunks[a.byAddr[i]].start+uintptr(len(a.chunks[a.byAddr[i]].recs))*unsafe.Sizeof(message{}) {
+	if i < 0 || !a.chunks[a.byAddr[i]].holds(p) {
 		panic("engine: a message record outside the arena")
 	}
-	return a.byAddr[i]
+	a.hint = a.byAddr[i]
+	return a.hint
+}
+
+// holds reports whether address p is in c's records.
+func (c *msgChunk) holds(p uintptr) bool {
+	return p >= c.start && p < c.start+uintptr(len(c.recs))*unsafe.Sizeof(message{})
+}
+
+// placeOf returns m's place among all the arena's records: its chunk's
+// first place plus its index in the chunk. A place names a record for as
+// long as the arena lives (at returns it), in a number that climbs by one
+// from a record to the next allocated from a fresh chunk.
+func (a *msgArena) placeOf(m *message) uint64 {
+	c := a.chunks[a.chunkOf(m)]
+	return uint64(c.first) + uint64((uintptr(unsafe.Pointer(m))-c.start)/unsafe.Sizeof(message{}))
+}
+
+// at returns the record at place p (see placeOf).
+func (a *msgArena) at(p uint64) *message {
+	i := a.hint
+	if c := a.chunks[min(i, len(a.chunks)-1)]; p < uint64(c.first) || p >= uint64(c.first+len(c.recs)) {
+		var found bool
+		i, found = slices.BinarySearchFunc(a.chunks, p, func(c *msgChunk, p uint64) int { return cmp.Compare(uint64(c.first), p) })
+		if !found {
+			i--
+		}
+		a.hint = i
+	}
+	return &a.chunks[i].recs[p-uint64(a.chunks[i].first)]
 }
 
 // free returns m to its chunk. m must not be used afterwards.
@@ -128,7 +165,7 @@ func (a *msgArena) unmapAll() {
 	for _, c := range a.chunks {
 		c.mem.unmap()
 	}
-	a.chunks, a.byAddr = nil, nil
+	a.chunks, a.byAddr, a.hint = nil, nil, 0
 }
 
 // poisonFreed, set by the package's tests, fills freed records with a

@@ -59,6 +59,13 @@ func TestArenaReusesAndReleases(t *testing.T) {
 	if a.live != 1000 || chunks < 2 {
 		t.Fatalf("live %d in %d chunks", a.live, chunks)
 	}
+	// A record's place names it, and climbs by one from a record to the
+	// next of a fresh chunk.
+	for i, m := range ms {
+		if p := a.placeOf(m); a.at(p) != m || p != uint64(i) {
+			t.Fatalf("record %d is at place %d, which names %p, not %p", i, p, a.at(p), m)
+		}
+	}
 	// A record finds its chunk by its address, the first and last of
 	// each chunk included.
 	for i, c := range a.chunks {

@@ -54,20 +54,19 @@ type SnapshotView struct {
 // queueView is one queue's part of a view.
 type queueView struct {
 	sq       *snapQueue
-	msgs     []*message   // the arrival list, then the aged heap in order
-	arrival  int          // msgs[:arrival] come from the arrival list
+	msgs     packedSeq    // places in the arena (msgArena.placeOf): the arrival list, then the aged heap in order
+	arrival  int          // the first arrival entries of msgs come from the arrival list
 	dedups   dedupCapture // shared with the queue's table, which keeps it unchanged
 	attempts []*attemptRecord
 	orders   []tenantOrder // standard queues: each tenant's visible list
-	// mapped holds msgs and the orders' serials, outside the heap (see
-	// mapSlice), until Release.
-	mapped []chunkMemory
+	serials  packedSeq     // the orders' serials, one order after the other
 }
 
-// tenantOrder is a tenant's visible messages, in order, by serial.
+// tenantOrder is a tenant's visible list: its n messages are the next n
+// serials of its queueView.
 type tenantOrder struct {
-	id      string
-	serials []uint64
+	id string
+	n  int
 }
 
 // cowState is the engine's copy-on-write record for the open view: gen
@@ -160,9 +159,8 @@ func (v *SnapshotView) Release() {
 // afterwards.
 func (v *SnapshotView) unmap() {
 	for _, qv := range v.queues {
-		for _, mem := range qv.mapped {
-			mem.unmap()
-		}
+		qv.msgs.mem.unmap()
+		qv.serials.mem.unmap()
 	}
 	v.queues = nil
 }
@@ -210,33 +208,35 @@ func captureQueue(q *queue) queueView {
 	for _, t := range q.tasks {
 		sq.Tasks = append(sq.Tasks, snapTaskOf(t))
 	}
-	qv := queueView{sq: sq}
-	msgs, mem := mapSlice[*message](q.stored())
-	qv.mapped = append(qv.mapped, mem)
+	arena := q.ms.arena
+	qv := queueView{sq: sq, msgs: newPackedSeq(q.stored())}
 	for m := q.arrivalHead; m != nil; m = m.anext {
-		msgs = append(msgs, m)
+		qv.msgs.add(arena.placeOf(m))
 	}
-	qv.arrival = len(msgs)
-	msgs = append(msgs, q.aged.items...) // the heap is shared with readers: sort the copy
-	slices.SortFunc(msgs[qv.arrival:], func(a, b *message) int {
-		return cmp.Or(cmp.Compare(a.enqueuedAt, b.enqueuedAt), cmp.Compare(a.serial, b.serial))
-	})
-	qv.msgs = msgs
+	qv.arrival = qv.msgs.len()
+	if len(q.aged.items) > 0 {
+		aged := slices.Clone(q.aged.items) // the heap is shared with readers: sort a copy
+		slices.SortFunc(aged, func(a, b *message) int {
+			return cmp.Or(cmp.Compare(a.enqueuedAt, b.enqueuedAt), cmp.Compare(a.serial, b.serial))
+		})
+		for _, m := range aged {
+			qv.msgs.add(arena.placeOf(m))
+		}
+	}
 	// The expiry logs are rings whose buffers later sends overwrite: copy.
 	qv.dedups = q.dedup.capture()
 	qv.attempts = slices.Clone(liveRecords(q.attemptLog.live(), len(q.attempts), func(r *attemptRecord) bool { return q.attempts[r.id] == r }))
 	sq.Dedups, sq.Attempts = qv.dedups.live, len(qv.attempts)
 	if !q.fifo {
-		serials, mem := mapSlice[uint64](q.stored())
-		qv.mapped = append(qv.mapped, mem)
+		qv.serials = newPackedSeq(q.stored())
 		for _, id := range slices.Sorted(maps.Keys(q.tenants)) {
 			t := q.tenants[id]
-			start := len(serials)
+			o := tenantOrder{id: t.id, n: qv.serials.len()}
 			for m := t.head; m != nil; m = m.next {
-				serials = append(serials, m.serial)
+				qv.serials.add(m.serial)
 			}
-			o := tenantOrder{id: t.id, serials: serials[start:len(serials):len(serials)]}
-			sq.Ordered += len(o.serials)
+			o.n = qv.serials.len() - o.n
+			sq.Ordered += o.n
 			qv.orders = append(qv.orders, o)
 		}
 	}
@@ -306,10 +306,11 @@ func (v *SnapshotView) writeQueue(enc *gob.Encoder, raw io.Writer, qv *queueView
 		return err
 	}
 	cw := chunkWriter{enc: enc, raw: raw, msgs: recordWriter{ms: v.ms, bodies: v.bodies, byRef: v.byRef}}
-	for i := 0; i < len(qv.msgs); {
+	places := qv.msgs.iter()
+	for i := 0; i < qv.msgs.len(); {
 		lock.Lock()
-		for k := 0; i < len(qv.msgs) && !cw.full() && k < v.lockBatch; i, k = i+1, k+1 {
-			cw.message(v.asTaken(qv.msgs[i]), i >= qv.arrival)
+		for k := 0; i < qv.msgs.len() && !cw.full() && k < v.lockBatch; i, k = i+1, k+1 {
+			cw.message(v.asTaken(v.ms.arena.at(places.next())), i >= qv.arrival)
 		}
 		lock.Unlock()
 		if err := cw.msgs.err; err != nil {
@@ -329,9 +330,10 @@ func (v *SnapshotView) writeQueue(enc *gob.Encoder, raw io.Writer, qv *queueView
 			return err
 		}
 	}
+	serials := qv.serials.iter()
 	for _, o := range qv.orders {
-		for _, s := range o.serials {
-			if err := cw.order(o.id, s); err != nil {
+		for range o.n {
+			if err := cw.order(o.id, serials.next()); err != nil {
 				return err
 			}
 		}
