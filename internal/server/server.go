@@ -183,6 +183,11 @@ type Server struct {
 	done     chan struct{}
 	doneOnce sync.Once
 	httpSrv  *http.Server
+	// life orders Serve's start of the background work (move tasks,
+	// housekeeping, the cluster's goroutines) before Shutdown's wait for
+	// it: Serve starts it only if Shutdown has not begun (shutDown).
+	life     sync.Mutex
+	shutDown bool
 
 	// status is Config.Raft; cluster is the same when the log is a
 	// networked cluster's member.
@@ -291,9 +296,13 @@ func (s *Server) Handler() http.Handler {
 
 // Serve accepts connections on ln until Shutdown is called.
 func (s *Server) Serve(ln net.Listener) error {
-	s.movers.start()
-	s.keeper.start()
-	s.startCluster()
+	s.life.Lock()
+	if !s.shutDown {
+		s.movers.start()
+		s.keeper.start()
+		s.startCluster()
+	}
+	s.life.Unlock()
 	err := s.httpSrv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -317,6 +326,9 @@ func (s *Server) ServeTLS(ln net.Listener, certFile, keyFile string) error {
 // empty results, waits for in-flight requests until ctx ends, and closes
 // the log.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.life.Lock()
+	s.shutDown = true
+	s.life.Unlock()
 	s.doneOnce.Do(func() { close(s.done) })
 	err := s.httpSrv.Shutdown(ctx)
 	s.stopCluster(ctx)
