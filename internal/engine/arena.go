@@ -112,7 +112,7 @@ func (a *msgArena) placeOf(m *message) uint64 {
 // at returns the record at place p (see placeOf).
 func (a *msgArena) at(p uint64) *message {
 	i := a.hint
-	if c := a.chunks[min(i, len(a.chunks)-1)]; p < uint64(c.first) || p >= uint64(c.first+len(c.recs)) {
+	if c := a.chunks[i]; p < uint64(c.first) || p >= uint64(c.first+len(c.recs)) {
 		var found bool
 		i, found = slices.BinarySearchFunc(a.chunks, p, func(c *msgChunk, p uint64) int { return cmp.Compare(uint64(c.first), p) })
 		if !found {

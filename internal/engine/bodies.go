@@ -108,7 +108,7 @@ func (e *Engine) keepBody(m *message, head msgHead, body string, attrs map[strin
 // message attributes) and body.
 func putPayload(s BodyStore, head msgHead, section []byte, body string) BodyRef {
 	var b strings.Builder
-	b.Grow(payloadHeadMin + binary.MaxVarintLen32 + len(head.dedupID) + len(section) + len(body))
+	b.Grow(payloadHeadMin + binary.MaxVarintLen64 + len(head.dedupID) + len(section) + len(body))
 	b.Write(head.uuid[:])
 	b.Write(head.md5[:])
 	var n [binary.MaxVarintLen64]byte

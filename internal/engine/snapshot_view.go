@@ -231,11 +231,11 @@ func captureQueue(q *queue) queueView {
 		qv.serials = newPackedSeq(q.stored())
 		for _, id := range slices.Sorted(maps.Keys(q.tenants)) {
 			t := q.tenants[id]
-			o := tenantOrder{id: t.id, n: qv.serials.len()}
+			start := qv.serials.len()
 			for m := t.head; m != nil; m = m.next {
 				qv.serials.add(m.serial)
 			}
-			o.n = qv.serials.len() - o.n
+			o := tenantOrder{id: t.id, n: qv.serials.len() - start}
 			sq.Ordered += o.n
 			qv.orders = append(qv.orders, o)
 		}
