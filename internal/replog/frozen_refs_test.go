@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/fifoq/fifoq/internal/engine"
-	"github.com/fifoq/fifoq/internal/frozentest"
 )
 
 // TestFrozenSnapshotFramesWithBodyStore restores the committed snapshot of
@@ -93,9 +91,8 @@ func copyFrozenBodies(t *testing.T, dir string) *bodies {
 // itself (snapshotFormatVersion), of the state genCommands leave in an
 // engine whose bodies are in a store, as name.bin, with the store as
 // name.bodies/ and the engine's answers as name.json. testdata/gen/
-// frames_refs.go.txt is the same at the older commits that wrote frame 4.
+// frames_refs.go.txt did the same at the commit that wrote frame 4.
 func writeRefsFrameFixture(t *testing.T, dir, name string) {
-	const t0 = 1764300000_000000000
 	if err := os.RemoveAll(filepath.Join(dir, name+".bodies")); err != nil {
 		t.Fatal(err)
 	}
@@ -103,35 +100,10 @@ func writeRefsFrameFixture(t *testing.T, dir, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(engine.Config{Region: "us-east-1", Bodies: b})
-	for _, c := range append(genCommands(t0)[:10], genEmptyDedupID(t0)) {
-		_, _ = eng.Apply(c) // some fail (receipt handles of no message), as they would
-	}
-	f := &fsm{eng: eng, bodies: b}
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sink frameSink
-	if err := snap.Persist(&sink); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
-	fx := struct {
-		Region, Account string
-		Now             int64
-		Probes          frozentest.Probes
-		Observations    []frozentest.Observation
-	}{Region: "us-east-1", Account: genAccount, Now: t0 + 20e6,
-		Probes: frozentest.Probes{DedupIDs: []string{"d1", "nope"}, AttemptIDs: []string{"att-1"}}}
-	fx.Observations = frozentest.Observe(eng, fx.Account, fx.Now, fx.Probes)
-	js, err := json.MarshalIndent(fx, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
+	frame, answers := genFrame(t, b)
 	if err := b.store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	writeFixture(t, filepath.Join(dir, name+".bin"), sink.Bytes())
-	writeFixture(t, filepath.Join(dir, name+".json"), append(js, '\n'))
+	writeFixture(t, filepath.Join(dir, name+".bin"), frame)
+	writeFixture(t, filepath.Join(dir, name+".json"), answers)
 }

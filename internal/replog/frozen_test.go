@@ -213,12 +213,28 @@ func (s *frameSink) Close() error  { return nil }
 // with the bodies in it (snapshotInlineVersion), of the state genCommands
 // leave, as testdata/gen/frames.go.txt did at older commits.
 func writeCurrentFrameFixture(t *testing.T) {
+	frame, answers := genFrame(t, nil)
+	name := filepath.Join("testdata", "snapshots", fmt.Sprintf("frame-v%d", snapshotInlineVersion))
+	writeFixture(t, name+".bin", frame)
+	writeFixture(t, name+".json", answers)
+}
+
+// genFrame applies genCommands to an engine whose bodies are in b (in
+// memory if b is nil), snapshots it through the fsm as Raft would, and
+// returns the snapshot and, as a fixture's JSON, what the engine answers
+// then.
+func genFrame(t *testing.T, b *bodies) (frame, answers []byte) {
+	t.Helper()
 	const t0 = 1764300000_000000000
-	eng := engine.New(engine.Config{Region: "us-east-1"})
+	cfg := engine.Config{Region: "us-east-1"}
+	if b != nil {
+		cfg.Bodies = b
+	}
+	eng := engine.New(cfg)
 	for _, c := range append(genCommands(t0)[:10], genEmptyDedupID(t0)) {
 		_, _ = eng.Apply(c) // some fail (receipt handles of no message), as they would
 	}
-	f := &fsm{eng: eng}
+	f := &fsm{eng: eng, bodies: b}
 	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -240,9 +256,7 @@ func writeCurrentFrameFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := filepath.Join("testdata", "snapshots", fmt.Sprintf("frame-v%d", snapshotInlineVersion))
-	writeFixture(t, name+".bin", sink.Bytes())
-	writeFixture(t, name+".json", append(js, '\n'))
+	return sink.Bytes(), append(js, '\n')
 }
 
 func writeFixture(t *testing.T, path string, data []byte) {
