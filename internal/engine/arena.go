@@ -7,8 +7,8 @@ import (
 )
 
 // msgArena hands out message records from chunks of memory outside the
-// garbage-collected heap on Linux (see msgstore.go, and chunkMemory for
-// where the memory comes from). A chunk's free records are on a list of
+// garbage-collected heap on Linux, except under the race detector (see
+// msgstore.go, and chunkMemory for where the memory comes from). A chunk's free records are on a list of
 // its own, and records are taken from the lowest chunk that has one, so
 // that as a backlog drains the highest chunks empty first; an empty chunk
 // gives its memory back to the operating system and keeps its address

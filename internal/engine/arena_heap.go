@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux || race
 
 package engine
 
@@ -6,6 +6,13 @@ import "unsafe"
 
 // chunkMemory is, on systems other than Linux, a slice of records on the
 // garbage-collected heap: correct, without the savings of mapped memory.
+//
+// Builds with the race detector use it too: the detector checks only
+// memory in the Go heap and data sections, so a race on a record in
+// mapped memory would pass unseen. Under -race every access to a record
+// or to a snapshot view's arrays is checked; the mapped arena itself is
+// tested by the package's tests without -race and by every test that runs
+// a built fifoq binary.
 type chunkMemory []message
 
 // chunkMemoryUnscanned says that records in chunk memory are scanned by
