@@ -16,6 +16,7 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/config"
+	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/memguard"
 	"github.com/fifoq/fifoq/internal/node"
 	"github.com/fifoq/fifoq/internal/replog"
@@ -128,7 +129,7 @@ func serveParsed(fs *flag.FlagSet, o *serveOptions, stdout, stderr io.Writer) in
 	// that a restart holds to it too.
 	var guard *memguard.Guard
 	if set.budget > 0 {
-		guard = memguard.New(set.budget, logger)
+		guard = memguard.New(set.budget, engine.OutsideHeapBytes, logger)
 		guardCtx, stopGuard := context.WithCancel(context.Background())
 		defer stopGuard()
 		go guard.Run(guardCtx)

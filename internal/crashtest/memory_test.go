@@ -31,10 +31,11 @@ import (
 )
 
 var (
-	memLimitMiB      = flag.Int("memory.limit-mib", 256, "TestBacklogLargerThanMemory: the memory limit of the cgroup fifoq runs in, MiB (its budget too: no --max-memory is given)")
-	memMessages      = flag.Int("memory.messages", 768, "TestBacklogLargerThanMemory: messages of 1,000,000 bytes offered (the default is three times the default limit)")
-	memSmallLimitMiB = flag.Int("memory.small-limit-mib", 64, "TestMemoryLimitRefusesInsteadOfOOM: the memory limit of the cgroup fifoq runs in, MiB")
-	memSmallMessages = flag.Int("memory.small-messages", 400_000, "TestMemoryLimitRefusesInsteadOfOOM: small FIFO messages offered at most (the offer ends at the first memRefusalsEnough refusals)")
+	memLimitMiB         = flag.Int("memory.limit-mib", 256, "TestBacklogLargerThanMemory: the memory limit of the cgroup fifoq runs in, MiB (its budget too: no --max-memory is given)")
+	memMessages         = flag.Int("memory.messages", 768, "TestBacklogLargerThanMemory: messages of 1,000,000 bytes offered (the default is three times the default limit)")
+	memSmallLimitMiB    = flag.Int("memory.small-limit-mib", 64, "TestMemoryLimitRefusesInsteadOfOOM: the memory limit of the cgroup fifoq runs in, MiB")
+	memSmallMessages    = flag.Int("memory.small-messages", 400_000, "TestMemoryLimitRefusesInsteadOfOOM: small FIFO messages offered at most (the offer ends at the first memRefusalsEnough refusals)")
+	memStandardMessages = flag.Int("memory.standard-messages", 900_000, "TestStandardBacklogRefusesInsteadOfOOM: small standard messages offered at most, fewer than 1,000,000 (ids have six digits; the offer ends at the first memRefusalsEnough refusals)")
 )
 
 const (
@@ -76,6 +77,15 @@ const (
 // and deliver every acknowledged message intact and nothing else.
 func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
 	runMemoryCgroup(t, memShape{body: memSmallBodySize, attr: 40, fifo: true, messages: *memSmallMessages, limitMiB: *memSmallLimitMiB, senders: 16}, true)
+}
+
+// TestStandardBacklogRefusesInsteadOfOOM is TestMemoryLimitRefusesInsteadOfOOM
+// with a standard queue and no ids: such a message keeps nothing on the Go
+// heap, only its record, in memory the engine maps outside the heap
+// (internal/engine/arena.go), so the budget must count that memory too or
+// the backlog grows until the kernel kills the server.
+func TestStandardBacklogRefusesInsteadOfOOM(t *testing.T) {
+	runMemoryCgroup(t, memShape{body: memSmallBodySize, messages: *memStandardMessages, limitMiB: *memSmallLimitMiB, senders: 16, batch: 10}, true)
 }
 
 // TestBacklogLargerThanMemory offers a cgroup (-memory.limit-mib, 256 MiB)
@@ -600,6 +610,9 @@ type memShape struct {
 	messages int
 	// limitMiB is the cgroup's memory limit; senders send concurrently.
 	limitMiB, senders int
+	// batch, if not 0, is how many messages each SendMessageBatch sends;
+	// with 0 each message is a SendMessage.
+	batch int
 }
 
 // createQueue is the creation of the test's queue.
@@ -688,20 +701,27 @@ func (o *memOffer) run(client *sqs.Client, queueURL string, deadline time.Time) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			n := max(o.shape.batch, 1)
 			for !o.stopped.Load() && time.Now().Before(deadline) {
-				id := int(next.Add(1) - 1)
-				if id >= o.shape.messages {
+				first := int(next.Add(int64(n)) - int64(n))
+				if first >= o.shape.messages {
 					return
 				}
-				_, err := client.SendMessage(context.Background(), o.shape.input(queueURL, id))
+				ids := make([]int, 0, n)
+				for id := first; id < min(first+n, o.shape.messages); id++ {
+					ids = append(ids, id)
+				}
+				err := o.send(client, queueURL, ids)
 				if err == nil {
 					o.mu.Lock()
-					o.acked[id] = true
+					for _, id := range ids {
+						o.acked[id] = true
+					}
 					o.mu.Unlock()
 					continue
 				}
 				if ferr := refusal(err); ferr != nil {
-					o.fail(fmt.Errorf("send message %d: %w", id, ferr))
+					o.fail(fmt.Errorf("send messages %d to %d: %w", ids[0], ids[len(ids)-1], ferr))
 					return
 				}
 				o.mu.Lock()
@@ -717,6 +737,33 @@ func (o *memOffer) run(client *sqs.Client, queueURL string, deadline time.Time) 
 		}()
 	}
 	wg.Wait()
+}
+
+// send sends the messages ids, in one SendMessage, or in one
+// SendMessageBatch if the shape says so. An error is the whole request's,
+// or a batch's first failed entry's: a refusal for want of memory refuses
+// the whole request.
+func (o *memOffer) send(client *sqs.Client, queueURL string, ids []int) error {
+	if o.shape.batch == 0 {
+		_, err := client.SendMessage(context.Background(), o.shape.input(queueURL, ids[0]))
+		return err
+	}
+	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL)}
+	for _, id := range ids {
+		m := o.shape.input(queueURL, id)
+		in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(id)),
+			MessageBody: m.MessageBody, MessageAttributes: m.MessageAttributes,
+			MessageGroupId: m.MessageGroupId, MessageDeduplicationId: m.MessageDeduplicationId})
+	}
+	out, err := client.SendMessageBatch(context.Background(), in)
+	if err != nil {
+		return err
+	}
+	if len(out.Failed) > 0 {
+		f := out.Failed[0]
+		return fmt.Errorf("%d entries of the batch failed, the first %s with %s: %s", len(out.Failed), aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message))
+	}
+	return nil
 }
 
 // refusal returns nil if err is the server's refusal for want of memory:
@@ -781,16 +828,34 @@ func receiveAndDelete(ctx context.Context, client *sqs.Client, queueURL string, 
 			if err != nil {
 				return nil, fmt.Errorf("receive: %w", err)
 			}
-			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				return nil, fmt.Errorf("delete message %d: %w", id, err)
-			}
 			ids = append(ids, id)
+		}
+		if err := deleteReceived(ctx, client, queueURL, out.Messages); err != nil {
+			return nil, err
 		}
 		if len(ids) > 0 {
 			return ids, nil
 		}
 	}
 	return nil, errors.New("5 receives got nothing, though sends had been acknowledged")
+}
+
+// deleteReceived deletes the messages one receive returned, in one
+// DeleteMessageBatch: every one must be deleted.
+func deleteReceived(ctx context.Context, client *sqs.Client, queueURL string, msgs []types.Message) error {
+	in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL)}
+	for i, m := range msgs {
+		in.Entries = append(in.Entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+	}
+	out, err := client.DeleteMessageBatch(ctx, in)
+	if err != nil {
+		return fmt.Errorf("delete %d messages: %w", len(msgs), err)
+	}
+	if len(out.Failed) > 0 {
+		f := out.Failed[0]
+		return fmt.Errorf("delete %d messages: %d failed, the first (%s) with %s: %s", len(msgs), len(out.Failed), aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message))
+	}
+	return nil
 }
 
 // drainAndCheck receives and deletes until three receives in a row get
@@ -821,10 +886,10 @@ func drainAndCheck(t *testing.T, client *sqs.Client, queueURL string, shape memS
 			continue
 		}
 		empty, lastDelivery = 0, time.Now()
+		if err := deleteReceived(ctx, client, queueURL, out.Messages); err != nil {
+			t.Fatalf("drain after the restart: %v", err)
+		}
 		for _, m := range out.Messages {
-			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				t.Fatalf("drain delete after the restart: %v", err)
-			}
 			id, err := shape.check(m)
 			switch {
 			case err != nil:

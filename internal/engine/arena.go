@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"slices"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -19,6 +20,9 @@ type msgArena struct {
 	hint   int   // the chunk chunkOf or at found last: the next record is likely in it
 	lowest int   // no chunk below it has a free record
 	live   int   // records handed out and not freed
+	// counter is where the arena counts the memory it holds outside the
+	// heap: outsideHeap if nil (a test gives one of its own).
+	counter *atomic.Int64
 }
 
 // msgChunk is one chunk of records.
@@ -30,7 +34,43 @@ type msgChunk struct {
 	free  *message  // freed records, linked through next
 	used  int       // recs[used:] were never handed out since the chunk was last empty
 	live  int
+	// released says its pages were given back (every record free) and
+	// not touched since: they are not counted in outsideHeap.
+	released bool
 }
+
+// outsideHeap is the memory the engines of this process hold outside the
+// Go heap, in bytes: the chunks of their arenas, except those given back,
+// and their snapshot views' packed arrays. The runtime's memory metrics
+// do not see it; OutsideHeapBytes reports it to whoever keeps the
+// process inside a memory budget.
+var outsideHeap atomic.Int64
+
+// OutsideHeapBytes returns the memory the engines of this process hold
+// outside the Go heap (message records, snapshot views' arrays): memory
+// the process uses that the Go runtime's memory metrics and soft limit do
+// not count. It is 0 where records are on the heap (not Linux, or a build
+// with the race detector).
+func OutsideHeapBytes() int64 { return outsideHeap.Load() }
+
+// outside returns the counter of the memory a holds outside the heap.
+func (a *msgArena) outside() *atomic.Int64 {
+	if a.counter == nil {
+		return &outsideHeap
+	}
+	return a.counter
+}
+
+// countOutside adds n bytes of chunk memory to counter (takes them off if
+// n is negative), if chunk memory is outside the heap.
+func countOutside(counter *atomic.Int64, n int) {
+	if chunkMemoryUnscanned {
+		counter.Add(int64(n))
+	}
+}
+
+// bytes returns the size of c's records.
+func (c *msgChunk) bytes() int { return len(c.recs) * int(unsafe.Sizeof(message{})) }
 
 const (
 	// The first chunk holds firstChunkRecords, and each new one twice the
@@ -58,10 +98,16 @@ func (a *msgArena) alloc() *message {
 			c.first = a.chunks[k-1].first + len(a.chunks[k-1].recs)
 		}
 		a.chunks = append(a.chunks, c)
+		countOutside(a.outside(), c.bytes())
 		i, _ := slices.BinarySearchFunc(a.byAddr, c.start, func(k int, p uintptr) int { return cmp.Compare(a.chunks[k].start, p) })
 		a.byAddr = slices.Insert(a.byAddr, i, len(a.chunks)-1)
 	}
 	c := a.chunks[a.lowest]
+	if c.released {
+		// Its pages come back as its records are written.
+		c.released = false
+		countOutside(a.outside(), c.bytes())
+	}
 	var m *message
 	if c.free != nil {
 		m, c.free = c.free, c.free.next
@@ -137,7 +183,8 @@ func (a *msgArena) free(m *message) {
 		// that a queue kept empty by its consumers makes no system call
 		// a message.
 		c.mem.release()
-		c.free, c.used = nil, 0
+		c.free, c.used, c.released = nil, 0, true
+		countOutside(a.outside(), -c.bytes())
 		return
 	}
 	// A freed record reads as no message (serial 0), so that a holder of
@@ -164,6 +211,9 @@ func (a *msgArena) mapped() uint64 {
 func (a *msgArena) unmapAll() {
 	for _, c := range a.chunks {
 		c.mem.unmap()
+		if !c.released {
+			countOutside(a.outside(), -c.bytes())
+		}
 	}
 	a.chunks, a.byAddr, a.hint = nil, nil, 0
 }

@@ -1,6 +1,9 @@
 package engine
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
 
 // packedSeq is a sequence of integers kept as zig-zag varint differences
 // from the one before, in memory mapped outside the heap (mapSlice). A
@@ -14,12 +17,17 @@ type packedSeq struct {
 	mem  chunkMemory
 	last uint64
 	n    int
+	// counted is what settle added to counter: the bytes written, the
+	// only pages of the mapping ever touched.
+	counted int
+	counter *atomic.Int64
 }
 
-// newPackedSeq returns an empty sequence with room for n entries.
-func newPackedSeq(n int) packedSeq {
+// newPackedSeq returns an empty sequence with room for n entries, which
+// counts the memory it holds outside the heap in counter.
+func newPackedSeq(n int, counter *atomic.Int64) packedSeq {
 	buf, mem := mapSlice[byte](n * binary.MaxVarintLen64)
-	return packedSeq{buf: buf, mem: mem}
+	return packedSeq{buf: buf, mem: mem, counter: counter}
 }
 
 // add appends v. The difference wraps as two's complement, so that any
@@ -28,6 +36,22 @@ func (s *packedSeq) add(v uint64) {
 	s.buf = binary.AppendVarint(s.buf, int64(v-s.last))
 	s.last = v
 	s.n++
+}
+
+// settle counts the bytes written as memory held outside the heap, once
+// the sequence is complete; release takes them off.
+func (s *packedSeq) settle() {
+	s.counted = len(s.buf)
+	countOutside(s.counter, s.counted)
+}
+
+// release gives back the sequence's memory; it cannot be read afterwards.
+func (s *packedSeq) release() {
+	s.mem.unmap()
+	if s.counted != 0 {
+		countOutside(s.counter, -s.counted)
+	}
+	*s = packedSeq{}
 }
 
 // len returns the number of entries.

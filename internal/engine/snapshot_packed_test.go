@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 )
 
@@ -21,8 +22,9 @@ func TestPackedSeqRoundTrip(t *testing.T) {
 			want = append(want, want[len(want)-1]-uint64(rng.IntN(100)))
 		}
 	}
-	s := newPackedSeq(len(want))
-	defer s.mem.unmap()
+	var counter atomic.Int64
+	s := newPackedSeq(len(want), &counter)
+	defer s.release()
 	for _, v := range want {
 		s.add(v)
 	}

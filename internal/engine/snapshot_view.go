@@ -158,9 +158,9 @@ func (v *SnapshotView) Release() {
 // unmap gives back the memory of the view's arrays; it cannot be written
 // afterwards.
 func (v *SnapshotView) unmap() {
-	for _, qv := range v.queues {
-		qv.msgs.mem.unmap()
-		qv.serials.mem.unmap()
+	for i := range v.queues {
+		v.queues[i].msgs.release()
+		v.queues[i].serials.release()
 	}
 	v.queues = nil
 }
@@ -209,7 +209,7 @@ func captureQueue(q *queue) queueView {
 		sq.Tasks = append(sq.Tasks, snapTaskOf(t))
 	}
 	arena := q.ms.arena
-	qv := queueView{sq: sq, msgs: newPackedSeq(q.stored())}
+	qv := queueView{sq: sq, msgs: newPackedSeq(q.stored(), arena.outside())}
 	for m := q.arrivalHead; m != nil; m = m.anext {
 		qv.msgs.add(arena.placeOf(m))
 	}
@@ -223,12 +223,13 @@ func captureQueue(q *queue) queueView {
 			qv.msgs.add(arena.placeOf(m))
 		}
 	}
+	qv.msgs.settle()
 	// The expiry logs are rings whose buffers later sends overwrite: copy.
 	qv.dedups = q.dedup.capture()
 	qv.attempts = slices.Clone(liveRecords(q.attemptLog.live(), len(q.attempts), func(r *attemptRecord) bool { return q.attempts[r.id] == r }))
 	sq.Dedups, sq.Attempts = qv.dedups.live, len(qv.attempts)
 	if !q.fifo {
-		qv.serials = newPackedSeq(q.stored())
+		qv.serials = newPackedSeq(q.stored(), arena.outside())
 		for _, id := range slices.Sorted(maps.Keys(q.tenants)) {
 			t := q.tenants[id]
 			start := qv.serials.len()
@@ -239,6 +240,7 @@ func captureQueue(q *queue) queueView {
 			sq.Ordered += o.n
 			qv.orders = append(qv.orders, o)
 		}
+		qv.serials.settle()
 	}
 	return qv
 }

@@ -61,6 +61,10 @@ type Usage struct {
 	// InUse is what the runtime holds now, collectable garbage included,
 	// but not memory returned or free to return to the system.
 	InUse int64
+	// OutsideHeap is memory the process holds in mappings of its own,
+	// which the runtime neither counts nor collects (the engine's message
+	// records); Live and InUse include it.
+	OutsideHeap int64
 }
 
 // Guard watches the process's memory against a budget.
@@ -72,21 +76,41 @@ type Guard struct {
 	inUseAt   int64
 	logger    *slog.Logger
 
-	read     func() Usage // ReadUsage, or a test's
-	collect  func()       // runtime.GC, or a test's
-	now      func() time.Time
-	lastGC   time.Time
-	refusing atomic.Bool
-	live     atomic.Int64
+	read    func() Usage // ReadUsage and the memory outside the heap, or a test's
+	collect func()       // runtime.GC, or a test's
+	// setLimit sets the runtime's soft limit (debug.SetMemoryLimit), nil
+	// where the guard does not own it (GOMEMLIMIT set a lower one, a
+	// test); runtimeLimit is what it last set.
+	setLimit     func(int64)
+	runtimeLimit int64
+	now          func() time.Time
+	lastGC       time.Time
+	refusing     atomic.Bool
+	live         atomic.Int64
 }
 
 // New returns a guard for a budget of the given bytes (more than 0) and
 // sets the runtime's soft memory limit under it, unless GOMEMLIMIT set a
-// lower one. Run must be running for the guard to measure.
-func New(budget int64, logger *slog.Logger) *Guard {
-	g := newGuard(budget, logger, ReadUsage, runtime.GC, time.Now)
+// lower one. outsideHeap, if not nil, returns the memory the process holds
+// outside the Go heap, in mappings the runtime does not see: the guard
+// counts it with the runtime's figures, and lowers the runtime's soft
+// limit by it, so that the collector keeps the whole process under the
+// budget. Run must be running for the guard to measure.
+func New(budget int64, outsideHeap func() int64, logger *slog.Logger) *Guard {
+	read := ReadUsage
+	if outsideHeap != nil {
+		read = func() Usage {
+			u, o := ReadUsage(), outsideHeap()
+			u.Live += o
+			u.InUse += o
+			u.OutsideHeap = o
+			return u
+		}
+	}
+	g := newGuard(budget, logger, read, runtime.GC, time.Now)
 	if cur := debug.SetMemoryLimit(-1); cur > g.softLimit {
 		debug.SetMemoryLimit(g.softLimit)
+		g.setLimit = func(n int64) { debug.SetMemoryLimit(n) }
 	} else {
 		g.softLimit = cur
 	}
@@ -100,7 +124,7 @@ func newGuard(budget int64, logger *slog.Logger, read func() Usage, collect func
 	}
 	share := func(f float64) int64 { return int64(float64(budget) * f) }
 	return &Guard{
-		budget: budget, softLimit: share(softLimitShare),
+		budget: budget, softLimit: share(softLimitShare), runtimeLimit: share(softLimitShare),
 		refuseAt: share(refuseShare), resumeAt: share(resumeShare), inUseAt: share(inUseShare),
 		logger: logger, read: read, collect: collect, now: now,
 	}
@@ -160,18 +184,37 @@ func (g *Guard) sample() {
 		g.lastGC = g.now()
 		u = g.read()
 	}
+	g.fitRuntimeLimit(u.OutsideHeap)
 	g.live.Store(u.Live)
 	over := u.Live >= g.refuseAt || u.InUse >= g.softLimit
 	switch {
 	case over && !g.refusing.Load():
 		g.refusing.Store(true)
 		g.logger.Warn("memory budget reached: refusing sends until consumers drain the queues",
-			"budget_bytes", g.budget, "live_bytes", u.Live, "in_use_bytes", u.InUse, "refuse_at_bytes", g.refuseAt)
+			"budget_bytes", g.budget, "live_bytes", u.Live, "in_use_bytes", u.InUse, "outside_heap_bytes", u.OutsideHeap, "refuse_at_bytes", g.refuseAt)
 	case !over && g.refusing.Load() && u.Live < g.resumeAt:
 		g.refusing.Store(false)
 		g.logger.Info("memory back under the budget: accepting sends",
 			"budget_bytes", g.budget, "live_bytes", u.Live, "resume_at_bytes", g.resumeAt)
 	}
+}
+
+// fitRuntimeLimit keeps the runtime's soft limit at the guard's less the
+// memory outside the heap, so that the collector works to keep the whole
+// process, not only its heap, under the guard's limit. It changes the
+// limit only by a hundredth of the budget or more, and never sets it under
+// a quarter of the guard's: by then sends are refused, and a lower limit
+// would only make the collector run without end.
+func (g *Guard) fitRuntimeLimit(outsideHeap int64) {
+	if g.setLimit == nil {
+		return
+	}
+	want := max(g.softLimit-outsideHeap, g.softLimit/4)
+	if d := want - g.runtimeLimit; d < g.budget/100 && -d < g.budget/100 {
+		return
+	}
+	g.setLimit(want)
+	g.runtimeLimit = want
 }
 
 // usageSamples are the runtime metrics ReadUsage reads, in this order.

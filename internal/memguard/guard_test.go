@@ -3,6 +3,7 @@ package memguard
 import (
 	"errors"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -111,5 +112,63 @@ func TestReadUsage(t *testing.T) {
 	u := ReadUsage()
 	if u.Live < int64(len(sink)) || u.InUse < u.Live {
 		t.Fatalf("ReadUsage = %+v with a 64 MiB slice live", u)
+	}
+}
+
+// TestGuardCountsMemoryOutsideTheHeap: memory the process maps itself
+// (the engine's message records) is in the figures New's reader gives,
+// refuses sends as the heap would, and lowers the runtime's soft limit by
+// as much, by steps of a hundredth of the budget at least and never under
+// a quarter of the guard's limit.
+func TestGuardCountsMemoryOutsideTheHeap(t *testing.T) {
+	const mib = 1 << 20
+	g, rt := newFake(1000 * mib)
+	var limits []int64
+	g.setLimit = func(n int64) { limits = append(limits, n) }
+	sample := func(heap, outside int64) {
+		t.Helper()
+		u := Usage{Live: (heap + outside) * mib, InUse: (heap + outside) * mib, OutsideHeap: outside * mib}
+		rt.usage, rt.afterGC = u, u
+		rt.clock = rt.clock.Add(10 * time.Second)
+		g.sample()
+	}
+	sample(100, 0)
+	if len(limits) != 0 {
+		t.Fatalf("the runtime's limit was set to %v with nothing outside the heap", limits)
+	}
+	sample(100, 5) // less than a hundredth of the budget: left as it is
+	if len(limits) != 0 {
+		t.Fatalf("the runtime's limit was set to %v for 5 MiB outside the heap", limits)
+	}
+	sample(100, 300)
+	if len(limits) != 1 || limits[0] != 600*mib || g.Refusing() {
+		t.Fatalf("300 MiB outside the heap: limits set %v, refusing %v; want the runtime's limit at 600 MiB, no refusal", limits, g.Refusing())
+	}
+	sample(100, 600) // 700 MiB in all: the budget's refusal line
+	if !g.Refusing() || limits[len(limits)-1] != 300*mib {
+		t.Fatalf("600 MiB outside the heap and 100 in it: refusing %v, runtime limit %d MiB; want a refusal and 300 MiB", g.Refusing(), limits[len(limits)-1]/mib)
+	}
+	sample(100, 880)
+	if got := limits[len(limits)-1]; got != 900*mib/4 {
+		t.Fatalf("880 MiB outside the heap: runtime limit %d MiB, want a quarter of 900", got/mib)
+	}
+	sample(100, 0)
+	if g.Refusing() || limits[len(limits)-1] != 900*mib {
+		t.Fatalf("drained: refusing %v, runtime limit %d MiB; want sends taken and the limit back at 900 MiB", g.Refusing(), limits[len(limits)-1]/mib)
+	}
+}
+
+// TestNewReadsMemoryOutsideTheHeap: New's reader adds what outsideHeap
+// reports to the runtime's figures.
+func TestNewReadsMemoryOutsideTheHeap(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(prev)
+	const outside = 64 << 20
+	g := New(1<<40, func() int64 { return outside }, nil)
+	runtime.GC()
+	heap := ReadUsage()
+	u := g.read()
+	if u.OutsideHeap != outside || u.Live < heap.Live+outside/2 || u.InUse < outside {
+		t.Fatalf("New's reader gives %+v, with %d bytes outside the heap and the runtime's figures %+v", u, outside, heap)
 	}
 }
