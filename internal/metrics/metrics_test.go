@@ -35,6 +35,7 @@ func (f *fakeServer) source() ServerSource {
 			defer f.mu.Unlock()
 			return f.waiters
 		},
+		OutsideHeap: func() int64 { return 12345 },
 	}
 }
 
@@ -142,6 +143,9 @@ func TestQueueMetrics(t *testing.T) {
 	}
 	if m := series(fams, "fifoq_long_poll_waiters", ""); m.GetGauge().GetValue() != 3 {
 		t.Errorf("fifoq_long_poll_waiters = %v, want 3", m)
+	}
+	if m := series(fams, "fifoq_memory_outside_heap_bytes", ""); m.GetGauge().GetValue() != 12345 {
+		t.Errorf("fifoq_memory_outside_heap_bytes = %v, want 12345", m)
 	}
 
 	// A queue that is gone from the source is gone from the metrics.

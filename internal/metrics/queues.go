@@ -35,6 +35,9 @@ type ServerSource struct {
 	Queues func(dst []QueueFigures) []QueueFigures
 	// LongPollWaiters returns the number of receives waiting for messages.
 	LongPollWaiters func() int
+	// OutsideHeap, if not nil, returns the memory the engine holds
+	// outside the Go heap (engine.OutsideHeapBytes).
+	OutsideHeap func() int64
 }
 
 // WatchServer registers the queue and long-poll metrics, read from src at
@@ -54,6 +57,16 @@ func (r *Registry) WatchServer(src ServerSource) error {
 	if err := r.reg.Register(&queueCollector{queues: src.Queues}); err != nil {
 		r.reg.Unregister(waiters)
 		return fmt.Errorf("register queue metrics: %w", err)
+	}
+	if src.OutsideHeap != nil {
+		outside := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "memory_outside_heap_bytes",
+			Help:      "Memory the engine holds outside the Go heap, in mappings of its own: the queued messages' records, and the arrays of a snapshot being written. The go_* metrics do not count it; process_resident_memory_bytes does.",
+		}, func() float64 { return float64(src.OutsideHeap()) })
+		if err := r.reg.Register(outside); err != nil {
+			return fmt.Errorf("register memory metric: %w", err)
+		}
 	}
 	return nil
 }

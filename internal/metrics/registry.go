@@ -105,7 +105,7 @@ func (r *Registry) WatchMemory(src MemorySource) error {
 	live := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: namespace,
 		Name:      "memory_live_bytes",
-		Help:      "Memory the server needed at the memory guard's last measurement: the heap found live by the last garbage collection, and the Go runtime's memory beside the heap.",
+		Help:      "Memory the server needed at the memory guard's last measurement: the heap found live by the last garbage collection, the Go runtime's memory beside the heap, and the memory the engine holds outside the heap.",
 	}, func() float64 { return float64(src.Live()) })
 	refusing := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: namespace,

@@ -247,7 +247,7 @@ func New(cfg Config) (*Server, error) {
 		pollSlots: make(chan struct{}, cfg.MaxLongPolls),
 		metrics:   cfg.Metrics,
 	}
-	if err := cfg.Metrics.WatchServer(metrics.ServerSource{Queues: s.queueFigures, LongPollWaiters: s.longPollWaiters}); err != nil {
+	if err := cfg.Metrics.WatchServer(metrics.ServerSource{Queues: s.queueFigures, LongPollWaiters: s.longPollWaiters, OutsideHeap: engine.OutsideHeapBytes}); err != nil {
 		return nil, fmt.Errorf("server config: %w", err)
 	}
 	if g := cfg.Memory; g != nil {
