@@ -9,11 +9,11 @@ import (
 
 // msgArena hands out message records from chunks of memory outside the
 // garbage-collected heap on Linux, except under the race detector (see
-// msgstore.go, and chunkMemory for where the memory comes from). A chunk's free records are on a list of
-// its own, and records are taken from the lowest chunk that has one, so
-// that as a backlog drains the highest chunks empty first; an empty chunk
-// gives its memory back to the operating system and keeps its address
-// range.
+// msgstore.go, and chunkMemory for where the memory comes from). A
+// chunk's free records are on a list of its own, and records are taken
+// from the lowest chunk that has one, so that as a backlog drains the
+// highest chunks empty first; an empty chunk gives its memory back to the
+// operating system and keeps its address range.
 type msgArena struct {
 	chunks []*msgChunk
 	byAddr []int // indexes of chunks, in the order of their addresses
