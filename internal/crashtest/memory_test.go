@@ -822,6 +822,9 @@ func receiveAndDelete(ctx context.Context, client *sqs.Client, queueURL string, 
 		if err != nil {
 			return nil, fmt.Errorf("receive: %w", err)
 		}
+		if len(out.Messages) == 0 {
+			continue
+		}
 		var ids []int
 		for _, m := range out.Messages {
 			id, err := shape.check(m)
@@ -833,9 +836,7 @@ func receiveAndDelete(ctx context.Context, client *sqs.Client, queueURL string, 
 		if err := deleteReceived(ctx, client, queueURL, out.Messages); err != nil {
 			return nil, err
 		}
-		if len(ids) > 0 {
-			return ids, nil
-		}
+		return ids, nil
 	}
 	return nil, errors.New("5 receives got nothing, though sends had been acknowledged")
 }
