@@ -6,7 +6,6 @@ import (
 )
 
 const testURL = "http://localhost:9324/000000000000/q"
-const testFIFOURL = "http://localhost:9324/000000000000/q.fifo"
 
 type validateCase struct {
 	name string

@@ -44,13 +44,13 @@ type Resources struct {
 
 // sample is one reading of the counters Resources is the difference of.
 type sample struct {
-	cpu                   float64
-	cpuOK                 bool
-	server                map[string]float64 // metric name -> value; nil if not scraped
-	disk                  diskCounters
-	diskOK                bool
-	serverErr, diskErr    error
-	diskDevice, diskNoted string
+	cpu                float64
+	cpuOK              bool
+	server             map[string]float64 // metric name -> value; nil if not scraped
+	disk               diskCounters
+	diskOK             bool
+	serverErr, diskErr error
+	diskDevice         string
 }
 
 // diskCounters are one device's cumulative counters.

@@ -57,7 +57,7 @@ func TestArenaCountsOutsideHeap(t *testing.T) {
 	if got, want := counter.Load(), int64(a.chunks[0].bytes()); got != want {
 		t.Fatalf("a drained arena counts %d bytes; only its lowest chunk (%d bytes) keeps its pages", got, want)
 	}
-	ms = fill()
+	fill()
 	check("after the records were taken again")
 	if counter.Load() != full {
 		t.Fatalf("the same records taken again count %d bytes, first %d", counter.Load(), full)

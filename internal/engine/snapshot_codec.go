@@ -274,16 +274,6 @@ func (r *recordReader) varint() int64 {
 	return v
 }
 
-// int reads a varint that must fit an int.
-func (r *recordReader) int() int {
-	v := r.varint()
-	if int64(int(v)) != v {
-		r.err = errShortRecord
-		return 0
-	}
-	return int(v)
-}
-
 // uint32 reads a uvarint that must fit a uint32.
 func (r *recordReader) uint32() uint32 {
 	v := r.uvarint()

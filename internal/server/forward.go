@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -92,7 +91,6 @@ func fromAuthenticatedPeer(r *http.Request) bool {
 type forwarder struct {
 	cluster RaftLog
 	client  *http.Client
-	once    sync.Once
 }
 
 func newForwarder(c RaftLog) *forwarder {
