@@ -81,8 +81,9 @@ func (k errorKind) with(format string, args ...any) *Error {
 // errors every AWS service may answer with. The model's InvalidAddress and
 // MessageNotInflight are left out: AWS was not found answering them (a
 // queue URL or name of no queue is NonExistentQueue; a visibility change
-// of a message not in flight is InvalidParameterValue), and neither is
-// fifoq.
+// of a message not in flight is InvalidParameterValue), and neither does
+// fifoq's API (only its copy of LocalStack's developer endpoint answers
+// InvalidAddress, as LocalStack does: see the server's devapi.go).
 var (
 	kindBatchEntryIdsNotDistinct     = errorKind{"BatchEntryIdsNotDistinct", "AWS.SimpleQueueService.BatchEntryIdsNotDistinct", http.StatusBadRequest, FaultSender}
 	kindBatchRequestTooLong          = errorKind{"BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong", http.StatusBadRequest, FaultSender}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -280,5 +282,144 @@ func TestDevMessagesNeedsSignature(t *testing.T) {
 	out, err := dev.ReceiveMessage(context.Background(), &sqsv2.ReceiveMessageInput{QueueUrl: awsv2.String(u)})
 	if err != nil || len(out.Messages) != 1 || awsv2.ToString(out.Messages[0].Body) != "secret" {
 		t.Fatalf("a signed listing: %v, %v", out, err)
+	}
+}
+
+// devMessages returns the messages of a JSON listing (an object when
+// there is one, as LocalStack writes it), failing unless it answered 200.
+func devMessages(t *testing.T, env *Env, params url.Values) []any {
+	t.Helper()
+	status, doc := devJSON(t, env, "/_aws/sqs/messages", params)
+	if status != http.StatusOK {
+		t.Fatalf("%v: %d %v", params, status, doc)
+	}
+	switch msgs := dig(doc, "ReceiveMessageResponse", "ReceiveMessageResult", "Message").(type) {
+	case map[string]any:
+		return []any{msgs}
+	case []any:
+		return msgs
+	}
+	return nil
+}
+
+// devAttr returns a system attribute of one message of a JSON listing.
+func devAttr(m any, name string) any {
+	attrs, _ := dig(m, "Attribute").([]any)
+	for _, a := range attrs {
+		if dig(a, "Name") == name {
+			return dig(a, "Value")
+		}
+	}
+	return nil
+}
+
+// TestDevMessagesFIFOHeldMessages lists a FIFO queue whose group 1 has
+// its first message in flight, as LocalStack's
+// test_fifo_list_messages_with_invisible_messages does
+// (tests/aws/services/sqs/test_sqs_developer_api.py): without
+// ShowInvisible only group 2's messages are listed (message-2 waits
+// behind message-1, no receive would return it); with it all four are,
+// and only the message in flight is IsVisible=false: message-2 is not in
+// flight itself.
+func TestDevMessagesFIFOHeldMessages(t *testing.T) {
+	t.Parallel()
+	env := Start(t)
+	c := v2Client{env.V2}
+	u := mustCreate(t, c, "held.fifo", fifoAttrs("ContentBasedDeduplication", "true", "VisibilityTimeout", "120"))
+	for i, g := range []string{"1", "1", "2", "2"} {
+		mustSend(t, c, u, SendIn{Body: fmt.Sprintf("message-%d", i+1), Group: g})
+	}
+	wantBodies(t, mustReceive(t, c, u, 1), "message-1")
+
+	var got []string
+	for _, m := range devMessages(t, env, url.Values{"QueueUrl": {u}, "ShowInvisible": {"false"}}) {
+		got = append(got, fmt.Sprint(dig(m, "Body")))
+	}
+	if !slices.Equal(got, []string{"message-3", "message-4"}) {
+		t.Fatalf("without ShowInvisible: %v, want message-3 and message-4", got)
+	}
+	visible := map[string]any{}
+	for _, m := range devMessages(t, env, url.Values{"QueueUrl": {u}, "ShowInvisible": {"true"}}) {
+		visible[fmt.Sprint(dig(m, "Body"))] = devAttr(m, "IsVisible")
+	}
+	want := map[string]any{"message-1": "false", "message-2": "true", "message-3": "true", "message-4": "true"}
+	if !maps.Equal(visible, want) {
+		t.Fatalf("IsVisible with ShowInvisible: %v, want %v", visible, want)
+	}
+}
+
+// TestDevMessagesFirstReceiveTimestamp: every listed message carries
+// ApproximateFirstReceiveTimestamp, in XML and in JSON, "0" for a message
+// never received, as LocalStack writes it (its test_list_messages_as_json
+// asserts the attribute is there); a received one its first receive's.
+func TestDevMessagesFirstReceiveTimestamp(t *testing.T) {
+	t.Parallel()
+	env := Start(t)
+	c := v2Client{env.V2}
+	u := mustCreate(t, c, "first", nil)
+	mustSend(t, c, u, SendIn{Body: "message-1"})
+	mustSend(t, c, u, SendIn{Body: "message-2"})
+	got := mustReceive(t, c, u, 1)
+	first := got[0].Sys["ApproximateFirstReceiveTimestamp"]
+	ok(t, c.ChangeVisibility(ctxT(t), u, got[0].Handle, 0))
+
+	l := devGet(t, env, url.Values{"QueueUrl": {u}})
+	if len(l.Messages) != 2 || l.attr(0, "ApproximateFirstReceiveTimestamp") != first || l.attr(1, "ApproximateFirstReceiveTimestamp") != "0" {
+		t.Fatalf("XML listing: %+v, want ApproximateFirstReceiveTimestamp %s then 0", l.Messages, first)
+	}
+	msgs := devMessages(t, env, url.Values{"QueueUrl": {u}})
+	if len(msgs) != 2 || devAttr(msgs[0], "ApproximateFirstReceiveTimestamp") != first || devAttr(msgs[1], "ApproximateFirstReceiveTimestamp") != "0" {
+		t.Fatalf("JSON listing: %v, want ApproximateFirstReceiveTimestamp %s then 0", msgs, first)
+	}
+}
+
+// TestDevMessagesInvalidAddress: a QueueUrl that is no queue's URL at all
+// is 404 InvalidAddress, in LocalStack's ErrorResponse (XML, or JSON when
+// asked), as its test_list_messages_with_invalid_queue_url expects, and
+// through an SDK whose endpoint is the developer endpoint; a well-formed
+// URL, or path, of a queue that does not exist is 400 NonExistentQueue
+// (test_list_messages_with_non_existent_queue).
+func TestDevMessagesInvalidAddress(t *testing.T) {
+	t.Parallel()
+	env := Start(t)
+	nonsense := url.Values{"QueueUrl": {"http://localhost:4566/nonsense"}}
+	status, doc := devJSON(t, env, "/_aws/sqs/messages", nonsense)
+	if status != http.StatusNotFound || dig(doc, "ErrorResponse", "Error", "Code") != "InvalidAddress" {
+		t.Fatalf("JSON listing of a URL of no queue: %d %v, want 404 InvalidAddress", status, doc)
+	}
+	resp, err := env.HTTP.Get(env.URL + "/_aws/sqs/messages?" + nonsense.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), "<Code>InvalidAddress</Code>") {
+		t.Fatalf("XML listing of a URL of no queue: %d %s, want 404 InvalidAddress", resp.StatusCode, b)
+	}
+	for _, path := range []string{
+		"/_aws/sqs/messages?QueueUrl=" + url.QueryEscape("http://localhost:4566/"+Account+"/hopefullydoesnotexist"),
+		"/_aws/sqs/messages/" + Region + "/" + Account + "/hopefullydoesnotexist",
+	} {
+		req, _ := http.NewRequest(http.MethodGet, env.URL+path, nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := env.HTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&doc)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusBadRequest || dig(doc, "ErrorResponse", "Error", "Code") != "AWS.SimpleQueueService.NonExistentQueue" {
+			t.Fatalf("GET %s: %d %v %v, want 400 NonExistentQueue", path, resp.StatusCode, doc, err)
+		}
+	}
+	for _, dev := range []Client{
+		v2Client{newV2Client(env.URL+"/_aws/sqs/messages", env.HTTP, "test", "test")},
+		v1Client{newV1Client(env.URL+"/_aws/sqs/messages", env.HTTP, "test", "test")},
+	} {
+		_, err := dev.Receive(ctxT(t), "http://localhost:4566/nonsense", RecvIn{Max: 1})
+		if e, found := apiErr(err); !found || e.Code != "InvalidAddress" || e.Status != http.StatusNotFound {
+			t.Fatalf("%s ReceiveMessage of a URL of no queue through the endpoint: %v, want 404 InvalidAddress", dev.Proto(), err)
+		}
 	}
 }

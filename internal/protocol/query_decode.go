@@ -11,7 +11,9 @@ import (
 // Query model (shared/reference/sqs-2012-11-05.query-protocol.service.json):
 // a member's locationName where it has one, its name otherwise; every list
 // and map of SQS is flattened, so list elements are NAME.N and map entries
-// NAME.N.KEY / NAME.N.VALUE, with N from 1. The three message move task
+// NAME.N.KEY / NAME.N.VALUE, with N from 1; a list or map set but empty is
+// the bare NAME= or, as botocore writes it, the request member's own name
+// (TagKeys=, Entries=; see emptyMarker). The three message move task
 // actions, which that model lacks, follow the same rules under the names of
 // the JSON model (and of the Query model of aws-sdk-go v1.44.300, which has
 // them). Unknown parameters are ignored, among them Version and the
@@ -90,8 +92,8 @@ func decodeMessageMembers(d *queryDecoder, req api.Request, p params) bool {
 		r.QueueUrl = p.str("QueueUrl")
 		r.MessageBody = p.str("MessageBody")
 		r.DelaySeconds = d.integer(p, "DelaySeconds")
-		r.MessageAttributes = d.attributeValues(p, "MessageAttribute")
-		r.MessageSystemAttributes = d.attributeValues(p, "MessageSystemAttribute")
+		r.MessageAttributes = d.attributeValues(p, "MessageAttribute", "MessageAttributes")
+		r.MessageSystemAttributes = d.attributeValues(p, "MessageSystemAttribute", "MessageSystemAttributes")
 		r.MessageDeduplicationId, r.MessageDeduplicationIdSet = p.lookup("MessageDeduplicationId")
 		r.MessageGroupId, r.MessageGroupIdSet = p.lookup("MessageGroupId")
 	case *api.SendMessageBatchRequest:
@@ -103,7 +105,7 @@ func decodeMessageMembers(d *queryDecoder, req api.Request, p params) bool {
 		r.ReceiptHandle = p.str("ReceiptHandle")
 	case *api.DeleteMessageBatchRequest:
 		r.QueueUrl = p.str("QueueUrl")
-		if d.structs(p, "DeleteMessageBatchRequestEntry", func(e params) {
+		if d.structs(p, "DeleteMessageBatchRequestEntry", "Entries", func(e params) {
 			r.Entries = append(r.Entries, api.DeleteMessageBatchRequestEntry{
 				Id:            e.str("Id"),
 				ReceiptHandle: e.str("ReceiptHandle"),
@@ -117,7 +119,7 @@ func decodeMessageMembers(d *queryDecoder, req api.Request, p params) bool {
 		r.VisibilityTimeout = d.integer(p, "VisibilityTimeout")
 	case *api.ChangeMessageVisibilityBatchRequest:
 		r.QueueUrl = p.str("QueueUrl")
-		if d.structs(p, "ChangeMessageVisibilityBatchRequestEntry", func(e params) {
+		if d.structs(p, "ChangeMessageVisibilityBatchRequestEntry", "Entries", func(e params) {
 			r.Entries = append(r.Entries, api.ChangeMessageVisibilityBatchRequestEntry{
 				Id:                e.str("Id"),
 				ReceiptHandle:     e.str("ReceiptHandle"),
@@ -134,13 +136,13 @@ func decodeMessageMembers(d *queryDecoder, req api.Request, p params) bool {
 
 func decodeSendMessageBatch(d *queryDecoder, r *api.SendMessageBatchRequest, p params) {
 	r.QueueUrl = p.str("QueueUrl")
-	if d.structs(p, "SendMessageBatchRequestEntry", func(e params) {
+	if d.structs(p, "SendMessageBatchRequestEntry", "Entries", func(e params) {
 		en := api.SendMessageBatchRequestEntry{
 			Id:                      e.str("Id"),
 			MessageBody:             e.str("MessageBody"),
 			DelaySeconds:            d.integer(e, "DelaySeconds"),
-			MessageAttributes:       d.attributeValues(e, "MessageAttribute"),
-			MessageSystemAttributes: d.attributeValues(e, "MessageSystemAttribute"),
+			MessageAttributes:       d.attributeValues(e, "MessageAttribute", "MessageAttributes"),
+			MessageSystemAttributes: d.attributeValues(e, "MessageSystemAttribute", "MessageSystemAttributes"),
 		}
 		en.MessageDeduplicationId, en.MessageDeduplicationIdSet = e.lookup("MessageDeduplicationId")
 		en.MessageGroupId, en.MessageGroupIdSet = e.lookup("MessageGroupId")
@@ -152,10 +154,10 @@ func decodeSendMessageBatch(d *queryDecoder, r *api.SendMessageBatchRequest, p p
 
 func decodeReceiveMessage(d *queryDecoder, r *api.ReceiveMessageRequest, p params) {
 	r.QueueUrl = p.str("QueueUrl")
-	r.AttributeNames = d.stringList(p, "AttributeName")
+	r.AttributeNames = d.stringList(p, "AttributeName", "AttributeNames")
 	// MessageSystemAttributeNames is newer than the Query model; its
 	// Query name follows the model's rule for AttributeNames.
-	r.MessageSystemAttributeNames = d.stringList(p, "MessageSystemAttributeName")
+	r.MessageSystemAttributeNames = d.stringList(p, "MessageSystemAttributeName", "MessageSystemAttributeNames")
 	if len(r.AttributeNames) > 0 {
 		// Over Query, SQS answers AttributeName.N and ignores
 		// MessageSystemAttributeName.N when a form has both; over JSON
@@ -164,7 +166,7 @@ func decodeReceiveMessage(d *queryDecoder, r *api.ReceiveMessageRequest, p param
 		// test_message_system_attribute_names_with_attribute_names).
 		r.MessageSystemAttributeNames = nil
 	}
-	r.MessageAttributeNames = d.stringList(p, "MessageAttributeName")
+	r.MessageAttributeNames = d.stringList(p, "MessageAttributeName", "MessageAttributeNames")
 	r.MaxNumberOfMessages = d.integer(p, "MaxNumberOfMessages")
 	r.VisibilityTimeout = d.integer(p, "VisibilityTimeout")
 	r.WaitTimeSeconds = d.integer(p, "WaitTimeSeconds")
@@ -178,8 +180,8 @@ func decodeQueueMembers(d *queryDecoder, req api.Request, p params) bool {
 	switch r := req.(type) {
 	case *api.CreateQueueRequest:
 		r.QueueName = p.str("QueueName")
-		r.Attributes = d.stringMap(p, "Attribute", "Name", "Value")
-		r.Tags = d.stringMap(p, "Tag", "Key", "Value")
+		r.Attributes = d.stringMap(p, "Attribute", "Name", "Value", "Attributes")
+		r.Tags = d.stringMap(p, "Tag", "Key", "Value", "tags")
 	case *api.DeleteQueueRequest:
 		r.QueueUrl = p.str("QueueUrl")
 	case *api.PurgeQueueRequest:
@@ -197,23 +199,23 @@ func decodeQueueMembers(d *queryDecoder, req api.Request, p params) bool {
 		r.MaxResults = d.integer(p, "MaxResults")
 	case *api.GetQueueAttributesRequest:
 		r.QueueUrl = p.str("QueueUrl")
-		r.AttributeNames = d.stringList(p, "AttributeName")
+		r.AttributeNames = d.stringList(p, "AttributeName", "AttributeNames")
 	case *api.SetQueueAttributesRequest:
 		r.QueueUrl = p.str("QueueUrl")
-		r.Attributes = d.stringMap(p, "Attribute", "Name", "Value")
+		r.Attributes = d.stringMap(p, "Attribute", "Name", "Value", "Attributes")
 	case *api.TagQueueRequest:
 		r.QueueUrl = p.str("QueueUrl")
-		r.Tags = d.stringMap(p, "Tag", "Key", "Value")
+		r.Tags = d.stringMap(p, "Tag", "Key", "Value", "Tags")
 	case *api.UntagQueueRequest:
 		r.QueueUrl = p.str("QueueUrl")
-		r.TagKeys = d.stringList(p, "TagKey")
+		r.TagKeys = d.stringList(p, "TagKey", "TagKeys")
 	case *api.ListQueueTagsRequest:
 		r.QueueUrl = p.str("QueueUrl")
 	case *api.AddPermissionRequest:
 		r.QueueUrl = p.str("QueueUrl")
 		r.Label = p.str("Label")
-		r.AWSAccountIds = d.stringList(p, "AWSAccountId")
-		r.Actions = d.stringList(p, "ActionName")
+		r.AWSAccountIds = d.stringList(p, "AWSAccountId", "AWSAccountIds")
+		r.Actions = d.stringList(p, "ActionName", "Actions")
 	case *api.RemovePermissionRequest:
 		r.QueueUrl = p.str("QueueUrl")
 		r.Label = p.str("Label")

@@ -175,14 +175,30 @@ func parseIndex(s string) (int, bool) {
 }
 
 // emptyMarker reports whether a list or map member is present as the bare
-// parameter NAME, and fails if that parameter carries a value. AWS SDKs
-// send "NAME=" for a list or map that is empty but set.
-func (d *queryDecoder) emptyMarker(p params, member string) bool {
+// parameter NAME, and fails if that parameter carries a value; or as one
+// of its aliases with an empty value. AWS SDKs send "NAME=" for a list or
+// map that is empty but set, by one name or another: aws-sdk-go v1 by the
+// name of the elements (TagKey=, AWSAccountId=), botocore over Query by
+// the request member's own (TagKeys=, AWSAccountIds=).
+func (d *queryDecoder) emptyMarker(p params, member string, aliases []string) bool {
 	v, ok := p.lookup(member)
 	if ok && v != "" {
 		d.fail(api.ErrInvalidQueryParameter("The parameter %s cannot have a value: its elements are %s.N parameters.", p.name(member), p.name(member)))
 	}
-	return ok
+	return ok || p.emptyAlias(aliases)
+}
+
+// emptyAlias reports whether one of names, the other names by which an SDK
+// writes a list or map that is set but empty (see emptyMarker), is there
+// with an empty value. With a value it is no SDK's and is ignored, as any
+// parameter the decoder does not know is: no SDK names elements so.
+func (p params) emptyAlias(names []string) bool {
+	for _, n := range names {
+		if v, ok := p.lookup(n); ok && v == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // integer returns an Integer member, nil when absent.
@@ -215,15 +231,18 @@ func (d *queryDecoder) blob(p params, member string) []byte {
 }
 
 // stringList returns a flattened list of strings, NAME.1, NAME.2, ... nil when
-// absent. A bare NAME with a value counts as the first element: early SQS
-// examples wrote AttributeName=All, and SQS accepts it.
-func (d *queryDecoder) stringList(p params, member string) []string {
+// absent; empty when NAME or one of its aliases says so (emptyMarker). A
+// bare NAME with a value counts as the first element: early SQS examples
+// wrote AttributeName=All, and SQS accepts it.
+func (d *queryDecoder) stringList(p params, member string, aliases ...string) []string {
 	var out []string
 	if v, ok := p.lookup(member); ok {
 		out = []string{}
 		if v != "" {
 			out = append(out, v)
 		}
+	} else if p.emptyAlias(aliases) {
+		out = []string{}
 	}
 	for _, e := range d.elements(p, member) {
 		v, ok := p.f.values[e.key]
@@ -237,9 +256,9 @@ func (d *queryDecoder) stringList(p params, member string) []string {
 }
 
 // blobs returns a flattened list of base64-encoded blobs, nil when absent.
-func (d *queryDecoder) blobs(p params, member string) [][]byte {
+func (d *queryDecoder) blobs(p params, member string, aliases ...string) [][]byte {
 	var out [][]byte
-	if d.emptyMarker(p, member) {
+	if d.emptyMarker(p, member, aliases) {
 		out = [][]byte{}
 	}
 	for _, e := range d.elements(p, member) {
@@ -256,9 +275,9 @@ func (d *queryDecoder) blobs(p params, member string) [][]byte {
 // absent. An element without its key is an error; an element without its
 // value maps the key to "". When a key repeats, the element with the higher
 // index wins, as the later member wins in a JSON object.
-func (d *queryDecoder) stringMap(p params, member, key, value string) map[string]string {
+func (d *queryDecoder) stringMap(p params, member, key, value string, aliases ...string) map[string]string {
 	var out map[string]string
-	if d.emptyMarker(p, member) {
+	if d.emptyMarker(p, member, aliases) {
 		out = map[string]string{}
 	}
 	for _, e := range d.elements(p, member, key, value) {
@@ -278,9 +297,9 @@ func (d *queryDecoder) stringMap(p params, member, key, value string) map[string
 // attributeValues returns a flattened map of message attributes,
 // NAME.N.Name and NAME.N.Value.{StringValue,BinaryValue,StringListValue.M,
 // BinaryListValue.M,DataType}, nil when absent.
-func (d *queryDecoder) attributeValues(p params, member string) map[string]api.MessageAttributeValue {
+func (d *queryDecoder) attributeValues(p params, member string, aliases ...string) map[string]api.MessageAttributeValue {
 	var out map[string]api.MessageAttributeValue
-	if d.emptyMarker(p, member) {
+	if d.emptyMarker(p, member, aliases) {
 		out = map[string]api.MessageAttributeValue{}
 	}
 	for _, e := range d.elements(p, member, "Name", "Value") {
@@ -304,17 +323,17 @@ func (d *queryDecoder) attributeValue(p params) api.MessageAttributeValue {
 		v.StringValue = &s
 	}
 	v.BinaryValue = d.blob(p, "BinaryValue")
-	v.StringListValues = d.stringList(p, "StringListValue")
-	v.BinaryListValues = d.blobs(p, "BinaryListValue")
+	v.StringListValues = d.stringList(p, "StringListValue", "StringListValues")
+	v.BinaryListValues = d.blobs(p, "BinaryListValue", "BinaryListValues")
 	v.DataType = p.str("DataType")
 	return v
 }
 
 // structs calls fn for each element of a flattened list of structures,
 // NAME.N.*, in index order, and reports whether the list is present at all
-// (possibly as the empty marker NAME=).
-func (d *queryDecoder) structs(p params, member string, fn func(params)) (present bool) {
-	present = d.emptyMarker(p, member)
+// (possibly as the empty marker NAME=, or alias=).
+func (d *queryDecoder) structs(p params, member, alias string, fn func(params)) (present bool) {
+	present = d.emptyMarker(p, member, []string{alias})
 	for _, e := range d.elements(p, member) {
 		present = true
 		fn(e.p)

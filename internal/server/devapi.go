@@ -19,29 +19,42 @@ import (
 // LocalStack, the emulator many teams come to fifoq from, offers a
 // developer endpoint that test suites use to assert on a queue: it lists
 // a queue's messages without receiving them. fifoq answers it the same
-// way, so that such suites run unchanged:
+// way, so that such suites run unchanged (LocalStack's own tests of it,
+// tests/aws/services/sqs/test_sqs_developer_api.py, were read whole; the
+// integration tests check what they check):
 //
 //   - GET or POST /_aws/sqs/messages?QueueUrl=URL, or
 //     /_aws/sqs/messages/REGION/ACCOUNT/NAME;
 //   - the visible messages, oldest first, each rendered as ReceiveMessage
-//     renders it with every attribute and the receipt handle
-//     "SQS/BACKDOOR/ACCESS" (which no action takes); ShowInvisible=true
-//     adds the messages in flight and those a FIFO group's in-flight
-//     message holds back (attribute IsVisible), ShowDelayed=true the
-//     delayed ones (IsDelayed);
+//     renders it with every attribute (ApproximateFirstReceiveTimestamp
+//     "0" for a message never received, as LocalStack writes it) and the
+//     receipt handle "SQS/BACKDOOR/ACCESS" (which no action takes);
+//   - ShowInvisible=true adds the messages in flight, and those a FIFO
+//     group's in-flight message holds back, with the attribute IsVisible:
+//     false for a message in flight, true for a held one, which is not in
+//     flight itself (LocalStack answers so, and its test expects it);
+//     without it neither is listed, since no receive would return them.
+//     ShowDelayed=true adds the delayed ones (IsDelayed);
 //   - answered as ReceiveMessage is: in XML, or in JSON when asked with
 //     Accept: application/json (the XML document as JSON objects, one
 //     key per element, as LocalStack writes it);
 //   - an SDK whose endpoint URL is …/_aws/sqs/messages gets every message
 //     from its ReceiveMessage, in its own protocol, whatever
 //     MaxNumberOfMessages says; any other action is refused
-//     (InvalidRequest).
+//     (InvalidRequest);
+//   - a QueueUrl that is no queue's URL at all (http://host/nonsense) is
+//     404 InvalidAddress, as in LocalStack; one of a queue that does not
+//     exist (or a path of another region's) is 400 NonExistentQueue, as is
+//     a request without a QueueUrl.
 //
 // Nothing changes: no receive count, visibility or group lock. With
 // credentials configured the request must be signed like any other, and
 // it needs the right to receive from the queue. It lists at most
 // engine.MaxListMessages messages, and a cluster member answers from its
 // own state (a follower's may be a few milliseconds behind).
+//
+// The same test file's TestSqsOverrideHeaders is about ReceiveMessage
+// itself, not this endpoint: see receive_override.go.
 
 // devMessagesPath is the developer endpoint's path.
 const devMessagesPath = "/_aws/sqs/messages"
@@ -76,49 +89,17 @@ func (s *Server) serveDevMessages(w http.ResponseWriter, r *http.Request) {
 		}
 		maps.Copy(params, form)
 	}
-
-	// The queue: from the path, from an SDK's ReceiveMessage, or from the
-	// QueueUrl parameter.
-	var key api.QueueKey
-	rest := strings.Trim(strings.TrimPrefix(r.URL.Path, devMessagesPath), "/")
-	sdk := protocol.Detect(r) == protocol.JSON || params.Get("Action") != ""
-	switch {
-	case rest != "":
-		parts := strings.Split(rest, "/")
-		if len(parts) != 3 || !api.IsRegionName(parts[0]) {
-			fail(api.ErrQueueDoesNotExist())
-			return
-		}
-		key = s.placed(api.QueueKey{Account: parts[1], Name: parts[2]}.InRegion(parts[0], s.cfg.Region))
-	case sdk:
-		proto = protocol.Detect(r)
-		asJSON = asJSON && proto == protocol.Query
-		action, req, apiErr := protocol.Decode(proto, r, body)
-		if apiErr != nil {
-			fail(apiErr)
-			return
-		}
-		recv, ok := req.(*api.ReceiveMessageRequest)
-		if !ok || action != api.ActionReceiveMessage {
-			fail(&api.Error{Code: "InvalidRequest", Status: http.StatusBadRequest, Fault: api.FaultSender, Message: "This endpoint only accepts ReceiveMessage calls"})
-			return
-		}
-		if key, err = s.resolve(recv.QueueUrl, s.scopeOf(r, caller)); err != nil {
-			fail(api.ErrQueueDoesNotExist())
-			return
-		}
-	default:
-		if key, err = s.resolve(params.Get("QueueUrl"), s.scopeOf(r, caller)); err != nil {
-			fail(api.ErrQueueDoesNotExist())
-			return
-		}
+	key, p, err := s.devQueue(r, params, body, caller)
+	proto, asJSON = p, asJSON && p == protocol.Query
+	if err != nil {
+		fail(err)
+		return
 	}
 	if err := s.authorizeOn(nil, caller, api.ActionReceiveMessage, key); err != nil {
 		fail(err)
 		return
 	}
 
-	showInvisible, showDelayed := devFlag(params, "ShowInvisible"), devFlag(params, "ShowDelayed")
 	now := s.now().UnixNano()
 	var listed []engine.ListedMessage
 	found := false
@@ -137,24 +118,90 @@ func (s *Server) serveDevMessages(w http.ResponseWriter, r *http.Request) {
 		fail(api.ErrInternalFailure("A message's body could not be read: %v", err))
 		return
 	}
+	res := devListing(listed, devFlag(params, "ShowInvisible"), devFlag(params, "ShowDelayed"))
+	s.writeDev(w, proto, asJSON, res, nil, id)
+}
+
+// devQueue returns the queue a developer endpoint request names (by its
+// path, by an SDK's ReceiveMessage, or by the QueueUrl parameter) and the
+// protocol to answer in: an SDK's own, else Query.
+func (s *Server) devQueue(r *http.Request, params url.Values, body []byte, caller string) (api.QueueKey, protocol.Protocol, error) {
+	rest := strings.Trim(strings.TrimPrefix(r.URL.Path, devMessagesPath), "/")
+	if rest != "" {
+		parts := strings.Split(rest, "/")
+		if len(parts) != 3 || !api.IsRegionName(parts[0]) {
+			return api.QueueKey{}, protocol.Query, api.ErrQueueDoesNotExist()
+		}
+		return s.placed(api.QueueKey{Account: parts[1], Name: parts[2]}.InRegion(parts[0], s.cfg.Region)), protocol.Query, nil
+	}
+	proto, queueURL := protocol.Query, params.Get("QueueUrl")
+	if protocol.Detect(r) == protocol.JSON || params.Get("Action") != "" {
+		proto = protocol.Detect(r)
+		action, req, apiErr := protocol.Decode(proto, r, body)
+		if apiErr != nil {
+			return api.QueueKey{}, proto, apiErr
+		}
+		recv, ok := req.(*api.ReceiveMessageRequest)
+		if !ok || action != api.ActionReceiveMessage {
+			return api.QueueKey{}, proto, &api.Error{Code: "InvalidRequest", Status: http.StatusBadRequest, Fault: api.FaultSender, Message: "This endpoint only accepts ReceiveMessage calls"}
+		}
+		queueURL = recv.QueueUrl
+	}
+	if notQueueURL(queueURL) {
+		// As LocalStack answers it (its developer_api.py InvalidAddress):
+		// the address could not name a queue, which differs from naming
+		// one that does not exist.
+		return api.QueueKey{}, proto, &api.Error{Code: "InvalidAddress", Status: http.StatusNotFound, Fault: api.FaultSender,
+			Message: "The address " + queueURL + " is not valid for this endpoint."}
+	}
+	key, err := s.resolve(queueURL, s.scopeOf(r, caller))
+	if err != nil {
+		return key, proto, api.ErrQueueDoesNotExist()
+	}
+	return key, proto, nil
+}
+
+// notQueueURL reports whether raw is a URL (it has a slash) whose path is
+// not a queue's in any of the forms api.ParseQueueURL reads, such as
+// http://localhost:4566/nonsense. A bare name ("my-queue") is not such a
+// URL: it names a queue of the caller's, as in the API.
+func notQueueURL(raw string) bool {
+	k, err := api.ParseQueueURL(raw)
+	return err == nil && k.Name == raw && strings.Contains(raw, "/")
+}
+
+// devListing renders the listed messages as the endpoint answers them:
+// the visible ones, and with showInvisible those in flight and those a
+// FIFO group's message in flight holds back, marked IsVisible (false only
+// for a message in flight or delayed: a held message is not in flight
+// itself, as LocalStack answers it), and with showDelayed the delayed
+// ones, marked IsDelayed. Each carries ApproximateFirstReceiveTimestamp,
+// "0" for a message never received, as in LocalStack's listing.
+func devListing(listed []engine.ListedMessage, showInvisible, showDelayed bool) *api.ReceiveMessageResult {
 	res := &api.ReceiveMessageResult{Messages: []api.Message{}}
 	for _, lm := range listed {
-		invisible := lm.State == engine.StateInFlight || lm.Held
+		inFlight := lm.State == engine.StateInFlight
 		delayed := lm.State == engine.StateDelayed
-		if (invisible && !showInvisible) || (delayed && !showDelayed) {
+		if ((inFlight || lm.Held) && !showInvisible) || (delayed && !showDelayed) {
 			continue
 		}
 		m := lm.Message
 		m.Attributes = maps.Clone(m.Attributes)
+		if m.Attributes == nil {
+			m.Attributes = map[string]string{}
+		}
+		if _, ok := m.Attributes[api.MsgAttrApproximateFirstReceiveTimestamp]; !ok {
+			m.Attributes[api.MsgAttrApproximateFirstReceiveTimestamp] = "0"
+		}
 		if showInvisible {
-			m.Attributes["IsVisible"] = boolText(!invisible && !delayed)
+			m.Attributes["IsVisible"] = boolText(!inFlight && !delayed)
 		}
 		if showDelayed {
 			m.Attributes["IsDelayed"] = boolText(delayed)
 		}
 		res.Messages = append(res.Messages, m)
 	}
-	s.writeDev(w, proto, asJSON, res, nil, id)
+	return res
 }
 
 // devFlag reads a developer endpoint flag: "true" or "1", in any case.

@@ -21,3 +21,27 @@ func TestXMLToJSON(t *testing.T) {
 		t.Error("xmlToJSON of text without an element succeeded")
 	}
 }
+
+// TestNotQueueURL: the developer endpoint answers InvalidAddress for a URL
+// whose path names no queue in any form fifoq reads, and resolves the rest
+// (every queue URL form, a bare name) as the API does.
+func TestNotQueueURL(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"http://localhost:4566/nonsense":                       true,
+		"http://localhost:4566":                                true,
+		"http://localhost:4566/a/b/c":                          true,
+		"http://localhost:4566/queue/x/y":                      true,
+		"/nonsense":                                            true,
+		"http://localhost:4566/000000000000/q":                 false,
+		"http://sqs.us-east-1.localhost:4566/000000000000/q":   false,
+		"http://localhost:4566/queue/us-east-1/000000000000/q": false,
+		"http://localhost:9324/queue/q":                        false,
+		"/000000000000/q":                                      false,
+		"q":                                                    false,
+		"":                                                     false,
+	} {
+		if got := notQueueURL(raw); got != want {
+			t.Errorf("notQueueURL(%q) = %v, want %v", raw, got, want)
+		}
+	}
+}

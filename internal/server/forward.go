@@ -105,7 +105,8 @@ func newForwarder(c RaftLog) *forwarder {
 		// The body and its encoding pass unchanged, as the client sent
 		// them: the signature covers them.
 		DisableCompression: true,
-		// Above the longest long poll (20 s).
+		// Above the longest long poll (20 s, or 40 s with LocalStack's
+		// override header: maxOverrideWait).
 		ResponseHeaderTimeout: 45 * time.Second,
 	}
 	return &forwarder{cluster: c, client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {

@@ -83,7 +83,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	rec.req = req
 	traceHeaderAttribute(req, r.Header.Get("X-Amzn-Trace-Id"))
 	// A request a follower forwarded is answered as the follower saw it.
-	resp, err := s.doOrFault(withTransport(r.Context(), forwardedSecure(r)), rec.scope, req)
+	ctx := withTransport(r.Context(), forwardedSecure(r))
+	if _, ok := req.(*api.ReceiveMessageRequest); ok {
+		ctx = withReceiveOverride(ctx, r.Header)
+	}
+	resp, err := s.doOrFault(ctx, rec.scope, req)
 	if err != nil {
 		fail(api.AsError(err))
 		return

@@ -27,12 +27,29 @@ import (
 // the queue holds more than the waiters already taking can take, and one
 // that took messages and leaves more behind wakes the next one, so a burst
 // reaches as many waiters as it has messages for, at once.
+//
+// LocalStack's override headers, if the request came with them (see
+// receive_override.go), change its count and its wait, which then goes on
+// until the count is filled (receiveMany).
 func (s *Server) receive(ctx context.Context, cmd *engine.Command, req *api.ReceiveMessageRequest) (api.Response, error) {
-	wait, err := s.waitTime(cmd, req)
-	if err != nil {
-		return nil, err
+	o := receiveOverrideOf(ctx)
+	wait := o.wait
+	if wait == 0 {
+		var err error
+		if wait, err = s.waitTime(cmd, req); err != nil {
+			return nil, err
+		}
 	}
 	deadline := time.Unix(0, cmd.Time).Add(wait)
+	if o != (receiveOverride{}) && req.ReceiveRequestAttemptId == "" {
+		return s.receiveMany(ctx, cmd, req, o, deadline)
+	}
+	return s.receiveUntil(ctx, cmd, req, deadline)
+}
+
+// receiveUntil is a receive that waits until deadline, at the most, for a
+// message when none is there.
+func (s *Server) receiveUntil(ctx context.Context, cmd *engine.Command, req *api.ReceiveMessageRequest, deadline time.Time) (api.Response, error) {
 	holding := false
 	var w *waiter
 	defer func() {
@@ -154,18 +171,33 @@ func (s *Server) waitTime(cmd *engine.Command, req *api.ReceiveMessageRequest) (
 	if req.WaitTimeSeconds != nil {
 		return time.Duration(*req.WaitTimeSeconds) * time.Second, nil
 	}
+	return s.queueSeconds(cmd, req.QueueUrl, api.AttrReceiveMessageWaitTimeSeconds)
+}
+
+// visibilityTimeout is the request's VisibilityTimeout, or the queue's
+// when the request gives none: how long the messages it takes stay in
+// flight.
+func (s *Server) visibilityTimeout(cmd *engine.Command, req *api.ReceiveMessageRequest) (time.Duration, error) {
+	if req.VisibilityTimeout != nil {
+		return time.Duration(*req.VisibilityTimeout) * time.Second, nil
+	}
+	return s.queueSeconds(cmd, req.QueueUrl, api.AttrVisibilityTimeout)
+}
+
+// queueSeconds reads a queue attribute that is a number of seconds.
+func (s *Server) queueSeconds(cmd *engine.Command, queueURL, attr string) (time.Duration, error) {
 	resp, err := s.read(&engine.Command{
 		Time:    cmd.Time,
 		Caller:  cmd.Caller,
 		Queue:   cmd.Queue,
-		Request: &api.GetQueueAttributesRequest{QueueUrl: req.QueueUrl, AttributeNames: []string{api.AttrReceiveMessageWaitTimeSeconds}},
+		Request: &api.GetQueueAttributesRequest{QueueUrl: queueURL, AttributeNames: []string{attr}},
 	})
 	if err != nil {
 		return 0, err
 	}
 	attrs := resp.(*api.GetQueueAttributesResult).Attributes
 	secs := 0
-	for _, c := range attrs[api.AttrReceiveMessageWaitTimeSeconds] {
+	for _, c := range attrs[attr] {
 		if c < '0' || c > '9' {
 			break
 		}

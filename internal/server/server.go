@@ -141,7 +141,8 @@ const DefaultMaxLongPolls = 10000
 
 // Limits that keep slow or hostile clients from holding the server: headers
 // are small in SQS requests, a request must arrive within ReadTimeout, a
-// response (a 20 s long poll included) must be written within
+// response (a 20 s long poll included, or the 40 s one LocalStack's
+// override header may ask for: maxOverrideWait) must be written within
 // WriteTimeout, and an idle keep-alive connection is closed after
 // IdleTimeout.
 const (
@@ -265,7 +266,7 @@ func New(cfg Config) (*Server, error) {
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
-		WriteTimeout:      WriteTimeout, // above the 20 s of the longest poll
+		WriteTimeout:      WriteTimeout, // above the 40 s of the longest poll (maxOverrideWait)
 		IdleTimeout:       IdleTimeout,
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: MaxStreamsPerConn},
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
@@ -274,10 +275,12 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler returns the HTTP handler of the SQS API, with the metrics
-// (/metrics) and the health probes (/healthz, /readyz) beside it. Those
-// three answer GET without a signature: they are for scrapers and load
-// balancers. The web console is under /console/, behind its own sign-in.
-// A queue URL has two path segments, so none is shadowed.
+// (/metrics) and the health probes (/healthz, /readyz, and LocalStack's
+// /_localstack/health for harnesses written for it) beside it. Those
+// answer GET without a signature: they are for scrapers, load balancers
+// and test harnesses. The web console is under /console/, behind its own
+// sign-in. A queue URL has two path segments, the first an account id
+// (twelve digits), so none is shadowed.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", s.serveRouted)
@@ -285,6 +288,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /metrics", s.metrics.Handler(s.logger))
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /readyz", s.serveReady)
+	mux.HandleFunc("GET /_localstack/health", s.serveLocalstackHealth)
 	mux.Handle("/console/", s.newConsole())
 	mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
 	mux.HandleFunc("GET "+BackupPath, s.serveBackup)
