@@ -25,6 +25,7 @@ import (
 type backupOptions struct {
 	endpoint, region string
 	timeout          time.Duration
+	caCert           string
 }
 
 // backupFlagSet defines the flags of "fifoq backup" on o.
@@ -34,6 +35,7 @@ func backupFlagSet(o *backupOptions, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.endpoint, "endpoint", envOr("FIFOQ_ENDPOINT", "http://127.0.0.1:9324"), "SQS endpoint URL of the server, or of any cluster member (env FIFOQ_ENDPOINT)")
 	fs.StringVar(&o.region, "region", envOr("AWS_REGION", "us-east-1"), "region of the request signature")
 	fs.DurationVar(&o.timeout, "timeout", time.Hour, "how long the backup may take")
+	defineCACert(fs, &o.caCert)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: fifoq backup [flags] FILE
 
@@ -56,11 +58,8 @@ Flags:
 func backupCmd(args []string, stdout, stderr io.Writer) int {
 	var o backupOptions
 	fs := backupFlagSet(&o, stderr)
-	if err := parseInterspersed(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, stop := parseArgs(fs, args, true, stdout, stderr); stop {
+		return exit
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -69,7 +68,7 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	began := time.Now()
 	hdr, n, err := takeBackup(o, fs.Arg(0), stdout)
 	if err != nil {
-		fmt.Fprintf(stderr, "fifoq backup: %v\n", err)
+		fmt.Fprintf(stderr, "fifoq backup: %v\n", explainTLS(err))
 		return 1
 	}
 	fmt.Fprintf(stderr, "fifoq backup: %d messages as of log entry %d on node %s, %s in %v\n",
@@ -93,7 +92,11 @@ func takeBackup(o backupOptions, path string, stdout io.Writer) (backup.Header, 
 			return backup.Header{}, 0, err
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client, err := httpClient(o.caCert)
+	if err != nil {
+		return backup.Header{}, 0, err
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return backup.Header{}, 0, err
 	}
@@ -149,7 +152,7 @@ func restoreFlagSet(o *restoreOptions, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.dataDir, "data-dir", "", "the data directory to make: it must not exist, or be empty")
 	fs.StringVar(&o.nodeID, "node-id", defaultNodeID, "the node id the server will run as (fifoq serve --node-id)")
-	fs.StringVar(&o.region, "region", "us-east-1", "the server's region (fifoq serve --region)")
+	fs.StringVar(&o.region, "region", "", "the region of the data dir: the backup's if not given; another one is refused (fifoq serve --region)")
 	fs.DurationVar(&o.timeout, "timeout", time.Hour, "how long the restore may take")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: fifoq restore --data-dir DIR [flags] FILE
@@ -160,6 +163,10 @@ when the backup was taken. The data dir is a new cluster of one node;
 other nodes join it (fifoq serve --join). The backup is checked whole (its
 format and checksum) before anything is kept: a damaged one leaves no data
 dir behind.
+
+A backup belongs to the region of the server it was taken of, and so does
+the data dir made of it: serve it with that --region. A data dir cannot
+change region.
 
 Flags:
 `)
@@ -172,11 +179,8 @@ Flags:
 func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	var o restoreOptions
 	fs := restoreFlagSet(&o, stderr)
-	if err := parseInterspersed(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, stop := parseArgs(fs, args, true, stdout, stderr); stop {
+		return exit
 	}
 	if fs.NArg() != 1 || o.dataDir == "" {
 		fs.Usage()
@@ -188,8 +192,8 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fifoq restore: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "restored %d messages (node %s, log entry %d, taken %s) into %s in %v\n",
-		hdr.Messages, hdr.Node, hdr.Index, hdr.Created.Format(time.RFC3339), o.dataDir, time.Since(began).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "restored %d messages (node %s, log entry %d, taken %s) into %s in %v; serve it with --region %s\n",
+		hdr.Messages, hdr.Node, hdr.Index, hdr.Created.Format(time.RFC3339), o.dataDir, time.Since(began).Round(time.Millisecond), hdr.Region)
 	return 0
 }
 
@@ -215,13 +219,19 @@ func restoreBackup(o restoreOptions, path string, stderr io.Writer) (backup.Head
 		defer f.Close()
 		in = f
 	}
-	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
+	made, err := missingAncestor(o.dataDir)
+	if err != nil {
 		return backup.Header{}, err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	hdr, err := node.Restore(o.dataDir, o.nodeID, o.region, in, o.timeout, logger)
 	if err != nil {
-		// Nothing half-made is left for fifoq serve to start from.
+		// Nothing half-made is left for fifoq serve to start from: what
+		// the restore made goes, and the operator's empty dir is emptied.
+		if made != "" {
+			os.RemoveAll(made)
+			return hdr, err
+		}
 		entries, _ := os.ReadDir(o.dataDir)
 		for _, e := range entries {
 			os.RemoveAll(filepath.Join(o.dataDir, e.Name()))
@@ -229,6 +239,26 @@ func restoreBackup(o restoreOptions, path string, stderr io.Writer) (backup.Head
 		return hdr, err
 	}
 	return hdr, nil
+}
+
+// missingAncestor returns the outermost directory of the path dir that
+// does not exist yet (dir itself, or a parent of it), which a restore
+// makes and must remove if it fails; "" if dir exists.
+func missingAncestor(dir string) (string, error) {
+	missing := ""
+	for dir = filepath.Clean(dir); ; dir = filepath.Dir(dir) {
+		_, err := os.Stat(dir)
+		switch {
+		case err == nil:
+			return missing, nil
+		case !errors.Is(err, os.ErrNotExist):
+			return "", err
+		}
+		missing = dir
+		if filepath.Dir(dir) == dir {
+			return missing, nil
+		}
+	}
 }
 
 // parseInterspersed parses flags that may come before or after the

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/bench"
 )
 
@@ -27,11 +27,8 @@ import (
 func benchCmd(args []string, stdout, stderr io.Writer) int {
 	var o benchOptions
 	fs := benchFlagSet(&o, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, stop := parseArgs(fs, args, false, stdout, stderr); stop {
+		return exit
 	}
 	cfg, endpoint, region, standard, asJSON, quiet, ceiling, metrics, clientKind := o.cfg, o.endpoint, o.region, o.standard, o.asJSON, o.quiet, o.ceiling, o.metrics, o.clientKind
 	cfg.FIFO = !standard
@@ -198,35 +195,59 @@ func benchClient(ctx context.Context, kind, endpoint, region string, workers int
 	if kind == "lean" {
 		return bench.NewLeanClient(endpoint, workers), nil
 	}
-	return sqsClient(ctx, endpoint, region, workers)
+	return sqsClient(ctx, endpoint, region, sqsClientOptions{workers: workers})
 }
 
-// sqsClient builds an SQS client for endpoint. Credentials come from the
-// environment and shared config; where there are none, it signs with a
-// placeholder key, which fifoq accepts on loopback when it has no
-// credentials configured.
+// sqsClientOptions say how sqsClient's client connects and signs.
+type sqsClientOptions struct {
+	// workers is the number of goroutines that share the client.
+	workers int
+	// cred, if it has a key, signs every request (fifoq import's
+	// FIFOQ_ACCESS_KEY_ID); otherwise the SDK's own chain does.
+	cred auth.Credential
+	// caFile is --ca-cert: see clientTLS.
+	caFile string
+}
+
+// sqsClient builds an SQS client for endpoint. Credentials are o.cred's,
+// else those of the environment and shared config; where there are none,
+// it signs with a placeholder key, which fifoq accepts on loopback when it
+// has no credentials configured.
 //
 // The client keeps an idle connection for each of the workers: with the
 // SDK's default of 10 per host, more workers than that would keep closing
 // connections and dialling new ones, which measures connection set-up
 // rather than the queue.
-func sqsClient(ctx context.Context, endpoint, region string, workers int) (*sqs.Client, error) {
+func sqsClient(ctx context.Context, endpoint, region string, o sqsClientOptions) (*sqs.Client, error) {
+	tc, err := clientTLS(o.caFile)
+	if err != nil {
+		return nil, err
+	}
 	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-		t.MaxIdleConns = max(t.MaxIdleConns, workers)
-		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, workers)
+		t.MaxIdleConns = max(t.MaxIdleConns, o.workers)
+		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, o.workers)
+		if tc != nil {
+			t.TLSClientConfig = tc
+		}
 	})
-	opts := []func(*config.LoadOptions) error{config.WithRegion(region), config.WithHTTPClient(httpClient)}
-	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
+	opts := []func(*config.LoadOptions) error{config.WithRegion(region)}
+	switch {
+	case o.cred.AccessKeyID != "":
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(o.cred.AccessKeyID, o.cred.SecretAccessKey, "")))
+	case os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "":
 		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("fifoq", "fifoq", "")))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
-	return sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
-		o.BaseEndpoint = aws.String(endpoint)
-		// The SDK closes request bodies net/http may still read, which
-		// closes connections mid-answer (see bench.OwnRequestBodies).
-		o.HTTPClient = bench.OwnRequestBodies(o.HTTPClient)
+	return sqs.NewFromConfig(awsCfg, func(so *sqs.Options) {
+		so.BaseEndpoint = aws.String(endpoint)
+		// httpClient is set here rather than given to LoadDefaultConfig,
+		// which would add AWS_CA_BUNDLE's certificates to its roots on top
+		// of --ca-cert's. The SDK closes request bodies net/http may still
+		// read, which closes connections mid-answer (see
+		// bench.OwnRequestBodies).
+		so.HTTPClient = bench.OwnRequestBodies(httpClient)
 	}), nil
 }

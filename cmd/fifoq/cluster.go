@@ -3,17 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/auth"
+	"github.com/fifoq/fifoq/internal/replog"
 	"github.com/fifoq/fifoq/internal/server"
 )
 
@@ -22,25 +23,26 @@ import (
 func clusterCmd(args []string, stdout, stderr io.Writer) int {
 	var o clusterCmdOptions
 	fs := clusterFlagSet(&o, stderr)
-	if len(args) == 0 {
+	// Flags may come before or after the subcommand, the ID and address.
+	if exit, stop := parseArgs(fs, args, true, stdout, stderr); stop {
+		return exit
+	}
+	if fs.NArg() == 0 {
 		fs.Usage()
 		return 2
 	}
-	sub := args[0]
-	// Flags may come before or after the ID and address.
-	if err := parseInterspersed(fs, args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if isHelpWord(fs.Arg(0)) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return 0
 	}
-	return clusterRun(sub, fs.Args(), fs, o.endpoint, o.region, o.asJSON, stdout, stderr)
+	return clusterRun(fs.Arg(0), fs.Args()[1:], fs, o, stdout, stderr)
 }
 
 // clusterCmdOptions are the flags of "fifoq cluster".
 type clusterCmdOptions struct {
-	endpoint, region string
-	asJSON           bool
+	endpoint, region, caCert string
+	asJSON                   bool
 }
 
 // clusterSubcommands are the words "fifoq cluster" takes first.
@@ -53,7 +55,8 @@ func clusterFlagSet(o *clusterCmdOptions, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.endpoint, "endpoint", envOr("FIFOQ_ENDPOINT", "http://127.0.0.1:9324"), "SQS endpoint URL of any member of the cluster (env FIFOQ_ENDPOINT)")
 	fs.StringVar(&o.region, "region", envOr("AWS_REGION", "us-east-1"), "region of the request signature")
-	fs.BoolVar(&o.asJSON, "json", false, "print the answer as JSON (status, leader)")
+	fs.BoolVar(&o.asJSON, "json", false, "print the server's answer as JSON, as it is")
+	defineCACert(fs, &o.caCert)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage:
   fifoq cluster status [flags]            members, leader, each node's applied index, lag and last contact
@@ -64,6 +67,7 @@ func clusterFlagSet(o *clusterCmdOptions, stderr io.Writer) *flag.FlagSet {
 add and remove are signed (SigV4) with FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY
 (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY): an admin key of the server's own
 account (the server's FIFOQ_ACCESS_KEY_ID, or a credentials file line ending in admin).
+They print what was done and the members after it ("removed n3; members: n1 n2").
 
 Flags:
 `)
@@ -73,92 +77,108 @@ Flags:
 }
 
 // clusterRun runs one subcommand of "fifoq cluster" with its arguments.
-func clusterRun(sub string, rest []string, fs *flag.FlagSet, endpoint, region string, asJSON bool, stdout, stderr io.Writer) int {
-	base := strings.TrimSuffix(endpoint, "/")
+func clusterRun(sub string, rest []string, fs *flag.FlagSet, o clusterCmdOptions, stdout, stderr io.Writer) int {
+	base := strings.TrimSuffix(o.endpoint, "/")
 	ctx := context.Background()
-	cred := cliCredential()
 	fail := func(err error) int {
-		fmt.Fprintf(stderr, "fifoq cluster %s: %v\n", sub, err)
+		fmt.Fprintf(stderr, "fifoq cluster %s: %v\n", sub, explainTLS(err))
 		return 1
+	}
+	if !slices.Contains(clusterSubcommands, sub) {
+		fmt.Fprintf(stderr, "fifoq cluster: unknown command %q\n", sub)
+		fs.Usage()
+		return 2
+	}
+	if want := map[string]int{"add": 2, "remove": 1}[sub]; len(rest) != want {
+		fs.Usage()
+		return 2
+	}
+	client, err := httpClient(o.caCert)
+	if err != nil {
+		return fail(err)
 	}
 	switch sub {
 	case "status":
-		if len(rest) != 0 {
-			fs.Usage()
-			return 2
-		}
 		var st server.ClusterStatus
-		raw, err := getJSON(ctx, base+"/cluster/status", &st)
+		raw, err := getJSON(ctx, client, base+"/cluster/status", &st)
 		if err != nil {
 			return fail(err)
 		}
-		if asJSON {
+		if o.asJSON {
 			stdout.Write(raw)
 			return 0
 		}
 		printStatus(stdout, st)
 		return 0
 	case "leader":
-		if len(rest) != 0 {
-			fs.Usage()
-			return 2
-		}
 		var li server.LeaderInfo
-		raw, err := getJSON(ctx, base+"/cluster/leader", &li)
+		raw, err := getJSON(ctx, client, base+"/cluster/leader", &li)
 		if err != nil {
 			return fail(err)
 		}
-		if asJSON {
+		if o.asJSON {
 			stdout.Write(raw)
 			return 0
 		}
 		fmt.Fprintf(stdout, "%s\t%s\n", li.LeaderID, li.SQSEndpoint)
 		return 0
 	case "add":
-		if len(rest) != 2 {
-			fs.Usage()
-			return 2
-		}
 		body, _ := json.Marshal(map[string]string{"id": rest[0], "raft_addr": rest[1]})
-		return membershipAnswer(stdout, stderr, sub)(adminRequest(ctx, http.MethodPost, base+"/cluster/members", body, cred, region))
-	case "remove":
-		if len(rest) != 1 {
-			fs.Usage()
-			return 2
-		}
-		return membershipAnswer(stdout, stderr, sub)(adminRequest(ctx, http.MethodDelete, base+"/cluster/members/"+rest[0], nil, cred, region))
-	default:
-		fmt.Fprintf(stderr, "fifoq cluster: unknown command %q\n", sub)
-		fs.Usage()
-		return 2
+		status, answer, err := adminRequest(ctx, client, http.MethodPost, base+"/cluster/members", body, cliCredential(), o.region)
+		return membershipAnswer(stdout, stderr, sub, rest[0], o.asJSON, status, answer, err)
+	default: // remove
+		status, answer, err := adminRequest(ctx, client, http.MethodDelete, base+"/cluster/members/"+rest[0], nil, cliCredential(), o.region)
+		return membershipAnswer(stdout, stderr, sub, rest[0], o.asJSON, status, answer, err)
 	}
 }
 
-// membershipAnswer prints the answer of add or remove and returns the
-// exit code.
-func membershipAnswer(stdout, stderr io.Writer, sub string) func(int, []byte, error) int {
-	return func(status int, answer []byte, err error) int {
-		if err != nil {
-			fmt.Fprintf(stderr, "fifoq cluster %s: %v\n", sub, err)
-			return 1
-		}
-		if status != http.StatusOK {
-			fmt.Fprintf(stderr, "fifoq cluster %s: %d: %s\n", sub, status, strings.TrimSpace(string(answer)))
-			return 1
-		}
+// membershipAnswer prints the server's answer to sub (add or remove) of
+// the member id and returns the exit code. Without asJSON it prints a
+// line for people, "removed n3; members: n1 n2", as status and leader
+// print theirs.
+func membershipAnswer(stdout, stderr io.Writer, sub, id string, asJSON bool, status int, answer []byte, err error) int {
+	if err != nil {
+		fmt.Fprintf(stderr, "fifoq cluster %s: %v\n", sub, explainTLS(err))
+		return 1
+	}
+	if status != http.StatusOK {
+		fmt.Fprintf(stderr, "fifoq cluster %s: %d: %s\n", sub, status, strings.TrimSpace(string(answer)))
+		return 1
+	}
+	if asJSON {
 		stdout.Write(answer)
 		return 0
 	}
+	var a struct {
+		Members []replog.Member `json:"members"`
+	}
+	done := map[string]string{"add": "added", "remove": "removed"}[sub]
+	if err := json.Unmarshal(answer, &a); err != nil {
+		// Done all the same: say so, and show what the server said.
+		fmt.Fprintf(stdout, "%s %s; the server's answer: %s\n", done, id, strings.TrimSpace(string(answer)))
+		return 0
+	}
+	members := make([]string, len(a.Members))
+	for i, m := range a.Members {
+		members[i] = m.ID
+		if !m.Voter {
+			members[i] += " (not voting yet)"
+		}
+	}
+	fmt.Fprintf(stdout, "%s %s; members: %s\n", done, id, strings.Join(members, " "))
+	return 0
 }
 
-func getJSON(ctx context.Context, url string, v any) ([]byte, error) {
+// getJSON gets url with client and decodes its answer into v; it returns
+// the answer as it came, for --json.
+func getJSON(ctx context.Context, client *http.Client, url string, v any) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -177,10 +197,10 @@ func getJSON(ctx context.Context, url string, v any) ([]byte, error) {
 func printStatus(w io.Writer, st server.ClusterStatus) {
 	fmt.Fprintf(w, "leader: %s (asked %s)\n", orNone(st.LeaderID), st.Node)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRAFT ADDR\tVOTER\tSTATE\tTERM\tAPPLIED\tCOMMIT\tLAG\tLAST CONTACT\tFORMAT\tSQS ENDPOINT")
+	fmt.Fprintln(tw, "ID\tRAFT ADDR\tVOTER\tSTATE\tTERM\tAPPLIED\tCOMMIT\tLAG\tLAST CONTACT\tFORMAT\tINCARNATION\tSQS ENDPOINT")
 	for _, m := range st.Members {
 		if m.Status == nil {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t\t\t\t\t\t\t\n", m.ID, m.Addr, m.Voter, "unreachable ("+m.Error+")")
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t\t\t\t\t\t\t%s\t\n", m.ID, m.Addr, m.Voter, "unreachable ("+m.Error+")", shortIncarnation(m.Incarnation))
 			continue
 		}
 		contact := "-"
@@ -191,10 +211,22 @@ func printStatus(w io.Writer, st server.ClusterStatus) {
 		}
 		// FORMAT: the log entry format the node writes / the newest it
 		// reads; they differ during a rolling upgrade.
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%s\n", m.ID, m.Addr, m.Voter, m.Status.State, m.Status.Term,
-			m.Status.AppliedIndex, m.Status.CommitIndex, m.Lag, contact, m.Status.EntryFormat, m.Status.ReadsFormat, m.Status.SQSEndpoint)
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%s\t%s\n", m.ID, m.Addr, m.Voter, m.Status.State, m.Status.Term,
+			m.Status.AppliedIndex, m.Status.CommitIndex, m.Lag, contact, m.Status.EntryFormat, m.Status.ReadsFormat,
+			shortIncarnation(m.Incarnation), m.Status.SQSEndpoint)
 	}
 	tw.Flush()
+}
+
+// shortIncarnation is the first 12 hex digits of a member's recorded
+// incarnation, enough to tell it from the one in a data dir's
+// incarnation file; "-" until the cluster has recorded it. --json has it
+// whole.
+func shortIncarnation(inc string) string {
+	if inc == "" {
+		return "-"
+	}
+	return inc[:min(12, len(inc))]
 }
 
 func orNone(s string) string {
@@ -204,7 +236,10 @@ func orNone(s string) string {
 	return s
 }
 
-// cliCredential is the key fifoq cluster signs with, from the environment.
+// cliCredential is the key the client commands (cluster, backup, export,
+// import) sign with, from the environment: FIFOQ_ACCESS_KEY_ID and
+// FIFOQ_SECRET_ACCESS_KEY, else AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY.
 func cliCredential() auth.Credential {
 	id, secret := os.Getenv("FIFOQ_ACCESS_KEY_ID"), os.Getenv("FIFOQ_SECRET_ACCESS_KEY")
 	if id == "" {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/fifoq/fifoq/internal/replog"
+	"github.com/fifoq/fifoq/internal/server"
 )
 
 // TestServeRefusesBadClusterFlags checks that flag combinations that
@@ -74,5 +77,29 @@ func TestServeRefusesUnreadableRaftTLS(t *testing.T) {
 		&bytes.Buffer{}, &stderr)
 	if out := stderr.String(); code != 1 || !strings.Contains(out, "cannot set up the cluster") || !strings.Contains(out, "no-cert.pem") {
 		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 naming the certificate file", code, out)
+	}
+}
+
+// TestStatusTableShowsIncarnations: fifoq cluster status's table has a
+// column of the members' recorded incarnations (their first 12 hex
+// digits), "-" for a member whose incarnation is not yet recorded, the
+// unreachable included.
+func TestStatusTableShowsIncarnations(t *testing.T) {
+	st := server.ClusterStatus{Node: "n1", LeaderID: "n1", Members: []server.ClusterMember{
+		{Member: replog.Member{ID: "n1", Addr: "127.0.0.1:9425", Incarnation: "0123456789abcdef0123456789abcdef", Voter: true}, Leader: true,
+			Status: &server.NodeInfo{NodeStatus: replog.NodeStatus{State: "Leader"}}},
+		{Member: replog.Member{ID: "n2", Addr: "127.0.0.1:9426", Voter: true}, Status: &server.NodeInfo{NodeStatus: replog.NodeStatus{State: "Follower"}}},
+		{Member: replog.Member{ID: "n3", Addr: "127.0.0.1:9427", Incarnation: "fedcba9876543210fedcba9876543210", Voter: true}, Error: "connection refused"},
+	}}
+	var out bytes.Buffer
+	printStatus(&out, st)
+	lines := strings.Split(out.String(), "\n")
+	if !strings.Contains(lines[1], "INCARNATION") {
+		t.Fatalf("the header has no INCARNATION column:\n%s", out.String())
+	}
+	for i, want := range []string{"0123456789ab", " - ", "fedcba987654"} {
+		if row := lines[2+i]; !strings.Contains(row, want) || strings.Contains(row, "0123456789abc") {
+			t.Errorf("row of n%d %q does not show its incarnation as %q", i+1, row, want)
+		}
 	}
 }

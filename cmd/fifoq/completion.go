@@ -12,6 +12,13 @@ var shells = []string{"bash", "zsh", "fish"}
 // completionCmd runs "fifoq completion SHELL": it prints a completion
 // script generated from the commands' own flag definitions.
 func completionCmd(args []string, stdout, stderr io.Writer) int {
+	// Help anywhere: "fifoq completion bash --help" asks how to install it.
+	for i, a := range args {
+		if isHelpFlag(a) || (i == 0 && isHelpWord(a)) {
+			fmt.Fprintf(stdout, "Usage: fifoq completion bash|zsh|fish\n\n%s", completionHelp)
+			return 0
+		}
+	}
 	if len(args) != 1 {
 		fmt.Fprintf(stderr, "Usage: fifoq completion bash|zsh|fish\n\n%s", completionHelp)
 		return 2
@@ -23,8 +30,6 @@ func completionCmd(args []string, stdout, stderr io.Writer) int {
 		writeZsh(stdout)
 	case "fish":
 		writeFish(stdout)
-	case "-h", "--help", "-help":
-		fmt.Fprintf(stdout, "Usage: fifoq completion bash|zsh|fish\n\n%s", completionHelp)
 	default:
 		fmt.Fprintf(stderr, "fifoq completion: unknown shell %q (bash, zsh or fish)\n", args[0])
 		return 2

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,22 +48,19 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sub := args[0]
-	switch sub {
-	case "-h", "-help", "--help":
+	switch {
+	case isHelpWord(sub):
 		fs.SetOutput(stdout)
 		fs.Usage()
 		return 0
-	case "from-elasticmq":
+	case sub == "from-elasticmq":
 	default:
 		fmt.Fprintf(stderr, "fifoq config: unknown subcommand %q\n\n", sub)
 		fs.Usage()
 		return 2
 	}
-	if err := parseInterspersed(fs, args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, stop := parseArgs(fs, args[1:], true, stdout, stderr); stop {
+		return exit
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "Usage: fifoq config from-elasticmq FILE (\"-\": standard input)")

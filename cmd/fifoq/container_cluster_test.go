@@ -85,6 +85,8 @@ func TestContainerClusterWithComposeSettings(t *testing.T) {
 
 	runExampleApp(t, app, appSvc, follower)
 	checkClusterAgrees(t, ctx, nodes, appSvc, cred)
+	// A backup through a follower, with the key of the mounted file.
+	backupComposeStack(t, fifoq, follower.endpoint, follower.m["/run/secrets/fifoq_credentials"])
 	stopClusterCleanly(t, nodes, img)
 }
 
@@ -251,7 +253,7 @@ func appFollower(t *testing.T, ctx context.Context, nodes []*clusterNode, appSvc
 	t.Helper()
 	leaderID := ""
 	for tries := 0; leaderID == ""; tries++ {
-		status, body, err := adminRequest(ctx, http.MethodGet, nodes[0].endpoint+"/cluster/leader", nil, cred, "us-east-1")
+		status, body, err := adminRequest(ctx, http.DefaultClient, http.MethodGet, nodes[0].endpoint+"/cluster/leader", nil, cred, "us-east-1")
 		var info struct {
 			LeaderID string `json:"leader_id"`
 		}

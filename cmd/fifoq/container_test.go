@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/testenv"
 )
 
@@ -298,6 +299,9 @@ func TestContainerEntrypointWithComposeSettings(t *testing.T) {
 		t.Logf("%s", bytes.TrimSpace(out))
 	}
 
+	// An operator backs the stack up with the key of its credentials file.
+	backupComposeStack(t, fifoq, endpoint, m["/run/secrets/fifoq_credentials"])
+
 	// A SIGTERM (docker stop) stops the server cleanly, with its data in
 	// the volume.
 	server.Process.Signal(syscall.SIGTERM)
@@ -422,4 +426,33 @@ func startContainer(t *testing.T, fifoq string, args, env []string) (*exec.Cmd, 
 		}
 	})
 	return server, exited
+}
+
+// backupComposeStack runs fifoq backup against the compose stack at
+// endpoint, as its operator would: signed with the admin key of the
+// stack's credentials file (credFile here), which it must hold.
+func backupComposeStack(t *testing.T, fifoq, endpoint, credFile string) {
+	t.Helper()
+	creds, err := auth.LoadCredentialsFile(credFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(creds) == 0 {
+		t.Fatalf("%s holds no key", credFile)
+	}
+	// The operator's key is the file's admin key; without one, the first
+	// key, which the server must then refuse.
+	admin := &creds[0]
+	for i := range creds {
+		if creds[i].Admin {
+			admin = &creds[i]
+		}
+	}
+	cmd := exec.Command(fifoq, "backup", "--endpoint", endpoint, filepath.Join(t.TempDir(), "compose.backup"))
+	cmd.Env = containerEnv(map[string]string{"FIFOQ_ACCESS_KEY_ID": admin.AccessKeyID, "FIFOQ_SECRET_ACCESS_KEY": admin.SecretAccessKey}, nil, 0)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fifoq backup of the compose stack with its admin key: %v\n%s", err, out)
+	} else {
+		t.Logf("%s", bytes.TrimSpace(out))
+	}
 }

@@ -29,6 +29,7 @@ import (
 type queueIOOptions struct {
 	endpoint, region string
 	timeout          time.Duration
+	caCert           string
 }
 
 // queueIOFlagSet defines the flags of "fifoq export" (export true) or
@@ -64,10 +65,15 @@ Flags:
 	fs.StringVar(&o.endpoint, "endpoint", envOr("FIFOQ_ENDPOINT", "http://127.0.0.1:9324"), "SQS endpoint URL of the server (env FIFOQ_ENDPOINT)")
 	fs.StringVar(&o.region, "region", envOr("AWS_REGION", "us-east-1"), "region of the request signatures, and of a queue named without one")
 	fs.DurationVar(&o.timeout, "timeout", time.Hour, "how long it may take")
+	defineCACert(fs, &o.caCert)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), "\nRequests are signed (SigV4) with FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY,\nor the AWS SDK's usual credentials.\n")
+		fmt.Fprint(fs.Output(), `
+Requests are signed (SigV4) with FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY,
+else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (an import with neither: the key
+of AWS_PROFILE). A server without credentials takes them without.
+`)
 	}
 	return fs
 }
@@ -85,11 +91,8 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 func queueIOCmd(args []string, export bool, stdout, stderr io.Writer) int {
 	var o queueIOOptions
 	fs := queueIOFlagSet(&o, export, stderr)
-	if err := parseInterspersed(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, stop := parseArgs(fs, args, true, stdout, stderr); stop {
+		return exit
 	}
 	if fs.NArg() != 2 {
 		fs.Usage()
@@ -106,7 +109,7 @@ func queueIOCmd(args []string, export bool, stdout, stderr io.Writer) int {
 		n, err = importQueue(ctx, o, queue, path)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), explainTLS(err))
 		return 1
 	}
 	verb := "exported"
@@ -134,7 +137,11 @@ func exportQueue(ctx context.Context, o queueIOOptions, queue, path string, stdo
 			return 0, err
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client, err := httpClient(o.caCert)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -203,7 +210,10 @@ func openOutput(path string, stdout io.Writer) (io.Writer, func(error) error, er
 // importQueue sends the messages of path ("-": stdin) to queue, and
 // returns how many.
 func importQueue(ctx context.Context, o queueIOOptions, queue, path string) (int, error) {
-	client, err := sqsClient(ctx, strings.TrimSuffix(o.endpoint, "/"), o.region, 1)
+	// Signed with the key export and backup sign with, so that one shell
+	// set up for one works for the other.
+	client, err := sqsClient(ctx, strings.TrimSuffix(o.endpoint, "/"), o.region,
+		sqsClientOptions{workers: 1, cred: cliCredential(), caFile: o.caCert})
 	if err != nil {
 		return 0, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ type healthcheckOptions struct {
 	url        string
 	timeout    time.Duration
 	skipVerify bool
+	caCert     string
 }
 
 // healthcheckFlagSet defines the flags of "fifoq healthcheck" on o.
@@ -26,6 +26,7 @@ func healthcheckFlagSet(o *healthcheckOptions, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.url, "url", "http://127.0.0.1:9324/readyz", "the server's readiness probe")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "how long to wait for the answer")
 	fs.BoolVar(&o.skipVerify, "tls-skip-verify", false, "accept any certificate of an https URL (a self-signed one on the same host)")
+	defineCACert(fs, &o.caCert)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: fifoq healthcheck [flags]
 
@@ -44,11 +45,8 @@ Flags:
 func healthcheckCmd(args []string, stdout, stderr io.Writer) int {
 	var o healthcheckOptions
 	fs := healthcheckFlagSet(&o, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, stop := parseArgs(fs, args, false, stdout, stderr); stop {
+		return exit
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "fifoq healthcheck: unexpected argument %q\n", fs.Arg(0))
@@ -56,8 +54,16 @@ func healthcheckCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.DisableKeepAlives = true
-	if o.skipVerify {
+	tc, err := clientTLS(o.caCert)
+	if err != nil {
+		fmt.Fprintf(stderr, "fifoq healthcheck: %v\n", err)
+		return 1
+	}
+	switch {
+	case o.skipVerify:
 		transport.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+	case tc != nil:
+		transport.TLSClientConfig = tc
 	}
 	client := &http.Client{Transport: transport}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
@@ -69,7 +75,7 @@ func healthcheckCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		fmt.Fprintf(stderr, "fifoq healthcheck: %v\n", err)
+		fmt.Fprintf(stderr, "fifoq healthcheck: %v\n", explainTLS(err))
 		return 1
 	}
 	defer resp.Body.Close()

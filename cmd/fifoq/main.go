@@ -53,8 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "config":
 		return configCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, versionString())
-		return 0
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help", "-help":
 		usage(stdout)
 		return 0

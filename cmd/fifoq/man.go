@@ -90,7 +90,11 @@ can also be given as a FIFOQ_ variable (FIFOQ_LISTEN, FIFOQ_DATA_DIR, ...)
 or in the config file named by
 .B \-\-config
 or FIFOQ_CONFIG; a flag wins over the variable, the variable over the file.
-FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY give one access key.
+FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY give the server one access
+key, and the client commands the key they sign with. AWS_CA_BUNDLE names
+the PEM file of the CA certificates the client commands trust for https when
+.B \-\-ca\-cert
+is not given.
 .SH SEE ALSO
 The documentation in the docs directory of fifoq's source: operations.md,
 security.md, compatibility.md, migrating.md.

@@ -53,11 +53,8 @@ type serveOptions struct {
 func serve(args []string, stdout, stderr io.Writer) int {
 	var opts serveOptions
 	fs := serveFlagSet(&opts, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, stop := parseArgs(fs, args, false, stdout, stderr); stop {
+		return exit
 	}
 	return serveParsed(fs, &opts, stdout, stderr)
 }
@@ -243,8 +240,12 @@ func logStarted(logger *slog.Logger, opts serveOptions, set serveSettings, ln ne
 		storage = "durable in " + opts.dataDir
 	}
 	authMode := "any signature accepted (no credentials configured; loopback only)"
-	if !set.store.Empty() {
+	switch {
+	case !set.store.Empty():
 		authMode = fmt.Sprintf("SigV4 required (%d access keys)", set.keys)
+	case !isLoopback(opts.listen) || opts.cluster.exposed():
+		// Only --insecure gets a server without credentials this far.
+		authMode = "no credentials configured; unsigned requests accepted from any address (--insecure)"
 	}
 	scheme := "http"
 	if opts.tlsCert != "" {

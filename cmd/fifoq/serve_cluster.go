@@ -155,7 +155,7 @@ func joinCluster(ctx context.Context, url string, c clusterOptions, incarnation 
 	body, _ := json.Marshal(map[string]string{"id": c.nodeID, "raft_addr": c.raftAddr, "incarnation": incarnation})
 	delay := 500 * time.Millisecond
 	for {
-		status, answer, err := adminRequest(ctx, http.MethodPost, strings.TrimSuffix(url, "/")+"/cluster/members", body, cred, region)
+		status, answer, err := adminRequest(ctx, http.DefaultClient, http.MethodPost, strings.TrimSuffix(url, "/")+"/cluster/members", body, cred, region)
 		if err == nil && status == http.StatusOK {
 			logger.Info("joined the cluster", "via", url, "node_id", c.nodeID, "raft_addr", c.raftAddr)
 			return
@@ -179,9 +179,9 @@ func joinCluster(ctx context.Context, url string, c clusterOptions, incarnation 
 	}
 }
 
-// adminRequest sends a cluster request, signed with SigV4 as an SQS
-// request is when cred has a key.
-func adminRequest(ctx context.Context, method, url string, body []byte, cred auth.Credential, region string) (int, []byte, error) {
+// adminRequest sends a cluster request with client, signed with SigV4 as
+// an SQS request is when cred has a key.
+func adminRequest(ctx context.Context, client *http.Client, method, url string, body []byte, cred auth.Credential, region string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
@@ -196,7 +196,7 @@ func adminRequest(ctx context.Context, method, url string, body []byte, cred aut
 			return 0, nil, err
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 )
@@ -16,6 +17,21 @@ var (
 	version = "dev"
 	commit  = ""
 )
+
+// versionCmd runs "fifoq version".
+func versionCmd(args []string, stdout, stderr io.Writer) int {
+	const help = "Usage: fifoq version\n\nPrints the version, the commit and the Go release of this build.\n"
+	switch {
+	case len(args) == 0:
+		fmt.Fprintln(stdout, versionString())
+		return 0
+	case len(args) == 1 && isHelpFlag(args[0]):
+		fmt.Fprint(stdout, help)
+		return 0
+	}
+	fmt.Fprintf(stderr, "fifoq version: unexpected argument %q\n\n%s", args[0], help)
+	return 2
+}
 
 // buildInfo is what "fifoq version" reports about this build.
 type buildInfo struct {

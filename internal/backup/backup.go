@@ -51,6 +51,11 @@ type Header struct {
 	// fifoq version it ran.
 	Node    string `json:"node,omitempty"`
 	Version string `json:"version,omitempty"`
+	// Region is the region of the server the backup was taken of, which
+	// its state belongs to (its queues' ARNs are of it); a restore makes a
+	// data dir of that region. Empty in a backup of a fifoq from before
+	// the field: the snapshot's own header then says it.
+	Region string `json:"region,omitempty"`
 	// Index and Term are those of the command log's entry the state is
 	// as of.
 	Index uint64 `json:"index"`

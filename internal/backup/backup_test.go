@@ -13,7 +13,7 @@ import (
 func TestRoundTrip(t *testing.T) {
 	snap := strings.Repeat("snapshot bytes ", 100_000)
 	var buf bytes.Buffer
-	hdr := Header{Created: time.Unix(1, 0).UTC(), Node: "n1", Index: 42, Term: 3, Size: int64(len(snap)), Messages: 7}
+	hdr := Header{Created: time.Unix(1, 0).UTC(), Node: "n1", Region: "eu-west-1", Index: 42, Term: 3, Size: int64(len(snap)), Messages: 7}
 	n, err := Write(&buf, hdr, strings.NewReader(snap))
 	if err != nil || n != int64(buf.Len()) {
 		t.Fatalf("Write: %d, %v (wrote %d)", n, err, buf.Len())

@@ -2,6 +2,7 @@ package clustertest
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,14 +51,20 @@ func TestMembershipNeedsAdminKey(t *testing.T) {
 	if code, out := cluster("AKIDAPP", "app-secret", "remove", other.id); code == 0 || !strings.Contains(out, "admin key") {
 		t.Fatalf("fifoq cluster remove with a key that is not an admin key: exit %d\n%s", code, out)
 	}
-	if code, out := cluster("AKIDADMIN", "admin-secret", "remove", other.id); code != 0 {
-		t.Fatalf("fifoq cluster remove with the admin key: exit %d\n%s", code, out)
+	// Without --json, a line for people: what was done, and the members.
+	if code, out := cluster("AKIDADMIN", "admin-secret", "remove", other.id); code != 0 ||
+		!strings.HasPrefix(out, "removed "+other.id+"; members: ") || !strings.Contains(out, leader.id) || strings.Contains(out, "{") {
+		t.Fatalf("fifoq cluster remove with the admin key: exit %d\n%s\nwant \"removed %s; members: ...\"", code, out, other.id)
+	} else {
+		t.Logf("fifoq cluster remove: %s", out)
 	}
 	if code, out := cluster("AKIDAPP", "app-secret", "add", other.id, other.raftAddr); code == 0 || !strings.Contains(out, "admin key") {
 		t.Fatalf("fifoq cluster add with a key that is not an admin key: exit %d\n%s", code, out)
 	}
-	if code, out := cluster("AKIDADMIN", "admin-secret", "add", other.id, other.raftAddr); code != 0 {
-		t.Fatalf("fifoq cluster add with the admin key: exit %d\n%s", code, out)
+	// With --json, the server's answer as it is.
+	if code, out := cluster("AKIDADMIN", "admin-secret", "add", other.id, other.raftAddr, "--json"); code != 0 || !json.Valid([]byte(out)) ||
+		!strings.Contains(out, `"members"`) {
+		t.Fatalf("fifoq cluster add --json with the admin key: exit %d\n%s", code, out)
 	}
 	// The same request signed in the same second would be refused as a
 	// replay of the last: sign it in the next.

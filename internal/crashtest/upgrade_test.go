@@ -85,8 +85,11 @@ func TestUpgradeFromFrame4DataDir(t *testing.T) {
 	}
 	r := newUpgradeRun(t)
 
-	// Today's fifoq on the old data dir.
+	// Today's fifoq on the old data dir, which has no record of its
+	// region: it is its snapshot's, us-east-1, and no other.
+	refuseStart(t, r.dir, "eu-west-1", "us-east-1")
 	r.start()
+	checkRegionAdopted(t, r.dir, "us-east-1", r.p)
 	r.receiveOldDataDir()
 	r.checkDedupRecords()
 

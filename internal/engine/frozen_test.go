@@ -184,3 +184,39 @@ func writeCurrentSnapshotFixtures(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotRegionOfEveryFormat reads the region from the header of the
+// committed snapshot of every format version, and of one written today
+// by an engine of another region than the default: it is what tells a
+// data dir or a backup from before their region was recorded which
+// region they belong to.
+func TestSnapshotRegionOfEveryFormat(t *testing.T) {
+	for _, v := range []int{1, 2, 3, 4} {
+		name := filepath.Join("testdata", "snapshots", fmt.Sprintf("v%d", v))
+		data, err := os.ReadFile(name + ".bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(name + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fx snapshotFixture
+		if err := json.Unmarshal(b, &fx); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := engine.SnapshotRegion(bytes.NewReader(data)); err != nil || got != fx.Region {
+			t.Errorf("%s: SnapshotRegion = %q, %v; want %q", name, got, err, fx.Region)
+		}
+	}
+	var b bytes.Buffer
+	if err := engine.New(engine.Config{Region: "eu-west-1"}).Snapshot(&b); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := engine.SnapshotRegion(&b); err != nil || got != "eu-west-1" {
+		t.Errorf("SnapshotRegion of today's snapshot = %q, %v; want eu-west-1", got, err)
+	}
+	if _, err := engine.SnapshotRegion(bytes.NewReader([]byte("FIFOQSNP"))); err == nil {
+		t.Error("SnapshotRegion read a region from a snapshot cut inside its prefix")
+	}
+}

@@ -54,6 +54,25 @@ func (e *Engine) RestoreVerified(r io.Reader, verify func() error) error {
 	return nil
 }
 
+// SnapshotRegion reads the header of a snapshot written by Snapshot or a
+// SnapshotView and returns the region of the engine that wrote it, which
+// the snapshot's queues and ARNs belong to. Restore refuses a snapshot of
+// another region than the engine's; a caller reads it first to say which
+// region a data dir or a backup belongs to before anything is restored.
+// It reads no further than the header (and what a buffer reads ahead of
+// it), and checks no checksum.
+func SnapshotRegion(r io.Reader) (string, error) {
+	br := bufio.NewReader(r)
+	if _, _, err := readSnapPrefix(br); err != nil {
+		return "", err
+	}
+	var h snapHeader
+	if err := gob.NewDecoder(br).Decode(&h); err != nil {
+		return "", fmt.Errorf("decoding the header: %w", err)
+	}
+	return h.Region, nil
+}
+
 // decodeSnapshot reads a snapshot into a new engine of configuration cfg.
 // Beyond the checksum, it checks the invariants the engine's code relies
 // on to be safe (unique serials, consistent lists and counts, task

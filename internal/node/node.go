@@ -196,15 +196,30 @@ func (n *Node) openLog(cfg Config) error {
 
 // Restore makes dir, which must be empty, the data dir of a new server
 // alone holding the state a backup (fifoq backup) reads from r: a node
-// with the id nodeID (a cluster's others then join it), in region, the
-// region the backed-up server ran in. It waits up to timeout for the
-// restored state to be applied, and leaves the log closed.
+// with the id nodeID (a cluster's others then join it), in region, which
+// must be the backup's; empty, it is the backup's. The data dir belongs to
+// that region from then on. The backup's header and its snapshot's head
+// are read before anything is written (replog.ReadBackup): a backup of
+// another region, or one this fifoq cannot install, is refused before dir
+// is made. It waits up to timeout for the restored state to be applied,
+// and leaves the log closed.
 func Restore(dir, nodeID, region string, r io.Reader, timeout time.Duration, logger *slog.Logger) (backup.Header, error) {
+	hdr, snap, err := replog.ReadBackup(r)
+	if err != nil {
+		return hdr, err
+	}
+	switch {
+	case region == "":
+		region = hdr.Region
+	case region != hdr.Region:
+		return hdr, fmt.Errorf("the backup is of region %s, not %s, and a data dir cannot change region: restore it without --region (it takes the backup's), or with --region %s",
+			hdr.Region, region, hdr.Region)
+	}
 	n := &Node{}
 	if err := n.openLog(Config{DataDir: dir, NodeID: nodeID, Region: region, Logger: logger}); err != nil {
-		return backup.Header{}, err
+		return hdr, err
 	}
-	hdr, err := n.Raft.RestoreBackup(r, timeout)
+	err = n.Raft.RestoreBackup(hdr, snap, timeout)
 	if cerr := n.Raft.Close(); err == nil {
 		err = cerr
 	}

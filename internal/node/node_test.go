@@ -1,8 +1,14 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +90,46 @@ func TestCooldown(t *testing.T) {
 			t.Errorf("Cooldown(%v) = %v, want %v", in, got, want)
 		}
 	}
+}
+
+// TestRestoreTakesTheBackupsRegion restores a backup of a node of
+// eu-west-1: without a region the data dir takes the backup's, and opens
+// in it only; told another region, Restore refuses before it makes the
+// data dir.
+func TestRestoreTakesTheBackupsRegion(t *testing.T) {
+	quiet := slog.New(slog.DiscardHandler)
+	src, err := Open(Config{DataDir: t.TempDir(), Region: "eu-west-1", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file bytes.Buffer
+	_, err = src.Raft.Backup(&file, "test")
+	src.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	refused := filepath.Join(t.TempDir(), "refused")
+	if _, err := Restore(refused, "node-1", "us-east-1", bytes.NewReader(file.Bytes()), time.Minute, quiet); err == nil ||
+		!strings.Contains(err.Error(), "--region eu-west-1") {
+		t.Fatalf("a backup of eu-west-1 restored with region us-east-1: %v", err)
+	}
+	if _, err := os.Stat(refused); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused restore made its data dir (%v)", err)
+	}
+
+	dir := t.TempDir()
+	hdr, err := Restore(dir, "node-1", "", bytes.NewReader(file.Bytes()), time.Minute, quiet)
+	if err != nil || hdr.Region != "eu-west-1" {
+		t.Fatalf("Restore without a region: header region %q, %v", hdr.Region, err)
+	}
+	if n, err := Open(Config{DataDir: dir, Logger: quiet}); err == nil {
+		n.Close(context.Background())
+		t.Fatal("the restored data dir of eu-west-1 opened in the default region")
+	}
+	n, err := Open(Config{DataDir: dir, Region: "eu-west-1", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close(context.Background())
 }

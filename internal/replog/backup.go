@@ -1,6 +1,7 @@
 package replog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,17 @@ import (
 // state; other nodes join it as a new cluster. The members' incarnations
 // recorded in the backup are of another cluster's data dirs and are
 // removed.
+//
+// A backup belongs to the region of the server it was taken of (its
+// header's Region; in a backup of a fifoq from before that field, its
+// snapshot's header says it), and is restored only into a data dir of that
+// region (region.go). ReadBackup reads both headers before a restore
+// writes anything, so that a backup this fifoq cannot install is refused
+// before a data dir is made. The check must come first: hashicorp/raft
+// panics when the state machine fails to restore a snapshot an operator
+// hands it (restoreUserSnapshot). What the headers cannot tell (a state
+// that fails the engine's checks past them) the state machine catches
+// and RestoreBackup answers (fsm.Restore).
 
 // Backup writes a backup of the log's state to w, and returns its header.
 func (l *Raft) Backup(w io.Writer, version string) (backup.Header, error) {
@@ -38,7 +50,7 @@ func (l *Raft) Backup(w io.Writer, version string) (backup.Header, error) {
 		return backup.Header{}, err
 	}
 	defer rc.Close()
-	hdr := backup.Header{Created: time.Now().UTC(), Node: l.cfg.NodeID, Version: version,
+	hdr := backup.Header{Created: time.Now().UTC(), Node: l.cfg.NodeID, Version: version, Region: l.cfg.Engine.Region,
 		Index: meta.Index, Term: meta.Term, Size: meta.Size}
 	l.Read(func(e *engine.Engine) { hdr.Messages = int64(e.MessageCount()) })
 	if _, err := backup.Write(w, hdr, rc); err != nil {
@@ -68,28 +80,76 @@ func (l *Raft) snapshotForBackup() (*raft.SnapshotMeta, io.ReadCloser, error) {
 	return l.store.Open(snaps[0].ID)
 }
 
-// RestoreBackup installs the backup that r reads into the log, which must
-// be new: a log of one node with nothing applied but its start. It returns
-// the backup's header.
-func (l *Raft) RestoreBackup(r io.Reader, timeout time.Duration) (backup.Header, error) {
+// ReadBackup reads the header of the backup that r reads, and the head of
+// its snapshot: it returns the header, with its Region taken from the
+// snapshot's state if the backup is of a fifoq that did not record it, and
+// a reader of the whole snapshot for RestoreBackup. It refuses a backup
+// this fifoq cannot install (a snapshot frame or engine state of a version
+// it does not read, a snapshot without its bodies) or whose two headers
+// disagree, having read only the heads.
+func ReadBackup(r io.Reader) (backup.Header, io.Reader, error) {
 	hdr, snap, err := backup.Read(r)
 	if err != nil {
-		return hdr, err
+		return hdr, nil, err
 	}
+	// The head read here is read again by the restore: keep it.
+	var head bytes.Buffer
+	version, region, err := snapshotRegion(io.TeeReader(snap, &head))
+	switch {
+	case errors.Is(err, backup.ErrDamaged):
+		return hdr, nil, damage(err)
+	case err != nil:
+		return hdr, nil, fmt.Errorf("the backup's snapshot: %w", err)
+	case version >= snapshotRefsVersion:
+		return hdr, nil, fmt.Errorf("the backup's snapshot is of frame version %d, whose message bodies are in a node's body store: not one fifoq backup writes", version)
+	case hdr.Region == "":
+		hdr.Region = region
+	case hdr.Region != region:
+		return hdr, nil, fmt.Errorf("%w: its header says region %s, its snapshot region %s", backup.ErrDamaged, hdr.Region, region)
+	}
+	return hdr, io.MultiReader(&head, snap), nil
+}
+
+// damage returns the error in err's chain that says how the backup is
+// damaged (backup.Read's), without what the readers above it add.
+func damage(err error) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if errors.Unwrap(e) == backup.ErrDamaged {
+			return e
+		}
+	}
+	return err
+}
+
+// RestoreBackup installs the snapshot of a backup that ReadBackup read
+// (hdr, snap) into the log, which must be new: a log of one node with
+// nothing applied but its start, of the backup's region. If the state
+// machine fails to restore the snapshot, the log is left with the
+// snapshot on disk and no state: the data dir is to be thrown away.
+func (l *Raft) RestoreBackup(hdr backup.Header, snap io.Reader, timeout time.Duration) error {
 	if l.cluster != nil {
-		return hdr, errors.New("a backup is restored into a new data dir of one node, which others then join")
+		return errors.New("a backup is restored into a new data dir of one node, which others then join")
+	}
+	if hdr.Region != l.cfg.Engine.Region {
+		return fmt.Errorf("a backup of region %s cannot be restored into a data dir of region %s (a data dir cannot change region)", hdr.Region, l.cfg.Engine.Region)
 	}
 	if err := l.waitReady(); err != nil {
-		return hdr, err
+		return err
 	}
 	var held int
 	l.Read(func(e *engine.Engine) { held = e.QueueCount() + e.MessageCount() })
 	if held != 0 {
-		return hdr, errors.New("the data dir holds queues already: a backup is restored into a new one")
+		return errors.New("the data dir holds queues already: a backup is restored into a new one")
 	}
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: hdr.Index, Term: hdr.Term, Size: hdr.Size}
-	if err := l.raft.Restore(meta, snap, timeout); err != nil {
-		return hdr, fmt.Errorf("install the backup: %w", err)
+	l.fsm.installing.Store(true)
+	err := l.raft.Restore(meta, snap, timeout)
+	l.fsm.installing.Store(false)
+	if failed := l.fsm.installErr.Load(); failed != nil && err == nil {
+		err = *failed
+	}
+	if err != nil {
+		return fmt.Errorf("install the backup: %w", err)
 	}
 	l.refreshFormat()
 	// The incarnations the backup records are another cluster's.
@@ -101,8 +161,8 @@ func (l *Raft) RestoreBackup(r io.Reader, timeout time.Duration) (backup.Header,
 		err := l.setMeta(ctx, key, "")
 		cancel()
 		if err != nil {
-			return hdr, fmt.Errorf("forget the incarnation of the backup's member %s: %w", strings.TrimPrefix(key, memberKey("")), err)
+			return fmt.Errorf("forget the incarnation of the backup's member %s: %w", strings.TrimPrefix(key, memberKey("")), err)
 		}
 	}
-	return hdr, nil
+	return nil
 }

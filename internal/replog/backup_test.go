@@ -43,7 +43,7 @@ func TestBackupRestoresTheWholeState(t *testing.T) {
 
 	dir := t.TempDir()
 	dst, _ := openTest(t, dir, RaftConfig{MinFreeBytes: -1})
-	if _, err := dst.RestoreBackup(bytes.NewReader(file.Bytes()), 30*time.Second); err != nil {
+	if err := restoreFrom(dst, file.Bytes()); err != nil {
 		t.Fatalf("RestoreBackup: %v", err)
 	}
 	snapshotOf := func(l *Raft) []byte {
@@ -69,14 +69,14 @@ func TestBackupRestoresTheWholeState(t *testing.T) {
 		t.Fatalf("after a restart, the restored state differs from the backed-up one (%d and %d bytes of snapshot)", len(got), len(want))
 	}
 
-	if _, err := dst.RestoreBackup(bytes.NewReader(file.Bytes()), 30*time.Second); err == nil {
+	if err := restoreFrom(dst, file.Bytes()); err == nil {
 		t.Fatal("a backup was restored over a data dir that holds queues")
 	}
 	damaged := bytes.Clone(file.Bytes())
 	damaged[len(damaged)/2] ^= 1
 	empty, _ := openTest(t, t.TempDir(), RaftConfig{MinFreeBytes: -1})
 	defer empty.Close()
-	if _, err := empty.RestoreBackup(bytes.NewReader(damaged), 30*time.Second); err == nil {
+	if err := restoreFrom(empty, damaged); err == nil {
 		t.Fatalf("a damaged backup was restored: %v", err)
 	}
 	var n int
@@ -84,4 +84,14 @@ func TestBackupRestoresTheWholeState(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("a damaged backup left %d queues behind", n)
 	}
+}
+
+// restoreFrom restores the backup file into l, as fifoq restore does:
+// ReadBackup, then RestoreBackup.
+func restoreFrom(l *Raft, file []byte) error {
+	hdr, snap, err := ReadBackup(bytes.NewReader(file))
+	if err != nil {
+		return err
+	}
+	return l.RestoreBackup(hdr, snap, 30*time.Second)
 }

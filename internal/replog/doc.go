@@ -19,6 +19,8 @@
 // clamp.go are what a member of a networked cluster adds; bodies.go,
 // snapshot_store.go and store_gate.go sit between Raft and the disk, and
 // fault.go stops the node when the disk fails; codec*.go encode entries.
+// region.go holds a data dir to its region, and backup.go takes and
+// restores backups.
 //
 // # Goroutines and lock order
 //

@@ -79,6 +79,12 @@ type fsm struct {
 	// meanwhile every command up to the newest snapshot's index is in the
 	// engine, and applied says nothing of them.
 	restored atomic.Bool
+	// installing is set while RestoreBackup has Raft install an operator's
+	// snapshot, whose failed restore Raft answers with a panic
+	// (restoreUserSnapshot): Restore then keeps the error in installErr
+	// for RestoreBackup, and tells Raft it succeeded.
+	installing atomic.Bool
+	installErr atomic.Pointer[error]
 }
 
 // hold records an entry about to be handed to Raft, to be found again by
@@ -342,7 +348,15 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // leader, or by the operator, which carries its bodies. It streams the
 // snapshot into the engine; the engine swaps the new state in only once
 // the whole snapshot has been read and checked.
-func (f *fsm) Restore(rc io.ReadCloser) error { return f.restore(rc, false) }
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	err := f.restore(rc, false)
+	if err != nil && f.installing.Load() {
+		// The engine keeps its state, the empty one of a new data dir.
+		f.installErr.Store(&err)
+		return nil
+	}
+	return err
+}
 
 // restore restores the snapshot rc. atStart is set for the snapshot a
 // start restores, the node's own: one that refers to the body store

@@ -67,25 +67,7 @@ func loadIncarnation(dir string) (string, error) {
 		return "", err
 	}
 	inc := hex.EncodeToString(r[:])
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
-	if err != nil {
-		return "", err
-	}
-	_, err = f.WriteString(inc + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDirOf(path)
-	}
-	if err != nil {
+	if err := writeFileSynced(path, inc+"\n"); err != nil {
 		return "", fmt.Errorf("record the data dir's incarnation in %s: %w", path, err)
 	}
 	return inc, nil

@@ -39,6 +39,10 @@ func OpenRaft(cfg RaftConfig) (_ *Raft, err error) {
 	if err := o.lock(); err != nil {
 		return nil, err
 	}
+	// Before anything of the dir is opened, restored or replayed (region.go).
+	if err := o.checkRegion(); err != nil {
+		return nil, err
+	}
 	if err := o.openStorage(eng); err != nil {
 		return nil, err
 	}
