@@ -45,6 +45,9 @@ func (f *File) Credentials(defaultAccount string) []auth.Credential {
 	return creds
 }
 
+// accessKeyKeys are the keys of an entry of credentials.keys.
+var accessKeyKeys = []string{"access_key_id", "secret_access_key", "account", "admin"}
+
 // envRef is a value that names an environment variable: ${NAME}.
 var envRef = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
 
@@ -55,7 +58,7 @@ func (l *loader) keys(n *yaml.Node) error {
 		what := fmt.Sprintf("credentials.keys[%d]", i)
 		k := AccessKey{Line: item.Line}
 		var idNode, secretNode *yaml.Node
-		err := l.fields(item, what, []string{"access_key_id", "secret_access_key", "account", "admin"}, func(key string, _, v *yaml.Node) error {
+		err := l.fields(item, what, accessKeyKeys, func(key string, _, v *yaml.Node) error {
 			if key == "admin" {
 				b, err := l.boolean(v, what+".admin")
 				k.Admin = b
