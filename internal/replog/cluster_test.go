@@ -316,6 +316,13 @@ func newTestCA(t *testing.T, name string) *testCA {
 
 func (ca *testCA) issue(t *testing.T, name string) tls.Certificate {
 	t.Helper()
+	return ca.issueFor(t, name, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+}
+
+// issueFor issues a certificate valid for the given extended key usages
+// only.
+func (ca *testCA) issueFor(t *testing.T, name string, usages ...x509.ExtKeyUsage) tls.Certificate {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +330,7 @@ func (ca *testCA) issue(t *testing.T, name string) tls.Certificate {
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage: usages,
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
@@ -445,6 +452,83 @@ func TestPeerTLSLoadsPEMFiles(t *testing.T) {
 	if _, err := bad.TLSConfig(); err == nil {
 		t.Error("a missing key file was accepted")
 	}
+}
+
+// TestPeerTLSNeedsCertificatesForBothUses: a member is both a TLS server
+// and a TLS client of its peers, so its certificate must be good for both
+// uses. The cluster's CA may also sign certificates for clients only
+// (fifoq cert client), or for servers only: neither makes its holder a
+// member, on either side of a connection. A certificate with no extended
+// key usage is good for any use, as x509 has it.
+func TestPeerTLSNeedsCertificatesForBothUses(t *testing.T) {
+	ca := newTestCA(t, "cluster CA")
+	rogue := newTestCA(t, "rogue CA")
+	node := func(cert tls.Certificate) *tls.Config { return NewPeerTLSConfig(cert, ca.pool) }
+	member := node(ca.issue(t, "n1"))
+	for _, c := range []struct {
+		name string
+		peer tls.Certificate
+		ok   bool
+	}{
+		{"a member's certificate", ca.issue(t, "n2"), true},
+		{"a certificate without extended key usages", ca.issueFor(t, "n3"), true},
+		{"a client's certificate", ca.issueFor(t, "app", x509.ExtKeyUsageClientAuth), false},
+		{"a server's certificate", ca.issueFor(t, "web", x509.ExtKeyUsageServerAuth), false},
+		{"a certificate of another CA", rogue.issue(t, "intruder"), false},
+	} {
+		// The peer dials the member, and the member dials the peer.
+		for _, dir := range []struct {
+			what           string
+			server, client *tls.Config
+		}{{"dialling", member, node(c.peer)}, {"dialled", node(c.peer), member}} {
+			serverErr, clientErr := handshake(t, dir.server, dir.client)
+			if accepted := serverErr == nil && clientErr == nil; accepted != c.ok {
+				t.Errorf("%s %s a member: accepted %v (server: %v; client: %v), want %v", c.name, dir.what, accepted, serverErr, clientErr, c.ok)
+			}
+		}
+	}
+}
+
+// handshake runs a TLS handshake between server and client over a
+// loopback connection and returns each side's error.
+func handshake(t *testing.T, server, client *tls.Config) (serverErr, clientErr error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		sc := tls.Server(conn, server)
+		err = sc.Handshake()
+		if err == nil {
+			// TLS 1.3 finishes the client's side before the server has
+			// checked its certificate: a byte tells the client it did.
+			_, err = sc.Write([]byte{1})
+		}
+		done <- err
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	cc := tls.Client(conn, client)
+	clientErr = cc.Handshake()
+	if clientErr == nil {
+		_, clientErr = cc.Read(make([]byte, 1))
+	}
+	conn.Close()
+	return <-done, clientErr
 }
 
 // TestClusterMinorityRefusesWrites leaves a leader alone: its write is

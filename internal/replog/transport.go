@@ -517,7 +517,8 @@ func (p PeerTLS) TLSConfig() (*tls.Config, error) {
 }
 
 // NewPeerTLSConfig returns the mutual-TLS configuration of a node that
-// presents cert and trusts the certificates ca signed, and only those.
+// presents cert and trusts the certificates ca signed for both TLS server
+// and client authentication, and only those.
 func NewPeerTLSConfig(cert tls.Certificate, ca *x509.CertPool) *tls.Config {
 	verify := func(cs tls.ConnectionState) error {
 		if len(cs.PeerCertificates) == 0 {
@@ -527,12 +528,24 @@ func NewPeerTLSConfig(cert tls.Certificate, ca *x509.CertPool) *tls.Config {
 		for _, c := range cs.PeerCertificates[1:] {
 			inter.AddCert(c)
 		}
-		_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
-			Roots: ca, Intermediates: inter,
-			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
-		})
-		if err != nil {
-			return fmt.Errorf("peer certificate not signed by the cluster CA: %w", err)
+		// A member serves its peers and dials them: its certificate must
+		// be good for both uses (one without extended key usages is good
+		// for any), so that a certificate the cluster's CA signed for a
+		// client or a server alone (fifoq cert client) makes no member.
+		// Verify accepts a chain good for any one of the usages it is
+		// given, hence a check for each.
+		for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
+				Roots: ca, Intermediates: inter,
+				KeyUsages: []x509.ExtKeyUsage{usage},
+			})
+			var usageErr x509.CertificateInvalidError
+			switch {
+			case errors.As(err, &usageErr) && usageErr.Reason == x509.IncompatibleUsage:
+				return fmt.Errorf("peer certificate is not a member's: it is not valid for both TLS server and client authentication: %w", err)
+			case err != nil:
+				return fmt.Errorf("peer certificate not signed by the cluster CA: %w", err)
+			}
 		}
 		return nil
 	}
