@@ -35,7 +35,24 @@ RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
       -o /out/fifoq ./cmd/fifoq \
  && mkdir -p /out/data
 
+# The same image, byte for byte reproducible and for linux/amd64 and
+# linux/arm64 at once, is built without Docker by the release command
+# (go -C tools run ./release, docs/releasing.md), which reads this stage's
+# ENTRYPOINT, CMD, USER, VOLUME, EXPOSE and HEALTHCHECK; keep the two alike.
 FROM scratch
+ARG VERSION=dev
+ARG COMMIT=
+LABEL org.opencontainers.image.title="fifoq" \
+      org.opencontainers.image.description="A server that speaks the Amazon SQS API, FIFO queues first" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${COMMIT}" \
+      org.opencontainers.image.source="https://github.com/fifoq/fifoq" \
+      org.opencontainers.image.licenses="Apache-2.0"
+# The user the server runs as has a name (fifoq, 65532) for ps, docker top
+# and the like; the CA certificates (Debian's, from the build stage) let
+# fifoq reach HTTPS endpoints: --join, healthcheck --url, backup --endpoint.
+COPY packaging/image/passwd packaging/image/group /etc/
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/fifoq /usr/local/bin/fifoq
 # The data directory belongs to the unprivileged user the server runs as.
 COPY --from=build --chown=65532:65532 /out/data /data

@@ -251,7 +251,7 @@ func logStarted(logger *slog.Logger, opts serveOptions, set serveSettings, ln ne
 	if opts.tlsCert != "" {
 		scheme = "https"
 	}
-	logger.Info("fifoq started", "version", version, "listen", scheme+"://"+ln.Addr().String(),
+	logger.Info("fifoq started", "version", readBuildInfo().version, "listen", scheme+"://"+ln.Addr().String(),
 		"account", opts.account, "region", opts.region, "storage", storage, "auth", authMode, "log_requests", opts.logReqs,
 		"recreate_delay", opts.recreateDelay, "purge_delay", opts.purgeDelay)
 	if opts.cluster.clustered() {

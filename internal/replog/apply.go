@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -332,11 +331,10 @@ func (l *Raft) checkDiskSpace() error {
 	if l.cfg.MinFreeBytes < 0 {
 		return nil
 	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(l.cfg.Dir, &st); err != nil {
+	free, err := freeBytes(l.cfg.Dir)
+	if err != nil {
 		return nil // cannot tell: let the write itself find out
 	}
-	free := int64(st.Bavail) * int64(st.Bsize)
 	if free < l.cfg.MinFreeBytes {
 		if l.lowDisk.CompareAndSwap(false, true) {
 			l.logger.Error("disk almost full: refusing writes until space returns", "dir", l.cfg.Dir, "free_bytes", free, "min_free_bytes", l.cfg.MinFreeBytes)

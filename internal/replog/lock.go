@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // dirLock is an exclusive lock on a data directory, so that two servers
-// never write the same log. It is an flock(2) on a LOCK file: the kernel
-// drops it when the process dies, so a crash never leaves a stale lock.
+// never write the same log. It is an flock(2) on a LOCK file (LockFileEx
+// on Windows): the kernel drops it when the process dies, so a crash never
+// leaves a stale lock.
 type dirLock struct{ f *os.File }
+
+// errLockHeld is lockFile's answer when another process holds the lock.
+var errLockHeld = errors.New("lock held")
 
 func lockDir(dir string) (*dirLock, error) {
 	path := filepath.Join(dir, "LOCK")
@@ -19,9 +22,9 @@ func lockDir(dir string) (*dirLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock file %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockFile(f); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, errLockHeld) {
 			return nil, fmt.Errorf("data dir %s is in use by another fifoq (lock %s is held)", dir, path)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -36,7 +39,7 @@ func (l *dirLock) release() {
 	if l == nil || l.f == nil {
 		return
 	}
-	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	_ = unlockFile(l.f)
 	_ = l.f.Close()
 	l.f = nil
 }

@@ -9,12 +9,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftwal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
-	"github.com/hashicorp/raft-wal/segment"
 
 	"github.com/fifoq/fifoq/internal/bodystore"
 	"github.com/fifoq/fifoq/internal/engine"
+	raftwal "github.com/fifoq/fifoq/internal/raftwal"
+	"github.com/fifoq/fifoq/internal/raftwal/metadb"
+	"github.com/fifoq/fifoq/internal/raftwal/segment"
 	"github.com/fifoq/fifoq/internal/walfs"
 )
 

@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
-	raftwal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
+
+	raftwal "github.com/fifoq/fifoq/internal/raftwal"
+	"github.com/fifoq/fifoq/internal/raftwal/metadb"
 )
 
-// TestWALTailTruncationSurvivesRestart is the defect third_party/raft-wal
+// TestWALTailTruncationSurvivesRestart is the defect internal/raftwal
 // is patched for (FIFOQ-PATCH.md there): a follower whose last entries a
 // new leader overwrites truncates its log's tail, which marks the tail
 // segment sealed; unpatched, the segment had no index block on disk and

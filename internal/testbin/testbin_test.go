@@ -9,8 +9,8 @@ import (
 
 // TestInputsCoverTheBinary checks that what Track opens covers the sources
 // a change to which must rerun the tests of the binary: fifoq's own
-// packages, the raft-wal copied under third_party, the console's embedded
-// assets, and the modules' go.mod and go.sum; and no test files.
+// packages, the patched raft-wal under internal/raftwal, the console's
+// embedded assets, and the module's go.mod and go.sum; and no test files.
 func TestInputsCoverTheBinary(t *testing.T) {
 	files, err := inputs(nil)
 	if err != nil {
@@ -35,9 +35,8 @@ func TestInputsCoverTheBinary(t *testing.T) {
 		"cmd/fifoq/main.go",
 		"internal/replog/raft.go",
 		"internal/server/receive.go",
-		"third_party/raft-wal/wal.go",
-		"third_party/raft-wal/segment/writer.go",
-		"third_party/raft-wal/go.mod",
+		"internal/raftwal/wal.go",
+		"internal/raftwal/segment/writer.go",
 		"internal/console/assets/app.js",
 	} {
 		if !slices.Contains(rel, want) {

@@ -8,9 +8,10 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
-	raftwal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
-	"github.com/hashicorp/raft-wal/segment"
+
+	raftwal "github.com/fifoq/fifoq/internal/raftwal"
+	"github.com/fifoq/fifoq/internal/raftwal/metadb"
+	"github.com/fifoq/fifoq/internal/raftwal/segment"
 )
 
 // openWAL opens raft-wal in dir on a walfs, with small segments so that a

@@ -38,8 +38,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	rwfs "github.com/hashicorp/raft-wal/fs"
-	"github.com/hashicorp/raft-wal/types"
+	rwfs "github.com/fifoq/fifoq/internal/raftwal/fs"
+	"github.com/fifoq/fifoq/internal/raftwal/types"
 )
 
 // SpareName is the file a spare segment is prepared in. raft-wal takes

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft-wal/types"
 	"go.uber.org/goleak"
+
+	"github.com/fifoq/fifoq/internal/raftwal/types"
 )
 
 // TestMain fails the tests if a spare's goroutine outlives its FS.
