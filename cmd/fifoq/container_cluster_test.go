@@ -50,12 +50,15 @@ type clusterNode struct {
 	exited   chan error
 }
 
-// TestContainerClusterWithComposeSettings runs the three fifoq nodes of
-// examples/compose-cluster as the image's ENTRYPOINT would with each
-// service's command, environment, mounts and volume (service names on the
-// compose network become loopback ports here), waits for each service's
-// health check, then runs the example app against a follower with the
-// app's compose environment and checks the cluster agrees afterwards.
+// TestContainerClusterWithComposeSettings runs the one-shot fifoq cert
+// services of examples/compose-cluster, then its three fifoq nodes, as the
+// image's ENTRYPOINT would with each service's command, environment,
+// mounts and volumes (a volume services share is one directory here;
+// service names on the compose network become loopback ports), waits for
+// each node's health check, checks that the nodes speak mutual TLS with
+// the certificates made, then runs the example app against a follower
+// with the app's compose environment and checks the cluster agrees
+// afterwards.
 func TestContainerClusterWithComposeSettings(t *testing.T) {
 	if !dockerAvailable() {
 		t.Log("Docker is not available: testing examples/compose-cluster's settings with the binary instead")
@@ -66,9 +69,11 @@ func TestContainerClusterWithComposeSettings(t *testing.T) {
 
 	nodes := composeNodes(t, compose)
 	addrs := checkComposeCluster(t, nodes, img, compose)
+	runComposeCerts(t, fifoq, compose, nodes)
 	startClusterNodes(t, fifoq, nodes, addrs)
 	defer stopClusterNodes(t, nodes)
 	waitClusterHealthy(t, fifoq, img, nodes, addrs)
+	checkPeerTLS(t, nodes, addrs)
 
 	appSvc := compose.Services["app"]
 	cred := auth.Credential{AccessKeyID: appSvc.Environment["AWS_ACCESS_KEY_ID"], SecretAccessKey: appSvc.Environment["AWS_SECRET_ACCESS_KEY"], Account: "000000000000"}
@@ -141,10 +146,12 @@ func checkComposeCluster(t *testing.T, nodes []*clusterNode, img image, compose 
 			t.Fatalf("%s: --peers %q, want the same list on every node, with %s=%s", nd.name, p, id, raftAddr)
 		}
 		// On the compose network the raft address is beyond loopback,
-		// which fifoq refuses without TLS unless told --raft-insecure
-		// (here it is rewritten to loopback, where either passes).
-		if flagValue(args, "--raft-tls-cert") == "" && !slices.Contains(args, "--raft-insecure") {
-			t.Fatalf("%s: --raft-addr %s with neither --raft-tls-* nor --raft-insecure: fifoq would refuse to start", nd.name, raftAddr)
+		// where the example speaks mutual TLS, with the certificates of
+		// its fifoq cert services (runComposeCerts), and not
+		// --raft-insecure's plain TCP.
+		if flagValue(args, "--raft-tls-cert") == "" || flagValue(args, "--raft-tls-key") == "" || flagValue(args, "--raft-tls-ca") == "" ||
+			slices.Contains(args, "--raft-insecure") {
+			t.Fatalf("%s: want --raft-tls-cert, --raft-tls-key and --raft-tls-ca, and no --raft-insecure", nd.name)
 		}
 		if u := flagValue(args, "--advertise-url"); u != "http://"+nd.name+":9324" {
 			t.Fatalf("%s: --advertise-url %q, want the service's SQS endpoint on the compose network", nd.name, u)

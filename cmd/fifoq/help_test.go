@@ -30,7 +30,7 @@ func TestHelpOnStdout(t *testing.T) {
 			cases = append(cases, append(append([]string{}, args...), h))
 		}
 	}
-	cases = append(cases, []string{"cluster", "help"}, []string{"config", "help"}, []string{"completion", "help"})
+	cases = append(cases, []string{"cluster", "help"}, []string{"cert", "help"}, []string{"config", "help"}, []string{"completion", "help"})
 	env := cleanEnv(t)
 	for _, args := range cases {
 		r := runBin(t, env, args...)
@@ -49,6 +49,7 @@ func TestUsageErrorsOnStderr(t *testing.T) {
 		{"nope"}, {"serve", "--nope"}, {"serve", "extra"}, {"bench", "--nope"}, {"healthcheck", "extra"},
 		{"cluster"}, {"cluster", "nope"}, {"cluster", "status", "extra"}, {"cluster", "add", "n4"}, {"cluster", "remove"},
 		{"cluster", "status", "--nope"}, {"backup"}, {"backup", "--nope", "f"}, {"export", "q"}, {"import", "--nope", "q", "f"},
+		{"cert"}, {"cert", "nope"}, {"cert", "node", "--name", "n1"}, {"cert", "ca", "--host", "h"}, {"cert", "client", "extra"},
 		{"config"}, {"config", "nope"}, {"config", "from-elasticmq"}, {"completion"}, {"completion", "tcsh"},
 		{"completion", "bash", "extra"}, {"man", "extra"}, {"version", "extra"},
 	} {

@@ -4,6 +4,7 @@
 //	fifoq bench [flags]         load-test an SQS endpoint and verify what it delivered
 //	fifoq healthcheck [flags]   ask a server's readiness probe (a container's HEALTHCHECK)
 //	fifoq cluster CMD ...        show and change a cluster's membership (status, leader, add, remove)
+//	fifoq cert ca|node|client   make a CA, and certificates it signs for nodes and clients
 //	fifoq config from-elasticmq FILE  print an ElasticMQ config's queues as fifoq's config file
 //	fifoq version               print the version, commit and Go release
 //	fifoq completion SHELL      print a bash, zsh or fish completion script
@@ -42,6 +43,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return manCmd(args[1:], stdout, stderr)
 	case "cluster":
 		return clusterCmd(args[1:], stdout, stderr)
+	case "cert":
+		return certCmd(args[1:], stdout, stderr)
 	case "backup":
 		return backupCmd(args[1:], stdout, stderr)
 	case "restore":
