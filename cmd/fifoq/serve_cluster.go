@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -153,9 +155,14 @@ func (c *clusterOptions) advertise(ln net.Listener, https bool) string {
 // fifoq cluster add signs it.
 func joinCluster(ctx context.Context, url string, c clusterOptions, incarnation string, cred auth.Credential, region string, logger *slog.Logger) {
 	body, _ := json.Marshal(map[string]string{"id": c.nodeID, "raft_addr": c.raftAddr, "incarnation": incarnation})
+	client, err := joinClient(c.tlsCA)
+	if err != nil {
+		logger.Error("cannot join the cluster", "via", url, "err", err)
+		return
+	}
 	delay := 500 * time.Millisecond
 	for {
-		status, answer, err := adminRequest(ctx, http.DefaultClient, http.MethodPost, strings.TrimSuffix(url, "/")+"/cluster/members", body, cred, region)
+		status, answer, err := adminRequest(ctx, client, http.MethodPost, strings.TrimSuffix(url, "/")+"/cluster/members", body, cred, region)
 		if err == nil && status == http.StatusOK {
 			logger.Info("joined the cluster", "via", url, "node_id", c.nodeID, "raft_addr", c.raftAddr)
 			return
@@ -177,6 +184,39 @@ func joinCluster(ctx context.Context, url string, c clusterOptions, incarnation 
 		}
 		delay = min(2*delay, 5*time.Second)
 	}
+}
+
+// joinClient is the HTTP client --join asks a member with. A member's SQS
+// endpoint over https often has a certificate of the cluster's own CA
+// (fifoq cert node makes one certificate for both ports), which the
+// system does not trust: the client trusts the system's roots, the
+// cluster's CA (--raft-tls-ca) and the file AWS_CA_BUNDLE names, as the
+// AWS tools do.
+func joinClient(clusterCA string) (*http.Client, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	added := false
+	for _, f := range []struct{ from, path string }{{"--raft-tls-ca", clusterCA}, {caBundleEnv, os.Getenv(caBundleEnv)}} {
+		if f.path == "" {
+			continue
+		}
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.from, err)
+		}
+		if !pool.AppendCertsFromPEM(data) {
+			return nil, fmt.Errorf("%s: %s holds no PEM certificate", f.from, f.path)
+		}
+		added = true
+	}
+	if !added {
+		return http.DefaultClient, nil
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{RootCAs: pool}
+	return &http.Client{Transport: t}, nil
 }
 
 // adminRequest sends a cluster request with client, signed with SigV4 as
