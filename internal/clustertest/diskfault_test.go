@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // TestFullDiskStopsMember gives one member of three a data dir on a 100 MB
@@ -23,6 +25,7 @@ func TestFullDiskStopsMember(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
+	testenv.Long(t, "fills a member's tmpfs; internal/crashtest's TestDiskFull is the first tier's full disk")
 	mnt := mountTmpfs(t, "100m")
 
 	c := newClusterWith(t, 3, func(i int, nd *node) {

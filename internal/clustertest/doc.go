@@ -11,8 +11,11 @@
 // message group's history for linearizability with porcupine against a
 // model of one FIFO group.
 //
-// The test builds the binary itself and runs in a short form by default;
-// a soak runs with
+// The test builds the binary itself and runs in a short form by default:
+// one leader kill in the suite's first tier, and in the second
+// (FIFOQ_TESTS=all, internal/testenv), as CI runs it, three, a follower's
+// kill and a freeze, beside the long tests (partitions, upgrades, faults).
+// A soak runs with
 //
 //	go test ./internal/clustertest -run TestFailover -cluster.kills=20
 package clustertest

@@ -1,6 +1,7 @@
 package clustertest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -20,10 +21,11 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/fifoq/fifoq/internal/historycheck"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 var (
-	flagKills     = flag.Int("cluster.kills", 3, "how many times the leader is killed with SIGKILL (≥ 20 for a soak)")
+	flagKills     = flag.Int("cluster.kills", 3, "how many times the leader is killed with SIGKILL (≥ 20 for a soak); TestFailover kills it once in the first tier unless given (internal/testenv)")
 	flagInterval  = flag.Duration("cluster.interval", 2*time.Second, "mean time between disruptions")
 	flagProducers = flag.Int("cluster.producers", 4, "concurrent producers (each with its own message groups)")
 	flagConsumers = flag.Int("cluster.consumers", 4, "concurrent consumers")
@@ -319,12 +321,16 @@ type run struct {
 	// pause waits a random time around -cluster.interval.
 	nemesis func(t *testing.T, c *cluster, rng *rand.Rand, pause func())
 	// sendGap is each producer's pause between two sends (workload).
-	sendGap   time.Duration
-	measure   bool // measure each leader kill's failover time
-	failovers []time.Duration
-	seed      int64
-	problems  []string
-	report    historycheck.Report
+	sendGap time.Duration
+	measure bool // measure each leader kill's failover time
+	// checkTimeout, if not 0, bounds porcupine's search of one group in
+	// place of a minute: the first tier's 5 s keeps the test process's
+	// memory to a laptop's (the search grows by ~100 MB/s under -race).
+	checkTimeout time.Duration
+	failovers    []time.Duration
+	seed         int64
+	problems     []string
+	report       historycheck.Report
 }
 
 // runFailover starts a 3-node cluster, runs the workload through r's
@@ -484,7 +490,8 @@ func checkFailoverHistory(t *testing.T, r *run, w *workload, drainedAt time.Time
 	t.Logf("history: %d operations; %d messages sent and acknowledged, %d deliveries, %d deletes acknowledged, %d operations without an answer",
 		len(ops), sent, delivered, deleted, unknown)
 	checkStart := time.Now()
-	r.report = historycheck.Check(ops, historycheck.CheckConfig{DedupInterval: 5 * time.Minute, Slack: 20 * time.Millisecond, Timeout: time.Minute,
+	timeout := cmp.Or(r.checkTimeout, time.Minute)
+	r.report = historycheck.Check(ops, historycheck.CheckConfig{DedupInterval: 5 * time.Minute, Slack: 20 * time.Millisecond, Timeout: timeout,
 		DrainedAt: drainedAt, VisualizeDir: *flagVisualize})
 	r.problems = r.report.Problems
 	t.Logf("linearizability: %d groups checked, %d unchecked (porcupine timed out); the check took %v",
@@ -510,6 +517,13 @@ func TestFailover(t *testing.T) {
 		t.Skip("the failover test runs real processes; skipped in -short mode")
 	}
 	r := &run{kills: *flagKills, follower: true, freeze: true, measure: true}
+	// The first tier's failover is one leader kill, in a third of the
+	// time, its check's search bounded to 5 s a group: FIFOQ_TESTS=all, or
+	// a size flag, adds the follower's kill, the freeze, -cluster.kills
+	// leader kills and a minute a group.
+	if testenv.Quick(t, "cluster.kills", "cluster.freeze") {
+		r.kills, r.follower, r.freeze, r.checkTimeout = 1, false, false, 5*time.Second
+	}
 	runFailover(t, r)
 	if len(r.problems) > 0 {
 		t.Errorf("history check failed (seed %d):\n  %s", r.seed, strings.Join(r.problems, "\n  "))
@@ -526,12 +540,17 @@ func TestFailoverCatchesBrokenNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the failover test runs real processes; skipped in -short mode")
 	}
+	testenv.Long(t, "two failover runs on nodes that lose writes, and porcupine's proof that their groups are not linearizable")
 	bin := faultyBinary(t)
 	for _, c := range []struct{ fault, want string }{
 		{"lose-send:7", "lost"},
 		{"drop-delete:20", "undone delete"},
 	} {
 		t.Run(c.fault, func(t *testing.T) {
+			// Each run has a cluster of its own, and spends most of its
+			// time waiting: a drain that waits out the visibility timeouts
+			// of deletes the fault dropped, most of all.
+			t.Parallel()
 			// Every node carries the fault: a follower forwards the raw
 			// request, so the fault acts wherever the leader is.
 			env := []string{"FIFOQ_TEST_FAULT=" + c.fault}

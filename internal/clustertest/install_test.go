@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // TestFollowerKilledDuringSnapshotInstall stops a follower, writes enough
@@ -31,6 +33,7 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster of real processes")
 	}
+	testenv.Long(t, "fills a snapshot and kills a follower while it installs it, most of a minute")
 	env := []string{"FIFOQ_MAX_MEMORY=64MiB", "FIFOQ_BODY_FILE_SIZE=1MiB"}
 	c := newCluster(t, 3, nil, [][]string{env, env, env})
 	url := c.createQueue("install", nil)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // TestNemesis runs the failover test's workload (producers and consumers
@@ -55,6 +57,7 @@ func TestNemesis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
+	testenv.Long(t, "partitions in network namespaces, clock skew, disk faults and upgrades, about a minute")
 	lab := newNetLab(t, 3)
 	mnt := mountTmpfs(t, "256m")
 	bin := faultyBinary(t)

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // TestRollingRestart restarts every member in turn with SIGTERM, as an
@@ -66,6 +68,7 @@ func TestRollingUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
+	testenv.Long(t, "a rolling upgrade across log entry formats; TestRollingRestart is the first tier's rolling restart")
 	bin := faultyBinary(t)
 	older := []string{olderFormat}
 	c := newClusterWith(t, 3, func(i int, nd *node) { nd.bin, nd.env = bin, older })

@@ -24,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // The abuse test runs fifoq beside abusive clients on 127.0.0.1 and
@@ -92,6 +94,7 @@ func TestAbusiveClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("abuse test runs the real binary under load; skipped in -short mode")
 	}
+	testenv.Long(t, "thousands of abusive connections through fixed phases of load")
 	need := uint64(abuseLoris + abuseIdle + 500)
 	if !raiseNoFile(t, 2*need) { // the server process inherits the limit
 		t.Skipf("RLIMIT_NOFILE cannot be raised to %d for %d connections", 2*need, abuseLoris+abuseIdle)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // TestCrashRecoveryWithBodyCompaction runs the crash test with bodies of
@@ -22,6 +24,7 @@ func TestCrashRecoveryWithBodyCompaction(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test runs the real binary; skipped in -short mode")
 	}
+	testenv.Long(t, "five kills, half a minute; TestCrashRecovery is the first tier's crash test")
 	var mu sync.Mutex
 	var moved, snapshotted float64
 	runs := 0

@@ -6,8 +6,10 @@
 // duplicated messages, groups held by two consumers at once, each group's
 // linearizability — and that every body delivered is the one sent.
 //
-// The test builds the binary itself. In CI it runs in a short form; run it
-// longer with
+// The test builds the binary itself. The suite's first tier kills it once;
+// the second (FIFOQ_TESTS=all, internal/testenv), as CI runs it, three
+// times, and adds the long tests: memory cgroups, body compaction under
+// kills, abusive clients. Run it longer with
 //
 //	go test ./internal/crashtest -crash.kills=20 -crash.interval=3s
 package crashtest

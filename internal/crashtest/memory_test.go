@@ -28,6 +28,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/memguard"
 	"github.com/fifoq/fifoq/internal/testbin"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 var (
@@ -104,6 +105,7 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 	if testing.Short() {
 		t.Skip("runs the real binary; skipped in -short mode")
 	}
+	testenv.Long(t, "fills a memory cgroup's budget, a minute or two")
 	dataDir := t.TempDir()
 	if onTmpfs(dataDir) {
 		// A tmpfs's pages are charged to the cgroup of the process that

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // harnessBodies makes newHarness give its engine a testBodies store. The
@@ -107,7 +108,7 @@ func TestRandomWithBodyStore(t *testing.T) {
 	harnessBodies = true
 	defer func() { harnessBodies = false }()
 	seeds := uint64(20)
-	if testing.Short() {
+	if testing.Short() || testenv.Quick(t) { // 20 with FIFOQ_TESTS=all
 		seeds = 5
 	}
 	for seed := uint64(1); seed <= seeds; seed++ {
@@ -169,7 +170,7 @@ func TestSnapshotTwinsWithBodyStore(t *testing.T) {
 	harnessBodies = true
 	defer func() { harnessBodies = false }()
 	seeds := uint64(20)
-	if testing.Short() {
+	if testing.Short() || testenv.Quick(t) { // 20 with FIFOQ_TESTS=all
 		seeds = 5
 	}
 	var cov twinCoverage

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 func TestFIFOSendRules(t *testing.T) {
@@ -568,6 +569,7 @@ func TestFIFOInflightLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 120,000 messages")
 	}
+	testenv.Long(t, "sends 120,000 messages")
 	h := newHarness(t)
 	q := h.fifoQueue("q.fifo", map[string]string{api.AttrVisibilityTimeout: "3600"})
 	groups := api.MaxInflightFIFO / 10

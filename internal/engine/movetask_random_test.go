@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // mtModel is a reference model of message move tasks and the queues around
@@ -116,7 +117,9 @@ func (m *mtModel) advance(now int64, shared int64) (plan []plannedMove, behind b
 // -engine.seed=N.
 func TestRandomMoveTasks(t *testing.T) {
 	seeds := *flagSeeds
-	if testing.Short() {
+	// The first tier (and -short) runs 30 sequences; FIFOQ_TESTS=all or
+	// -engine.seeds runs them all.
+	if testing.Short() || testenv.Quick(t, "engine.seeds") {
 		seeds = min(seeds, 30)
 	}
 	first, last := uint64(1), uint64(seeds)

@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 var (
-	flagSeeds = flag.Int("engine.seeds", 100, "number of random command sequences TestRandomFIFO runs")
+	flagSeeds = flag.Int("engine.seeds", 100, "number of random command sequences TestRandomFIFO (and TestRandomStandard, TestRandomMoveTasks) runs; 30 in the first tier unless given (internal/testenv)")
 	flagSteps = flag.Int("engine.steps", 300, "commands per random sequence")
 	flagSeed  = flag.Uint64("engine.seed", 0, "run only this seed (0: seeds 1..engine.seeds)")
 )
@@ -23,7 +24,9 @@ var (
 // every step. A failure names its seed; rerun it with -engine.seed=N.
 func TestRandomFIFO(t *testing.T) {
 	seeds := *flagSeeds
-	if testing.Short() {
+	// The first tier (and -short) runs 30 sequences; FIFOQ_TESTS=all or
+	// -engine.seeds runs them all.
+	if testing.Short() || testenv.Quick(t, "engine.seeds") {
 		seeds = min(seeds, 30)
 	}
 	if *flagSeed != 0 {

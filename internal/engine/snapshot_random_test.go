@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 var (
-	flagSnapSeeds = flag.Int("engine.snapseeds", 60, "number of random sequences TestSnapshotTwins runs")
+	flagSnapSeeds = flag.Int("engine.snapseeds", 60, "number of random sequences TestSnapshotTwins runs; 15 in the first tier unless given (internal/testenv)")
 	flagSnapSteps = flag.Int("engine.snapsteps", 400, "commands per sequence in TestSnapshotTwins")
 	flagSnapSeed  = flag.Uint64("engine.snapseed", 0, "run only this seed of TestSnapshotTwins (0: seeds 1..engine.snapseeds)")
 )
@@ -34,7 +35,9 @@ func TestSnapshotTwins(t *testing.T) { testSnapshotTwins(t, restoreDefault) }
 
 func testSnapshotTwins(t *testing.T, mode restoreMode) {
 	seeds := *flagSnapSeeds
-	if testing.Short() {
+	// The first tier (and -short) runs 15 sequences; FIFOQ_TESTS=all or
+	// -engine.snapseeds runs them all.
+	if testing.Short() || testenv.Quick(t, "engine.snapseeds") {
 		seeds = min(seeds, 15)
 	}
 	var cov twinCoverage

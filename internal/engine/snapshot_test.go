@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // snapshotBytes returns e's snapshot.
@@ -310,9 +311,10 @@ func testRestoreRejectsBadInput(t *testing.T, mode restoreMode) {
 			t.Errorf("Restore of another region's snapshot: %v", err)
 		}
 	})
-	// Every byte position, or every 7th in -short mode.
+	// Every byte position, or every 7th in -short mode and in the first
+	// tier (FIFOQ_TESTS=all: every one).
 	step := 1
-	if testing.Short() {
+	if testing.Short() || testenv.Quick(t) {
 		step = 7
 	}
 	t.Run("every truncation", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // stdModel is a reference model of one standard queue and its dead-letter
@@ -103,7 +104,9 @@ const maxStdSends = MaxPeekMessages
 // seed; rerun it with -engine.seed=N.
 func TestRandomStandard(t *testing.T) {
 	seeds := *flagSeeds
-	if testing.Short() {
+	// The first tier (and -short) runs 30 sequences; FIFOQ_TESTS=all or
+	// -engine.seeds runs them all.
+	if testing.Short() || testenv.Quick(t, "engine.seeds") {
 		seeds = min(seeds, 30)
 	}
 	first, last := uint64(1), uint64(seeds)

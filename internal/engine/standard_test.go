@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 func TestStandardSendReceiveDelete(t *testing.T) {
@@ -162,6 +163,7 @@ func TestStandardInflightLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 120,000 messages")
 	}
+	testenv.Long(t, "sends 120,000 messages")
 	h := newHarness(t)
 	q := h.createQueue("q", map[string]string{api.AttrVisibilityTimeout: "3600"})
 	entries := make([]api.SendMessageBatchRequestEntry, 10)

@@ -174,6 +174,22 @@ func TestCheckCatchesBadHistories(t *testing.T) {
 	}
 }
 
+// TestCheckWithoutLinearizability: with NoLinearizability, the direct
+// checks still report a bad history, and porcupine checks no group.
+func TestCheckWithoutLinearizability(t *testing.T) {
+	for _, c := range badHistories() {
+		if c.want == "" {
+			continue
+		}
+		b := newHB()
+		c.build(b)
+		r := Check(b.ops, CheckConfig{DedupInterval: 5 * time.Minute, Slack: b.slack, DrainedAt: b.at(10_000), NoLinearizability: true})
+		if k := kinds(r); !k[c.want] || k["not linearizable"] || r.Groups != 0 {
+			t.Errorf("%s: problems %v, %d groups checked; want %q reported and no group checked", c.name, r.Problems, r.Groups, c.want)
+		}
+	}
+}
+
 // badHistory is a made-up history with a violation in it, for
 // TestCheckCatchesBadHistories.
 type badHistory struct {

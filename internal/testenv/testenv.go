@@ -1,6 +1,7 @@
 // Package testenv holds what fifoq's tests share about the machine they run
-// on: what they do when it lacks something they need to run for real, and
-// the loopback addresses they give their servers and cluster members.
+// on: what they do when it lacks something they need to run for real, the
+// loopback addresses they give their servers and cluster members, and
+// which tier of the suite runs (tier.go: FIFOQ_TESTS).
 package testenv
 
 import (
