@@ -42,15 +42,10 @@ func TestReadmeLayoutMatchesTree(t *testing.T) {
 		}
 		dir, _ := filepath.Rel(root, filepath.Dir(path))
 		dir = filepath.ToSlash(dir)
-		// A program inside an example (its app) belongs to the example,
-		// and the subpackages of the raft-wal copy are upstream's layout,
-		// listed as one.
+		// A program inside an example (its app) belongs to the example.
 		if strings.HasPrefix(dir, "examples/") {
 			parts := strings.Split(dir, "/")
 			dir = parts[0] + "/" + parts[1]
-		}
-		if strings.HasPrefix(dir, "internal/raftwal/") {
-			dir = "internal/raftwal"
 		}
 		if dir != "." {
 			found[dir] = true

@@ -12,9 +12,9 @@ import (
 
 	"github.com/fifoq/fifoq/internal/bodystore"
 	"github.com/fifoq/fifoq/internal/engine"
-	raftwal "github.com/fifoq/fifoq/internal/raftwal"
-	"github.com/fifoq/fifoq/internal/raftwal/metadb"
-	"github.com/fifoq/fifoq/internal/raftwal/segment"
+	raftwal "github.com/fifoq/fifoq/internal/third_party/raftwal"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/metadb"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/segment"
 	"github.com/fifoq/fifoq/internal/walfs"
 )
 

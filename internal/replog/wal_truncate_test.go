@@ -6,11 +6,11 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	raftwal "github.com/fifoq/fifoq/internal/raftwal"
-	"github.com/fifoq/fifoq/internal/raftwal/metadb"
+	raftwal "github.com/fifoq/fifoq/internal/third_party/raftwal"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/metadb"
 )
 
-// TestWALTailTruncationSurvivesRestart is the defect internal/raftwal
+// TestWALTailTruncationSurvivesRestart is the defect internal/third_party/raftwal
 // is patched for (FIFOQ-PATCH.md there): a follower whose last entries a
 // new leader overwrites truncates its log's tail, which marks the tail
 // segment sealed; unpatched, the segment had no index block on disk and

@@ -80,7 +80,7 @@ func openAll(files []string) error {
 
 // listTemplate prints, for every package the binary is built from that
 // is not in the read-only module cache (fifoq's own, the patched raft-wal
-// under internal/raftwal among them, and any module replaced by a
+// under internal/third_party/raftwal among them, and any module replaced by a
 // directory), its Go and embedded files, and the go.mod of its module.
 const listTemplate = `{{if .Module}}{{if or .Module.Main .Module.Replace}}` +
 	`{{range .GoFiles}}{{$.Dir}}/{{.}}{{"\n"}}{{end}}` +

@@ -9,7 +9,7 @@ import (
 
 // TestInputsCoverTheBinary checks that what Track opens covers the sources
 // a change to which must rerun the tests of the binary: fifoq's own
-// packages, the patched raft-wal under internal/raftwal, the console's
+// packages, the patched raft-wal under internal/third_party/raftwal, the console's
 // embedded assets, and the module's go.mod and go.sum; and no test files.
 func TestInputsCoverTheBinary(t *testing.T) {
 	files, err := inputs(nil)
@@ -35,8 +35,8 @@ func TestInputsCoverTheBinary(t *testing.T) {
 		"cmd/fifoq/main.go",
 		"internal/replog/raft.go",
 		"internal/server/receive.go",
-		"internal/raftwal/wal.go",
-		"internal/raftwal/segment/writer.go",
+		"internal/third_party/raftwal/wal.go",
+		"internal/third_party/raftwal/segment/writer.go",
 		"internal/console/assets/app.js",
 	} {
 		if !slices.Contains(rel, want) {

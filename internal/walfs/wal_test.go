@@ -9,9 +9,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	raftwal "github.com/fifoq/fifoq/internal/raftwal"
-	"github.com/fifoq/fifoq/internal/raftwal/metadb"
-	"github.com/fifoq/fifoq/internal/raftwal/segment"
+	raftwal "github.com/fifoq/fifoq/internal/third_party/raftwal"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/metadb"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/segment"
 )
 
 // openWAL opens raft-wal in dir on a walfs, with small segments so that a

@@ -38,8 +38,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	rwfs "github.com/fifoq/fifoq/internal/raftwal/fs"
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	rwfs "github.com/fifoq/fifoq/internal/third_party/raftwal/fs"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 )
 
 // SpareName is the file a spare segment is prepared in. raft-wal takes

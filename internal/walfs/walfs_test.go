@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 )
 
 // TestMain fails the tests if a spare's goroutine outlives its FS.

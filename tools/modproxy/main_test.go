@@ -42,7 +42,7 @@ func TestProxyServesTheCheckout(t *testing.T) {
 			t.Errorf("the zip holds %s", f)
 		}
 	}
-	for _, want := range []string{"go.mod", "go.sum", "LICENSE", "cmd/fifoq/main.go", "internal/raftwal/wal.go", "internal/raftwal/LICENSE"} {
+	for _, want := range []string{"go.mod", "go.sum", "LICENSE", "cmd/fifoq/main.go", "internal/third_party/raftwal/wal.go", "internal/third_party/raftwal/LICENSE"} {
 		if !has[want] {
 			t.Errorf("the zip lacks %s", want)
 		}

@@ -183,7 +183,7 @@ func (r *releaser) sbom(p platform, raftWAL string) (*cdxBOM, error) {
 		Licenses: license("MPL-2.0"), PURL: purl("github.com/hashicorp/raft-wal", raftWAL),
 		Pedigree: &cdxPedigree{
 			Patches: []cdxPatch{{Type: "backport", Resolves: []cdxIssue{raftWALIssue()}}},
-			Notes:   "Copied into " + info.Main.Path + " as internal/raftwal, with upstream's fix of its issue #31 applied (internal/raftwal/FIFOQ-PATCH.md).",
+			Notes:   "Copied into " + info.Main.Path + " as internal/third_party/raftwal, with upstream's fix of its issue #31 applied (internal/third_party/raftwal/FIFOQ-PATCH.md).",
 		}}
 	add(rwc)
 	// The Go standard library, as Syft names it, so that Go's own
@@ -205,13 +205,13 @@ func raftWALIssue() cdxIssue {
 	return i
 }
 
-// raftWALHeading is the first line of internal/raftwal/FIFOQ-PATCH.md,
+// raftWALHeading is the first line of internal/third_party/raftwal/FIFOQ-PATCH.md,
 // which names the upstream release the copy is of.
 var raftWALHeading = regexp.MustCompile(`^# raft-wal (v[0-9]+\.[0-9]+\.[0-9]+\S*), patched`)
 
-// raftWALVersion reads which raft-wal release internal/raftwal is.
+// raftWALVersion reads which raft-wal release internal/third_party/raftwal is.
 func raftWALVersion(root string) (string, error) {
-	name := filepath.Join(root, "internal", "raftwal", "FIFOQ-PATCH.md")
+	name := filepath.Join(root, "internal", "third_party", "raftwal", "FIFOQ-PATCH.md")
 	data, err := os.ReadFile(name)
 	if err != nil {
 		return "", err

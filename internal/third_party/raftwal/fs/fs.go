@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/coreos/etcd/pkg/fileutil"
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 )
 
 // FS implements the wal.VFS interface using GO's built in OS Filesystem (and a

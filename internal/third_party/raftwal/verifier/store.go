@@ -10,7 +10,7 @@ import (
 	"io"
 	"sync/atomic"
 
-	"github.com/fifoq/fifoq/internal/raftwal/metrics"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/metrics"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )

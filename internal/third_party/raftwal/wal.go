@@ -16,8 +16,8 @@ import (
 
 	"github.com/benbjohnson/immutable"
 
-	"github.com/fifoq/fifoq/internal/raftwal/metrics"
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/metrics"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )

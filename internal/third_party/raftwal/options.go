@@ -6,11 +6,11 @@ package wal
 import (
 	"fmt"
 
-	"github.com/fifoq/fifoq/internal/raftwal/fs"
-	"github.com/fifoq/fifoq/internal/raftwal/metadb"
-	"github.com/fifoq/fifoq/internal/raftwal/metrics"
-	"github.com/fifoq/fifoq/internal/raftwal/segment"
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/fs"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/metadb"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/metrics"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/segment"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 	"github.com/hashicorp/go-hclog"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/benbjohnson/immutable"
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 )
 
 // state is an immutable snapshot of the state of the log. Modifications must be

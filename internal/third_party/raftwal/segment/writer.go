@@ -10,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 )
 
 // Writer allows appending logs to a segment file as well as reading them back.
@@ -559,7 +559,7 @@ func readThroughSegment(r types.ReadableFile, fn func(info types.SegmentInfo, fh
 // truncation marks the tail segment sealed in the meta store; without an
 // index block on disk that segment cannot be read after a restart
 // ("sealed segment has no index block"). Patched in by fifoq: see
-// FIFOQ-PATCH.md in internal/raftwal.
+// FIFOQ-PATCH.md in internal/third_party/raftwal.
 func (w *Writer) ForceSeal() (uint64, error) {
 	if w.writer.indexStart != 0 {
 		return w.writer.indexStart, nil

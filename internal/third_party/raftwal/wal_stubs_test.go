@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/immutable"
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 	fuzz "github.com/google/gofuzz"
 	"github.com/stretchr/testify/require"
 )

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 )
 
 const (

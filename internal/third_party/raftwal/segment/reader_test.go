@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 	"github.com/stretchr/testify/require"
 )
 

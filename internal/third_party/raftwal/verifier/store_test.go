@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fifoq/fifoq/internal/raftwal/metrics"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/metrics"
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 )

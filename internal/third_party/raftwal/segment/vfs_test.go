@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 )
 
 // testVFS implements types.VFS for testing.

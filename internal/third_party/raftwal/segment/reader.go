@@ -10,7 +10,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/fifoq/fifoq/internal/raftwal/types"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/types"
 )
 
 // Reader allows reading logs from a segment file.

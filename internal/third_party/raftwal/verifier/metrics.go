@@ -4,7 +4,7 @@
 package verifier
 
 import (
-	"github.com/fifoq/fifoq/internal/raftwal/metrics"
+	"github.com/fifoq/fifoq/internal/third_party/raftwal/metrics"
 )
 
 var (
