@@ -268,8 +268,13 @@ func runNode(n *node.Node, ln net.Listener, opts serveOptions, cfg *config.File,
 	srv := n.Server
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	joinRefused := make(chan error, 1)
 	if opts.cluster.join != "" {
-		go joinCluster(ctx, opts.cluster.join, opts.cluster, n.Raft.Incarnation(), clusterCredential(opts, cfg), opts.region, logger)
+		go func() {
+			if err := joinCluster(ctx, opts.cluster.join, opts.cluster, n.Raft.Incarnation(), clusterCredential(opts, cfg), opts.region, logger); err != nil {
+				joinRefused <- err
+			}
+		}()
 	}
 	var halted <-chan struct{} // never closed for the in-memory log
 	if n.Raft != nil {
@@ -290,6 +295,12 @@ func runNode(n *node.Node, ln net.Listener, opts serveOptions, cfg *config.File,
 			return 1
 		}
 		return 0
+	case err := <-joinRefused:
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+		logger.Error("exiting: this node cannot join the cluster", "err", err)
+		return 1
 	case <-halted:
 		// The log has said why, in one line; answer what is in flight
 		// (each request's outcome is known or said to be unknown).

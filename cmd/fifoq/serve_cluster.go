@@ -152,26 +152,31 @@ func (c *clusterOptions) advertise(ln net.Listener, https bool) string {
 
 // joinCluster asks the member at url to add this node, until it is added
 // or ctx ends. The request is signed with cred (if not zero), as
-// fifoq cluster add signs it.
-func joinCluster(ctx context.Context, url string, c clusterOptions, incarnation string, cred auth.Credential, region string, logger *slog.Logger) {
-	body, _ := json.Marshal(map[string]string{"id": c.nodeID, "raft_addr": c.raftAddr, "incarnation": incarnation})
+// fifoq cluster add signs it. It returns the member's refusal when asking
+// again cannot help (400: this node is not fit to join, its region
+// another than the cluster's, say): the node should then stop.
+func joinCluster(ctx context.Context, url string, c clusterOptions, incarnation string, cred auth.Credential, region string, logger *slog.Logger) error {
+	body, _ := json.Marshal(map[string]string{"id": c.nodeID, "raft_addr": c.raftAddr, "incarnation": incarnation, "region": region})
 	client, err := joinClient(c.tlsCA)
 	if err != nil {
 		logger.Error("cannot join the cluster", "via", url, "err", err)
-		return
+		return nil
 	}
 	delay := 500 * time.Millisecond
 	for {
 		status, answer, err := adminRequest(ctx, client, http.MethodPost, strings.TrimSuffix(url, "/")+"/cluster/members", body, cred, region)
 		if err == nil && status == http.StatusOK {
 			logger.Info("joined the cluster", "via", url, "node_id", c.nodeID, "raft_addr", c.raftAddr)
-			return
+			return nil
 		}
 		if err == nil && status == http.StatusConflict {
 			// The id is a member under another data dir: asking again
 			// will not change that (see the answer for the way out).
 			logger.Error("cannot join the cluster: this node id is a member already", "via", url, "node_id", c.nodeID, "answer", strings.TrimSpace(string(answer)))
-			return
+			return nil
+		}
+		if err == nil && status == http.StatusBadRequest {
+			return fmt.Errorf("the member at %s refused to add this node: %s", url, joinAnswer(answer))
 		}
 		if err == nil {
 			err = fmt.Errorf("%d: %s", status, strings.TrimSpace(string(answer)))
@@ -179,11 +184,23 @@ func joinCluster(ctx context.Context, url string, c clusterOptions, incarnation 
 		logger.Warn("cannot join the cluster yet; retrying", "via", url, "err", err)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 5*time.Second)
 	}
+}
+
+// joinAnswer is the message of a member's JSON error answer, or the answer
+// itself.
+func joinAnswer(answer []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(answer, &e) == nil && e.Error != "" {
+		return e.Error
+	}
+	return strings.TrimSpace(string(answer))
 }
 
 // joinClient is the HTTP client --join asks a member with. A member's SQS

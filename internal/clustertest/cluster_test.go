@@ -80,6 +80,9 @@ type node struct {
 	// namespace's `ip netns exec NS`); args are added to its flags.
 	wrap []string
 	args []string
+	// later, if set, keeps newClusterWith from starting the node: its
+	// test starts it (cluster.start) when it needs to.
+	later bool
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -130,7 +133,9 @@ func newClusterWith(t *testing.T, n int, tweak func(i int, nd *node)) *cluster {
 		c.nodes = append(c.nodes, nd)
 	}
 	for _, nd := range c.nodes {
-		c.start(nd, strings.Join(peers, ","))
+		if !nd.later {
+			c.start(nd, strings.Join(peers, ","))
+		}
 	}
 	t.Cleanup(c.stopAll)
 	return c

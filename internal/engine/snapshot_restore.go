@@ -54,6 +54,18 @@ func (e *Engine) RestoreVerified(r io.Reader, verify func() error) error {
 	return nil
 }
 
+// RegionError is Restore's refusal of a snapshot written by an engine of
+// another region: its queues' ARNs and the URLs that find them name that
+// region, so restoring it would move every queue.
+type RegionError struct {
+	Snapshot string // the region of the engine that wrote the snapshot
+	Engine   string // the region of the engine asked to restore it
+}
+
+func (e *RegionError) Error() string {
+	return fmt.Sprintf("snapshot of region %q, engine configured for region %q", e.Snapshot, e.Engine)
+}
+
 // SnapshotRegion reads the header of a snapshot written by Snapshot or a
 // SnapshotView and returns the region of the engine that wrote it, which
 // the snapshot's queues and ARNs belong to. Restore refuses a snapshot of
@@ -92,7 +104,7 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("decoding the header: %w", err)
 	}
 	if h.Region != cfg.Region {
-		return nil, fmt.Errorf("snapshot of region %q, engine configured for region %q", h.Region, cfg.Region)
+		return nil, &RegionError{Snapshot: h.Region, Engine: cfg.Region}
 	}
 	if h.Queues < 0 {
 		return nil, fmt.Errorf("negative queue count %d", h.Queues)

@@ -145,6 +145,9 @@ func (l *Raft) keepFormat() {
 			if target, ok := l.formatAllRead(); ok && target > l.recordedFormat() {
 				l.raiseFormat(target)
 			}
+			// A cluster whose members did not all read the record when
+			// this node came to lead records its region once they do.
+			l.recordRegion()
 		}
 		select {
 		case <-tick.C:

@@ -34,6 +34,10 @@ type fsm struct {
 	bodies *bodies
 	// faults stops the node when a write of a body or a snapshot fails.
 	faults *faultStop
+	// nodeID and region are this node's, for the check that a member is
+	// of its cluster's region (cluster_region.go); region is "" where
+	// nothing is checked.
+	nodeID, region string
 
 	// fatal is the first entry that could not be decoded: its error and
 	// index. Raft has already committed it, so the state machine cannot
@@ -183,6 +187,11 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	}
 	if err == nil && f.reject != nil {
 		err = f.reject(cmds)
+	}
+	if err == nil {
+		if err = f.checkRegionRecord(cmds); err != nil && f.faults != nil {
+			f.faults.halt(err)
+		}
 	}
 	if err != nil {
 		err = fmt.Errorf("log entry %d (term %d) in %s: %w", l.Index, l.Term, f.segmentOf(l.Index), err)
@@ -401,6 +410,14 @@ func (f *fsm) restore(rc io.ReadCloser, atStart bool) error {
 		}
 	}
 	err = f.eng.RestoreVerified(state, verify)
+	if !atStart && !f.installing.Load() {
+		// A snapshot the leader sent: one of another region would be
+		// sent again and again, and never restored.
+		if refusal := f.installRegionRefusal(err); refusal != nil && f.faults != nil {
+			f.faults.halt(refusal)
+			err = refusal
+		}
+	}
 	if f.bodies != nil {
 		// Whether the new state is in or the old one stays, the bodies
 		// the restore wrote for it, or the old state's, are what is live.

@@ -64,6 +64,9 @@ func (l *Raft) watchLeadership() {
 			continue // lost the leadership, or slow: look again
 		}
 		l.fixOwnAddress()
+		if !l.recordRegion() {
+			continue
+		}
 		if l.raft.State() == raft.Leader && l.raft.CurrentTerm() == term {
 			c.readyTerm.Store(term)
 			c.notify()

@@ -53,7 +53,8 @@ func OpenRaft(cfg RaftConfig) (_ *Raft, err error) {
 	// start if it is damaged; Raft then takes only its index, term and
 	// configuration (NoSnapshotRestoreOnStart, raftConfig).
 	o.fsm = &fsm{eng: eng, logger: cfg.Logger, walDir: o.walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, bodies: o.wal.bodies,
-		faults: o.faults, fatalCh: make(chan struct{}), reject: cfg.rejectCommands}
+		faults: o.faults, fatalCh: make(chan struct{}), reject: cfg.rejectCommands,
+		nodeID: cfg.NodeID, region: cfg.Engine.Region}
 	if err := restoreLatestSnapshot(o.snaps, cfg.Dir, o.fsm); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -371,6 +372,10 @@ type memberRequest struct {
 	// Incarnation is the joining node's data dir's (a node started with
 	// --join sends it; fifoq cluster add does not know it).
 	Incarnation string `json:"incarnation,omitempty"`
+	// Region is the joining node's --region (a node started with --join
+	// sends it): a member of another region is refused, since the log's
+	// commands leave the cluster's own region unsaid.
+	Region string `json:"region,omitempty"`
 }
 
 // serveClusterAdd adds a voting member. An id that is a member already is
@@ -387,6 +392,10 @@ func (s *Server) serveClusterAdd(w http.ResponseWriter, r *http.Request) {
 		}
 		if err := replog.CheckRaftAddr(m.RaftAddr); err != nil {
 			return badRequest{err}
+		}
+		if m.Region != "" && m.Region != s.cfg.Region {
+			return badRequest{fmt.Errorf("node %s is started with --region %s, and this cluster's queues are of region %s: start it with --region %s and an empty data dir",
+				m.ID, m.Region, s.cfg.Region, s.cfg.Region)}
 		}
 		return s.cluster.AddVoter(ctx, m.ID, m.RaftAddr, m.Incarnation)
 	})
