@@ -26,7 +26,7 @@ import (
 
 // freeAddrs returns n loopback addresses, none given out before in this
 // process.
-func freeAddrs(t *testing.T, n int) []string {
+func freeAddrs(t testing.TB, n int) []string {
 	t.Helper()
 	out := make([]string, n)
 	for i := range out {
@@ -50,7 +50,7 @@ func startCluster(t *testing.T, n int, tlsFor func(i int) *tls.Config) []*testNo
 
 // startClusterWith is startCluster with tweak, if not nil, changing each
 // node's configuration before it is opened.
-func startClusterWith(t *testing.T, n int, tlsFor func(i int) *tls.Config, tweak func(*RaftConfig)) []*testNode {
+func startClusterWith(t testing.TB, n int, tlsFor func(i int) *tls.Config, tweak func(*RaftConfig)) []*testNode {
 	t.Helper()
 	addrs := freeAddrs(t, n)
 	var peers []Peer
@@ -82,7 +82,7 @@ func startClusterWith(t *testing.T, n int, tlsFor func(i int) *tls.Config, tweak
 }
 
 // waitLeader waits until one node leads and is ready, and returns it.
-func waitLeader(t *testing.T, nodes []*testNode) *testNode {
+func waitLeader(t testing.TB, nodes []*testNode) *testNode {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

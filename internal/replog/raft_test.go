@@ -16,7 +16,7 @@ import (
 
 var testQueue = api.QueueKey{Account: "000000000000", Name: "q.fifo"}
 
-func openTest(t *testing.T, dir string, cfg RaftConfig) (*Raft, *engine.Engine) {
+func openTest(t testing.TB, dir string, cfg RaftConfig) (*Raft, *engine.Engine) {
 	t.Helper()
 	cfg.Dir = dir
 	if cfg.Engine == (engine.Config{}) {
@@ -44,7 +44,7 @@ func (c *clock) next() int64 {
 
 func newClock() *clock { return &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()} }
 
-func apply(t *testing.T, l Log, c *clock, q api.QueueKey, req api.Request, ids ...string) api.Response {
+func apply(t testing.TB, l Log, c *clock, q api.QueueKey, req api.Request, ids ...string) api.Response {
 	t.Helper()
 	now := c.next()
 	resp, err := l.Apply(context.Background(), &engine.Command{Time: now, Caller: q.Account, Queue: q, Request: req, MessageIDs: ids, Entropy: uint64(now)})
@@ -54,14 +54,14 @@ func apply(t *testing.T, l Log, c *clock, q api.QueueKey, req api.Request, ids .
 	return resp
 }
 
-func createFIFO(t *testing.T, l Log, c *clock) {
+func createFIFO(t testing.TB, l Log, c *clock) {
 	apply(t, l, c, api.QueueKey{Account: testQueue.Account}, &api.CreateQueueRequest{
 		QueueName:  testQueue.Name,
 		Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"},
 	})
 }
 
-func send(t *testing.T, l Log, c *clock, i int) *api.SendMessageResult {
+func send(t testing.TB, l Log, c *clock, i int) *api.SendMessageResult {
 	return apply(t, l, c, testQueue, &api.SendMessageRequest{
 		QueueUrl: testQueue.Path(), MessageBody: fmt.Sprintf("m%d", i), MessageGroupId: "g",
 	}, fmt.Sprintf("id-%d", i)).(*api.SendMessageResult)

@@ -1,0 +1,135 @@
+//go:build linux
+
+package replog
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	idleGroups = flag.String("idle.groups", "1,16,64", "numbers of Raft groups BenchmarkIdleGroups runs, comma separated")
+	idleWindow = flag.Duration("idle.window", 20*time.Second, "how long BenchmarkIdleGroups measures the idle groups' CPU")
+)
+
+// BenchmarkIdleGroups measures what an idle Raft group costs as fifoq runs
+// one today, to be the baseline of a cluster of many groups: for each
+// count in -idle.groups it opens that many 3-member groups in this one
+// process (every member a whole durable log, OpenRaft with its own data
+// dir, body store, port and connections, as three nodes would each open
+// one), elects their leaders, creates a FIFO queue and sends one message
+// in each, lets them settle for 5 s, and then measures the process over
+// -idle.window while nothing is asked of them. It reports, per member
+// (a replica: three per group), the goroutines, the Go heap in use after a
+// collection, the resident memory, all as growth over the process before
+// the groups, and the CPU time (user and system) per second of idleness.
+// It asserts nothing; the figures go in docs/benchmarks.md.
+//
+//	go test ./internal/replog -run '^$' -bench IdleGroups -benchtime 1x
+func BenchmarkIdleGroups(b *testing.B) {
+	for _, field := range strings.Split(*idleGroups, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(field))
+		if err != nil || n < 1 {
+			b.Fatalf("-idle.groups: %q is not a count", field)
+		}
+		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) {
+			for range b.N {
+				c := measureIdleGroups(b, n)
+				replicas := float64(3 * n)
+				b.ReportMetric(c.goroutines/replicas, "goroutines/replica")
+				b.ReportMetric(c.heap/replicas/(1<<20), "heap-MiB/replica")
+				b.ReportMetric(c.rss/replicas/(1<<20), "rss-MiB/replica")
+				b.ReportMetric(c.cpuPerSecond.Seconds()*1000/replicas, "cpu-ms/s/replica")
+			}
+		})
+	}
+}
+
+// idleCost is what a set of idle groups adds to the process.
+type idleCost struct {
+	goroutines, heap, rss float64
+	cpuPerSecond          time.Duration
+}
+
+func measureIdleGroups(b *testing.B, n int) idleCost {
+	before := processFigures(b)
+	quiet := slog.New(slog.DiscardHandler)
+	var groups [][]*testNode
+	for range n {
+		nodes := startClusterWith(b, 3, nil, func(cfg *RaftConfig) { cfg.Logger = quiet })
+		groups = append(groups, nodes)
+	}
+	c := newClock()
+	for _, nodes := range groups {
+		leader := waitLeader(b, nodes)
+		createFIFO(b, leader.log, c)
+		send(b, leader.log, c, 0)
+	}
+	time.Sleep(5 * time.Second)
+	cpu0 := processCPU()
+	start := time.Now()
+	time.Sleep(*idleWindow)
+	cpu := processCPU() - cpu0
+	elapsed := time.Since(start)
+	after := processFigures(b)
+	// Every group must still be whole: a group that lost its leader in
+	// the window would have been measured electing, not idle.
+	for i, nodes := range groups {
+		leaders := 0
+		for _, nd := range nodes {
+			if nd.log.Leading() {
+				leaders++
+			}
+		}
+		if leaders != 1 {
+			b.Fatalf("group %d has %d ready leaders after the window", i, leaders)
+		}
+	}
+	return idleCost{
+		goroutines:   after.goroutines - before.goroutines,
+		heap:         after.heap - before.heap,
+		rss:          after.rss - before.rss,
+		cpuPerSecond: time.Duration(float64(cpu) / elapsed.Seconds()),
+	}
+}
+
+// figures is a moment's goroutines, Go heap in use (after a collection)
+// and resident memory of this process, memory mapped by the engine's
+// record arenas included in the last.
+type figures struct{ goroutines, heap, rss float64 }
+
+func processFigures(b *testing.B) figures {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return figures{goroutines: float64(runtime.NumGoroutine()), heap: float64(ms.HeapInuse), rss: float64(residentBytes(b))}
+}
+
+// residentBytes is VmRSS of /proc/self/status.
+func residentBytes(b *testing.B) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Skipf("no /proc/self/status: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("VmRSS: %q", rest)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
