@@ -24,27 +24,22 @@ import (
 // coalesced into the next entry: that wait is what makes group commit
 // batch under load.
 //
-// A node alone hands Raft one entry at a time to write: the next entry is
-// collected until the previous one is on disk (its write and fsync
-// returned, see storeGate), so it carries every command that came
+// Raft is handed one entry at a time to write: the next entry is
+// collected until the previous one is on this node's disk (its write and
+// fsync returned, see storeGate), so it carries every command that came
 // meanwhile, and leaves while the previous one is still being applied and
-// answered. Letting it leave at once instead (two entries being written)
-// made it small, and the smaller entries cost more CPU than the overlap
-// saved; waiting for the previous entry's apply as well (the earlier rule)
-// left the disk idle while the entry went through Raft's apply goroutine
-// and its callers were woken (docs/benchmarks.md, "Durable batches: one
-// entry in flight" and "The next entry leaves at the fsync"). At most two
-// are then unapplied: one being applied, one being written.
-//
-// A cluster keeps two in flight without that gate, so that the next entry
-// is on its way while the previous one makes its round trip to the
-// followers.
+// answered, or, in a cluster, still on its round trip to the followers.
+// Letting it leave at once instead (two entries being written) made it
+// small, and the smaller entries cost more CPU than the overlap saved, on
+// a node alone and on a cluster's leader alike, whose every entry is also
+// encoded and sent to each follower; waiting for the previous entry's
+// apply as well (the earlier rule) left the disk idle while the entry went
+// through Raft's apply goroutine and its callers were woken
+// (docs/benchmarks.md, "Durable batches: one entry in flight", "The next
+// entry leaves at the fsync" and "A cluster's leader: fewer, larger
+// entries"). At most two are then unapplied: one on its way to being
+// applied, one being written.
 const maxInflightEntries = 2
-
-// gatedOnStore reports whether the next entry waits for the previous one
-// to be written and fsynced before it is handed to Raft (see
-// maxInflightEntries): on a node alone, not in a cluster.
-func gatedOnStore(cfg *RaftConfig) bool { return cfg.Cluster == nil }
 
 // errShuttingDown answers a command that was not appended because the log
 // is closing.
@@ -126,11 +121,10 @@ func (p *pending) outcomeOr(err error) (api.Response, error) {
 }
 
 // batchLoop collects queued commands into log entries and hands them to
-// Raft, at most maxInflightEntries at a time and, on a node alone, each
-// once the previous one is on disk.
+// Raft, at most maxInflightEntries at a time, each once the previous one
+// is on disk.
 func (l *Raft) batchLoop() {
 	defer l.wg.Done()
-	gated := gatedOnStore(&l.cfg)
 	var prev *entry // the last entry handed to Raft
 	for {
 		var first *pending
@@ -143,7 +137,7 @@ func (l *Raft) batchLoop() {
 		// Wait for the previous entry to be stored and for a free slot
 		// first: while the previous entries are being fsynced, more
 		// commands queue up and join this batch.
-		if gated && prev != nil {
+		if prev != nil {
 			select {
 			case <-prev.stored:
 			case <-l.quit:

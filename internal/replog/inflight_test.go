@@ -9,12 +9,37 @@ import (
 // while an entry is being written, the commands that come meanwhile wait,
 // and all of them go into the next entry together.
 func TestOneEntryInFlight(t *testing.T) {
-	c := newClock()
 	store := newHungStore()
 	t.Cleanup(store.release)
 	l, _ := openTest(t, t.TempDir(), RaftConfig{wrapStore: store.wrap})
 	defer l.Close()
 	defer store.release() // before Close, should the test fail with the write hung
+	oneEntryInFlight(t, l, store)
+}
+
+// TestOneEntryInFlightOnALeader checks the same of a cluster's leader:
+// while its entry is being written on its own disk, the next waits and
+// gathers the commands that come meanwhile. Fewer, larger entries cost
+// the leader less CPU, as each is also encoded and sent to every follower.
+func TestOneEntryInFlightOnALeader(t *testing.T) {
+	stores := map[string]*hungStore{}
+	nodes := startClusterWith(t, 3, nil, func(cfg *RaftConfig) {
+		s := newHungStore()
+		t.Cleanup(s.release)
+		stores[cfg.NodeID] = s
+		cfg.wrapStore = s.wrap
+	})
+	leader := waitLeader(t, nodes)
+	store := stores[leader.id]
+	defer store.release() // before the nodes close, should the test fail with the write hung
+	oneEntryInFlight(t, leader.log, store)
+}
+
+// oneEntryInFlight checks that l, whose log store is store, hands Raft
+// one entry at a time.
+func oneEntryInFlight(t *testing.T, l *Raft, store *hungStore) {
+	t.Helper()
+	c := newClock()
 	createFIFO(t, l, c)
 	before := l.raft.LastIndex()
 

@@ -292,7 +292,7 @@ func (o *opening) logStore() raft.LogStore {
 	}
 	// Outermost, so that an entry counts as stored only once every layer
 	// beneath has returned without error.
-	return &storeGate{LogStore: store, fsm: o.fsm, faults: o.faults}
+	return &storeGate{LogStore: newRecentLogs(store), fsm: o.fsm, faults: o.faults}
 }
 
 // watchRaft learns when Raft stops, whether by a storage fault, by Close
