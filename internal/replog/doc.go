@@ -16,11 +16,12 @@
 // group-commit batcher), fsm.go the state machine that applies entries,
 // read.go the read path, housekeeping.go the snapshot loop. cluster.go,
 // leadership.go, membership.go, transport.go, identity.go, format.go and
-// clamp.go are what a member of a networked cluster adds; bodies.go,
-// snapshot_store.go and store_gate.go sit between Raft and the disk, and
-// fault.go stops the node when the disk fails; codec*.go encode entries.
-// region.go holds a data dir to its region, and backup.go takes and
-// restores backups.
+// clamp.go are what a member of a networked cluster adds, and
+// cluster_region.go keeps its members in one region; bodies.go,
+// snapshot_store.go, store_gate.go and recent_logs.go sit between Raft and
+// the disk, and fault.go stops the node when the disk fails; codec*.go
+// encode entries. region.go holds a data dir to its region, and backup.go
+// takes and restores backups.
 //
 // # Goroutines and lock order
 //
