@@ -72,8 +72,11 @@ func (r *recentLogs) StoreLogs(logs []*raft.Log) error {
 	return nil
 }
 
-// keep puts log in the ring in place of the entry at its slot, then drops
-// the oldest entries while the ring holds more bytes than its limit.
+// keep puts a copy of log in the ring in place of the entry at its slot,
+// then drops the oldest entries while the ring holds more bytes than its
+// limit. A copy, because a leader's *raft.Log points into the future of
+// its Apply, which holds the state machine's answer (a receive's message
+// bodies, say): kept, the pointer would keep all of that alive.
 func (r *recentLogs) keep(log *raft.Log) {
 	if len(log.Data) > r.limit/4 {
 		return
@@ -82,7 +85,8 @@ func (r *recentLogs) keep(log *raft.Log) {
 	if old := r.ring[slot]; old != nil {
 		r.bytes -= len(old.Data)
 	}
-	r.ring[slot] = log
+	kept := *log
+	r.ring[slot] = &kept
 	r.bytes += len(log.Data)
 	for i := log.Index + 1; r.bytes > r.limit && i < log.Index+uint64(len(r.ring)); i++ {
 		// The oldest entries follow the newest in the ring's order.

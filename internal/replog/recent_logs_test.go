@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -136,5 +138,52 @@ func TestRecentLogsKeepsTheStoreMonotonic(t *testing.T) {
 	var store raft.LogStore = &storeGate{LogStore: newRecentLogs(monotonicStore{raft.NewInmemStore()})}
 	if m, ok := store.(raft.MonotonicLogStore); !ok || !m.IsMonotonic() {
 		t.Fatal("the log store Raft is given does not say it is monotonic")
+	}
+}
+
+// applyFuture stands for hashicorp/raft's: a leader hands its log store
+// pointers to the Log inside each Apply's future, which also holds the
+// state machine's answer.
+type applyFuture struct {
+	log    raft.Log
+	answer []byte
+}
+
+// discardStore takes every append and keeps nothing.
+type discardStore struct{ raft.LogStore }
+
+func (discardStore) StoreLogs([]*raft.Log) error { return nil }
+
+// TestRecentLogsKeepsOnlyTheEntry checks that recentLogs keeps an entry,
+// not the future around it: keeping the pointer Raft hands over kept each
+// answer alive (the bodies of a receive's messages), and a server with a
+// backlog of 1 MB messages ran out of memory draining it
+// (TestBacklogLargerThanMemory).
+func TestRecentLogsKeepsOnlyTheEntry(t *testing.T) {
+	r := newRecentLogs(discardStore{})
+	collected := make(chan struct{})
+	func() {
+		f := &applyFuture{log: raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: []byte("entry")}, answer: make([]byte, 1<<20)}
+		runtime.SetFinalizer(f, func(*applyFuture) { close(collected) })
+		if err := r.StoreLogs([]*raft.Log{&f.log}); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-collected:
+			var log raft.Log
+			if err := r.GetLog(1, &log); err != nil || string(log.Data) != "entry" {
+				t.Fatalf("the entry kept reads back as %q (%v)", log.Data, err)
+			}
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the future of an entry kept was not collected: the ring keeps it alive")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
