@@ -165,12 +165,7 @@ func (c *cluster) start(nd *node, peers string) {
 		"--node-id", nd.id, "--raft-addr", nd.raftAddr, "--peers", peers)
 	argv = append(argv, nd.args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "FIFOQ_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, nd.env...)
+	cmd.Env = append(serverEnv(), nd.env...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("start %s: %v", nd.id, err)
@@ -184,6 +179,18 @@ func (c *cluster) start(nd *node, peers string) {
 	nd.mu.Lock()
 	nd.cmd, nd.done, nd.frozen = cmd, done, false
 	nd.mu.Unlock()
+}
+
+// serverEnv is the environment a test's fifoq runs in: this process's,
+// without the FIFOQ_ settings of whoever runs the tests.
+func serverEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FIFOQ_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // restart starts a killed node again and waits until it answers HTTP.

@@ -84,11 +84,7 @@ func TestJoinerOfAnotherRegionIsRefused(t *testing.T) {
 	defer logs.Close()
 	cmd := exec.Command(binary, "serve", "--listen", freeAddr(t), "--data-dir", t.TempDir(), "--node-id", "n2",
 		"--raft-addr", freeAddr(t), "--join", "http://"+c.nodes[0].httpAddr, "--region", "eu-west-1")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "FIFOQ_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = serverEnv()
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
