@@ -127,6 +127,8 @@ func serveParsed(fs *flag.FlagSet, o *serveOptions, stdout, stderr io.Writer) in
 	var guard *memguard.Guard
 	if set.budget > 0 {
 		guard = memguard.New(set.budget, engine.OutsideHeapBytes, logger)
+		engine.WatchOutsideHeap(guard.OutsideHeapChanged)
+		defer engine.WatchOutsideHeap(nil)
 		guardCtx, stopGuard := context.WithCancel(context.Background())
 		defer stopGuard()
 		go guard.Run(guardCtx)
@@ -219,7 +221,7 @@ could pass for a member and read, write and delete every queue. Either
 func nodeConfig(opts serveOptions, cfg *config.File, set serveSettings, ln net.Listener, guard *memguard.Guard, logger *slog.Logger) (node.Config, error) {
 	nc := node.Config{Account: opts.account, Region: opts.region, SingleRegion: opts.singleRegion, Version: readBuildInfo().version,
 		InMemory: opts.inMemory, DataDir: opts.dataDir, MinFreeBytes: minFreeBytes(opts.minFree),
-		SnapshotBytes: replog.SnapshotBytesWithin(set.budget), BodyFileSize: set.bodyFileSize, NodeID: opts.cluster.nodeID,
+		SnapshotBytes: replog.SnapshotBytesWithin(set.budget), RestoreHeapBytes: replog.RestoreHeapWithin(set.budget), BodyFileSize: set.bodyFileSize, NodeID: opts.cluster.nodeID,
 		Logger: logger, Verifier: &auth.Verifier{Store: set.store, DefaultAccount: opts.account, Region: opts.region},
 		LogRequests: opts.logReqs, RecreateDelay: node.Cooldown(opts.recreateDelay), PurgeDelay: node.Cooldown(opts.purgeDelay),
 		Memory: memoryGuard(guard), MaxBodyBytesInFlight: set.budget / 20, Queues: cfg}

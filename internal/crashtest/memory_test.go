@@ -77,7 +77,7 @@ const (
 // with SIGKILL and restarted in the same cgroup, recover within the limit
 // and deliver every acknowledged message intact and nothing else.
 func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
-	runMemoryCgroup(t, memShape{body: memSmallBodySize, attr: 40, fifo: true, messages: *memSmallMessages, limitMiB: *memSmallLimitMiB, senders: 16}, true)
+	runMemoryCgroup(t, memShape{body: memSmallBodySize, attr: 40, fifo: true, messages: *memSmallMessages, limitMiB: *memSmallLimitMiB, senders: 16}, refusesThenResumes)
 }
 
 // TestStandardBacklogRefusesInsteadOfOOM is TestMemoryLimitRefusesInsteadOfOOM
@@ -86,7 +86,17 @@ func TestMemoryLimitRefusesInsteadOfOOM(t *testing.T) {
 // (internal/engine/arena.go), so the budget must count that memory too or
 // the backlog grows until the kernel kills the server.
 func TestStandardBacklogRefusesInsteadOfOOM(t *testing.T) {
-	runMemoryCgroup(t, memShape{body: memSmallBodySize, messages: *memStandardMessages, limitMiB: *memSmallLimitMiB, senders: 16, batch: 10}, true)
+	runMemoryCgroup(t, memShape{body: memSmallBodySize, messages: *memStandardMessages, limitMiB: *memSmallLimitMiB, senders: 16, batch: 10}, refusesThenResumes)
+}
+
+// TestRestartAtTheMemoryBudget is TestStandardBacklogRefusesInsteadOfOOM
+// killed as soon as sends are refused, with the largest backlog the
+// budget lets in: the restart rebuilds all of it at once, and must fit in
+// the same cgroup with room to spare, not only by the kernel evicting the
+// server's own code from memory (which made restarts take minutes, or the
+// OOM killer end them).
+func TestRestartAtTheMemoryBudget(t *testing.T) {
+	runMemoryCgroup(t, memShape{body: memSmallBodySize, messages: *memStandardMessages, limitMiB: *memSmallLimitMiB, senders: 16, batch: 10}, refusesThenKilled)
 }
 
 // TestBacklogLargerThanMemory offers a cgroup (-memory.limit-mib, 256 MiB)
@@ -95,13 +105,34 @@ func TestStandardBacklogRefusesInsteadOfOOM(t *testing.T) {
 // acknowledged, none refused, and after a SIGKILL and a restart in the
 // same cgroup every one is delivered intact.
 func TestBacklogLargerThanMemory(t *testing.T) {
-	runMemoryCgroup(t, memShape{body: memBodySize, attr: 300_000, messages: *memMessages, limitMiB: *memLimitMiB, senders: 4}, false)
+	runMemoryCgroup(t, memShape{body: memBodySize, attr: 300_000, messages: *memMessages, limitMiB: *memLimitMiB, senders: 4}, takesAll)
 }
 
-// runMemoryCgroup is the two tests above: messages of the given shape are
-// offered to fifoq in a memory cgroup; wantRefusals says whether they must
-// fill its memory budget.
-func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
+// memPlan is what runMemoryCgroup expects of the offer, and does before
+// it kills the server.
+type memPlan int
+
+const (
+	// takesAll: every message offered is taken (bodies on disk).
+	takesAll memPlan = iota
+	// refusesThenResumes: the messages fill the memory budget and sends
+	// are refused; consumers drain half, and sends are taken again.
+	refusesThenResumes
+	// refusesThenKilled: the messages fill the budget, and the server is
+	// killed at once, holding the most it ever holds.
+	refusesThenKilled
+)
+
+// restartAnonShare bounds the anonymous memory (the heap, the engine's
+// records; not the page cache, nor the executable's code) of a restart
+// after sends were refused, as a share of the cgroup's limit: the state
+// the server held when it refused (guarded to 70 % of the budget, counting
+// its code) and a tenth for what the restore makes on the way.
+const restartAnonShare = 0.80
+
+// runMemoryCgroup is the tests above: messages of the given shape are
+// offered to fifoq in a memory cgroup, as plan says.
+func runMemoryCgroup(t *testing.T, shape memShape, plan memPlan) {
 	if testing.Short() {
 		t.Skip("runs the real binary; skipped in -short mode")
 	}
@@ -143,7 +174,8 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 	if failure != nil {
 		t.Fatalf("a send failed other than by a refusal: %v", failure)
 	}
-	if !wantRefusals {
+	switch plan {
+	case takesAll:
 		// The offer may end on its deadline on a loaded machine; what
 		// was offered must all be taken, and be more than the limit.
 		if refused != 0 {
@@ -152,8 +184,10 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 		if int64(len(acked))*int64(shape.body) <= cgroupLimit {
 			t.Fatalf("only %d messages were taken before the offer's deadline: not more than the memory limit", len(acked))
 		}
-	} else {
+	case refusesThenResumes:
 		refusalsThenResume(t, client, q, shape, acked, deleted, refused)
+	case refusesThenKilled:
+		checkRefusals(t, shape, acked, deleted, refused)
 	}
 
 	// Kill it and restart it in the same cgroup: replaying what it stored
@@ -163,8 +197,14 @@ func runMemoryCgroup(t *testing.T, shape memShape, wantRefusals bool) {
 	}
 	<-proc.done
 	cg.resetPeak()
+	stopWatch := cg.watchAnon()
 	proc = startInCgroup(t, cg, logs, addr, dataDir)
+	peakAnon := stopWatch()
 	cg.requireNoOOMKill(t, "during recovery")
+	t.Logf("peak anonymous memory of the cgroup during recovery: %.1f MiB of %d MiB", float64(peakAnon)/(1<<20), shape.limitMiB)
+	if bound := int64(restartAnonShare * float64(cgroupLimit)); plan != takesAll && peakAnon > bound {
+		t.Errorf("recovery took %.1f MiB of anonymous memory, more than %.0f%% of the %d MiB limit", float64(peakAnon)/(1<<20), restartAnonShare*100, shape.limitMiB)
+	}
 
 	problems := drainAndCheck(t, client, q, shape, acked, deleted)
 	cg.logPeak(t, "recovery and drain", shape.limitMiB)
@@ -248,15 +288,7 @@ func offerMessages(t *testing.T, client *sqs.Client, q string, shape memShape) (
 func refusalsThenResume(t *testing.T, client *sqs.Client, q string, shape memShape, acked, deleted map[int]bool, refused int) {
 	t.Helper()
 	ctx := context.Background()
-	if refused == 0 {
-		t.Fatalf("no send was refused with ServiceUnavailable, though %d messages were acknowledged by a budget of %d MiB", len(acked), shape.limitMiB)
-	}
-	if len(acked) == 0 {
-		t.Fatal("no send was acknowledged: the test exercised nothing")
-	}
-	if len(deleted) == 0 {
-		t.Fatal("no consumer received and deleted while the server refused sends")
-	}
+	checkRefusals(t, shape, acked, deleted, refused)
 
 	// Consumers drain half of what was acknowledged: once the server's
 	// memory falls, it must take sends again by itself.
@@ -286,6 +318,21 @@ func refusalsThenResume(t *testing.T, client *sqs.Client, q string, shape memSha
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("sends accepted again after %d of the %d acknowledged messages were deleted", len(deleted), len(acked)-1)
+}
+
+// checkRefusals checks that an offer filled the memory budget: sends were
+// taken, then refused, and a consumer could receive and delete meanwhile.
+func checkRefusals(t *testing.T, shape memShape, acked, deleted map[int]bool, refused int) {
+	t.Helper()
+	if refused == 0 {
+		t.Fatalf("no send was refused with ServiceUnavailable, though %d messages were acknowledged by a budget of %d MiB", len(acked), shape.limitMiB)
+	}
+	if len(acked) == 0 {
+		t.Fatal("no send was acknowledged: the test exercised nothing")
+	}
+	if len(deleted) == 0 {
+		t.Fatal("no consumer received and deleted while the server refused sends")
+	}
 }
 
 // unavailable ends the test when the machine cannot run it (not root, no
@@ -493,21 +540,69 @@ func (cg *memCgroup) logPeak(t *testing.T, during string, limitMiB int) {
 // process's own, mostly its heap) and page cache (the data files, which
 // the kernel reclaims under the limit), from memory.stat.
 func (cg *memCgroup) split() string {
-	anon, file := "rss", "cache"
+	anon, file, ok := cg.stat()
+	if !ok {
+		return "(no memory.stat)"
+	}
+	return fmt.Sprintf("%.1f MiB anonymous, %.1f MiB page cache", float64(anon)/(1<<20), float64(file)/(1<<20))
+}
+
+// stat returns the cgroup's anonymous memory and page cache now, in bytes,
+// from memory.stat; ok is false if it cannot be read.
+func (cg *memCgroup) stat() (anon, file int64, ok bool) {
+	anonKey, fileKey := "rss", "cache"
 	if cg.v2 {
-		anon, file = "anon", "file"
+		anonKey, fileKey = "anon", "file"
 	}
 	data, err := os.ReadFile(filepath.Join(cg.dir, "memory.stat"))
 	if err != nil {
-		return "(no memory.stat)"
+		return 0, 0, false
 	}
-	stat := map[string]int64{}
 	for _, line := range strings.Split(string(data), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok {
-			stat[k], _ = strconv.ParseInt(v, 10, 64)
+		k, v, found := strings.Cut(line, " ")
+		if !found {
+			continue
+		}
+		switch k {
+		case anonKey:
+			anon, _ = strconv.ParseInt(v, 10, 64)
+		case fileKey:
+			file, _ = strconv.ParseInt(v, 10, 64)
 		}
 	}
-	return fmt.Sprintf("%.1f MiB anonymous, %.1f MiB page cache", float64(stat[anon])/(1<<20), float64(stat[file])/(1<<20))
+	return anon, file, true
+}
+
+// watchAnon samples the cgroup's anonymous memory every millisecond until
+// the returned function is called, which returns the highest seen. The
+// kernel keeps a peak only of anonymous memory and page cache together
+// (peakName), which the page cache of the files a restart reads fills up
+// to the limit whatever the server needs; a restart's peak lasts tens of
+// milliseconds, so sampling finds it.
+func (cg *memCgroup) watchAnon() (stop func() int64) {
+	done := make(chan struct{})
+	var peak int64
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			if anon, _, ok := cg.stat(); ok {
+				peak = max(peak, anon)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-finished
+		return peak
+	}
 }
 
 // resetPeak restarts the count of the cgroup's highest memory use, so that

@@ -53,6 +53,24 @@ var outsideHeap atomic.Int64
 // with the race detector).
 func OutsideHeapBytes() int64 { return outsideHeap.Load() }
 
+// outsideHeapWatch is the function WatchOutsideHeap set, or nil.
+var outsideHeapWatch atomic.Pointer[func(int64)]
+
+// WatchOutsideHeap makes fn be called with OutsideHeapBytes every time it
+// changes, from the goroutine that changed it: once a chunk of records is
+// mapped or given back, a snapshot view's arrays made or dropped. A
+// memory budget's keeper needs it at once, not at its next sample: a
+// start restores hundreds of MB of records in a fraction of a second,
+// while the runtime's soft limit does not count them. fn must be quick
+// and must not call into the engine. nil stops the calls.
+func WatchOutsideHeap(fn func(total int64)) {
+	if fn == nil {
+		outsideHeapWatch.Store(nil)
+		return
+	}
+	outsideHeapWatch.Store(&fn)
+}
+
 // outside returns the counter of the memory a holds outside the heap.
 func (a *msgArena) outside() *atomic.Int64 {
 	if a.counter == nil {
@@ -64,8 +82,15 @@ func (a *msgArena) outside() *atomic.Int64 {
 // countOutside adds n bytes of chunk memory to counter (takes them off if
 // n is negative), if chunk memory is outside the heap.
 func countOutside(counter *atomic.Int64, n int) {
-	if chunkMemoryUnscanned {
-		counter.Add(int64(n))
+	if !chunkMemoryUnscanned {
+		return
+	}
+	total := counter.Add(int64(n))
+	if counter != &outsideHeap {
+		return
+	}
+	if fn := outsideHeapWatch.Load(); fn != nil {
+		(*fn)(total)
 	}
 }
 

@@ -10,9 +10,13 @@ package memguard
 import (
 	"context"
 	"log/slog"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,11 +34,19 @@ import (
 // while it is decoded, logged and applied), a snapshot being written, and
 // the messages accepted before the next collection shows the growth.
 // They are accepted again below resumeShare, so that the server does not
-// flap at the line.
+// flap at the line. Refusal and resumption are shares of the budget less
+// the executable's resident code (Usage.Files), above it: the state's
+// share of the room the code leaves. The gap between them is what
+// deleting part of a backlog must free: a FIFO queue's deduplication
+// records outlive its deleted messages by five minutes, and its maps keep
+// their size, so deleting half a backlog frees well under half its
+// memory: with the longest ids at the smallest budget, a gap of a tenth
+// kept sends refused after consumers had drained half
+// (TestMemoryLimitRefusesInsteadOfOOM).
 const (
 	softLimitShare = 0.90
 	refuseShare    = 0.70
-	resumeShare    = 0.60
+	resumeShare    = 0.65
 	// inUseShare is the heap in use (live or not yet collected) past which
 	// the guard collects at once to learn what is live, rather than wait
 	// for the runtime to: between collections the live figure is stale.
@@ -63,8 +75,13 @@ type Usage struct {
 	InUse int64
 	// OutsideHeap is memory the process holds in mappings of its own,
 	// which the runtime neither counts nor collects (the engine's message
-	// records); Live and InUse include it.
+	// records), and Files; Live and InUse include it.
 	OutsideHeap int64
+	// Files is the process's resident pages of mapped files, its
+	// executable's code above all (residentFileBytes): a floor the state
+	// cannot shrink, so the guard's thresholds are shares of the budget
+	// less it. OutsideHeap includes it.
+	Files int64
 }
 
 // Guard watches the process's memory against a budget.
@@ -81,12 +98,18 @@ type Guard struct {
 	// setLimit sets the runtime's soft limit (debug.SetMemoryLimit), nil
 	// where the guard does not own it (GOMEMLIMIT set a lower one, a
 	// test); runtimeLimit is what it last set.
-	setLimit     func(int64)
-	runtimeLimit int64
+	setLimit func(int64)
+	// limitMu orders the changes of the runtime's soft limit: the
+	// sampling goroutine and OutsideHeapChanged's callers both make them.
+	limitMu      sync.Mutex
+	runtimeLimit int64 // under limitMu
 	now          func() time.Time
 	lastGC       time.Time
 	refusing     atomic.Bool
 	live         atomic.Int64
+	// fileBytes is the resident file-backed memory the last sample found
+	// (residentFileBytes), for OutsideHeapChanged.
+	fileBytes atomic.Int64
 }
 
 // New returns a guard for a budget of the given bytes (more than 0) and
@@ -95,19 +118,23 @@ type Guard struct {
 // outside the Go heap, in mappings the runtime does not see: the guard
 // counts it with the runtime's figures, and lowers the runtime's soft
 // limit by it, so that the collector keeps the whole process under the
-// budget. Run must be running for the guard to measure.
+// budget. It counts the process's resident pages of mapped files the same
+// way (residentFileBytes). Run must be running for the guard to measure.
 func New(budget int64, outsideHeap func() int64, logger *slog.Logger) *Guard {
-	read := ReadUsage
-	if outsideHeap != nil {
-		read = func() Usage {
-			u, o := ReadUsage(), outsideHeap()
-			u.Live += o
-			u.InUse += o
-			u.OutsideHeap = o
-			return u
+	var g *Guard
+	read := func() Usage {
+		u, o, f := ReadUsage(), int64(0), residentFileBytes()
+		if outsideHeap != nil {
+			o = outsideHeap()
 		}
+		g.fileBytes.Store(f)
+		u.Live += o + f
+		u.InUse += o + f
+		u.OutsideHeap = o + f
+		u.Files = f
+		return u
 	}
-	g := newGuard(budget, logger, read, runtime.GC, time.Now)
+	g = newGuard(budget, logger, read, runtime.GC, time.Now)
 	if cur := debug.SetMemoryLimit(-1); cur > g.softLimit {
 		debug.SetMemoryLimit(g.softLimit)
 		g.setLimit = func(n int64) { debug.SetMemoryLimit(n) }
@@ -186,17 +213,44 @@ func (g *Guard) sample() {
 	}
 	g.fitRuntimeLimit(u.OutsideHeap)
 	g.live.Store(u.Live)
-	over := u.Live >= g.refuseAt || u.InUse >= g.softLimit
+	refuseAt, resumeAt := g.refuseAt, g.resumeAt
+	if f := u.Files; f > 0 {
+		refuseAt, resumeAt = g.aboveFiles(f, refuseShare), g.aboveFiles(f, resumeShare)
+	}
+	over := u.Live >= refuseAt || u.InUse >= g.softLimit
 	switch {
 	case over && !g.refusing.Load():
 		g.refusing.Store(true)
 		g.logger.Warn("memory budget reached: refusing sends until consumers drain the queues",
-			"budget_bytes", g.budget, "live_bytes", u.Live, "in_use_bytes", u.InUse, "outside_heap_bytes", u.OutsideHeap, "refuse_at_bytes", g.refuseAt)
-	case !over && g.refusing.Load() && u.Live < g.resumeAt:
+			"budget_bytes", g.budget, "live_bytes", u.Live, "in_use_bytes", u.InUse, "outside_heap_bytes", u.OutsideHeap, "file_bytes", u.Files, "refuse_at_bytes", refuseAt)
+	case !over && g.refusing.Load() && u.Live < resumeAt:
 		g.refusing.Store(false)
 		g.logger.Info("memory back under the budget: accepting sends",
-			"budget_bytes", g.budget, "live_bytes", u.Live, "resume_at_bytes", g.resumeAt)
+			"budget_bytes", g.budget, "live_bytes", u.Live, "resume_at_bytes", resumeAt)
 	}
+}
+
+// aboveFiles returns the threshold at share of the budget less files, the
+// resident file-backed memory, plus files: the state's share of what the
+// executable's code leaves of the budget. Counted as memory of its own at
+// the smallest budget, the code would take a quarter of the room between
+// refusing and resuming, which deletes could then never win back. At
+// least half the budget is taken to be the state's, whatever a reading
+// says.
+func (g *Guard) aboveFiles(files int64, share float64) int64 {
+	files = min(files, g.budget/2)
+	return files + int64(float64(g.budget-files)*share)
+}
+
+// OutsideHeapChanged fits the runtime's soft limit to total, the memory
+// the process now holds in mappings of its own (the outsideHeap New was
+// given), at once rather than at the next sample: the engine calls it as
+// it maps or gives back record memory (engine.WatchOutsideHeap). A
+// restore at start maps a whole backlog's records within a sample or two,
+// while the collector, held off or not, would let the heap grow to a
+// limit that does not count them.
+func (g *Guard) OutsideHeapChanged(total int64) {
+	g.fitRuntimeLimit(total + g.fileBytes.Load())
 }
 
 // fitRuntimeLimit keeps the runtime's soft limit at the guard's less the
@@ -210,11 +264,38 @@ func (g *Guard) fitRuntimeLimit(outsideHeap int64) {
 		return
 	}
 	want := max(g.softLimit-outsideHeap, g.softLimit/4)
+	g.limitMu.Lock()
+	defer g.limitMu.Unlock()
 	if d := want - g.runtimeLimit; d < g.budget/100 && -d < g.budget/100 {
 		return
 	}
 	g.setLimit(want)
 	g.runtimeLimit = want
+}
+
+// residentFileBytes returns the process's resident pages that are backed
+// by files: its executable's code and data, tens of MB that a memory
+// cgroup is charged for as it is for the heap, and that it can take back
+// only by making the process read its own code from disk again and again.
+// The runtime's metrics do not see them; at the smallest budget (64 MiB)
+// they are a quarter of it. 0 where /proc/self/statm cannot be read (not
+// Linux).
+func residentFileBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	// size resident shared text lib data dt, in pages; shared is the
+	// resident file-backed (and shared memory) pages.
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
 }
 
 // usageSamples are the runtime metrics ReadUsage reads, in this order.

@@ -55,9 +55,9 @@ func TestGuardRefusesNearTheBudgetAndResumesBelowIt(t *testing.T) {
 	}
 	step(100, 200, false)
 	step(650, 700, false)
-	step(700, 750, true) // live reaches 70 %
-	step(650, 660, true) // under 70 % but not under 60 %: still refusing
-	step(590, 600, false)
+	step(700, 750, true)  // live reaches 70 %
+	step(660, 670, true)  // under 70 % but not under 65 %: still refusing
+	step(640, 645, false) // under 65 %
 }
 
 func TestGuardCollectsBeforeJudgingAStaleHeap(t *testing.T) {
@@ -158,8 +158,65 @@ func TestGuardCountsMemoryOutsideTheHeap(t *testing.T) {
 	}
 }
 
+// TestGuardLeavesTheFilesOutOfItsShares: the executable's resident code
+// (Usage.Files) is a floor the state cannot shrink below, so refusal and
+// resumption are shares of what it leaves of the budget, above it. At
+// 64 MiB with 16 MiB of code, sends are refused at 16 + 70 % of 48 MiB and
+// taken again below 16 + 65 % of 48.
+func TestGuardLeavesTheFilesOutOfItsShares(t *testing.T) {
+	const mib = 1 << 20
+	g, rt := newFake(64 * mib)
+	const files = 16 * mib
+	sample := func(state int64) {
+		t.Helper()
+		u := Usage{Live: state + files, InUse: state + files, OutsideHeap: files, Files: files}
+		rt.usage, rt.afterGC = u, u
+		rt.clock = rt.clock.Add(10 * time.Second)
+		g.sample()
+	}
+	room := float64(48 * mib) // what the files leave of the budget
+	refuseAt := int64(room * 0.70)
+	resumeAt := int64(room * 0.65)
+	sample(refuseAt - mib)
+	if g.Refusing() {
+		t.Fatalf("refusing with %d MiB of state and 16 MiB of code: the line is %d MiB of state", (refuseAt-mib)/mib, refuseAt/mib)
+	}
+	sample(refuseAt)
+	if !g.Refusing() {
+		t.Fatalf("not refusing at 70 %% of the 48 MiB the code leaves")
+	}
+	sample(resumeAt + mib/2)
+	if !g.Refusing() {
+		t.Fatalf("took sends again above 65 %% of the 48 MiB the code leaves")
+	}
+	sample(resumeAt - mib/2)
+	if g.Refusing() {
+		t.Fatalf("still refusing under 65 %% of the 48 MiB the code leaves")
+	}
+}
+
+// TestOutsideHeapChangedFitsTheLimitAtOnce: the engine's report of its
+// record memory moves the runtime's soft limit without waiting for a
+// sample, counting the files the last sample found.
+func TestOutsideHeapChangedFitsTheLimitAtOnce(t *testing.T) {
+	const mib = 1 << 20
+	g, _ := newFake(1000 * mib)
+	var limits []int64
+	g.setLimit = func(n int64) { limits = append(limits, n) }
+	g.fileBytes.Store(20 * mib)
+	g.OutsideHeapChanged(280 * mib)
+	if len(limits) != 1 || limits[0] != 600*mib {
+		t.Fatalf("280 MiB of records and 20 MiB of files: runtime limits set %v, want 600 MiB", limits)
+	}
+	g.OutsideHeapChanged(283 * mib) // less than a hundredth of the budget: left as it is
+	if len(limits) != 1 {
+		t.Fatalf("a change of 3 MiB set the runtime limit again: %v", limits)
+	}
+}
+
 // TestNewReadsMemoryOutsideTheHeap: New's reader adds what outsideHeap
-// reports to the runtime's figures.
+// reports, and the resident pages of mapped files, to the runtime's
+// figures.
 func TestNewReadsMemoryOutsideTheHeap(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1)
 	defer debug.SetMemoryLimit(prev)
@@ -168,7 +225,10 @@ func TestNewReadsMemoryOutsideTheHeap(t *testing.T) {
 	runtime.GC()
 	heap := ReadUsage()
 	u := g.read()
-	if u.OutsideHeap != outside || u.Live < heap.Live+outside/2 || u.InUse < outside {
+	if u.OutsideHeap != outside+u.Files || u.Live < heap.Live+outside/2 || u.InUse < outside {
 		t.Fatalf("New's reader gives %+v, with %d bytes outside the heap and the runtime's figures %+v", u, outside, heap)
+	}
+	if runtime.GOOS == "linux" && u.Files <= 0 {
+		t.Fatalf("New's reader found no resident file-backed memory on Linux, where this test's own code is: %+v", u)
 	}
 }

@@ -51,6 +51,9 @@ type Config struct {
 	MinFreeBytes  int64
 	SnapshotBytes int64
 	BodyFileSize  int64
+	// RestoreHeapBytes is the durable log's (replog.RaftConfig): what a
+	// start's restore may leave on the heap as garbage.
+	RestoreHeapBytes int64
 	// NodeID is the durable log's id of this node (replog's default if
 	// empty): a cluster member's id among its peers.
 	NodeID string
@@ -178,7 +181,7 @@ func (n *Node) openLog(cfg Config) error {
 		return errors.New("node: no data dir (or InMemory)")
 	}
 	rc := replog.RaftConfig{Engine: engineCfg, Dir: cfg.DataDir, NodeID: cfg.NodeID, Logger: cfg.Logger, MinFreeBytes: cfg.MinFreeBytes,
-		SnapshotBytes: cfg.SnapshotBytes, BodyFileSize: cfg.BodyFileSize}
+		SnapshotBytes: cfg.SnapshotBytes, BodyFileSize: cfg.BodyFileSize, RestoreHeapBytes: cfg.RestoreHeapBytes}
 	if cfg.Metrics != nil {
 		rc.Observer = cfg.Metrics.LogObserver()
 	}

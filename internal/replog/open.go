@@ -55,7 +55,7 @@ func OpenRaft(cfg RaftConfig) (_ *Raft, err error) {
 	o.fsm = &fsm{eng: eng, logger: cfg.Logger, walDir: o.walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, bodies: o.wal.bodies,
 		faults: o.faults, fatalCh: make(chan struct{}), reject: cfg.rejectCommands,
 		nodeID: cfg.NodeID, region: cfg.Engine.Region}
-	if err := restoreLatestSnapshot(o.snaps, cfg.Dir, o.fsm); err != nil {
+	if err := restoreLatestSnapshot(o.snaps, cfg.Dir, o.fsm, cfg.RestoreHeapBytes); err != nil {
 		return nil, err
 	}
 	rc := o.raftConfig()
@@ -284,15 +284,21 @@ func (o *opening) bootstrap(rc *raft.Config) (existing bool, err error) {
 }
 
 // logStore is the log store Raft is given: the WAL, wrapped by a test's
-// wrapStore if any, inside the storeGate.
+// wrapStore if any, in a cluster beneath recentLogs, inside the storeGate.
+// Only a leader reads back the entries it has just written (to send them
+// to followers): a node alone would hold recentLogs' megabytes for
+// nothing, and at a small memory budget they are a large share of it.
 func (o *opening) logStore() raft.LogStore {
 	var store raft.LogStore = o.wal
 	if o.cfg.wrapStore != nil {
 		store = o.cfg.wrapStore(o.wal)
 	}
+	if o.cfg.Cluster != nil {
+		store = newRecentLogs(store)
+	}
 	// Outermost, so that an entry counts as stored only once every layer
 	// beneath has returned without error.
-	return &storeGate{LogStore: newRecentLogs(store), fsm: o.fsm, faults: o.faults}
+	return &storeGate{LogStore: store, fsm: o.fsm, faults: o.faults}
 }
 
 // watchRaft learns when Raft stops, whether by a storage fault, by Close
@@ -341,7 +347,7 @@ func (l *Raft) run() {
 // is read directly rather than through the store's Open, which would read
 // it a second time for a checksum of its own; the payload's checksums
 // cover the same bytes.
-func restoreLatestSnapshot(snaps *raft.FileSnapshotStore, dir string, f *fsm) error {
+func restoreLatestSnapshot(snaps *raft.FileSnapshotStore, dir string, f *fsm, heapBytes int64) error {
 	list, err := snaps.List()
 	if err != nil {
 		return fmt.Errorf("list snapshots in %s: %w", dir, err)
@@ -364,7 +370,7 @@ func restoreLatestSnapshot(snaps *raft.FileSnapshotStore, dir string, f *fsm) er
 	}
 	// f.Restore closes the file. Nothing else runs yet: hold the garbage
 	// collector off while the state is built (see withGCHeld).
-	err = withGCHeld(restoreHeapBudget(list[0].Size), func() error { return f.restore(file, true) })
+	err = withGCHeld(restoreHeapBudget(list[0].Size, heapBytes), func() error { return f.restore(file, true) })
 	if errors.Is(err, errNewerSnapshot) {
 		return fmt.Errorf("snapshot %s: %w; refusing to start", path, err)
 	} else if err != nil {

@@ -33,6 +33,11 @@ type RaftConfig struct {
 	// log entries, or this many bytes of them, since the last one.
 	SnapshotEntries uint64
 	SnapshotBytes   int64
+	// RestoreHeapBytes bounds the garbage a start may leave on the heap
+	// while it restores the newest snapshot with the collector held off
+	// (see withGCHeld); 0 bounds it by the snapshot's size alone.
+	// RestoreHeapWithin gives the value that fits a memory budget.
+	RestoreHeapBytes int64
 	// BodyFileSize is the size of the body store's files
 	// (bodystore.DefaultFileSize if 0): a file is removed, or compacted,
 	// as a whole, so smaller files give space back sooner, for more files.
@@ -121,6 +126,19 @@ func SnapshotBytesWithin(budget int64) int64 {
 		return 0
 	}
 	return max(min(DefaultSnapshotBytes, budget/10), 4<<20)
+}
+
+// RestoreHeapWithin returns the RestoreHeapBytes that keeps a start within
+// a memory budget (0 for none). A start at the budget holds a backlog's
+// state near the point where sends are refused (70 % of the budget); the
+// garbage the restore makes meanwhile must fit in the tenth up to the
+// runtime's soft limit, beside the log's tail, which SnapshotBytesWithin
+// bounds to the same tenth in its turn.
+func RestoreHeapWithin(budget int64) int64 {
+	if budget <= 0 {
+		return 0
+	}
+	return max(budget/10, 4<<20)
 }
 
 // DefaultMinFreeBytes is the free disk space below which writes are refused.

@@ -25,9 +25,14 @@ import (
 // while a snapshot of size bytes is restored. A restored state takes about
 // 1.6 bytes of heap per snapshot byte (1,000,000 queued 200-byte messages
 // with their deduplication records: 416 MB of snapshot, 680 MB of heap);
-// the slack covers small snapshots.
-func restoreHeapBudget(size int64) uint64 {
-	return 2*uint64(max(size, 0)) + 64<<20
+// the slack covers small snapshots. limit, if more than 0, bounds it
+// (RaftConfig.RestoreHeapBytes).
+func restoreHeapBudget(size, limit int64) uint64 {
+	b := 2*uint64(max(size, 0)) + 64<<20
+	if limit > 0 {
+		b = min(b, uint64(limit))
+	}
+	return b
 }
 
 // withGCHeld runs fn with the garbage collector off until fn returns or the
