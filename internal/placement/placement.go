@@ -1,0 +1,215 @@
+// Package placement decides where a cluster's shards and queues live:
+// which nodes hold each shard's replicas, which shard a new queue goes to,
+// which node should lead each shard, and which replica moves bring a
+// cluster whose nodes changed back into balance.
+//
+// A shard is one Raft group over a set of queues (docs/cluster.md, "Past
+// one leader's machine"). Every decision here is a pure function of a Map
+// and the cluster's nodes: the same input gives the same answer on every
+// node and in every run, so the meta group's leader can decide, write the
+// decision to its log as a new Map, and any node can check it. Nothing
+// here talks to Raft, the network or the engine; the meta group applies
+// the moves (add the new replica as a non-voter, let it catch up, promote
+// it, remove the old one), and Raft reports the leaders.
+//
+// The rules, each as CockroachDB's allocator and NATS JetStream's peer
+// selection do in their own terms:
+//
+//   - A shard has min(3, nodes) replicas, on distinct nodes.
+//   - Replicas are spread so that no node holds more than one replica more
+//     than another, and so are the leaders, where the replicas allow it.
+//   - A change moves as few replicas as that takes, one at a time, each
+//     move keeping every shard at its full count of replicas.
+//   - A new queue goes to the shard holding the fewest queues.
+//
+// Ties are broken by the lowest shard number or node id, never by a map's
+// order or a clock, so that decisions are reproducible.
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// NodeID names a node, as its Raft server id does.
+type NodeID string
+
+// ShardID numbers a shard; shard 0 is the cluster's first group, the one an
+// upgraded cluster keeps its data in.
+type ShardID uint32
+
+// MaxReplicas is how many replicas a shard has in a cluster of that many
+// nodes or more: a majority survives the loss of any one node.
+const MaxReplicas = 3
+
+// Shard is one Raft group: its number and the nodes that hold its replicas,
+// in the order they were placed (the first is where its leader was first
+// wanted).
+type Shard struct {
+	ID       ShardID
+	Replicas []NodeID
+}
+
+// Map says where every shard's replicas and every queue live. Version grows
+// by one with every change, so that a node can tell which of two maps is
+// newer and a request routed by a stale one can be told so.
+type Map struct {
+	Version uint64
+	Shards  []Shard            // by ID, ascending; IDs 0..len-1
+	Queues  map[string]ShardID // queue (by its account-qualified name) → shard
+}
+
+// ShardCount is the number of shards a cluster of nodes runs: configured
+// if the operator set it (more than 0), else one per node, so that each
+// node leads one shard and holds MaxReplicas of them on average, and the
+// shards' leaders, which do the writing, use every node.
+func ShardCount(nodes, configured int) int {
+	if configured > 0 {
+		return configured
+	}
+	return max(nodes, 1)
+}
+
+// ReplicaCount is how many replicas each shard has in a cluster of nodes.
+func ReplicaCount(nodes int) int {
+	return min(MaxReplicas, max(nodes, 1))
+}
+
+// Initial returns the first map of a cluster of the given nodes (any
+// order; at least one) with shards shards. Shard by shard, its first
+// replica (where its leader is first wanted) goes to the node that is the
+// first replica of the fewest shards so far, and its others to the nodes
+// holding the fewest replicas: every node then holds as many replicas as
+// any other to within one, and is the first replica of as many shards to
+// within one (TestInitialSpreadsReplicasAndPreferredLeaders checks both
+// for every cluster of up to 9 nodes and 40 shards).
+func Initial(nodes []NodeID, shards int) (Map, error) {
+	ns, err := sortedNodes(nodes)
+	if err != nil {
+		return Map{}, err
+	}
+	if shards < 1 {
+		return Map{}, fmt.Errorf("placement: %d shards; a cluster has at least one", shards)
+	}
+	rf := ReplicaCount(len(ns))
+	m := Map{Version: 1, Shards: make([]Shard, shards), Queues: map[string]ShardID{}}
+	count := make(map[NodeID]int, len(ns))
+	first := make(map[NodeID]int, len(ns))
+	for i := range m.Shards {
+		s := Shard{ID: ShardID(i), Replicas: make([]NodeID, 0, rf)}
+		lead := ns[0]
+		for _, n := range ns[1:] {
+			if first[n] < first[lead] || first[n] == first[lead] && count[n] < count[lead] {
+				lead = n
+			}
+		}
+		s.Replicas = append(s.Replicas, lead)
+		first[lead]++
+		count[lead]++
+		for len(s.Replicas) < rf {
+			n, _ := fewest(ns, count, s)
+			s.Replicas = append(s.Replicas, n)
+			count[n]++
+		}
+		m.Shards[i] = s
+	}
+	return m, nil
+}
+
+// PlaceQueue returns the shard a new queue goes to: the one holding the
+// fewest queues, the lowest numbered of those tied.
+func PlaceQueue(m Map) (ShardID, error) {
+	if len(m.Shards) == 0 {
+		return 0, fmt.Errorf("placement: the map has no shards")
+	}
+	count := make([]int, len(m.Shards))
+	for _, s := range m.Queues {
+		if int(s) < len(count) {
+			count[s]++
+		}
+	}
+	best := 0
+	for i, c := range count {
+		if c < count[best] {
+			best = i
+		}
+	}
+	return m.Shards[best].ID, nil
+}
+
+// sortedNodes returns a sorted copy of nodes, refusing an empty list, an
+// empty id or one named twice.
+func sortedNodes(nodes []NodeID) ([]NodeID, error) {
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("placement: no nodes")
+	}
+	ns := slices.Clone(nodes)
+	slices.Sort(ns)
+	for i, n := range ns {
+		if n == "" {
+			return nil, fmt.Errorf("placement: a node with an empty id")
+		}
+		if i > 0 && ns[i-1] == n {
+			return nil, fmt.Errorf("placement: node %q named twice", n)
+		}
+	}
+	return ns, nil
+}
+
+// clone returns a deep copy of m.
+func (m Map) clone() Map {
+	c := Map{Version: m.Version, Shards: make([]Shard, len(m.Shards)), Queues: make(map[string]ShardID, len(m.Queues))}
+	for i, s := range m.Shards {
+		c.Shards[i] = Shard{ID: s.ID, Replicas: slices.Clone(s.Replicas)}
+	}
+	for q, s := range m.Queues {
+		c.Queues[q] = s
+	}
+	return c
+}
+
+// replicaCounts returns how many replicas each of nodes holds in m.
+func replicaCounts(m Map, nodes []NodeID) map[NodeID]int {
+	count := make(map[NodeID]int, len(nodes))
+	for _, n := range nodes {
+		count[n] = 0
+	}
+	for _, s := range m.Shards {
+		for _, r := range s.Replicas {
+			if _, ok := count[r]; ok {
+				count[r]++
+			}
+		}
+	}
+	return count
+}
+
+// fewest returns the node of nodes with the lowest count that holds no
+// replica of s, the lowest id of those tied; ok is false if every node
+// holds one.
+func fewest(nodes []NodeID, count map[NodeID]int, s Shard) (NodeID, bool) {
+	var best NodeID
+	found := false
+	for _, n := range nodes { // sorted: the first of a tie wins
+		if slices.Contains(s.Replicas, n) {
+			continue
+		}
+		if !found || count[n] < count[best] {
+			best, found = n, true
+		}
+	}
+	return best, found
+}
+
+// byCount orders nodes by descending count, then ascending id.
+func byCount(nodes []NodeID, count map[NodeID]int) []NodeID {
+	ns := slices.Clone(nodes)
+	slices.SortStableFunc(ns, func(a, b NodeID) int {
+		if c := cmp.Compare(count[b], count[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return ns
+}
