@@ -24,6 +24,9 @@
 //
 // Ties are broken by the lowest shard number or node id, never by a map's
 // order or a clock, so that decisions are reproducible.
+//
+// A Map travels in the meta log in the binary form of Encode and Decode
+// (codec.go), one encoding per map, versioned by its first byte.
 package placement
 
 import (
