@@ -26,6 +26,9 @@
 // its producers is served without a system call, and a group commit of
 // hundreds of small messages costs one write, not hundreds.
 //
+// A store keeps few files open however many it has (DefaultOpenFiles,
+// handles.go).
+//
 // One goroutine appends (the state machine's); any number read.
 package bodystore
 
@@ -103,14 +106,23 @@ type Store struct {
 	// TruncateAfter(p), p.File, so that appends stay after p.
 	minNext uint32
 	closed  bool
+
+	// handles keeps the files open; a file closed to keep their number
+	// down opens again on its next use (handles.go).
+	handles handles
 }
 
 // file is one file of records.
 type file struct {
 	id   uint32
-	f    *os.File
-	size int64 // bytes appended (the end of the last record)
-	live int64 // bytes of records still referenced (headers included)
+	path string
+	// f is the file open, or nil while it is closed; refs, prev and next
+	// are guarded by handles.mu (handles.go).
+	f          *os.File
+	refs       int
+	prev, next *file
+	size       int64 // bytes appended (the end of the last record)
+	live       int64 // bytes of records still referenced (headers included)
 	// dirty is set by an append and cleared by the sync that follows it;
 	// synced is how many bytes a sync has made durable (see SyncThrough).
 	dirty  bool
@@ -146,26 +158,25 @@ func Open(dir string, fileSize int64) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("body store: %w", err)
 	}
-	s := &Store{dir: dir, fileSize: fileSize, files: map[uint32]*file{}}
+	s := &Store{dir: dir, fileSize: fileSize, files: map[uint32]*file{}, handles: handles{max: DefaultOpenFiles}}
 	for _, e := range entries {
 		id, ok := parseName(e.Name())
 		if !ok {
 			continue
 		}
-		f, err := os.OpenFile(filepath.Join(dir, e.Name()), os.O_RDWR, 0)
+		st, err := e.Info()
 		if err != nil {
-			s.Close()
 			return nil, fmt.Errorf("body store: %w", err)
 		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			s.Close()
-			return nil, fmt.Errorf("body store: %w", err)
-		}
-		s.files[id] = &file{id: id, f: f, size: st.Size()}
+		f := &file{id: id, path: filepath.Join(dir, e.Name()), size: st.Size()}
+		s.files[id] = f
 		if s.active == nil || id > s.active.id {
-			s.active = s.files[id]
+			s.active = f
+		}
+	}
+	if s.active != nil {
+		if err := s.handles.open(s.active); err != nil {
+			return nil, fmt.Errorf("body store: %w", err)
 		}
 	}
 	return s, nil
@@ -242,8 +253,14 @@ func (s *Store) Flush() error {
 	}
 	// Readers go on reading buf meanwhile: it does not change until the
 	// swap below, which only the appender (this goroutine) makes.
-	if _, err := a.f.WriteAt(buf, at); err != nil {
-		return fmt.Errorf("body store: write %s at offset %d: %w", a.f.Name(), at, err)
+	fd, err := s.handles.acquire(a, a)
+	if err != nil {
+		return fmt.Errorf("body store: write %s: %w", a.path, err)
+	}
+	_, err = fd.WriteAt(buf, at)
+	s.handles.release(a)
+	if err != nil {
+		return fmt.Errorf("body store: write %s at offset %d: %w", a.path, at, err)
 	}
 	s.mu.Lock()
 	s.recent, s.buf = buf, s.recent[:0]
@@ -262,11 +279,16 @@ func (s *Store) rotate() (*file, error) {
 	for fid := range s.files {
 		id = max(id, fid+1)
 	}
-	f, err := os.OpenFile(filepath.Join(s.dir, name(id)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	path := filepath.Join(s.dir, name(id))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("body store: new file: %w", err)
 	}
-	nf := &file{id: id, f: f, dirty: true, unnamed: true}
+	f.Close() // opened again below, among the store's handles
+	nf := &file{id: id, path: path, dirty: true, unnamed: true}
+	if err := s.handles.open(nf); err != nil {
+		return nil, fmt.Errorf("body store: new file: %w", err)
+	}
 	s.files[id] = nf
 	s.active = nf
 	return nf, nil
@@ -284,27 +306,54 @@ func (s *Store) Read(ref Ref, buf []byte) ([]byte, error) {
 	}
 	end := int64(ref.Off) + headerSize + int64(ref.Len)
 	if end > f.size {
-		return nil, fmt.Errorf("%w: %s: the record at offset %d (%d bytes) ends past the file's %d bytes", ErrCorrupt, f.f.Name(), ref.Off, ref.Len, f.size)
+		return nil, fmt.Errorf("%w: %s: the record at offset %d (%d bytes) ends past the file's %d bytes", ErrCorrupt, f.path, ref.Off, ref.Len, f.size)
 	}
 	buf = slices.Grow(buf[:0], headerSize+int(ref.Len))[:headerSize+int(ref.Len)]
 	if mem := s.inMemory(f, int64(ref.Off), end); mem != nil {
 		copy(buf, mem)
-	} else if _, err := f.f.ReadAt(buf, int64(ref.Off)); err != nil {
+	} else if err := s.readAt(f, buf, int64(ref.Off)); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: %s: the record at offset %d is cut short", ErrCorrupt, f.f.Name(), ref.Off)
+			return nil, fmt.Errorf("%w: %s: the record at offset %d is cut short", ErrCorrupt, f.path, ref.Off)
 		}
-		return nil, fmt.Errorf("body store: read %s at offset %d: %w", f.f.Name(), ref.Off, err)
+		return nil, fmt.Errorf("body store: read %s at offset %d: %w", f.path, ref.Off, err)
 	}
 	n, sum := binary.BigEndian.Uint32(buf[0:4]), binary.BigEndian.Uint32(buf[4:8])
 	body := buf[headerSize:]
 	if n != ref.Len {
-		return nil, fmt.Errorf("%w: %s: the record at offset %d says %d bytes, the reference %d", ErrCorrupt, f.f.Name(), ref.Off, n, ref.Len)
+		return nil, fmt.Errorf("%w: %s: the record at offset %d says %d bytes, the reference %d", ErrCorrupt, f.path, ref.Off, n, ref.Len)
 	}
 	if got := crc32.Checksum(body, castagnoli); got != sum {
-		return nil, fmt.Errorf("%w: %s: the record at offset %d (%d bytes): checksum %08x stored, %08x computed", ErrCorrupt, f.f.Name(), ref.Off, n, sum, got)
+		return nil, fmt.Errorf("%w: %s: the record at offset %d (%d bytes): checksum %08x stored, %08x computed", ErrCorrupt, f.path, ref.Off, n, sum, got)
 	}
 	copy(buf, body) // the body to the front, where the caller's buf began
 	return buf[:len(body)], nil
+}
+
+// readAt reads len(buf) bytes of f at off, opening f if it is closed. The
+// caller holds mu for reading.
+func (s *Store) readAt(f *file, buf []byte, off int64) error {
+	fd, err := s.handles.acquire(f, s.active)
+	if err != nil {
+		return err
+	}
+	defer s.handles.release(f)
+	_, err = fd.ReadAt(buf, off)
+	return err
+}
+
+// syncFile fsyncs f, opening it if it is closed. The caller does not hold
+// mu; f is one no other goroutine removes (Sync and SyncThrough run on the
+// appender's goroutine or beside it, and files are removed on it).
+func (s *Store) syncFile(f *file) error {
+	s.mu.RLock()
+	active := s.active
+	s.mu.RUnlock()
+	fd, err := s.handles.acquire(f, active)
+	if err != nil {
+		return err
+	}
+	defer s.handles.release(f)
+	return fd.Sync()
 }
 
 // inMemory returns the bytes [off, end) of f if they are gathered in buf
@@ -345,8 +394,8 @@ func (s *Store) Sync() (Position, error) {
 	pos := s.positionLocked()
 	s.mu.Unlock()
 	for _, f := range dirty {
-		if err := f.f.Sync(); err != nil {
-			return Position{}, fmt.Errorf("body store: sync %s: %w", f.f.Name(), err)
+		if err := s.syncFile(f); err != nil {
+			return Position{}, fmt.Errorf("body store: sync %s: %w", f.path, err)
 		}
 	}
 	if unnamed {
@@ -385,7 +434,7 @@ func (s *Store) SyncThrough(p Position) error {
 		}
 		if f == s.active && len(s.buf) > 0 && s.bufAt < upTo {
 			s.mu.Unlock()
-			return fmt.Errorf("body store: %s: the records before offset %d are not written yet", f.f.Name(), upTo)
+			return fmt.Errorf("body store: %s: the records before offset %d are not written yet", f.path, upTo)
 		}
 		if f.synced < upTo {
 			todo = append(todo, need{f, upTo})
@@ -396,8 +445,8 @@ func (s *Store) SyncThrough(p Position) error {
 	}
 	s.mu.Unlock()
 	for _, n := range todo {
-		if err := n.f.f.Sync(); err != nil {
-			return fmt.Errorf("body store: sync %s: %w", n.f.f.Name(), err)
+		if err := s.syncFile(n.f); err != nil {
+			return fmt.Errorf("body store: sync %s: %w", n.f.path, err)
 		}
 	}
 	if unnamed {
@@ -454,14 +503,14 @@ func (s *Store) TruncateAfter(p Position) error {
 	for id, f := range s.files {
 		switch {
 		case id > p.File:
-			f.f.Close()
-			if err := os.Remove(f.f.Name()); err != nil {
+			s.handles.close(f)
+			if err := os.Remove(f.path); err != nil {
 				return fmt.Errorf("body store: %w", err)
 			}
 			delete(s.files, id)
 		case id == p.File && f.size > int64(p.Off):
-			if err := f.f.Truncate(int64(p.Off)); err != nil {
-				return fmt.Errorf("body store: truncate %s: %w", f.f.Name(), err)
+			if err := os.Truncate(f.path, int64(p.Off)); err != nil {
+				return fmt.Errorf("body store: truncate %s: %w", f.path, err)
 			}
 			f.size = int64(p.Off)
 			f.synced = min(f.synced, f.size)
@@ -473,6 +522,11 @@ func (s *Store) TruncateAfter(p Position) error {
 	// made, or in an empty store).
 	s.active = s.files[p.File]
 	s.minNext = p.File
+	if s.active != nil {
+		if err := s.handles.open(s.active); err != nil {
+			return fmt.Errorf("body store: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -489,7 +543,7 @@ func (s *Store) Hold(ref Ref) error {
 		return fmt.Errorf("body store: no file %s for the record at offset %d", filepath.Join(s.dir, name(ref.File)), ref.Off)
 	}
 	if end := int64(ref.Off) + headerSize + int64(ref.Len); end > f.size {
-		return fmt.Errorf("body store: %s: the record at offset %d (%d bytes) ends past the file's %d bytes", f.f.Name(), ref.Off, ref.Len, f.size)
+		return fmt.Errorf("body store: %s: the record at offset %d (%d bytes) ends past the file's %d bytes", f.path, ref.Off, ref.Len, f.size)
 	}
 	f.live += headerSize + int64(ref.Len)
 	return nil
@@ -551,14 +605,14 @@ func (s *Store) Remove(id uint32) error {
 		return nil
 	}
 	if f == s.active {
-		return fmt.Errorf("body store: %s is the file appends go to", f.f.Name())
+		return fmt.Errorf("body store: %s is the file appends go to", f.path)
 	}
-	f.f.Close()
+	s.handles.close(f)
 	delete(s.files, id)
 	if s.recentFile == id {
 		s.recent, s.recentFile = s.recent[:0], 0
 	}
-	if err := os.Remove(f.f.Name()); err != nil {
+	if err := os.Remove(f.path); err != nil {
 		return fmt.Errorf("body store: %w", err)
 	}
 	return nil
@@ -571,7 +625,7 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	s.closed = true
 	for _, f := range s.files {
-		if err := f.f.Close(); err != nil && first == nil {
+		if err := s.handles.close(f); err != nil && first == nil {
 			first = err
 		}
 	}

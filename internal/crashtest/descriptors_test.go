@@ -1,0 +1,121 @@
+package crashtest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/fifoq/fifoq/internal/testbin"
+)
+
+// TestBacklogOfManyBodyFilesFewDescriptors runs the server with 256 file
+// descriptors (`ulimit -n 256`, as a small container or an old init system
+// gives) and body files of 64 KiB, and queues 48 MB of 16 KB bodies: 750
+// body files, all live. Every body must come back, and the server must
+// still run. The body store once kept every file open: it ran out of
+// descriptors after about 200 files, a storage fault that stopped the
+// server.
+func TestBacklogOfManyBodyFilesFewDescriptors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped in -short mode")
+	}
+	testbin.Track(t)
+	const (
+		messages = 3000
+		size     = 16 << 10
+	)
+	dataDir, addr := t.TempDir(), freeAddr(t)
+	proc := launchBinary(t, "/bin/sh", nil, "-c", `ulimit -n 256 && exec "$0" "$@"`,
+		binary, "serve", "--listen", addr, "--data-dir", dataDir, "--body-file-size", "64KiB")
+	proc.waitReady(t, func() error {
+		resp, err := http.Get("http://" + addr + "/?Action=ListQueues")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	})
+	ctx := context.Background()
+	client := newClient(addr)
+	created, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("descriptors")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := created.QueueUrl
+	bodyOf := func(id int) string {
+		head := fmt.Sprintf("body %06d ", id)
+		return head + strings.Repeat(strconv.Itoa(id%10), size-len(head))
+	}
+	for first := 0; first < messages; first += 10 {
+		var entries []types.SendMessageBatchRequestEntry
+		for id := first; id < first+10; id++ {
+			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(id)), MessageBody: aws.String(bodyOf(id))})
+		}
+		out, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: q, Entries: entries})
+		if err != nil {
+			t.Fatalf("send messages %d to %d: %v\nserver output:\n%s", first, first+9, err, proc.out)
+		}
+		if len(out.Failed) > 0 {
+			t.Fatalf("send messages %d to %d: %d failed: %s", first, first+9, len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dataDir, "bodies", "*.body"))
+	t.Logf("%d messages of %d bytes queued in %d body files", messages, size, len(files))
+	if len(files) <= 256 {
+		t.Fatalf("only %d body files: the test needs more than the 256 descriptors the server has", len(files))
+	}
+
+	seen := map[int]bool{}
+	for len(seen) < messages {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q, MaxNumberOfMessages: 10, VisibilityTimeout: 600, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatalf("receive after %d of %d: %v\nserver output:\n%s", len(seen), messages, err, proc.out)
+		}
+		if len(out.Messages) == 0 {
+			t.Fatalf("no message received after %d of %d", len(seen), messages)
+		}
+		for _, m := range out.Messages {
+			var id int
+			if _, err := fmt.Sscanf(aws.ToString(m.Body), "body %06d ", &id); err != nil || aws.ToString(m.Body) != bodyOf(id) {
+				t.Fatalf("a body that was not sent: %.40q (%d bytes)", aws.ToString(m.Body), len(aws.ToString(m.Body)))
+			}
+			if seen[id] {
+				t.Fatalf("message %d received twice", id)
+			}
+			seen[id] = true
+			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: q, ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatalf("delete message %d: %v", id, err)
+			}
+		}
+	}
+	if !running(proc) {
+		t.Fatalf("fifoq exited (%v):\n%s", proc.err, proc.out)
+	}
+	if n := openFiles(proc.cmd.Process.Pid, filepath.Join(dataDir, "bodies")); n > 100 {
+		t.Errorf("the server holds %d body files open", n)
+	}
+}
+
+// openFiles counts the descriptors process pid holds on files in dir.
+func openFiles(pid int, dir string) int {
+	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(fdDir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join(fdDir, fd.Name())); err == nil && strings.HasPrefix(target, dir+"/") {
+			n++
+		}
+	}
+	return n
+}
