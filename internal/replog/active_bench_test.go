@@ -1,0 +1,137 @@
+package replog
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+)
+
+var (
+	activeGroups = flag.String("active.groups", "1,4,16", "numbers of Raft groups BenchmarkActiveGroupsFsyncs spreads its load over, comma separated")
+	activeRate   = flag.Int("active.rate", 4000, "SendMessage commands a second BenchmarkActiveGroupsFsyncs offers, over all its groups")
+	activeWindow = flag.Duration("active.window", 5*time.Second, "how long BenchmarkActiveGroupsFsyncs offers its load")
+	activeSync   = flag.Duration("active.sync-delay", 0, "time BenchmarkActiveGroupsFsyncs adds to every write of a log entry, as a slower disk's fsync would take")
+)
+
+// BenchmarkActiveGroupsFsyncs measures what it costs a node not to share
+// one log among several Raft groups: the same load (-active.rate sends a
+// second, offered at a fixed rate whatever the answers, each its own
+// command) spread evenly over N single-node durable logs in this process,
+// each with its own raft-wal and its own fsyncs, as N shards' replicas on
+// one node would have today. Group commit gathers what arrives while an
+// fsync runs into the next entry, so N logs each see 1/N of the load and
+// gather less: it reports the log entries written (one fsync each) per
+// second, the commands per entry, and the commands per second served. It
+// asserts nothing; the figures go in docs/benchmarks.md. -active.sync-delay
+// makes every entry's write take that much longer, as on a disk whose
+// fsync is slower than this machine's.
+//
+//	go test ./internal/replog -run '^$' -bench ActiveGroupsFsyncs -benchtime 1x [-active.sync-delay 2ms]
+func BenchmarkActiveGroupsFsyncs(b *testing.B) {
+	for _, field := range strings.Split(*activeGroups, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(field))
+		if err != nil || n < 1 {
+			b.Fatalf("-active.groups: %q is not a count", field)
+		}
+		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) {
+			for range b.N {
+				entries, commands, elapsed := offerToGroups(b, n, *activeRate, *activeWindow, *activeSync)
+				b.ReportMetric(float64(entries)/elapsed.Seconds(), "fsyncs/s")
+				b.ReportMetric(float64(commands)/float64(max(entries, 1)), "commands/fsync")
+				b.ReportMetric(float64(commands)/elapsed.Seconds(), "commands/s")
+			}
+		})
+	}
+}
+
+// countingObserver counts group commits.
+type countingObserver struct {
+	entries, commands atomic.Int64
+}
+
+func (o *countingObserver) GroupCommitted(commands int, _ time.Duration) {
+	o.entries.Add(1)
+	o.commands.Add(int64(commands))
+}
+func (o *countingObserver) SnapshotDone(time.Time)      {}
+func (o *countingObserver) SegmentCreated(bool)         {}
+func (o *countingObserver) DiskFull(int)                {}
+func (o *countingObserver) BodyStore(int, int64, int64) {}
+func (o *countingObserver) BodiesMoved(int64)           {}
+
+// offerToGroups opens n single-node logs, offers rate sends a second over
+// window, spread round-robin over them, and returns the entries written
+// and commands applied while the load ran, and how long it ran.
+func offerToGroups(b *testing.B, n, rate int, window, syncDelay time.Duration) (entries, commands int64, elapsed time.Duration) {
+	b.Helper()
+	obs := &countingObserver{}
+	logs := make([]*Raft, n)
+	c := newClock()
+	cfg := RaftConfig{Observer: obs}
+	if syncDelay > 0 {
+		cfg.wrapStore = func(s raft.LogStore) raft.LogStore { return slowStore{s, syncDelay} }
+	}
+	for i := range logs {
+		l, _ := openTest(b, b.TempDir(), cfg)
+		b.Cleanup(func() { l.Close() })
+		createFIFO(b, l, c)
+		logs[i] = l
+	}
+	baseEntries, baseCommands := obs.entries.Load(), obs.commands.Load()
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	// A burst every millisecond: a ticker at the rate itself falls behind
+	// beyond a few thousand a second.
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	for i := 0; time.Since(start) < window; {
+		if due := int(time.Since(start).Seconds() * float64(rate)); i >= due {
+			<-tick.C
+			continue
+		}
+		i++
+		l := logs[i%n]
+		now := c.next()
+		cmd := &engine.Command{Time: now, Caller: testQueue.Account, Queue: testQueue, Entropy: uint64(now),
+			Request:    &api.SendMessageRequest{QueueUrl: testQueue.Path(), MessageBody: "m", MessageGroupId: fmt.Sprintf("g%d", i%64)},
+			MessageIDs: []string{fmt.Sprintf("id-%d", i)}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := l.Apply(context.Background(), cmd); err != nil {
+				failed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed = time.Since(start)
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d sends failed", f)
+	}
+	return obs.entries.Load() - baseEntries, obs.commands.Load() - baseCommands, elapsed
+}
+
+// slowStore adds delay to every write of log entries.
+type slowStore struct {
+	raft.LogStore
+	delay time.Duration
+}
+
+func (s slowStore) StoreLogs(logs []*raft.Log) error {
+	time.Sleep(s.delay)
+	return s.LogStore.StoreLogs(logs)
+}
+
+func (s slowStore) StoreLog(log *raft.Log) error { return s.StoreLogs([]*raft.Log{log}) }
