@@ -16,7 +16,9 @@
 // group-commit batcher), fsm.go the state machine that applies entries,
 // read.go the read path, housekeeping.go the snapshot loop. cluster.go,
 // leadership.go, membership.go, transport.go, identity.go, format.go and
-// clamp.go are what a member of a networked cluster adds, and
+// clamp.go are what a member of a networked cluster adds (sessions.go, the
+// one connection a peer for many groups, is built for shards and not yet
+// used), and
 // cluster_region.go keeps its members in one region; bodies.go,
 // snapshot_store.go, store_gate.go and recent_logs.go sit between Raft and
 // the disk, and fault.go stops the node when the disk fails; codec*.go
@@ -51,7 +53,11 @@
 //     GetConfiguration, clusterState.learnMu, faultStop.halt). Raft's
 //     NetworkTransport runs its own listener and connection goroutines
 //     over it; its dials run the dialer's side of the hello, with the
-//     same calls. walfs runs one goroutine that prepares the next segment.
+//     same calls. The sessions that carry many groups' streams
+//     (sessions.go, not yet used by the log itself) add one goroutine per
+//     session (peerSessions.serve, in peerSessions.wg) and one per stream
+//     until its group's transport takes it (route). walfs runs one
+//     goroutine that prepares the next segment.
 //   - hashicorp/raft's own: its main loop (leader loop: it appends entries
 //     through storeGate, and on a state change runs the observers' filters,
 //     Raft.raftObs included); the FSM goroutine, the only caller of
@@ -90,7 +96,8 @@
 //     fsm.heldMu (the held entries), clusterState.learnMu (what hellos
 //     taught), clusterState.mu (the leadership-change channel),
 //     faultStop.mu (it logs and starts the stop's goroutine under it),
-//     bodies.protectMu, peerMux.connsMu, and the sync.Once of stopped
+//     bodies.protectMu, peerMux.connsMu, peerSessions.mu, and the
+//     sync.Once of stopped
 //     (markStopped, which only closes a channel). raftDownOnce calls
 //     Raft's Shutdown, which runs the observers' filters, which take
 //     stopOnce: raftDownOnce before stopOnce.

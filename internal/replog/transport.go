@@ -37,11 +37,17 @@ import (
 // formats were said, which reads version 4.
 // muxRaft and muxHTTP, without a hello, are what a fifoq from before
 // incarnations dials; they are still accepted, unchecked.
+//
+// muxSessionHello, always with a hello, is a connection that carries the
+// Raft traffic of many groups (sessions.go): a fifoq that does not know it
+// closes it, and is never dialed so as legacy.
 const (
-	muxRaft      byte = 'R'
-	muxHTTP      byte = 'H'
-	muxRaftHello byte = 'r'
-	muxHTTPHello byte = 'h'
+	muxRaft         byte = 'R'
+	muxHTTP         byte = 'H'
+	muxSession      byte = 'S'
+	muxRaftHello    byte = 'r'
+	muxHTTPHello    byte = 'h'
+	muxSessionHello byte = 's'
 )
 
 // maxHello bounds a hello line: two ids of a node and incarnations, or a
@@ -79,6 +85,10 @@ type peerMux struct {
 	// legacy holds the addresses whose node answered a hello by closing
 	// the connection: a fifoq from before incarnations, dialed without.
 	legacy sync.Map
+
+	// sessions carries the Raft traffic of many groups, one connection a
+	// peer (sessions.go).
+	sessions *peerSessions
 }
 
 // peerChecks is what the mux asks the log about the members it meets.
@@ -134,6 +144,7 @@ func newPeerMux(bind string, tlsConf *tls.Config, selfID, selfInc string, logger
 		selfID: selfID, selfInc: selfInc, logger: logger}
 	m.raftLn = newSubListener(m, true)
 	m.httpLn = newSubListener(m, false)
+	m.sessions = newPeerSessions(m)
 	m.wg.Add(1)
 	go m.acceptLoop()
 	return m, nil
@@ -182,7 +193,7 @@ func (m *peerMux) sniff(conn net.Conn) {
 		return
 	}
 	switch kind[0] {
-	case muxRaftHello, muxHTTPHello:
+	case muxRaftHello, muxHTTPHello, muxSessionHello:
 		if !m.answerHello(conn) {
 			conn.Close()
 			return
@@ -200,6 +211,8 @@ func (m *peerMux) sniff(conn net.Conn) {
 		m.raftLn.deliver(conn)
 	case muxHTTP:
 		m.httpLn.deliver(conn)
+	case muxSession:
+		m.sessions.accepted(conn)
 	default:
 		conn.Close()
 	}
@@ -287,6 +300,22 @@ func (m *peerMux) dial(ctx context.Context, hostPort string, kind byte) (net.Con
 	if err != nil {
 		return nil, err
 	}
+	conn, err = m.hello(ctx, conn, hostPort, expected)
+	if errors.Is(err, io.EOF) {
+		// A fifoq from before incarnations closes a connection of a kind
+		// it does not know: dial it as it expects from now on.
+		m.legacy.Store(hostPort, true)
+		return m.dialKind(ctx, hostPort, kind)
+	}
+	return conn, err
+}
+
+// hello says this node's hello on conn, a connection just dialed to
+// hostPort, and judges the answer: conn if the connection may go on, else
+// it is closed and the error says why (io.EOF: the node closed it without
+// a word). expected is the incarnation the membership records for the
+// node at hostPort, "" if none.
+func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected string) (net.Conn, error) {
 	if expected == "" {
 		expected = "-"
 	}
@@ -303,12 +332,6 @@ func (m *peerMux) dial(ctx context.Context, hostPort string, kind byte) (net.Con
 	}()
 	if err != nil {
 		conn.Close()
-		if errors.Is(err, io.EOF) {
-			// A fifoq from before incarnations closes a connection of a
-			// kind it does not know: dial it as it expects from now on.
-			m.legacy.Store(hostPort, true)
-			return m.dialKind(ctx, hostPort, kind)
-		}
 		return nil, err
 	}
 	_ = conn.SetDeadline(time.Time{})
@@ -398,6 +421,7 @@ func (m *peerMux) Close() error {
 		m.base.Close()
 		m.raftLn.Close()
 		m.httpLn.Close()
+		m.sessions.close()
 		m.connsMu.Lock()
 		for c := range m.conns {
 			c.Close()

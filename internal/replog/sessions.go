@@ -1,0 +1,293 @@
+package replog
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/hashicorp/yamux"
+)
+
+// A node that runs many Raft groups (shards, docs/cluster.md) talks to each
+// peer over one connection: a yamux session on a connection of kind
+// muxSessionHello, whose hello (identity, incarnation, entry format) is
+// checked once, as for any connection to the Raft port, and on which each
+// group's transport opens a stream for each of its own connections. A
+// stream begins with the number of its group, 4 bytes big-endian. Either
+// node of a pair may open streams on a session, whoever dialed it; a node
+// dials a peer only when it has no session with it, so a pair shares one
+// connection unless both dial at the same moment (then two, each used by
+// its dialer).
+//
+// Each group keeps hashicorp/raft's own NetworkTransport over the stream
+// layer GroupLayer gives, so nothing of Raft's protocol changes.
+
+// sessionStreamTimeout bounds how long an accepted stream may take to say
+// its group.
+const sessionStreamTimeout = 10 * time.Second
+
+// peerSessions holds a node's sessions with its peers and the groups whose
+// streams they carry.
+type peerSessions struct {
+	mux  *peerMux
+	conf *yamux.Config
+
+	mu     sync.Mutex
+	peers  map[string]*yamux.Session // by the peer's Raft address
+	groups map[uint32]*subListener   // the streams accepted for each group
+	all    map[*yamux.Session]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newPeerSessions(m *peerMux) *peerSessions {
+	conf := yamux.DefaultConfig()
+	conf.LogOutput = io.Discard
+	// A peer that stops answering is given up on within seconds, as
+	// Raft's own timeouts expect of a connection.
+	conf.KeepAliveInterval = 5 * time.Second
+	conf.ConnectionWriteTimeout = 5 * time.Second
+	conf.StreamOpenTimeout = 10 * time.Second
+	return &peerSessions{mux: m, conf: conf, peers: map[string]*yamux.Session{},
+		groups: map[uint32]*subListener{}, all: map[*yamux.Session]struct{}{}}
+}
+
+// GroupLayer returns the stream layer of Raft group id, for its
+// NetworkTransport: its connections are streams of the node's sessions.
+// Closing it ends the group's streams, not the node's port.
+func (m *peerMux) GroupLayer(id uint32) (raft.StreamLayer, error) {
+	s := m.sessions
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("the raft port is closed")
+	}
+	if _, ok := s.groups[id]; ok {
+		return nil, fmt.Errorf("raft group %d already has a stream layer", id)
+	}
+	ln := newSubListener(m, false)
+	s.groups[id] = ln
+	return &groupLayer{s: s, id: id, ln: ln}, nil
+}
+
+// groupLayer is one group's raft.StreamLayer over the node's sessions.
+type groupLayer struct {
+	s  *peerSessions
+	id uint32
+	ln *subListener
+}
+
+// Dial implements raft.StreamLayer: a stream of a session with the node at
+// address, dialed if there is none, that says it is this group's.
+func (g *groupLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], g.id)
+	for attempt := 0; ; attempt++ {
+		sess, err := g.s.session(ctx, string(address))
+		if err != nil {
+			return nil, err
+		}
+		st, err := sess.OpenStream()
+		if err == nil {
+			_ = st.SetWriteDeadline(time.Now().Add(timeout))
+			if _, err = st.Write(hdr[:]); err == nil {
+				_ = st.SetWriteDeadline(time.Time{})
+				return st, nil
+			}
+			st.Close()
+		}
+		// The session died under us (the peer restarted, the network
+		// dropped it): forget it, and dial once more.
+		g.s.forget(string(address), sess)
+		if attempt == 1 {
+			return nil, fmt.Errorf("open a stream to node %s: %w", address, err)
+		}
+	}
+}
+
+// Accept implements raft.StreamLayer.
+func (g *groupLayer) Accept() (net.Conn, error) { return g.ln.Accept() }
+
+// Addr implements raft.StreamLayer: the node's Raft port.
+func (g *groupLayer) Addr() net.Addr { return g.s.mux.advert }
+
+// Close implements raft.StreamLayer: the group's transport is closed, and
+// streams for it are refused from now on.
+func (g *groupLayer) Close() error {
+	g.s.mu.Lock()
+	if g.s.groups[g.id] == g.ln {
+		delete(g.s.groups, g.id)
+	}
+	g.s.mu.Unlock()
+	return g.ln.Close()
+}
+
+// session returns this node's session with the peer at addr, dialing one
+// (and saying this node's hello and Raft address) if there is none.
+func (s *peerSessions) session(ctx context.Context, addr string) (*yamux.Session, error) {
+	s.mu.Lock()
+	if sess := s.peers[addr]; sess != nil && !sess.IsClosed() {
+		s.mu.Unlock()
+		return sess, nil
+	}
+	s.mu.Unlock()
+	m := s.mux
+	expected := ""
+	if c := m.checks.Load(); c != nil {
+		expected = c.expectedAt(addr)
+	}
+	conn, err := m.dialKind(ctx, addr, muxSessionHello)
+	if err != nil {
+		return nil, err
+	}
+	if conn, err = m.hello(ctx, conn, addr, expected); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("node %s closed a connection for many groups: it runs a fifoq without them", addr)
+		}
+		return nil, err
+	}
+	if _, err := io.WriteString(conn, m.advert.String()+"\n"); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	sess, err := yamux.Client(conn, s.conf)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return s.adopt(addr, sess, true)
+}
+
+// accepted serves a session a peer dialed: conn has passed its hello, and
+// next says the peer's Raft address.
+func (s *peerSessions) accepted(conn net.Conn) {
+	_ = conn.SetReadDeadline(time.Now().Add(sniffTimeout))
+	addr, err := readLine(conn)
+	_ = conn.SetReadDeadline(time.Time{})
+	if err != nil || strings.ContainsAny(addr, " \t") || addr == "" {
+		conn.Close()
+		return
+	}
+	sess, err := yamux.Server(conn, s.conf)
+	if err != nil {
+		conn.Close()
+		return
+	}
+	if _, err := s.adopt(addr, sess, false); err != nil {
+		sess.Close()
+	}
+}
+
+// adopt records sess, a session with the peer at addr, as the one to open
+// streams on unless the node has a live one already (replace: it dialed
+// sess because it had none), and serves the streams the peer opens on it.
+func (s *peerSessions) adopt(addr string, sess *yamux.Session, replace bool) (*yamux.Session, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		sess.Close()
+		return nil, errors.New("the raft port is closed")
+	}
+	cur := s.peers[addr]
+	switch {
+	case cur == nil || cur.IsClosed():
+		s.peers[addr] = sess
+	case replace:
+		// Another goroutine dialed the same peer meanwhile: use its
+		// session, and close this one (no stream was opened on it).
+		s.mu.Unlock()
+		sess.Close()
+		return cur, nil
+	}
+	s.all[sess] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.serve(addr, sess)
+	return sess, nil
+}
+
+// serve hands the streams the peer opens on sess to their groups until
+// the session ends.
+func (s *peerSessions) serve(addr string, sess *yamux.Session) {
+	defer s.wg.Done()
+	defer func() {
+		s.forget(addr, sess)
+		s.mu.Lock()
+		delete(s.all, sess)
+		s.mu.Unlock()
+	}()
+	for {
+		st, err := sess.AcceptStream()
+		if err != nil {
+			return
+		}
+		go s.route(st)
+	}
+}
+
+// route reads the group a stream is for and hands it to the group's
+// transport, or closes it if the node has no such group.
+func (s *peerSessions) route(st *yamux.Stream) {
+	var hdr [4]byte
+	_ = st.SetReadDeadline(time.Now().Add(sessionStreamTimeout))
+	if _, err := io.ReadFull(st, hdr[:]); err != nil {
+		st.Close()
+		return
+	}
+	_ = st.SetReadDeadline(time.Time{})
+	s.mu.Lock()
+	ln := s.groups[binary.BigEndian.Uint32(hdr[:])]
+	s.mu.Unlock()
+	if ln == nil {
+		st.Close()
+		return
+	}
+	ln.deliver(st)
+}
+
+// forget drops sess as the session with addr, if it is, and closes it.
+func (s *peerSessions) forget(addr string, sess *yamux.Session) {
+	s.mu.Lock()
+	if s.peers[addr] == sess {
+		delete(s.peers, addr)
+	}
+	s.mu.Unlock()
+	sess.Close()
+}
+
+// close ends every session and waits for their goroutines. The port's
+// Close calls it.
+func (s *peerSessions) close() {
+	s.mu.Lock()
+	s.closed = true
+	var all []*yamux.Session
+	for sess := range s.all {
+		all = append(all, sess)
+	}
+	groups := s.groups
+	s.groups = map[uint32]*subListener{}
+	s.mu.Unlock()
+	for _, sess := range all {
+		sess.Close()
+	}
+	for _, ln := range groups {
+		ln.Close()
+	}
+	s.wg.Wait()
+}
+
+// connections returns how many sessions the node holds, for tests.
+func (s *peerSessions) connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.all)
+}

@@ -1,0 +1,243 @@
+package replog
+
+import (
+	"crypto/md5"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// counterFSM counts the entries applied to it.
+type counterFSM struct{ n atomic.Int64 }
+
+func (f *counterFSM) Apply(*raft.Log) any                 { return f.n.Add(1) }
+func (f *counterFSM) Snapshot() (raft.FSMSnapshot, error) { return nil, fmt.Errorf("no snapshots") }
+func (f *counterFSM) Restore(io.ReadCloser) error         { return fmt.Errorf("no snapshots") }
+
+// sessionNode is one node of TestGroupsShareOneConnectionPerPeer: its
+// port and one Raft instance per group.
+type sessionNode struct {
+	id    string
+	mux   *peerMux
+	rafts []*raft.Raft
+	fsms  []*counterFSM
+}
+
+// startSessionNode opens a port on addr ("127.0.0.1:0" for any) and starts
+// groups Raft groups on it, each over its own stream layer; servers is
+// every group's membership.
+func startSessionNode(t *testing.T, id, addr string, groups int, servers func() []raft.Server) *sessionNode {
+	t.Helper()
+	inc := fmt.Sprintf("%x", md5.Sum([]byte(id))) // 32 hex digits, as an incarnation is
+	m, err := newPeerMux(addr, nil, id, inc, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &sessionNode{id: id, mux: m}
+	for g := range groups {
+		layer, err := m.GroupLayer(uint32(g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: layer, MaxPool: 3, Timeout: 2 * time.Second,
+			Logger: hclog.NewNullLogger()})
+		conf := raft.DefaultConfig()
+		conf.LocalID = raft.ServerID(id)
+		conf.Logger = hclog.NewNullLogger()
+		conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+		fsm := &counterFSM{}
+		logs, snaps := raft.NewInmemStore(), raft.NewInmemSnapshotStore()
+		if servers != nil {
+			if err := raft.BootstrapCluster(conf, logs, logs, snaps, trans, raft.Configuration{Servers: servers()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := raft.NewRaft(conf, fsm, logs, logs, snaps, trans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.rafts, n.fsms = append(n.rafts, r), append(n.fsms, fsm)
+	}
+	return n
+}
+
+func (n *sessionNode) stop() {
+	for _, r := range n.rafts {
+		_ = r.Shutdown().Error()
+	}
+	n.mux.Close()
+}
+
+// applyOnLeaders applies one entry in every group through its leader,
+// retrying until deadline.
+func applyOnLeaders(t *testing.T, nodes []*sessionNode, groups int, deadline time.Time) {
+	t.Helper()
+	for g := range groups {
+		for {
+			var err error = fmt.Errorf("no leader")
+			for _, n := range nodes {
+				if n != nil && n.rafts[g].State() == raft.Leader {
+					err = n.rafts[g].Apply([]byte("x"), time.Second).Error()
+					break
+				}
+			}
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("group %d: no entry applied: %v", g, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestGroupsShareOneConnectionPerPeer runs 16 Raft groups (hashicorp/raft,
+// in-memory logs) on 3 nodes, each group over its own NetworkTransport on
+// its node's stream layer: every group elects a leader and commits, over
+// no more than one connection a pair of nodes (two if both dialed at the
+// same moment), where a transport per group would open connections per
+// group. A node that stops and comes back on the same address is dialed
+// again, and every group of it catches up.
+func TestGroupsShareOneConnectionPerPeer(t *testing.T) {
+	const groups = 16
+	nodes := make([]*sessionNode, 3)
+	addrs := freeAddrs(t, len(nodes))
+	servers := func() []raft.Server {
+		var s []raft.Server
+		for i, a := range addrs {
+			s = append(s, raft.Server{ID: raft.ServerID(fmt.Sprintf("node-%d", i+1)), Address: raft.ServerAddress(a)})
+		}
+		return s
+	}
+	for i := range nodes {
+		nodes[i] = startSessionNode(t, fmt.Sprintf("node-%d", i+1), addrs[i], groups, servers)
+	}
+	defer func() {
+		for _, n := range nodes {
+			if n != nil {
+				n.stop()
+			}
+		}
+	}()
+	applyOnLeaders(t, nodes, groups, time.Now().Add(30*time.Second))
+
+	total := 0
+	for _, n := range nodes {
+		total += n.mux.sessions.connections()
+	}
+	// Each session counts at both of its ends.
+	t.Logf("%d groups on 3 nodes: %d sessions between them", groups, total/2)
+	if total/2 > 6 {
+		t.Fatalf("%d sessions between 3 nodes for %d groups: more than two a pair", total/2, groups)
+	}
+	if total/2 < 3 {
+		t.Fatalf("%d sessions between 3 nodes whose groups all committed", total/2)
+	}
+
+	// node-3 stops; the other two still commit in every group.
+	nodes[2].stop()
+	nodes[2] = nil
+	applyOnLeaders(t, nodes, groups, time.Now().Add(30*time.Second))
+	// It comes back, empty, on the same address: the others' sessions
+	// with the old one are dead, and they must dial it again.
+	nodes[2] = startSessionNode(t, "node-3", addrs[2], groups, servers)
+	applyOnLeaders(t, nodes, groups, time.Now().Add(30*time.Second))
+	deadline := time.Now().Add(30 * time.Second)
+	for g := range groups {
+		want := nodes[0].fsms[g].n.Load()
+		for nodes[2].fsms[g].n.Load() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("group %d: the restarted node applied %d of %d entries", g, nodes[2].fsms[g].n.Load(), want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestStreamOfUnknownGroupIsClosed: a stream for a group the node does not
+// run is closed, and the session goes on carrying the groups it does.
+func TestStreamOfUnknownGroupIsClosed(t *testing.T) {
+	a := startSessionNode(t, "node-1", "127.0.0.1:0", 1, nil)
+	defer a.stop()
+	b := startSessionNode(t, "node-2", "127.0.0.1:0", 0, nil)
+	defer b.stop()
+	layer, err := b.mux.GroupLayer(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := layer.Dial(raft.ServerAddress(a.mux.advert.String()), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a stream for group 7, which node-1 does not run, was read from")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("a stream for group 7, which node-1 does not run, was left open: %v", err)
+	}
+	if _, err := b.mux.GroupLayer(7); err == nil {
+		t.Fatal("a second stream layer for group 7 was given")
+	}
+	other, err := b.mux.GroupLayer(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn0, err := other.Dial(raft.ServerAddress(a.mux.advert.String()), 2*time.Second)
+	if err != nil {
+		t.Fatalf("a stream for group 0 on the same session: %v", err)
+	}
+	conn0.Close()
+	if n := b.mux.sessions.connections(); n != 1 {
+		t.Fatalf("node-2 holds %d sessions with node-1, want 1", n)
+	}
+}
+
+// TestSessionHelloIsChecked: a connection for many groups says the same
+// hello as any connection to the Raft port, and a node that is not the
+// incarnation the membership records for its id is refused, and told so.
+func TestSessionHelloIsChecked(t *testing.T) {
+	a := startSessionNode(t, "node-1", "127.0.0.1:0", 1, nil)
+	defer a.stop()
+	b := startSessionNode(t, "node-2", "127.0.0.1:0", 0, nil)
+	defer b.stop()
+	var fenced atomic.Bool
+	noFormat := func(byte) string { return "" }
+	// node-1's membership records another incarnation of node-2.
+	a.mux.checks.Store(&peerChecks{
+		recorded:   func(id string) (string, bool) { return fmt.Sprintf("%032x", 1), id == "node-2" },
+		expectedAt: func(string) string { return "" },
+		learned:    func(string, string, byte) {},
+		fence:      func(string) {},
+		tooOld:     noFormat,
+		outdated:   func(string) {},
+	})
+	b.mux.checks.Store(&peerChecks{
+		recorded:   func(string) (string, bool) { return "", false },
+		expectedAt: func(string) string { return "" },
+		learned:    func(string, string, byte) {},
+		fence:      func(string) { fenced.Store(true) },
+		tooOld:     noFormat,
+		outdated:   func(string) {},
+	})
+	layer, err := b.mux.GroupLayer(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := layer.Dial(raft.ServerAddress(a.mux.advert.String()), 2*time.Second); err == nil {
+		t.Fatal("a stale incarnation of node-2 opened a stream to node-1")
+	}
+	if !fenced.Load() {
+		t.Fatal("node-2 was refused but not told it is fenced")
+	}
+	if n := a.mux.sessions.connections(); n != 0 {
+		t.Fatalf("node-1 holds %d sessions after refusing the hello", n)
+	}
+}
