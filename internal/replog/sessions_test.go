@@ -129,17 +129,24 @@ func TestGroupsShareOneConnectionPerPeer(t *testing.T) {
 	}()
 	applyOnLeaders(t, nodes, groups, time.Now().Add(30*time.Second))
 
-	total := 0
-	for _, n := range nodes {
-		total += n.mux.sessions.connections()
+	// Each session counts at both of its ends; one dialed twice at the
+	// same moment may still be closing, so the count is given a moment
+	// to settle.
+	sessions := func() int {
+		total := 0
+		for _, n := range nodes {
+			total += n.mux.sessions.connections()
+		}
+		return total / 2
 	}
-	// Each session counts at both of its ends.
-	t.Logf("%d groups on 3 nodes: %d sessions between them", groups, total/2)
-	if total/2 > 6 {
-		t.Fatalf("%d sessions between 3 nodes for %d groups: more than two a pair", total/2, groups)
+	for settle := time.Now().Add(5 * time.Second); sessions() > 6 && time.Now().Before(settle); {
+		time.Sleep(50 * time.Millisecond)
 	}
-	if total/2 < 3 {
-		t.Fatalf("%d sessions between 3 nodes whose groups all committed", total/2)
+	t.Logf("%d groups on 3 nodes: %d sessions between them", groups, sessions())
+	if n := sessions(); n > 6 || n < 2 {
+		// Every group's leader reached both of its followers: at least
+		// two pairs are connected; no pair needs more than two.
+		t.Fatalf("%d sessions between 3 nodes for %d groups, not 2 to 6", n, groups)
 	}
 
 	// node-3 stops; the other two still commit in every group.
