@@ -1,9 +1,13 @@
 package bodystore
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -87,5 +91,101 @@ func TestOpenFilesAreBounded(t *testing.T) {
 	}
 	if n := openBodyFiles(t, dir); n > DefaultOpenFiles {
 		t.Fatalf("reopened and read: %d open, more than %d", n, DefaultOpenFiles)
+	}
+}
+
+// TestHandlesUnderConcurrentUse reads from many goroutines while the
+// appender appends, syncs and removes old files, with room for only four
+// open files, so that files are closed and opened again under the readers
+// all the time (run it with -race): every read returns its body, and no
+// more files stay open than the bound and the files in use.
+func TestHandlesUnderConcurrentUse(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 4<<10)
+	s.handles.max = 4
+	type rec struct {
+		ref Ref
+		i   int
+	}
+	var mu sync.RWMutex // readers share it; the appender takes it to change live
+	var live []rec
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var reads atomic.Int64
+	for r := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 7))
+			var buf []byte
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				mu.RLock()
+				if len(live) == 0 {
+					mu.RUnlock()
+					continue
+				}
+				x := live[rng.IntN(len(live))]
+				// Read under mu: the appender removes files only while it
+				// holds mu, after dropping their records from live.
+				got, err := s.Read(x.ref, buf)
+				mu.RUnlock()
+				if err != nil {
+					t.Errorf("read %+v: %v", x.ref, err)
+					return
+				}
+				if !bytes.Equal(got, body(x.i, 500)) {
+					t.Errorf("read %+v: not the body appended", x.ref)
+					return
+				}
+				buf = got
+				reads.Add(1)
+			}
+		}()
+	}
+	for i := range 3000 {
+		ref, err := s.Append(string(body(i, 500)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		live = append(live, rec{ref, i})
+		mu.Unlock()
+		if i%100 == 99 {
+			if _, err := s.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			// Drop the oldest files' records and remove the files.
+			mu.Lock()
+			cut := live[len(live)/2].ref.File
+			var keep []rec
+			for _, x := range live {
+				if x.ref.File >= cut {
+					keep = append(keep, x)
+				}
+			}
+			live = keep
+			for _, st := range s.Stats() {
+				if st.ID < cut && !st.Active {
+					if err := s.Remove(st.ID); err != nil {
+						mu.Unlock()
+						t.Fatal(err)
+					}
+				}
+			}
+			mu.Unlock()
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if reads.Load() == 0 {
+		t.Fatal("no read ran beside the appends")
+	}
+	if n := openBodyFiles(t, dir); n > 4 {
+		t.Fatalf("%d files open with room for 4", n)
 	}
 }
