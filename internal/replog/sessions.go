@@ -22,9 +22,10 @@ import (
 // group's transport opens a stream for each of its own connections. A
 // stream begins with the number of its group, 4 bytes big-endian. Either
 // node of a pair may open streams on a session, whoever dialed it; a node
-// dials a peer only when it has no session with it, so a pair shares one
-// connection unless both dial at the same moment (then two, each used by
-// its dialer).
+// dials a peer only when it has no session with it. Two nodes that dial
+// each other at the same moment both keep the session dialed by the node
+// of the lower id (which both know from the hellos) and close the other,
+// so that a pair ends with one connection.
 //
 // Each group keeps hashicorp/raft's own NetworkTransport over the stream
 // layer GroupLayer gives, so nothing of Raft's protocol changes.
@@ -40,8 +41,8 @@ type peerSessions struct {
 	conf *yamux.Config
 
 	mu     sync.Mutex
-	peers  map[string]*yamux.Session // by the peer's Raft address
-	groups map[uint32]*subListener   // the streams accepted for each group
+	peers  map[string]peerSession  // by the peer's Raft address
+	groups map[uint32]*subListener // the streams accepted for each group
 	all    map[*yamux.Session]struct{}
 	closed bool
 	wg     sync.WaitGroup
@@ -55,8 +56,16 @@ func newPeerSessions(m *peerMux) *peerSessions {
 	conf.KeepAliveInterval = 5 * time.Second
 	conf.ConnectionWriteTimeout = 5 * time.Second
 	conf.StreamOpenTimeout = 10 * time.Second
-	return &peerSessions{mux: m, conf: conf, peers: map[string]*yamux.Session{},
+	return &peerSessions{mux: m, conf: conf, peers: map[string]peerSession{},
 		groups: map[uint32]*subListener{}, all: map[*yamux.Session]struct{}{}}
+}
+
+// peerSession is the session streams to a peer are opened on.
+type peerSession struct {
+	sess *yamux.Session
+	// dialer is the id of the node that dialed it: of two sessions of a
+	// pair, the one the lower id dialed is kept.
+	dialer string
 }
 
 // GroupLayer returns the stream layer of Raft group id, for its
@@ -135,9 +144,9 @@ func (g *groupLayer) Close() error {
 // (and saying this node's hello and Raft address) if there is none.
 func (s *peerSessions) session(ctx context.Context, addr string) (*yamux.Session, error) {
 	s.mu.Lock()
-	if sess := s.peers[addr]; sess != nil && !sess.IsClosed() {
+	if cur := s.peers[addr]; cur.sess != nil && !cur.sess.IsClosed() {
 		s.mu.Unlock()
-		return sess, nil
+		return cur.sess, nil
 	}
 	s.mu.Unlock()
 	m := s.mux
@@ -149,7 +158,8 @@ func (s *peerSessions) session(ctx context.Context, addr string) (*yamux.Session
 	if err != nil {
 		return nil, err
 	}
-	if conn, err = m.hello(ctx, conn, addr, expected); err != nil {
+	conn, peerID, err := m.hello(ctx, conn, addr, expected)
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("node %s closed a connection for many groups: it runs a fifoq without them", addr)
 		}
@@ -164,12 +174,12 @@ func (s *peerSessions) session(ctx context.Context, addr string) (*yamux.Session
 		conn.Close()
 		return nil, err
 	}
-	return s.adopt(addr, sess, true)
+	return s.adopt(addr, peerID, sess, true)
 }
 
-// accepted serves a session a peer dialed: conn has passed its hello, and
-// next says the peer's Raft address.
-func (s *peerSessions) accepted(conn net.Conn) {
+// accepted serves a session the peer peerID dialed: conn has passed its
+// hello, and next says the peer's Raft address.
+func (s *peerSessions) accepted(conn net.Conn, peerID string) {
 	_ = conn.SetReadDeadline(time.Now().Add(sniffTimeout))
 	addr, err := readLine(conn)
 	_ = conn.SetReadDeadline(time.Time{})
@@ -182,15 +192,23 @@ func (s *peerSessions) accepted(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	if _, err := s.adopt(addr, sess, false); err != nil {
+	if _, err := s.adopt(addr, peerID, sess, false); err != nil {
 		sess.Close()
 	}
 }
 
-// adopt records sess, a session with the peer at addr, as the one to open
-// streams on unless the node has a live one already (replace: it dialed
-// sess because it had none), and serves the streams the peer opens on it.
-func (s *peerSessions) adopt(addr string, sess *yamux.Session, replace bool) (*yamux.Session, error) {
+// adopt records sess, a session with the peer peerID at addr that this
+// node dialed (dialed) or accepted, and serves the streams the peer opens
+// on it; it returns the session to open streams on. If the node has a live
+// session with the peer already, one of the two is closed: of two this
+// node dialed, the newer (it was dialed by a goroutine that found none);
+// of one dialed by each node, the one the higher id dialed. Both nodes
+// decide alike, so they keep the same one.
+func (s *peerSessions) adopt(addr, peerID string, sess *yamux.Session, dialed bool) (*yamux.Session, error) {
+	dialer := peerID
+	if dialed {
+		dialer = s.mux.selfID
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -198,19 +216,24 @@ func (s *peerSessions) adopt(addr string, sess *yamux.Session, replace bool) (*y
 		return nil, errors.New("the raft port is closed")
 	}
 	cur := s.peers[addr]
+	var drop *yamux.Session
 	switch {
-	case cur == nil || cur.IsClosed():
-		s.peers[addr] = sess
-	case replace:
-		// Another goroutine dialed the same peer meanwhile: use its
-		// session, and close this one (no stream was opened on it).
+	case cur.sess == nil || cur.sess.IsClosed():
+		s.peers[addr] = peerSession{sess: sess, dialer: dialer}
+	case cur.dialer != dialer && dialer < cur.dialer:
+		s.peers[addr] = peerSession{sess: sess, dialer: dialer}
+		drop = cur.sess
+	default:
 		s.mu.Unlock()
 		sess.Close()
-		return cur, nil
+		return cur.sess, nil
 	}
 	s.all[sess] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
+	if drop != nil {
+		drop.Close()
+	}
 	go s.serve(addr, sess)
 	return sess, nil
 }
@@ -257,7 +280,7 @@ func (s *peerSessions) route(st *yamux.Stream) {
 // forget drops sess as the session with addr, if it is, and closes it.
 func (s *peerSessions) forget(addr string, sess *yamux.Session) {
 	s.mu.Lock()
-	if s.peers[addr] == sess {
+	if s.peers[addr].sess == sess {
 		delete(s.peers, addr)
 	}
 	s.mu.Unlock()
@@ -283,6 +306,14 @@ func (s *peerSessions) close() {
 		ln.Close()
 	}
 	s.wg.Wait()
+}
+
+// registered returns the session streams to the peer at addr are opened
+// on, or nil, for tests.
+func (s *peerSessions) registered(addr string) *yamux.Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peers[addr].sess
 }
 
 // connections returns how many sessions the node holds, for tests.

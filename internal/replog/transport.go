@@ -192,12 +192,15 @@ func (m *peerMux) sniff(conn net.Conn) {
 		conn.Close()
 		return
 	}
+	peerID := ""
 	switch kind[0] {
 	case muxRaftHello, muxHTTPHello, muxSessionHello:
-		if !m.answerHello(conn) {
+		id, ok := m.answerHello(conn)
+		if !ok {
 			conn.Close()
 			return
 		}
+		peerID = id
 		kind[0] -= 'a' - 'A' // the kind's traffic follows
 	}
 	_ = conn.SetDeadline(time.Time{})
@@ -212,23 +215,23 @@ func (m *peerMux) sniff(conn net.Conn) {
 	case muxHTTP:
 		m.httpLn.deliver(conn)
 	case muxSession:
-		m.sessions.accepted(conn)
+		m.sessions.accepted(conn, peerID)
 	default:
 		conn.Close()
 	}
 }
 
 // answerHello reads a dialer's hello from conn and answers it: whether
-// the connection may go on.
-func (m *peerMux) answerHello(conn net.Conn) bool {
+// the connection may go on, and the id the dialer said.
+func (m *peerMux) answerHello(conn net.Conn) (id string, ok bool) {
 	line, err := readLine(conn)
 	if err != nil {
-		return false
+		return "", false
 	}
 	f := strings.Fields(line)
 	format, ok := helloFormat(f, 3)
 	if !ok || !validIncarnation(f[1]) {
-		return false
+		return "", false
 	}
 	id, inc, expected := f[0], f[1], f[2]
 	if expected != "-" && expected != m.selfInc {
@@ -240,25 +243,25 @@ func (m *peerMux) answerHello(conn net.Conn) bool {
 				c.fence(detail)
 			}
 		}
-		return false
+		return "", false
 	}
 	if c := m.checks.Load(); c != nil {
 		rec, member := c.recorded(id)
 		if rec != "" && rec != inc {
 			detail := fmt.Sprintf("it presents incarnation %s, and the cluster records incarnation %s", inc, rec)
 			_, _ = io.WriteString(conn, "fenced-you "+detail+"\n")
-			return false
+			return "", false
 		}
 		if why := c.tooOld(format); why != "" {
 			_, _ = io.WriteString(conn, "too-old "+why+"\n")
-			return false
+			return "", false
 		}
 		if member {
 			c.learned(id, inc, format)
 		}
 	}
 	_, err = io.WriteString(conn, "ok "+m.selfID+" "+m.selfInc+" "+strconv.Itoa(int(maxEntryFormat))+"\n")
-	return err == nil
+	return id, err == nil
 }
 
 // readLine reads a line of at most maxHello bytes, byte by byte, so that
@@ -300,7 +303,7 @@ func (m *peerMux) dial(ctx context.Context, hostPort string, kind byte) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	conn, err = m.hello(ctx, conn, hostPort, expected)
+	conn, _, err = m.hello(ctx, conn, hostPort, expected)
 	if errors.Is(err, io.EOF) {
 		// A fifoq from before incarnations closes a connection of a kind
 		// it does not know: dial it as it expects from now on.
@@ -311,11 +314,12 @@ func (m *peerMux) dial(ctx context.Context, hostPort string, kind byte) (net.Con
 }
 
 // hello says this node's hello on conn, a connection just dialed to
-// hostPort, and judges the answer: conn if the connection may go on, else
-// it is closed and the error says why (io.EOF: the node closed it without
-// a word). expected is the incarnation the membership records for the
-// node at hostPort, "" if none.
-func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected string) (net.Conn, error) {
+// hostPort, and judges the answer: conn and the id the node answered with
+// if the connection may go on, else it is closed and the error says why
+// (io.EOF: the node closed it without a word). expected is the
+// incarnation the membership records for the node at hostPort, "" if
+// none.
+func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected string) (net.Conn, string, error) {
 	if expected == "" {
 		expected = "-"
 	}
@@ -332,7 +336,7 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 	}()
 	if err != nil {
 		conn.Close()
-		return nil, err
+		return nil, "", err
 	}
 	_ = conn.SetDeadline(time.Time{})
 	verb, rest, _ := strings.Cut(reply, " ")
@@ -342,38 +346,38 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 		format, ok := helloFormat(f, 2)
 		if !ok {
 			conn.Close()
-			return nil, fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
+			return nil, "", fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
 		}
 		if expected != "-" && f[1] != expected {
 			conn.Close()
-			return nil, fmt.Errorf("%w: node %s at %s is incarnation %s, and the cluster records %s", errFenced, f[0], hostPort, f[1], expected)
+			return nil, "", fmt.Errorf("%w: node %s at %s is incarnation %s, and the cluster records %s", errFenced, f[0], hostPort, f[1], expected)
 		}
 		if c := m.checks.Load(); c != nil {
 			if why := c.tooOld(format); why != "" {
 				conn.Close()
-				return nil, fmt.Errorf("%w: node %s at %s: %s", errTooOld, f[0], hostPort, why)
+				return nil, "", fmt.Errorf("%w: node %s at %s: %s", errTooOld, f[0], hostPort, why)
 			}
 			c.learned(f[0], f[1], format)
 		}
-		return conn, nil
+		return conn, f[0], nil
 	case "fenced-you":
 		conn.Close()
 		if c := m.checks.Load(); c != nil {
 			c.fence(fmt.Sprintf("the member at %s refused it: %s", hostPort, rest))
 		}
-		return nil, fmt.Errorf("%w: node at %s refused this one: %s", errFenced, hostPort, rest)
+		return nil, "", fmt.Errorf("%w: node at %s refused this one: %s", errFenced, hostPort, rest)
 	case "too-old":
 		conn.Close()
 		if c := m.checks.Load(); c != nil {
 			c.outdated(fmt.Sprintf("the member at %s refused it: %s", hostPort, rest))
 		}
-		return nil, fmt.Errorf("%w: node at %s refused this one: %s", errTooOld, hostPort, rest)
+		return nil, "", fmt.Errorf("%w: node at %s refused this one: %s", errTooOld, hostPort, rest)
 	case "fenced-me":
 		conn.Close()
-		return nil, fmt.Errorf("%w: the node at %s is stale: %s", errFenced, hostPort, rest)
+		return nil, "", fmt.Errorf("%w: the node at %s is stale: %s", errFenced, hostPort, rest)
 	}
 	conn.Close()
-	return nil, fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
+	return nil, "", fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
 }
 
 // dialKind opens a connection to hostPort and says its kind.
