@@ -2,7 +2,9 @@ package replog
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +27,9 @@ import (
 // dials a peer only when it has no session with it. Two nodes that dial
 // each other at the same moment both keep the session dialed by the node
 // of the lower id (which both know from the hellos) and close the other,
-// so that a pair ends with one connection.
+// so that a pair ends with one connection. A dialer also says the boot
+// of its process, a random number: a session from a peer that has
+// restarted replaces the one from before, which may not yet be seen dead.
 //
 // Each group keeps hashicorp/raft's own NetworkTransport over the stream
 // layer GroupLayer gives, so nothing of Raft's protocol changes.
@@ -39,6 +43,8 @@ const sessionStreamTimeout = 10 * time.Second
 type peerSessions struct {
 	mux  *peerMux
 	conf *yamux.Config
+
+	boot string // this process's, said with every session it dials
 
 	mu     sync.Mutex
 	peers  map[string]peerSession  // by the peer's Raft address
@@ -56,7 +62,9 @@ func newPeerSessions(m *peerMux) *peerSessions {
 	conf.KeepAliveInterval = 5 * time.Second
 	conf.ConnectionWriteTimeout = 5 * time.Second
 	conf.StreamOpenTimeout = 10 * time.Second
-	return &peerSessions{mux: m, conf: conf, peers: map[string]peerSession{},
+	var boot [8]byte
+	_, _ = rand.Read(boot[:]) // never fails (crypto/rand)
+	return &peerSessions{mux: m, conf: conf, boot: hex.EncodeToString(boot[:]), peers: map[string]peerSession{},
 		groups: map[uint32]*subListener{}, all: map[*yamux.Session]struct{}{}}
 }
 
@@ -64,8 +72,9 @@ func newPeerSessions(m *peerMux) *peerSessions {
 type peerSession struct {
 	sess *yamux.Session
 	// dialer is the id of the node that dialed it: of two sessions of a
-	// pair, the one the lower id dialed is kept.
-	dialer string
+	// pair, the one the lower id dialed is kept. boot is the dialer's
+	// process's.
+	dialer, boot string
 }
 
 // GroupLayer returns the stream layer of Raft group id, for its
@@ -158,14 +167,14 @@ func (s *peerSessions) session(ctx context.Context, addr string) (*yamux.Session
 	if err != nil {
 		return nil, err
 	}
-	conn, peerID, err := m.hello(ctx, conn, addr, expected)
+	conn, _, err = m.hello(ctx, conn, addr, expected)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("node %s closed a connection for many groups: it runs a fifoq without them", addr)
 		}
 		return nil, err
 	}
-	if _, err := io.WriteString(conn, m.advert.String()+"\n"); err != nil {
+	if _, err := io.WriteString(conn, m.advert.String()+" "+s.boot+"\n"); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -174,16 +183,17 @@ func (s *peerSessions) session(ctx context.Context, addr string) (*yamux.Session
 		conn.Close()
 		return nil, err
 	}
-	return s.adopt(addr, peerID, sess, true)
+	return s.adopt(addr, peerSession{sess: sess, dialer: m.selfID, boot: s.boot}, true)
 }
 
 // accepted serves a session the peer peerID dialed: conn has passed its
-// hello, and next says the peer's Raft address.
+// hello, and next says the peer's Raft address and boot.
 func (s *peerSessions) accepted(conn net.Conn, peerID string) {
 	_ = conn.SetReadDeadline(time.Now().Add(sniffTimeout))
-	addr, err := readLine(conn)
+	line, err := readLine(conn)
 	_ = conn.SetReadDeadline(time.Time{})
-	if err != nil || strings.ContainsAny(addr, " \t") || addr == "" {
+	f := strings.Fields(line)
+	if err != nil || len(f) != 2 {
 		conn.Close()
 		return
 	}
@@ -192,42 +202,44 @@ func (s *peerSessions) accepted(conn net.Conn, peerID string) {
 		conn.Close()
 		return
 	}
-	if _, err := s.adopt(addr, peerID, sess, false); err != nil {
+	if _, err := s.adopt(f[0], peerSession{sess: sess, dialer: peerID, boot: f[1]}, false); err != nil {
 		sess.Close()
 	}
 }
 
-// adopt records sess, a session with the peer peerID at addr that this
-// node dialed (dialed) or accepted, and serves the streams the peer opens
-// on it; it returns the session to open streams on. If the node has a live
-// session with the peer already, one of the two is closed: of two this
-// node dialed, the newer (it was dialed by a goroutine that found none);
-// of one dialed by each node, the one the higher id dialed. Both nodes
-// decide alike, so they keep the same one.
-func (s *peerSessions) adopt(addr, peerID string, sess *yamux.Session, dialed bool) (*yamux.Session, error) {
-	dialer := peerID
-	if dialed {
-		dialer = s.mux.selfID
-	}
+// adopt records ps, a session with the peer at addr that this node dialed
+// (dialed) or accepted, and serves the streams the peer opens on it; it
+// returns the session to open streams on. If the node has a live session
+// with the peer already, one of the two is closed:
+//
+//   - of one dialed by each node, the one the higher id dialed, so that
+//     both nodes keep the same;
+//   - of two the peer dialed, the older if the peer restarted since (its
+//     boot differs), else the newer, as the peer itself keeps the older;
+//   - of two this node dialed, the newer (a goroutine dialed it that found
+//     none).
+func (s *peerSessions) adopt(addr string, ps peerSession, dialed bool) (*yamux.Session, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		sess.Close()
+		ps.sess.Close()
 		return nil, errors.New("the raft port is closed")
 	}
 	cur := s.peers[addr]
 	var drop *yamux.Session
 	switch {
 	case cur.sess == nil || cur.sess.IsClosed():
-		s.peers[addr] = peerSession{sess: sess, dialer: dialer}
-	case cur.dialer != dialer && dialer < cur.dialer:
-		s.peers[addr] = peerSession{sess: sess, dialer: dialer}
+		s.peers[addr] = ps
+	case cur.dialer != ps.dialer && ps.dialer < cur.dialer,
+		cur.dialer == ps.dialer && !dialed && cur.boot != ps.boot:
+		s.peers[addr] = ps
 		drop = cur.sess
 	default:
 		s.mu.Unlock()
-		sess.Close()
+		ps.sess.Close()
 		return cur.sess, nil
 	}
+	sess := ps.sess
 	s.all[sess] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/hashicorp/yamux"
 )
 
 // counterFSM counts the entries applied to it.
@@ -324,5 +325,41 @@ func TestSimultaneousDialsKeepOneSession(t *testing.T) {
 		}
 		a.stop()
 		b.stop()
+	}
+}
+
+// TestRestartedPeersSessionReplacesTheOld: a session the peer dials after
+// it restarted (another boot) replaces the one from before, which a node
+// may not yet see dead (a peer that lost power sends no FIN); one the same
+// process dials twice leaves the first in place, as that process keeps
+// its first.
+func TestRestartedPeersSessionReplacesTheOld(t *testing.T) {
+	a := startSessionNode(t, "node-1", "127.0.0.1:0", 0, nil)
+	defer a.stop()
+	s := a.mux.sessions
+	accept := func(boot string) *yamux.Session {
+		t.Helper()
+		server, client := net.Pipe()
+		t.Cleanup(func() { client.Close() })
+		sess, err := yamux.Server(server, s.conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.adopt("10.0.0.2:7000", peerSession{sess: sess, dialer: "node-2", boot: boot}, false); err != nil {
+			t.Fatal(err)
+		}
+		return sess
+	}
+	first := accept("boot-1")
+	if s.registered("10.0.0.2:7000") != first {
+		t.Fatal("the first session of node-2 was not taken")
+	}
+	again := accept("boot-1")
+	if s.registered("10.0.0.2:7000") != first || !again.IsClosed() {
+		t.Fatal("a second session of the same process of node-2 replaced its first")
+	}
+	restarted := accept("boot-2")
+	if s.registered("10.0.0.2:7000") != restarted || !first.IsClosed() {
+		t.Fatal("the session of node-2 after its restart did not replace the one from before")
 	}
 }
