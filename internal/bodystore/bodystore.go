@@ -284,11 +284,8 @@ func (s *Store) rotate() (*file, error) {
 	if err != nil {
 		return nil, fmt.Errorf("body store: new file: %w", err)
 	}
-	f.Close() // opened again below, among the store's handles
 	nf := &file{id: id, path: path, dirty: true, unnamed: true}
-	if err := s.handles.open(nf); err != nil {
-		return nil, fmt.Errorf("body store: new file: %w", err)
-	}
+	s.handles.add(nf, f)
 	s.files[id] = nf
 	s.active = nf
 	return nf, nil

@@ -6,12 +6,12 @@ import (
 )
 
 // DefaultOpenFiles is how many files a store keeps open, beside the ones
-// it must keep open (the file appends go to, files being read or synced). With the default file size that is
-// 4 GiB of bodies read without an open; a read of a file closed meanwhile
-// opens it again. A descriptor a file, as the store once kept, ran a server
-// with a small file size out of descriptors once its backlog passed a few
-// hundred files, and would so any server whose backlog is thousands of
-// files big.
+// it must keep open (the file appends go to, files being read or synced).
+// With the default file size that is 4 GiB of bodies read without an
+// open; a read of a file closed meanwhile opens it again. A descriptor a
+// file, as the store once kept, ran a server with a small file size out
+// of descriptors once its backlog passed a few hundred files, and would so
+// any server whose backlog is thousands of files big.
 const DefaultOpenFiles = 64
 
 // handles keeps the store's open files in the order of their last use, and
@@ -67,10 +67,23 @@ func (h *handles) openLocked(f, active *file) error {
 	if err != nil {
 		return err
 	}
+	h.addLocked(f, fd)
+	return nil
+}
+
+// add makes fd, the file f just created, one of the open files: f is the
+// file appends go to from now on.
+func (h *handles) add(f *file, fd *os.File) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.evictLocked(f)
+	h.addLocked(f, fd)
+}
+
+func (h *handles) addLocked(f *file, fd *os.File) {
 	f.f = fd
 	h.pushFront(f)
 	h.count++
-	return nil
 }
 
 // evictLocked closes the least recently used files that may be closed

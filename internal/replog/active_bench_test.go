@@ -55,27 +55,12 @@ func BenchmarkActiveGroupsFsyncs(b *testing.B) {
 	}
 }
 
-// countingObserver counts group commits.
-type countingObserver struct {
-	entries, commands atomic.Int64
-}
-
-func (o *countingObserver) GroupCommitted(commands int, _ time.Duration) {
-	o.entries.Add(1)
-	o.commands.Add(int64(commands))
-}
-func (o *countingObserver) SnapshotDone(time.Time)      {}
-func (o *countingObserver) SegmentCreated(bool)         {}
-func (o *countingObserver) DiskFull(int)                {}
-func (o *countingObserver) BodyStore(int, int64, int64) {}
-func (o *countingObserver) BodiesMoved(int64)           {}
-
 // offerToGroups opens n single-node logs, offers rate sends a second over
 // window, spread round-robin over them, and returns the entries written
 // and commands applied while the load ran, and how long it ran.
 func offerToGroups(b *testing.B, n, rate int, window, syncDelay time.Duration) (entries, commands int64, elapsed time.Duration) {
 	b.Helper()
-	obs := &countingObserver{}
+	obs := &recordingObserver{}
 	logs := make([]*Raft, n)
 	c := newClock()
 	cfg := RaftConfig{Observer: obs}
@@ -88,7 +73,7 @@ func offerToGroups(b *testing.B, n, rate int, window, syncDelay time.Duration) (
 		createFIFO(b, l, c)
 		logs[i] = l
 	}
-	baseEntries, baseCommands := obs.entries.Load(), obs.commands.Load()
+	before, _ := obs.commits()
 	var wg sync.WaitGroup
 	var failed atomic.Int64
 	// A burst every millisecond: a ticker at the rate itself falls behind
@@ -120,7 +105,11 @@ func offerToGroups(b *testing.B, n, rate int, window, syncDelay time.Duration) (
 	if f := failed.Load(); f > 0 {
 		b.Fatalf("%d sends failed", f)
 	}
-	return obs.entries.Load() - baseEntries, obs.commands.Load() - baseCommands, elapsed
+	batches, _ := obs.commits()
+	for _, c := range batches[len(before):] {
+		commands += int64(c)
+	}
+	return int64(len(batches) - len(before)), commands, elapsed
 }
 
 // slowStore adds delay to every write of log entries.

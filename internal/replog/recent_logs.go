@@ -17,10 +17,12 @@ import (
 // It is bounded by count and by bytes, so that the memory it holds stays
 // small beside the memory budget whatever the entries' sizes, and an
 // entry too large for it is simply not kept (hashicorp/raft's LogCache
-// is bounded by count alone, and entries may be megabytes). It sits beneath storeGate:
-// an entry is kept only once the store beneath has taken it, and a
-// deletion (a follower's log cut back to its leader's, a compaction)
-// forgets everything, as the entries' indexes may then be reused.
+// is bounded by count alone, and entries may be megabytes). Only a
+// cluster's members use it (opening.logStore). It sits beneath
+// storeGate: an entry is kept only once the store beneath has taken it,
+// and a deletion (a follower's log cut back to its leader's, a
+// compaction) forgets everything, as the entries' indexes may then be
+// reused.
 type recentLogs struct {
 	raft.LogStore
 
