@@ -129,9 +129,10 @@ type clusterState struct {
 	// read in their hellos (format.go).
 	learnedFormats map[string]byte
 
-	// clockOff, when not nil, says why this node's wall clock disagrees
-	// with the cluster's: such a node refuses to lead (SetClockOff).
-	clockOff atomic.Pointer[string]
+	// clockOff, when it holds a reason, says why this node's wall clock
+	// disagrees with the cluster's: such a node refuses to lead
+	// (SetClockOff). The node's shards share their first group's.
+	clockOff *atomic.Pointer[string]
 	// timeBase is what the leader's command times are held to (clamp.go).
 	timeBase atomic.Pointer[timeBase]
 	// clampWarned: the leader said it held command times back, since the
@@ -176,7 +177,7 @@ func openTransport(cfg *RaftConfig, hlog hclog.Logger, incarnation string) (raft
 		Timeout: 10 * time.Second,
 		Logger:  hlog,
 	})
-	cs := &clusterState{cfg: *c, mux: mux, trans: trans, changed: make(chan struct{}), learn: make(chan struct{}, 1)}
+	cs := &clusterState{cfg: *c, mux: mux, trans: trans, changed: make(chan struct{}), learn: make(chan struct{}, 1), clockOff: new(atomic.Pointer[string])}
 	return raft.ServerAddress(c.RaftAddr), trans, cs, nil
 }
 
@@ -263,7 +264,10 @@ func (l *Raft) stopCluster() {
 		l.raft.DeregisterObserver(l.cluster.obs)
 	}
 	l.cluster.trans.CloseStreams()
-	l.cluster.mux.Close()
+	if l.host == nil {
+		// A shard's connections are its first group's, closed with it.
+		l.cluster.mux.Close()
+	}
 }
 
 // Clustered reports whether the log is a member of a networked cluster

@@ -102,6 +102,9 @@ func commandFormat(c *engine.Command) byte {
 
 // recordedFormat returns the cluster's recorded entry format.
 func (l *Raft) recordedFormat() byte {
+	if l.host != nil {
+		return l.host.recordedFormat() // the cluster's record is in its first group
+	}
 	var s string
 	l.Read(func(e *engine.Engine) { s = e.Meta(formatKey) })
 	n, err := parseFormat(s)
@@ -222,6 +225,15 @@ func (l *Raft) formatFor(ctx context.Context, cmd *engine.Command, need byte) er
 	what := fmt.Sprintf("A %s request in region %q", cmd.Request.Action(), cmp.Or(cmd.Queue.Region, cmd.Region))
 	if need > maxEntryFormat {
 		return api.ErrServiceUnavailable("%s needs log entry format %d, which this fifoq does not write.", what, need)
+	}
+	if l.host != nil {
+		// Only the first group's leader raises the record (keepFormat
+		// does so within a second of every member reading the format).
+		if l.recordedFormat() >= need {
+			l.refreshFormat()
+			return nil
+		}
+		return api.ErrServiceUnavailable("%s needs log entry format %d, which the cluster does not write yet: upgrade every member to this fifoq version first, or retry.", what, need)
 	}
 	if least, ok := l.formatAllRead(); !ok || least < need {
 		return api.ErrServiceUnavailable("%s needs log entry format %d, which not every member of the cluster reads yet: upgrade every member to this fifoq version first.", what, need)

@@ -29,6 +29,9 @@ import (
 // nothing running.
 func OpenRaft(cfg RaftConfig) (_ *Raft, err error) {
 	cfg.setDefaults()
+	if err := cfg.Shard.check(&cfg); err != nil {
+		return nil, err
+	}
 	eng := newLogEngine(cfg.Engine)
 	o := &opening{cfg: cfg, hlog: newHCLogger(cfg.Logger)}
 	defer func() {
@@ -92,6 +95,9 @@ func OpenRaft(cfg RaftConfig) (_ *Raft, err error) {
 		faults:   o.faults,
 
 		incarnation: o.incarnation,
+	}
+	if cfg.Shard != nil {
+		l.host = cfg.Shard.Host
 	}
 	// Raft's shutdown closes the transport too; closing it again, as the
 	// transport's own undo does, is harmless.
@@ -247,6 +253,9 @@ func (o *opening) raftConfig() *raft.Config {
 // cluster.
 func (o *opening) openNetwork() error {
 	var err error
+	if o.cfg.Shard != nil {
+		return o.openShardNetwork()
+	}
 	if o.incarnation, err = loadIncarnation(o.cfg.Dir); err != nil {
 		return err
 	}
@@ -274,6 +283,9 @@ func (o *opening) bootstrap(rc *raft.Config) (existing bool, err error) {
 		return true, nil
 	}
 	boot, doBoot, err := bootConfiguration(&o.cfg, o.addr)
+	if o.cfg.Shard != nil {
+		boot, doBoot, err = o.cfg.Shard.bootConfiguration(o.cfg.NodeID, o.addr)
+	}
 	if err == nil && doBoot {
 		err = raft.BootstrapCluster(rc, o.wal, o.wal, o.store, o.transport, boot)
 	}
@@ -330,6 +342,14 @@ func (l *Raft) run() {
 	l.wg.Add(2)
 	go l.batchLoop()
 	go l.snapshotLoop()
+	if l.host != nil {
+		// The first group checks peers, records identities and raises
+		// the format for every shard of the node.
+		l.wg.Add(2)
+		go l.leaveOnFatal()
+		go l.followHost()
+		return
+	}
 	if c := l.cluster; c != nil {
 		c.mux.checks.Store(&peerChecks{recorded: l.recordedIncarnation, expectedAt: l.expectedAt, learned: l.learned, fence: l.fence,
 			tooOld: l.tooOld, outdated: l.outdated})

@@ -75,6 +75,11 @@ type RaftConfig struct {
 	// Cluster, if not nil, makes the log a member of a cluster over TCP
 	// (cluster.go); nil is a cluster of one, as the data dir always was.
 	Cluster *ClusterConfig
+	// Shard, if not nil, makes the log one shard of a cluster member
+	// (shard.go): a Raft group beside the member's first one, whose
+	// connections, identity and entry format it shares. Cluster is then
+	// the first group's, and is not to be set.
+	Shard *ShardConfig
 }
 
 func (c *RaftConfig) setDefaults() {
@@ -178,6 +183,9 @@ type Raft struct {
 	handedOver atomic.Bool
 	// incarnation is the data dir's (identity.go).
 	incarnation string
+	// host is the node's first group when this log is one of its other
+	// shards (shard.go), nil otherwise.
+	host *Raft
 	// format is the log entry format this node writes (format.go);
 	// raiseMu makes one command at a time raise it (formatFor).
 	format  atomic.Uint32

@@ -1,0 +1,184 @@
+package replog
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Shards: a cluster member runs several Raft groups. Its first group (the
+// one OpenRaft opens with a ClusterConfig) owns the node's Raft port, says
+// the node's hello and records the members' identities and the cluster's
+// entry format; each other group, a shard, is a Raft of its own (its own
+// directory, log, snapshots and engine) whose transport is a stream layer
+// of the first group's per-peer sessions (sessions.go), so that every
+// group of a node reaches a peer over one connection that said one hello.
+//
+// A shard's replicas are the members of the first group: its leader keeps
+// its membership equal to the first group's (followHost), so that a node
+// that joins the cluster is given a replica of every shard, and one that
+// is removed loses them. A shard writes the entry format the first group
+// records, and needs no record of its own.
+
+// ShardConfig makes a Raft log one shard of a cluster member.
+type ShardConfig struct {
+	// ID is the shard's number among the node's groups: 1 or more (the
+	// first group is 0). It names the shard's streams on the connections
+	// between nodes, so every node must give a shard the same ID.
+	ID uint32
+	// Host is the node's first group, already open; it must outlive the
+	// shard (close the shards first).
+	Host *Raft
+	// Replicas are the shard's first members: a node among them whose
+	// shard has no state yet bootstraps the shard with them. Every node
+	// must be given the same list (the cluster's map records it); a node
+	// not among them waits for the shard's leader to add it.
+	Replicas []Peer
+}
+
+// check refuses a shard config that cannot work, and sets what a shard
+// takes from its host.
+func (s *ShardConfig) check(cfg *RaftConfig) error {
+	if s == nil {
+		return nil
+	}
+	switch {
+	case s.ID == 0:
+		return errors.New("shard 0 is the node's first group, not a shard")
+	case s.Host == nil || s.Host.cluster == nil:
+		return errors.New("a shard needs its node's first group, a cluster member")
+	case cfg.Cluster != nil:
+		return errors.New("a shard takes its cluster settings from its node's first group")
+	}
+	hostCluster := s.Host.cluster.cfg
+	cfg.Cluster = &hostCluster
+	cfg.NodeID = s.Host.cfg.NodeID
+	if cfg.Engine.Region == "" {
+		cfg.Engine.Region = s.Host.cfg.Engine.Region
+	}
+	return nil
+}
+
+// bootConfiguration is the membership a shard with no state starts with,
+// and whether this node bootstraps it at all.
+func (s *ShardConfig) bootConfiguration(self string, addr raft.ServerAddress) (raft.Configuration, bool, error) {
+	var conf raft.Configuration
+	found := false
+	for _, p := range s.Replicas {
+		if p.ID == self {
+			found = true
+			p.Addr = string(addr)
+		}
+		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+	}
+	return conf, found, nil
+}
+
+// openShardNetwork gives a shard its transport: a stream layer of its
+// host's sessions.
+func (o *opening) openShardNetwork() error {
+	host := o.cfg.Shard.Host
+	o.incarnation = host.incarnation
+	layer, err := host.cluster.mux.GroupLayer(o.cfg.Shard.ID)
+	if err != nil {
+		return err
+	}
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  layer,
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  o.hlog,
+	})
+	o.addr, o.transport = raft.ServerAddress(host.cluster.cfg.RaftAddr), trans
+	o.cluster = &clusterState{cfg: host.cluster.cfg, mux: host.cluster.mux, trans: trans, changed: make(chan struct{}),
+		learn: make(chan struct{}, 1), clockOff: host.cluster.clockOff}
+	o.undo.push(func() { trans.Close() })
+	return nil
+}
+
+// Shard returns the log's shard number: 0 for a node's first group.
+func (l *Raft) Shard() uint32 {
+	if l.cfg.Shard == nil {
+		return 0
+	}
+	return l.cfg.Shard.ID
+}
+
+// followHost keeps a shard in step with its node's first group: it writes
+// the format the first group records, and, while it leads, makes its
+// membership the first group's, one change at a time.
+func (l *Raft) followHost() {
+	defer l.wg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		l.refreshFormat()
+		if l.Leading() {
+			if err := l.matchHostMembers(); err != nil {
+				l.logger.Warn("shard: could not follow the cluster's membership", "shard", l.Shard(), "err", err)
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-l.quit:
+			return
+		}
+	}
+}
+
+// matchHostMembers makes one change that brings the shard's membership
+// nearer its host's: a member added (as a voter, or a non-voter as the
+// host has it), moved to the host's address for it, or removed.
+func (l *Raft) matchHostMembers() error {
+	hf := l.host.raft.GetConfiguration()
+	if err := hf.Error(); err != nil {
+		return err
+	}
+	own := l.raft.GetConfiguration()
+	if err := own.Error(); err != nil {
+		return err
+	}
+	want := map[raft.ServerID]raft.Server{}
+	for _, s := range hf.Configuration().Servers {
+		want[s.ID] = s
+	}
+	if _, ok := want[raft.ServerID(l.cfg.NodeID)]; !ok {
+		// This node was removed from the cluster (a node that joins is
+		// given a replica only once it is a member, so it cannot lead
+		// before): the shard's leadership goes to a member.
+		return l.logChange("remove", raft.ServerID(l.cfg.NodeID), l.raft.RemoveServer(raft.ServerID(l.cfg.NodeID), 0, 10*time.Second).Error())
+	}
+	have := map[raft.ServerID]raft.Server{}
+	for _, s := range own.Configuration().Servers {
+		have[s.ID] = s
+	}
+	const timeout = 10 * time.Second
+	for id, w := range want {
+		h, ok := have[id]
+		switch {
+		case ok && h.Address == w.Address && h.Suffrage == w.Suffrage:
+			continue
+		case w.Suffrage == raft.Voter:
+			return l.logChange("add voter", id, l.raft.AddVoter(id, w.Address, 0, timeout).Error())
+		default:
+			return l.logChange("add non-voter", id, l.raft.AddNonvoter(id, w.Address, 0, timeout).Error())
+		}
+	}
+	for id := range have {
+		if _, ok := want[id]; !ok {
+			return l.logChange("remove", id, l.raft.RemoveServer(id, 0, timeout).Error())
+		}
+	}
+	return nil
+}
+
+// logChange says what a membership change did.
+func (l *Raft) logChange(what string, id raft.ServerID, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	l.logger.Info("shard: followed the cluster's membership", "shard", l.Shard(), "change", what, "node_id", id)
+	return nil
+}

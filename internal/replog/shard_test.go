@@ -1,0 +1,219 @@
+package replog
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// shardNode is a cluster member with shards beside its first group.
+type shardNode struct {
+	*testNode
+	shards []*Raft // shard i+1
+}
+
+// openShards opens shards 1..n on nd, replicated on replicas.
+func (nd *shardNode) openShards(t *testing.T, n int, replicas []Peer) {
+	t.Helper()
+	for id := uint32(1); id <= uint32(n); id++ {
+		cfg := RaftConfig{Dir: filepath.Join(nd.dir, "shards", fmt.Sprint(id)), MinFreeBytes: -1,
+			Shard: &ShardConfig{ID: id, Host: nd.log, Replicas: replicas}}
+		l, err := OpenRaft(cfg)
+		if err != nil {
+			t.Fatalf("%s: open shard %d: %v", nd.id, id, err)
+		}
+		nd.shards = append(nd.shards, l)
+	}
+}
+
+// closeShards closes nd's shards, then its first group.
+func (nd *shardNode) close() {
+	for _, s := range nd.shards {
+		s.Close()
+	}
+	nd.shards = nil
+	if nd.log != nil {
+		nd.log.Close()
+		nd.log = nil
+	}
+}
+
+// shardLeader waits until some node leads shard id (1 or more) and is
+// ready, and returns its shard.
+func shardLeader(t *testing.T, nodes []*shardNode, id int) *Raft {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, nd := range nodes {
+			if len(nd.shards) >= id && nd.shards[id-1].Leading() {
+				return nd.shards[id-1]
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no leader of shard %d", id)
+	return nil
+}
+
+// waitShardMembers waits until shard id's leader has the voters want.
+func waitShardMembers(t *testing.T, nodes []*shardNode, id int, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var got []Member
+	for time.Now().Before(deadline) {
+		l := shardLeader(t, nodes, id)
+		got, _ = l.Members()
+		if fmt.Sprint(memberIDs(got)) == fmt.Sprint(want) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("shard %d's members are %v, want voters %v", id, got, want)
+}
+
+func memberIDs(ms []Member) []string {
+	var out []string
+	for _, m := range ms {
+		if m.Voter {
+			out = append(out, m.ID)
+		}
+	}
+	return out
+}
+
+// TestShardsReplicateOverTheFirstGroupsConnections runs three shards beside
+// the first group on three nodes: each shard elects a leader, replicates a
+// queue's messages to every node, survives the loss of its leader's node,
+// and the nodes keep one connection per pair however many shards there
+// are.
+func TestShardsReplicateOverTheFirstGroupsConnections(t *testing.T) {
+	base := startCluster(t, 3, nil)
+	var replicas []Peer
+	for _, nd := range base {
+		replicas = append(replicas, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
+	}
+	nodes := make([]*shardNode, len(base))
+	for i, nd := range base {
+		nodes[i] = &shardNode{testNode: nd}
+	}
+	for _, nd := range nodes {
+		nd.openShards(t, 3, replicas)
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.close()
+		}
+	})
+	c := newClock()
+	for id := 1; id <= 3; id++ {
+		l := shardLeader(t, nodes, id)
+		createFIFO(t, l, c)
+		for i := range id {
+			send(t, l, c, i)
+		}
+	}
+	for id := 1; id <= 3; id++ {
+		last := shardLeader(t, nodes, id).raft.LastIndex()
+		for _, nd := range nodes {
+			s := nd.shards[id-1]
+			waitApplied(t, &testNode{id: nd.id, log: s}, last)
+			if got := queueDepth(&testNode{log: s}); got != id {
+				t.Fatalf("%s's shard %d holds %d messages, want %d", nd.id, id, got, id)
+			}
+		}
+	}
+	for _, nd := range nodes {
+		if n := nd.log.cluster.mux.sessions.connections(); n > 2 {
+			t.Fatalf("%s keeps %d sessions with its 2 peers", nd.id, n)
+		}
+	}
+
+	// The node leading shard 1 stops: the others elect a new leader of
+	// it, which takes writes.
+	first := shardLeader(t, nodes, 1)
+	var down *shardNode
+	for _, nd := range nodes {
+		if nd.shards[0] == first {
+			down = nd
+		}
+	}
+	down.close()
+	rest := []*shardNode{}
+	for _, nd := range nodes {
+		if nd != down {
+			rest = append(rest, nd)
+		}
+	}
+	l := shardLeader(t, rest, 1)
+	send(t, l, c, 7)
+	if got := queueDepth(&testNode{log: l}); got != 2 {
+		t.Fatalf("shard 1 holds %d messages after failover, want 2", got)
+	}
+}
+
+// TestShardsFollowTheClustersMembership adds a node to the first group and
+// removes another: every shard's leader gives the new node a replica
+// (which catches up on the shard's queue) and takes the removed one's
+// away.
+func TestShardsFollowTheClustersMembership(t *testing.T) {
+	base := startCluster(t, 3, nil)
+	var replicas []Peer
+	nodes := make([]*shardNode, len(base))
+	for i, nd := range base {
+		replicas = append(replicas, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
+		nodes[i] = &shardNode{testNode: nd}
+	}
+	for _, nd := range nodes {
+		nd.openShards(t, 2, replicas)
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.close()
+		}
+	})
+	c := newClock()
+	l := shardLeader(t, nodes, 2)
+	createFIFO(t, l, c)
+	send(t, l, c, 0)
+
+	addr := freeAddrs(t, 1)[0]
+	joiner := &shardNode{testNode: &testNode{id: "n4", dir: t.TempDir()}}
+	joiner.cfg = RaftConfig{NodeID: "n4", MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: addr, Join: true}}
+	joiner.log, joiner.eng = openTest(t, joiner.dir, joiner.cfg)
+	// The joiner is not among the shards' first replicas: it bootstraps
+	// none, and waits to be added.
+	joiner.openShards(t, 2, replicas)
+	nodes = append(nodes, joiner)
+	leader := waitLeader(t, base)
+	if err := leader.log.AddVoter(context.Background(), "n4", addr, joiner.log.Incarnation()); err != nil {
+		t.Fatalf("add n4: %v", err)
+	}
+	if err := leader.log.Promote(context.Background(), "n4"); err != nil {
+		t.Logf("promote n4: %v (it may already vote)", err)
+	}
+	for id := 1; id <= 2; id++ {
+		waitShardMembers(t, nodes, id, "n1", "n2", "n3", "n4")
+	}
+	s2 := joiner.shards[1]
+	waitApplied(t, &testNode{id: "n4", log: s2}, shardLeader(t, nodes, 2).raft.LastIndex())
+	if got := queueDepth(&testNode{log: s2}); got != 1 {
+		t.Fatalf("the joined node's shard 2 holds %d messages, want 1", got)
+	}
+
+	// n1 is removed: every shard drops it.
+	leader = waitLeader(t, base)
+	if leader.id == "n1" {
+		if err := leader.log.transferLeadership(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		leader = waitLeader(t, base[1:])
+	}
+	if err := leader.log.RemoveServer(context.Background(), "n1"); err != nil {
+		t.Fatalf("remove n1: %v", err)
+	}
+	for id := 1; id <= 2; id++ {
+		waitShardMembers(t, nodes[1:], id, "n2", "n3", "n4")
+	}
+}
