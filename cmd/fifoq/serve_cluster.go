@@ -37,6 +37,9 @@ type clusterOptions struct {
 	// maxClockOffset is how far this node's clock may be off the
 	// cluster's before it refuses to lead.
 	maxClockOffset time.Duration
+	// shards is how many Raft groups the cluster spreads its queues
+	// over (node.Config.Shards).
+	shards int
 }
 
 // defaultNodeID is the node id of a server started without --node-id: the
@@ -53,8 +56,13 @@ func (c *clusterOptions) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsKey, "raft-tls-key", "", "private key (PEM) for --raft-tls-cert")
 	fs.StringVar(&c.tlsCA, "raft-tls-ca", "", "CA certificate (PEM): a node refuses peers whose certificate this CA did not sign")
 	fs.DurationVar(&c.maxClockOffset, "max-clock-offset", server.DefaultMaxClockOffset, "how far a member's wall clock may be off the majority's before it refuses to lead (queue time is the leader's clock); keep clocks synchronised with NTP")
+	fs.IntVar(&c.shards, "shards", 1, "how many Raft groups (shards) a cluster spreads its queues over, its first included: each new queue goes to the shard holding the fewest, and each shard is led by a node of its own where it can be; the first group's leader adds shards up to this number (it never removes one)")
 	fs.BoolVar(&c.insecure, "raft-insecure", false, "allow --raft-addr beyond loopback without --raft-tls-*: anyone who can reach the port can send Raft messages that rewrite every node's state")
 }
+
+// maxShards bounds --shards: every member runs every shard, and each costs
+// an idle Raft group's goroutines, heap and heartbeats (docs/cluster.md).
+const maxShards = 64
 
 // clustered reports whether the flags make this server a networked member.
 func (c *clusterOptions) clustered() bool { return c.raftAddr != "" }
@@ -64,9 +72,12 @@ func (c *clusterOptions) check(inMemory bool) error {
 	if err := replog.CheckNodeID(c.nodeID); err != nil {
 		return fmt.Errorf("--node-id: %w", err)
 	}
+	if c.shards < 1 || c.shards > maxShards {
+		return fmt.Errorf("--shards %d: give 1 to %d", c.shards, maxShards)
+	}
 	if !c.clustered() {
-		if c.peers != "" || c.join != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsCA != "" || c.insecure {
-			return errors.New("--peers, --join, --raft-tls-* and --raft-insecure need --raft-addr")
+		if c.peers != "" || c.join != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsCA != "" || c.insecure || c.shards > 1 {
+			return errors.New("--peers, --join, --raft-tls-*, --raft-insecure and --shards need --raft-addr")
 		}
 		return nil
 	}

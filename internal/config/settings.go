@@ -79,6 +79,7 @@ var Settings = []Setting{
 	{Key: "raft_tls.ca", Flag: "raft-tls-ca", Env: "FIFOQ_RAFT_TLS_CA", Kind: Path},
 	{Key: "raft_insecure", Flag: "raft-insecure", Env: "FIFOQ_RAFT_INSECURE", Kind: Bool},
 	{Key: "max_clock_offset", Flag: "max-clock-offset", Env: "FIFOQ_MAX_CLOCK_OFFSET", Kind: Duration},
+	{Key: "shards", Flag: "shards", Env: "FIFOQ_SHARDS", Kind: Int},
 }
 
 // The config file's own flag and environment variable.

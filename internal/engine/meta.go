@@ -14,10 +14,14 @@ import (
 // interprets. SetMetaRequest changes them.
 
 // SetMetaRequest is an internal request, never sent by clients: it sets
-// the metadata Key to Value, or removes it if Value is empty.
+// the metadata Key to Value, or removes it if Value is empty. With
+// IfAbsent, it sets Key only if Key has no value, and changes nothing
+// otherwise: of two commands that set the same key so, the first in the
+// log wins, whoever applies them.
 type SetMetaRequest struct {
-	Key   string `json:"k"`
-	Value string `json:"v,omitempty"`
+	Key      string `json:"k"`
+	Value    string `json:"v,omitempty"`
+	IfAbsent bool   `json:"ia,omitempty"`
 }
 
 // ActionSetMeta names SetMetaRequest. It is not an SQS action.
@@ -33,6 +37,9 @@ const maxMetaKey, maxMetaValue = 256, 4096
 func (e *Engine) setMeta(r *SetMetaRequest) (api.Response, error) {
 	if r.Key == "" || len(r.Key) > maxMetaKey || len(r.Value) > maxMetaValue {
 		return nil, api.ErrInvalidParameterValue("A metadata key takes 1 to %d bytes and a value at most %d.", maxMetaKey, maxMetaValue)
+	}
+	if r.IfAbsent && e.meta[r.Key] != "" {
+		return api.Empty{}, nil
 	}
 	if r.Value == "" {
 		delete(e.meta, r.Key)

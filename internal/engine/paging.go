@@ -17,6 +17,11 @@ func encodeToken(last string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(tokenPrefix + last))
 }
 
+// ListToken returns the list token of a page that ends with the queue
+// name last: how a server that lists several engines' queues as one
+// (a cluster's shards) ends its merged page.
+func ListToken(last string) string { return encodeToken(last) }
+
 func decodeToken(tok string) (string, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(tok)
 	if err != nil || !strings.HasPrefix(string(b), tokenPrefix) {

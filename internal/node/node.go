@@ -27,6 +27,7 @@ import (
 	"github.com/fifoq/fifoq/internal/metrics"
 	"github.com/fifoq/fifoq/internal/replog"
 	"github.com/fifoq/fifoq/internal/server"
+	"github.com/fifoq/fifoq/internal/shards"
 )
 
 // Config is everything a node is built from. Its zero value, with a
@@ -60,6 +61,11 @@ type Config struct {
 	// Cluster makes the node a member of a networked cluster; nil, it is
 	// a server alone. It needs a DataDir.
 	Cluster *Cluster
+	// Shards is how many Raft groups the cluster is to spread its queues
+	// over, its first group included (internal/shards): the first group's
+	// leader adds shards up to it; 0 or 1 adds none. A member runs the
+	// shards the cluster has, whatever its own setting.
+	Shards int
 
 	// Logger receives the node's log lines (slog.Default() if nil).
 	Logger *slog.Logger
@@ -104,8 +110,11 @@ type Cluster struct {
 type Node struct {
 	// Server answers the SQS API and the node's other endpoints.
 	Server *server.Server
-	// Raft is the durable log; nil for a node in memory.
+	// Raft is the durable log (the first group, in a cluster with
+	// shards); nil for a node in memory.
 	Raft *replog.Raft
+	// Shards are a cluster member's other groups; nil for a server alone.
+	Shards *shards.Set
 	// Log is the command log the server applies commands through.
 	Log replog.Log
 }
@@ -149,8 +158,15 @@ func Open(cfg Config) (*Node, error) {
 	if err := n.openLog(cfg); err != nil {
 		return nil, err
 	}
+	if err := n.openShards(cfg); err != nil {
+		n.Log.Close()
+		return nil, err
+	}
 	srv, err := server.New(n.serverConfig(cfg))
 	if err != nil {
+		if n.Shards != nil {
+			n.Shards.Close()
+		}
 		n.Log.Close()
 		return nil, err
 	}
@@ -197,6 +213,24 @@ func (n *Node) openLog(cfg Config) error {
 	return nil
 }
 
+// openShards opens a cluster member's shards beside its first group.
+func (n *Node) openShards(cfg Config) error {
+	if cfg.Cluster == nil {
+		return nil
+	}
+	sc := replog.RaftConfig{Logger: cfg.Logger, MinFreeBytes: cfg.MinFreeBytes, SnapshotBytes: cfg.SnapshotBytes,
+		BodyFileSize: cfg.BodyFileSize, RestoreHeapBytes: cfg.RestoreHeapBytes}
+	if cfg.Metrics != nil {
+		sc.Observer = cfg.Metrics.LogObserver()
+	}
+	set, err := shards.Open(n.Raft, shards.Config{Count: cfg.Shards, Dir: cfg.DataDir, Shard: sc, Logger: cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("open the shards in %s: %w", cfg.DataDir, err)
+	}
+	n.Shards = set
+	return nil
+}
+
 // Restore makes dir, which must be empty, the data dir of a new server
 // alone holding the state a backup (fifoq backup) reads from r: a node
 // with the id nodeID (a cluster's others then join it), in region, which
@@ -237,6 +271,9 @@ func (n *Node) serverConfig(cfg Config) server.Config {
 		Memory: cfg.Memory, MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight}
 	if n.Raft != nil {
 		sc.Raft = n.Raft // not a nil *Raft in the interface
+	}
+	if n.Shards != nil {
+		sc.Shards = n.Shards
 	}
 	if c := cfg.Cluster; c != nil {
 		sc.AdvertiseURL = c.AdvertiseURL

@@ -264,6 +264,10 @@ func (l *Raft) stopCluster() {
 		l.raft.DeregisterObserver(l.cluster.obs)
 	}
 	l.cluster.trans.CloseStreams()
+	// Raft closes its transport only when its shutdown is waited on
+	// through the future of its first Shutdown; a node removed from the
+	// cluster shut itself down, and nobody waited.
+	l.cluster.trans.Close()
 	if l.host == nil {
 		// A shard's connections are its first group's, closed with it.
 		l.cluster.mux.Close()

@@ -30,13 +30,17 @@ import (
 //     it in version 4 entries before version 5 existed; those still read.)
 //   - Version 6: version 5, and a command names its region and its
 //     queue's (empty for the server's own): queues in other regions.
+//   - Version 7: version 6, and a fifoq:SetMeta may set a key only if
+//     it is absent ("ia"): how a cluster places queues in its shards, so
+//     that every member routes by the shard map before any queue is put
+//     in a shard other than the first group.
 //
 // Every version is still read, so that older logs replay. Which version a
 // node writes is the cluster's choice, not the binary's: see format.go.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1 to 6)
+//	byte     version (1 to 7)
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command
@@ -57,7 +61,7 @@ import (
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 6
+const entryFormatVersion = 7
 
 // minVersionSetMeta is the first version in which a command may be a
 // fifoq:SetMeta.
@@ -67,6 +71,10 @@ const minVersionSetMeta = 5
 // region other than the server's own (engine.Command's Region and
 // Queue.Region).
 const minVersionRegions = 6
+
+// minVersionShards is the first version in which a fifoq:SetMeta may set a
+// key only if it is absent, as the shard map's records are set.
+const minVersionShards = 7
 
 // setSentIDs restores the "sent" flags of a decoded request's FIFO ids: an
 // id is sent if it is non-empty or flagged in ei (versions 2 and 3; a

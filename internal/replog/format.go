@@ -91,8 +91,12 @@ func commandFormat(c *engine.Command) byte {
 	if c.Region != "" || c.Queue.Region != "" {
 		return minVersionRegions
 	}
-	if _, ok := c.Request.(*engine.SetMetaRequest); !ok {
+	m, ok := c.Request.(*engine.SetMetaRequest)
+	if !ok {
 		return minVersionBinary
+	}
+	if m.IfAbsent {
+		return minVersionShards
 	}
 	if n, ok := formatRaise(c); ok && n > minVersionSetMeta {
 		return n

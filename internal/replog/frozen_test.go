@@ -172,8 +172,9 @@ func genEmptyDedupID(t0 int64) *engine.Command {
 }
 
 // writeCurrentEntryFixture writes the entry fixture of entryFormatVersion:
-// every command of the older fixtures, the internal commands, and (from
-// version 6) commands in another region than the server's.
+// every command of the older fixtures, the internal commands, (from
+// version 6) commands in another region than the server's, and (from
+// version 7) a fifoq:SetMeta that sets its key only if absent.
 func writeCurrentEntryFixture(t *testing.T) {
 	const t0 = 1764400000_000000000
 	eu := api.QueueKey{Region: "eu-west-1", Account: genAccount, Name: "jobs.fifo"}
@@ -188,6 +189,7 @@ func writeCurrentEntryFixture(t *testing.T) {
 			Request: &api.SendMessageRequest{QueueUrl: eu.Path(), MessageBody: "in eu", MessageGroupId: "g", MessageGroupIdSet: true,
 				MessageDeduplicationId: "d", MessageDeduplicationIdSet: true}},
 		&engine.Command{Time: t0 + 34e6, Caller: genAccount, Region: "ap-south-1", Queue: eu, Request: &api.PurgeQueueRequest{QueueUrl: eu.Path()}},
+		&engine.Command{Request: &engine.SetMetaRequest{Key: "shards/queue/" + genAccount + "//jobs", Value: "2", IfAbsent: true}},
 	)
 	data, _, err := encodeEntryHeld(cmds, entryFormatVersion)
 	if err != nil {

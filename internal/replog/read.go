@@ -90,3 +90,22 @@ func (l *Raft) ReadBarrier(ctx context.Context) error {
 
 // SetAvailableHook implements Log.
 func (l *Raft) SetAvailableHook(fn func(api.QueueKey)) { l.fsm.eng.SetAvailableHook(fn) }
+
+// CaughtUp waits until this node has applied every entry it knows to be
+// committed: on a follower, what the leader had committed as of its last
+// message. It is weaker than ReadBarrier (a write the leader committed a
+// moment ago may not be known here yet) and needs no leader: it is how a
+// node lists the queues of shards it does not lead.
+func (l *Raft) CaughtUp(ctx context.Context) error {
+	index := l.raft.CommitIndex()
+	for !l.applied(index) {
+		select {
+		case <-ctx.Done():
+			return api.ErrServiceUnavailable("The request ended before this node caught up: %v", ctx.Err())
+		case <-l.stopped:
+			return api.ErrServiceUnavailable("The command log stopped.")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}

@@ -302,9 +302,9 @@ func TestDecodeFutureVersion(t *testing.T) {
 		t.Fatalf("decodeEntry of a version-%d entry: %v; want %q", entryFormatVersion+1, err, want)
 	}
 	damaged := rawEntry(1, v1Commands[0])
-	damaged[0] = 7
+	damaged[0] = entryFormatVersion + 1
 	_, err = decodeEntry(damaged)
-	if !errors.Is(err, errCorruptEntry) || !strings.Contains(err.Error(), "format version 7") || !strings.Contains(err.Error(), "checksum mismatch") {
+	if !errors.Is(err, errCorruptEntry) || !strings.Contains(err.Error(), fmt.Sprintf("format version %d", entryFormatVersion+1)) || !strings.Contains(err.Error(), "checksum mismatch") {
 		t.Fatalf("decodeEntry of an entry with a damaged version byte: %v", err)
 	}
 	zero := rawEntry(0, v1Commands[0])

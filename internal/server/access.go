@@ -68,7 +68,7 @@ func (s *Server) authorizeARN(secure *bool, caller string, action api.Action, ar
 func (s *Server) authorizeOn(secure *bool, caller string, action api.Action, q api.QueueKey) error {
 	var doc string
 	var exists bool
-	s.log.Read(func(e *engine.Engine) { doc, exists = e.QueuePolicy(q) })
+	s.logOf(q).Read(func(e *engine.Engine) { doc, exists = e.QueuePolicy(q) })
 	if !exists {
 		return nil
 	}

@@ -185,7 +185,7 @@ func (s *Server) readBarrier(ctx context.Context) error {
 	if s.cluster == nil || transportOf(ctx) == nil {
 		return nil
 	}
-	return s.cluster.ReadBarrier(ctx)
+	return s.groupIn(ctx).raft.ReadBarrier(ctx)
 }
 
 // confirmNegative makes a negative answer read from this node's state,
@@ -249,6 +249,7 @@ func (s *Server) registerCluster(mux *http.ServeMux) {
 	mux.HandleFunc("GET /cluster/leader", s.serveClusterLeader)
 	mux.HandleFunc("POST /cluster/members", s.serveClusterAdd)
 	mux.HandleFunc("DELETE /cluster/members/{id}", s.serveClusterRemove)
+	mux.HandleFunc("POST /cluster/place", s.servePlace)
 }
 
 func (s *Server) nodeInfo() NodeInfo {

@@ -52,13 +52,13 @@ func (b consoleBackend) Statuses(account string, queues []api.QueueKey) []consol
 	}
 	now := b.s.now().UnixNano()
 	sums := make([]engine.QueueSummary, 0, len(allowed))
-	b.s.log.Read(func(e *engine.Engine) {
-		for _, q := range allowed {
+	for _, q := range allowed {
+		b.s.logOf(q).Read(func(e *engine.Engine) {
 			if sum, ok := e.QueueSummary(q, now); ok {
 				sums = append(sums, sum)
 			}
-		}
-	})
+		})
+	}
 	out := make([]console.QueueStatus, len(sums))
 	for i, sum := range sums {
 		c := b.s.stats.snapshot(sum.Queue)
@@ -77,7 +77,7 @@ func (b consoleBackend) Groups(account string, q api.QueueKey, opts engine.Group
 	}
 	now := b.s.now().UnixNano()
 	ok := false
-	b.s.log.Read(func(e *engine.Engine) { page, ok = e.Groups(q, now, opts) })
+	b.s.logOf(q).Read(func(e *engine.Engine) { page, ok = e.Groups(q, now, opts) })
 	if !ok {
 		return page, api.ErrQueueDoesNotExist()
 	}
@@ -92,7 +92,7 @@ func (b consoleBackend) Peek(account string, q api.QueueKey, opts engine.PeekOpt
 	}
 	now := b.s.now().UnixNano()
 	ok := false
-	b.s.log.Read(func(e *engine.Engine) {
+	b.s.logOf(q).Read(func(e *engine.Engine) {
 		msgs, ok = e.Peek(q, now, opts)
 		// Message attribute maps are shared with the engine; copy them
 		// while the lock is held, so that nothing of the engine's is

@@ -103,7 +103,7 @@ func (s *Server) serveDevMessages(w http.ResponseWriter, r *http.Request) {
 	now := s.now().UnixNano()
 	var listed []engine.ListedMessage
 	found := false
-	s.log.Read(func(e *engine.Engine) {
+	s.logOf(key).Read(func(e *engine.Engine) {
 		listed, found, err = e.ListMessages(key, now, engine.MaxListMessages, devReceiptHandle)
 		// The attribute maps are the engine's: copy them under the lock.
 		for i := range listed {

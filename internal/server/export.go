@@ -49,7 +49,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		var page []engine.ListedMessage
 		var done, found bool
 		now := s.now().UnixNano()
-		s.log.Read(func(e *engine.Engine) {
+		s.logOf(key).Read(func(e *engine.Engine) {
 			page, done, found, err = e.ExportPage(key, now, &cur, exportPage, "")
 			for i := range page {
 				page[i].MessageAttributes = maps.Clone(page[i].MessageAttributes)

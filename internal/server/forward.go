@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -122,20 +123,25 @@ func (f *forwarder) close() { f.client.CloseIdleConnections() }
 // (which never forwards twice) and this node does not lead, it returns a
 // retryable error.
 func (s *Server) route(r *http.Request) (local bool, leaderAddr string, err error) {
+	return s.routeIn(r, s.cluster)
+}
+
+// routeIn is route for the group whose log is c.
+func (s *Server) routeIn(r *http.Request, c RaftLog) (local bool, leaderAddr string, err error) {
 	deadline := time.Now().Add(leaderWait)
 	for {
-		changed := s.cluster.LeadershipChanged()
-		if s.cluster.Leading() {
+		changed := c.LeadershipChanged()
+		if c.Leading() {
 			return true, "", nil
 		}
-		id, addr := s.cluster.Leader()
+		id, addr := c.Leader()
 		if fromPeer(r) {
 			// A forwarded request is never forwarded again: the leader
 			// that sent it here no longer leads.
-			if id != s.cluster.NodeID() {
+			if id != c.NodeID() {
 				return false, "", api.ErrServiceUnavailable("The leadership moved while the request was forwarded; retry.")
 			}
-		} else if id != "" && id != s.cluster.NodeID() && addr != "" {
+		} else if id != "" && id != c.NodeID() && addr != "" {
 			return false, addr, nil
 		}
 		wait := time.Until(deadline)
@@ -166,9 +172,17 @@ func (s *Server) route(r *http.Request) (local bool, leaderAddr string, err erro
 // and a retry with the same deduplication id or receive attempt id is
 // harmless.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, leaderAddr string) error {
+	return s.forwardIn(w, r, body, s.first, leaderAddr)
+}
+
+// forwardIn is forward to the leader of group g, saying g in hdrGroup. A
+// 421 answer naming another group (misdirectedError) is returned, not
+// relayed, for the caller to route again.
+func (s *Server) forwardIn(w http.ResponseWriter, r *http.Request, body []byte, g *group, leaderAddr string) error {
+	c := g.raft
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	target, _ := s.cluster.Leader()
+	target, _ := c.Leader()
 	go func() {
 		// A leader that dies or is frozen answers nothing: give up on it
 		// as soon as this node learns of another leader, or once it has
@@ -178,8 +192,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, le
 		// request that succeeds into one whose outcome is unknown.
 		var blank <-chan time.Time
 		for {
-			changed := s.cluster.LeadershipChanged()
-			switch id, _ := s.cluster.Leader(); {
+			changed := c.LeadershipChanged()
+			switch id, _ := c.Leader(); {
 			case id != "" && id != target:
 				cancel()
 				return
@@ -220,6 +234,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, le
 		out.Header.Set(hdrForwardedSecure, "false")
 	}
 	out.Header.Set(hdrForwardedBy, s.cluster.NodeID())
+	if s.sharded() {
+		out.Header.Set(hdrGroup, strconv.FormatUint(uint64(g.id), 10))
+	}
 	resp, err := s.fwd.client.Do(out)
 	if err != nil {
 		var op *net.OpError
@@ -233,6 +250,11 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, le
 		return api.ErrServiceUnavailable("The leader could not be reached or stopped answering (%v); the request may or may not have been carried out: retry.", errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusMisdirectedRequest && s.sharded() {
+		if n, perr := strconv.ParseUint(resp.Header.Get(hdrGroup), 10, 32); perr == nil {
+			return &misdirectedError{group: uint32(n)}
+		}
+	}
 	for k, vs := range resp.Header {
 		if !hopHeader(k) && !connectionHeader(resp.Header, k) {
 			w.Header()[k] = vs
@@ -312,7 +334,9 @@ func forwardedSecure(r *http.Request) bool {
 // request is counted in the metrics of the leader, which answers it, and
 // in this node's forwarded-requests counter.
 func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request) {
-	if s.cluster == nil {
+	if s.cluster == nil || s.sharded() {
+		// A node with shards routes a request once it has decoded it,
+		// by the queue it names (serveInGroup).
 		s.serveAPI(w, r)
 		return
 	}
@@ -339,37 +363,55 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request) {
 			protocol.WriteError(w, protocol.Detect(r), api.AsError(err), newUUID())
 			return
 		}
-		s.metrics.ObserveForward()
-		deadline := time.Now().Add(leaderWait)
-		for {
-			err = s.forward(w, r, body, addr)
-			if !errors.Is(err, errNotSent) || time.Now().After(deadline) {
-				break
-			}
-			// The leader this node knew is gone: wait for the next one.
-			changed := s.cluster.LeadershipChanged()
-			if id, _ := s.cluster.Leader(); id != "" {
-				t := time.NewTimer(50 * time.Millisecond)
-				select {
-				case <-changed:
-				case <-t.C:
-				case <-r.Context().Done():
-				}
-				t.Stop()
-			}
-			if local, addr, err = s.route(r); local {
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				s.serveAPI(w, r)
-				return
-			} else if err != nil {
-				break
-			}
-		}
-		if errors.Is(err, errNotSent) {
-			err = api.ErrServiceUnavailable("The cluster's leader could not be reached; the request was not carried out: retry.")
+		err = s.forwardLoop(w, r, body, s.first, addr)
+		if errors.Is(err, errServeHere) {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			s.serveAPI(w, r)
+			return
 		}
 	}
 	if err != nil {
 		protocol.WriteError(w, protocol.Detect(r), api.AsError(err), newUUID())
+	}
+}
+
+// errServeHere is forwardLoop's word that this node came to lead the
+// group while it tried to forward: the request is to be served here.
+var errServeHere = errors.New("serve here")
+
+// forwardLoop forwards a request to the leader of group g at addr and
+// relays the answer; when that leader cannot be reached before anything
+// was sent, it waits for the next and forwards there, up to leaderWait.
+// It returns errServeHere if this node came to lead g meanwhile, and a
+// misdirectedError as forwardIn does.
+func (s *Server) forwardLoop(w http.ResponseWriter, r *http.Request, body []byte, g *group, addr string) error {
+	s.metrics.ObserveForward()
+	deadline := time.Now().Add(leaderWait)
+	for {
+		err := s.forwardIn(w, r, body, g, addr)
+		if !errors.Is(err, errNotSent) || time.Now().After(deadline) {
+			if errors.Is(err, errNotSent) {
+				err = api.ErrServiceUnavailable("The cluster's leader could not be reached; the request was not carried out: retry.")
+			}
+			return err
+		}
+		// The leader this node knew is gone: wait for the next one.
+		changed := g.raft.LeadershipChanged()
+		if id, _ := g.raft.Leader(); id != "" {
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-changed:
+			case <-t.C:
+			case <-r.Context().Done():
+			}
+			t.Stop()
+		}
+		local, next, err := s.routeIn(r, g.raft)
+		if local {
+			return errServeHere
+		} else if err != nil {
+			return err
+		}
+		addr = next
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,6 +85,26 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	traceHeaderAttribute(req, r.Header.Get("X-Amzn-Trace-Id"))
 	// A request a follower forwarded is answered as the follower saw it.
 	ctx := withTransport(r.Context(), forwardedSecure(r))
+	if s.sharded() {
+		var forwarded bool
+		ctx, forwarded, err = s.serveInGroup(ctx, sw, r, body, rec.scope, req)
+		var mis *misdirectedError
+		switch {
+		case errors.As(err, &mis):
+			// Not metered: the forwarder routes the request again.
+			rec.forwarded = true
+			sw.Header().Set(hdrGroup, strconv.FormatUint(uint64(mis.group), 10))
+			writeJSONError(sw, http.StatusMisdirectedRequest, mis.Error())
+			return
+		case forwarded && err == nil:
+			// The group's leader answered, and metered it.
+			rec.forwarded = true
+			return
+		case err != nil:
+			fail(api.AsError(err))
+			return
+		}
+	}
 	if _, ok := req.(*api.ReceiveMessageRequest); ok {
 		ctx = withReceiveOverride(ctx, r.Header)
 	}
@@ -163,8 +184,18 @@ func (s *Server) holdAnswer(resp api.Response) (release func()) {
 // queues, the web console) act on queues, so that they obey the same rules.
 // Queue URLs in the response are paths (/ACCOUNT/NAME), not absolute URLs.
 // It acts in the server's own region.
+//
+// On a node with shards, the request is carried out in its queue's group
+// (a new queue in the first group): where this node does not lead that
+// group, a write is refused with a retryable error.
 func (s *Server) Do(ctx context.Context, account string, req api.Request) (api.Response, error) {
-	return s.do(ctx, api.Scope{Account: account}, req)
+	in := api.Scope{Account: account}
+	if s.sharded() {
+		if q, ok := s.queueOfRequest(in, req); ok {
+			ctx = withGroup(ctx, s.groupOf(q))
+		}
+	}
+	return s.do(ctx, in, req)
 }
 
 // scopeOf returns the scope of an API request made by the given account:
@@ -254,7 +285,10 @@ func (s *Server) doRequest(ctx context.Context, in api.Scope, req api.Request) (
 		if err := s.readBarrier(ctx); err != nil {
 			return nil, err
 		}
-		return s.read(cmd)
+		if r, ok := req.(*api.ListQueuesRequest); ok && s.sharded() {
+			return s.listQueuesOfAllGroups(ctx, cmd, r)
+		}
+		return s.read(ctx, cmd)
 	}
 	if err := s.admitGrowth(req); err != nil {
 		return nil, err

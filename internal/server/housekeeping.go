@@ -90,17 +90,43 @@ func (h *housekeeper) run() {
 	}
 }
 
-// step applies one housekeeping command if the server takes writes and
-// the engine has work due, and reports whether it did and whether work is
-// left.
+// step applies a housekeeping command in every group this node leads
+// that has work due, and reports whether it did and whether work is left.
 func (h *housekeeper) step() (applied, more bool, err error) {
 	s := h.s
-	if s.ready() != "" || !s.leading() {
+	if s.ready() != "" {
 		return false, false, nil
 	}
+	for _, g := range s.allGroups() {
+		if !g.leads() {
+			continue
+		}
+		a, m, gerr := h.stepIn(g)
+		applied, more = applied || a, more || m
+		if gerr != nil {
+			err = gerr
+		}
+		if g != s.first {
+			// A shard's move tasks are ticked where it is led, and its
+			// leadership moves without the first group's: look each
+			// second.
+			var active bool
+			g.log.Read(func(e *engine.Engine) { active = e.HasActiveMoveTasks() })
+			if active {
+				s.movers.kick()
+			}
+		}
+	}
+	return applied, more, err
+}
+
+// stepIn applies one housekeeping command in group g if its engine has
+// work due.
+func (h *housekeeper) stepIn(g *group) (applied, more bool, err error) {
+	s := h.s
 	now := s.now().UnixNano()
 	due := false
-	s.log.Read(func(e *engine.Engine) {
+	g.log.Read(func(e *engine.Engine) {
 		at, ok := e.NextHousekeeping()
 		due = ok && at <= now
 	})
@@ -108,7 +134,7 @@ func (h *housekeeper) step() (applied, more bool, err error) {
 		return false, false, nil
 	}
 	cmd := &engine.Command{Time: now, Request: &engine.HousekeepRequest{Limit: engine.DefaultHousekeepLimit}, Entropy: newEntropy()}
-	resp, err := s.apply(h.ctx, cmd)
+	resp, err := s.apply(withGroup(h.ctx, g), cmd)
 	if err != nil {
 		return false, false, err
 	}

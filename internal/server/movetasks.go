@@ -84,28 +84,47 @@ func (d *moveTaskDriver) run() {
 			case <-d.quit:
 				return
 			}
-			if !d.s.leading() {
-				// Only the leader ticks; it is kicked again when this
-				// node next becomes leader.
-				break
-			}
 			next = moveTaskTick
-			cmd := &engine.Command{Time: d.s.now().UnixNano(), Request: &engine.TickRequest{Moves: engine.DefaultTickMoves}, Entropy: newEntropy()}
-			resp, err := d.s.apply(d.ctx, cmd)
-			if err != nil {
-				d.s.logger.Warn("message move task tick failed", "err", err)
-				continue
+			ticked := false
+			for _, g := range d.s.allGroups() {
+				// Only a group's leader ticks; the driver is kicked again
+				// when this node next leads one (followLeadership, and
+				// the housekeeper's look at the shards).
+				if !g.leads() || !groupHasMoveTasks(g) {
+					continue
+				}
+				ticked = true
+				cmd := &engine.Command{Time: d.s.now().UnixNano(), Request: &engine.TickRequest{Moves: engine.DefaultTickMoves}, Entropy: newEntropy()}
+				resp, err := d.s.apply(withGroup(d.ctx, g), cmd)
+				if err != nil {
+					d.s.logger.Warn("message move task tick failed", "err", err)
+					continue
+				}
+				if res, ok := resp.(*engine.TickResult); ok && res.Behind {
+					// One command moves a bounded number of messages: a
+					// task behind its rate catches up in the next ones.
+					next = moveTaskCatchUp
+				}
 			}
-			if res, ok := resp.(*engine.TickResult); ok && res.Behind {
-				// One command moves a bounded number of messages: a
-				// task behind its rate catches up in the next ones.
-				next = moveTaskCatchUp
+			if !ticked {
+				break
 			}
 		}
 	}
 }
 
-func (d *moveTaskDriver) active() (yes bool) {
-	d.s.log.Read(func(e *engine.Engine) { yes = e.HasActiveMoveTasks() })
+// active reports whether a group this node runs has move tasks running.
+func (d *moveTaskDriver) active() bool {
+	for _, g := range d.s.allGroups() {
+		if groupHasMoveTasks(g) {
+			return true
+		}
+	}
+	return false
+}
+
+// groupHasMoveTasks reports whether g's engine has move tasks running.
+func groupHasMoveTasks(g *group) (yes bool) {
+	g.log.Read(func(e *engine.Engine) { yes = e.HasActiveMoveTasks() })
 	return yes
 }

@@ -23,11 +23,17 @@ type requestRecord struct {
 	req    api.Request // the decoded request, nil until decoded
 	status int
 	err    *api.Error // the error answered, nil on success
+	// forwarded: the request was answered by another node, which
+	// metered it.
+	forwarded bool
 }
 
 // finishRequest meters an answered request and, with LogRequests, logs it
 // in one line.
 func (s *Server) finishRequest(rec *requestRecord) {
+	if rec.forwarded {
+		return
+	}
 	took := time.Since(rec.began)
 	outcome := metrics.OutcomeOK
 	switch {

@@ -186,7 +186,7 @@ func (s *Server) visibilityTimeout(cmd *engine.Command, req *api.ReceiveMessageR
 
 // queueSeconds reads a queue attribute that is a number of seconds.
 func (s *Server) queueSeconds(cmd *engine.Command, queueURL, attr string) (time.Duration, error) {
-	resp, err := s.read(&engine.Command{
+	resp, err := s.readQueue(&engine.Command{
 		Time:    cmd.Time,
 		Caller:  cmd.Caller,
 		Queue:   cmd.Queue,
@@ -207,7 +207,7 @@ func (s *Server) queueSeconds(cmd *engine.Command, queueURL, attr string) (time.
 }
 
 func (s *Server) receiveOutlook(q api.QueueKey, now int64, attemptID string) (exists, take bool) {
-	s.log.Read(func(e *engine.Engine) { exists, take = e.ReceiveOutlook(q, now, attemptID) })
+	s.logOf(q).Read(func(e *engine.Engine) { exists, take = e.ReceiveOutlook(q, now, attemptID) })
 	return exists, take
 }
 
@@ -216,17 +216,17 @@ func (s *Server) receiveSpread(q api.QueueKey, max *int) (n int) {
 	if max != nil {
 		take = *max
 	}
-	s.log.Read(func(e *engine.Engine) { n = e.ReceiveSpread(q, take) })
+	s.logOf(q).Read(func(e *engine.Engine) { n = e.ReceiveSpread(q, take) })
 	return n
 }
 
 func (s *Server) receivable(q api.QueueKey, now int64) (ok bool) {
-	s.log.Read(func(e *engine.Engine) { ok = e.Receivable(q, now) })
+	s.logOf(q).Read(func(e *engine.Engine) { ok = e.Receivable(q, now) })
 	return ok
 }
 
 func (s *Server) nextWake(q api.QueueKey, now int64) (at int64, ok bool) {
-	s.log.Read(func(e *engine.Engine) { at, ok = e.NextWake(q, now) })
+	s.logOf(q).Read(func(e *engine.Engine) { at, ok = e.NextWake(q, now) })
 	return at, ok
 }
 

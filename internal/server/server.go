@@ -69,6 +69,11 @@ type Config struct {
 	// cluster's member, forwards to its leader, serves the node-to-node
 	// port and the cluster endpoints. Nil for the in-memory log.
 	Raft RaftLog
+	// Shards, if not nil, are the shards of a cluster member beside its
+	// first group (Log): every request is routed to the leader of its
+	// queue's group (groups.go, route.go). Shutdown closes them, before
+	// the log.
+	Shards Shards
 	// Verifier authenticates requests. If nil, every request is accepted as
 	// from Account (or the account a 12-digit access key names). One
 	// without a clock of its own (Now) checks a request's signing time
@@ -196,6 +201,12 @@ type Server struct {
 	cluster   RaftLog
 	fwd       *forwarder
 	clusterRT *clusterRuntime
+
+	// first is the first group (Config.Log); shards and groups the
+	// others, if Config.Shards (groups.go).
+	first  *group
+	shards Shards
+	groups groupSet
 }
 
 // New returns a Server for cfg.
@@ -258,6 +269,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.notifier.clock = cfg.Clock
 	cfg.Log.SetAvailableHook(s.notifier.signal)
+	s.first = &group{log: cfg.Log, raft: cfg.Raft}
+	if cfg.Shards != nil {
+		s.shards = cfg.Shards
+		s.groups.byID = map[uint32]*group{}
+	}
 	s.movers = newMoveTaskDriver(s)
 	s.keeper = newHousekeeper(s)
 	s.initCluster()
@@ -338,15 +354,21 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopCluster(ctx)
 	s.movers.stop()
 	s.keeper.stop()
+	if s.shards != nil {
+		if cerr := s.shards.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close shards: %w", cerr)
+		}
+	}
 	if cerr := s.log.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("close log: %w", cerr)
 	}
 	return err
 }
 
-// apply sends a state-changing command through the log.
+// apply sends a state-changing command through the log of the group ctx
+// is served in.
 func (s *Server) apply(ctx context.Context, cmd *engine.Command) (api.Response, error) {
-	resp, err := s.log.Apply(ctx, cmd)
+	resp, err := s.groupIn(ctx).log.Apply(ctx, cmd)
 	if err == nil || ctx.Err() != nil {
 		// When the request ended before its outcome was known, the
 		// command may still apply: do what its success needs anyway
@@ -368,8 +390,16 @@ func (s *Server) afterApply(cmd *engine.Command) {
 	}
 }
 
-// read answers a read-only command from the engine.
-func (s *Server) read(cmd *engine.Command) (resp api.Response, err error) {
-	s.log.Read(func(e *engine.Engine) { resp, err = e.Read(cmd) })
+// read answers a read-only command from the engine of the group ctx is
+// served in.
+func (s *Server) read(ctx context.Context, cmd *engine.Command) (resp api.Response, err error) {
+	s.groupIn(ctx).log.Read(func(e *engine.Engine) { resp, err = e.Read(cmd) })
+	return resp, err
+}
+
+// readQueue answers a read-only command from the engine of the group of
+// the queue it names.
+func (s *Server) readQueue(cmd *engine.Command) (resp api.Response, err error) {
+	s.logOf(cmd.Queue).Read(func(e *engine.Engine) { resp, err = e.Read(cmd) })
 	return resp, err
 }

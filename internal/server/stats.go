@@ -55,8 +55,10 @@ type statsTable struct {
 // enough that deleting many queues does not cost a sweep each.
 const pruneEvery = 256
 
-// prune drops the counters of every queue for which exists is false. The
-// caller holds the log's read lock, so that no queue is created meanwhile.
+// prune drops the counters of every queue for which exists is false. A
+// queue created between its check and its drop would lose the counts of
+// its first requests: its name must have been deleted before, and the
+// drop is of counters only.
 func (t *statsTable) prune(exists func(api.QueueKey) bool) {
 	t.queues.Range(func(k, _ any) bool {
 		if !exists(k.(api.QueueKey)) {
@@ -68,11 +70,9 @@ func (t *statsTable) prune(exists func(api.QueueKey) bool) {
 
 // pruneGone drops the counters of queues the engine no longer has.
 func (s *Server) pruneGone() {
-	s.log.Read(func(e *engine.Engine) {
-		s.stats.prune(func(q api.QueueKey) bool {
-			_, ok := e.QueuePolicy(q)
-			return ok
-		})
+	s.stats.prune(func(q api.QueueKey) (ok bool) {
+		s.logOf(q).Read(func(e *engine.Engine) { _, ok = e.QueuePolicy(q) })
+		return ok
 	})
 }
 
@@ -158,7 +158,9 @@ func (s *Server) QueueCounters(q api.QueueKey) QueueCounters {
 func (s *Server) queueFigures(dst []metrics.QueueFigures) []metrics.QueueFigures {
 	now := s.now()
 	var stats []engine.QueueStats
-	s.log.Read(func(e *engine.Engine) { stats = e.AppendQueueStats(nil, now.UnixNano()) })
+	for _, g := range s.allGroups() {
+		g.log.Read(func(e *engine.Engine) { stats = e.AppendQueueStats(stats, now.UnixNano()) })
+	}
 	for _, st := range stats {
 		c := s.stats.snapshot(st.Queue)
 		f := metrics.QueueFigures{

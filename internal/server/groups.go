@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/replog"
+)
+
+// Shards is a cluster member's shards beside its first group (Config.Log):
+// the Raft groups each holding some of the queues (internal/shards.Set is
+// the one fifoq runs with). The server routes each request to the group
+// of the queue it names and runs each group's leader work where that
+// group is led.
+type Shards interface {
+	// Of returns the shard q lives in by this node's copy of the map, 0
+	// (the first group) for a queue the map does not name.
+	Of(q api.QueueKey) uint32
+	// Place returns the shard the new queue q lives in, placing it first
+	// (beside near, if not nil) if it has none. Only on the first
+	// group's leader.
+	Place(ctx context.Context, q api.QueueKey, near *api.QueueKey) (uint32, error)
+	// Shard returns shard id's log, if this node has it open.
+	Shard(id uint32) (*replog.Raft, bool)
+	// IDs returns the shards this node has open, ascending.
+	IDs() []uint32
+	// Running reports whether this node has any shard open: until then
+	// the cluster is its first group alone, and requests are routed as
+	// they are without shards.
+	Running() bool
+	// Close closes every shard (before the first group).
+	Close() error
+}
+
+// group is one Raft group the server applies commands through: the first
+// (Config.Log) or a shard.
+type group struct {
+	id  uint32
+	log replog.Log
+	// raft is the group's view of its cluster; nil for a server alone.
+	raft RaftLog
+}
+
+// leads reports whether this node may answer the group's requests and run
+// its leader's work.
+func (g *group) leads() bool { return g.raft == nil || !g.raft.Clustered() || g.raft.Leading() }
+
+// groupKey marks a request's context with the group that serves it.
+type groupKey struct{}
+
+// withGroup returns ctx marked as served in g.
+func withGroup(ctx context.Context, g *group) context.Context {
+	return context.WithValue(ctx, groupKey{}, g)
+}
+
+// sharded reports whether requests are routed by the shard map.
+func (s *Server) sharded() bool { return s.shards != nil && s.shards.Running() }
+
+// groupIn returns the group ctx is served in: the first unless marked.
+func (s *Server) groupIn(ctx context.Context) *group {
+	if g, ok := ctx.Value(groupKey{}).(*group); ok {
+		return g
+	}
+	return s.first
+}
+
+// groupSet holds the server's groups, built as they are first needed.
+type groupSet struct {
+	mu     sync.RWMutex
+	byID   map[uint32]*group
+	hooked func(replog.Log) // gives a new group's engine the server's hooks
+}
+
+// groupByID returns group id if this node runs it.
+func (s *Server) groupByID(id uint32) (*group, bool) {
+	if id == 0 || s.shards == nil {
+		return s.first, id == 0
+	}
+	s.groups.mu.RLock()
+	g, ok := s.groups.byID[id]
+	s.groups.mu.RUnlock()
+	if ok {
+		return g, true
+	}
+	l, ok := s.shards.Shard(id)
+	if !ok {
+		return nil, false
+	}
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	if g, ok := s.groups.byID[id]; ok {
+		return g, true
+	}
+	g = &group{id: id, log: l, raft: l}
+	l.SetAvailableHook(s.notifier.signal)
+	s.groups.byID[id] = g
+	return g, true
+}
+
+// groupOf returns the group q lives in by this node's map (the first if
+// this node does not run that shard yet).
+func (s *Server) groupOf(q api.QueueKey) *group {
+	if s.shards == nil {
+		return s.first
+	}
+	if g, ok := s.groupByID(s.shards.Of(q)); ok {
+		return g
+	}
+	return s.first
+}
+
+// logOf returns the log of q's group.
+func (s *Server) logOf(q api.QueueKey) replog.Log { return s.groupOf(q).log }
+
+// allGroups returns the first group and every shard this node runs.
+func (s *Server) allGroups() []*group {
+	out := []*group{s.first}
+	if s.shards == nil {
+		return out
+	}
+	for _, id := range s.shards.IDs() {
+		if g, ok := s.groupByID(id); ok {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// queueOfRequest returns the queue a request acts on, for routing: the
+// one its QueueUrl, its move task's source or its QueueName names. ok is
+// false for the requests that name none (ListQueues).
+func (s *Server) queueOfRequest(in api.Scope, req api.Request) (q api.QueueKey, ok bool) {
+	if u, has := api.QueueURLOf(req); has {
+		k, err := s.resolve(u, in)
+		return k, err == nil
+	}
+	arnQueue := func(arn string) (api.QueueKey, bool) {
+		k, ok := api.QueueOfARN(arn, s.cfg.Region)
+		return s.placed(k), ok
+	}
+	switch r := req.(type) {
+	case *api.CreateQueueRequest:
+		return s.placed(api.QueueKey{Region: in.Region, Account: in.Account, Name: r.QueueName}), true
+	case *api.GetQueueUrlRequest:
+		account := in.Account
+		if r.QueueOwnerAWSAccountId != "" {
+			account = r.QueueOwnerAWSAccountId
+		}
+		return s.placed(api.QueueKey{Region: in.Region, Account: account, Name: r.QueueName}), true
+	case *api.StartMessageMoveTaskRequest:
+		return arnQueue(r.SourceArn)
+	case *api.ListMessageMoveTasksRequest:
+		return arnQueue(r.SourceArn)
+	case *api.CancelMessageMoveTaskRequest:
+		if arn, ok := engine.MoveTaskSource(r.TaskHandle); ok {
+			return arnQueue(arn)
+		}
+	}
+	return api.QueueKey{}, false
+}
+
+// deadLetterQueueOf returns the dead-letter queue a CreateQueue's redrive
+// policy names, if any: the queue is placed beside it, since the engine
+// moves a message to its dead-letter queue within one shard.
+func (s *Server) deadLetterQueueOf(req *api.CreateQueueRequest) *api.QueueKey {
+	raw, ok := req.Attributes[api.AttrRedrivePolicy]
+	if !ok {
+		return nil
+	}
+	var p struct {
+		Target string `json:"deadLetterTargetArn"`
+	}
+	if json.Unmarshal([]byte(raw), &p) != nil {
+		return nil
+	}
+	k, ok := api.QueueOfARN(p.Target, s.cfg.Region)
+	if !ok {
+		return nil
+	}
+	k = s.placed(k)
+	return &k
+}

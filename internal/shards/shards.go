@@ -1,0 +1,357 @@
+// Package shards runs a cluster member's shards: the Raft groups beside
+// its first one, each holding some of the cluster's queues, so that the
+// queues' writes are led from several nodes instead of one.
+//
+// The shard map lives in the first group's replicated state (the
+// engine's metadata, beside the members' identities), as records that
+// are each set once and never changed:
+//
+//   - "shards/N" for every shard N from 1 on: its first replicas, in the
+//     --peers form "ID=HOST:PORT,..." (the first is where its leader is
+//     wanted). Shard 0 is the first group itself.
+//   - "shards/queue/ACCOUNT/REGION/NAME": the shard a queue lives in. A
+//     queue without a record lives in shard 0, as every queue of a cluster
+//     did before it had shards, so an upgraded cluster keeps its queues
+//     where they are.
+//
+// Both are written by the first group's leader with a fifoq:SetMeta that
+// sets a key only if it is absent (entry format 7): two nodes that place
+// the same queue at once get the same answer, the first in the log, and no
+// member routes by a map it cannot read, since format 7 is written only
+// once every member reads it.
+//
+// A Set opens the shards the map names (every member replicates every
+// shard; each shard's leader keeps its membership equal to the first
+// group's: replog's followHost) and places new queues. Which shard a
+// request goes to is the server's business (internal/server); what each
+// shard does with it is the engine's, which knows nothing of shards.
+package shards
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/replog"
+)
+
+// Record keys in the first group's metadata.
+const (
+	shardPrefix = "shards/"
+	queuePrefix = "shards/queue/"
+)
+
+// Config is what a Set opens its shards with.
+type Config struct {
+	// Count is how many shards the cluster is to run, the first group
+	// included: the first group's leader adds records up to it. Less than
+	// 2 adds none (a node still opens the shards the map names).
+	Count int
+	// Dir is the node's data dir: shard N lives in Dir/shards/N.
+	Dir string
+	// Shard is the configuration every shard is opened with; its Dir and
+	// Shard are set per shard.
+	Shard replog.RaftConfig
+	// Logger receives the Set's log lines (slog.Default() if nil).
+	Logger *slog.Logger
+}
+
+// Set is a node's shards beside its first group.
+type Set struct {
+	cfg  Config
+	host *replog.Raft
+
+	mu      sync.RWMutex
+	open    map[uint32]*replog.Raft
+	closed  bool
+	running atomic.Bool // some shard is open
+
+	// placed caches the records found (api.QueueKey → uint32): a record
+	// never changes once written, so a found one is never stale.
+	placed sync.Map
+
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Open opens the shards the map in host's state names, and keeps opening
+// those it comes to name; on host's leader it writes the map's records up
+// to cfg.Count shards. host must be a cluster member, open until Close.
+func Open(host *replog.Raft, cfg Config) (*Set, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, quit: make(chan struct{})}
+	if err := s.openNamed(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.follow()
+	return s, nil
+}
+
+// follow opens the shards the map comes to name, and on the first
+// group's leader writes the records the configured count still lacks.
+func (s *Set) follow() {
+	defer s.wg.Done()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s.host.Leading() {
+			if err := s.extend(); err != nil {
+				s.cfg.Logger.Warn("shards: could not add the configured shards to the map", "want", s.cfg.Count, "err", err)
+			}
+		}
+		if err := s.openNamed(); err != nil {
+			s.cfg.Logger.Error("shards: could not open a shard the map names", "err", err)
+		}
+		select {
+		case <-tick.C:
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// named returns the shards the map names, with their first replicas.
+func (s *Set) named() map[uint32][]replog.Peer {
+	out := map[uint32][]replog.Peer{}
+	s.host.Read(func(e *engine.Engine) {
+		for _, k := range e.MetaKeys(shardPrefix) {
+			id, ok := shardKeyID(k)
+			if !ok {
+				continue
+			}
+			peers, err := replog.ParsePeers(e.Meta(k))
+			if err != nil || len(peers) == 0 {
+				continue
+			}
+			out[id] = peers
+		}
+	})
+	return out
+}
+
+// shardKeyID reads "shards/N".
+func shardKeyID(key string) (uint32, bool) {
+	rest, ok := strings.CutPrefix(key, shardPrefix)
+	if !ok || strings.Contains(rest, "/") {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(rest, 10, 32)
+	if err != nil || n == 0 || strconv.FormatUint(n, 10) != rest {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+// openNamed opens every shard the map names that is not open yet.
+func (s *Set) openNamed() error {
+	for id, replicas := range s.named() {
+		s.mu.RLock()
+		_, open := s.open[id]
+		closed := s.closed
+		s.mu.RUnlock()
+		if open || closed {
+			continue
+		}
+		cfg := s.cfg.Shard
+		cfg.Dir = filepath.Join(s.cfg.Dir, "shards", strconv.FormatUint(uint64(id), 10))
+		cfg.Shard = &replog.ShardConfig{ID: id, Host: s.host, Replicas: replicas}
+		l, err := replog.OpenRaft(cfg)
+		if err != nil {
+			return fmt.Errorf("shard %d: %w", id, err)
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			l.Close()
+			return nil
+		}
+		s.open[id] = l
+		s.running.Store(true)
+		s.mu.Unlock()
+		s.cfg.Logger.Info("shards: opened a shard", "shard", id, "dir", cfg.Dir)
+	}
+	return nil
+}
+
+// extend writes the records of the shards up to the configured count
+// that the map lacks, each replicated on the first group's voters, the
+// first of them (where its leader is wanted) taken in turn so that the
+// shards' leaders spread over the nodes.
+func (s *Set) extend() error {
+	if s.cfg.Count < 2 {
+		return nil
+	}
+	have := s.named()
+	if len(have) >= s.cfg.Count-1 {
+		return nil
+	}
+	members, err := s.host.Members()
+	if err != nil {
+		return err
+	}
+	var voters []replog.Member
+	for _, m := range members {
+		if m.Voter {
+			voters = append(voters, m)
+		}
+	}
+	if len(voters) == 0 {
+		return errors.New("no voters")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for id := uint32(1); id < uint32(s.cfg.Count); id++ {
+		if _, ok := have[id]; ok {
+			continue
+		}
+		// Members are sorted by id; shard id's leader is wanted on the
+		// voter after the one of shard id-1, shard 0's being the first.
+		var parts []string
+		for i := range voters {
+			m := voters[(int(id)+i)%len(voters)]
+			parts = append(parts, m.ID+"="+m.Addr)
+		}
+		if err := s.setOnce(ctx, shardPrefix+strconv.FormatUint(uint64(id), 10), strings.Join(parts, ",")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setOnce sets key to value in the first group's state unless it has a
+// value already.
+func (s *Set) setOnce(ctx context.Context, key, value string) error {
+	_, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: key, Value: value, IfAbsent: true}})
+	return err
+}
+
+// queueKey is the record of q's shard.
+func queueKey(q api.QueueKey) string {
+	return queuePrefix + q.Account + "/" + q.Region + "/" + q.Name
+}
+
+// Of returns the shard q lives in by this node's copy of the map: 0 (the
+// first group) for a queue it has no record of. The copy may lag the
+// first group's leader by a moment; the server confirms a queue it does
+// not find there with the leader.
+func (s *Set) Of(q api.QueueKey) uint32 {
+	if id, ok := s.placed.Load(q); ok {
+		return id.(uint32)
+	}
+	var v string
+	s.host.Read(func(e *engine.Engine) { v = e.Meta(queueKey(q)) })
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil {
+		return 0
+	}
+	s.placed.Store(q, uint32(n))
+	return uint32(n)
+}
+
+// Place returns the shard the new queue q lives in, placing it if it has
+// no shard yet: beside near if near is not nil (a queue's dead-letter
+// queue, which its redrive moves messages to within one engine), else in
+// the shard holding the fewest queues. Only the first group's leader can
+// place; the record is written before the queue is created, so a queue
+// is never in two shards.
+func (s *Set) Place(ctx context.Context, q api.QueueKey, near *api.QueueKey) (uint32, error) {
+	if id := s.Of(q); id != 0 {
+		return id, nil
+	}
+	ids := s.IDs()
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var target uint32
+	if near != nil {
+		target = s.Of(*near)
+	} else {
+		target = s.leastLoaded(ids)
+	}
+	if err := s.setOnce(ctx, queueKey(q), strconv.FormatUint(uint64(target), 10)); err != nil {
+		return 0, err
+	}
+	return s.Of(q), nil
+}
+
+// leastLoaded returns the shard, of 0 and ids, that holds the fewest
+// queues; the lowest numbered of those tied. Shard 0 holds the first
+// group's queues; another, the queues placed in it (deleted ones
+// included: a name keeps its shard, so that it comes back where its
+// cool-down is kept).
+func (s *Set) leastLoaded(ids []uint32) uint32 {
+	count := map[uint32]int{}
+	s.host.Read(func(e *engine.Engine) {
+		count[0] = e.QueueCount()
+		for _, k := range e.MetaKeys(queuePrefix) {
+			if n, err := strconv.ParseUint(e.Meta(k), 10, 32); err == nil && n != 0 {
+				count[uint32(n)]++
+			}
+		}
+	})
+	best := uint32(0)
+	for _, id := range ids {
+		if count[id] < count[best] {
+			best = id
+		}
+	}
+	return best
+}
+
+// Shard returns shard id's log, if this node has it open.
+func (s *Set) Shard(id uint32) (*replog.Raft, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	l, ok := s.open[id]
+	return l, ok
+}
+
+// IDs returns the numbers of the shards this node has open, ascending.
+func (s *Set) IDs() []uint32 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]uint32, 0, len(s.open))
+	for id := range s.open {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Running reports whether this node has any shard open.
+func (s *Set) Running() bool { return s.running.Load() }
+
+// Close closes every shard; the first group is the caller's to close,
+// after.
+func (s *Set) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.quit)
+	s.wg.Wait()
+	var errs []error
+	for id, l := range s.open {
+		if err := l.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
