@@ -18,7 +18,7 @@ import (
 	"github.com/fifoq/fifoq/internal/server"
 )
 
-// clusterCmd runs "fifoq cluster status|leader|add|remove" against any
+// clusterCmd runs "fifoq cluster status|leader|shards|add|remove" against any
 // member's HTTP endpoint.
 func clusterCmd(args []string, stdout, stderr io.Writer) int {
 	var o clusterCmdOptions
@@ -46,7 +46,7 @@ type clusterCmdOptions struct {
 }
 
 // clusterSubcommands are the words "fifoq cluster" takes first.
-var clusterSubcommands = []string{"status", "leader", "add", "remove"}
+var clusterSubcommands = []string{"status", "leader", "shards", "add", "remove"}
 
 // clusterFlagSet defines the flags of "fifoq cluster" on o: the one
 // definition that parsing, shell completion and the man page all read.
@@ -61,6 +61,7 @@ func clusterFlagSet(o *clusterCmdOptions, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprint(fs.Output(), `Usage:
   fifoq cluster status [flags]            members, leader, each node's applied index, lag and last contact
   fifoq cluster leader [flags]            the leader's node id and SQS endpoint
+  fifoq cluster shards [flags]            each shard's leader, members, progress and queues, as the node asked sees them
   fifoq cluster add ID HOST:PORT [flags]  add a member (HOST:PORT is its --raft-addr); it votes once caught up
   fifoq cluster remove ID [flags]         remove a member
 
@@ -109,6 +110,18 @@ func clusterRun(sub string, rest []string, fs *flag.FlagSet, o clusterCmdOptions
 			return 0
 		}
 		printStatus(stdout, st)
+		return 0
+	case "shards":
+		var st server.ShardsStatus
+		raw, err := getJSON(ctx, client, base+"/cluster/shards", &st)
+		if err != nil {
+			return fail(err)
+		}
+		if o.asJSON {
+			stdout.Write(raw)
+			return 0
+		}
+		printShards(stdout, st)
 		return 0
 	case "leader":
 		var li server.LeaderInfo
@@ -214,6 +227,25 @@ func printStatus(w io.Writer, st server.ClusterStatus) {
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%s\t%s\n", m.ID, m.Addr, m.Voter, m.Status.State, m.Status.Term,
 			m.Status.AppliedIndex, m.Status.CommitIndex, m.Lag, contact, m.Status.EntryFormat, m.Status.ReadsFormat,
 			shortIncarnation(m.Incarnation), m.Status.SQSEndpoint)
+	}
+	tw.Flush()
+}
+
+// printShards prints the shards as a table, one line per shard, its
+// queues last.
+func printShards(w io.Writer, st server.ShardsStatus) {
+	fmt.Fprintf(w, "asked %s\n", st.Node)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHARD\tLEADER\tSTATE HERE\tTERM\tAPPLIED\tCOMMIT\tVOTERS\tQUEUES")
+	for _, sh := range st.Shards {
+		var voters []string
+		for _, m := range sh.Members {
+			if m.Voter {
+				voters = append(voters, m.ID)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%s\t%d %s\n", sh.Shard, orNone(sh.LeaderID), sh.State, sh.Term, sh.AppliedIndex, sh.CommitIndex,
+			orNone(strings.Join(voters, ",")), len(sh.Queues), strings.Join(sh.Queues, " "))
 	}
 	tw.Flush()
 }

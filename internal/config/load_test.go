@@ -211,6 +211,7 @@ raft_tls:
   ca: tls/ca.pem
 raft_insecure: true
 max_clock_offset: 250ms
+shards: 3
 single_region: true
 `
 
@@ -225,7 +226,7 @@ var goodFileSettings = map[string]string{
 	"node_id": "n1", "raft_addr": "10.0.0.1:7000", "peers": "n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000",
 	"join": "http://10.0.0.2:9324", "advertise_url": "http://10.0.0.1:9324",
 	"raft_tls.cert": "/etc/fifoq/tls/node.pem", "raft_tls.key": "/etc/fifoq/tls/node-key.pem", "raft_tls.ca": "/etc/fifoq/tls/ca.pem",
-	"raft_insecure": "true", "max_clock_offset": "250ms",
+	"raft_insecure": "true", "max_clock_offset": "250ms", "shards": "3",
 }
 
 // TestParseGoodFile checks what a file with every kind of entry loads as.

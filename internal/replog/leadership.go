@@ -160,7 +160,12 @@ func (l *Raft) followerReady() error {
 // transferLeadership hands this leader's leadership to another member and
 // waits for it, up to timeout, or until the log closes.
 func (l *Raft) transferLeadership(timeout time.Duration) error {
-	f := l.raft.LeadershipTransfer()
+	return l.awaitTransfer(l.raft.LeadershipTransfer(), timeout)
+}
+
+// awaitTransfer waits for a leadership transfer, up to timeout, or until
+// the log closes.
+func (l *Raft) awaitTransfer(f raft.Future, timeout time.Duration) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	t := time.NewTimer(timeout)
@@ -226,4 +231,20 @@ func (l *Raft) SetClockOff(why string) {
 	case l.cluster.wake <- raft.Observation{}:
 	default:
 	}
+}
+
+// HandLeadershipTo hands this leader's leadership to member id and waits
+// for it, up to timeout: how a node that leads more of its cluster's
+// groups than its share gives one away (internal/shards).
+func (l *Raft) HandLeadershipTo(id string, timeout time.Duration) error {
+	f := l.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id && s.Suffrage == raft.Voter {
+			return l.awaitTransfer(l.raft.LeadershipTransferToServer(s.ID, s.Address), timeout)
+		}
+	}
+	return fmt.Errorf("node %s is no voter of this group", id)
 }

@@ -106,6 +106,15 @@ func (l *Raft) Shard() uint32 {
 	return l.cfg.Shard.ID
 }
 
+// PreferredLeader returns the node where the shard's map wants its leader
+// (its first replica); "" for a node's first group.
+func (l *Raft) PreferredLeader() string {
+	if l.cfg.Shard == nil || len(l.cfg.Shard.Replicas) == 0 {
+		return ""
+	}
+	return l.cfg.Shard.Replicas[0].ID
+}
+
 // followHost keeps a shard in step with its node's first group: it writes
 // the format the first group records, and, while it leads, makes its
 // membership the first group's, one change at a time.

@@ -250,6 +250,7 @@ func (s *Server) registerCluster(mux *http.ServeMux) {
 	mux.HandleFunc("POST /cluster/members", s.serveClusterAdd)
 	mux.HandleFunc("DELETE /cluster/members/{id}", s.serveClusterRemove)
 	mux.HandleFunc("POST /cluster/place", s.servePlace)
+	mux.HandleFunc("GET /cluster/shards", s.serveClusterShards)
 }
 
 func (s *Server) nodeInfo() NodeInfo {

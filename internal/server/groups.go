@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -182,4 +184,55 @@ func (s *Server) deadLetterQueueOf(req *api.CreateQueueRequest) *api.QueueKey {
 	}
 	k = s.placed(k)
 	return &k
+}
+
+// ShardStatus is one group in GET /cluster/shards: its members, leader
+// and progress as this node sees them, and the queues it holds.
+type ShardStatus struct {
+	Shard        uint32          `json:"shard"`
+	LeaderID     string          `json:"leader_id"`
+	State        string          `json:"state"` // this node's role in the group
+	Term         uint64          `json:"term"`
+	CommitIndex  uint64          `json:"commit_index"`
+	AppliedIndex uint64          `json:"applied_index"`
+	Members      []replog.Member `json:"members,omitempty"`
+	// Queues are the group's queues, "ACCOUNT/NAME" (or
+	// "REGION/ACCOUNT/NAME" outside the node's region), sorted.
+	Queues []string `json:"queues"`
+}
+
+// ShardsStatus is GET /cluster/shards's answer: every group this node
+// runs, the first (shard 0) first.
+type ShardsStatus struct {
+	Node   string        `json:"node"`
+	Shards []ShardStatus `json:"shards"`
+}
+
+// serveClusterShards answers which queues each group holds and who leads
+// it, from this node's replicas.
+func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
+	if s.status == nil {
+		writeJSONError(w, http.StatusNotFound, "this server keeps its state in memory: it is no cluster member")
+		return
+	}
+	out := ShardsStatus{Node: s.status.NodeID()}
+	now := s.now().UnixNano()
+	for _, g := range s.allGroups() {
+		st := ShardStatus{Shard: g.id, Queues: []string{}}
+		if g.raft != nil {
+			ns := g.raft.Status()
+			st.LeaderID, st.State, st.Term, st.CommitIndex, st.AppliedIndex = ns.LeaderID, ns.State, ns.Term, ns.CommitIndex, ns.AppliedIndex
+			if g.raft.Clustered() {
+				st.Members, _ = g.raft.Members()
+			}
+		}
+		var stats []engine.QueueStats
+		g.log.Read(func(e *engine.Engine) { stats = e.AppendQueueStats(nil, now) })
+		for _, q := range stats {
+			st.Queues = append(st.Queues, q.Queue.String())
+		}
+		slices.Sort(st.Queues)
+		out.Shards = append(out.Shards, st)
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -107,6 +107,7 @@ func (s *Set) follow() {
 	defer s.wg.Done()
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
+	lastBalance := time.Now()
 	for {
 		if s.host.Leading() {
 			if err := s.extend(); err != nil {
@@ -115,6 +116,10 @@ func (s *Set) follow() {
 		}
 		if err := s.openNamed(); err != nil {
 			s.cfg.Logger.Error("shards: could not open a shard the map names", "err", err)
+		}
+		if time.Since(lastBalance) >= balanceEvery {
+			lastBalance = time.Now()
+			s.balanceLeaders()
 		}
 		select {
 		case <-tick.C:
@@ -230,6 +235,78 @@ func (s *Set) extend() error {
 		}
 	}
 	return nil
+}
+
+// balanceEvery is how often a node looks whether it leads more than its
+// share of the groups: seldom enough that an election's outcome settles
+// first, often enough that a cluster is balanced within seconds of a
+// node's start.
+const balanceEvery = 5 * time.Second
+
+// balanceLeaders hands one of the groups this node leads to the voter
+// that leads the fewest, when this node leads more than its share (the
+// groups divided by the voters, rounded up) and that voter at least two
+// fewer than it: a group's writes are its leader's work, so spread
+// leaders spread the cluster's load. Every node runs it for itself, so
+// the cluster converges one transfer at a time. A shard goes before the
+// first group, which carries the map, and a shard whose first replica
+// (where the map wants its leader) is the target goes first.
+func (s *Set) balanceLeaders() {
+	members, err := s.host.Members()
+	if err != nil {
+		return
+	}
+	count := map[string]int{}
+	for _, m := range members {
+		if m.Voter {
+			count[m.ID] = 0
+		}
+	}
+	self := s.host.NodeID()
+	if _, ok := count[self]; !ok || len(count) < 2 {
+		return
+	}
+	groups := []*replog.Raft{s.host}
+	for _, id := range s.IDs() {
+		if l, ok := s.Shard(id); ok {
+			groups = append(groups, l)
+		}
+	}
+	var mine []*replog.Raft
+	for _, g := range groups {
+		id, _ := g.Leader()
+		if _, ok := count[id]; ok {
+			count[id]++
+		}
+		if id == self && g.Leading() {
+			mine = append(mine, g)
+		}
+	}
+	share := (len(groups) + len(count) - 1) / len(count)
+	if len(mine) <= share {
+		return
+	}
+	target := ""
+	for id, n := range count {
+		if id != self && (target == "" || n < count[target] || n == count[target] && id < target) {
+			target = id
+		}
+	}
+	if target == "" || count[target] > len(mine)-2 {
+		return
+	}
+	give := mine[len(mine)-1]
+	for _, g := range mine {
+		if g.Shard() != 0 && g.PreferredLeader() == target {
+			give = g
+			break
+		}
+	}
+	if err := give.HandLeadershipTo(target, 5*time.Second); err != nil {
+		s.cfg.Logger.Warn("shards: could not hand a group's leadership over", "shard", give.Shard(), "to", target, "err", err)
+		return
+	}
+	s.cfg.Logger.Info("shards: handed a group's leadership over to spread the leaders", "shard", give.Shard(), "to", target, "leading", len(mine)-1)
 }
 
 // setOnce sets key to value in the first group's state unless it has a
