@@ -100,10 +100,10 @@ func (s *Server) serveInGroup(ctx context.Context, w http.ResponseWriter, r *htt
 			if g.leads() {
 				return withGroup(ctx, g), false, nil
 			}
-			if q, ok := s.queueOfRequest(in, req); ok && g.id == 0 && s.first.leads() {
-				if id := s.shards.Of(q); id != 0 {
-					return ctx, false, &misdirectedError{group: id}
-				}
+			if g.id != 0 && hintGroup(r) == 0 && s.first.leads() {
+				// The forwarder's map did not name the queue; this
+				// node's, shard 0's leader's, does.
+				return ctx, false, &misdirectedError{group: g.id}
 			}
 			return ctx, false, api.ErrServiceUnavailable("The leadership of the queue's shard moved while the request was forwarded; retry.")
 		}

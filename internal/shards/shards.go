@@ -350,7 +350,9 @@ func (s *Set) Place(ctx context.Context, q api.QueueKey, near *api.QueueKey) (ui
 		return id, nil
 	}
 	ids := s.IDs()
-	if len(ids) == 0 {
+	if len(ids) == 0 || s.inFirstGroup(q) {
+		// A queue of shard 0 (one made before the cluster had shards)
+		// stays there.
 		return 0, nil
 	}
 	var target uint32
@@ -363,6 +365,12 @@ func (s *Set) Place(ctx context.Context, q api.QueueKey, near *api.QueueKey) (ui
 		return 0, err
 	}
 	return s.Of(q), nil
+}
+
+// inFirstGroup reports whether q exists in shard 0.
+func (s *Set) inFirstGroup(q api.QueueKey) (ok bool) {
+	s.host.Read(func(e *engine.Engine) { _, ok = e.QueuePolicy(q) })
+	return ok
 }
 
 // leastLoaded returns the shard, of 0 and ids, that holds the fewest
