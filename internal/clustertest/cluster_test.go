@@ -90,10 +90,24 @@ type node struct {
 	frozen bool
 }
 
-// cluster is a set of fifoq processes forming one Raft group.
+// cluster is a set of fifoq processes forming one Raft group (or one
+// with shards).
 type cluster struct {
 	t     *testing.T
 	nodes []*node
+	// leaderOfTest, if set, finds the node whose leadership a test's
+	// disruptions strike (target): a shard's leader, say; nil, the
+	// cluster's leader.
+	leaderOfTest func() *node
+}
+
+// target returns the node a test's disruptions strike: the leader of
+// what it tests.
+func (c *cluster) target() *node {
+	if c.leaderOfTest != nil {
+		return c.leaderOfTest()
+	}
+	return c.leader()
 }
 
 // newCluster starts n nodes, each with its own data directory; env[i], if

@@ -323,6 +323,11 @@ type run struct {
 	// sendGap is each producer's pause between two sends (workload).
 	sendGap time.Duration
 	measure bool // measure each leader kill's failover time
+	// shards, if more than 1, runs the nodes with --shards: the queue
+	// under test goes to a shard other than the first group (a queue is
+	// created before it to fill shard 0), and the kills and the freeze
+	// strike the leader of that queue's shard.
+	shards int
 	// checkTimeout, if not 0, bounds porcupine's search of one group in
 	// place of a minute: the first tier's 5 s keeps the test process's
 	// memory to a laptop's (the search grows by ~100 MB/s under -race).
@@ -352,9 +357,23 @@ func runFailover(t *testing.T, r *run) {
 		}
 	}()
 	attrs := map[string]string{"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))}
+	if r.shards > 1 {
+		waitShards(t, c, r.shards)
+		// Shard 0 holds the fewest queues first (ties go to the lowest
+		// shard): fill it, so that the queue under test goes to a shard.
+		c.createQueue("fill.fifo", map[string]string{"FifoQueue": "true"})
+		c.leaderOfTest = func() *node { return c.shardLeader("failover.fifo") }
+	}
 	w := &workload{c: c, hist: &historycheck.History{}, sendGap: r.sendGap}
 	w.queueURL = c.createQueue("failover.fifo", attrs)
-	probeURL := c.createQueue("probe.fifo", map[string]string{"FifoQueue": "true"})
+	probeAttrs := map[string]string{"FifoQueue": "true"}
+	if r.shards > 1 {
+		// The probe measures the failover of the queue's shard: a
+		// redrive policy naming the queue puts the probe beside it. No
+		// probe is ever received, so none is moved.
+		probeAttrs["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:failover.fifo","maxReceiveCount":"1000"}`
+	}
+	probeURL := c.createQueue("probe.fifo", probeAttrs)
 	for _, nd := range c.nodes {
 		w.clients = append(w.clients, newClient(nd.httpAddr, clientTimeout))
 	}
@@ -388,6 +407,9 @@ func startFailoverCluster(t *testing.T, r *run) *cluster {
 		}
 		if r.tweak != nil {
 			r.tweak(i, nd)
+		}
+		if r.shards > 1 {
+			nd.args = append(nd.args, "--shards", strconv.Itoa(r.shards))
 		}
 	})
 }
@@ -424,7 +446,7 @@ func disrupt(t *testing.T, c *cluster, r *run, rng *rand.Rand, pause func(), pro
 	probeSeq := 0
 	for k := 0; k < r.kills; k++ {
 		pause()
-		leader := c.leader()
+		leader := c.target()
 		killed := time.Now()
 		c.kill(leader)
 		if r.measure {
@@ -441,7 +463,7 @@ func disrupt(t *testing.T, c *cluster, r *run, rng *rand.Rand, pause func(), pro
 	}
 	if r.follower {
 		pause()
-		leader := c.leader()
+		leader := c.target()
 		f := c.nodes[(indexOf(c, leader)+1+rng.Intn(2))%3]
 		t.Logf("kill follower %s", f.id)
 		c.kill(f)
@@ -450,7 +472,7 @@ func disrupt(t *testing.T, c *cluster, r *run, rng *rand.Rand, pause func(), pro
 	}
 	if r.freeze {
 		pause()
-		nd := c.leader()
+		nd := c.target()
 		t.Logf("freeze %s (the leader) for %v", nd.id, *flagFreeze)
 		c.freeze(nd)
 		time.Sleep(*flagFreeze)
@@ -521,6 +543,25 @@ func TestFailover(t *testing.T) {
 	// time, its check's search bounded to 5 s a group: FIFOQ_TESTS=all, or
 	// a size flag, adds the follower's kill, the freeze, -cluster.kills
 	// leader kills and a minute a group.
+	if testenv.Quick(t, "cluster.kills", "cluster.freeze") {
+		r.kills, r.follower, r.freeze, r.checkTimeout = 1, false, false, 5*time.Second
+	}
+	runFailover(t, r)
+	if len(r.problems) > 0 {
+		t.Errorf("history check failed (seed %d):\n  %s", r.seed, strings.Join(r.problems, "\n  "))
+	}
+	reportFailovers(t, r.failovers)
+}
+
+// TestFailoverWithShards is TestFailover on nodes that run three shards
+// (--shards 3), its queue in a shard other than the first group: every
+// request is routed to, or forwarded to, that shard's leader, which is
+// the one the test kills and freezes.
+func TestFailoverWithShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the failover test runs real processes; skipped in -short mode")
+	}
+	r := &run{kills: *flagKills, follower: true, freeze: true, measure: true, shards: 3}
 	if testenv.Quick(t, "cluster.kills", "cluster.freeze") {
 		r.kills, r.follower, r.freeze, r.checkTimeout = 1, false, false, 5*time.Second
 	}

@@ -104,6 +104,33 @@ func waitPlaced(t *testing.T, nd *node, names ...string) *server.ShardsStatus {
 	}
 }
 
+// shardLeader returns the node that leads the shard holding the queue
+// named name, as a majority of the running nodes see it.
+func (c *cluster) shardLeader(name string) *node {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		votes := map[string]int{}
+		for _, nd := range c.nodes {
+			st := shardsOf(nd)
+			if st == nil {
+				continue
+			}
+			if s := shardOfQueue(st, name); s >= 0 && st.Shards[s].LeaderID != "" {
+				votes[st.Shards[s].LeaderID]++
+			}
+		}
+		for _, nd := range c.nodes {
+			if votes[nd.id] > len(c.nodes)/2 {
+				return nd
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("no leader of %s's shard agreed on within 30 s", name)
+	return nil
+}
+
 // retrying calls fn until it succeeds or 30 s pass: the SDK clients of
 // these tests make one attempt each, and a shard's leadership may be
 // handed over (to spread the leaders) while the test runs.
