@@ -53,6 +53,90 @@ func BenchmarkIdleGroups(b *testing.B) {
 	}
 }
 
+// BenchmarkIdleShards is BenchmarkIdleGroups for shards as fifoq runs them
+// (shard.go): three nodes' first groups in this one process, and beside
+// each, for each count in -idle.groups, that many shards, every shard a
+// Raft group of three replicas (one a node) whose traffic goes over the
+// one session each pair of nodes keeps, as a cluster run with --shards
+// does. The first groups are part of the baseline; the figures are per
+// shard replica.
+//
+//	go test ./internal/replog -run '^$' -bench IdleShards -benchtime 1x
+func BenchmarkIdleShards(b *testing.B) {
+	for _, field := range strings.Split(*idleGroups, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(field))
+		if err != nil || n < 1 {
+			b.Fatalf("-idle.groups: %q is not a count", field)
+		}
+		b.Run(fmt.Sprintf("shards=%d", n), func(b *testing.B) {
+			for range b.N {
+				c := measureIdleShards(b, n)
+				replicas := float64(3 * n)
+				b.ReportMetric(c.goroutines/replicas, "goroutines/replica")
+				b.ReportMetric(c.heap/replicas/(1<<20), "heap-MiB/replica")
+				b.ReportMetric(c.rss/replicas/(1<<20), "rss-MiB/replica")
+				b.ReportMetric(c.cpuPerSecond.Seconds()*1000/replicas, "cpu-ms/s/replica")
+			}
+		})
+	}
+}
+
+func measureIdleShards(b *testing.B, n int) idleCost {
+	quiet := slog.New(slog.DiscardHandler)
+	base := startClusterWith(b, 3, nil, func(cfg *RaftConfig) { cfg.Logger = quiet })
+	waitLeader(b, base)
+	var replicas []Peer
+	nodes := make([]*shardNode, len(base))
+	for i, nd := range base {
+		replicas = append(replicas, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
+		nodes[i] = &shardNode{testNode: nd}
+	}
+	b.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.close()
+		}
+	})
+	time.Sleep(2 * time.Second)
+	// The first groups' own idle CPU is measured first, and taken off.
+	baseCPU0, baseStart := processCPU(), time.Now()
+	time.Sleep(5 * time.Second)
+	baseRate := float64(processCPU()-baseCPU0) / time.Since(baseStart).Seconds()
+	before := processFigures(b)
+	for _, nd := range nodes {
+		nd.openShardsWith(b, n, replicas, func(cfg *RaftConfig) { cfg.Logger = quiet })
+	}
+	c := newClock()
+	for id := 1; id <= n; id++ {
+		leader := shardLeader(b, nodes, id)
+		createFIFO(b, leader, c)
+		send(b, leader, c, 0)
+	}
+	time.Sleep(5 * time.Second)
+	cpu0 := processCPU()
+	start := time.Now()
+	time.Sleep(*idleWindow)
+	cpu := processCPU() - cpu0
+	elapsed := time.Since(start)
+	after := processFigures(b)
+	for id := 1; id <= n; id++ {
+		leaders := 0
+		for _, nd := range nodes {
+			if nd.shards[id-1].Leading() {
+				leaders++
+			}
+		}
+		if leaders != 1 {
+			b.Fatalf("shard %d has %d ready leaders after the window", id, leaders)
+		}
+	}
+	return idleCost{
+		goroutines:   after.goroutines - before.goroutines,
+		heap:         after.heap - before.heap,
+		rss:          after.rss - before.rss,
+		cpuPerSecond: time.Duration(max(float64(cpu)/elapsed.Seconds()-baseRate, 0)),
+	}
+}
+
 // idleCost is what a set of idle groups adds to the process.
 type idleCost struct {
 	goroutines, heap, rss float64

@@ -15,11 +15,21 @@ type shardNode struct {
 }
 
 // openShards opens shards 1..n on nd, replicated on replicas.
-func (nd *shardNode) openShards(t *testing.T, n int, replicas []Peer) {
+func (nd *shardNode) openShards(t testing.TB, n int, replicas []Peer) {
+	t.Helper()
+	nd.openShardsWith(t, n, replicas, nil)
+}
+
+// openShardsWith is openShards with tweak, if not nil, changing each
+// shard's configuration before it is opened.
+func (nd *shardNode) openShardsWith(t testing.TB, n int, replicas []Peer, tweak func(*RaftConfig)) {
 	t.Helper()
 	for id := uint32(1); id <= uint32(n); id++ {
 		cfg := RaftConfig{Dir: filepath.Join(nd.dir, "shards", fmt.Sprint(id)), MinFreeBytes: -1,
 			Shard: &ShardConfig{ID: id, Host: nd.log, Replicas: replicas}}
+		if tweak != nil {
+			tweak(&cfg)
+		}
 		l, err := OpenRaft(cfg)
 		if err != nil {
 			t.Fatalf("%s: open shard %d: %v", nd.id, id, err)
@@ -42,7 +52,7 @@ func (nd *shardNode) close() {
 
 // shardLeader waits until some node leads shard id (1 or more) and is
 // ready, and returns its shard.
-func shardLeader(t *testing.T, nodes []*shardNode, id int) *Raft {
+func shardLeader(t testing.TB, nodes []*shardNode, id int) *Raft {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

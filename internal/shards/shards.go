@@ -432,11 +432,24 @@ func (s *Set) Close() error {
 	s.mu.Unlock()
 	close(s.quit)
 	s.wg.Wait()
-	var errs []error
+	// Each shard a node leads hands its leadership over as it closes
+	// (up to two seconds each): they close at once, not one after another.
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
 	for id, l := range s.open {
-		if err := l.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("shard %d: %w", id, err))
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.Close(); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("shard %d: %w", id, err))
+				mu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }

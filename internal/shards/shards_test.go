@@ -1,0 +1,199 @@
+package shards
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/replog"
+	"github.com/fifoq/fifoq/internal/testenv"
+)
+
+// openMember opens a cluster member of one node in dir with its shards,
+// count of them in all, and waits until it runs them.
+func openMember(t *testing.T, dir string, count int) (*replog.Raft, *Set) {
+	t.Helper()
+	addr := testenv.FreeAddr(t)
+	quiet := slog.New(slog.DiscardHandler)
+	host, err := replog.OpenRaft(replog.RaftConfig{Dir: dir, NodeID: "n1", MinFreeBytes: -1, Logger: quiet, Engine: engine.Config{Region: "us-east-1"},
+		Cluster: &replog.ClusterConfig{RaftAddr: addr, Peers: []replog.Peer{{ID: "n1", Addr: addr}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := Open(host, Config{Count: count, Dir: dir, Shard: replog.RaftConfig{MinFreeBytes: -1, Logger: quiet}, Logger: quiet})
+	if err != nil {
+		host.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		set.Close()
+		host.Close()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for len(set.IDs()) < count-1 || !host.Leading() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the member runs shards %v after 20 s, want %d", set.IDs(), count-1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, id := range set.IDs() {
+		l, _ := set.Shard(id)
+		for !l.Leading() {
+			if time.Now().After(deadline) {
+				t.Fatalf("shard %d has no leader after 20 s", id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return host, set
+}
+
+func queue(name string) api.QueueKey { return api.QueueKey{Account: "000000000000", Name: name} }
+
+// create creates q in shard id of set (0: the first group, host).
+func create(t *testing.T, host *replog.Raft, set *Set, id uint32, q api.QueueKey) {
+	t.Helper()
+	var l replog.Log = host
+	if id != 0 {
+		l, _ = set.Shard(id)
+	}
+	_, err := l.Apply(context.Background(), &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Entropy: 1,
+		Request: &api.CreateQueueRequest{QueueName: q.Name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlaceSpreadsQueuesAndKeepsTheirShard places queues in a member with
+// four shards: each new queue goes to the shard with the fewest (the
+// lowest of those tied), a queue with a dead-letter queue goes beside it,
+// a name keeps its shard, and a queue that was in the first group before
+// the shards existed stays there.
+func TestPlaceSpreadsQueuesAndKeepsTheirShard(t *testing.T) {
+	host, set := openMember(t, t.TempDir(), 4)
+	ctx := context.Background()
+	old := queue("before-shards")
+	create(t, host, set, 0, old)
+	// Shard 0 holds a queue already: the next three go to 1, 2, 3.
+	var got []uint32
+	for i := range 5 {
+		q := queue(fmt.Sprintf("q%d", i))
+		id, err := set.Place(ctx, q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		create(t, host, set, id, q)
+		got = append(got, id)
+	}
+	if want := []uint32{1, 2, 3, 0, 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("five new queues went to shards %v, want %v", got, want)
+	}
+	if id, _ := set.Place(ctx, old, nil); id != 0 {
+		t.Fatalf("a queue of the first group was placed in shard %d", id)
+	}
+	if id, _ := set.Place(ctx, queue("q2"), nil); id != got[2] || set.Of(queue("q2")) != got[2] {
+		t.Fatalf("q2 moved from shard %d to %d", got[2], id)
+	}
+	dlq := queue("q3")
+	if id, _ := set.Place(ctx, queue("with-dlq"), &dlq); id != set.Of(dlq) {
+		t.Fatalf("a queue went to shard %d, its dead-letter queue is in %d", id, set.Of(dlq))
+	}
+}
+
+// TestPlaceOnceUnderRace places one name from many goroutines at once:
+// they all get the same shard, the first placement in the log.
+func TestPlaceOnceUnderRace(t *testing.T) {
+	host, set := openMember(t, t.TempDir(), 3)
+	// Fill shards unevenly, so that a placement that read a stale count
+	// would choose another shard than the first one in the log.
+	for i := range 4 {
+		q := queue(fmt.Sprintf("fill%d", i))
+		id, err := set.Place(context.Background(), q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		create(t, host, set, id, q)
+	}
+	for round := range 20 {
+		q := queue(fmt.Sprintf("raced%d", round))
+		var wg sync.WaitGroup
+		ids := make([]uint32, 8)
+		for g := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id, err := set.Place(context.Background(), q, nil)
+				if err != nil {
+					t.Error(err)
+				}
+				ids[g] = id
+			}()
+		}
+		wg.Wait()
+		for _, id := range ids {
+			if id != ids[0] {
+				t.Fatalf("round %d: concurrent placements of one name gave shards %v", round, ids)
+			}
+		}
+		if set.Of(q) != ids[0] {
+			t.Fatalf("round %d: placed in %d, the map says %d", round, ids[0], set.Of(q))
+		}
+	}
+}
+
+// TestShardsReopenWithTheirQueues closes a member with shards and opens
+// its data dir again with no shard count configured: it runs the shards
+// its map names, with their queues.
+func TestShardsReopenWithTheirQueues(t *testing.T) {
+	dir := t.TempDir()
+	host, set := openMember(t, dir, 3)
+	create(t, host, set, 0, queue("in-shard-0"))
+	q := queue("kept")
+	id, err := set.Place(context.Background(), q, nil)
+	if err != nil || id == 0 {
+		t.Fatalf("placed in %d (%v), want a shard", id, err)
+	}
+	create(t, host, set, id, q)
+	set.Close()
+	host.Close()
+
+	_, set = openMember(t, dir, 1)
+	deadline := time.Now().Add(20 * time.Second)
+	l, ok := set.Shard(id)
+	for !ok || set.Of(q) != id {
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after a restart, shard %d is open: %v; the map puts the queue in %d", id, ok, set.Of(q))
+		}
+		time.Sleep(20 * time.Millisecond)
+		l, ok = set.Shard(id)
+	}
+	for !l.Leading() {
+		if time.Now().After(deadline) {
+			t.Fatal("the shard has no leader 20 s after a restart")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	exists := false
+	l.Read(func(e *engine.Engine) { _, exists = e.QueuePolicy(q) })
+	if !exists {
+		t.Fatal("the queue is gone from its shard after a restart")
+	}
+}
+
+func TestShardKeyID(t *testing.T) {
+	for key, want := range map[string]uint32{"shards/1": 1, "shards/12": 12} {
+		if id, ok := shardKeyID(key); !ok || id != want {
+			t.Errorf("shardKeyID(%q) = %d, %v", key, id, ok)
+		}
+	}
+	for _, key := range []string{"shards/0", "shards/01", "shards/queue/a/b/c", "shards/x", "shards/", "shards/4294967296", "other/1"} {
+		if id, ok := shardKeyID(key); ok {
+			t.Errorf("shardKeyID(%q) = %d, want no shard", key, id)
+		}
+	}
+}
