@@ -61,9 +61,11 @@ func TestRollingRestart(t *testing.T) {
 // machines) and record nothing that needs format 5 (members'
 // incarnations), and refuse, retryably, a queue in another region (format
 // 6); once every member reads the newest format it must write it, and
-// take the queue. An older
-// binary put back afterwards must stay out, saying why, and the cluster
-// go on. Every acknowledged send is received, in order, once.
+// take the queue. Every member runs with --shards 3: no shard may exist
+// while a member cannot read the shard map (format 7), and the three must
+// run once every member can. An older binary put back afterwards must
+// stay out, saying why, and the cluster go on. Every acknowledged send
+// is received, in order, once.
 func TestRollingUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
@@ -71,7 +73,7 @@ func TestRollingUpgrade(t *testing.T) {
 	testenv.Long(t, "a rolling upgrade across log entry formats; TestRollingRestart is the first tier's rolling restart")
 	bin := faultyBinary(t)
 	older := []string{olderFormat}
-	c := newClusterWith(t, 3, func(i int, nd *node) { nd.bin, nd.env = bin, older })
+	c := newClusterWith(t, 3, func(i int, nd *node) { nd.bin, nd.env, nd.args = bin, older, []string{"--shards", "3"} })
 	q := c.createQueue("upgrade.fifo", map[string]string{"FifoQueue": "true"})
 	s := startSender(t, q, c.nodes[0])
 	time.Sleep(time.Second)
@@ -103,9 +105,15 @@ func TestRollingUpgrade(t *testing.T) {
 			if _, err := createInRegion(nd, "eu-west-1", "far"); !isServiceUnavailable(err) {
 				t.Fatalf("a queue in another region, while a member reads format 4 only: %v; want ServiceUnavailable", err)
 			}
+			for _, x := range c.nodes {
+				if st := shardsOf(x); st == nil || len(st.Shards) != 1 {
+					t.Fatalf("%s runs shards %+v while a member cannot read the shard map; want the first group alone", x.id, st)
+				}
+			}
 		}
 	}
 	expectFormats(t, c, newestFormat, 15*time.Second)
+	waitShards(t, c, 3)
 	if u, err := createInRegion(c.leader(), "eu-west-1", "far"); err != nil || !strings.Contains(u, "/queue/eu-west-1/") {
 		t.Fatalf("a queue in another region once every member is upgraded: %s, %v", u, err)
 	}
@@ -143,8 +151,8 @@ func TestRollingUpgrade(t *testing.T) {
 }
 
 // newestFormat is the newest log entry format of the fifoq under test
-// (replog's entryFormatVersion): 6, queues in other regions.
-const newestFormat = 6
+// (replog's entryFormatVersion): 7, the shard map's records.
+const newestFormat = 7
 
 // createInRegion creates a standard queue through nd with a client that
 // signs for region, and returns its URL.

@@ -191,3 +191,8 @@ func (l *Raft) logChange(what string, id raft.ServerID, err error) error {
 	l.logger.Info("shard: followed the cluster's membership", "shard", l.Shard(), "change", what, "node_id", id)
 	return nil
 }
+
+// WritesShardMap reports whether this node writes the log entry format
+// that carries the shard map's records (format 7): until every member of
+// the cluster reads it, the map cannot be written.
+func (l *Raft) WritesShardMap() bool { return byte(l.format.Load()) >= minVersionShards }

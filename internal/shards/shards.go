@@ -197,7 +197,8 @@ func (s *Set) openNamed() error {
 // first of them (where its leader is wanted) taken in turn so that the
 // shards' leaders spread over the nodes.
 func (s *Set) extend() error {
-	if s.cfg.Count < 2 {
+	if s.cfg.Count < 2 || !s.host.WritesShardMap() {
+		// Until every member reads the map's format, there is none.
 		return nil
 	}
 	have := s.named()
