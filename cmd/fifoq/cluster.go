@@ -238,6 +238,10 @@ func printShards(w io.Writer, st server.ShardsStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SHARD\tLEADER\tSTATE HERE\tTERM\tAPPLIED\tCOMMIT\tVOTERS\tQUEUES")
 	for _, sh := range st.Shards {
+		if !sh.Held {
+			fmt.Fprintf(tw, "%d\t-\tno replica here\t\t\t\t%s\t-\n", sh.Shard, orNone(strings.Join(sh.Wanted, ",")))
+			continue
+		}
 		var voters []string
 		for _, m := range sh.Members {
 			if m.Voter {

@@ -3,6 +3,7 @@ package replog
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -33,9 +34,14 @@ type ShardConfig struct {
 	Host *Raft
 	// Replicas are the shard's first members: a node among them whose
 	// shard has no state yet bootstraps the shard with them. Every node
-	// must be given the same list (the cluster's map records it); a node
-	// not among them waits for the shard's leader to add it.
+	// must be given the same list (the cluster's map records it, once);
+	// a node not among them waits for the shard's leader to add it.
 	Replicas []Peer
+	// Want, if not nil, returns the replicas the shard is to have now
+	// (the map's choice, which changes as nodes join and leave): its
+	// leader adds and removes replicas until it has them. Nil, the
+	// shard is replicated on every member of the first group.
+	Want func() []Peer
 }
 
 // check refuses a shard config that cannot work, and sets what a shard
@@ -106,18 +112,10 @@ func (l *Raft) Shard() uint32 {
 	return l.cfg.Shard.ID
 }
 
-// PreferredLeader returns the node where the shard's map wants its leader
-// (its first replica); "" for a node's first group.
-func (l *Raft) PreferredLeader() string {
-	if l.cfg.Shard == nil || len(l.cfg.Shard.Replicas) == 0 {
-		return ""
-	}
-	return l.cfg.Shard.Replicas[0].ID
-}
-
 // followHost keeps a shard in step with its node's first group: it writes
-// the format the first group records, and, while it leads, makes its
-// membership the first group's, one change at a time.
+// the format the first group records, and, while it leads, brings its
+// membership to the replicas wanted (ShardConfig.Want), one change at a
+// time.
 func (l *Raft) followHost() {
 	defer l.wg.Done()
 	tick := time.NewTicker(time.Second)
@@ -125,8 +123,8 @@ func (l *Raft) followHost() {
 	for {
 		l.refreshFormat()
 		if l.Leading() {
-			if err := l.matchHostMembers(); err != nil {
-				l.logger.Warn("shard: could not follow the cluster's membership", "shard", l.Shard(), "err", err)
+			if err := l.matchWanted(); err != nil {
+				l.logger.Warn("shard: could not bring the shard's replicas to those wanted", "shard", l.Shard(), "err", err)
 			}
 		}
 		select {
@@ -137,34 +135,71 @@ func (l *Raft) followHost() {
 	}
 }
 
-// matchHostMembers makes one change that brings the shard's membership
-// nearer its host's: a member added (as a voter, or a non-voter as the
-// host has it), moved to the host's address for it, or removed.
-func (l *Raft) matchHostMembers() error {
+// wanted returns the voters the shard is to have: ShardConfig.Want's, or
+// without it the first group's members (as their suffrage there).
+func (l *Raft) wanted() (map[raft.ServerID]raft.Server, error) {
+	want := map[raft.ServerID]raft.Server{}
+	if fn := l.cfg.Shard.Want; fn != nil {
+		for _, p := range fn() {
+			want[raft.ServerID(p.ID)] = raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr), Suffrage: raft.Voter}
+		}
+		return want, nil
+	}
+	hf := l.host.raft.GetConfiguration()
+	if err := hf.Error(); err != nil {
+		return nil, err
+	}
+	for _, s := range hf.Configuration().Servers {
+		want[s.ID] = s
+	}
+	return want, nil
+}
+
+// matchWanted makes one change that brings the shard's membership nearer
+// the replicas wanted. In order:
+//
+//  1. a replica on a node that is no longer a member of the cluster is
+//     removed first: such a node is gone, and a replica added before it
+//     is removed would have to catch up before the group could commit
+//     again (its quorum would count the dead replica);
+//  2. a wanted replica is added (or its address corrected);
+//  3. a replica no longer wanted is removed, after the one that replaces
+//     it was added: a move between two live nodes keeps the group's
+//     quorum whole. A leader that is itself no longer wanted hands its
+//     leadership to a wanted replica first.
+func (l *Raft) matchWanted() error {
+	want, err := l.wanted()
+	if err != nil {
+		return err
+	}
+	if len(want) == 0 {
+		return nil
+	}
 	hf := l.host.raft.GetConfiguration()
 	if err := hf.Error(); err != nil {
 		return err
+	}
+	members := map[raft.ServerID]bool{}
+	for _, s := range hf.Configuration().Servers {
+		members[s.ID] = true
 	}
 	own := l.raft.GetConfiguration()
 	if err := own.Error(); err != nil {
 		return err
 	}
-	want := map[raft.ServerID]raft.Server{}
-	for _, s := range hf.Configuration().Servers {
-		want[s.ID] = s
-	}
-	if _, ok := want[raft.ServerID(l.cfg.NodeID)]; !ok {
-		// This node was removed from the cluster (a node that joins is
-		// given a replica only once it is a member, so it cannot lead
-		// before): the shard's leadership goes to a member.
-		return l.logChange("remove", raft.ServerID(l.cfg.NodeID), l.raft.RemoveServer(raft.ServerID(l.cfg.NodeID), 0, 10*time.Second).Error())
-	}
 	have := map[raft.ServerID]raft.Server{}
 	for _, s := range own.Configuration().Servers {
 		have[s.ID] = s
 	}
+	self := raft.ServerID(l.cfg.NodeID)
 	const timeout = 10 * time.Second
-	for id, w := range want {
+	for _, id := range sortedIDs(have) {
+		if _, ok := want[id]; !ok && !members[id] && id != self {
+			return l.logChange("remove the replica of a departed node", id, l.raft.RemoveServer(id, 0, timeout).Error())
+		}
+	}
+	for _, id := range sortedIDs(want) {
+		w := want[id]
 		h, ok := have[id]
 		switch {
 		case ok && h.Address == w.Address && h.Suffrage == w.Suffrage:
@@ -175,12 +210,32 @@ func (l *Raft) matchHostMembers() error {
 			return l.logChange("add non-voter", id, l.raft.AddNonvoter(id, w.Address, 0, timeout).Error())
 		}
 	}
-	for id := range have {
-		if _, ok := want[id]; !ok {
-			return l.logChange("remove", id, l.raft.RemoveServer(id, 0, timeout).Error())
+	for _, id := range sortedIDs(have) {
+		if _, ok := want[id]; ok {
+			continue
 		}
+		if id == self {
+			for _, to := range sortedIDs(want) {
+				if want[to].Suffrage == raft.Voter {
+					return l.logChange("hand the leadership over to "+string(to)+", to leave", id, l.HandLeadershipTo(string(to), timeout))
+				}
+			}
+			return nil
+		}
+		return l.logChange("remove", id, l.raft.RemoveServer(id, 0, timeout).Error())
 	}
 	return nil
+}
+
+// sortedIDs returns m's keys in order, so that every leader makes the
+// same change first.
+func sortedIDs(m map[raft.ServerID]raft.Server) []raft.ServerID {
+	out := make([]raft.ServerID, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // logChange says what a membership change did.
@@ -196,3 +251,18 @@ func (l *Raft) logChange(what string, id raft.ServerID, err error) error {
 // that carries the shard map's records (format 7): until every member of
 // the cluster reads it, the map cannot be written.
 func (l *Raft) WritesShardMap() bool { return byte(l.format.Load()) >= minVersionShards }
+
+// IsMember reports whether this node is in the group's membership as
+// this node knows it (a replica removed may never learn it was).
+func (l *Raft) IsMember() bool {
+	f := l.raft.GetConfiguration()
+	if f.Error() != nil {
+		return true
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == l.cfg.NodeID {
+			return true
+		}
+	}
+	return false
+}

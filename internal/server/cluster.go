@@ -251,6 +251,7 @@ func (s *Server) registerCluster(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /cluster/members/{id}", s.serveClusterRemove)
 	mux.HandleFunc("POST /cluster/place", s.servePlace)
 	mux.HandleFunc("GET /cluster/shards", s.serveClusterShards)
+	mux.HandleFunc("POST /cluster/list", s.serveClusterList)
 }
 
 func (s *Server) nodeInfo() NodeInfo {

@@ -179,41 +179,59 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, le
 // 421 answer naming another group (misdirectedError) is returned, not
 // relayed, for the caller to route again.
 func (s *Server) forwardIn(w http.ResponseWriter, r *http.Request, body []byte, g *group, leaderAddr string) error {
-	c := g.raft
+	return s.forwardTo(w, r, body, g.id, g.raft, leaderAddr)
+}
+
+// forwardTo is forwardIn to the node at addr for group id, whose log here
+// is c, or nil if this node holds no replica of it: the request then is
+// given up on only when the node stops answering, as this node cannot
+// see the group's leadership move.
+func (s *Server) forwardTo(w http.ResponseWriter, r *http.Request, body []byte, id uint32, c RaftLog, leaderAddr string) error {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	target, _ := c.Leader()
-	go func() {
-		// A leader that dies or is frozen answers nothing: give up on it
-		// as soon as this node learns of another leader, or once it has
-		// known none for forwardGrace. A moment without a known leader
-		// (this node's heartbeat timeout ran out during a pause, say) is
-		// not enough: the leader may be answering, and giving up turns a
-		// request that succeeds into one whose outcome is unknown.
-		var blank <-chan time.Time
-		for {
-			changed := c.LeadershipChanged()
-			switch id, _ := c.Leader(); {
-			case id != "" && id != target:
-				cancel()
-				return
-			case id == "" && blank == nil:
-				t := time.NewTimer(forwardGrace)
-				defer t.Stop()
-				blank = t.C
-			case id != "":
-				blank = nil
-			}
-			select {
-			case <-changed:
-			case <-blank:
-				cancel()
-				return
-			case <-ctx.Done():
-				return
-			}
+	if c != nil {
+		target, _ := c.Leader()
+		go watchForwardTarget(ctx, cancel, c, target)
+	}
+	return s.sendForward(ctx, w, r, body, id, leaderAddr)
+}
+
+// watchForwardTarget cancels a forward to target, the leader c knew when
+// it was sent, once c learns of another leader, or knows none for
+// forwardGrace. A leader that dies or is frozen answers nothing: give up
+// on it then. A moment without a known leader (this node's heartbeat
+// timeout ran out during a pause, say) is not enough: the leader may be
+// answering, and giving up turns a request that succeeds into one whose
+// outcome is unknown.
+func watchForwardTarget(ctx context.Context, cancel context.CancelFunc, c RaftLog, target string) {
+	var blank <-chan time.Time
+	for {
+		changed := c.LeadershipChanged()
+		switch id, _ := c.Leader(); {
+		case id != "" && id != target:
+			cancel()
+			return
+		case id == "" && blank == nil:
+			t := time.NewTimer(forwardGrace)
+			defer t.Stop()
+			blank = t.C
+		case id != "":
+			blank = nil
 		}
-	}()
+		select {
+		case <-changed:
+		case <-blank:
+			cancel()
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// sendForward sends the request to the node at leaderAddr for group id
+// and relays its answer (forwardIn).
+func (s *Server) sendForward(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte, id uint32, leaderAddr string) error {
 	u := &url.URL{Scheme: "http", Host: leaderAddr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
 	if err != nil {
@@ -235,7 +253,7 @@ func (s *Server) forwardIn(w http.ResponseWriter, r *http.Request, body []byte, 
 	}
 	out.Header.Set(hdrForwardedBy, s.cluster.NodeID())
 	if s.sharded() {
-		out.Header.Set(hdrGroup, strconv.FormatUint(uint64(g.id), 10))
+		out.Header.Set(hdrGroup, strconv.FormatUint(uint64(id), 10))
 	}
 	resp, err := s.fwd.client.Do(out)
 	if err != nil {
@@ -252,7 +270,7 @@ func (s *Server) forwardIn(w http.ResponseWriter, r *http.Request, body []byte, 
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusMisdirectedRequest && s.sharded() {
 		if n, perr := strconv.ParseUint(resp.Header.Get(hdrGroup), 10, 32); perr == nil {
-			return &misdirectedError{group: uint32(n)}
+			return &misdirectedError{group: uint32(n), leader: resp.Header.Get(hdrLeader)}
 		}
 	}
 	for k, vs := range resp.Header {

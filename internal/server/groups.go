@@ -25,9 +25,15 @@ type Shards interface {
 	// (beside near, if not nil) if it has none. Only on the first
 	// group's leader.
 	Place(ctx context.Context, q api.QueueKey, near *api.QueueKey) (uint32, error)
-	// Shard returns shard id's log, if this node has it open.
+	// Shard returns shard id's log, if this node holds a replica of it.
 	Shard(id uint32) (*replog.Raft, bool)
-	// IDs returns the shards this node has open, ascending.
+	// Replicas returns the replicas the map wants shard id to have, at
+	// their members' addresses: where a request for a shard this node
+	// holds no replica of is sent.
+	Replicas(id uint32) []replog.Peer
+	// Named returns every shard the map names, ascending.
+	Named() []uint32
+	// IDs returns the shards this node holds a replica of, ascending.
 	IDs() []uint32
 	// Running reports whether this node has any shard open: until then
 	// the cluster is its first group alone, and requests are routed as
@@ -71,29 +77,29 @@ func (s *Server) groupIn(ctx context.Context) *group {
 
 // groupSet holds the server's groups, built as they are first needed.
 type groupSet struct {
-	mu     sync.RWMutex
-	byID   map[uint32]*group
-	hooked func(replog.Log) // gives a new group's engine the server's hooks
+	mu   sync.RWMutex
+	byID map[uint32]*group
 }
 
-// groupByID returns group id if this node runs it.
+// groupByID returns group id if this node holds a replica of it.
 func (s *Server) groupByID(id uint32) (*group, bool) {
 	if id == 0 || s.shards == nil {
 		return s.first, id == 0
-	}
-	s.groups.mu.RLock()
-	g, ok := s.groups.byID[id]
-	s.groups.mu.RUnlock()
-	if ok {
-		return g, true
 	}
 	l, ok := s.shards.Shard(id)
 	if !ok {
 		return nil, false
 	}
+	s.groups.mu.RLock()
+	g, ok := s.groups.byID[id]
+	s.groups.mu.RUnlock()
+	if ok && g.log == replog.Log(l) {
+		return g, true
+	}
+	// New, or opened anew after the map moved it away and back.
 	s.groups.mu.Lock()
 	defer s.groups.mu.Unlock()
-	if g, ok := s.groups.byID[id]; ok {
+	if g, ok := s.groups.byID[id]; ok && g.log == replog.Log(l) {
 		return g, true
 	}
 	g = &group{id: id, log: l, raft: l}
@@ -189,7 +195,13 @@ func (s *Server) deadLetterQueueOf(req *api.CreateQueueRequest) *api.QueueKey {
 // ShardStatus is one group in GET /cluster/shards: its members, leader
 // and progress as this node sees them, and the queues it holds.
 type ShardStatus struct {
-	Shard        uint32          `json:"shard"`
+	Shard uint32 `json:"shard"`
+	// Held: this node holds a replica of the shard. The figures below
+	// are its replica's; a shard not held here shows only Wanted.
+	Held bool `json:"held"`
+	// Wanted are the nodes the map wants the shard's replicas on (every
+	// member for shard 0).
+	Wanted       []string        `json:"wanted,omitempty"`
 	LeaderID     string          `json:"leader_id"`
 	State        string          `json:"state"` // this node's role in the group
 	Term         uint64          `json:"term"`
@@ -218,7 +230,7 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 	out := ShardsStatus{Node: s.status.NodeID()}
 	now := s.now().UnixNano()
 	for _, g := range s.allGroups() {
-		st := ShardStatus{Shard: g.id, Queues: []string{}}
+		st := ShardStatus{Shard: g.id, Held: true, Queues: []string{}, Wanted: s.wantedOf(g.id)}
 		if g.raft != nil {
 			ns := g.raft.Status()
 			st.LeaderID, st.State, st.Term, st.CommitIndex, st.AppliedIndex = ns.LeaderID, ns.State, ns.Term, ns.CommitIndex, ns.AppliedIndex
@@ -234,5 +246,34 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 		slices.Sort(st.Queues)
 		out.Shards = append(out.Shards, st)
 	}
+	if s.shards != nil {
+		for _, id := range s.shards.Named() {
+			if _, held := s.shards.Shard(id); !held {
+				out.Shards = append(out.Shards, ShardStatus{Shard: id, Wanted: s.wantedOf(id)})
+			}
+		}
+		slices.SortFunc(out.Shards, func(a, b ShardStatus) int { return int(a.Shard) - int(b.Shard) })
+	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// wantedOf returns the nodes the map wants shard id's replicas on; for
+// shard 0, every member.
+func (s *Server) wantedOf(id uint32) []string {
+	var out []string
+	if id == 0 {
+		if s.cluster != nil {
+			members, _ := s.cluster.Members()
+			for _, m := range members {
+				out = append(out, m.ID)
+			}
+		}
+		return out
+	}
+	if s.shards != nil {
+		for _, p := range s.shards.Replicas(id) {
+			out = append(out, p.ID)
+		}
+	}
+	return out
 }

@@ -94,6 +94,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			// Not metered: the forwarder routes the request again.
 			rec.forwarded = true
 			sw.Header().Set(hdrGroup, strconv.FormatUint(uint64(mis.group), 10))
+			sw.Header().Set(hdrLeader, mis.leader)
 			writeJSONError(sw, http.StatusMisdirectedRequest, mis.Error())
 			return
 		case forwarded && err == nil:

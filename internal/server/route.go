@@ -36,45 +36,55 @@ import (
 //     /cluster/place), so that a name is in one shard only.
 
 // hdrGroup names, on a forwarded request, the group the forwarder routed
-// it to; on a 421 answer, the group the request belongs to.
-const hdrGroup = "X-Fifoq-Group"
+// it to; on a 421 answer, the group the request belongs to. hdrLeader, on
+// a 421 answer, names the node that leads that group as far as the
+// answering node knows ("" if it does not, or holds no replica of it).
+const (
+	hdrGroup  = "X-Fifoq-Group"
+	hdrLeader = "X-Fifoq-Leader"
+)
 
-// misdirectedError is the first group's leader's answer for a queue that
-// lives in another group.
-type misdirectedError struct{ group uint32 }
+// misdirectedError is a node's answer to a request forwarded to it that
+// it does not serve: the queue lives in another group than the forwarder
+// thought, or this node does not lead the group (leader is who does, if
+// it knows).
+type misdirectedError struct {
+	group  uint32
+	leader string
+}
 
 func (e *misdirectedError) Error() string {
+	if e.leader != "" {
+		return fmt.Sprintf("the queue lives in shard %d, led by node %s", e.group, e.leader)
+	}
 	return fmt.Sprintf("the queue lives in shard %d", e.group)
 }
 
-// routeGroup returns the group that serves req, on a node with shards.
-// Forwarded requests are routed as their forwarder said (hintGroup).
-func (s *Server) routeGroup(ctx context.Context, r *http.Request, in api.Scope, req api.Request) (*group, error) {
+// maxRoutes bounds how many times a node routes one request anew after a
+// 421: a map that lags, then a leadership that moved, then a replica that
+// is down take three.
+const maxRoutes = 4
+
+// routeShard returns the shard that serves req, on a node with shards,
+// placing the queue first if req creates one. A forwarded request is
+// routed as its forwarder said (hintGroup) when this node's map does not
+// name the queue.
+func (s *Server) routeShard(ctx context.Context, r *http.Request, in api.Scope, req api.Request) (uint32, error) {
 	q, named := s.queueOfRequest(in, req)
 	if !named {
-		return s.first, nil
+		return 0, nil
 	}
-	var id uint32
 	if cq, ok := req.(*api.CreateQueueRequest); ok && !fromPeer(r) {
 		if err := api.Validate(req); err != nil {
-			return nil, err // answered where it arrived, without placing
+			return 0, err // answered where it arrived, without placing
 		}
-		placed, err := s.placeQueue(ctx, q, s.deadLetterQueueOf(cq))
-		if err != nil {
-			return nil, err
-		}
-		id = placed
-	} else {
-		id = s.shards.Of(q)
-		if id == 0 && fromPeer(r) {
-			id = hintGroup(r)
-		}
+		return s.placeQueue(ctx, q, s.deadLetterQueueOf(cq))
 	}
-	g, ok := s.groupByID(id)
-	if !ok {
-		return nil, api.ErrServiceUnavailable("Shard %d is not open on this node yet; retry.", id)
+	id := s.shards.Of(q)
+	if id == 0 && fromPeer(r) {
+		id = hintGroup(r)
 	}
-	return g, nil
+	return id, nil
 }
 
 // hintGroup returns the group a forwarded request was routed to.
@@ -89,48 +99,114 @@ func hintGroup(r *http.Request) uint32 {
 // serveInGroup serves a decoded request on a node with shards: here, if
 // this node leads the request's group (it returns the context to serve
 // it in, handled false), else by forwarding it to that group's leader
-// (handled true: the answer is written).
+// (handled true: the answer is written). A request another node
+// forwarded is served here or answered 421 (servePeerRouted).
 func (s *Server) serveInGroup(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte, in api.Scope, req api.Request) (context.Context, bool, error) {
-	g, err := s.routeGroup(ctx, r, in, req)
+	id, err := s.routeShard(ctx, r, in, req)
 	if err != nil {
 		return ctx, false, err
 	}
-	for hop := 0; ; hop++ {
-		if fromPeer(r) {
-			if g.leads() {
+	if fromPeer(r) {
+		return s.servePeerRouted(ctx, r, id)
+	}
+	for route := 0; route < maxRoutes; route++ {
+		if route > 0 {
+			// A leadership moving, or a replica that is down: give the
+			// cluster a moment before asking again.
+			select {
+			case <-time.After(time.Duration(route) * 50 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx, false, api.ErrServiceUnavailable("The request ended while its queue's shard was being found.")
+			}
+		}
+		if g, local := s.groupByID(id); local {
+			here, addr, err := s.routeIn(r, g.raft)
+			if err != nil {
+				return ctx, false, err
+			}
+			if here {
 				return withGroup(ctx, g), false, nil
 			}
-			if g.id != 0 && hintGroup(r) == 0 && s.first.leads() {
-				// The forwarder's map did not name the queue; this
-				// node's, shard 0's leader's, does.
-				return ctx, false, &misdirectedError{group: g.id}
+			err = s.forwardLoop(w, r, body, g, addr)
+			if errors.Is(err, errServeHere) {
+				return withGroup(ctx, g), false, nil
 			}
-			return ctx, false, api.ErrServiceUnavailable("The leadership of the queue's shard moved while the request was forwarded; retry.")
+			var mis *misdirectedError
+			if !errors.As(err, &mis) {
+				return ctx, true, err
+			}
+			id = mis.group
+			s.noteLeader(mis)
+			continue
 		}
-		local, addr, err := s.routeIn(r, g.raft)
-		if err != nil {
-			return ctx, false, err
-		}
-		if local {
-			return withGroup(ctx, g), false, nil
-		}
-		err = s.forwardLoop(w, r, body, g, addr)
-		if errors.Is(err, errServeHere) {
-			return withGroup(ctx, g), false, nil
-		}
+		err := s.forwardToReplica(w, r, body, id, route)
 		var mis *misdirectedError
-		if !errors.As(err, &mis) || hop > 0 {
-			if mis != nil {
-				err = api.ErrServiceUnavailable("The request was routed by a stale shard map; retry.")
-			}
+		if !errors.As(err, &mis) {
 			return ctx, true, err
 		}
-		next, ok := s.groupByID(mis.group)
-		if !ok {
-			return ctx, true, api.ErrServiceUnavailable("Shard %d is not open on this node yet; retry.", mis.group)
-		}
-		g = next
+		id = mis.group
+		s.noteLeader(mis)
 	}
+	return ctx, true, api.ErrServiceUnavailable("The leader of the queue's shard could not be found; retry.")
+}
+
+// servePeerRouted decides for a request another node forwarded for
+// shard id: served here if this node leads it, else answered 421 with
+// what this node knows, for the forwarder to route again.
+func (s *Server) servePeerRouted(ctx context.Context, r *http.Request, id uint32) (context.Context, bool, error) {
+	g, local := s.groupByID(id)
+	if local && g.leads() {
+		return withGroup(ctx, g), false, nil
+	}
+	leader := ""
+	if local && g.raft != nil {
+		leader, _ = g.raft.Leader()
+	}
+	if id != 0 && hintGroup(r) == 0 && s.first.leads() {
+		// The forwarder's map did not name the queue; this node's,
+		// shard 0's leader's, does.
+		return ctx, false, &misdirectedError{group: id, leader: leader}
+	}
+	if local && leader == s.cluster.NodeID() {
+		leader = "" // elected, not yet ready: the forwarder asks again
+	}
+	return ctx, false, &misdirectedError{group: id, leader: leader}
+}
+
+// noteLeader remembers the leader a 421 named for its group, for the
+// groups this node holds no replica of.
+func (s *Server) noteLeader(mis *misdirectedError) {
+	if mis.leader != "" {
+		s.leaders.Store(mis.group, mis.leader)
+	} else {
+		s.leaders.Delete(mis.group)
+	}
+}
+
+// forwardToReplica forwards a request for shard id, of which this node
+// holds no replica, to the shard's leader if this node has learnt it
+// (noteLeader) and it is still among the replicas the map wants, else to
+// one of those replicas, the next one at each route: a replica that does
+// not lead answers 421 naming its leader. A replica that cannot be
+// reached counts as one that named none.
+func (s *Server) forwardToReplica(w http.ResponseWriter, r *http.Request, body []byte, id uint32, route int) error {
+	replicas := s.shards.Replicas(id)
+	if len(replicas) == 0 {
+		return api.ErrServiceUnavailable("Shard %d has no replica in this node's map yet; retry.", id)
+	}
+	target := replicas[route%len(replicas)]
+	if v, ok := s.leaders.Load(id); ok {
+		for _, p := range replicas {
+			if p.ID == v.(string) {
+				target = p
+			}
+		}
+	}
+	err := s.forwardTo(w, r, body, id, nil, target.Addr)
+	if errors.Is(err, errNotSent) {
+		return &misdirectedError{group: id}
+	}
+	return err
 }
 
 // placeQueue returns the shard of the new queue q, placing it on the
@@ -225,31 +301,34 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, placeAnswer{Shard: id})
 }
 
-// listQueuesOfAllGroups answers ListQueues from every group's engine, as
-// one list: each group's page after the token, merged by name and cut to
-// the page size. A shard this node does not lead is read once it has
-// applied what it knows committed (replog.Raft.CaughtUp), as SQS's own
-// ListQueues is eventually consistent.
+// listQueuesOfAllGroups answers ListQueues from every shard's engine, as
+// one list: each shard's page after the token, merged by name and cut to
+// the page size. A shard this node holds a replica of is read here once
+// that replica has applied what it knows committed (replog.Raft.CaughtUp);
+// another is read so by one of its replicas (POST /cluster/list). SQS's
+// own ListQueues is eventually consistent; so is this, by a heartbeat.
 func (s *Server) listQueuesOfAllGroups(ctx context.Context, cmd *engine.Command, r *api.ListQueuesRequest) (api.Response, error) {
 	var urls []string
 	more := false
-	for _, g := range s.allGroups() {
-		if g != s.first {
-			if l, ok := s.shards.Shard(g.id); ok {
-				if err := l.CaughtUp(ctx); err != nil {
-					return nil, err
-				}
-			}
+	add := func(res *api.ListQueuesResult) {
+		urls = append(urls, res.QueueUrls...)
+		more = more || res.NextToken != ""
+	}
+	res, err := s.listLocal(ctx, s.first, cmd)
+	if err != nil {
+		return nil, err
+	}
+	add(res)
+	for _, id := range s.shards.Named() {
+		if g, ok := s.groupByID(id); ok {
+			res, err = s.listLocal(ctx, g, cmd)
+		} else {
+			res, err = s.askList(ctx, id, listRequest{Shard: id, Time: cmd.Time, Caller: cmd.Caller, Region: cmd.Region, Request: *r})
 		}
-		var resp api.Response
-		var err error
-		g.log.Read(func(e *engine.Engine) { resp, err = e.Read(cmd) })
 		if err != nil {
 			return nil, err
 		}
-		res := resp.(*api.ListQueuesResult)
-		urls = append(urls, res.QueueUrls...)
-		more = more || res.NextToken != ""
+		add(res)
 	}
 	slices.Sort(urls)
 	limit := api.MaxListQueuesResults
@@ -265,4 +344,99 @@ func (s *Server) listQueuesOfAllGroups(ctx context.Context, cmd *engine.Command,
 		out.NextToken = engine.ListToken(last[strings.LastIndexByte(last, '/')+1:])
 	}
 	return out, nil
+}
+
+// listLocal answers a ListQueues command from group g's replica here,
+// once it has applied what it knows committed.
+func (s *Server) listLocal(ctx context.Context, g *group, cmd *engine.Command) (*api.ListQueuesResult, error) {
+	if g != s.first {
+		if l, ok := s.shards.Shard(g.id); ok {
+			if err := l.CaughtUp(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var resp api.Response
+	var err error
+	g.log.Read(func(e *engine.Engine) { resp, err = e.Read(cmd) })
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*api.ListQueuesResult), nil
+}
+
+// listRequest is the body of POST /cluster/list: a ListQueues of one
+// shard, as the node that was asked received it.
+type listRequest struct {
+	Shard   uint32                `json:"shard"`
+	Time    int64                 `json:"time"`
+	Caller  string                `json:"caller"`
+	Region  string                `json:"region,omitempty"`
+	Request api.ListQueuesRequest `json:"request"`
+}
+
+// askList asks the replicas of shard id, in turn, for the shard's page of
+// a ListQueues.
+func (s *Server) askList(ctx context.Context, id uint32, lr listRequest) (*api.ListQueuesResult, error) {
+	b, _ := json.Marshal(lr)
+	var last error = errors.New("no replica")
+	for _, p := range s.shards.Replicas(id) {
+		res, err := s.askListOf(ctx, p.Addr, b)
+		if err == nil {
+			return res, nil
+		}
+		last = err
+	}
+	return nil, api.ErrServiceUnavailable("No replica of shard %d answered for its queues (%v); retry.", id, last)
+}
+
+func (s *Server) askListOf(ctx context.Context, raftAddr string, body []byte) (*api.ListQueuesResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+raftAddr+"/cluster/list", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(hdrForwardedBy, s.cluster.NodeID())
+	resp, err := s.fwd.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	var res api.ListQueuesResult
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// serveClusterList answers another member's ListQueues of one shard this
+// node holds a replica of (askList). Only on the node-to-node port: the
+// member that asked has verified the caller.
+func (s *Server) serveClusterList(w http.ResponseWriter, r *http.Request) {
+	if !fromPeer(r) || s.shards == nil {
+		writeJSONError(w, http.StatusNotFound, "no such endpoint")
+		return
+	}
+	var lr listRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&lr); err != nil || lr.Caller == "" {
+		writeJSONError(w, http.StatusBadRequest, "want a listRequest")
+		return
+	}
+	g, ok := s.groupByID(lr.Shard)
+	if !ok {
+		writeJSONError(w, http.StatusNotFound, fmt.Sprintf("this node holds no replica of shard %d", lr.Shard))
+		return
+	}
+	res, err := s.listLocal(r.Context(), g, &engine.Command{Time: lr.Time, Caller: lr.Caller, Region: lr.Region, Request: &lr.Request})
+	if err != nil {
+		e := api.AsError(err)
+		writeJSONError(w, e.Status, e.Code+": "+e.Message)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }

@@ -207,6 +207,9 @@ type Server struct {
 	first  *group
 	shards Shards
 	groups groupSet
+	// leaders are the leaders 421 answers named, by shard, for the
+	// shards this node holds no replica of (route.go).
+	leaders sync.Map
 }
 
 // New returns a Server for cfg.

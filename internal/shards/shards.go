@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,6 +43,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/placement"
 	"github.com/fifoq/fifoq/internal/replog"
 )
 
@@ -71,10 +73,12 @@ type Set struct {
 	cfg  Config
 	host *replog.Raft
 
-	mu      sync.RWMutex
-	open    map[uint32]*replog.Raft
-	closed  bool
-	running atomic.Bool // some shard is open
+	mu     sync.RWMutex
+	open   map[uint32]*replog.Raft
+	closed bool
+	// unwanted: since when each open replica is no longer wanted here.
+	unwanted map[uint32]time.Time
+	running  atomic.Bool // some shard is open
 
 	// placed caches the records found (api.QueueKey → uint32): a record
 	// never changes once written, so a found one is never stale.
@@ -91,7 +95,7 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, quit: make(chan struct{})}
+	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, unwanted: map[uint32]time.Time{}, quit: make(chan struct{})}
 	if err := s.openNamed(); err != nil {
 		s.Close()
 		return nil, err
@@ -113,10 +117,14 @@ func (s *Set) follow() {
 			if err := s.extend(); err != nil {
 				s.cfg.Logger.Warn("shards: could not add the configured shards to the map", "want", s.cfg.Count, "err", err)
 			}
+			if err := s.rebalance(); err != nil {
+				s.cfg.Logger.Warn("shards: could not rebalance the shards' replicas", "err", err)
+			}
 		}
 		if err := s.openNamed(); err != nil {
 			s.cfg.Logger.Error("shards: could not open a shard the map names", "err", err)
 		}
+		s.closeUnwanted()
 		if time.Since(lastBalance) >= balanceEvery {
 			lastBalance = time.Now()
 			s.balanceLeaders()
@@ -148,6 +156,55 @@ func (s *Set) named() map[uint32][]replog.Peer {
 	return out
 }
 
+// wantKey is the record of the replicas shard id is to have now.
+func wantKey(id uint32) string { return shardPrefix + strconv.FormatUint(uint64(id), 10) + "/want" }
+
+// Replicas returns the replicas the map wants shard id to have now (its
+// first ones until the map changed them), each at its member's current
+// address; nil for a shard the map does not name.
+func (s *Set) Replicas(id uint32) []replog.Peer {
+	var rec string
+	s.host.Read(func(e *engine.Engine) {
+		if rec = e.Meta(wantKey(id)); rec == "" {
+			rec = e.Meta(shardPrefix + strconv.FormatUint(uint64(id), 10))
+		}
+	})
+	peers, err := replog.ParsePeers(rec)
+	if err != nil {
+		return nil
+	}
+	if members, err := s.host.Members(); err == nil {
+		addr := map[string]string{}
+		for _, m := range members {
+			addr[m.ID] = m.Addr
+		}
+		for i, p := range peers {
+			if a := addr[p.ID]; a != "" {
+				peers[i].Addr = a
+			}
+		}
+	}
+	return peers
+}
+
+// Named returns the numbers of the shards the map names, ascending,
+// whether or not this node holds a replica of them.
+func (s *Set) Named() []uint32 {
+	var out []uint32
+	for id := range s.named() {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// wantedHere reports whether the map wants a replica of shard id on this
+// node.
+func (s *Set) wantedHere(id uint32) bool {
+	self := s.host.NodeID()
+	return slices.ContainsFunc(s.Replicas(id), func(p replog.Peer) bool { return p.ID == self })
+}
+
 // shardKeyID reads "shards/N".
 func shardKeyID(key string) (uint32, bool) {
 	rest, ok := strings.CutPrefix(key, shardPrefix)
@@ -161,19 +218,20 @@ func shardKeyID(key string) (uint32, bool) {
 	return uint32(n), true
 }
 
-// openNamed opens every shard the map names that is not open yet.
+// openNamed opens every shard the map wants a replica of on this node
+// that is not open yet.
 func (s *Set) openNamed() error {
 	for id, replicas := range s.named() {
 		s.mu.RLock()
 		_, open := s.open[id]
 		closed := s.closed
 		s.mu.RUnlock()
-		if open || closed {
+		if open || closed || !s.wantedHere(id) {
 			continue
 		}
 		cfg := s.cfg.Shard
 		cfg.Dir = filepath.Join(s.cfg.Dir, "shards", strconv.FormatUint(uint64(id), 10))
-		cfg.Shard = &replog.ShardConfig{ID: id, Host: s.host, Replicas: replicas}
+		cfg.Shard = &replog.ShardConfig{ID: id, Host: s.host, Replicas: replicas, Want: func() []replog.Peer { return s.Replicas(id) }}
 		l, err := replog.OpenRaft(cfg)
 		if err != nil {
 			return fmt.Errorf("shard %d: %w", id, err)
@@ -185,6 +243,7 @@ func (s *Set) openNamed() error {
 			return nil
 		}
 		s.open[id] = l
+		delete(s.unwanted, id)
 		s.running.Store(true)
 		s.mu.Unlock()
 		s.cfg.Logger.Info("shards: opened a shard", "shard", id, "dir", cfg.Dir)
@@ -192,10 +251,55 @@ func (s *Set) openNamed() error {
 	return nil
 }
 
+// unwantedGrace is how long a replica the map no longer wants here is
+// kept once its shard's membership, as this node knows it, still counts
+// it: its leader removes it within seconds, and a removed replica may
+// never learn of its removal.
+const unwantedGrace = time.Minute
+
+// closeUnwanted closes the replicas the map no longer wants on this node,
+// once their shard has removed them (or the grace has passed). The data
+// dir of the shard stays, should the map want a replica here again: it
+// then catches up from where it was.
+func (s *Set) closeUnwanted() {
+	for _, id := range s.IDs() {
+		if s.wantedHere(id) {
+			s.mu.Lock()
+			delete(s.unwanted, id)
+			s.mu.Unlock()
+			continue
+		}
+		l, ok := s.Shard(id)
+		if !ok {
+			continue
+		}
+		s.mu.Lock()
+		since, seen := s.unwanted[id]
+		if !seen {
+			since = time.Now()
+			s.unwanted[id] = since
+		}
+		s.mu.Unlock()
+		if l.Leading() || (l.IsMember() && time.Since(since) < unwantedGrace) {
+			continue
+		}
+		s.mu.Lock()
+		delete(s.open, id)
+		delete(s.unwanted, id)
+		s.running.Store(len(s.open) > 0)
+		s.mu.Unlock()
+		if err := l.Close(); err != nil {
+			s.cfg.Logger.Warn("shards: closing a replica no longer wanted here", "shard", id, "err", err)
+		}
+		s.cfg.Logger.Info("shards: closed a replica the map moved away", "shard", id)
+	}
+}
+
 // extend writes the records of the shards up to the configured count
-// that the map lacks, each replicated on the first group's voters, the
-// first of them (where its leader is wanted) taken in turn so that the
-// shards' leaders spread over the nodes.
+// that the map lacks, their replicas where placement.Initial puts them:
+// ReplicaCount of the first group's voters each, as many replicas and as
+// many preferred leaders (a shard's first replica) on every node to
+// within one. Shard 0, the first group, is on every member.
 func (s *Set) extend() error {
 	if s.cfg.Count < 2 || !s.host.WritesShardMap() {
 		// Until every member reads the map's format, there is none.
@@ -205,35 +309,98 @@ func (s *Set) extend() error {
 	if len(have) >= s.cfg.Count-1 {
 		return nil
 	}
-	members, err := s.host.Members()
+	voters, addr, err := s.voters()
 	if err != nil {
 		return err
 	}
-	var voters []replog.Member
-	for _, m := range members {
-		if m.Voter {
-			voters = append(voters, m)
-		}
-	}
-	if len(voters) == 0 {
-		return errors.New("no voters")
+	m, err := placement.Initial(voters, s.cfg.Count)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for id := uint32(1); id < uint32(s.cfg.Count); id++ {
+	for _, sh := range m.Shards[1:] {
+		id := uint32(sh.ID)
 		if _, ok := have[id]; ok {
 			continue
 		}
-		// Members are sorted by id; shard id's leader is wanted on the
-		// voter after the one of shard id-1, shard 0's being the first.
-		var parts []string
-		for i := range voters {
-			m := voters[(int(id)+i)%len(voters)]
-			parts = append(parts, m.ID+"="+m.Addr)
-		}
-		if err := s.setOnce(ctx, shardPrefix+strconv.FormatUint(uint64(id), 10), strings.Join(parts, ",")); err != nil {
+		if err := s.setOnce(ctx, shardPrefix+strconv.FormatUint(uint64(id), 10), peerList(sh.Replicas, addr)); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// voters returns the first group's voters and their addresses.
+func (s *Set) voters() ([]placement.NodeID, map[placement.NodeID]string, error) {
+	members, err := s.host.Members()
+	if err != nil {
+		return nil, nil, err
+	}
+	var voters []placement.NodeID
+	addr := map[placement.NodeID]string{}
+	for _, m := range members {
+		if m.Voter {
+			voters = append(voters, placement.NodeID(m.ID))
+			addr[placement.NodeID(m.ID)] = m.Addr
+		}
+	}
+	if len(voters) == 0 {
+		return nil, nil, errors.New("no voters")
+	}
+	return voters, addr, nil
+}
+
+// peerList writes nodes in the --peers form.
+func peerList(nodes []placement.NodeID, addr map[placement.NodeID]string) string {
+	parts := make([]string, len(nodes))
+	for i, n := range nodes {
+		parts[i] = string(n) + "=" + addr[n]
+	}
+	return strings.Join(parts, ",")
+}
+
+// rebalance, on the first group's leader, brings the replicas the map
+// wants to the cluster's voters as they are now (placement.Rebalance: a
+// departed node's replicas replaced, a joining node given its share) and
+// writes each shard's that changed. Each shard's leader then moves its
+// replicas there (replog's matchWanted), one change at a time.
+func (s *Set) rebalance() error {
+	ids := s.Named()
+	if len(ids) == 0 || !s.host.WritesShardMap() {
+		return nil
+	}
+	voters, addr, err := s.voters()
+	if err != nil {
+		return err
+	}
+	// placement numbers a map's shards from 0: shard ids[i] is its i.
+	m := placement.Map{Version: 1, Queues: map[string]placement.ShardID{}}
+	for i, id := range ids {
+		var reps []placement.NodeID
+		for _, p := range s.Replicas(id) {
+			reps = append(reps, placement.NodeID(p.ID))
+			if _, ok := addr[placement.NodeID(p.ID)]; !ok {
+				addr[placement.NodeID(p.ID)] = p.Addr
+			}
+		}
+		m.Shards = append(m.Shards, placement.Shard{ID: placement.ShardID(i), Replicas: reps})
+	}
+	moves, next, err := placement.Rebalance(m, voters)
+	if err != nil || len(moves) == 0 {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i, id := range ids {
+		if slices.Equal(m.Shards[i].Replicas, next.Shards[i].Replicas) {
+			continue
+		}
+		want := peerList(next.Shards[i].Replicas, addr)
+		if _, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: wantKey(id), Value: want}}); err != nil {
+			return err
+		}
+		s.cfg.Logger.Info("shards: the map moves a shard's replicas", "shard", id, "replicas", want)
 	}
 	return nil
 }
@@ -244,14 +411,13 @@ func (s *Set) extend() error {
 // node's start.
 const balanceEvery = 5 * time.Second
 
-// balanceLeaders hands one of the groups this node leads to the voter
-// that leads the fewest, when this node leads more than its share (the
-// groups divided by the voters, rounded up) and that voter at least two
-// fewer than it: a group's writes are its leader's work, so spread
+// balanceLeaders hands one of the groups this node leads to another of
+// that group's voters, when this node leads more than its share (the
+// groups it holds divided by the voters, rounded up) and that voter at
+// least two fewer than it, as far as this node sees (the leaders of the
+// groups it holds): a group's writes are its leader's work, so spread
 // leaders spread the cluster's load. Every node runs it for itself, so
-// the cluster converges one transfer at a time. A shard goes before the
-// first group, which carries the map, and a shard whose first replica
-// (where the map wants its leader) is the target goes first.
+// the cluster converges one transfer at a time.
 func (s *Set) balanceLeaders() {
 	members, err := s.host.Members()
 	if err != nil {
@@ -287,21 +453,32 @@ func (s *Set) balanceLeaders() {
 	if len(mine) <= share {
 		return
 	}
+	// The group to give and whom to: a voter of that group leading at
+	// least two fewer groups than this node, the fewest of all; a shard
+	// before the first group, which carries the map.
+	var give *replog.Raft
 	target := ""
-	for id, n := range count {
-		if id != self && (target == "" || n < count[target] || n == count[target] && id < target) {
-			target = id
+	for i := len(mine) - 1; i >= 0; i-- {
+		g := mine[i]
+		voters, err := g.Members()
+		if err != nil {
+			continue
 		}
-	}
-	if target == "" || count[target] > len(mine)-2 {
-		return
-	}
-	give := mine[len(mine)-1]
-	for _, g := range mine {
-		if g.Shard() != 0 && g.PreferredLeader() == target {
-			give = g
+		for _, m := range voters {
+			n, ok := count[m.ID]
+			if !m.Voter || m.ID == self || !ok || n > len(mine)-2 {
+				continue
+			}
+			if target == "" || n < count[target] || n == count[target] && m.ID < target {
+				give, target = g, m.ID
+			}
+		}
+		if give != nil {
 			break
 		}
+	}
+	if give == nil {
+		return
 	}
 	if err := give.HandLeadershipTo(target, 5*time.Second); err != nil {
 		s.cfg.Logger.Warn("shards: could not hand a group's leadership over", "shard", give.Shard(), "to", target, "err", err)
@@ -350,7 +527,7 @@ func (s *Set) Place(ctx context.Context, q api.QueueKey, near *api.QueueKey) (ui
 	if id := s.Of(q); id != 0 {
 		return id, nil
 	}
-	ids := s.IDs()
+	ids := s.Named()
 	if len(ids) == 0 || s.inFirstGroup(q) {
 		// A queue of shard 0 (one made before the cluster had shards)
 		// stays there.
