@@ -83,6 +83,9 @@ type node struct {
 	// later, if set, keeps newClusterWith from starting the node: its
 	// test starts it (cluster.start) when it needs to.
 	later bool
+	// join, if set, is the SQS endpoint of a member the node asks to add
+	// it (--join), in place of --peers.
+	join string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -176,7 +179,12 @@ func (c *cluster) start(nd *node, peers string) {
 	}
 	argv := append(append([]string(nil), nd.wrap...), nd.bin, "serve",
 		"--listen", nd.httpAddr, "--data-dir", nd.dataDir,
-		"--node-id", nd.id, "--raft-addr", nd.raftAddr, "--peers", peers)
+		"--node-id", nd.id, "--raft-addr", nd.raftAddr)
+	if nd.join != "" {
+		argv = append(argv, "--join", nd.join)
+	} else {
+		argv = append(argv, "--peers", peers)
+	}
 	argv = append(argv, nd.args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(serverEnv(), nd.env...)
@@ -262,6 +270,22 @@ func (c *cluster) stopAll() {
 			_ = cmd.Process.Kill()
 			<-done
 		}
+	}
+}
+
+// running reports whether the node's process was started and has not
+// ended.
+func (nd *node) running() bool {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd == nil {
+		return false
+	}
+	select {
+	case <-nd.done:
+		return false
+	default:
+		return true
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,95 +35,150 @@ func shardsOf(nd *node) *server.ShardsStatus {
 	return &st
 }
 
-// waitShards waits until every running node runs n groups, each with a
-// leader, and the leaders are spread: no node leads two while another
-// leads none. It returns the groups as the first node sees them.
+// waitShards waits until every running node knows n groups, each held by
+// the replicas the map wants (every node, in a cluster of three) and led,
+// where the map prefers a running node, by that node: the leaders spread
+// as the map spreads its preferences. It returns the groups as the first
+// running node sees them.
 func waitShards(t *testing.T, c *cluster, n int) *server.ShardsStatus {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	var last *server.ShardsStatus
+	running := map[string]bool{}
+	for _, nd := range c.nodes {
+		running[nd.id] = nd.running()
+	}
 	for time.Now().Before(deadline) {
 		ok := true
+		leaders := map[uint32]string{}
+		held := map[uint32]map[string]bool{}
+		var wanted [][]string
+		var preferred []string
+		first := true
 		for _, nd := range c.nodes {
+			if !running[nd.id] {
+				continue
+			}
 			st := shardsOf(nd)
 			if st == nil || len(st.Shards) != n {
 				ok = false
 				break
 			}
-			led := map[string]int{}
+			if first {
+				last, first = st, false
+				for _, sh := range st.Shards {
+					wanted = append(wanted, sh.Wanted)
+					preferred = append(preferred, sh.PreferredLeader)
+				}
+			}
 			for _, sh := range st.Shards {
-				if sh.LeaderID == "" {
+				if !sh.Held {
+					continue
+				}
+				if held[sh.Shard] == nil {
+					held[sh.Shard] = map[string]bool{}
+				}
+				held[sh.Shard][nd.id] = true
+				if sh.LeaderID == "" || (leaders[sh.Shard] != "" && leaders[sh.Shard] != sh.LeaderID) {
 					ok = false
 				}
-				led[sh.LeaderID]++
+				leaders[sh.Shard] = sh.LeaderID
 			}
-			if len(led) < min(n, len(c.nodes)) {
+		}
+		for id := 0; ok && id < n; id++ {
+			live := 0
+			for _, w := range wanted[id] {
+				if running[w] {
+					live++
+				}
+			}
+			l := leaders[uint32(id)]
+			if l == "" || !held[uint32(id)][l] || len(held[uint32(id)]) != live {
 				ok = false
 			}
-			last = st
+			if p := preferred[id]; p != "" && running[p] && l != p {
+				ok = false
+			}
 		}
 		if ok {
 			return last
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("the cluster does not run %d shards with spread leaders within 60 s; last seen: %+v", n, last)
+	t.Fatalf("the cluster does not run %d shards, each held where the map wants it and led where it prefers, within 90 s; last seen: %+v", n, last)
 	return nil
 }
 
-// shardOfQueue returns the shard a node's /cluster/shards says holds the
-// queue named name (of the default account), or -1.
-func shardOfQueue(st *server.ShardsStatus, name string) int {
-	for _, sh := range st.Shards {
-		if slices.Contains(sh.Queues, "000000000000/"+name) {
-			return int(sh.Shard)
+// placedShards returns the shard of every queue some running node's
+// /cluster/shards shows (a node shows the queues of the shards it holds
+// a replica of), by name.
+func placedShards(c *cluster) map[string]int {
+	out := map[string]int{}
+	for _, nd := range c.nodes {
+		if !nd.running() {
+			continue
+		}
+		st := shardsOf(nd)
+		if st == nil {
+			continue
+		}
+		for _, sh := range st.Shards {
+			for _, q := range sh.Queues {
+				out[strings.TrimPrefix(q, "000000000000/")] = int(sh.Shard)
+			}
 		}
 	}
-	return -1
+	return out
 }
 
-// waitPlaced waits until nd's /cluster/shards shows every queue named
-// (a node's replica of a shard it follows applies a new queue a moment
-// after the leader), and returns it.
-func waitPlaced(t *testing.T, nd *node, names ...string) *server.ShardsStatus {
+// waitPlaced waits until the running nodes' /cluster/shards show every
+// queue named (a replica applies a new queue a moment after its leader),
+// and returns the shard of each.
+func waitPlaced(t *testing.T, c *cluster, names ...string) map[string]int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st := shardsOf(nd)
-		all := st != nil
+		placed := placedShards(c)
+		all := true
 		for _, name := range names {
-			if all && shardOfQueue(st, name) < 0 {
+			if _, ok := placed[name]; !ok {
 				all = false
 			}
 		}
 		if all {
-			return st
+			return placed
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s's /cluster/shards does not show every queue of %v within 10 s: %+v", nd.id, names, st)
+			t.Fatalf("the nodes' /cluster/shards do not show every queue of %v within 10 s: %v", names, placed)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
 // shardLeader returns the node that leads the shard holding the queue
-// named name, as a majority of the running nodes see it.
+// named name, as a majority of the replicas that answer see it.
 func (c *cluster) shardLeader(name string) *node {
 	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		votes := map[string]int{}
+		shard, placed := placedShards(c)[name]
+		votes, held := map[string]int{}, 0
 		for _, nd := range c.nodes {
 			st := shardsOf(nd)
-			if st == nil {
+			if st == nil || !placed {
 				continue
 			}
-			if s := shardOfQueue(st, name); s >= 0 && st.Shards[s].LeaderID != "" {
-				votes[st.Shards[s].LeaderID]++
+			for _, sh := range st.Shards {
+				if int(sh.Shard) == shard && sh.Held {
+					held++
+					if sh.LeaderID != "" {
+						votes[sh.LeaderID]++
+					}
+				}
 			}
 		}
 		for _, nd := range c.nodes {
-			if votes[nd.id] > len(c.nodes)/2 {
+			if votes[nd.id] > held/2 && held > 0 {
 				return nd
 			}
 		}
@@ -177,14 +234,10 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 		})
 		urls = append(urls, url)
 	}
-	st := waitPlaced(t, c.nodes[0], "q0.fifo", "q1.fifo", "q2.fifo", "q3.fifo", "q4.fifo", "q5.fifo")
+	placed := waitPlaced(t, c, "q0.fifo", "q1.fifo", "q2.fifo", "q3.fifo", "q4.fifo", "q5.fifo")
 	perShard := map[int]int{}
 	for i := range 6 {
-		s := shardOfQueue(st, fmt.Sprintf("q%d.fifo", i))
-		if s < 0 {
-			t.Fatalf("q%d.fifo is in no shard: %+v", i, st)
-		}
-		perShard[s]++
+		perShard[placed[fmt.Sprintf("q%d.fifo", i)]]++
 	}
 	for s := range 3 {
 		if perShard[s] != 2 {
@@ -213,7 +266,7 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 		}
 	}
 	for i, url := range urls {
-		got := drainNumberedRetrying(t, c.nodes[(i+1)%3], url)
+		got := drainNumberedRetrying(t, c.nodes[(i+1)%3], url, 20)
 		if want := numbers(20); !slices.Equal(got, want) {
 			t.Fatalf("q%d.fifo gave %v, want %v", i, got, want)
 		}
@@ -264,8 +317,8 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 	})
 	src := c.createQueue("source.fifo", map[string]string{"FifoQueue": "true", "VisibilityTimeout": "1",
 		"RedrivePolicy": `{"deadLetterTargetArn":"` + dlqArn + `","maxReceiveCount":"1"}`})
-	st = waitPlaced(t, c.nodes[2], "dead.fifo", "source.fifo")
-	if a, b := shardOfQueue(st, "dead.fifo"), shardOfQueue(st, "source.fifo"); a < 0 || a != b {
+	placed = waitPlaced(t, c, "dead.fifo", "source.fifo")
+	if a, b := placed["dead.fifo"], placed["source.fifo"]; a != b {
 		t.Fatalf("dead.fifo is in shard %d and source.fifo in shard %d: a queue goes beside its dead-letter queue", a, b)
 	}
 	retrying(t, "send to the source queue", func() error {
@@ -280,21 +333,14 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 		})
 		time.Sleep(1100 * time.Millisecond)
 	}
-	if got := drainNumberedRetrying(t, c.nodes[0], dlq); !slices.Equal(got, []int{0}) {
+	if got := drainNumberedRetrying(t, c.nodes[0], dlq, 1); !slices.Equal(got, []int{0}) {
 		t.Fatalf("the dead-letter queue holds %v, want the message received beyond its limit", got)
 	}
 
 	// The leader of the shard holding q1.fifo is killed with 20 messages
 	// acknowledged in it: another node leads the shard, and every one is
 	// received from it.
-	st = shardsOf(c.nodes[0])
-	s := shardOfQueue(st, "q1.fifo")
-	victim := c.nodes[0]
-	for _, nd := range c.nodes {
-		if nd.id == st.Shards[s].LeaderID {
-			victim = nd
-		}
-	}
+	victim := c.shardLeader("q1.fifo")
 	var rest []*node
 	for _, nd := range c.nodes {
 		if nd != victim {
@@ -309,7 +355,7 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 		})
 	}
 	c.kill(victim)
-	got := drainNumberedRetrying(t, rest[0], urls[1])
+	got := drainNumberedRetrying(t, rest[0], urls[1], 20)
 	if want := numbers(20); !slices.Equal(got, want) {
 		t.Fatalf("after its shard's leader was killed, q1.fifo gave %v, want %v", got, want)
 	}
@@ -328,8 +374,10 @@ func numbers(n int) []int {
 
 // drainNumberedRetrying is drainNumbered through a node while its
 // cluster may still be electing a leader: a receive or delete that fails
-// is retried (a receive through a new leader is answered by it).
-func drainNumberedRetrying(t *testing.T, nd *node, queueURL string) []int {
+// is retried (a receive through a new leader is answered by it). Once it
+// has want messages, one empty receive ends it (a message too many would
+// come then); before, three in a row.
+func drainNumberedRetrying(t *testing.T, nd *node, queueURL string, want int) []int {
 	t.Helper()
 	ctx := context.Background()
 	client := newClient(nd.httpAddr, 10*time.Second)
@@ -339,7 +387,7 @@ func drainNumberedRetrying(t *testing.T, nd *node, queueURL string) []int {
 	// that a FIFO queue gives the same messages again rather than hold
 	// them invisible; a new receive gets a new id.
 	attempt := 0
-	for empty := 0; empty < 3; {
+	for empty := 0; empty < 3 && (empty == 0 || len(got) < want); {
 		if time.Now().After(deadline) {
 			t.Fatalf("draining %s took over 60 s; got %v", queueURL, got)
 		}
@@ -368,4 +416,136 @@ func drainNumberedRetrying(t *testing.T, nd *node, queueURL string) []int {
 		}
 	}
 	return got
+}
+
+// TestShardsOnFiveNodesFollowTheMembership runs five nodes with --shards 5:
+// each shard has three replicas, so most requests arrive at a node that
+// holds no replica of their queue's shard and are sent to its leader (or
+// to a replica, which names its leader). Every queue's messages go in
+// through one node and out through another, ListQueues through every
+// node sees every queue, and the replicas follow the membership: a sixth
+// node that joins is given its share of them, and a node removed has its
+// replicas moved to the others, each shard keeping three, while nothing
+// acknowledged is lost.
+func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
+	c := newClusterWith(t, 5, func(i int, nd *node) { nd.args = []string{"--shards", "5"} })
+	five := &cluster{t: t, nodes: c.nodes}
+	waitShards(t, five, 5)
+	ctx := context.Background()
+
+	var urls []string
+	for i := range 10 {
+		nd := c.nodes[i%5]
+		var url string
+		retrying(t, "create a queue", func() error {
+			out, err := newClient(nd.httpAddr, 5*time.Second).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(fmt.Sprintf("q%d.fifo", i)),
+				Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
+			if err == nil {
+				url = aws.ToString(out.QueueUrl)
+			}
+			return err
+		})
+		urls = append(urls, url)
+	}
+	names := make([]string, 10)
+	for i := range names {
+		names[i] = fmt.Sprintf("q%d.fifo", i)
+	}
+	placed := waitPlaced(t, five, names...)
+	perShard := map[int]int{}
+	for _, name := range names {
+		perShard[placed[name]]++
+	}
+	for s := range 5 {
+		if perShard[s] != 2 {
+			t.Fatalf("queues per shard %v, want 2 in each of the 5", perShard)
+		}
+	}
+	send := func(round int) {
+		for i, url := range urls {
+			in := c.nodes[(i+round)%5]
+			var entries []types.SendMessageBatchRequestEntry
+			for k := range 10 {
+				entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(k)),
+					MessageBody: aws.String(fmt.Sprintf("%d of q%d round %d", k, i, round)), MessageGroupId: aws.String("g")})
+			}
+			retrying(t, "send a batch", func() error {
+				out, err := newClient(in.httpAddr, 5*time.Second).SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+				if err == nil && len(out.Failed) > 0 {
+					err = fmt.Errorf("%d entries failed: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+				}
+				return err
+			})
+		}
+	}
+	drain := func(through []*node) {
+		for i, url := range urls {
+			if got := drainNumberedRetrying(t, through[(i+2)%len(through)], url, 10); !slices.Equal(got, numbers(10)) {
+				t.Fatalf("q%d.fifo gave %v, want %v", i, got, numbers(10))
+			}
+		}
+	}
+	send(0)
+	drain(c.nodes[:5])
+	for _, nd := range c.nodes[:5] {
+		var all []string
+		retrying(t, "list queues", func() error {
+			out, err := newClient(nd.httpAddr, 5*time.Second).ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String("q")})
+			if err == nil {
+				all = out.QueueUrls
+			}
+			return err
+		})
+		if len(all) != 10 {
+			t.Fatalf("ListQueues through %s: %d queues, want 10: %v", nd.id, len(all), all)
+		}
+	}
+
+	// A sixth node joins: it is given replicas, and the messages sent
+	// before it are received after.
+	send(1)
+	joiner := &node{id: "n6", httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), bin: binary,
+		args: []string{"--shards", "5"}, join: "http://" + c.nodes[0].httpAddr}
+	joiner.logPath = filepath.Join(t.TempDir(), "n6.log")
+	c.nodes = append(c.nodes, joiner)
+	c.start(joiner, "")
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		st := shardsOf(c.nodes[5])
+		held := 0
+		if st != nil {
+			for _, sh := range st.Shards {
+				if sh.Held && sh.Shard != 0 {
+					held++
+				}
+			}
+		}
+		if held > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the joined node holds no shard's replica after 90 s: %+v\n%s", st, c.nodes[5].tail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	waitShards(t, c, 5)
+	drain(c.nodes)
+
+	// n2 is removed: its replicas move to the others.
+	send(2)
+	out, err := exec.Command(binary, "cluster", "remove", "n2", "--endpoint", "http://"+c.nodes[0].httpAddr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("fifoq cluster remove n2: %v\n%s", err, out)
+	}
+	c.kill(c.nodes[1])
+	rest := &cluster{t: t, nodes: append([]*node{c.nodes[0]}, c.nodes[2:]...)}
+	waitShards(t, rest, 5)
+	for _, nd := range rest.nodes {
+		for _, sh := range shardsOf(nd).Shards {
+			if slices.Contains(sh.Wanted, "n2") || (sh.Shard != 0 && len(sh.Wanted) != 3) {
+				t.Fatalf("after n2's removal, shard %d wants its replicas on %v", sh.Shard, sh.Wanted)
+			}
+		}
+	}
+	drain(rest.nodes)
 }

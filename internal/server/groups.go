@@ -33,6 +33,9 @@ type Shards interface {
 	Replicas(id uint32) []replog.Peer
 	// Named returns every shard the map names, ascending.
 	Named() []uint32
+	// PreferredLeaders returns, by shard, the node the map wants to lead
+	// it (none for a shard it has no preference for).
+	PreferredLeaders() map[uint32]string
 	// IDs returns the shards this node holds a replica of, ascending.
 	IDs() []uint32
 	// Running reports whether this node has any shard open: until then
@@ -200,8 +203,10 @@ type ShardStatus struct {
 	// are its replica's; a shard not held here shows only Wanted.
 	Held bool `json:"held"`
 	// Wanted are the nodes the map wants the shard's replicas on (every
-	// member for shard 0).
-	Wanted       []string        `json:"wanted,omitempty"`
+	// member for shard 0), and PreferredLeader the one it wants to lead
+	// it, where the leaders spread over the nodes.
+	Wanted          []string `json:"wanted,omitempty"`
+	PreferredLeader string   `json:"preferred_leader,omitempty"`
 	LeaderID     string          `json:"leader_id"`
 	State        string          `json:"state"` // this node's role in the group
 	Term         uint64          `json:"term"`
@@ -229,8 +234,12 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 	}
 	out := ShardsStatus{Node: s.status.NodeID()}
 	now := s.now().UnixNano()
+	prefs := map[uint32]string{}
+	if s.shards != nil {
+		prefs = s.shards.PreferredLeaders()
+	}
 	for _, g := range s.allGroups() {
-		st := ShardStatus{Shard: g.id, Held: true, Queues: []string{}, Wanted: s.wantedOf(g.id)}
+		st := ShardStatus{Shard: g.id, Held: true, Queues: []string{}, Wanted: s.wantedOf(g.id), PreferredLeader: prefs[g.id]}
 		if g.raft != nil {
 			ns := g.raft.Status()
 			st.LeaderID, st.State, st.Term, st.CommitIndex, st.AppliedIndex = ns.LeaderID, ns.State, ns.Term, ns.CommitIndex, ns.AppliedIndex
@@ -249,7 +258,7 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 	if s.shards != nil {
 		for _, id := range s.shards.Named() {
 			if _, held := s.shards.Shard(id); !held {
-				out.Shards = append(out.Shards, ShardStatus{Shard: id, Wanted: s.wantedOf(id)})
+				out.Shards = append(out.Shards, ShardStatus{Shard: id, Wanted: s.wantedOf(id), PreferredLeader: prefs[id]})
 			}
 		}
 		slices.SortFunc(out.Shards, func(a, b ShardStatus) int { return int(a.Shard) - int(b.Shard) })

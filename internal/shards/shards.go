@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -405,86 +406,69 @@ func (s *Set) rebalance() error {
 	return nil
 }
 
-// balanceEvery is how often a node looks whether it leads more than its
-// share of the groups: seldom enough that an election's outcome settles
-// first, often enough that a cluster is balanced within seconds of a
-// node's start.
+// balanceEvery is how often a node looks whether it leads a group whose
+// leader the map wants elsewhere: seldom enough that an election's outcome
+// settles first, often enough that a cluster is balanced within seconds
+// of a node's start.
 const balanceEvery = 5 * time.Second
 
-// balanceLeaders hands one of the groups this node leads to another of
-// that group's voters, when this node leads more than its share (the
-// groups it holds divided by the voters, rounded up) and that voter at
-// least two fewer than it, as far as this node sees (the leaders of the
-// groups it holds): a group's writes are its leader's work, so spread
-// leaders spread the cluster's load. Every node runs it for itself, so
-// the cluster converges one transfer at a time.
-func (s *Set) balanceLeaders() {
-	members, err := s.host.Members()
-	if err != nil {
-		return
-	}
-	count := map[string]int{}
-	for _, m := range members {
-		if m.Voter {
-			count[m.ID] = 0
+// PreferredLeaders returns where the map wants each group's leader: a
+// shard's first wanted replica (placement spreads them over the nodes),
+// and for shard 0, which is on every member, the lowest voter that is
+// the first replica of no shard, if any.
+func (s *Set) PreferredLeaders() map[uint32]string {
+	prefs := map[uint32]string{}
+	taken := map[string]bool{}
+	for _, id := range s.Named() {
+		if r := s.Replicas(id); len(r) > 0 {
+			prefs[id] = r[0].ID
+			taken[r[0].ID] = true
 		}
 	}
-	self := s.host.NodeID()
-	if _, ok := count[self]; !ok || len(count) < 2 {
-		return
+	if members, err := s.host.Members(); err == nil {
+		for _, m := range members { // sorted by id
+			if m.Voter && !taken[m.ID] {
+				prefs[0] = m.ID
+				break
+			}
+		}
 	}
-	groups := []*replog.Raft{s.host}
+	return prefs
+}
+
+// balanceLeaders hands the leadership of a group this node leads to the
+// node the map wants it on (preferredLeaders), if that node is a voter of
+// the group: a group's writes are its leader's work, and the map spreads
+// its preferred leaders over the nodes, so this spreads the cluster's
+// load. A preference is a fixed point, where comparing counts of leaders
+// as each node sees them would hand leaderships back and forth. One
+// transfer a round; a preferred node that is down, or that will not lead
+// (its clock is off), keeps the leadership where it is.
+func (s *Set) balanceLeaders() {
+	self := s.host.NodeID()
+	prefs := s.PreferredLeaders()
+	groups := map[uint32]*replog.Raft{0: s.host}
 	for _, id := range s.IDs() {
 		if l, ok := s.Shard(id); ok {
-			groups = append(groups, l)
+			groups[id] = l
 		}
 	}
-	var mine []*replog.Raft
-	for _, g := range groups {
-		id, _ := g.Leader()
-		if _, ok := count[id]; ok {
-			count[id]++
-		}
-		if id == self && g.Leading() {
-			mine = append(mine, g)
-		}
-	}
-	share := (len(groups) + len(count) - 1) / len(count)
-	if len(mine) <= share {
-		return
-	}
-	// The group to give and whom to: a voter of that group leading at
-	// least two fewer groups than this node, the fewest of all; a shard
-	// before the first group, which carries the map.
-	var give *replog.Raft
-	target := ""
-	for i := len(mine) - 1; i >= 0; i-- {
-		g := mine[i]
-		voters, err := g.Members()
-		if err != nil {
+	for _, id := range slices.Sorted(maps.Keys(groups)) {
+		g, want := groups[id], prefs[id]
+		if want == "" || want == self || !g.Leading() {
 			continue
 		}
-		for _, m := range voters {
-			n, ok := count[m.ID]
-			if !m.Voter || m.ID == self || !ok || n > len(mine)-2 {
-				continue
-			}
-			if target == "" || n < count[target] || n == count[target] && m.ID < target {
-				give, target = g, m.ID
-			}
+		members, err := g.Members()
+		if err != nil || !slices.ContainsFunc(members, func(m replog.Member) bool { return m.ID == want && m.Voter }) {
+			continue
 		}
-		if give != nil {
-			break
+		if err := g.HandLeadershipTo(want, 2*time.Second); err != nil {
+			s.cfg.Logger.Debug("shards: could not hand a group's leadership to the node the map prefers", "shard", id, "to", want, "err", err)
+			continue
 		}
-	}
-	if give == nil {
+		s.cfg.Logger.Info("shards: handed a group's leadership to the node the map prefers", "shard", id, "to", want)
 		return
 	}
-	if err := give.HandLeadershipTo(target, 5*time.Second); err != nil {
-		s.cfg.Logger.Warn("shards: could not hand a group's leadership over", "shard", give.Shard(), "to", target, "err", err)
-		return
-	}
-	s.cfg.Logger.Info("shards: handed a group's leadership over to spread the leaders", "shard", give.Shard(), "to", target, "leading", len(mine)-1)
 }
 
 // setOnce sets key to value in the first group's state unless it has a
