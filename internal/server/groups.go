@@ -205,14 +205,14 @@ type ShardStatus struct {
 	// Wanted are the nodes the map wants the shard's replicas on (every
 	// member for shard 0), and PreferredLeader the one it wants to lead
 	// it, where the leaders spread over the nodes.
-	Wanted          []string `json:"wanted,omitempty"`
-	PreferredLeader string   `json:"preferred_leader,omitempty"`
-	LeaderID     string          `json:"leader_id"`
-	State        string          `json:"state"` // this node's role in the group
-	Term         uint64          `json:"term"`
-	CommitIndex  uint64          `json:"commit_index"`
-	AppliedIndex uint64          `json:"applied_index"`
-	Members      []replog.Member `json:"members,omitempty"`
+	Wanted          []string        `json:"wanted,omitempty"`
+	PreferredLeader string          `json:"preferred_leader,omitempty"`
+	LeaderID        string          `json:"leader_id"`
+	State           string          `json:"state"` // this node's role in the group
+	Term            uint64          `json:"term"`
+	CommitIndex     uint64          `json:"commit_index"`
+	AppliedIndex    uint64          `json:"applied_index"`
+	Members         []replog.Member `json:"members,omitempty"`
 	// Queues are the group's queues, "ACCOUNT/NAME" (or
 	// "REGION/ACCOUNT/NAME" outside the node's region), sorted.
 	Queues []string `json:"queues"`
