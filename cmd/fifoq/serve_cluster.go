@@ -60,8 +60,9 @@ func (c *clusterOptions) define(fs *flag.FlagSet) {
 	fs.BoolVar(&c.insecure, "raft-insecure", false, "allow --raft-addr beyond loopback without --raft-tls-*: anyone who can reach the port can send Raft messages that rewrite every node's state")
 }
 
-// maxShards bounds --shards: every member runs every shard, and each costs
-// an idle Raft group's goroutines, heap and heartbeats (docs/cluster.md).
+// maxShards bounds --shards: a node holds three replicas in every node's
+// count of them, and each costs an idle Raft group's goroutines, heap and
+// heartbeats (docs/cluster.md).
 const maxShards = 64
 
 // clustered reports whether the flags make this server a networked member.

@@ -17,11 +17,10 @@ import (
 // of the first group's per-peer sessions (sessions.go), so that every
 // group of a node reaches a peer over one connection that said one hello.
 //
-// A shard's replicas are the members of the first group: its leader keeps
-// its membership equal to the first group's (followHost), so that a node
-// that joins the cluster is given a replica of every shard, and one that
-// is removed loses them. A shard writes the entry format the first group
-// records, and needs no record of its own.
+// A shard's leader brings its membership to the replicas its node's map
+// wants (ShardConfig.Want, followHost), one change at a time, so that the
+// replicas follow the map as nodes join and leave. A shard writes the
+// entry format the first group records, and needs no record of its own.
 
 // ShardConfig makes a Raft log one shard of a cluster member.
 type ShardConfig struct {

@@ -3,28 +3,35 @@
 // queues' writes are led from several nodes instead of one.
 //
 // The shard map lives in the first group's replicated state (the
-// engine's metadata, beside the members' identities), as records that
-// are each set once and never changed:
+// engine's metadata, beside the members' identities), as records:
 //
 //   - "shards/N" for every shard N from 1 on: its first replicas, in the
-//     --peers form "ID=HOST:PORT,..." (the first is where its leader is
-//     wanted). Shard 0 is the first group itself.
-//   - "shards/queue/ACCOUNT/REGION/NAME": the shard a queue lives in. A
-//     queue without a record lives in shard 0, as every queue of a cluster
-//     did before it had shards, so an upgraded cluster keeps its queues
-//     where they are.
+//     --peers form "ID=HOST:PORT,..." (placement.Initial: three nodes,
+//     replicas and preferred leaders spread). Set once: the nodes named
+//     bootstrap the shard with exactly this list. Shard 0 is the first
+//     group itself, on every member.
+//   - "shards/N/want": the replicas shard N is to have now, its first
+//     the node the map prefers to lead it; absent, the first replicas.
+//     The first group's leader rewrites it as the cluster's voters change
+//     (placement.Rebalance), and the shard's leader moves its replicas
+//     there (replog's followHost).
+//   - "shards/queue/ACCOUNT/REGION/NAME": the shard a queue lives in, set
+//     once. A queue without a record lives in shard 0, as every queue of
+//     a cluster did before it had shards, so an upgraded cluster keeps
+//     its queues where they are.
 //
-// Both are written by the first group's leader with a fifoq:SetMeta that
-// sets a key only if it is absent (entry format 7): two nodes that place
-// the same queue at once get the same answer, the first in the log, and no
-// member routes by a map it cannot read, since format 7 is written only
-// once every member reads it.
+// The records set once are written by the first group's leader with a
+// fifoq:SetMeta that sets a key only if it is absent (entry format 7): two
+// nodes that place the same queue at once get the same answer, the first
+// in the log, and no member routes by a map it cannot read, since format
+// 7 is written only once every member reads it.
 //
-// A Set opens the shards the map names (every member replicates every
-// shard; each shard's leader keeps its membership equal to the first
-// group's: replog's followHost) and places new queues. Which shard a
-// request goes to is the server's business (internal/server); what each
-// shard does with it is the engine's, which knows nothing of shards.
+// A Set opens the replicas the map wants on its node, closes those the map
+// moved away, places new queues, rebalances the map (on the first group's
+// leader) and hands leaderships to the nodes the map prefers. Which shard
+// a request goes to is the server's business (internal/server/route.go);
+// what each shard does with it is the engine's, which knows nothing of
+// shards.
 package shards
 
 import (
