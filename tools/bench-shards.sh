@@ -2,19 +2,22 @@
 # Measures what a cluster's nodes deliver together (docs/benchmarks.md,
 # "Shards: throughput as nodes and shards grow").
 #
-#   tools/bench-shards.sh NODES SHARDS [QUOTA_PERCENT] [SECONDS]
+#   tools/bench-shards.sh NODES SHARDS [QUOTA_PERCENT] [SECONDS] [CLIENT]
 #
 # Starts NODES fifoq servers on loopback, each in a cgroup-v1 CPU quota of
 # QUOTA_PERCENT of one core (default 15), all with the same flags and
 # --shards SHARDS, then runs one `fifoq bench` per node at once (FIFO,
 # batches of 10, 4 producers and 4 consumers, verified), each on a queue of
-# its own created through that node, and prints every bench's rate and
-# their sum. Needs root (cgroups) and a built fifoq on PATH or in $FIFOQ.
+# its own created through that node, with the bench's CLIENT ("sdk", the
+# default, or "lean", which takes less of the machine's CPU), and prints
+# every bench's rate and their sum. Needs root (cgroups) and a built fifoq
+# on PATH or in $FIFOQ.
 set -euo pipefail
 nodes=${1:?nodes}
 shards=${2:?shards}
 quota=${3:-15}
 secs=${4:-20}
+client=${5:-sdk}
 bin=${FIFOQ:-fifoq}
 work=$(mktemp -d)
 base=21000
@@ -46,7 +49,7 @@ sleep $((5 + 3 * shards))
 bench_pids=()
 for i in $(seq 1 "$nodes"); do
   $bin bench --endpoint "http://127.0.0.1:$((base + i))" --queue "bench-n$i.fifo" --duration "${secs}s" \
-    --batch 10 --producers 4 --consumers 4 --groups 16 --json --quiet > "$work/bench$i.json" 2> "$work/bench$i.err" &
+    --batch 10 --producers 4 --consumers 4 --groups 16 --client "$client" --json --quiet > "$work/bench$i.json" 2> "$work/bench$i.err" &
   bench_pids+=($!)
 done
 for p in "${bench_pids[@]}"; do wait "$p" || true; done
@@ -58,5 +61,5 @@ for i in $(seq 1 "$nodes"); do
   echo "n$i: $rate msg/s verified=$ok errors=$errs"
   total=$((total + rate))
 done
-echo "nodes=$nodes shards=$shards quota=${quota}% total=$total msg/s"
-curl -s "http://127.0.0.1:$((base + 1))/cluster/shards" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(" ".join("shard%d:%s/%dq" % (s["shard"], s["leader_id"], len(s["queues"])) for s in d["shards"]))'
+echo "nodes=$nodes shards=$shards quota=${quota}% client=$client total=$total msg/s"
+curl -s "http://127.0.0.1:$((base + 1))/cluster/shards" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(" ".join("shard%d:%s/%dq" % (s["shard"], s["leader_id"], len(s.get("queues") or [])) for s in d["shards"]))'

@@ -538,7 +538,13 @@ func TestFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the failover test runs real processes; skipped in -short mode")
 	}
-	r := &run{kills: *flagKills, follower: true, freeze: true, measure: true}
+	runFailoverTest(t, 1)
+}
+
+// runFailoverTest is TestFailover on nodes that run shards shards (1:
+// none beside the first group).
+func runFailoverTest(t *testing.T, shards int) {
+	r := &run{kills: *flagKills, follower: true, freeze: true, measure: true, shards: shards}
 	// The first tier's failover is one leader kill, in a third of the
 	// time, its check's search bounded to 5 s a group: FIFOQ_TESTS=all, or
 	// a size flag, adds the follower's kill, the freeze, -cluster.kills
@@ -561,15 +567,7 @@ func TestFailoverWithShards(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the failover test runs real processes; skipped in -short mode")
 	}
-	r := &run{kills: *flagKills, follower: true, freeze: true, measure: true, shards: 3}
-	if testenv.Quick(t, "cluster.kills", "cluster.freeze") {
-		r.kills, r.follower, r.freeze, r.checkTimeout = 1, false, false, 5*time.Second
-	}
-	runFailover(t, r)
-	if len(r.problems) > 0 {
-		t.Errorf("history check failed (seed %d):\n  %s", r.seed, strings.Join(r.problems, "\n  "))
-	}
-	reportFailovers(t, r.failovers)
+	runFailoverTest(t, 3)
 }
 
 // TestFailoverCatchesBrokenNode runs the same workload on nodes built to

@@ -219,21 +219,7 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 	ctx := context.Background()
 
 	// Six FIFO queues, each created through another node.
-	var urls []string
-	for i := range 6 {
-		nd := c.nodes[i%3]
-		var url string
-		retrying(t, "create a queue", func() error {
-			out, err := newClient(nd.httpAddr, 5*time.Second).CreateQueue(ctx, &sqs.CreateQueueInput{
-				QueueName:  aws.String(fmt.Sprintf("q%d.fifo", i)),
-				Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
-			if err == nil {
-				url = aws.ToString(out.QueueUrl)
-			}
-			return err
-		})
-		urls = append(urls, url)
-	}
+	urls := createNumberedQueues(t, c, 6)
 	placed := waitPlaced(t, c, "q0.fifo", "q1.fifo", "q2.fifo", "q3.fifo", "q4.fifo", "q5.fifo")
 	perShard := map[int]int{}
 	for i := range 6 {
@@ -363,6 +349,29 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 	waitShards(t, c, 3)
 }
 
+// createNumberedQueues creates the FIFO queues q0.fifo to q<n-1>.fifo
+// (content-based deduplication), each through the next node, and returns
+// their URLs.
+func createNumberedQueues(t *testing.T, c *cluster, n int) []string {
+	t.Helper()
+	var urls []string
+	for i := range n {
+		nd := c.nodes[i%len(c.nodes)]
+		var url string
+		retrying(t, "create a queue", func() error {
+			out, err := newClient(nd.httpAddr, 5*time.Second).CreateQueue(context.Background(), &sqs.CreateQueueInput{
+				QueueName:  aws.String(fmt.Sprintf("q%d.fifo", i)),
+				Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
+			if err == nil {
+				url = aws.ToString(out.QueueUrl)
+			}
+			return err
+		})
+		urls = append(urls, url)
+	}
+	return urls
+}
+
 // numbers returns 0..n-1.
 func numbers(n int) []int {
 	out := make([]int, n)
@@ -433,20 +442,7 @@ func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
 	waitShards(t, five, 5)
 	ctx := context.Background()
 
-	var urls []string
-	for i := range 10 {
-		nd := c.nodes[i%5]
-		var url string
-		retrying(t, "create a queue", func() error {
-			out, err := newClient(nd.httpAddr, 5*time.Second).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(fmt.Sprintf("q%d.fifo", i)),
-				Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
-			if err == nil {
-				url = aws.ToString(out.QueueUrl)
-			}
-			return err
-		})
-		urls = append(urls, url)
-	}
+	urls := createNumberedQueues(t, c, 10)
 	names := make([]string, 10)
 	for i := range names {
 		names[i] = fmt.Sprintf("q%d.fifo", i)

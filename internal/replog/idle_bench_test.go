@@ -42,12 +42,7 @@ func BenchmarkIdleGroups(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) {
 			for range b.N {
-				c := measureIdleGroups(b, n)
-				replicas := float64(3 * n)
-				b.ReportMetric(c.goroutines/replicas, "goroutines/replica")
-				b.ReportMetric(c.heap/replicas/(1<<20), "heap-MiB/replica")
-				b.ReportMetric(c.rss/replicas/(1<<20), "rss-MiB/replica")
-				b.ReportMetric(c.cpuPerSecond.Seconds()*1000/replicas, "cpu-ms/s/replica")
+				measureIdleGroups(b, n).report(b, 3*n)
 			}
 		})
 	}
@@ -70,12 +65,7 @@ func BenchmarkIdleShards(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("shards=%d", n), func(b *testing.B) {
 			for range b.N {
-				c := measureIdleShards(b, n)
-				replicas := float64(3 * n)
-				b.ReportMetric(c.goroutines/replicas, "goroutines/replica")
-				b.ReportMetric(c.heap/replicas/(1<<20), "heap-MiB/replica")
-				b.ReportMetric(c.rss/replicas/(1<<20), "rss-MiB/replica")
-				b.ReportMetric(c.cpuPerSecond.Seconds()*1000/replicas, "cpu-ms/s/replica")
+				measureIdleShards(b, n).report(b, 3*n)
 			}
 		})
 	}
@@ -141,6 +131,15 @@ func measureIdleShards(b *testing.B, n int) idleCost {
 type idleCost struct {
 	goroutines, heap, rss float64
 	cpuPerSecond          time.Duration
+}
+
+// report reports c per replica, of replicas.
+func (c idleCost) report(b *testing.B, replicas int) {
+	n := float64(replicas)
+	b.ReportMetric(c.goroutines/n, "goroutines/replica")
+	b.ReportMetric(c.heap/n/(1<<20), "heap-MiB/replica")
+	b.ReportMetric(c.rss/n/(1<<20), "rss-MiB/replica")
+	b.ReportMetric(c.cpuPerSecond.Seconds()*1000/n, "cpu-ms/s/replica")
 }
 
 func measureIdleGroups(b *testing.B, n int) idleCost {

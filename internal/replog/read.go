@@ -76,6 +76,11 @@ func (l *Raft) ReadBarrier(ctx context.Context) error {
 	if err := l.raft.VerifyLeader().Error(); err != nil {
 		return api.ErrServiceUnavailable("This node could not confirm its leadership (%v); retry.", err)
 	}
+	return l.awaitApplied(ctx, index)
+}
+
+// awaitApplied waits until the engine holds every entry up to index.
+func (l *Raft) awaitApplied(ctx context.Context, index uint64) error {
 	for !l.applied(index) {
 		select {
 		case <-ctx.Done():
@@ -97,15 +102,5 @@ func (l *Raft) SetAvailableHook(fn func(api.QueueKey)) { l.fsm.eng.SetAvailableH
 // moment ago may not be known here yet) and needs no leader: it is how a
 // node lists the queues of shards it does not lead.
 func (l *Raft) CaughtUp(ctx context.Context) error {
-	index := l.raft.CommitIndex()
-	for !l.applied(index) {
-		select {
-		case <-ctx.Done():
-			return api.ErrServiceUnavailable("The request ended before this node caught up: %v", ctx.Err())
-		case <-l.stopped:
-			return api.ErrServiceUnavailable("The command log stopped.")
-		case <-time.After(time.Millisecond):
-		}
-	}
-	return nil
+	return l.awaitApplied(ctx, l.raft.CommitIndex())
 }
