@@ -37,8 +37,8 @@ type clusterOptions struct {
 	// maxClockOffset is how far this node's clock may be off the
 	// cluster's before it refuses to lead.
 	maxClockOffset time.Duration
-	// shards is how many Raft groups the cluster spreads its queues
-	// over (node.Config.Shards).
+	// shards is how many Raft groups hold the cluster's new queues,
+	// beside its first group (node.Config.Shards).
 	shards int
 }
 
@@ -56,7 +56,7 @@ func (c *clusterOptions) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsKey, "raft-tls-key", "", "private key (PEM) for --raft-tls-cert")
 	fs.StringVar(&c.tlsCA, "raft-tls-ca", "", "CA certificate (PEM): a node refuses peers whose certificate this CA did not sign")
 	fs.DurationVar(&c.maxClockOffset, "max-clock-offset", server.DefaultMaxClockOffset, "how far a member's wall clock may be off the majority's before it refuses to lead (queue time is the leader's clock); keep clocks synchronised with NTP")
-	fs.IntVar(&c.shards, "shards", 1, "how many Raft groups (shards) a cluster spreads its queues over, its first included: each new queue goes to the shard holding the fewest, and each shard is led by a node of its own where it can be; the first group's leader adds shards up to this number (it never removes one)")
+	fs.IntVar(&c.shards, "shards", 1, "how many Raft groups (shards) hold a cluster's new queues, each on three nodes and led where the map spreads them, beside the first group (which keeps the shard map and the queues made before); each new queue goes to the shard holding the fewest; 1 keeps every queue in the first group; shards are added, never removed")
 	fs.BoolVar(&c.insecure, "raft-insecure", false, "allow --raft-addr beyond loopback without --raft-tls-*: anyone who can reach the port can send Raft messages that rewrite every node's state")
 }
 

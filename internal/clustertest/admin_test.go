@@ -73,3 +73,52 @@ func TestMembershipNeedsAdminKey(t *testing.T) {
 		t.Fatalf("fifoq cluster add of a member's id: exit %d\n%s", code, out)
 	}
 }
+
+// TestRemoveTheLeader removes the cluster's leader through fifoq cluster
+// remove, as an operator retiring that machine would: the command
+// succeeds and names the members left, the others elect a leader among
+// them and take writes, and the removed node's incarnation record is gone
+// (so that it can be added again later with a new data dir).
+func TestRemoveTheLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short mode")
+	}
+	c := newCluster(t, 3, nil, nil)
+	q := c.createQueue("before", nil)
+	leader := c.leader()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(clusterStatus(leader), `"incarnation"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the cluster recorded no incarnation within 30 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, err := exec.Command(binary, "cluster", "remove", leader.id, "--endpoint", "http://"+leader.httpAddr).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "removed "+leader.id+"; members: ") {
+		t.Fatalf("fifoq cluster remove of the leader %s: %v\n%s", leader.id, err, out)
+	}
+	if left := strings.TrimPrefix(strings.TrimSpace(string(out)), "removed "+leader.id+"; members: "); strings.Contains(left, leader.id) {
+		t.Fatalf("the members left still name %s: %s", leader.id, out)
+	}
+	var rest []*node
+	for _, nd := range c.nodes {
+		if nd != leader {
+			rest = append(rest, nd)
+		}
+	}
+	c.kill(leader)
+	if _, err := sendVia(rest[0], q, "after"); err != nil {
+		t.Fatalf("send through %s after the leader's removal: %v", rest[0].id, err)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		st := clusterStatus(rest[0])
+		if !strings.Contains(st, `"id":"`+leader.id+`"`) && !strings.Contains(st, `"id": "`+leader.id+`"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster still knows %s 30 s after its removal: %s", leader.id, st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

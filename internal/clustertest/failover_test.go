@@ -324,8 +324,7 @@ type run struct {
 	sendGap time.Duration
 	measure bool // measure each leader kill's failover time
 	// shards, if more than 1, runs the nodes with --shards: the queue
-	// under test goes to a shard other than the first group (a queue is
-	// created before it to fill shard 0), and the kills and the freeze
+	// under test goes to one of the shards, and the kills and the freeze
 	// strike the leader of that queue's shard.
 	shards int
 	// checkTimeout, if not 0, bounds porcupine's search of one group in
@@ -358,10 +357,7 @@ func runFailover(t *testing.T, r *run) {
 	}()
 	attrs := map[string]string{"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))}
 	if r.shards > 1 {
-		waitShards(t, c, r.shards)
-		// Shard 0 holds the fewest queues first (ties go to the lowest
-		// shard): fill it, so that the queue under test goes to a shard.
-		c.createQueue("fill.fifo", map[string]string{"FifoQueue": "true"})
+		waitShards(t, c, r.shards+1)
 		c.leaderOfTest = func() *node { return c.shardLeader("failover.fifo") }
 	}
 	w := &workload{c: c, hist: &historycheck.History{}, sendGap: r.sendGap}

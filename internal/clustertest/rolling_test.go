@@ -63,7 +63,7 @@ func TestRollingRestart(t *testing.T) {
 // 6); once every member reads the newest format it must write it, and
 // take the queue. Every member runs with --shards 3: no shard may exist
 // while a member cannot read the shard map (format 7), and the three must
-// run once every member can. An older binary put back afterwards must
+// run beside the first group once every member can. An older binary put back afterwards must
 // stay out, saying why, and the cluster go on. Every acknowledged send
 // is received, in order, once.
 func TestRollingUpgrade(t *testing.T) {
@@ -113,7 +113,7 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 	}
 	expectFormats(t, c, newestFormat, 15*time.Second)
-	waitShards(t, c, 3)
+	waitShards(t, c, 4)
 	if u, err := createInRegion(c.leader(), "eu-west-1", "far"); err != nil || !strings.Contains(u, "/queue/eu-west-1/") {
 		t.Fatalf("a queue in another region once every member is upgraded: %s, %v", u, err)
 	}

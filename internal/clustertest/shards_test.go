@@ -35,7 +35,8 @@ func shardsOf(nd *node) *server.ShardsStatus {
 	return &st
 }
 
-// waitShards waits until every running node knows n groups, each held by
+// waitShards waits until every running node knows n groups (the first
+// and its shards), each held by
 // the replicas the map wants (every node, in a cluster of three) and led,
 // where the map prefers a running node, by that node: the leaders spread
 // as the map spreads its preferences. It returns the groups as the first
@@ -207,7 +208,7 @@ func retrying(t *testing.T, what string, fn func() error) {
 }
 
 // TestShardsSpreadQueuesAndLeaders runs three nodes with --shards 3
-// through the AWS SDK for Go: the three groups are led by three nodes,
+// through the AWS SDK for Go: the three shards are led by three nodes,
 // new queues spread over them, every request works through every node
 // (served where its queue's shard is led, forwarded there otherwise),
 // ListQueues sees the queues of every shard, page by page, a queue goes
@@ -215,7 +216,7 @@ func retrying(t *testing.T, what string, fn func() error) {
 // loss of a shard's leader (SIGKILL) loses nothing acknowledged.
 func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "3"} })
-	waitShards(t, c, 3)
+	waitShards(t, c, 4)
 	ctx := context.Background()
 
 	// Six FIFO queues, each created through another node.
@@ -225,9 +226,9 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 	for i := range 6 {
 		perShard[placed[fmt.Sprintf("q%d.fifo", i)]]++
 	}
-	for s := range 3 {
+	for s := 1; s <= 3; s++ {
 		if perShard[s] != 2 {
-			t.Fatalf("queues per shard %v, want 2 in each of the 3 (the shard with the fewest takes the next)", perShard)
+			t.Fatalf("queues per shard %v, want 2 in each of shards 1 to 3 (the shard with the fewest takes the next; the first group none)", perShard)
 		}
 	}
 
@@ -346,7 +347,7 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 		t.Fatalf("after its shard's leader was killed, q1.fifo gave %v, want %v", got, want)
 	}
 	c.restart(victim)
-	waitShards(t, c, 3)
+	waitShards(t, c, 4)
 }
 
 // createNumberedQueues creates the FIFO queues q0.fifo to q<n-1>.fifo
@@ -428,7 +429,7 @@ func drainNumberedRetrying(t *testing.T, nd *node, queueURL string, want int) []
 }
 
 // TestShardsOnFiveNodesFollowTheMembership runs five nodes with --shards 5:
-// each shard has three replicas, so most requests arrive at a node that
+// each of the five shards beside the first group has three replicas, so most requests arrive at a node that
 // holds no replica of their queue's shard and are sent to its leader (or
 // to a replica, which names its leader). Every queue's messages go in
 // through one node and out through another, ListQueues through every
@@ -439,7 +440,7 @@ func drainNumberedRetrying(t *testing.T, nd *node, queueURL string, want int) []
 func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
 	c := newClusterWith(t, 5, func(i int, nd *node) { nd.args = []string{"--shards", "5"} })
 	five := &cluster{t: t, nodes: c.nodes}
-	waitShards(t, five, 5)
+	waitShards(t, five, 6)
 	ctx := context.Background()
 
 	urls := createNumberedQueues(t, c, 10)
@@ -452,9 +453,9 @@ func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
 	for _, name := range names {
 		perShard[placed[name]]++
 	}
-	for s := range 5 {
+	for s := 1; s <= 5; s++ {
 		if perShard[s] != 2 {
-			t.Fatalf("queues per shard %v, want 2 in each of the 5", perShard)
+			t.Fatalf("queues per shard %v, want 2 in each of shards 1 to 5", perShard)
 		}
 	}
 	send := func(round int) {
@@ -524,7 +525,7 @@ func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	waitShards(t, c, 5)
+	waitShards(t, c, 6)
 	drain(c.nodes)
 
 	// n2 is removed: its replicas move to the others.
@@ -535,13 +536,26 @@ func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
 	}
 	c.kill(c.nodes[1])
 	rest := &cluster{t: t, nodes: append([]*node{c.nodes[0]}, c.nodes[2:]...)}
-	waitShards(t, rest, 5)
-	for _, nd := range rest.nodes {
-		for _, sh := range shardsOf(nd).Shards {
-			if slices.Contains(sh.Wanted, "n2") || (sh.Shard != 0 && len(sh.Wanted) != 3) {
-				t.Fatalf("after n2's removal, shard %d wants its replicas on %v", sh.Shard, sh.Wanted)
+	deadline = time.Now().Add(60 * time.Second)
+	for moved := false; !moved; {
+		moved = true
+		for _, nd := range rest.nodes {
+			st := shardsOf(nd)
+			if st == nil {
+				moved = false
+				continue
+			}
+			for _, sh := range st.Shards {
+				if slices.Contains(sh.Wanted, "n2") || (sh.Shard != 0 && len(sh.Wanted) != 3) {
+					moved = false
+				}
 			}
 		}
+		if !moved && time.Now().After(deadline) {
+			t.Fatalf("60 s after n2's removal, the map still wants a replica on it: %+v", shardsOf(rest.nodes[0]))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
+	waitShards(t, rest, 6)
 	drain(rest.nodes)
 }

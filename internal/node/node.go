@@ -61,10 +61,11 @@ type Config struct {
 	// Cluster makes the node a member of a networked cluster; nil, it is
 	// a server alone. It needs a DataDir.
 	Cluster *Cluster
-	// Shards is how many Raft groups the cluster is to spread its queues
-	// over, its first group included (internal/shards): the first group's
-	// leader adds shards up to it; 0 or 1 adds none. A member runs the
-	// shards the cluster has, whatever its own setting.
+	// Shards is how many Raft groups are to hold the cluster's new queues,
+	// beside its first group (internal/shards): the first group's leader
+	// adds shards up to it; 0 or 1 adds none, and new queues stay in the
+	// first group. A member runs the shards the cluster has, whatever its
+	// own setting.
 	Shards int
 
 	// Logger receives the node's log lines (slog.Default() if nil).

@@ -121,9 +121,24 @@ func (l *Raft) Promote(ctx context.Context, id string) error {
 	return fmt.Errorf("node %s is not a member", id)
 }
 
-// RemoveServer removes a member. Only the leader can; a leader may remove
-// itself, and then steps down.
+// ErrHandedOver is RemoveServer's answer when asked to remove the leader
+// itself: it handed its leadership to another member, which is to be
+// asked instead.
+var ErrHandedOver = errors.New("this node led the cluster and handed its leadership over to be removed: the new leader removes it")
+
+// RemoveServer removes a member. Only the leader can. Asked to remove
+// itself, the leader hands its leadership to another member first and
+// returns ErrHandedOver, for the request to go to the new leader: a
+// leader that removed itself would stop its log at once (Raft shuts a
+// removed node down), before it could forget the member's incarnation,
+// and answer a removal it had made with an error.
 func (l *Raft) RemoveServer(ctx context.Context, id string) error {
+	if id == l.cfg.NodeID && l.cluster != nil && l.raft.State() == raft.Leader {
+		if err := l.transferLeadership(timeoutOf(ctx)); err != nil {
+			return fmt.Errorf("hand the leadership over before this node's removal: %w", err)
+		}
+		return ErrHandedOver
+	}
 	if err := l.membershipChange(ctx, l.raft.RemoveServer(raft.ServerID(id), 0, timeoutOf(ctx))); err != nil {
 		return err
 	}

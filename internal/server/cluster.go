@@ -421,6 +421,23 @@ func (s *Server) serveClusterRemove(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// awaitOtherLeader waits, until ctx ends, for another member than this
+// one to lead, and returns its Raft address ("" if none came).
+func (s *Server) awaitOtherLeader(ctx context.Context) string {
+	for {
+		changed := s.cluster.LeadershipChanged()
+		if id, addr := s.cluster.Leader(); id != "" && id != s.cluster.NodeID() && addr != "" {
+			return addr
+		}
+		select {
+		case <-changed:
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return ""
+		}
+	}
+}
+
 var errBadMember = badRequest{errors.New(`want a JSON body {"id": "NODE_ID", "raft_addr": "HOST:PORT"}`)}
 
 // seenSignatures remembers the signatures of the membership requests this
@@ -482,7 +499,10 @@ func (s *Server) serveMembership(w http.ResponseWriter, r *http.Request, change 
 		return
 	}
 	if !local {
-		if err := s.forward(w, r, body, addr); err != nil {
+		// Not given up on when the leadership moves: a leader asked to
+		// remove itself hands the leadership over and passes the request
+		// on to its successor, which answers.
+		if err := s.forwardTo(w, r, body, 0, nil, addr); err != nil {
 			writeJSONError(w, http.StatusServiceUnavailable, api.AsError(err).Message)
 		}
 		return
@@ -498,6 +518,16 @@ func (s *Server) serveMembership(w http.ResponseWriter, r *http.Request, change 
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
 	err = change(ctx, body)
+	if errors.Is(err, replog.ErrHandedOver) {
+		// This node led and is to be removed: the new leader removes it.
+		// (Even a request another member forwarded here goes on: this
+		// node has just handed the leadership to the one it goes to.)
+		if addr := s.awaitOtherLeader(ctx); addr != "" {
+			if err = s.forward(w, r, body, addr); err == nil {
+				return
+			}
+		}
+	}
 	var bad badRequest
 	var nf notFound
 	switch {

@@ -63,9 +63,11 @@ const (
 
 // Config is what a Set opens its shards with.
 type Config struct {
-	// Count is how many shards the cluster is to run, the first group
-	// included: the first group's leader adds records up to it. Less than
-	// 2 adds none (a node still opens the shards the map names).
+	// Count is how many shards are to hold the cluster's new queues,
+	// beside the first group (which keeps the map, and the queues made
+	// before there were shards): the first group's leader adds records
+	// up to it. Less than 2 adds none, and new queues stay in the first
+	// group (a node still opens the shards the map names).
 	Count int
 	// Dir is the node's data dir: shard N lives in Dir/shards/N.
 	Dir string
@@ -314,14 +316,17 @@ func (s *Set) extend() error {
 		return nil
 	}
 	have := s.named()
-	if len(have) >= s.cfg.Count-1 {
+	if len(have) >= s.cfg.Count {
 		return nil
 	}
 	voters, addr, err := s.voters()
 	if err != nil {
 		return err
 	}
-	m, err := placement.Initial(voters, s.cfg.Count)
+	// The first group is placed too, as shard 0, so that the nodes
+	// preferred to lead shards are spread around it; it stays on every
+	// member whatever the map says of it.
+	m, err := placement.Initial(voters, s.cfg.Count+1)
 	if err != nil {
 		return err
 	}
@@ -509,9 +514,9 @@ func (s *Set) Of(q api.QueueKey) uint32 {
 }
 
 // Place returns the shard the new queue q lives in, placing it if it has
-// no shard yet: beside near if near is not nil (a queue's dead-letter
-// queue, which its redrive moves messages to within one engine), else in
-// the shard holding the fewest queues. Only the first group's leader can
+// no shard yet: beside near if near is not nil and exists (a queue's
+// dead-letter queue, which its redrive moves messages to within one
+// engine), else in the shard holding the fewest queues. Only the first group's leader can
 // place; the record is written before the queue is created, so a queue
 // is never in two shards.
 func (s *Set) Place(ctx context.Context, q api.QueueKey, near *api.QueueKey) (uint32, error) {
@@ -525,9 +530,12 @@ func (s *Set) Place(ctx context.Context, q api.QueueKey, near *api.QueueKey) (ui
 		return 0, nil
 	}
 	var target uint32
-	if near != nil {
+	switch {
+	case near != nil && s.Of(*near) != 0:
 		target = s.Of(*near)
-	} else {
+	case near != nil && s.inFirstGroup(*near):
+		target = 0
+	default:
 		target = s.leastLoaded(ids)
 	}
 	if err := s.setOnce(ctx, queueKey(q), strconv.FormatUint(uint64(target), 10)); err != nil {
@@ -542,22 +550,21 @@ func (s *Set) inFirstGroup(q api.QueueKey) (ok bool) {
 	return ok
 }
 
-// leastLoaded returns the shard, of 0 and ids, that holds the fewest
-// queues; the lowest numbered of those tied. Shard 0 holds the first
-// group's queues; another, the queues placed in it (deleted ones
-// included: a name keeps its shard, so that it comes back where its
-// cool-down is kept).
+// leastLoaded returns the shard of ids that holds the fewest queues, the
+// lowest numbered of those tied: a shard holds the queues placed in it
+// (deleted ones included: a name keeps its shard, so that it comes back
+// where its cool-down is kept). Shard 0, on every member, takes no new
+// queue once there are shards: its writes would be every node's work.
 func (s *Set) leastLoaded(ids []uint32) uint32 {
 	count := map[uint32]int{}
 	s.host.Read(func(e *engine.Engine) {
-		count[0] = e.QueueCount()
 		for _, k := range e.MetaKeys(queuePrefix) {
-			if n, err := strconv.ParseUint(e.Meta(k), 10, 32); err == nil && n != 0 {
+			if n, err := strconv.ParseUint(e.Meta(k), 10, 32); err == nil {
 				count[uint32(n)]++
 			}
 		}
 	})
-	best := uint32(0)
+	best := ids[0]
 	for _, id := range ids {
 		if count[id] < count[best] {
 			best = id

@@ -14,8 +14,8 @@ import (
 	"github.com/fifoq/fifoq/internal/testenv"
 )
 
-// openMember opens a cluster member of one node in dir with its shards,
-// count of them in all, and waits until it runs them.
+// openMember opens a cluster member of one node in dir with count shards
+// beside its first group, and waits until it runs them.
 func openMember(t *testing.T, dir string, count int) (*replog.Raft, *Set) {
 	t.Helper()
 	addr := testenv.FreeAddr(t)
@@ -35,9 +35,9 @@ func openMember(t *testing.T, dir string, count int) (*replog.Raft, *Set) {
 		host.Close()
 	})
 	deadline := time.Now().Add(20 * time.Second)
-	for len(set.IDs()) < count-1 || !host.Leading() {
+	for len(set.IDs()) < count || !host.Leading() {
 		if time.Now().After(deadline) {
-			t.Fatalf("the member runs shards %v after 20 s, want %d", set.IDs(), count-1)
+			t.Fatalf("the member runs shards %v after 20 s, want %d", set.IDs(), count)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -71,15 +71,14 @@ func create(t *testing.T, host *replog.Raft, set *Set, id uint32, q api.QueueKey
 
 // TestPlaceSpreadsQueuesAndKeepsTheirShard places queues in a member with
 // four shards: each new queue goes to the shard with the fewest (the
-// lowest of those tied), a queue with a dead-letter queue goes beside it,
-// a name keeps its shard, and a queue that was in the first group before
-// the shards existed stays there.
+// lowest of those tied), never to the first group, a queue with a
+// dead-letter queue goes beside it, a name keeps its shard, and a queue
+// that was in the first group before the shards existed stays there.
 func TestPlaceSpreadsQueuesAndKeepsTheirShard(t *testing.T) {
 	host, set := openMember(t, t.TempDir(), 4)
 	ctx := context.Background()
 	old := queue("before-shards")
 	create(t, host, set, 0, old)
-	// Shard 0 holds a queue already: the next three go to 1, 2, 3.
 	var got []uint32
 	for i := range 5 {
 		q := queue(fmt.Sprintf("q%d", i))
@@ -90,7 +89,7 @@ func TestPlaceSpreadsQueuesAndKeepsTheirShard(t *testing.T) {
 		create(t, host, set, id, q)
 		got = append(got, id)
 	}
-	if want := []uint32{1, 2, 3, 0, 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+	if want := []uint32{1, 2, 3, 4, 1}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("five new queues went to shards %v, want %v", got, want)
 	}
 	if id, _ := set.Place(ctx, old, nil); id != 0 {
@@ -103,12 +102,19 @@ func TestPlaceSpreadsQueuesAndKeepsTheirShard(t *testing.T) {
 	if id, _ := set.Place(ctx, queue("with-dlq"), &dlq); id != set.Of(dlq) {
 		t.Fatalf("a queue went to shard %d, its dead-letter queue is in %d", id, set.Of(dlq))
 	}
+	if id, _ := set.Place(ctx, queue("with-old-dlq"), &old); id != 0 {
+		t.Fatalf("a queue whose dead-letter queue is in the first group went to shard %d", id)
+	}
+	missing := queue("no-such-queue")
+	if id, _ := set.Place(ctx, queue("with-missing-dlq"), &missing); id == 0 {
+		t.Fatal("a queue whose dead-letter queue does not exist went to the first group")
+	}
 }
 
 // TestPlaceOnceUnderRace places one name from many goroutines at once:
 // they all get the same shard, the first placement in the log.
 func TestPlaceOnceUnderRace(t *testing.T) {
-	host, set := openMember(t, t.TempDir(), 3)
+	host, set := openMember(t, t.TempDir(), 2)
 	// Fill shards unevenly, so that a placement that read a stale count
 	// would choose another shard than the first one in the log.
 	for i := range 4 {
@@ -151,8 +157,7 @@ func TestPlaceOnceUnderRace(t *testing.T) {
 // its map names, with their queues.
 func TestShardsReopenWithTheirQueues(t *testing.T) {
 	dir := t.TempDir()
-	host, set := openMember(t, dir, 3)
-	create(t, host, set, 0, queue("in-shard-0"))
+	host, set := openMember(t, dir, 2)
 	q := queue("kept")
 	id, err := set.Place(context.Background(), q, nil)
 	if err != nil || id == 0 {
@@ -162,7 +167,7 @@ func TestShardsReopenWithTheirQueues(t *testing.T) {
 	set.Close()
 	host.Close()
 
-	_, set = openMember(t, dir, 1)
+	_, set = openMember(t, dir, 0)
 	deadline := time.Now().Add(20 * time.Second)
 	l, ok := set.Shard(id)
 	for !ok || set.Of(q) != id {
