@@ -34,6 +34,9 @@ import (
 //   - CreateQueue places the queue first, on the first group's leader
 //     (asked over the node-to-node port when it is another node:
 //     /cluster/place), so that a name is in one shard only.
+//   - A shard this node holds no replica of is reached through the
+//     replicas the map wants it on: its leader, once a 421 from one of
+//     them has named it (noteLeader), else one replica after another.
 
 // hdrGroup names, on a forwarded request, the group the forwarder routed
 // it to; on a 421 answer, the group the request belongs to. hdrLeader, on
