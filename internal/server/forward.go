@@ -268,7 +268,7 @@ func (s *Server) sendForward(ctx context.Context, w http.ResponseWriter, r *http
 		return api.ErrServiceUnavailable("The leader could not be reached or stopped answering (%v); the request may or may not have been carried out: retry.", errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusMisdirectedRequest && s.sharded() {
+	if resp.StatusCode == http.StatusMisdirectedRequest && s.shards != nil {
 		if n, perr := strconv.ParseUint(resp.Header.Get(hdrGroup), 10, 32); perr == nil {
 			return &misdirectedError{group: uint32(n), leader: resp.Header.Get(hdrLeader)}
 		}
@@ -386,6 +386,12 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request) {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			s.serveAPI(w, r)
 			return
+		}
+		var mis *misdirectedError
+		if errors.As(err, &mis) {
+			// This node has not yet read the shard map its leader routes
+			// by (it is catching up after a start): the client retries.
+			err = api.ErrServiceUnavailable("This node is catching up with the cluster's shard map; retry.")
 		}
 	}
 	if err != nil {

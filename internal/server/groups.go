@@ -38,9 +38,9 @@ type Shards interface {
 	PreferredLeaders() map[uint32]string
 	// IDs returns the shards this node holds a replica of, ascending.
 	IDs() []uint32
-	// Running reports whether this node has any shard open: until then
-	// the cluster is its first group alone, and requests are routed as
-	// they are without shards.
+	// Running reports whether the cluster's map names any shard: until
+	// then the cluster is its first group alone, and requests are routed
+	// as they are without shards.
 	Running() bool
 	// Close closes every shard (before the first group).
 	Close() error

@@ -231,7 +231,13 @@ func shardKeyID(key string) (uint32, bool) {
 // openNamed opens every shard the map wants a replica of on this node
 // that is not open yet.
 func (s *Set) openNamed() error {
-	for id, replicas := range s.named() {
+	named := s.named()
+	if len(named) > 0 {
+		// Shards are never removed from the map: from now on requests are
+		// routed by it, whether this node holds a replica or not.
+		s.running.Store(true)
+	}
+	for id, replicas := range named {
 		s.mu.RLock()
 		_, open := s.open[id]
 		closed := s.closed
@@ -254,23 +260,23 @@ func (s *Set) openNamed() error {
 		}
 		s.open[id] = l
 		delete(s.unwanted, id)
-		s.running.Store(true)
 		s.mu.Unlock()
 		s.cfg.Logger.Info("shards: opened a shard", "shard", id, "dir", cfg.Dir)
 	}
 	return nil
 }
 
-// unwantedGrace is how long a replica the map no longer wants here is
-// kept once its shard's membership, as this node knows it, still counts
-// it: its leader removes it within seconds, and a removed replica may
-// never learn of its removal.
-const unwantedGrace = time.Minute
+// unwantedWarn is how long a replica the map no longer wants here may
+// stay in its shard's membership before this node says so: its shard's
+// leader removes it within seconds, unless the shard has no leader.
+const unwantedWarn = time.Minute
 
-// closeUnwanted closes the replicas the map no longer wants on this node,
-// once their shard has removed them (or the grace has passed). The data
-// dir of the shard stays, should the map want a replica here again: it
-// then catches up from where it was.
+// closeUnwanted closes the replicas the map no longer wants on this node
+// once their shard has removed them: never before, as a replica still in
+// its group's membership may be needed for its quorum (its replacement
+// may not have caught up, or the group may have lost another replica).
+// The data dir of the shard stays, should the map want a replica here
+// again: it then catches up from where it was.
 func (s *Set) closeUnwanted() {
 	for _, id := range s.IDs() {
 		if s.wantedHere(id) {
@@ -290,13 +296,18 @@ func (s *Set) closeUnwanted() {
 			s.unwanted[id] = since
 		}
 		s.mu.Unlock()
-		if l.Leading() || (l.IsMember() && time.Since(since) < unwantedGrace) {
+		if l.IsMember() {
+			if time.Since(since) > unwantedWarn {
+				s.cfg.Logger.Warn("shards: the map moved a replica away from this node, and its shard has not removed it yet", "shard", id, "since", since)
+				s.mu.Lock()
+				s.unwanted[id] = time.Now() // say it once a minute
+				s.mu.Unlock()
+			}
 			continue
 		}
 		s.mu.Lock()
 		delete(s.open, id)
 		delete(s.unwanted, id)
-		s.running.Store(len(s.open) > 0)
 		s.mu.Unlock()
 		if err := l.Close(); err != nil {
 			s.cfg.Logger.Warn("shards: closing a replica no longer wanted here", "shard", id, "err", err)
@@ -593,7 +604,8 @@ func (s *Set) IDs() []uint32 {
 	return out
 }
 
-// Running reports whether this node has any shard open.
+// Running reports whether the map names any shard: from then on every
+// request is routed by it.
 func (s *Set) Running() bool { return s.running.Load() }
 
 // Close closes every shard; the first group is the caller's to close,
