@@ -438,11 +438,17 @@ const balanceEvery = 5 * time.Second
 // PreferredLeaders returns where the map wants each group's leader: a
 // shard's first wanted replica (placement spreads them over the nodes),
 // and for shard 0, which is on every member, the lowest voter that is
-// the first replica of no shard, if any.
+// the first replica of no shard, if any. A cluster without shards has no
+// preference.
 func (s *Set) PreferredLeaders() map[uint32]string {
 	prefs := map[uint32]string{}
+	named := s.Named()
+	if len(named) == 0 {
+		// A cluster without shards keeps its leader where it is.
+		return prefs
+	}
 	taken := map[string]bool{}
-	for _, id := range s.Named() {
+	for _, id := range named {
 		if r := s.Replicas(id); len(r) > 0 {
 			prefs[id] = r[0].ID
 			taken[r[0].ID] = true

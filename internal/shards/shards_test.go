@@ -202,3 +202,15 @@ func TestShardKeyID(t *testing.T) {
 		}
 	}
 }
+
+// TestNoShardsNoLeaderPreference: a cluster without shards keeps its
+// leader wherever it is. (A node used to prefer its lowest voter to lead
+// the first group even with no shard, and handed that group's leadership
+// over every five seconds: the leader of every cluster moved to its
+// lowest node, at a moment of nobody's choosing.)
+func TestNoShardsNoLeaderPreference(t *testing.T) {
+	_, set := openMember(t, t.TempDir(), 0)
+	if prefs := set.PreferredLeaders(); len(prefs) != 0 {
+		t.Fatalf("a cluster without shards prefers leaders %v; want none", prefs)
+	}
+}
