@@ -261,14 +261,7 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 
 	// ListQueues through each node sees all six, whole and page by page.
 	for _, nd := range c.nodes {
-		var all []string
-		retrying(t, "list queues", func() error {
-			out, err := newClient(nd.httpAddr, 5*time.Second).ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String("q")})
-			if err == nil {
-				all = out.QueueUrls
-			}
-			return err
-		})
+		all := listQueuesVia(t, nd, "q")
 		if len(all) != 6 {
 			t.Fatalf("ListQueues through %s: %v, want the 6 queues", nd.id, all)
 		}
@@ -371,6 +364,21 @@ func createNumberedQueues(t *testing.T, c *cluster, n int) []string {
 		urls = append(urls, url)
 	}
 	return urls
+}
+
+// listQueuesVia lists through nd the queues whose names start with
+// prefix, in one ListQueues call, retried until it answers.
+func listQueuesVia(t *testing.T, nd *node, prefix string) []string {
+	t.Helper()
+	var all []string
+	retrying(t, "list queues", func() error {
+		out, err := newClient(nd.httpAddr, 5*time.Second).ListQueues(context.Background(), &sqs.ListQueuesInput{QueueNamePrefix: aws.String(prefix)})
+		if err == nil {
+			all = out.QueueUrls
+		}
+		return err
+	})
+	return all
 }
 
 // numbers returns 0..n-1.
@@ -485,14 +493,7 @@ func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
 	send(0)
 	drain(c.nodes[:5])
 	for _, nd := range c.nodes[:5] {
-		var all []string
-		retrying(t, "list queues", func() error {
-			out, err := newClient(nd.httpAddr, 5*time.Second).ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String("q")})
-			if err == nil {
-				all = out.QueueUrls
-			}
-			return err
-		})
+		all := listQueuesVia(t, nd, "q")
 		if len(all) != 10 {
 			t.Fatalf("ListQueues through %s: %d queues, want 10: %v", nd.id, len(all), all)
 		}

@@ -90,6 +90,9 @@ type Set struct {
 	unwanted map[uint32]time.Time
 	running  atomic.Bool // some shard is open
 
+	// memberAddrs are the members' Raft addresses (refreshAddrs).
+	memberAddrs atomic.Pointer[map[string]string]
+
 	// placed caches the records found (api.QueueKey → uint32): a record
 	// never changes once written, so a found one is never stale.
 	placed sync.Map
@@ -106,6 +109,7 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, unwanted: map[uint32]time.Time{}, quit: make(chan struct{})}
+	s.refreshAddrs()
 	if err := s.openNamed(); err != nil {
 		s.Close()
 		return nil, err
@@ -123,6 +127,7 @@ func (s *Set) follow() {
 	defer tick.Stop()
 	lastBalance := time.Now()
 	for {
+		s.refreshAddrs()
 		if s.host.Leading() {
 			if err := s.extend(); err != nil {
 				s.cfg.Logger.Warn("shards: could not add the configured shards to the map", "want", s.cfg.Count, "err", err)
@@ -170,8 +175,9 @@ func (s *Set) named() map[uint32][]replog.Peer {
 func wantKey(id uint32) string { return shardPrefix + strconv.FormatUint(uint64(id), 10) + "/want" }
 
 // Replicas returns the replicas the map wants shard id to have now (its
-// first ones until the map changed them), each at its member's current
-// address; nil for a shard the map does not name.
+// first ones until the map changed them), each at its member's address
+// as of the last look (refreshAddrs, twice a second); nil for a shard
+// the map does not name.
 func (s *Set) Replicas(id uint32) []replog.Peer {
 	var rec string
 	s.host.Read(func(e *engine.Engine) {
@@ -183,18 +189,30 @@ func (s *Set) Replicas(id uint32) []replog.Peer {
 	if err != nil {
 		return nil
 	}
-	if members, err := s.host.Members(); err == nil {
-		addr := map[string]string{}
-		for _, m := range members {
-			addr[m.ID] = m.Addr
-		}
+	if addr := s.memberAddrs.Load(); addr != nil {
 		for i, p := range peers {
-			if a := addr[p.ID]; a != "" {
+			if a := (*addr)[p.ID]; a != "" {
 				peers[i].Addr = a
 			}
 		}
 	}
 	return peers
+}
+
+// refreshAddrs takes the members' Raft addresses from the first group's
+// membership, for Replicas: it is asked on every request for a shard this
+// node holds no replica of, and the membership is read through Raft's own
+// loop, so it is read here, once a tick, instead.
+func (s *Set) refreshAddrs() {
+	members, err := s.host.Members()
+	if err != nil {
+		return
+	}
+	addr := make(map[string]string, len(members))
+	for _, m := range members {
+		addr[m.ID] = m.Addr
+	}
+	s.memberAddrs.Store(&addr)
 }
 
 // Named returns the numbers of the shards the map names, ascending,
