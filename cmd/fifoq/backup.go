@@ -43,7 +43,9 @@ Takes a backup of a running server's whole state (every queue, every
 message in its state, deduplication records, move tasks) while it goes on
 serving, and writes it to FILE ("-": standard output), one versioned,
 checksummed file; fifoq restore makes a data dir of it. On a cluster
-member, it is that member's state. The request is signed (SigV4) with
+member, it is that member's state; in a cluster with shards, every
+shard's (each from a replica that holds it) and the first group's, each
+group as of one moment. The request is signed (SigV4) with
 FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and
 AWS_SECRET_ACCESS_KEY): an admin key of the server's own account.
 
@@ -70,6 +72,11 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "fifoq backup: %v\n", explainTLS(err))
 		return 1
+	}
+	if len(hdr.Groups) > 0 {
+		fmt.Fprintf(stderr, "fifoq backup: %d messages in %d groups (the first as of log entry %d) through node %s, %s in %v\n",
+			hdr.Messages, len(hdr.Groups), hdr.Index, hdr.Node, memguard.HumanSize(n), time.Since(began).Round(time.Millisecond))
+		return 0
 	}
 	fmt.Fprintf(stderr, "fifoq backup: %d messages as of log entry %d on node %s, %s in %v\n",
 		hdr.Messages, hdr.Index, hdr.Node, memguard.HumanSize(n), time.Since(began).Round(time.Millisecond))
@@ -115,17 +122,31 @@ func takeBackup(o backupOptions, path string, stdout io.Writer) (backup.Header, 
 }
 
 // copyChecked copies a backup from r to w, checking its format and
-// checksum as it goes.
+// checksums as it goes. The header returned is the backup's, with the
+// messages of all its parts (a backup of a cluster with shards has one
+// per group) and the first group's log entry.
 func copyChecked(w io.Writer, r io.Reader) (backup.Header, int64, error) {
 	cw := &countingWriter{w: w}
-	hdr, snap, err := backup.Read(io.TeeReader(r, cw))
+	f, err := backup.Open(io.TeeReader(r, cw))
 	if err != nil {
-		return hdr, cw.n, err
+		return backup.Header{}, cw.n, err
 	}
-	if _, err := io.Copy(io.Discard, snap); err != nil {
-		return hdr, cw.n, err
+	total := f.Header
+	total.Messages = 0
+	for {
+		hdr, snap, err := f.Next()
+		if errors.Is(err, io.EOF) {
+			return total, cw.n, nil
+		}
+		if err != nil {
+			return total, cw.n, err
+		}
+		if _, err := io.Copy(io.Discard, snap); err != nil {
+			return total, cw.n, err
+		}
+		total.Messages += hdr.Messages
+		total.Index, total.Term = hdr.Index, hdr.Term
 	}
-	return hdr, cw.n, nil
 }
 
 // countingWriter counts what it passes on.
@@ -168,6 +189,10 @@ A backup belongs to the region of the server it was taken of, and so does
 the data dir made of it: serve it with that --region. A data dir cannot
 change region.
 
+A backup of a cluster with shards restores every shard onto this one
+node: serve the data dir as a cluster member (--node-id, --raft-addr, no
+--peers); nodes that join it then get their share of the shards.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -191,6 +216,11 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "fifoq restore: %v\n", err)
 		return 1
+	}
+	if len(hdr.Groups) > 0 {
+		fmt.Fprintf(stdout, "restored %d messages in %d groups (taken %s) into %s in %v; it holds shards: serve it as a cluster member, with --node-id %s --raft-addr HOST:PORT --region %s\n",
+			hdr.Messages, len(hdr.Groups), hdr.Created.Format(time.RFC3339), o.dataDir, time.Since(began).Round(time.Millisecond), o.nodeID, hdr.Region)
+		return 0
 	}
 	fmt.Fprintf(stdout, "restored %d messages (node %s, log entry %d, taken %s) into %s in %v; serve it with --region %s\n",
 		hdr.Messages, hdr.Node, hdr.Index, hdr.Created.Format(time.RFC3339), o.dataDir, time.Since(began).Round(time.Millisecond), hdr.Region)

@@ -6,7 +6,8 @@
 // can tell a backup from anything else, refuse a version it does not
 // read, and find damage anywhere before it installs a byte.
 //
-// A backup file is
+// A backup of one group (a server alone, or a cluster without shards) is
+// a file of format 1:
 //
 //	8 bytes   magic "FQBACKUP"
 //	4 bytes   format version (1), big-endian
@@ -16,8 +17,27 @@
 //	          frame with the message bodies in it (docs/storage.md)
 //	32 bytes  SHA-256 of everything before it
 //
-// It is written and read in one pass, in constant memory: a backup can be
-// streamed to standard output and a restore read from standard input.
+// A backup of a cluster with shards is a file of format 2: one part per
+// group, each a whole format-1 backup of that group's state (its header's
+// Shard says which), after a header that lists them:
+//
+//	8 bytes   magic "FQBACKUP"
+//	4 bytes   format version (2), big-endian
+//	4 bytes   length of the header, big-endian
+//	...       the header: JSON (Header, with Groups: the parts' shards
+//	          in the order they follow)
+//	32 bytes  SHA-256 of everything before it
+//	...       the parts, one format-1 backup each
+//
+// Each group's part is that group's state as of one of its log entries:
+// a queue lives in one group, so each queue is whole as of one moment.
+// The first group (0), whose state maps queues to shards, comes last, so
+// that its map names every queue the parts before it hold. A fifoq that
+// reads only format 1 refuses format 2 rather than restore a part of it.
+//
+// Either is written and read in one pass, in constant memory: a backup
+// can be streamed to standard output and a restore read from standard
+// input.
 package backup
 
 import (
@@ -35,9 +55,13 @@ import (
 // Magic starts every backup file.
 const Magic = "FQBACKUP"
 
-// FormatVersion is the version of the backup format this fifoq writes and
-// the newest it reads.
-const FormatVersion = 1
+// FormatVersion is the version of the backup format this fifoq writes for
+// one group, and GroupsVersion the one it writes for several; it reads
+// both.
+const (
+	FormatVersion = 1
+	GroupsVersion = 2
+)
 
 // maxHeader bounds a header's length: a damaged length must not make a
 // restore allocate gigabytes.
@@ -66,6 +90,13 @@ type Header struct {
 	// operator: counted as the backup began, so writes applied while the
 	// snapshot was taken may make it differ a little; 0 if unknown.
 	Messages int64 `json:"messages,omitempty"`
+	// Shard is the group a part of a format-2 backup is of: 0 for the
+	// cluster's first group (and for every format-1 backup).
+	Shard uint32 `json:"shard,omitempty"`
+	// Groups, in the header of a format-2 backup, lists the shards of its
+	// parts in the order they follow (the first group, 0, last); Index,
+	// Term and Size are then each part's own, in its own header.
+	Groups []uint32 `json:"groups,omitempty"`
 }
 
 // ErrNotBackup is returned by Read for input that is not a backup.
@@ -123,8 +154,11 @@ func Read(r io.Reader) (Header, io.Reader, error) {
 	if string(pre[:8]) != Magic {
 		return Header{}, nil, fmt.Errorf("%w: it does not begin with %q", ErrNotBackup, Magic)
 	}
-	if v := binary.BigEndian.Uint32(pre[8:12]); v > FormatVersion || v == 0 {
-		return Header{}, nil, fmt.Errorf("backup format version %d: this fifoq reads versions up to %d; restore it with the fifoq that took it, or a newer one", v, FormatVersion)
+	switch v := binary.BigEndian.Uint32(pre[8:12]); {
+	case v == GroupsVersion:
+		return Header{}, nil, fmt.Errorf("%w: a backup of several groups (format %d), where one group's (format %d) was expected", ErrNotBackup, v, FormatVersion)
+	case v > GroupsVersion || v == 0:
+		return Header{}, nil, tooNew(v)
 	}
 	n := binary.BigEndian.Uint32(pre[12:16])
 	if n > maxHeader {
@@ -139,6 +173,11 @@ func Read(r io.Reader) (Header, io.Reader, error) {
 		return Header{}, nil, fmt.Errorf("%w: the header: %v", ErrDamaged, err)
 	}
 	return hdr, &checked{r: io.LimitReader(tee, hdr.Size), src: br, sum: sum, left: hdr.Size}, nil
+}
+
+// tooNew is the error for a backup of a format this fifoq does not read.
+func tooNew(v uint32) error {
+	return fmt.Errorf("backup format version %d: this fifoq reads versions up to %d; restore it with the fifoq that took it, or a newer one", v, GroupsVersion)
 }
 
 // checked reads a snapshot and, at its end, the checksum after it.

@@ -2,15 +2,20 @@ package clustertest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoq/fifoq/internal/server"
 )
 
 // TestBackupThroughFollower takes a backup of a 3-node cluster through a
@@ -34,20 +39,10 @@ func TestBackupThroughFollower(t *testing.T) {
 	// The follower has applied what the leader acknowledged by the time
 	// its own read answers (a read passes the read barrier).
 	file := filepath.Join(t.TempDir(), "cluster.backup")
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(binary, args...)
-		cmd.Env = append(os.Environ(), "FIFOQ_ENDPOINT=http://"+via.httpAddr)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("fifoq %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
 	waitApplied(t, via, leader)
-	t.Logf("%s", run("backup", file))
+	t.Logf("%s", runVia(t, via, "backup", file))
 	dir := filepath.Join(t.TempDir(), "restored")
-	run("restore", "--data-dir", dir, file)
+	runVia(t, via, "restore", "--data-dir", dir, file)
 
 	nd := &node{id: "node-1", httpAddr: freeAddr(t), dataDir: dir, logPath: filepath.Join(t.TempDir(), "restored.log"), bin: binary}
 	solo := &cluster{t: t, nodes: []*node{nd}}
@@ -76,6 +71,20 @@ func TestBackupThroughFollower(t *testing.T) {
 	}
 }
 
+// runVia runs the fifoq command args against the node via
+// (FIFOQ_ENDPOINT) and returns what it said; it fails the test if the
+// command fails.
+func runVia(t *testing.T, via *node, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "FIFOQ_ENDPOINT=http://"+via.httpAddr)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fifoq %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
 // waitApplied waits until follower has applied the leader's last entry.
 func waitApplied(t *testing.T, follower, leader *node) {
 	t.Helper()
@@ -87,4 +96,128 @@ func waitApplied(t *testing.T, follower, leader *node) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("%s did not catch up with %s within 10 s", follower.id, leader.id)
+}
+
+// TestBackupOfShards takes a backup of a 4-node cluster with four shards
+// through a node that holds no replica of one of them, restores it into
+// one data dir, and checks what a restored cluster must be: served alone
+// it is refused (its queues are in shards), served as a cluster member it
+// holds every queue of every shard with every message in order, and a
+// node that joins it is given the shards' replicas.
+func TestBackupOfShards(t *testing.T) {
+	c := newClusterWith(t, 4, func(_ int, nd *node) { nd.args = []string{"--shards", "4"} })
+	waitShards(t, c, 5)
+	ctx := context.Background()
+	const queues, perQueue = 8, 30
+	urls := createNumberedQueues(t, c, queues)
+	for qi, url := range urls {
+		for i := range perQueue {
+			nd := c.nodes[(qi+i)%len(c.nodes)]
+			retrying(t, "send", func() error {
+				_, err := newClient(nd.httpAddr, 5*time.Second).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url),
+					MessageBody: aws.String(strconv.Itoa(i)), MessageGroupId: aws.String("g")})
+				return err
+			})
+		}
+	}
+	placed := waitPlaced(t, c, "q0.fifo", "q1.fifo", "q2.fifo", "q3.fifo", "q4.fifo", "q5.fifo", "q6.fifo", "q7.fifo")
+	used := map[int]bool{}
+	for _, s := range placed {
+		used[s] = true
+	}
+	if len(used) < 4 {
+		t.Fatalf("the queues are in shards %v: the test needs them spread over all four", used)
+	}
+	// Through a node that must fetch a shard from another's replica.
+	var via *node
+	for _, nd := range c.nodes {
+		if st := shardsOf(nd); st != nil && slices.ContainsFunc(st.Shards, func(s server.ShardStatus) bool { return !s.Held }) {
+			via = nd
+		}
+	}
+	if via == nil {
+		t.Fatal("every node holds every shard: the test needs one that does not")
+	}
+	waitShardsApplied(t, c)
+	file := filepath.Join(t.TempDir(), "shards.backup")
+	out := runVia(t, via, "backup", file)
+	if want := fmt.Sprintf("%d messages in 5 groups", queues*perQueue); !strings.Contains(out, want) {
+		t.Fatalf("fifoq backup says %q, want %q", out, want)
+	}
+	dir := filepath.Join(t.TempDir(), "restored")
+	out = runVia(t, via, "restore", "--data-dir", dir, "--node-id", "r1", file)
+	if !strings.Contains(out, "serve it as a cluster member") {
+		t.Fatalf("fifoq restore of a backup with shards says %q: it must say how to serve it", out)
+	}
+
+	// Alone, the data dir is refused: its queues are in its shards.
+	alone := exec.Command(binary, "serve", "--listen", freeAddr(t), "--data-dir", dir, "--node-id", "r1")
+	alone.Env = serverEnv()
+	if out, err := alone.CombinedOutput(); err == nil || !strings.Contains(string(out), "serve it as a cluster member") {
+		t.Fatalf("a restored data dir with shards served alone: %v\n%s", err, out)
+	}
+
+	r1 := &node{id: "r1", httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: dir, bin: binary}
+	r1.logPath = filepath.Join(t.TempDir(), "r1.log")
+	restored := &cluster{t: t, nodes: []*node{r1}}
+	t.Cleanup(restored.stopAll)
+	restored.start(r1, "")
+	waitReady(t, r1)
+	waitShards(t, restored, 5)
+	if got := listQueuesVia(t, r1, "q"); len(got) != queues {
+		t.Fatalf("the restored node lists %d queues, want %d: %v", len(got), queues, got)
+	}
+	for qi := range queues {
+		url := fmt.Sprintf("http://%s/000000000000/q%d.fifo", r1.httpAddr, qi)
+		if got := drainNumberedRetrying(t, r1, url, perQueue); !slices.Equal(got, numbers(perQueue)) {
+			t.Fatalf("q%d.fifo (shard %d) gave %v from the restored node, want 0..%d in order", qi, placed[fmt.Sprintf("q%d.fifo", qi)], got, perQueue-1)
+		}
+	}
+
+	// A node that joins the restored one gets a replica of every shard
+	// (two nodes: each shard on both).
+	r2 := &node{id: "r2", httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), bin: binary, join: "http://" + r1.httpAddr}
+	r2.logPath = filepath.Join(t.TempDir(), "r2.log")
+	restored.nodes = append(restored.nodes, r2)
+	restored.start(r2, "")
+	waitShards(t, restored, 5)
+}
+
+// waitShardsApplied waits until every replica of every group the
+// running nodes hold has applied what the most advanced of them knows
+// committed: a backup taken through any of them then holds every write
+// acknowledged before.
+func waitShardsApplied(t *testing.T, c *cluster) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		commit, applied := map[uint32]uint64{}, map[uint32]uint64{}
+		ok := true
+		for _, nd := range c.nodes {
+			st := shardsOf(nd)
+			if st == nil {
+				ok = false
+				break
+			}
+			for _, sh := range st.Shards {
+				if !sh.Held {
+					continue
+				}
+				commit[sh.Shard] = max(commit[sh.Shard], sh.CommitIndex)
+				if a, seen := applied[sh.Shard]; !seen || sh.AppliedIndex < a {
+					applied[sh.Shard] = sh.AppliedIndex
+				}
+			}
+		}
+		for id := range commit {
+			if applied[id] < commit[id] {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the replicas did not apply what their groups committed within 20 s")
 }

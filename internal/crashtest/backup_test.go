@@ -2,6 +2,8 @@ package crashtest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -20,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/fifoq/fifoq/internal/auth"
+	"github.com/fifoq/fifoq/internal/backup"
+	"github.com/fifoq/fifoq/internal/server"
 )
 
 // TestBackupUnderLoadRestores runs the real binary with an admin key: it
@@ -275,4 +279,93 @@ func devListing(t *testing.T, addr, keyID, secret, q string) string {
 		t.Fatalf("list %s: no message", q)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestSlowReaderGetsBackupAndExportWhole reads a backup and an export
+// of a queue of 24 MiB slowly, as a file streamed to a slow disk or over a
+// slow link is: a megabyte, then nothing for longer than the server's
+// write timeout for API answers (60 s), then the rest. Each must arrive
+// whole (the backup's checksum, the export's last line): neither is an API
+// answer, and its size, not a timeout, says how long it takes.
+func TestSlowReaderGetsBackupAndExportWhole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the server's write timeout; skipped in -short mode")
+	}
+	addr := freeAddr(t)
+	src := launch(t, nil, "serve", "--listen", addr, "--data-dir", t.TempDir())
+	client := signedClient("http://"+addr, plainHTTP(), "AKIDANY", "any")
+	ctx := context.Background()
+	src.waitReady(t, func() error { _, err := client.ListQueues(ctx, &sqs.ListQueuesInput{}); return err })
+	q := mustQueue(t, client, "big", nil)
+	// Random bodies: the loopback's socket buffers (a few MiB) must not
+	// hold the whole answer, or the server would finish writing at once.
+	const messages = 24
+	body := make([]byte, 1<<20-1024)
+	for i := range messages {
+		rand.Read(body)
+		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &q, MessageBody: aws.String(base64.StdEncoding.EncodeToString(body)[:len(body)])}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	slowly := func(path string) (io.Reader, func()) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Error(err)
+			return nil, func() {}
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %s", path, resp.Status)
+		}
+		return &pausingReader{r: resp.Body, after: 1 << 20, pause: server.WriteTimeout + 5*time.Second}, func() { resp.Body.Close() }
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		r, done := slowly(server.BackupPath)
+		defer done()
+		hdr, snap, err := backup.Read(r)
+		if err == nil {
+			_, err = io.Copy(io.Discard, snap)
+		}
+		switch {
+		case err != nil:
+			t.Errorf("the backup read slowly did not arrive whole: %v", err)
+		case hdr.Messages != messages:
+			t.Errorf("the backup holds %d messages, want %d", hdr.Messages, messages)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		r, done := slowly(server.ExportPath + "?QueueUrl=" + url.QueryEscape(q))
+		defer done()
+		b, err := io.ReadAll(r)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if err != nil || len(lines) != messages+1 || lines[messages] != `{"ExportComplete":true}` {
+			t.Errorf("the export read slowly did not arrive whole: %d lines, %v", len(lines), err)
+		}
+	}()
+	wg.Wait()
+}
+
+// pausingReader reads r, and stops for pause once after bytes.
+type pausingReader struct {
+	r      io.Reader
+	after  int64
+	pause  time.Duration
+	n      int64
+	paused bool
+}
+
+func (p *pausingReader) Read(b []byte) (int, error) {
+	if !p.paused && p.n >= p.after {
+		p.paused = true
+		time.Sleep(p.pause)
+	}
+	if !p.paused {
+		b = b[:min(int64(len(b)), p.after-p.n)]
+	}
+	n, err := p.r.Read(b)
+	p.n += int64(n)
+	return n, err
 }

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/auth"
@@ -214,9 +216,17 @@ func (n *Node) openLog(cfg Config) error {
 	return nil
 }
 
-// openShards opens a cluster member's shards beside its first group.
+// openShards opens a cluster member's shards beside its first group. A
+// server alone has none, and refuses a data dir whose map names some (a
+// cluster's backup restored): their queues would be missing.
 func (n *Node) openShards(cfg Config) error {
 	if cfg.Cluster == nil {
+		if n.Raft != nil {
+			if ids := shards.Recorded(n.Raft); len(ids) > 0 {
+				return fmt.Errorf("the data dir %s holds %d shards of a cluster (its queues are in them): serve it as a cluster member, with --raft-addr (and --node-id %s)",
+					cfg.DataDir, len(ids), n.Raft.NodeID())
+			}
+		}
 		return nil
 	}
 	sc := replog.RaftConfig{Logger: cfg.Logger, MinFreeBytes: cfg.MinFreeBytes, SnapshotBytes: cfg.SnapshotBytes,
@@ -236,32 +246,79 @@ func (n *Node) openShards(cfg Config) error {
 // alone holding the state a backup (fifoq backup) reads from r: a node
 // with the id nodeID (a cluster's others then join it), in region, which
 // must be the backup's; empty, it is the backup's. The data dir belongs to
-// that region from then on. The backup's header and its snapshot's head
-// are read before anything is written (replog.ReadBackup): a backup of
-// another region, or one this fifoq cannot install, is refused before dir
-// is made. It waits up to timeout for the restored state to be applied,
-// and leaves the log closed.
+// that region from then on. The backup's header and its first snapshot's
+// head are read before anything is written (replog.CheckBackup): a backup
+// of another region, or one this fifoq cannot install, is refused before
+// dir is made. It waits up to timeout for the restored state to be
+// applied, and leaves the log closed.
+//
+// A backup of a cluster with shards (format 2) restores each shard into
+// its replica's dir (dir/shards/N) and the first group into dir, whose
+// map then puts every shard on this node (shards.Adopt): the data dir is
+// served as a cluster member (fifoq serve --raft-addr), which others may
+// join. The header returned is then the first group's, with the messages
+// of every part and the backup's Groups.
 func Restore(dir, nodeID, region string, r io.Reader, timeout time.Duration, logger *slog.Logger) (backup.Header, error) {
-	hdr, snap, err := replog.ReadBackup(r)
+	f, err := backup.Open(r)
 	if err != nil {
-		return hdr, err
+		return backup.Header{}, err
 	}
-	switch {
-	case region == "":
-		region = hdr.Region
-	case region != hdr.Region:
-		return hdr, fmt.Errorf("the backup is of region %s, not %s, and a data dir cannot change region: restore it without --region (it takes the backup's), or with --region %s",
-			hdr.Region, region, hdr.Region)
+	sharded := f.Version == backup.GroupsVersion
+	var total backup.Header
+	var messages int64
+	for {
+		hdr, snap, err := f.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return total, err
+		}
+		if hdr, snap, err = replog.CheckBackup(hdr, snap); err != nil {
+			return hdr, err
+		}
+		switch {
+		case region == "":
+			region = hdr.Region
+		case region != hdr.Region:
+			return hdr, fmt.Errorf("the backup is of region %s, not %s, and a data dir cannot change region: restore it without --region (it takes the backup's), or with --region %s",
+				hdr.Region, region, hdr.Region)
+		}
+		groupDir := dir
+		if hdr.Shard != 0 {
+			groupDir = filepath.Join(dir, "shards", strconv.FormatUint(uint64(hdr.Shard), 10))
+		}
+		if err := restoreGroup(groupDir, nodeID, region, hdr, snap, timeout, logger, sharded && hdr.Shard == 0); err != nil {
+			if hdr.Shard != 0 {
+				err = fmt.Errorf("shard %d: %w", hdr.Shard, err)
+			}
+			return hdr, err
+		}
+		messages += hdr.Messages
+		total = hdr
 	}
+	total.Messages = messages
+	total.Groups = f.Header.Groups
+	return total, nil
+}
+
+// restoreGroup installs one group's backup into a new log in dir; adopt
+// makes the map of a restored first group put every shard on this node.
+func restoreGroup(dir, nodeID, region string, hdr backup.Header, snap io.Reader, timeout time.Duration, logger *slog.Logger, adopt bool) error {
 	n := &Node{}
 	if err := n.openLog(Config{DataDir: dir, NodeID: nodeID, Region: region, Logger: logger}); err != nil {
-		return hdr, err
+		return err
 	}
-	err = n.Raft.RestoreBackup(hdr, snap, timeout)
+	err := n.Raft.RestoreBackup(hdr, snap, timeout)
+	if err == nil && adopt {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err = shards.Adopt(ctx, n.Raft)
+		cancel()
+	}
 	if cerr := n.Raft.Close(); err == nil {
 		err = cerr
 	}
-	return hdr, err
+	return err
 }
 
 // serverConfig is the server's part of cfg, over n's log.

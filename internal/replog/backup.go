@@ -51,7 +51,7 @@ func (l *Raft) Backup(w io.Writer, version string) (backup.Header, error) {
 	}
 	defer rc.Close()
 	hdr := backup.Header{Created: time.Now().UTC(), Node: l.cfg.NodeID, Version: version, Region: l.cfg.Engine.Region,
-		Index: meta.Index, Term: meta.Term, Size: meta.Size}
+		Index: meta.Index, Term: meta.Term, Size: meta.Size, Shard: l.Shard()}
 	l.Read(func(e *engine.Engine) { hdr.Messages = int64(e.MessageCount()) })
 	if _, err := backup.Write(w, hdr, rc); err != nil {
 		return hdr, err
@@ -80,18 +80,25 @@ func (l *Raft) snapshotForBackup() (*raft.SnapshotMeta, io.ReadCloser, error) {
 	return l.store.Open(snaps[0].ID)
 }
 
-// ReadBackup reads the header of the backup that r reads, and the head of
-// its snapshot: it returns the header, with its Region taken from the
-// snapshot's state if the backup is of a fifoq that did not record it, and
-// a reader of the whole snapshot for RestoreBackup. It refuses a backup
-// this fifoq cannot install (a snapshot frame or engine state of a version
-// it does not read, a snapshot without its bodies) or whose two headers
-// disagree, having read only the heads.
+// ReadBackup reads the header of the backup of one group that r reads,
+// and checks the head of its snapshot (CheckBackup).
 func ReadBackup(r io.Reader) (backup.Header, io.Reader, error) {
 	hdr, snap, err := backup.Read(r)
 	if err != nil {
 		return hdr, nil, err
 	}
+	return CheckBackup(hdr, snap)
+}
+
+// CheckBackup reads the head of the snapshot of one group's backup (hdr,
+// snap: backup.Read's or backup.File.Next's): it returns the header, with
+// its Region taken from the snapshot's state if the backup is of a fifoq
+// that did not record it, and a reader of the whole snapshot for
+// RestoreBackup. It refuses a backup this fifoq cannot install (a
+// snapshot frame or engine state of a version it does not read, a
+// snapshot without its bodies) or whose two headers disagree, having read
+// only the heads.
+func CheckBackup(hdr backup.Header, snap io.Reader) (backup.Header, io.Reader, error) {
 	// The head read here is read again by the restore: keep it.
 	var head bytes.Buffer
 	version, region, err := snapshotRegion(io.TeeReader(snap, &head))

@@ -1,11 +1,17 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/backup"
+	"github.com/fifoq/fifoq/internal/replog"
 )
 
 // BackupPath is where a server answers GET with a backup of its whole
@@ -13,6 +19,11 @@ import (
 // of the server's own account may take one: a backup holds every queue's
 // messages.
 const BackupPath = "/admin/backup"
+
+// clusterBackupPath is where a member answers another's GET with a backup
+// of one shard it holds a replica of (?shard=N), on the node-to-node port
+// only: the member that asked verified the caller.
+const clusterBackupPath = "/cluster/backup"
 
 // backupLog is a command log that can take a backup: the durable one.
 type backupLog interface {
@@ -22,7 +33,8 @@ type backupLog interface {
 // serveBackup streams a backup of this node's state. On a cluster member
 // it is the member's own state, as of the entries it has applied: a
 // follower serves it as well as the leader, and spares the leader the
-// work.
+// work. On a member of a cluster with shards it is a backup of every
+// group (backupGroups).
 func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.verifyAdmin(w, r, nil, "take a backup"); !ok {
 		return
@@ -32,13 +44,29 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, "this server keeps its state in memory (--in-memory): there is nothing durable to back up")
 		return
 	}
+	// A backup takes as long as its size does: the server's write
+	// timeout, made for API answers, would cut it.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Disposition", `attachment; filename="fifoq.backup"`)
+	if s.sharded() {
+		cw := &countWriter{w: w}
+		groups, err := s.backupGroups(r.Context(), cw, bl)
+		if err != nil {
+			// Once bytes have gone out the status cannot change; the file
+			// is then cut short, which a restore refuses.
+			s.logger.Error("backup failed", "err", err)
+			if cw.n == 0 {
+				writeJSONError(w, http.StatusServiceUnavailable, "backup failed: "+err.Error())
+			}
+			return
+		}
+		s.logger.Info("backup taken", "groups", groups, "bytes", strconv.FormatInt(cw.n, 10))
+		return
+	}
 	hdr, err := bl.Backup(w, s.cfg.Version)
 	if err != nil {
-		// Once bytes have gone out the status cannot change; the file is
-		// then cut short, which a restore refuses (its checksum).
 		s.logger.Error("backup failed", "err", err)
 		if hdr.Size == 0 {
 			writeJSONError(w, http.StatusServiceUnavailable, "backup failed: "+err.Error())
@@ -47,3 +75,116 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 	}
 	s.logger.Info("backup taken", "index", hdr.Index, "bytes", strconv.FormatInt(hdr.Size, 10), "messages", hdr.Messages)
 }
+
+// backupGroups writes a backup of every group of a cluster with shards
+// (format 2): each shard's state, from this node's replica or else from
+// one of the shard's replicas (serveClusterBackup), then the first
+// group's, taken last so that its map names every queue the shards' parts
+// hold. Each part is its group's state as of one of its entries.
+func (s *Server) backupGroups(ctx context.Context, w io.Writer, first backupLog) ([]uint32, error) {
+	groups := append(s.shards.Named(), 0)
+	hdr := backup.Header{Created: time.Now().UTC(), Node: s.cluster.NodeID(), Version: s.cfg.Version, Region: s.cfg.Region, Groups: groups}
+	if err := backup.WriteGroupsHeader(w, hdr); err != nil {
+		return groups, err
+	}
+	for _, id := range groups[:len(groups)-1] {
+		if err := s.backupShard(ctx, w, id); err != nil {
+			return groups, fmt.Errorf("shard %d: %w", id, err)
+		}
+	}
+	_, err := first.Backup(w, s.cfg.Version)
+	return groups, err
+}
+
+// backupShard writes a backup of shard id: this node's replica's state if
+// it holds one, else one replica's after another until one answers.
+func (s *Server) backupShard(ctx context.Context, w io.Writer, id uint32) error {
+	if l, ok := s.shards.Shard(id); ok {
+		_, err := l.Backup(w, s.cfg.Version)
+		return err
+	}
+	last := errors.New("no replica in this node's map")
+	for _, p := range s.shards.Replicas(id) {
+		sent, err := s.fetchShardBackup(ctx, w, p.Addr, id)
+		if err == nil {
+			return nil
+		}
+		if sent {
+			return err // part of it went out: the file is cut here
+		}
+		last = fmt.Errorf("replica %s: %w", p.ID, err)
+	}
+	return last
+}
+
+// fetchShardBackup copies a backup of shard id from the member at
+// raftAddr to w, checking it as it goes (its format, its group, its
+// checksum); sent reports whether any of it reached w.
+func (s *Server) fetchShardBackup(ctx context.Context, w io.Writer, raftAddr string, id uint32) (sent bool, err error) {
+	url := "http://" + raftAddr + clusterBackupPath + "?shard=" + strconv.FormatUint(uint64(id), 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set(hdrForwardedBy, s.cluster.NodeID())
+	resp, err := s.fwd.client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return false, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	cw := &countWriter{w: w}
+	hdr, snap, err := backup.Read(io.TeeReader(resp.Body, cw))
+	if err == nil && hdr.Shard != id {
+		err = fmt.Errorf("it answered a backup of shard %d", hdr.Shard)
+	}
+	if err == nil {
+		_, err = io.Copy(io.Discard, snap)
+	}
+	return cw.n > 0, err
+}
+
+// serveClusterBackup answers another member's ask for a backup of one
+// shard this node holds a replica of (fetchShardBackup).
+func (s *Server) serveClusterBackup(w http.ResponseWriter, r *http.Request) {
+	if !fromPeer(r) || s.shards == nil {
+		writeJSONError(w, http.StatusNotFound, "no such endpoint")
+		return
+	}
+	id, err := strconv.ParseUint(r.URL.Query().Get("shard"), 10, 32)
+	if err != nil || id == 0 {
+		writeJSONError(w, http.StatusBadRequest, "want ?shard=N, N from 1")
+		return
+	}
+	l, ok := s.shards.Shard(uint32(id))
+	if !ok {
+		writeJSONError(w, http.StatusNotFound, fmt.Sprintf("this node holds no replica of shard %d", id))
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	w.Header().Set("Content-Type", "application/octet-stream")
+	hdr, err := l.Backup(w, s.cfg.Version)
+	if err != nil {
+		s.logger.Error("backup of a shard for another member failed", "shard", id, "by", r.Header.Get(hdrForwardedBy), "err", err)
+		if hdr.Size == 0 {
+			writeJSONError(w, http.StatusServiceUnavailable, "backup failed: "+err.Error())
+		}
+	}
+}
+
+// countWriter counts the bytes it passes on.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+var _ backupLog = (*replog.Raft)(nil)

@@ -252,6 +252,7 @@ func (s *Server) registerCluster(mux *http.ServeMux) {
 	mux.HandleFunc("POST /cluster/place", s.servePlace)
 	mux.HandleFunc("GET /cluster/shards", s.serveClusterShards)
 	mux.HandleFunc("POST /cluster/list", s.serveClusterList)
+	mux.HandleFunc("GET "+clusterBackupPath, s.serveClusterBackup)
 }
 
 func (s *Server) nodeInfo() NodeInfo {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -41,6 +42,9 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, e.Status, e.Code+": "+e.Message)
 		return
 	}
+	// An export takes as long as its queue's size does: the server's
+	// write timeout, made for API answers, would cut it.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	var cur engine.ExportCursor
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)

@@ -9,7 +9,10 @@
 //     --peers form "ID=HOST:PORT,..." (placement.Initial: three nodes,
 //     replicas and preferred leaders spread). Set once: the nodes named
 //     bootstrap the shard with exactly this list. Shard 0 is the first
-//     group itself, on every member.
+//     group itself, on every member. A restore (Adopt) rewrites it to
+//     the one node restored, named without an address ("ID"): that
+//     node's replica exists already, and a member is reached at its
+//     address in the first group's membership.
 //   - "shards/N/want": the replicas shard N is to have now, its first
 //     the node the map prefers to lead it; absent, the first replicas.
 //     The first group's leader rewrites it as the cluster's voters change
@@ -161,7 +164,7 @@ func (s *Set) named() map[uint32][]replog.Peer {
 			if !ok {
 				continue
 			}
-			peers, err := replog.ParsePeers(e.Meta(k))
+			peers, err := s.parseRecord(e.Meta(k))
 			if err != nil || len(peers) == 0 {
 				continue
 			}
@@ -169,6 +172,39 @@ func (s *Set) named() map[uint32][]replog.Peer {
 		}
 	})
 	return out
+}
+
+// parseRecord reads a record of replicas ("ID=HOST:PORT,..."; an item of
+// a restored map may be a bare "ID"), each at its member's address in the
+// first group's membership as of the last look (refreshAddrs) where the
+// node is a member.
+func (s *Set) parseRecord(rec string) ([]replog.Peer, error) {
+	var out []replog.Peer
+	for _, item := range strings.Split(rec, ",") {
+		item = strings.TrimSpace(item)
+		if item != "" && !strings.Contains(item, "=") {
+			if err := replog.CheckNodeID(item); err != nil {
+				return nil, err
+			}
+			out = append(out, replog.Peer{ID: item})
+			continue
+		}
+		peers, err := replog.ParsePeers(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, peers...)
+	}
+	addr := s.memberAddrs.Load()
+	for i, p := range out {
+		if addr != nil && (*addr)[p.ID] != "" {
+			out[i].Addr = (*addr)[p.ID]
+		}
+		if out[i].Addr == "" {
+			return nil, fmt.Errorf("replica %s: no address, and not a member", p.ID)
+		}
+	}
+	return out, nil
 }
 
 // wantKey is the record of the replicas shard id is to have now.
@@ -185,16 +221,9 @@ func (s *Set) Replicas(id uint32) []replog.Peer {
 			rec = e.Meta(shardPrefix + strconv.FormatUint(uint64(id), 10))
 		}
 	})
-	peers, err := replog.ParsePeers(rec)
+	peers, err := s.parseRecord(rec)
 	if err != nil {
 		return nil
-	}
-	if addr := s.memberAddrs.Load(); addr != nil {
-		for i, p := range peers {
-			if a := (*addr)[p.ID]; a != "" {
-				peers[i].Addr = a
-			}
-		}
 	}
 	return peers
 }
@@ -664,4 +693,39 @@ func (s *Set) Close() error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// Recorded returns the shards the map in host's state names, ascending:
+// a data dir whose map names some holds queues in them.
+func Recorded(host *replog.Raft) []uint32 {
+	var out []uint32
+	host.Read(func(e *engine.Engine) {
+		for _, k := range e.MetaKeys(shardPrefix) {
+			if id, ok := shardKeyID(k); ok {
+				out = append(out, id)
+			}
+		}
+	})
+	slices.Sort(out)
+	return out
+}
+
+// Adopt makes the map of a first group just restored from a backup
+// (fifoq restore) put every shard it names on this node alone, whose
+// data dir the restore gave each shard's replica: the backup's map names
+// the nodes of the cluster it was taken of. The node, served as a cluster
+// member, then leads every shard, and the nodes that join it get their
+// share of the replicas as any joining node does. host must be the
+// restored log, a cluster of one.
+func Adopt(ctx context.Context, host *replog.Raft) error {
+	self := host.NodeID()
+	for _, id := range Recorded(host) {
+		key := shardPrefix + strconv.FormatUint(uint64(id), 10)
+		for _, set := range []*engine.SetMetaRequest{{Key: key, Value: self}, {Key: wantKey(id)}} {
+			if _, err := host.Apply(ctx, &engine.Command{Request: set}); err != nil {
+				return fmt.Errorf("shard %d: %w", id, err)
+			}
+		}
+	}
+	return nil
 }

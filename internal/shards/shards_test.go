@@ -214,3 +214,29 @@ func TestNoShardsNoLeaderPreference(t *testing.T) {
 		t.Fatalf("a cluster without shards prefers leaders %v; want none", prefs)
 	}
 }
+
+// TestParseRecord reads the map's records of replicas: "ID=HOST:PORT"
+// items, and a restored map's bare "ID" (Adopt), which is at its member's
+// address, and refused for a node that is no member.
+func TestParseRecord(t *testing.T) {
+	s := &Set{}
+	s.memberAddrs.Store(&map[string]string{"n1": "10.0.0.1:7000", "n2": "10.0.0.2:7000"})
+	for _, tc := range []struct {
+		rec  string
+		want []replog.Peer
+	}{
+		{"n1=10.0.0.9:7000,n3=10.0.0.3:7000", []replog.Peer{{ID: "n1", Addr: "10.0.0.1:7000"}, {ID: "n3", Addr: "10.0.0.3:7000"}}},
+		{"n2", []replog.Peer{{ID: "n2", Addr: "10.0.0.2:7000"}}},
+		{"n2, n1", []replog.Peer{{ID: "n2", Addr: "10.0.0.2:7000"}, {ID: "n1", Addr: "10.0.0.1:7000"}}},
+	} {
+		got, err := s.parseRecord(tc.rec)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("parseRecord(%q) = %v, %v; want %v", tc.rec, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"n3", "n1=nowhere", "a b"} {
+		if got, err := s.parseRecord(bad); err == nil {
+			t.Errorf("parseRecord(%q) = %v, want an error", bad, got)
+		}
+	}
+}
