@@ -3,6 +3,9 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,13 +101,15 @@ func waitApplied(t *testing.T, follower, leader *node) {
 	t.Fatalf("%s did not catch up with %s within 10 s", follower.id, leader.id)
 }
 
-// TestBackupOfShards takes a backup of a 4-node cluster with four shards
-// through a node that holds no replica of one of them, restores it into
-// one data dir, and checks what a restored cluster must be: served alone
-// it is refused (its queues are in shards), served as a cluster member it
-// holds every queue of every shard with every message in order, and a
-// node that joins it is given the shards' replicas.
-func TestBackupOfShards(t *testing.T) {
+// TestBackupAndExportOfShards runs a 4-node cluster with four shards.
+// Through a node that holds no replica of one of them, it exports a queue
+// of that shard and lists its messages at the developer endpoint (a
+// replica answers), takes a backup, restores it into one data dir, and
+// checks what a restored cluster must be: served alone it is refused (its
+// queues are in shards), served as a cluster member it holds every queue
+// of every shard with every message in order, and a node that joins it is
+// given the shards' replicas.
+func TestBackupAndExportOfShards(t *testing.T) {
 	c := newClusterWith(t, 4, func(_ int, nd *node) { nd.args = []string{"--shards", "4"} })
 	waitShards(t, c, 5)
 	ctx := context.Background()
@@ -139,6 +144,35 @@ func TestBackupOfShards(t *testing.T) {
 		t.Fatal("every node holds every shard: the test needs one that does not")
 	}
 	waitShardsApplied(t, c)
+
+	// An export and the developer endpoint's listing of a queue in a
+	// shard the node holds no replica of are answered by a replica.
+	var elsewhere string
+	for _, sh := range shardsOf(via).Shards {
+		for name, id := range placed {
+			if !sh.Held && uint32(id) == sh.Shard {
+				elsewhere = name
+			}
+		}
+	}
+	exported := filepath.Join(t.TempDir(), "export.jsonl")
+	runVia(t, via, "export", elsewhere, exported)
+	lines, err := os.ReadFile(exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(strings.TrimSpace(string(lines)), "\n") + 1; n != perQueue {
+		t.Fatalf("fifoq export of %s through %s, which holds no replica of its shard, wrote %d lines, want %d", elsewhere, via.id, n, perQueue)
+	}
+	resp, err := http.Get("http://" + via.httpAddr + "/_aws/sqs/messages?QueueUrl=" + url.QueryEscape("http://"+via.httpAddr+"/000000000000/"+elsewhere))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listing, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.Count(string(listing), "<MessageId>") != perQueue {
+		t.Fatalf("the developer listing of %s through %s: %s, %d messages\n%.300s", elsewhere, via.id, resp.Status, strings.Count(string(listing), "<MessageId>"), listing)
+	}
 	file := filepath.Join(t.TempDir(), "shards.backup")
 	out := runVia(t, via, "backup", file)
 	if want := fmt.Sprintf("%d messages in 5 groups", queues*perQueue); !strings.Contains(out, want) {

@@ -75,6 +75,20 @@ func (s *Server) peerHandler() http.Handler {
 		}
 		s.serveRouted(w, r)
 	})
+	// Reads of a queue's state that a member holding no replica of the
+	// queue's shard forwards (readElsewhere).
+	forwarded := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get(hdrForwardedBy) == "" {
+				writeJSONError(w, http.StatusForbidden, "This is the port by which the cluster's nodes reach each other; send requests to a node's SQS endpoint.")
+				return
+			}
+			h(w, r)
+		}
+	}
+	mux.HandleFunc("GET "+ExportPath, forwarded(s.serveExport))
+	mux.HandleFunc(devMessagesPath, forwarded(s.serveDevMessages))
+	mux.HandleFunc(devMessagesPath+"/", forwarded(s.serveDevMessages))
 	s.registerCluster(mux)
 	return mux
 }

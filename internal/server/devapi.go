@@ -95,6 +95,12 @@ func (s *Server) serveDevMessages(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
+	if handled, err := s.readElsewhere(w, r, body, key); handled {
+		if err != nil {
+			fail(err)
+		}
+		return
+	}
 	if err := s.authorizeOn(nil, caller, api.ActionReceiveMessage, key); err != nil {
 		fail(err)
 		return

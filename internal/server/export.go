@@ -33,7 +33,16 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, e.Status, e.Code+": "+e.Message)
 		return
 	}
+	// An export takes as long as its queue's size does: the server's
+	// write timeout, made for API answers, would cut it.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	key, err := s.resolve(r.URL.Query().Get("QueueUrl"), s.scopeOf(r, caller))
+	if err == nil {
+		var handled bool
+		if handled, err = s.readElsewhere(w, r, nil, key); handled && err == nil {
+			return
+		}
+	}
 	if err == nil {
 		err = s.authorizeOn(nil, caller, api.ActionReceiveMessage, key)
 	}
@@ -42,9 +51,6 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, e.Status, e.Code+": "+e.Message)
 		return
 	}
-	// An export takes as long as its queue's size does: the server's
-	// write timeout, made for API answers, would cut it.
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	var cur engine.ExportCursor
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
