@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -189,6 +190,30 @@ func (c *cluster) shardLeader(name string) *node {
 	return nil
 }
 
+// shardMetrics returns the fifoq_shard_* series a node's /metrics
+// shows, by series (name and labels, as written), or none if it did not
+// answer.
+func shardMetrics(nd *node) map[string]float64 {
+	out := map[string]float64{}
+	hc := &http.Client{Timeout: 2 * time.Second}
+	resp, err := hc.Get("http://" + nd.httpAddr + "/metrics")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasPrefix(series, "fifoq_shard_") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out[series] = v
+		}
+	}
+	return out
+}
+
 // retrying calls fn until it succeeds or 30 s pass: the SDK clients of
 // these tests make one attempt each, and a shard's leadership may be
 // handed over (to spread the leaders) while the test runs.
@@ -231,6 +256,31 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 			t.Fatalf("queues per shard %v, want 2 in each of shards 1 to 3 (the shard with the fewest takes the next; the first group none)", perShard)
 		}
 	}
+
+	// The per-shard metrics: each group led by one node, whose replica
+	// holds the group's queues.
+	retrying(t, "per-shard metrics", func() error {
+		leaders, queues := map[string]int{}, map[string]float64{}
+		for _, nd := range c.nodes {
+			for series, v := range shardMetrics(nd) {
+				if shard, ok := strings.CutPrefix(series, `fifoq_shard_role{role="Leader",shard="`); ok && v == 1 {
+					leaders[strings.TrimSuffix(shard, `"}`)]++
+				}
+				if shard, ok := strings.CutPrefix(series, `fifoq_shard_queues{shard="`); ok {
+					queues[strings.TrimSuffix(shard, `"}`)] = v
+				}
+			}
+		}
+		for _, shard := range []string{"0", "1", "2", "3"} {
+			if leaders[shard] != 1 {
+				return fmt.Errorf("fifoq_shard_role says shards are led %v times, want each once", leaders)
+			}
+			if want := map[bool]float64{true: 0, false: 2}[shard == "0"]; queues[shard] != want {
+				return fmt.Errorf("fifoq_shard_queues: %v, want 2 in each of shards 1 to 3", queues)
+			}
+		}
+		return nil
+	})
 
 	// Every queue takes 20 numbered messages, sent in batches through one
 	// node and received through another, in order, each once.

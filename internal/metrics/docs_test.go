@@ -39,6 +39,11 @@ func registeredMetrics(t *testing.T) map[string][]string {
 				t.Fatal(err)
 			}
 		},
+		"WatchShards": func() {
+			if err := r.WatchShards(func() []ShardFigures { return []ShardFigures{{Shard: 1, Role: "Leader"}} }); err != nil {
+				t.Fatal(err)
+			}
+		},
 		"ObserveForward": func() { r.ObserveForward() },
 	}
 	registersNothing := []string{"Handler", "ObserveRequest", "WritesRefused"}

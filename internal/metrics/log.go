@@ -1,24 +1,37 @@
 package metrics
 
 import (
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // LogObserver measures the durable command log. It satisfies
-// replog.Observer; pass it as replog.RaftConfig.Observer.
+// replog.Observer; pass it as replog.RaftConfig.Observer of a node's first
+// group, and Group(N) as that of its shard N. The histograms and counters
+// take every group's entries; the body store's gauges are the sums over
+// the groups, and the snapshot age that of the group whose last snapshot
+// is oldest (the one an alert on snapshots is about).
 type LogObserver struct {
-	commit       prometheus.Histogram
-	batch        prometheus.Histogram
-	segments     *prometheus.CounterVec
-	refused      *prometheus.CounterVec // the registry's fifoq_writes_refused_total
-	bodyFiles    prometheus.Gauge
-	bodyBytes    prometheus.Gauge
-	bodyLive     prometheus.Gauge
-	bodiesMoved  prometheus.Counter
-	lastSnapshot atomic.Int64 // Unix ns of the last snapshot taken or restored; 0 if none
+	commit      prometheus.Histogram
+	batch       prometheus.Histogram
+	segments    *prometheus.CounterVec
+	refused     *prometheus.CounterVec // the registry's fifoq_writes_refused_total
+	bodyFiles   prometheus.Gauge
+	bodyBytes   prometheus.Gauge
+	bodyLive    prometheus.Gauge
+	bodiesMoved prometheus.Counter
+
+	mu     sync.Mutex
+	groups map[uint32]*groupFigures
+}
+
+// groupFigures are the last figures one group's log reported.
+type groupFigures struct {
+	files        int
+	bytes, live  int64
+	lastSnapshot time.Time // zero if none yet
 }
 
 // LogObserver returns the observer of the command log, registering the log
@@ -28,6 +41,7 @@ func (r *Registry) LogObserver() *LogObserver {
 	r.logOnce.Do(func() {
 		o := &LogObserver{
 			refused: r.refused,
+			groups:  map[uint32]*groupFigures{},
 			commit: prometheus.NewHistogram(prometheus.HistogramOpts{
 				Namespace: namespace,
 				Subsystem: "log",
@@ -64,8 +78,8 @@ func (r *Registry) LogObserver() *LogObserver {
 		o.segments.WithLabelValues("spare")
 		o.segments.WithLabelValues("allocated")
 		snapshotAge := prometheus.NewDesc(prometheus.BuildFQName(namespace, "log", "snapshot_age_seconds"),
-			"Seconds since the last snapshot of the state was written or restored at start; absent until there is one.", nil, nil)
-		r.reg.MustRegister(o.commit, o.batch, o.segments, &snapshotAgeCollector{desc: snapshotAge, at: &o.lastSnapshot})
+			"Seconds since the last snapshot of the state was written or restored at start (of the group whose last one is oldest, on a node with shards); absent until there is one.", nil, nil)
+		r.reg.MustRegister(o.commit, o.batch, o.segments, &snapshotAgeCollector{desc: snapshotAge, oldest: o.oldestSnapshot})
 		r.log = o
 	})
 	return r.log
@@ -77,9 +91,37 @@ func (o *LogObserver) GroupCommitted(commands int, took time.Duration) {
 	o.commit.Observe(took.Seconds())
 }
 
-// SnapshotDone implements replog.Observer.
-func (o *LogObserver) SnapshotDone(at time.Time) {
-	o.lastSnapshot.Store(at.UnixNano())
+// SnapshotDone implements replog.Observer, for the first group.
+func (o *LogObserver) SnapshotDone(at time.Time) { o.snapshotDone(0, at) }
+
+func (o *LogObserver) snapshotDone(group uint32, at time.Time) {
+	o.mu.Lock()
+	o.group(group).lastSnapshot = at
+	o.mu.Unlock()
+}
+
+// group returns a group's figures, made on first use; o.mu is held.
+func (o *LogObserver) group(id uint32) *groupFigures {
+	g, ok := o.groups[id]
+	if !ok {
+		g = &groupFigures{}
+		o.groups[id] = g
+	}
+	return g
+}
+
+// oldestSnapshot returns the time of the oldest of the groups' last
+// snapshots, and false if no group has taken or restored one yet.
+func (o *LogObserver) oldestSnapshot() (time.Time, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var oldest time.Time
+	for _, g := range o.groups {
+		if !g.lastSnapshot.IsZero() && (oldest.IsZero() || g.lastSnapshot.Before(oldest)) {
+			oldest = g.lastSnapshot
+		}
+	}
+	return oldest, !oldest.IsZero()
 }
 
 // SegmentCreated implements replog.Observer.
@@ -96,12 +138,73 @@ func (o *LogObserver) DiskFull(refused int) {
 	o.refused.WithLabelValues(RefusedDisk).Add(float64(refused))
 }
 
-// BodyStore implements replog.Observer.
-func (o *LogObserver) BodyStore(files int, bytes, live int64) {
+// BodyStore implements replog.Observer, for the first group.
+func (o *LogObserver) BodyStore(files int, bytes, live int64) { o.bodyStore(0, files, bytes, live) }
+
+func (o *LogObserver) bodyStore(group uint32, files int, bytes, live int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	g := o.group(group)
+	g.files, g.bytes, g.live = files, bytes, live
+	o.setBodyGauges()
+}
+
+// setBodyGauges sets the body store's gauges to the groups' sums; o.mu
+// is held.
+func (o *LogObserver) setBodyGauges() {
+	var files int
+	var bytes, live int64
+	for _, g := range o.groups {
+		files += g.files
+		bytes += g.bytes
+		live += g.live
+	}
 	o.bodyFiles.Set(float64(files))
 	o.bodyBytes.Set(float64(bytes))
 	o.bodyLive.Set(float64(live))
 }
+
+// Group returns the observer of shard id's log on this node (id 0 is the
+// first group, o itself).
+func (o *LogObserver) Group(id uint32) *GroupObserver { return &GroupObserver{o: o, id: id} }
+
+// ForgetGroup drops shard id's figures from the sums, once its replica on
+// this node is closed.
+func (o *LogObserver) ForgetGroup(id uint32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.groups, id)
+	o.setBodyGauges()
+}
+
+// GroupObserver is the observer of one shard's log (LogObserver.Group). It
+// satisfies replog.Observer.
+type GroupObserver struct {
+	o  *LogObserver
+	id uint32
+}
+
+// GroupCommitted implements replog.Observer.
+func (g *GroupObserver) GroupCommitted(commands int, took time.Duration) {
+	g.o.GroupCommitted(commands, took)
+}
+
+// SnapshotDone implements replog.Observer.
+func (g *GroupObserver) SnapshotDone(at time.Time) { g.o.snapshotDone(g.id, at) }
+
+// SegmentCreated implements replog.Observer.
+func (g *GroupObserver) SegmentCreated(fromSpare bool) { g.o.SegmentCreated(fromSpare) }
+
+// DiskFull implements replog.Observer.
+func (g *GroupObserver) DiskFull(refused int) { g.o.DiskFull(refused) }
+
+// BodyStore implements replog.Observer.
+func (g *GroupObserver) BodyStore(files int, bytes, live int64) {
+	g.o.bodyStore(g.id, files, bytes, live)
+}
+
+// BodiesMoved implements replog.Observer.
+func (g *GroupObserver) BodiesMoved(bytes int64) { g.o.BodiesMoved(bytes) }
 
 // BodiesMoved implements replog.Observer.
 func (o *LogObserver) BodiesMoved(bytes int64) {
@@ -112,8 +215,8 @@ func (o *LogObserver) BodiesMoved(bytes int64) {
 // time, and nothing before the first one: an age from some other moment
 // would look like a snapshot that never happened.
 type snapshotAgeCollector struct {
-	desc *prometheus.Desc
-	at   *atomic.Int64
+	desc   *prometheus.Desc
+	oldest func() (time.Time, bool)
 }
 
 // Describe implements prometheus.Collector.
@@ -121,10 +224,10 @@ func (c *snapshotAgeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.de
 
 // Collect implements prometheus.Collector.
 func (c *snapshotAgeCollector) Collect(ch chan<- prometheus.Metric) {
-	at := c.at.Load()
-	if at == 0 {
+	at, ok := c.oldest()
+	if !ok {
 		return
 	}
-	age := time.Since(time.Unix(0, at)).Seconds()
+	age := time.Since(at).Seconds()
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, max(age, 0))
 }

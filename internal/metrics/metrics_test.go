@@ -240,6 +240,72 @@ func TestLogMetrics(t *testing.T) {
 	}
 }
 
+// TestLogMetricsOfShards reports the body stores and snapshots of a
+// node's first group and two shards: the body store's gauges are their
+// sums, the snapshot age the oldest group's, and a shard whose replica
+// closed drops out of both.
+func TestLogMetricsOfShards(t *testing.T) {
+	r := New()
+	o := r.LogObserver()
+	s1, s2 := o.Group(1), o.Group(2)
+	o.BodyStore(1, 100, 50)
+	s1.BodyStore(2, 1000, 500)
+	s2.BodyStore(3, 10000, 5000)
+	s1.BodyStore(2, 2000, 700) // a shard's later report replaces its own
+	now := time.Now()
+	o.SnapshotDone(now.Add(-time.Minute))
+	s1.SnapshotDone(now.Add(-10 * time.Minute))
+	s2.SnapshotDone(now)
+	gauge := func(name string) float64 { return series(parse(t, fetch(t, r)), name, "").GetGauge().GetValue() }
+	if f, b, l := gauge("fifoq_body_store_files"), gauge("fifoq_body_store_bytes"), gauge("fifoq_body_store_live_bytes"); f != 6 || b != 12100 || l != 5750 {
+		t.Errorf("body store of three groups: %v files, %v bytes, %v live; want their sums 6, 12100, 5750", f, b, l)
+	}
+	if age := gauge("fifoq_log_snapshot_age_seconds"); age < 600 || age > 660 {
+		t.Errorf("snapshot age = %v, want the oldest group's, about 600", age)
+	}
+	o.ForgetGroup(1)
+	if b := gauge("fifoq_body_store_bytes"); b != 10100 {
+		t.Errorf("body store bytes after shard 1 closed = %v, want 10100", b)
+	}
+	if age := gauge("fifoq_log_snapshot_age_seconds"); age < 60 || age > 120 {
+		t.Errorf("snapshot age after shard 1 closed = %v, want about 60", age)
+	}
+}
+
+// TestShardMetrics serves one series per group a node holds.
+func TestShardMetrics(t *testing.T) {
+	r := New()
+	figures := []ShardFigures{{Shard: 0, Role: "Follower", CommitIndex: 9, AppliedIndex: 7, Queues: 1}, {Shard: 3, Role: "Leader", Term: 4, Queues: 5, LeaderChanges: 2}}
+	if err := r.WatchShards(func() []ShardFigures { return figures }); err != nil {
+		t.Fatal(err)
+	}
+	fams := parse(t, fetch(t, r))
+	at := func(name, shard string) *dto.Metric { return labeled(fams, name, "shard", shard) }
+	lead := 0.0
+	for _, m := range fams["fifoq_shard_role"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["role"] == "Leader" {
+			lead += m.GetGauge().GetValue()
+			if labels["shard"] == "3" && m.GetGauge().GetValue() != 1 {
+				t.Errorf("shard 3's leader series is %v, want 1", m.GetGauge().GetValue())
+			}
+		}
+	}
+	switch {
+	case lead != 1:
+		t.Errorf("the node leads %v groups by fifoq_shard_role, want 1", lead)
+	case at("fifoq_shard_apply_lag_entries", "0").GetGauge().GetValue() != 2:
+		t.Errorf("shard 0's apply lag: %v, want 2", at("fifoq_shard_apply_lag_entries", "0"))
+	case at("fifoq_shard_queues", "3").GetGauge().GetValue() != 5 || at("fifoq_shard_term", "3").GetGauge().GetValue() != 4:
+		t.Errorf("shard 3's queues and term: %v, %v", at("fifoq_shard_queues", "3"), at("fifoq_shard_term", "3"))
+	case at("fifoq_shard_leader_changes_total", "3").GetCounter().GetValue() != 2:
+		t.Errorf("shard 3's leader changes: %v", at("fifoq_shard_leader_changes_total", "3"))
+	}
+}
+
 // TestMetricNamesFollowConventions runs Prometheus's own linter over every
 // fifoq metric: units in names, _total on counters, help text.
 func TestMetricNamesFollowConventions(t *testing.T) {
@@ -252,6 +318,9 @@ func TestMetricNamesFollowConventions(t *testing.T) {
 	o.GroupCommitted(1, time.Millisecond)
 	o.SnapshotDone(time.Now())
 	r.ObserveRequest("ListQueues", OutcomeOK, time.Millisecond)
+	if err := r.WatchShards(func() []ShardFigures { return []ShardFigures{{Shard: 1, Role: "Leader"}} }); err != nil {
+		t.Fatal(err)
+	}
 	problems, err := promlint.New(strings.NewReader(fetch(t, r))).Lint()
 	if err != nil {
 		t.Fatalf("lint: %v", err)

@@ -231,10 +231,14 @@ func (n *Node) openShards(cfg Config) error {
 	}
 	sc := replog.RaftConfig{Logger: cfg.Logger, MinFreeBytes: cfg.MinFreeBytes, SnapshotBytes: cfg.SnapshotBytes,
 		BodyFileSize: cfg.BodyFileSize, RestoreHeapBytes: cfg.RestoreHeapBytes}
+	shc := shards.Config{Count: cfg.Shards, Dir: cfg.DataDir, Shard: sc, Logger: cfg.Logger}
 	if cfg.Metrics != nil {
-		sc.Observer = cfg.Metrics.LogObserver()
+		// Each shard's body store and snapshots are its own.
+		obs := cfg.Metrics.LogObserver()
+		shc.Observe = func(id uint32) replog.Observer { return obs.Group(id) }
+		shc.Forget = obs.ForgetGroup
 	}
-	set, err := shards.Open(n.Raft, shards.Config{Count: cfg.Shards, Dir: cfg.DataDir, Shard: sc, Logger: cfg.Logger})
+	set, err := shards.Open(n.Raft, shc)
 	if err != nil {
 		return fmt.Errorf("open the shards in %s: %w", cfg.DataDir, err)
 	}

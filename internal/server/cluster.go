@@ -14,6 +14,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/auth"
+	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/metrics"
 	"github.com/fifoq/fifoq/internal/protocol"
 	"github.com/fifoq/fifoq/internal/replog"
@@ -45,6 +46,11 @@ func (s *Server) initCluster() {
 			LastContact: st.LastContact, LeaderChanges: st.LeaderChanges, ClockOffsets: s.clocks.clockOffsets()}
 	}); err != nil {
 		s.logger.Warn("cluster metrics unavailable", "err", err)
+	}
+	if s.shards != nil {
+		if err := s.metrics.WatchShards(s.shardFigures); err != nil {
+			s.logger.Warn("shard metrics unavailable", "err", err)
+		}
 	}
 	s.cluster = c
 	s.fwd = newForwarder(c)
@@ -267,6 +273,23 @@ func (s *Server) registerCluster(mux *http.ServeMux) {
 	mux.HandleFunc("GET /cluster/shards", s.serveClusterShards)
 	mux.HandleFunc("POST /cluster/list", s.serveClusterList)
 	mux.HandleFunc("GET "+clusterBackupPath, s.serveClusterBackup)
+}
+
+// shardFigures are the figures of every group this node holds a replica
+// of, for the per-shard metrics: none until the cluster has shards.
+func (s *Server) shardFigures() []metrics.ShardFigures {
+	if !s.sharded() {
+		return nil
+	}
+	var out []metrics.ShardFigures
+	for _, g := range s.allGroups() {
+		st := g.raft.Status()
+		f := metrics.ShardFigures{Shard: g.id, Role: st.State, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
+			LeaderChanges: st.LeaderChanges}
+		g.log.Read(func(e *engine.Engine) { f.Queues = e.QueueCount() })
+		out = append(out, f)
+	}
+	return out
 }
 
 func (s *Server) nodeInfo() NodeInfo {

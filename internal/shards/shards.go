@@ -79,6 +79,11 @@ type Config struct {
 	Shard replog.RaftConfig
 	// Logger receives the Set's log lines (slog.Default() if nil).
 	Logger *slog.Logger
+	// Observe, if not nil, gives shard id's log its observer (in place of
+	// Shard.Observer), and Forget is told when its replica on this node
+	// is closed, as the map moved it away.
+	Observe func(id uint32) replog.Observer
+	Forget  func(id uint32)
 }
 
 // Set is a node's shards beside its first group.
@@ -295,6 +300,9 @@ func (s *Set) openNamed() error {
 		cfg := s.cfg.Shard
 		cfg.Dir = filepath.Join(s.cfg.Dir, "shards", strconv.FormatUint(uint64(id), 10))
 		cfg.Shard = &replog.ShardConfig{ID: id, Host: s.host, Replicas: replicas, Want: func() []replog.Peer { return s.Replicas(id) }}
+		if s.cfg.Observe != nil {
+			cfg.Observer = s.cfg.Observe(id)
+		}
 		l, err := replog.OpenRaft(cfg)
 		if err != nil {
 			return fmt.Errorf("shard %d: %w", id, err)
@@ -358,6 +366,9 @@ func (s *Set) closeUnwanted() {
 		s.mu.Unlock()
 		if err := l.Close(); err != nil {
 			s.cfg.Logger.Warn("shards: closing a replica no longer wanted here", "shard", id, "err", err)
+		}
+		if s.cfg.Forget != nil {
+			s.cfg.Forget(id)
 		}
 		s.cfg.Logger.Info("shards: closed a replica the map moved away", "shard", id)
 	}
