@@ -610,3 +610,52 @@ func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
 	waitShards(t, rest, 6)
 	drain(rest.nodes)
 }
+
+// TestShardLeadershipNotHandedToSkewedClock runs three nodes with three
+// shards and restarts the node a shard's map prefers to lead it with its
+// clock 3 s ahead (beyond --max-clock-offset). Such a node refuses to
+// lead, so the leaders that balance the shards must not hand it the
+// shard: each hand-over would be handed straight back, and every round
+// of balancing would cost the shard two elections. Over 12 s (two rounds)
+// the shard's leader must not change, and never be the skewed node.
+func TestShardLeadershipNotHandedToSkewedClock(t *testing.T) {
+	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "3"} })
+	st := waitShards(t, c, 4)
+	skewed := c.nodes[1]
+	var shard uint32
+	for _, sh := range st.Shards {
+		if sh.Shard != 0 && sh.PreferredLeader == skewed.id {
+			shard = sh.Shard
+		}
+	}
+	if shard == 0 {
+		t.Fatalf("no shard prefers %s to lead it: %+v", skewed.id, st.Shards)
+	}
+	c.sigterm(skewed)
+	skewed.bin, skewed.env = faultyBinary(t), []string{"FIFOQ_TEST_CLOCK_SKEW=3s"}
+	c.restart(skewed) // it answers, and is not ready: its clock is off
+	// Time for the members to measure the skewed clock (every 2 s) and
+	// for the shard to settle on a sound leader.
+	time.Sleep(8 * time.Second)
+	series := fmt.Sprintf(`fifoq_shard_leader_changes_total{shard="%d"}`, shard)
+	sound := []*node{c.nodes[0], c.nodes[2]}
+	changes := func() (n float64) {
+		for _, nd := range sound {
+			n += shardMetrics(nd)[series]
+		}
+		return n
+	}
+	before := changes()
+	for end := time.Now().Add(12 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		for _, nd := range sound {
+			for _, sh := range shardsOf(nd).Shards {
+				if sh.Shard == shard && sh.LeaderID == skewed.id {
+					t.Fatalf("%s, whose clock is 3 s ahead, leads shard %d (as %s sees it)", skewed.id, shard, nd.id)
+				}
+			}
+		}
+	}
+	if n := changes() - before; n != 0 {
+		t.Fatalf("shard %d's leader changed %v times in 12 s (as its two sound replicas count): its leadership was handed to the skewed node and back", shard, n)
+	}
+}

@@ -133,6 +133,10 @@ type clusterState struct {
 	// disagrees with the cluster's: such a node refuses to lead
 	// (SetClockOff). The node's shards share their first group's.
 	clockOff *atomic.Pointer[string]
+	// peersOff holds the members whose clocks this node measured off its
+	// own (SetPeersClockOff): they refuse to lead, so no leadership is
+	// handed to them. Shared with the node's shards, as clockOff.
+	peersOff *atomic.Pointer[map[string]bool]
 	// timeBase is what the leader's command times are held to (clamp.go).
 	timeBase atomic.Pointer[timeBase]
 	// clampWarned: the leader said it held command times back, since the
@@ -177,7 +181,8 @@ func openTransport(cfg *RaftConfig, hlog hclog.Logger, incarnation string) (raft
 		Timeout: 10 * time.Second,
 		Logger:  hlog,
 	})
-	cs := &clusterState{cfg: *c, mux: mux, trans: trans, changed: make(chan struct{}), learn: make(chan struct{}, 1), clockOff: new(atomic.Pointer[string])}
+	cs := &clusterState{cfg: *c, mux: mux, trans: trans, changed: make(chan struct{}), learn: make(chan struct{}, 1), clockOff: new(atomic.Pointer[string]),
+		peersOff: new(atomic.Pointer[map[string]bool])}
 	return raft.ServerAddress(c.RaftAddr), trans, cs, nil
 }
 

@@ -233,10 +233,44 @@ func (l *Raft) SetClockOff(why string) {
 	}
 }
 
+// SetPeersClockOff says which members' clocks this node last measured off
+// its own by more than the cluster allows. Such a member refuses to lead
+// (SetClockOff, on its side): HandLeadershipTo does not hand it a
+// leadership, which it would only hand back, at the cost of two
+// elections.
+func (l *Raft) SetPeersClockOff(ids []string) {
+	if l.cluster == nil {
+		return
+	}
+	off := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		off[id] = true
+	}
+	l.cluster.peersOff.Store(&off)
+}
+
+// peerClockOff reports whether this node last measured member id's clock
+// off its own.
+func (l *Raft) peerClockOff(id string) bool {
+	if l.cluster == nil {
+		return false
+	}
+	off := l.cluster.peersOff.Load()
+	return off != nil && (*off)[id]
+}
+
+// ErrPeerClockOff is returned by HandLeadershipTo for a member whose clock
+// is off this node's: it would not lead.
+var ErrPeerClockOff = errors.New("its clock is off this node's, and it would not lead")
+
 // HandLeadershipTo hands this leader's leadership to member id and waits
 // for it, up to timeout: how a node that leads more of its cluster's
-// groups than its share gives one away (internal/shards).
+// groups than its share gives one away (internal/shards). A member whose
+// clock this node measured off is refused (ErrPeerClockOff).
 func (l *Raft) HandLeadershipTo(id string, timeout time.Duration) error {
+	if l.peerClockOff(id) {
+		return fmt.Errorf("node %s: %w", id, ErrPeerClockOff)
+	}
 	f := l.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return err

@@ -98,7 +98,7 @@ func (o *opening) openShardNetwork() error {
 	})
 	o.addr, o.transport = raft.ServerAddress(host.cluster.cfg.RaftAddr), trans
 	o.cluster = &clusterState{cfg: host.cluster.cfg, mux: host.cluster.mux, trans: trans, changed: make(chan struct{}),
-		learn: make(chan struct{}, 1), clockOff: host.cluster.clockOff}
+		learn: make(chan struct{}, 1), clockOff: host.cluster.clockOff, peersOff: host.cluster.peersOff}
 	o.undo.push(func() { trans.Close() })
 	return nil
 }
@@ -215,7 +215,7 @@ func (l *Raft) matchWanted() error {
 		}
 		if id == self {
 			for _, to := range sortedIDs(want) {
-				if want[to].Suffrage == raft.Voter {
+				if want[to].Suffrage == raft.Voter && !l.peerClockOff(string(to)) {
 					return l.logChange("hand the leadership over to "+string(to)+", to leave", id, l.HandLeadershipTo(string(to), timeout))
 				}
 			}

@@ -92,14 +92,21 @@ func (s *Server) checkClocks() {
 	limit := s.cfg.MaxClockOffset
 	agree, disagree := 0, 0
 	var wrong []time.Duration
-	for _, o := range offsets {
+	var peersOff []string
+	for id, o := range offsets {
 		if o > limit || o < -limit {
 			disagree++
 			wrong = append(wrong, o)
+			peersOff = append(peersOff, id)
 		} else {
 			agree++
 		}
 	}
+	// A member whose clock is off this node's is handed no leadership
+	// (balancing the shards' leaders would otherwise hand it one it
+	// refuses, again and again). When this node's own clock is the odd
+	// one, every peer seems off, and this node leads nothing to hand.
+	s.cluster.SetPeersClockOff(peersOff)
 	majority := len(members)/2 + 1
 	s.clocks.mu.Lock()
 	was := s.clocks.off

@@ -36,6 +36,7 @@ type RaftLog interface {
 	RemoveServer(ctx context.Context, id string) error
 	Status() replog.NodeStatus
 	SetClockOff(why string)
+	SetPeersClockOff(ids []string)
 	ClockAgreed(wall time.Time)
 	Promote(ctx context.Context, id string) error
 }
