@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +24,33 @@ func TestWipedMemberRestartedIsFenced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
-	c := newCluster(t, 3, nil, nil)
+	wipedMemberIsFenced(t, 1)
+}
+
+// TestWipedMemberRestartedIsFencedWithShards is the same on members that
+// run three shards (--shards 3), its queue in one of them: the wiped
+// member, a replica of every shard, is refused by all of them at once
+// (one hello for every group), and each group goes on with the other two.
+func TestWipedMemberRestartedIsFencedWithShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short mode")
+	}
+	wipedMemberIsFenced(t, 3)
+}
+
+// wipedMemberIsFenced runs TestWipedMemberRestartedIsFenced on members
+// started with --shards shards.
+func wipedMemberIsFenced(t *testing.T, shards int) {
+	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", strconv.Itoa(shards)} })
+	if shards > 1 {
+		waitShards(t, c, shards+1)
+	}
 	q := c.createQueue("fenced", nil)
+	if shards > 1 {
+		if id := waitPlaced(t, c, "fenced")["fenced"]; id == 0 {
+			t.Fatal("the queue is in the first group: the test wants it in a shard")
+		}
+	}
 	leader := c.leader()
 	var wiped *node
 	for _, nd := range c.nodes {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/fifoq/fifoq/internal/server"
 	"github.com/fifoq/fifoq/internal/testenv"
 )
 
@@ -96,6 +97,108 @@ func TestNemesis(t *testing.T) {
 	if len(r.problems) > 0 {
 		t.Errorf("history check failed (seed %d):\n  %s", r.seed, strings.Join(r.problems, "\n  "))
 	}
+}
+
+// TestNemesisWithShards runs the failover test's workload on a queue in
+// one of three shards (--shards 3), on three members in network
+// namespaces as TestNemesis's, while a nemesis cuts the shard's leader off
+// from the other members (a minority leader of the shard, which must
+// acknowledge nothing, while the majority elects another; the other
+// groups lose a replica, or their leader too), then a follower of the
+// shard, and restarts every member in turn with SIGTERM (each hands the
+// leaderships it holds over). The history checker must find nothing
+// acknowledged lost, no delete undone, order kept per group and every
+// group linearizable.
+func TestNemesisWithShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short mode")
+	}
+	testenv.Long(t, "partitions of a shard's leader in network namespaces and a rolling restart, about a minute")
+	lab := newNetLab(t, 3)
+	r := &run{
+		sendGap: 100 * time.Millisecond,
+		shards:  3,
+		tweak: func(i int, nd *node) {
+			nd.httpAddr, nd.raftAddr = lab.sqsAddr(i), lab.raftAddr(i)
+			nd.wrap = []string{"ip", "netns", "exec", lab.nodeNS(i)}
+			nd.args = []string{"--insecure", "--raft-insecure"}
+		},
+		nemesis: func(t *testing.T, c *cluster, rng *mrand.Rand, pause func()) {
+			pause()
+			nemesisPartitionShardLeader(t, c, lab)
+			pause()
+			leader := c.target()
+			f := c.nodes[(indexOf(c, leader)+1+rng.Intn(2))%3]
+			t.Logf("nemesis: cut %s, a follower of the queue's shard, off for 3 s", f.id)
+			lab.cut(indexOf(c, f))
+			time.Sleep(3 * time.Second)
+			lab.heal(indexOf(c, f))
+			pause()
+			for _, nd := range c.nodes {
+				t.Logf("nemesis: SIGTERM and restart %s", nd.id)
+				c.sigterm(nd)
+				c.restart(nd)
+				waitReady(t, nd)
+			}
+			pause()
+		},
+	}
+	runFailover(t, r)
+	if len(r.problems) > 0 {
+		t.Errorf("history check failed (seed %d):\n  %s", r.seed, strings.Join(r.problems, "\n  "))
+	}
+}
+
+// nemesisPartitionShardLeader cuts the leader of the test's queue's shard
+// off from the other members until they have elected another leader of
+// the shard, holds the partition a while longer, and heals it.
+func nemesisPartitionShardLeader(t *testing.T, c *cluster, lab *netLab) {
+	shard, ok := placedShards(c)["failover.fifo"]
+	if !ok {
+		t.Fatal("no node shows the shard of failover.fifo")
+	}
+	old := c.target()
+	t.Logf("nemesis: cut %s, the leader of shard %d, off from the other members", old.id, shard)
+	cut := time.Now()
+	lab.cut(indexOf(c, old))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		votes := map[string]int{}
+		for _, nd := range c.nodes {
+			if nd == old {
+				continue
+			}
+			for _, sh := range shardsOrNone(nd) {
+				if int(sh.Shard) == shard && sh.LeaderID != "" && sh.LeaderID != old.id {
+					votes[sh.LeaderID]++
+				}
+			}
+		}
+		elected := ""
+		for id, n := range votes {
+			if n >= 2 {
+				elected = id
+			}
+		}
+		if elected != "" {
+			t.Logf("nemesis: the majority elected %s to lead shard %d %v after the cut", elected, shard, time.Since(cut).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the majority elected no leader of shard %d within 30 s of cutting %s off", shard, old.id)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	lab.heal(indexOf(c, old))
+	t.Logf("nemesis: healed %s", old.id)
+}
+
+// shardsOrNone is a node's groups as its /cluster/shards shows them, or
+// none if it did not answer.
+func shardsOrNone(nd *node) []server.ShardStatus {
+	if st := shardsOf(nd); st != nil {
+		return st.Shards
+	}
+	return nil
 }
 
 // flagNemesisRounds repeats TestNemesis's faults, but the last, for a
