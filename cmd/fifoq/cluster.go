@@ -59,7 +59,7 @@ func clusterFlagSet(o *clusterCmdOptions, stderr io.Writer) *flag.FlagSet {
 	defineCACert(fs, &o.caCert)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage:
-  fifoq cluster status [flags]            members, leader, each node's applied index, lag and last contact
+  fifoq cluster status [flags]            members, leader, each node's applied index, lag and last contact; each shard's leader and replicas' lag
   fifoq cluster leader [flags]            the leader's node id and SQS endpoint
   fifoq cluster shards [flags]            each shard's leader, members, progress and queues, as the node asked sees them
   fifoq cluster add ID HOST:PORT [flags]  add a member (HOST:PORT is its --raft-addr); it votes once caught up
@@ -227,6 +227,23 @@ func printStatus(w io.Writer, st server.ClusterStatus) {
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%s\t%s\n", m.ID, m.Addr, m.Voter, m.Status.State, m.Status.Term,
 			m.Status.AppliedIndex, m.Status.CommitIndex, m.Lag, contact, m.Status.EntryFormat, m.Status.ReadsFormat,
 			shortIncarnation(m.Incarnation), m.Status.SQSEndpoint)
+	}
+	tw.Flush()
+	if len(st.Shards) == 0 {
+		return
+	}
+	// The shards beside the first group: where each is led, and how far
+	// each replica is behind its group's commit index (a replica of a
+	// member that did not answer is missing).
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHARD\tLEADER\tREPLICAS (LAG)")
+	for _, sh := range st.Shards {
+		var reps []string
+		for _, r := range sh.Replicas {
+			reps = append(reps, fmt.Sprintf("%s (%d)", r.ID, r.Lag))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", sh.Shard, orNone(sh.LeaderID), strings.Join(reps, " "))
 	}
 	tw.Flush()
 }

@@ -257,6 +257,28 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 		}
 	}
 
+	// fifoq cluster status shows every shard with its leader and its
+	// three replicas' lag.
+	retrying(t, "fifoq cluster status's shards", func() error {
+		out := runVia(t, c.nodes[0], "cluster", "status")
+		t.Logf("fifoq cluster status:\n%s", out)
+		_, table, ok := strings.Cut(out, "SHARD")
+		if !ok {
+			return fmt.Errorf("no shard table in:\n%s", out)
+		}
+		rows := strings.Split(strings.TrimSpace(table), "\n")[1:]
+		if len(rows) != 3 {
+			return fmt.Errorf("%d shard rows, want 3:\n%s", len(rows), out)
+		}
+		for _, row := range rows {
+			f := strings.Fields(row)
+			if len(f) != 8 || f[1] == "none" {
+				return fmt.Errorf("a shard's row is %q: want its number, its leader and three replicas with their lag", row)
+			}
+		}
+		return nil
+	})
+
 	// The per-shard metrics: each group led by one node, whose replica
 	// holds the group's queues.
 	retrying(t, "per-shard metrics", func() error {

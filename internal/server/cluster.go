@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -246,6 +247,20 @@ type NodeInfo struct {
 	// Time is the node's wall clock when it answered, for the other
 	// members' clock checks (clocks.go).
 	Time time.Time `json:"time"`
+	// Shards are the node's replicas of the cluster's shards, on a
+	// member of a cluster with shards.
+	Shards []ReplicaProgress `json:"shards,omitempty"`
+}
+
+// ReplicaProgress is a node's replica of one shard: its role and progress
+// in the shard's group.
+type ReplicaProgress struct {
+	Shard        uint32 `json:"shard"`
+	State        string `json:"state"`
+	LeaderID     string `json:"leader_id"`
+	Term         uint64 `json:"term"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
 }
 
 // ClusterStatus is the answer of GET /cluster/status.
@@ -253,6 +268,28 @@ type ClusterStatus struct {
 	Node     string          `json:"node_id"`
 	LeaderID string          `json:"leader_id"`
 	Members  []ClusterMember `json:"members"`
+	// Shards are the cluster's shards beside its first group, each with
+	// its replicas as the members that answered report them.
+	Shards []ClusterShard `json:"shards,omitempty"`
+}
+
+// ClusterShard is one shard in GET /cluster/status: its leader and the
+// replicas the members report.
+type ClusterShard struct {
+	Shard uint32 `json:"shard"`
+	// LeaderID is the replica that reports itself leading, "" if none.
+	LeaderID string         `json:"leader_id"`
+	Replicas []ShardReplica `json:"replicas"`
+}
+
+// ShardReplica is one member's replica of a shard.
+type ShardReplica struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// Lag is how many of the shard's committed entries the replica has
+	// yet to apply, against the highest commit index its replicas
+	// reported.
+	Lag uint64 `json:"lag"`
 }
 
 // LeaderInfo is the answer of GET /cluster/leader.
@@ -293,7 +330,56 @@ func (s *Server) shardFigures() []metrics.ShardFigures {
 }
 
 func (s *Server) nodeInfo() NodeInfo {
-	return NodeInfo{NodeStatus: s.status.Status(), SQSEndpoint: s.cfg.AdvertiseURL, Time: s.now()}
+	info := NodeInfo{NodeStatus: s.status.Status(), SQSEndpoint: s.cfg.AdvertiseURL, Time: s.now()}
+	if s.sharded() {
+		for _, g := range s.allGroups()[1:] {
+			st := g.raft.Status()
+			info.Shards = append(info.Shards, ReplicaProgress{Shard: g.id, State: st.State, LeaderID: st.LeaderID, Term: st.Term,
+				CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex})
+		}
+	}
+	return info
+}
+
+// clusterShards gathers the shards' replicas that members report.
+func clusterShards(members []ClusterMember) []ClusterShard {
+	byID := map[uint32]*ClusterShard{}
+	commit := map[uint32]uint64{}
+	var ids []uint32
+	for _, m := range members {
+		if m.Status == nil {
+			continue
+		}
+		for _, p := range m.Status.Shards {
+			sh, ok := byID[p.Shard]
+			if !ok {
+				sh = &ClusterShard{Shard: p.Shard}
+				byID[p.Shard] = sh
+				ids = append(ids, p.Shard)
+			}
+			if p.State == "Leader" {
+				sh.LeaderID = m.ID
+			}
+			commit[p.Shard] = max(commit[p.Shard], p.CommitIndex)
+		}
+	}
+	slices.Sort(ids)
+	out := make([]ClusterShard, 0, len(ids))
+	for _, id := range ids {
+		sh := byID[id]
+		for _, m := range members {
+			if m.Status == nil {
+				continue
+			}
+			for _, p := range m.Status.Shards {
+				if p.Shard == id {
+					sh.Replicas = append(sh.Replicas, ShardReplica{ID: m.ID, State: p.State, Lag: commit[id] - min(commit[id], p.AppliedIndex)})
+				}
+			}
+		}
+		out = append(out, *sh)
+	}
+	return out
 }
 
 func (s *Server) serveClusterNode(w http.ResponseWriter, r *http.Request) {
@@ -380,6 +466,7 @@ func (s *Server) serveClusterStatus(w http.ResponseWriter, r *http.Request) {
 			out.Members[i].Lag = commit - m.Status.AppliedIndex
 		}
 	}
+	out.Shards = clusterShards(out.Members)
 	writeJSON(w, http.StatusOK, out)
 }
 
