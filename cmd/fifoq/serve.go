@@ -279,10 +279,7 @@ func runNode(n *node.Node, ln net.Listener, opts serveOptions, cfg *config.File,
 			}
 		}()
 	}
-	var halted <-chan struct{} // never closed for the in-memory log
-	if n.Raft != nil {
-		halted = n.Raft.Halted()
-	}
+	halted := n.Halted() // never closed for the in-memory log
 	errc := make(chan error, 1)
 	go func() {
 		if opts.tlsCert != "" {
@@ -312,7 +309,7 @@ func runNode(n *node.Node, ln net.Listener, opts serveOptions, cfg *config.File,
 		if err := srv.Shutdown(shutdownCtx); err != nil {
 			logger.Warn("shutdown after the node stopped", "err", err)
 		}
-		logger.Error("exiting: this node stopped", "err", n.Raft.Fault())
+		logger.Error("exiting: this node stopped", "err", n.Fault())
 		return 1
 	case <-ctx.Done():
 	}

@@ -3,6 +3,7 @@ package clustertest
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,4 +118,71 @@ func TestFullDiskStopsMember(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged, %d with an unknown outcome, %d received", len(acked), len(unknown), len(got))
+}
+
+// TestShardStorageFaultStopsNode runs three nodes with three shards and
+// restarts one whose shards' log writes fail with EIO 2 s after it starts
+// (its first group's log stays sound). A storage fault in any of a node's
+// groups stops the node, as one in its first group does: the disk under
+// the others is as suspect, and a node serving with some groups stopped
+// hides the fault from its supervisor. It must exit non-zero naming the
+// storage fault; restarted on a sound disk it catches up, and every send
+// acknowledged meanwhile is received from it, in order, once.
+func TestShardStorageFaultStopsNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short mode")
+	}
+	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "3"} })
+	waitShards(t, c, 4)
+	urls := createNumberedQueues(t, c, 3)
+	placed := waitPlaced(t, c, "q0.fifo", "q1.fifo", "q2.fifo")
+	victim := c.nodes[2]
+	c.sigterm(victim)
+	victim.bin = faultyBinary(t)
+	victim.env = []string{"FIFOQ_TEST_WAL_EIO_AFTER=2s", "FIFOQ_TEST_WAL_EIO_PATH=" + string(os.PathSeparator) + "shards" + string(os.PathSeparator)}
+	c.restart(victim)
+
+	// Sends through the two sound nodes to the queues of every shard,
+	// each of which the victim holds a replica of, until it stops.
+	ctx := context.Background()
+	sent := make([]int, len(urls))
+	deadline := time.Now().Add(30 * time.Second)
+	for stopped := false; !stopped; {
+		select {
+		case <-victim.done:
+			stopped = true
+			continue
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still runs 30 s after its shards' disk began to fail (shards %v); its log ends:\n%s", victim.id, placed, victim.tail(10))
+		}
+		for qi, url := range urls {
+			nd := c.nodes[(qi+sent[qi])%2]
+			retrying(t, "send", func() error {
+				_, err := newClient(nd.httpAddr, 5*time.Second).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url),
+					MessageBody: aws.String(strconv.Itoa(sent[qi])), MessageGroupId: aws.String("g")})
+				return err
+			})
+			sent[qi]++
+		}
+		time.Sleep(20 * time.Millisecond) // a few hundred messages to drain, not thousands
+	}
+	if code := victim.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("%s exited 0 when its shards' disk failed; want non-zero", victim.id)
+	}
+	if log := victim.tail(20); !strings.Contains(log, "storage fault") {
+		t.Errorf("%s's log does not name the storage fault; it ends:\n%s", victim.id, log)
+	}
+
+	t.Logf("%s stopped after %v sends", victim.id, sent)
+	victim.env = nil
+	c.restart(victim)
+	waitReady(t, victim)
+	waitShards(t, c, 4)
+	for qi, url := range urls {
+		if got := drainNumberedRetrying(t, victim, url, sent[qi]); !slices.Equal(got, numbers(sent[qi])) {
+			t.Fatalf("q%d.fifo gave %v through the restarted node, want 0..%d in order", qi, got, sent[qi]-1)
+		}
+	}
 }

@@ -372,6 +372,32 @@ func declare(ctx context.Context, srv *server.Server, cfg Config) error {
 	return nil
 }
 
+// Halted returns a channel closed once a storage fault or a fence has
+// stopped the node's durable log, its first group or any of its shards
+// (see Fault): the node answers no more requests, and its process should
+// exit, so that a supervisor restarts it on a sound disk. Nil, never
+// closed, for a node in memory.
+func (n *Node) Halted() <-chan struct{} {
+	if n.Raft == nil {
+		return nil
+	}
+	if n.Shards == nil {
+		return n.Raft.Halted()
+	}
+	return n.Shards.Halted() // the first group's halt included
+}
+
+// Fault returns what stopped the node (Halted), or nil.
+func (n *Node) Fault() error {
+	if n.Raft == nil {
+		return nil
+	}
+	if err := n.Raft.Fault(); err != nil || n.Shards == nil {
+		return err
+	}
+	return n.Shards.Fault()
+}
+
 // Close stops the node at once: the server stops taking requests, waits
 // up to ctx for those in flight, and closes the log.
 func (n *Node) Close(ctx context.Context) error {

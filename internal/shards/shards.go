@@ -105,6 +105,14 @@ type Set struct {
 	// never changes once written, so a found one is never stale.
 	placed sync.Map
 
+	// halted is closed once a storage fault or a fence stopped one of the
+	// node's replicas (fault says which and why); unwatch stops the watch
+	// of a replica closed as the map moved it away.
+	halted   chan struct{}
+	haltOnce sync.Once
+	fault    error
+	unwatch  map[uint32]chan struct{}
+
 	quit chan struct{}
 	wg   sync.WaitGroup
 }
@@ -116,13 +124,15 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, unwanted: map[uint32]time.Time{}, quit: make(chan struct{})}
+	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, unwanted: map[uint32]time.Time{}, quit: make(chan struct{}),
+		halted: make(chan struct{}), unwatch: map[uint32]chan struct{}{}}
 	s.refreshAddrs()
 	if err := s.openNamed(); err != nil {
 		s.Close()
 		return nil, err
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
+	go s.watchHalt(0, host, nil)
 	go s.follow()
 	return s, nil
 }
@@ -315,7 +325,11 @@ func (s *Set) openNamed() error {
 		}
 		s.open[id] = l
 		delete(s.unwanted, id)
+		unwatch := make(chan struct{})
+		s.unwatch[id] = unwatch
 		s.mu.Unlock()
+		s.wg.Add(1)
+		go s.watchHalt(id, l, unwatch)
 		s.cfg.Logger.Info("shards: opened a shard", "shard", id, "dir", cfg.Dir)
 	}
 	return nil
@@ -363,6 +377,8 @@ func (s *Set) closeUnwanted() {
 		s.mu.Lock()
 		delete(s.open, id)
 		delete(s.unwanted, id)
+		close(s.unwatch[id])
+		delete(s.unwatch, id)
 		s.mu.Unlock()
 		if err := l.Close(); err != nil {
 			s.cfg.Logger.Warn("shards: closing a replica no longer wanted here", "shard", id, "err", err)
@@ -704,6 +720,43 @@ func (s *Set) Close() error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// watchHalt waits until group id's replica l (the first group, 0, or a
+// shard) is stopped by a storage fault or a fence, and then halts the
+// Set; it ends sooner when the Set closes, or the replica is closed as
+// the map moved it away (unwatch).
+func (s *Set) watchHalt(id uint32, l *replog.Raft, unwatch <-chan struct{}) {
+	defer s.wg.Done()
+	select {
+	case <-l.Halted():
+		s.haltOnce.Do(func() {
+			err := l.Fault()
+			if id != 0 {
+				err = fmt.Errorf("shard %d: %w", id, err)
+			}
+			s.mu.Lock()
+			s.fault = err
+			s.mu.Unlock()
+			close(s.halted)
+		})
+	case <-unwatch:
+	case <-s.quit:
+	}
+}
+
+// Halted returns a channel closed once a storage fault or a fence has
+// stopped one of the node's groups, its first or a shard (see Fault). The
+// node stops then, whichever group it was: the disk under the others is
+// as suspect, and a node that went on serving with a group stopped would
+// hide the fault from its supervisor.
+func (s *Set) Halted() <-chan struct{} { return s.halted }
+
+// Fault returns what stopped one of the node's groups, or nil.
+func (s *Set) Fault() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.fault
 }
 
 // Recorded returns the shards the map in host's state names, ascending:
