@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -628,5 +630,81 @@ func reportFailovers(t *testing.T, ds []time.Duration) {
 	defer f.Close()
 	for _, d := range ds {
 		fmt.Fprintln(f, d)
+	}
+}
+
+// TestReplicaMovesUnderLoad runs the failover test's workload on a queue
+// in one of three shards, on three nodes, while replicas move: three
+// times a fourth node joins (the map gives it a share of the shards'
+// replicas: each moved shard adds it, then removes an old replica) and
+// is removed again with fifoq cluster remove (its replicas move back),
+// and each time the leader of the queue's shard is killed with SIGKILL
+// while the replicas move. The history checker must find nothing
+// acknowledged lost, no delete undone, order kept per group and every
+// group linearizable.
+func TestReplicaMovesUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the failover test runs real processes; skipped in -short mode")
+	}
+	testenv.Long(t, "three joins and removals of a node under load, with the shard's leader killed during each move, about two minutes")
+	r := &run{
+		sendGap: 50 * time.Millisecond,
+		shards:  3,
+		nemesis: func(t *testing.T, c *cluster, rng *rand.Rand, pause func()) {
+			for round := range 3 {
+				pause()
+				joiner := &node{id: fmt.Sprintf("j%d", round+1), httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), bin: binary,
+					args: []string{"--shards", "3"}, join: "http://" + c.nodes[0].httpAddr}
+				joiner.logPath = filepath.Join(t.TempDir(), joiner.id+".log")
+				c.nodes = append(c.nodes, joiner)
+				c.start(joiner, "")
+				waitHolds(t, joiner, true)
+				// The moves toward the joiner go on: kill the leader of the
+				// queue's shard in the middle of them.
+				victim := c.target()
+				t.Logf("nemesis: %s joined and holds replicas; kill %s, the leader of the queue's shard", joiner.id, victim.id)
+				c.kill(victim)
+				time.Sleep(time.Duration(200+rng.Intn(500)) * time.Millisecond)
+				c.restart(victim)
+				waitShards(t, c, 4)
+				pause()
+				t.Logf("nemesis: remove %s", joiner.id)
+				retrying(t, "fifoq cluster remove", func() error {
+					out, err := exec.Command(binary, "cluster", "remove", joiner.id, "--endpoint", "http://"+c.nodes[0].httpAddr).CombinedOutput()
+					if err != nil {
+						return fmt.Errorf("%v: %s", err, out)
+					}
+					return nil
+				})
+				c.kill(joiner)
+				c.nodes = c.nodes[:3]
+				waitShards(t, c, 4)
+				t.Logf("nemesis: %s removed; its replicas moved back", joiner.id)
+			}
+		},
+	}
+	runFailover(t, r)
+	if len(r.problems) > 0 {
+		t.Errorf("history check failed (seed %d):\n  %s", r.seed, strings.Join(r.problems, "\n  "))
+	}
+}
+
+// waitHolds waits up to 90 s until nd holds a replica of some shard
+// beyond the first group (want true), or of none (want false).
+func waitHolds(t *testing.T, nd *node, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		held := false
+		for _, sh := range shardsOrNone(nd) {
+			held = held || (sh.Held && sh.Shard != 0)
+		}
+		if held == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds a shard's replica: %v after 90 s, want %v\n%s", nd.id, held, want, nd.tail(20))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
