@@ -681,3 +681,54 @@ func TestShardLeadershipNotHandedToSkewedClock(t *testing.T) {
 		t.Fatalf("shard %d's leader changed %v times in 12 s (as its two sound replicas count): its leadership was handed to the skewed node and back", shard, n)
 	}
 }
+
+// TestFrozenShardLeaderSeenFromANodeWithoutReplica runs five nodes with
+// five shards, each on three of them, and freezes (SIGSTOP) the leader
+// of a queue's shard after a node that holds no replica of that shard
+// has learnt it leads. The shard's other replicas elect another leader
+// within a second or two; a request through that node must then reach
+// the new one (the first attempt may answer a retryable error, as a
+// request to a frozen leader does on a node that holds a replica), not
+// wait on the frozen one for as long as its client waits.
+func TestFrozenShardLeaderSeenFromANodeWithoutReplica(t *testing.T) {
+	c := newClusterWith(t, 5, func(_ int, nd *node) { nd.args = []string{"--shards", "5"} })
+	waitShards(t, c, 6)
+	url := createNumberedQueues(t, c, 1)[0]
+	shard := waitPlaced(t, c, "q0.fifo")["q0.fifo"]
+	var via *node
+	for _, nd := range c.nodes {
+		for _, sh := range shardsOrNone(nd) {
+			if int(sh.Shard) == shard && !sh.Held {
+				via = nd
+			}
+		}
+	}
+	if via == nil {
+		t.Fatalf("every node holds shard %d", shard)
+	}
+	ctx := context.Background()
+	send := func(timeout time.Duration, n int) error {
+		_, err := newClient(via.httpAddr, timeout).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url),
+			MessageBody: aws.String(strconv.Itoa(n)), MessageGroupId: aws.String("g")})
+		return err
+	}
+	// Through via, so that it learns who leads.
+	retrying(t, "send", func() error { return send(5*time.Second, 0) })
+	leader := c.shardLeader("q0.fifo")
+	t.Logf("freeze %s, the leader of shard %d; send through %s, which holds no replica of it", leader.id, shard, via.id)
+	c.freeze(leader)
+	defer c.thaw(leader)
+	began := time.Now()
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		if err = send(15*time.Second, attempt); err == nil {
+			break
+		}
+		t.Logf("attempt %d after %v: %v", attempt, time.Since(began).Round(time.Millisecond), err)
+	}
+	took := time.Since(began)
+	if err != nil || took > 12*time.Second {
+		t.Fatalf("a send through %s took %v after the shard's leader froze (%v): it waited on the frozen leader", via.id, took.Round(time.Millisecond), err)
+	}
+	t.Logf("a send through %s succeeded %v after the shard's leader froze", via.id, took.Round(time.Millisecond))
+}

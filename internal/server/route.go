@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -192,6 +193,13 @@ func (s *Server) noteLeader(mis *misdirectedError) {
 // one of those replicas, the next one at each route: a replica that does
 // not lead answers 421 naming its leader. A replica that cannot be
 // reached counts as one that named none.
+//
+// This node follows no election of the shard, so while the forward waits
+// it asks the shard's other replicas who leads (watchRemoteLeader): a
+// leader that froze or was cut off is replaced by its group within
+// seconds, and the forward to it is then given up (a retryable error, as
+// on a node that holds a replica: the request may or may not have been
+// carried out) and the new leader remembered for the retry.
 func (s *Server) forwardToReplica(w http.ResponseWriter, r *http.Request, body []byte, id uint32, route int) error {
 	replicas := s.shards.Replicas(id)
 	if len(replicas) == 0 {
@@ -205,11 +213,133 @@ func (s *Server) forwardToReplica(w http.ResponseWriter, r *http.Request, body [
 			}
 		}
 	}
-	err := s.forwardTo(w, r, body, id, nil, target.Addr)
-	if errors.Is(err, errNotSent) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go s.watchRemoteLeader(ctx, cancel, id, target.ID)
+	err := s.sendForward(ctx, w, r, body, id, target.Addr)
+	var mis *misdirectedError
+	switch {
+	case errors.Is(err, errNotSent):
+		s.leaders.CompareAndDelete(id, target.ID)
 		return &misdirectedError{group: id}
+	case err != nil && !errors.As(err, &mis):
+		// Unanswered: ask the replicas afresh next time, unless the watch
+		// has learnt the new leader.
+		s.leaders.CompareAndDelete(id, target.ID)
 	}
 	return err
+}
+
+// remoteLeaderCheck is how often a forward to a shard this node holds no
+// replica of asks the shard's other replicas who leads.
+const remoteLeaderCheck = 500 * time.Millisecond
+
+// watchRemoteLeader cancels a forward to target, sent for shard id, once
+// another replica of the shard names another leader, which it remembers
+// (noteLeader) for the request's retry. A replica whose view lags (it
+// names a leader at a term below one at which another replica named
+// target) is not believed.
+func (s *Server) watchRemoteLeader(ctx context.Context, cancel context.CancelFunc, id uint32, target string) {
+	tick := time.NewTicker(remoteLeaderCheck)
+	defer tick.Stop()
+	var targetTerm uint64 // the highest term at which a replica named target
+	for {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+		v, ok := s.remoteViews.get(ctx, s, id, target)
+		switch {
+		case !ok:
+		case v.leader == target:
+			targetTerm = max(targetTerm, v.term)
+		case v.leader != "" && v.term > targetTerm:
+			s.leaders.Store(id, v.leader)
+			cancel()
+			return
+		}
+	}
+}
+
+// remoteViews caches, by shard and by the leader a forward waits on, what
+// one of the shard's other replicas last said of its leadership, for
+// remoteLeaderCheck: every long poll forwarded to a shard held elsewhere
+// waits on its leader, and one question a round serves them all.
+type remoteViews struct {
+	mu    sync.Mutex
+	views map[remoteKey]*remoteView
+}
+
+type remoteKey struct {
+	shard  uint32
+	target string
+}
+
+// remoteView is one answer: who leads, at which term.
+type remoteView struct {
+	mu     sync.Mutex // held while the replicas are asked
+	at     time.Time
+	ok     bool
+	leader string
+	term   uint64
+}
+
+// get returns what a replica of shard id other than target last said of
+// its leader, asking one if the last answer is older than
+// remoteLeaderCheck; ok is false if none answered.
+func (rv *remoteViews) get(ctx context.Context, s *Server, id uint32, target string) (remoteView, bool) {
+	key := remoteKey{id, target}
+	rv.mu.Lock()
+	if rv.views == nil {
+		rv.views = map[remoteKey]*remoteView{}
+	}
+	v, ok := rv.views[key]
+	if !ok {
+		v = &remoteView{}
+		rv.views[key] = v
+	}
+	// Entries of leaders no forward waits on any more go when stale.
+	for k, o := range rv.views {
+		if o != v && o.mu.TryLock() {
+			if time.Since(o.at) > time.Minute {
+				delete(rv.views, k)
+			}
+			o.mu.Unlock()
+		}
+	}
+	rv.mu.Unlock()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if time.Since(v.at) >= remoteLeaderCheck {
+		v.ok = false
+		for _, p := range s.shards.Replicas(id) {
+			if p.ID == target {
+				continue
+			}
+			if v.leader, v.term, v.ok = s.askShardLeader(ctx, p.Addr, id); v.ok {
+				break // one replica's answer a round
+			}
+		}
+		v.at = time.Now()
+	}
+	return remoteView{ok: v.ok, leader: v.leader, term: v.term}, v.ok
+}
+
+// askShardLeader asks the member at raftAddr which node leads shard id as
+// it sees it ("" if it knows none), and at which term; ok is false if it
+// did not answer or holds no replica of the shard.
+func (s *Server) askShardLeader(ctx context.Context, raftAddr string, id uint32) (leader string, term uint64, ok bool) {
+	info, err := s.askNode(ctx, raftAddr)
+	if err != nil {
+		return "", 0, false
+	}
+	for _, p := range info.Shards {
+		if p.Shard == id {
+			return p.LeaderID, p.Term, true
+		}
+	}
+	return "", 0, false
 }
 
 // readElsewhere serves a request that reads queue q's state outside the

@@ -210,6 +210,10 @@ type Server struct {
 	// leaders are the leaders 421 answers named, by shard, for the
 	// shards this node holds no replica of (route.go).
 	leaders sync.Map
+	// remoteViews are the shards' leaders as their replicas last named
+	// them to this node (watchRemoteLeader), shared by the forwards that
+	// wait on one leader.
+	remoteViews remoteViews
 }
 
 // New returns a Server for cfg.
