@@ -27,14 +27,7 @@ func TestFrozenBackupFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(name + ".bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile(name + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, want := readFixture(t, name)
 	hdr, r, err := Read(bytes.NewReader(data))
 	if err != nil {
 		t.Fatalf("today's fifoq cannot read a backup an older one wrote: %v", err)
@@ -88,14 +81,7 @@ func TestFrozenGroupsBackupFormat(t *testing.T) {
 			}
 		}
 	}
-	data, err := os.ReadFile(name + ".bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile(name + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, want := readFixture(t, name)
 	f, err := Open(bytes.NewReader(data))
 	if err != nil {
 		t.Fatalf("today's fifoq cannot open a backup of several groups an older one wrote: %v", err)
@@ -121,4 +107,19 @@ func TestFrozenGroupsBackupFormat(t *testing.T) {
 	if d, err := frozentest.Diff(want, frozentest.JSON(got)); err != nil || d != "" {
 		t.Errorf("%s's headers decode differently than they were written (%v):\n%s", name, err, d)
 	}
+}
+
+// readFixture reads a frozen backup (name.bin) and its headers as written
+// (name.json).
+func readFixture(t *testing.T, name string) (data, headers []byte) {
+	t.Helper()
+	data, err := os.ReadFile(name + ".bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	headers, err = os.ReadFile(name + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, headers
 }

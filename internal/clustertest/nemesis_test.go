@@ -127,19 +127,9 @@ func TestNemesisWithShards(t *testing.T) {
 			pause()
 			nemesisPartitionShardLeader(t, c, lab)
 			pause()
-			leader := c.target()
-			f := c.nodes[(indexOf(c, leader)+1+rng.Intn(2))%3]
-			t.Logf("nemesis: cut %s, a follower of the queue's shard, off for 3 s", f.id)
-			lab.cut(indexOf(c, f))
-			time.Sleep(3 * time.Second)
-			lab.heal(indexOf(c, f))
+			nemesisCutFollower(t, c, lab, rng)
 			pause()
-			for _, nd := range c.nodes {
-				t.Logf("nemesis: SIGTERM and restart %s", nd.id)
-				c.sigterm(nd)
-				c.restart(nd)
-				waitReady(t, nd)
-			}
+			nemesisRollingRestart(t, c)
 			pause()
 		},
 	}
@@ -211,18 +201,9 @@ func nemesisRound(t *testing.T, c *cluster, lab *netLab, mnt string, rng *mrand.
 	pause()
 	nemesisPartitionLeader(t, c, lab)
 	pause()
-	f := follower(c, rng)
-	t.Logf("nemesis: cut follower %s off for 3 s", f.id)
-	lab.cut(indexOf(c, f))
-	time.Sleep(3 * time.Second)
-	lab.heal(indexOf(c, f))
+	nemesisCutFollower(t, c, lab, rng)
 	pause()
-	for _, nd := range c.nodes {
-		t.Logf("nemesis: SIGTERM and restart %s", nd.id)
-		c.sigterm(nd)
-		c.restart(nd)
-		waitReady(t, nd)
-	}
+	nemesisRollingRestart(t, c)
 	pause()
 	nemesisSkewedClock(t, c, rng)
 	pause()
@@ -291,9 +272,29 @@ func (c *cluster) restartWithEnv(nd *node, kv string) (restore func()) {
 	return func() { nd.env = env }
 }
 
-// follower returns a member that does not lead.
+// follower returns a member that does not lead what the test strikes
+// (cluster.target: the cluster, or the test queue's shard).
 func follower(c *cluster, rng *mrand.Rand) *node {
-	return c.nodes[(indexOf(c, c.leader())+1+rng.Intn(2))%len(c.nodes)]
+	return c.nodes[(indexOf(c, c.target())+1+rng.Intn(2))%len(c.nodes)]
+}
+
+// nemesisCutFollower cuts a follower off from the other members for 3 s.
+func nemesisCutFollower(t *testing.T, c *cluster, lab *netLab, rng *mrand.Rand) {
+	f := follower(c, rng)
+	t.Logf("nemesis: cut follower %s off for 3 s", f.id)
+	lab.cut(indexOf(c, f))
+	time.Sleep(3 * time.Second)
+	lab.heal(indexOf(c, f))
+}
+
+// nemesisRollingRestart restarts every member in turn with SIGTERM.
+func nemesisRollingRestart(t *testing.T, c *cluster) {
+	for _, nd := range c.nodes {
+		t.Logf("nemesis: SIGTERM and restart %s", nd.id)
+		c.sigterm(nd)
+		c.restart(nd)
+		waitReady(t, nd)
+	}
 }
 
 // nemesisPartitionLeader cuts the leader off from the other members until
