@@ -121,6 +121,43 @@ func NewRequest(a Action) (Request, bool) {
 	return nil, false
 }
 
+// NewResult returns a zero result of the given action, ready to be decoded
+// into: a pointer to the action's result type, as the server answers it,
+// or Empty for the actions whose result carries no fields.
+func NewResult(a Action) Response {
+	switch a {
+	case ActionCancelMessageMoveTask:
+		return &CancelMessageMoveTaskResult{}
+	case ActionChangeMessageVisibilityBatch:
+		return &ChangeMessageVisibilityBatchResult{}
+	case ActionCreateQueue:
+		return &CreateQueueResult{}
+	case ActionDeleteMessageBatch:
+		return &DeleteMessageBatchResult{}
+	case ActionGetQueueAttributes:
+		return &GetQueueAttributesResult{}
+	case ActionGetQueueUrl:
+		return &GetQueueUrlResult{}
+	case ActionListDeadLetterSourceQueues:
+		return &ListDeadLetterSourceQueuesResult{}
+	case ActionListMessageMoveTasks:
+		return &ListMessageMoveTasksResult{}
+	case ActionListQueueTags:
+		return &ListQueueTagsResult{}
+	case ActionListQueues:
+		return &ListQueuesResult{}
+	case ActionReceiveMessage:
+		return &ReceiveMessageResult{}
+	case ActionSendMessage:
+		return &SendMessageResult{}
+	case ActionSendMessageBatch:
+		return &SendMessageBatchResult{}
+	case ActionStartMessageMoveTask:
+		return &StartMessageMoveTaskResult{}
+	}
+	return Empty{}
+}
+
 // QueueURLOf returns the QueueUrl member of requests that name a queue by URL,
 // and false for the actions that do not (CreateQueue, GetQueueUrl,
 // ListQueues, and the message move task actions, which use ARNs).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -731,4 +732,50 @@ func TestFrozenShardLeaderSeenFromANodeWithoutReplica(t *testing.T) {
 		t.Fatalf("a send through %s took %v after the shard's leader froze (%v): it waited on the frozen leader", via.id, took.Round(time.Millisecond), err)
 	}
 	t.Logf("a send through %s succeeded %v after the shard's leader froze", via.id, took.Round(time.Millisecond))
+}
+
+// TestConfigQueuesPlacedInShards starts three nodes with three shards and
+// a config file of queues, as a new cluster is started: the leader that
+// declares them places them as CreateQueue through the API would, in the
+// shards (a queue beside its dead-letter queue), not all in the first
+// group, whose writes every node carries; and they work through every
+// node.
+func TestConfigQueuesPlacedInShards(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "fifoq.yaml")
+	yaml := "queues:\n  - name: orders-dlq.fifo\n    attributes:\n      FifoQueue: true\n" +
+		"  - name: orders.fifo\n    attributes:\n      FifoQueue: true\n      ContentBasedDeduplication: true\n" +
+		"    dead_letter:\n      queue: orders-dlq.fifo\n      max_receive_count: 5\n"
+	for i := range 6 {
+		yaml += fmt.Sprintf("  - name: c%d\n", i)
+	}
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "3", "--config", file} })
+	waitShards(t, c, 4)
+	names := []string{"orders-dlq.fifo", "orders.fifo", "c0", "c1", "c2", "c3", "c4", "c5"}
+	defer func() {
+		if t.Failed() {
+			for _, nd := range c.nodes {
+				t.Logf("%s's log ends:\n%s", nd.id, nd.tail(15))
+			}
+		}
+	}()
+	placed := waitPlaced(t, c, names...)
+	perShard := map[int]int{}
+	for _, name := range names {
+		perShard[placed[name]]++
+	}
+	if perShard[0] != 0 || len(perShard) != 3 {
+		t.Fatalf("the config file's queues are in shards %v (queues by shard), want none in the first group and some in each of shards 1 to 3: %v", perShard, placed)
+	}
+	if placed["orders.fifo"] != placed["orders-dlq.fifo"] {
+		t.Fatalf("orders.fifo is in shard %d, its dead-letter queue in %d", placed["orders.fifo"], placed["orders-dlq.fifo"])
+	}
+	for i, nd := range c.nodes {
+		url := fmt.Sprintf("http://%s/000000000000/c%d", nd.httpAddr, i)
+		if _, err := sendVia(nd, url, "hello"); err != nil {
+			t.Fatalf("send to c%d through %s: %v", i, nd.id, err)
+		}
+	}
 }

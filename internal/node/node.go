@@ -345,14 +345,63 @@ func (n *Node) serverConfig(cfg Config) server.Config {
 			// server is set before any member can lead.
 			sc.OnLeader = func(ctx context.Context) {
 				go func() {
-					if err := declare(ctx, n.Server, cfg); err != nil && ctx.Err() == nil {
-						cfg.Logger.Error("cannot apply the config file on becoming leader", "err", err)
+					n.awaitShardMap(ctx, cfg)
+					// Declaring is idempotent: a try that met a shard
+					// without a leader yet is made again.
+					for try := 1; ; try++ {
+						err := declare(ctx, n.Server, cfg)
+						if err == nil || ctx.Err() != nil {
+							return
+						}
+						if try == declareTries {
+							cfg.Logger.Error("cannot apply the config file on becoming leader", "err", err)
+							return
+						}
+						cfg.Logger.Warn("could not apply the config file on becoming leader; trying again", "err", err)
+						select {
+						case <-time.After(time.Second):
+						case <-ctx.Done():
+							return
+						}
 					}
 				}()
 			}
 		}
 	}
 	return sc
+}
+
+// declareTries is how many times a new leader tries to declare the config
+// file's queues, a second apart.
+const declareTries = 5
+
+// shardMapWait bounds how long a new leader waits for the shard map
+// before it declares the config file's queues.
+const shardMapWait = 30 * time.Second
+
+// awaitShardMap waits, on a member configured with shards, until the
+// first group's map names them (the leader writes it as it takes over, or
+// once every member reads its format), so that the config file's queues
+// are placed in the shards as any new queue is, rather than all in the
+// first group. It gives up after shardMapWait (an older member in a
+// rolling upgrade holds the map back): the queues then stay in the first
+// group, where they work as before.
+func (n *Node) awaitShardMap(ctx context.Context, cfg Config) {
+	if n.Shards == nil || cfg.Shards < 2 {
+		return
+	}
+	deadline := time.Now().Add(shardMapWait)
+	for len(n.Shards.Named()) < cfg.Shards {
+		if time.Now().After(deadline) {
+			cfg.Logger.Warn("the shard map is not written yet: the config file's new queues go to the first group", "shards", cfg.Shards)
+			return
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // declare declares the config file's queues through srv, and logs what

@@ -310,6 +310,7 @@ func (s *Server) registerCluster(mux *http.ServeMux) {
 	mux.HandleFunc("GET /cluster/shards", s.serveClusterShards)
 	mux.HandleFunc("POST /cluster/list", s.serveClusterList)
 	mux.HandleFunc("GET "+clusterBackupPath, s.serveClusterBackup)
+	mux.HandleFunc("POST "+clusterDoPath, s.serveClusterDo)
 }
 
 // shardFigures are the figures of every group this node holds a replica

@@ -187,18 +187,14 @@ func (s *Server) holdAnswer(resp api.Response) (release func()) {
 // It acts in the server's own region.
 //
 // On a node with shards, the request is carried out in its queue's group
-// (a new queue in the first group): where this node holds no replica of
-// that group, or does not lead it for a write, it is refused with a
-// retryable error.
+// (a new queue placed first, as CreateQueue through the API places it),
+// by that group's leader: here, or asked over the node-to-node port
+// (do_route.go).
 func (s *Server) Do(ctx context.Context, account string, req api.Request) (api.Response, error) {
 	in := api.Scope{Account: account}
 	if s.sharded() {
 		if q, ok := s.queueOfRequest(in, req); ok {
-			g, held := s.groupByID(s.shards.Of(q))
-			if !held {
-				return nil, api.ErrServiceUnavailable("The queue's shard has no replica on this node; ask a node that holds one (fifoq cluster shards).")
-			}
-			ctx = withGroup(ctx, g)
+			return s.doSharded(ctx, in, q, req)
 		}
 	}
 	return s.do(ctx, in, req)

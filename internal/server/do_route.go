@@ -1,0 +1,199 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// Do's routing on a node with shards. A request that Do carries out for
+// the node itself (the config file's queues, the web console) names no
+// signature to forward, so it goes to the leader of its queue's group as
+// the typed request, over the node-to-node port (POST /cluster/do), and
+// comes back as the typed answer. The port is the members' own: a member
+// that sends a request there has authenticated its caller already, as it
+// has for the Raft traffic beside it.
+
+// clusterDoPath is where a member carries out a request another member's
+// Do routed to it (serveClusterDo).
+const clusterDoPath = "/cluster/do"
+
+// doRouted is the body of POST /cluster/do: a typed request of account's,
+// for the group shard, in the AWS JSON form of its action.
+type doRouted struct {
+	Shard   uint32          `json:"shard"`
+	Account string          `json:"account"`
+	Action  api.Action      `json:"action"`
+	Request json.RawMessage `json:"request"`
+}
+
+// doAnswer is POST /cluster/do's answer: the result in the AWS JSON form
+// of its action, or the error; or, when the member does not lead the
+// group, the group and the leader it knows (Misdirected).
+type doAnswer struct {
+	Result      json.RawMessage `json:"result,omitempty"`
+	Error       *api.Error      `json:"error,omitempty"`
+	Misdirected bool            `json:"misdirected,omitempty"`
+	Group       uint32          `json:"group,omitempty"`
+	Leader      string          `json:"leader,omitempty"`
+}
+
+// doSharded carries out Do's request on a node with shards: in the group
+// of the queue it names (a new queue placed first), here if this node
+// leads that group, else at its leader.
+func (s *Server) doSharded(ctx context.Context, in api.Scope, q api.QueueKey, req api.Request) (api.Response, error) {
+	id := s.shards.Of(q)
+	if cq, ok := req.(*api.CreateQueueRequest); ok {
+		if err := api.Validate(req); err != nil {
+			return nil, err
+		}
+		var err error
+		if id, err = s.placeQueue(ctx, q, s.deadLetterQueueOf(cq)); err != nil {
+			return nil, err
+		}
+	}
+	// No client retries for Do's callers: wait out an election (a shard
+	// just made, or whose leader died) as a follower waits for a leader.
+	deadline := time.Now().Add(leaderWait)
+	for route := 0; route == 0 || time.Now().Before(deadline); route++ {
+		if route > 0 {
+			select {
+			case <-time.After(min(time.Duration(route)*50*time.Millisecond, 500*time.Millisecond)):
+			case <-ctx.Done():
+				return nil, api.ErrServiceUnavailable("The request ended while its queue's shard was being found.")
+			}
+		}
+		g, held := s.groupByID(id)
+		if held && g.leads() {
+			return s.do(withGroup(ctx, g), in, req)
+		}
+		addr := ""
+		if held {
+			_, addr = g.raft.Leader()
+		} else if replicas := s.shards.Replicas(id); len(replicas) > 0 {
+			addr = replicas[route%len(replicas)].Addr
+			if v, ok := s.leaders.Load(id); ok {
+				for _, p := range replicas {
+					if p.ID == v.(string) {
+						addr = p.Addr
+					}
+				}
+			}
+		}
+		if addr == "" {
+			continue // an election: ask again
+		}
+		resp, err := s.doAt(ctx, addr, id, in.Account, req)
+		var mis *misdirectedError
+		if !errors.As(err, &mis) {
+			return resp, err
+		}
+		id = mis.group
+		s.noteLeader(mis)
+	}
+	return nil, api.ErrServiceUnavailable("The leader of the queue's shard could not be found; retry.")
+}
+
+// doAt sends a request of account's for group id to the member at
+// raftAddr and returns its answer; a *misdirectedError if that member
+// does not lead the group.
+func (s *Server) doAt(ctx context.Context, raftAddr string, id uint32, account string, req api.Request) (api.Response, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, api.ErrInternalFailure("Could not encode the request: %v", err)
+	}
+	routed, _ := json.Marshal(doRouted{Shard: id, Account: account, Action: req.Action(), Request: body})
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+raftAddr+clusterDoPath, bytes.NewReader(routed))
+	if err != nil {
+		return nil, api.ErrInternalFailure("Could not route the request: %v", err)
+	}
+	hreq.Header.Set(hdrForwardedBy, s.cluster.NodeID())
+	resp, err := s.fwd.client.Do(hreq)
+	if err != nil {
+		return nil, api.ErrServiceUnavailable("The leader of the queue's shard could not be reached (%v); the request may or may not have been carried out: retry.", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, api.ErrServiceUnavailable("The member asked to carry the request out refused it: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	var a doAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
+		return nil, api.ErrServiceUnavailable("The answer of the queue's shard's leader could not be read (%v); the request may or may not have been carried out: retry.", err)
+	}
+	switch {
+	case a.Misdirected:
+		return nil, &misdirectedError{group: a.Group, leader: a.Leader}
+	case a.Error != nil:
+		return nil, a.Error
+	}
+	result := api.NewResult(req.Action())
+	if _, empty := result.(api.Empty); empty {
+		return result, nil
+	}
+	if err := json.Unmarshal(a.Result, result); err != nil {
+		return nil, api.ErrInternalFailure("Could not decode the answer of the queue's shard's leader: %v", err)
+	}
+	return result, nil
+}
+
+// serveClusterDo carries out a request another member's Do routed here
+// (doAt), if this node leads its group; else it answers where to go.
+// Only on the node-to-node port.
+func (s *Server) serveClusterDo(w http.ResponseWriter, r *http.Request) {
+	if !fromPeer(r) || s.shards == nil {
+		writeJSONError(w, http.StatusNotFound, "no such endpoint")
+		return
+	}
+	var d doRouted
+	if err := json.NewDecoder(io.LimitReader(r.Body, MaxRequestBodyBytes+64<<10)).Decode(&d); err != nil || d.Account == "" {
+		writeJSONError(w, http.StatusBadRequest, "want a routed request")
+		return
+	}
+	req, ok := api.NewRequest(d.Action)
+	if !ok {
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("unknown action %q", d.Action))
+		return
+	}
+	if err := json.Unmarshal(d.Request, req); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "the request: "+err.Error())
+		return
+	}
+	if err := api.NoteSentFIFOIDs(req, d.Request); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "the request: "+err.Error())
+		return
+	}
+	in := api.Scope{Account: d.Account}
+	id := d.Shard
+	if q, named := s.queueOfRequest(in, req); named && s.shards.Of(q) != 0 {
+		id = s.shards.Of(q) // this node's map is as new as the sender's, or newer
+	}
+	g, held := s.groupByID(id)
+	if !held || !g.leads() {
+		a := doAnswer{Misdirected: true, Group: id}
+		if held {
+			a.Leader, _ = g.raft.Leader()
+			if a.Leader == s.cluster.NodeID() {
+				a.Leader = "" // elected, not yet ready
+			}
+		}
+		writeJSON(w, http.StatusOK, a)
+		return
+	}
+	resp, err := s.do(withGroup(r.Context(), g), in, req)
+	var a doAnswer
+	if err != nil {
+		a.Error = api.AsError(err)
+	} else if a.Result, err = json.Marshal(resp); err != nil {
+		a.Error = api.ErrInternalFailure("Could not encode the result: %v", err)
+	}
+	writeJSON(w, http.StatusOK, a)
+}
