@@ -2,7 +2,11 @@ package clustertest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,4 +125,58 @@ func TestRemoveTheLeader(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestRoutedRequestNeedsMutualTLSWithCredentials runs three members with
+// three shards and credentials, and no TLS between them (on loopback). A
+// request routed to another member for the node itself (POST /cluster/do:
+// the config file's, the console's) names the account it acts as, with
+// no signature: on a port without TLS, where whoever reaches it could
+// send one, it must be refused, or the port would let anyone act as any
+// account, where a forwarded API request still has its signature checked.
+func TestRoutedRequestNeedsMutualTLSWithCredentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short mode")
+	}
+	creds := filepath.Join(t.TempDir(), "credentials")
+	if err := os.WriteFile(creds, []byte("AKIDADMIN admin-secret 000000000000 admin\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newClusterWith(t, 3, func(i int, nd *node) {
+		nd.env = []string{"FIFOQ_CREDENTIALS=" + creds}
+		nd.args = []string{"--shards", "3"}
+	})
+	waitShards(t, c, 4)
+	body := `{"shard":1,"account":"000000000000","action":"CreateQueue","request":{"QueueName":"through-cluster-do"}}`
+	for _, nd := range c.nodes {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+nd.raftAddr+"/cluster/do", strings.NewReader(body))
+		req.Header.Set("X-Fifoq-Forwarded-By", "n1")
+		resp, err := peerHTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("POST /cluster/do on %s's port without TLS, credentials configured: %s %s; want 403", nd.id, resp.Status, answer)
+		}
+	}
+}
+
+// peerHTTPClient is an HTTP client of a node's Raft port, as another node
+// without TLS talks to it: each connection says 'H' (HTTP) first.
+func peerHTTPClient() *http.Client {
+	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := conn.Write([]byte{'H'}); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: dial}}
 }

@@ -18,9 +18,13 @@ import (
 // the node itself (the config file's queues, the web console) names no
 // signature to forward, so it goes to the leader of its queue's group as
 // the typed request, over the node-to-node port (POST /cluster/do), and
-// comes back as the typed answer. The port is the members' own: a member
-// that sends a request there has authenticated its caller already, as it
-// has for the Raft traffic beside it.
+// comes back as the typed answer, the account it acts as named beside it.
+// The member that sends it has authenticated its caller; the receiver
+// believes the account only from a member that proved itself by its
+// certificate (mutual TLS), or where no credentials are configured and
+// every request is taken anyway: on a port without TLS, whoever reaches
+// it could otherwise act as any account, where a forwarded API request
+// still has its signature checked.
 
 // clusterDoPath is where a member carries out a request another member's
 // Do routed to it (serveClusterDo).
@@ -151,6 +155,10 @@ func (s *Server) doAt(ctx context.Context, raftAddr string, id uint32, account s
 func (s *Server) serveClusterDo(w http.ResponseWriter, r *http.Request) {
 	if !fromPeer(r) || s.shards == nil {
 		writeJSONError(w, http.StatusNotFound, "no such endpoint")
+		return
+	}
+	if !fromAuthenticatedPeer(r) && s.verifier != nil && !s.verifier.Store.Empty() {
+		writeJSONError(w, http.StatusForbidden, "a request carried out for another member needs mutual TLS between the members (--raft-tls-*) where credentials are configured")
 		return
 	}
 	var d doRouted
