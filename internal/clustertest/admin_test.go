@@ -131,9 +131,11 @@ func TestRemoveTheLeader(t *testing.T) {
 // three shards and credentials, and no TLS between them (on loopback). A
 // request routed to another member for the node itself (POST /cluster/do:
 // the config file's, the console's) names the account it acts as, with
-// no signature: on a port without TLS, where whoever reaches it could
-// send one, it must be refused, or the port would let anyone act as any
-// account, where a forwarded API request still has its signature checked.
+// no signature, and a shard's backup for another member's fifoq backup
+// (GET /cluster/backup) holds every message of the shard: on a port
+// without TLS, where whoever reaches it could ask, both must be refused,
+// or the port would let anyone act as any account or read every message,
+// where a forwarded API request still has its signature checked.
 func TestRoutedRequestNeedsMutualTLSWithCredentials(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
@@ -159,6 +161,16 @@ func TestRoutedRequestNeedsMutualTLSWithCredentials(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("POST /cluster/do on %s's port without TLS, credentials configured: %s %s; want 403", nd.id, resp.Status, answer)
+		}
+		req, _ = http.NewRequest(http.MethodGet, "http://"+nd.raftAddr+"/cluster/backup?shard=1", nil)
+		req.Header.Set("X-Fifoq-Forwarded-By", "n1")
+		if resp, err = peerHTTPClient().Do(req); err != nil {
+			t.Fatal(err)
+		}
+		answer, _ = io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("GET /cluster/backup?shard=1 on %s's port without TLS, credentials configured: %s %.200s; want 403", nd.id, resp.Status, answer)
 		}
 	}
 }

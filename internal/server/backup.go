@@ -22,7 +22,9 @@ const BackupPath = "/admin/backup"
 
 // clusterBackupPath is where a member answers another's GET with a backup
 // of one shard it holds a replica of (?shard=N), on the node-to-node port
-// only: the member that asked verified the caller.
+// only: the member that asked verified the caller. It holds every message
+// of the shard, so it is answered only to a trusted peer (trustedPeer:
+// over mutual TLS, or where no credentials are configured).
 const clusterBackupPath = "/cluster/backup"
 
 // backupLog is a command log that can take a backup: the durable one.
@@ -152,6 +154,10 @@ func (s *Server) fetchShardBackup(ctx context.Context, w io.Writer, raftAddr str
 func (s *Server) serveClusterBackup(w http.ResponseWriter, r *http.Request) {
 	if !fromPeer(r) || s.shards == nil {
 		writeJSONError(w, http.StatusNotFound, "no such endpoint")
+		return
+	}
+	if !s.trustedPeer(r) {
+		writeJSONError(w, http.StatusForbidden, "a shard's backup is given to another member only over mutual TLS between the members (--raft-tls-*) where credentials are configured; take the backup through a member that holds every shard, or give the members TLS")
 		return
 	}
 	id, err := strconv.ParseUint(r.URL.Query().Get("shard"), 10, 32)

@@ -149,6 +149,14 @@ func (s *Server) doAt(ctx context.Context, raftAddr string, id uint32, account s
 	return result, nil
 }
 
+// trustedPeer reports whether r, which came in on the node-to-node port,
+// may be believed without a signature of its own: it came from a member
+// that proved itself by its certificate, or no credentials are configured
+// and every request is taken anyway.
+func (s *Server) trustedPeer(r *http.Request) bool {
+	return fromAuthenticatedPeer(r) || s.verifier == nil || s.verifier.Store.Empty()
+}
+
 // serveClusterDo carries out a request another member's Do routed here
 // (doAt), if this node leads its group; else it answers where to go.
 // Only on the node-to-node port.
@@ -157,7 +165,7 @@ func (s *Server) serveClusterDo(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, "no such endpoint")
 		return
 	}
-	if !fromAuthenticatedPeer(r) && s.verifier != nil && !s.verifier.Store.Empty() {
+	if !s.trustedPeer(r) {
 		writeJSONError(w, http.StatusForbidden, "a request carried out for another member needs mutual TLS between the members (--raft-tls-*) where credentials are configured")
 		return
 	}
