@@ -231,7 +231,7 @@ func nodeConfig(opts serveOptions, cfg *config.File, set serveSettings, ln net.L
 			return nc, err
 		}
 		nc.Cluster = &node.Cluster{Raft: *rc, AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != "")}
-		nc.Shards = opts.cluster.shards
+		nc.Shards = int(opts.cluster.shards)
 	}
 	return nc, nil
 }

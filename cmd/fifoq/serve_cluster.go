@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/config"
+	"github.com/fifoq/fifoq/internal/node"
 	"github.com/fifoq/fifoq/internal/replog"
 	"github.com/fifoq/fifoq/internal/server"
 )
@@ -38,8 +40,33 @@ type clusterOptions struct {
 	// cluster's before it refuses to lead.
 	maxClockOffset time.Duration
 	// shards is how many Raft groups hold the cluster's new queues,
-	// beside its first group (node.Config.Shards).
-	shards int
+	// beside its first group (node.Config.Shards): a count, or
+	// node.ShardsAuto.
+	shards shardCount
+}
+
+// shardCount is --shards's value: 1 to maxShards, or "auto"
+// (node.ShardsAuto).
+type shardCount int
+
+func (c *shardCount) String() string {
+	if *c == node.ShardsAuto {
+		return "auto"
+	}
+	return strconv.Itoa(int(*c))
+}
+
+func (c *shardCount) Set(s string) error {
+	if s == "auto" {
+		*c = node.ShardsAuto
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxShards {
+		return fmt.Errorf("give 1 to %d, or auto", maxShards)
+	}
+	*c = shardCount(n)
+	return nil
 }
 
 // defaultNodeID is the node id of a server started without --node-id: the
@@ -56,7 +83,8 @@ func (c *clusterOptions) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsKey, "raft-tls-key", "", "private key (PEM) for --raft-tls-cert")
 	fs.StringVar(&c.tlsCA, "raft-tls-ca", "", "CA certificate (PEM): a node refuses peers whose certificate this CA did not sign")
 	fs.DurationVar(&c.maxClockOffset, "max-clock-offset", server.DefaultMaxClockOffset, "how far a member's wall clock may be off the majority's before it refuses to lead (queue time is the leader's clock); keep clocks synchronised with NTP")
-	fs.IntVar(&c.shards, "shards", 1, "how many Raft groups (shards) hold a cluster's new queues, each on three nodes and led where the map spreads them, beside the first group (which keeps the shard map and the queues made before); each new queue goes to the shard holding the fewest; 1 keeps every queue in the first group; shards are added, never removed")
+	c.shards = 1
+	fs.Var(&c.shards, "shards", "how many Raft groups (shards) hold a cluster's new queues, each on three nodes and led where the map spreads them, beside the first group (which keeps the shard map and the queues made before); each new queue goes to the shard holding the fewest; 1 keeps every queue in the first group; auto: one per voting member, added as members join; shards are added, never removed")
 	fs.BoolVar(&c.insecure, "raft-insecure", false, "allow --raft-addr beyond loopback without --raft-tls-*: anyone who can reach the port can send Raft messages that rewrite every node's state")
 }
 
@@ -73,11 +101,8 @@ func (c *clusterOptions) check(inMemory bool) error {
 	if err := replog.CheckNodeID(c.nodeID); err != nil {
 		return fmt.Errorf("--node-id: %w", err)
 	}
-	if c.shards < 1 || c.shards > maxShards {
-		return fmt.Errorf("--shards %d: give 1 to %d", c.shards, maxShards)
-	}
 	if !c.clustered() {
-		if c.peers != "" || c.join != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsCA != "" || c.insecure || c.shards > 1 {
+		if c.peers != "" || c.join != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsCA != "" || c.insecure || c.shards != 1 {
 			return errors.New("--peers, --join, --raft-tls-*, --raft-insecure and --shards need --raft-addr")
 		}
 		return nil

@@ -779,3 +779,26 @@ func TestConfigQueuesPlacedInShards(t *testing.T) {
 		}
 	}
 }
+
+// TestShardsAutoFollowTheNodes starts three nodes with --shards auto:
+// the cluster runs one shard per voting member, three, and when a fourth
+// node joins it adds a fourth, which new queues are then placed in.
+func TestShardsAutoFollowTheNodes(t *testing.T) {
+	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "auto"} })
+	waitShards(t, c, 4)
+	joiner := &node{id: "n4", httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), bin: binary,
+		args: []string{"--shards", "auto"}, join: "http://" + c.nodes[0].httpAddr}
+	joiner.logPath = filepath.Join(t.TempDir(), "n4.log")
+	c.nodes = append(c.nodes, joiner)
+	c.start(joiner, "")
+	waitShards(t, c, 5)
+	createNumberedQueues(t, c, 4)
+	placed := waitPlaced(t, c, "q0.fifo", "q1.fifo", "q2.fifo", "q3.fifo")
+	shards := map[int]bool{}
+	for _, id := range placed {
+		shards[id] = true
+	}
+	if len(shards) != 4 || shards[0] {
+		t.Fatalf("four new queues are in shards %v, want one in each of shards 1 to 4", placed)
+	}
+}

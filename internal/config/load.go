@@ -189,6 +189,10 @@ func (l *loader) setting(s Setting, v *yaml.Node) error {
 			if _, err := memguard.ParseSize(text); err != nil {
 				return l.errAt(v, "%s: %v", s.Key, err)
 			}
+		case s.Kind == Count:
+			if err := checkValue(Count, text); err != nil {
+				return l.errAt(v, "%s: %q: %v", s.Key, text, err)
+			}
 		case s.Kind == Account && !api.IsAccountID(text):
 			return l.errAt(v, "%s: %q is not an account id (12 digits)", s.Key, text)
 		case s.Kind == Path && text != "" && !filepath.IsAbs(text):

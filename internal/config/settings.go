@@ -32,6 +32,8 @@ const (
 	// Size is a number of bytes, with an optional binary unit ("512MiB",
 	// "2GiB", "1073741824"), as memguard.ParseSize reads it.
 	Size
+	// Count is a decimal integer, or "auto".
+	Count
 )
 
 // Setting is one server setting, which the command line, the environment
@@ -79,7 +81,7 @@ var Settings = []Setting{
 	{Key: "raft_tls.ca", Flag: "raft-tls-ca", Env: "FIFOQ_RAFT_TLS_CA", Kind: Path},
 	{Key: "raft_insecure", Flag: "raft-insecure", Env: "FIFOQ_RAFT_INSECURE", Kind: Bool},
 	{Key: "max_clock_offset", Flag: "max-clock-offset", Env: "FIFOQ_MAX_CLOCK_OFFSET", Kind: Duration},
-	{Key: "shards", Flag: "shards", Env: "FIFOQ_SHARDS", Kind: Int},
+	{Key: "shards", Flag: "shards", Env: "FIFOQ_SHARDS", Kind: Count},
 }
 
 // The config file's own flag and environment variable.
@@ -156,6 +158,10 @@ func checkValue(k Kind, text string) error {
 	case Size:
 		_, err := memguard.ParseSize(text)
 		return err
+	case Count:
+		if _, err := strconv.ParseInt(text, 10, 64); err != nil && text != "auto" {
+			return fmt.Errorf("want a decimal integer, or auto")
+		}
 	}
 	return nil
 }

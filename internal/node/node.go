@@ -66,8 +66,9 @@ type Config struct {
 	// Shards is how many Raft groups are to hold the cluster's new queues,
 	// beside its first group (internal/shards): the first group's leader
 	// adds shards up to it; 0 or 1 adds none, and new queues stay in the
-	// first group. A member runs the shards the cluster has, whatever its
-	// own setting.
+	// first group; ShardsAuto, one per voting member, added as members
+	// join. A member runs the shards the cluster has, whatever its own
+	// setting.
 	Shards int
 
 	// Logger receives the node's log lines (slog.Default() if nil).
@@ -98,6 +99,10 @@ type Config struct {
 	// time a member becomes it, in a cluster.
 	Queues *config.File
 }
+
+// ShardsAuto is Config.Shards for as many shards as the cluster has
+// voting members (shards.Auto).
+const ShardsAuto = shards.Auto
 
 // Cluster is what makes a node a member of a cluster.
 type Cluster struct {
@@ -387,11 +392,15 @@ const shardMapWait = 30 * time.Second
 // rolling upgrade holds the map back): the queues then stay in the first
 // group, where they work as before.
 func (n *Node) awaitShardMap(ctx context.Context, cfg Config) {
-	if n.Shards == nil || cfg.Shards < 2 {
+	if n.Shards == nil || (cfg.Shards < 2 && cfg.Shards != ShardsAuto) {
 		return
 	}
+	want := cfg.Shards
+	if want == ShardsAuto {
+		want = 1 // as many as the voters: the leader writes them at once
+	}
 	deadline := time.Now().Add(shardMapWait)
-	for len(n.Shards.Named()) < cfg.Shards {
+	for len(n.Shards.Named()) < want {
 		if time.Now().After(deadline) {
 			cfg.Logger.Warn("the shard map is not written yet: the config file's new queues go to the first group", "shards", cfg.Shards)
 			return

@@ -64,13 +64,23 @@ const (
 	queuePrefix = "shards/queue/"
 )
 
+// Auto is Config.Count for as many shards as the cluster has voters.
+const Auto = -1
+
+// MaxAuto bounds the shards Auto adds: every member holds a replica of
+// about three in every member's count of them, and each costs an idle
+// Raft group's goroutines, heap and heartbeats.
+const MaxAuto = 64
+
 // Config is what a Set opens its shards with.
 type Config struct {
 	// Count is how many shards are to hold the cluster's new queues,
 	// beside the first group (which keeps the map, and the queues made
 	// before there were shards): the first group's leader adds records
 	// up to it. Less than 2 adds none, and new queues stay in the first
-	// group (a node still opens the shards the map names).
+	// group (a node still opens the shards the map names). Auto is one
+	// per voting member of the first group, up to MaxAuto, added as
+	// members join (a cluster of one has none).
 	Count int
 	// Dir is the node's data dir: shard N lives in Dir/shards/N.
 	Dir string
@@ -396,22 +406,29 @@ func (s *Set) closeUnwanted() {
 // many preferred leaders (a shard's first replica) on every node to
 // within one. Shard 0, the first group, is on every member.
 func (s *Set) extend() error {
-	if s.cfg.Count < 2 || !s.host.WritesShardMap() {
+	if (s.cfg.Count < 2 && s.cfg.Count != Auto) || !s.host.WritesShardMap() {
 		// Until every member reads the map's format, there is none.
 		return nil
 	}
 	have := s.named()
-	if len(have) >= s.cfg.Count {
+	if s.cfg.Count != Auto && len(have) >= s.cfg.Count {
 		return nil
 	}
 	voters, addr, err := s.voters()
 	if err != nil {
 		return err
 	}
+	count := s.cfg.Count
+	if count == Auto {
+		count = min(len(voters), MaxAuto)
+	}
+	if count < 2 || len(have) >= count {
+		return nil
+	}
 	// The first group is placed too, as shard 0, so that the nodes
 	// preferred to lead shards are spread around it; it stays on every
 	// member whatever the map says of it.
-	m, err := placement.Initial(voters, s.cfg.Count+1)
+	m, err := placement.Initial(voters, count+1)
 	if err != nil {
 		return err
 	}
