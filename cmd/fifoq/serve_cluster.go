@@ -9,12 +9,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strconv"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
