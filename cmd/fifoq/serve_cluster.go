@@ -49,6 +49,7 @@ type clusterOptions struct {
 // (node.ShardsAuto).
 type shardCount int
 
+// String implements flag.Value.
 func (c *shardCount) String() string {
 	if *c == node.ShardsAuto {
 		return "auto"
@@ -56,6 +57,7 @@ func (c *shardCount) String() string {
 	return strconv.Itoa(int(*c))
 }
 
+// Set implements flag.Value.
 func (c *shardCount) Set(s string) error {
 	if s == "auto" {
 		*c = node.ShardsAuto
