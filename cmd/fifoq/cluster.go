@@ -255,9 +255,14 @@ func printShards(w io.Writer, st server.ShardsStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SHARD\tLEADER\tSTATE HERE\tTERM\tAPPLIED\tCOMMIT\tVOTERS\tQUEUES")
 	for _, sh := range st.Shards {
-		if !sh.Held {
+		if !sh.Held && sh.Via == "" {
 			fmt.Fprintf(tw, "%d\t-\tno replica here\t\t\t\t%s\t-\n", sh.Shard, orNone(strings.Join(sh.Wanted, ",")))
 			continue
+		}
+		state := sh.State
+		if !sh.Held {
+			// As the replica on another node sees it.
+			state = "(on " + sh.Via + ") " + sh.State
 		}
 		var voters []string
 		for _, m := range sh.Members {
@@ -265,7 +270,7 @@ func printShards(w io.Writer, st server.ShardsStatus) {
 				voters = append(voters, m.ID)
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%s\t%d %s\n", sh.Shard, orNone(sh.LeaderID), sh.State, sh.Term, sh.AppliedIndex, sh.CommitIndex,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%s\t%d %s\n", sh.Shard, orNone(sh.LeaderID), state, sh.Term, sh.AppliedIndex, sh.CommitIndex,
 			orNone(strings.Join(voters, ",")), len(sh.Queues), strings.Join(sh.Queues, " "))
 	}
 	tw.Flush()

@@ -155,6 +155,13 @@ func TestBackupAndExportOfShards(t *testing.T) {
 			}
 		}
 	}
+	// fifoq cluster shards through it lists that queue, as one of its
+	// shard's replicas sees it.
+	if out := runVia(t, via, "cluster", "shards"); !strings.Contains(out, "000000000000/"+elsewhere) {
+		t.Fatalf("fifoq cluster shards through %s does not list %s, in a shard it holds no replica of:\n%s", via.id, elsewhere, out)
+	} else {
+		t.Logf("fifoq cluster shards through %s:\n%s", via.id, out)
+	}
 	exported := filepath.Join(t.TempDir(), "export.jsonl")
 	runVia(t, via, "export", elsewhere, exported)
 	lines, err := os.ReadFile(exported)

@@ -3,9 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -200,8 +203,10 @@ func (s *Server) deadLetterQueueOf(req *api.CreateQueueRequest) *api.QueueKey {
 type ShardStatus struct {
 	Shard uint32 `json:"shard"`
 	// Held: this node holds a replica of the shard. The figures below
-	// are its replica's; a shard not held here shows only Wanted.
-	Held bool `json:"held"`
+	// are its replica's; for a shard not held here, those of the replica
+	// named Via, if one answered, else none.
+	Held bool   `json:"held"`
+	Via  string `json:"via,omitempty"`
 	// Wanted are the nodes the map wants the shard's replicas on (every
 	// member for shard 0), and PreferredLeader the one it wants to lead
 	// it, where the leaders spread over the nodes.
@@ -256,14 +261,66 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 		out.Shards = append(out.Shards, st)
 	}
 	if s.shards != nil {
+		// A shard held elsewhere is shown as one of its replicas sees it,
+		// asked for its own groups only (?local), so that asking never
+		// fans out further.
+		local := r.URL.Query().Has("local")
 		for _, id := range s.shards.Named() {
 			if _, held := s.shards.Shard(id); !held {
-				out.Shards = append(out.Shards, ShardStatus{Shard: id, Wanted: s.wantedOf(id), PreferredLeader: prefs[id]})
+				st := ShardStatus{Shard: id, Wanted: s.wantedOf(id), PreferredLeader: prefs[id]}
+				if !local {
+					s.fillFromReplica(r.Context(), &st)
+				}
+				out.Shards = append(out.Shards, st)
 			}
 		}
 		slices.SortFunc(out.Shards, func(a, b ShardStatus) int { return int(a.Shard) - int(b.Shard) })
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// fillFromReplica fills st, a shard this node holds no replica of, with
+// what the first of its replicas to answer says of it (its leader,
+// progress, members and queues), and names that replica (Via).
+func (s *Server) fillFromReplica(ctx context.Context, st *ShardStatus) {
+	for _, p := range s.shards.Replicas(st.Shard) {
+		theirs, err := s.askShards(ctx, p.Addr)
+		if err != nil {
+			continue
+		}
+		for _, sh := range theirs.Shards {
+			if sh.Shard == st.Shard && sh.Held {
+				st.Via, st.LeaderID, st.State, st.Term = p.ID, sh.LeaderID, sh.State, sh.Term
+				st.CommitIndex, st.AppliedIndex, st.Members, st.Queues = sh.CommitIndex, sh.AppliedIndex, sh.Members, sh.Queues
+				return
+			}
+		}
+	}
+}
+
+// askShards asks the member at raftAddr for the groups it holds
+// (GET /cluster/shards?local).
+func (s *Server) askShards(ctx context.Context, raftAddr string) (*ShardsStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+raftAddr+"/cluster/shards?local", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(hdrForwardedBy, s.cluster.NodeID())
+	resp, err := s.fwd.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, errors.New(resp.Status)
+	}
+	var st ShardsStatus
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 // wantedOf returns the nodes the map wants shard id's replicas on; for
