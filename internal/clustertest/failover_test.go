@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -656,17 +657,25 @@ func TestReplicaMovesUnderLoad(t *testing.T) {
 				joiner := &node{id: fmt.Sprintf("j%d", round+1), httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), bin: binary,
 					args: []string{"--shards", "3"}, join: "http://" + c.nodes[0].httpAddr}
 				joiner.logPath = filepath.Join(t.TempDir(), joiner.id+".log")
-				c.nodes = append(c.nodes, joiner)
-				c.start(joiner, "")
+				// The workload reads c.nodes as it runs: the cluster with
+				// the joiner is a view of its own.
+				grown := &cluster{t: t, nodes: append(slices.Clone(c.nodes), joiner)}
+				grown.leaderOfTest = func() *node { return grown.shardLeader("failover.fifo") }
+				grown.start(joiner, "")
+				t.Cleanup(func() {
+					if joiner.running() {
+						grown.kill(joiner)
+					}
+				})
 				waitHolds(t, joiner, true)
 				// The moves toward the joiner go on: kill the leader of the
 				// queue's shard in the middle of them.
-				victim := c.target()
+				victim := grown.target()
 				t.Logf("nemesis: %s joined and holds replicas; kill %s, the leader of the queue's shard", joiner.id, victim.id)
 				c.kill(victim)
 				time.Sleep(time.Duration(200+rng.Intn(500)) * time.Millisecond)
 				c.restart(victim)
-				waitShards(t, c, 4)
+				waitShards(t, grown, 4)
 				pause()
 				t.Logf("nemesis: remove %s", joiner.id)
 				retrying(t, "fifoq cluster remove", func() error {
@@ -676,8 +685,7 @@ func TestReplicaMovesUnderLoad(t *testing.T) {
 					}
 					return nil
 				})
-				c.kill(joiner)
-				c.nodes = c.nodes[:3]
+				grown.kill(joiner)
 				waitShards(t, c, 4)
 				t.Logf("nemesis: %s removed; its replicas moved back", joiner.id)
 			}
