@@ -132,6 +132,7 @@ func TestShardStorageFaultStopsNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
+	testenv.Long(t, "a member whose shards' disk fails, restarted and drained")
 	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "3"} })
 	waitShards(t, c, 4)
 	urls := createNumberedQueues(t, c, 3)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // TestWipedMemberRestartedIsFenced kills a member with SIGKILL, deletes its
@@ -35,6 +37,7 @@ func TestWipedMemberRestartedIsFencedWithShards(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
+	testenv.Long(t, "the fenced-member test again, with shards")
 	wipedMemberIsFenced(t, 3)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/fifoq/fifoq/internal/server"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // shardsOf is a node's GET /cluster/shards, or nil if it did not answer.
@@ -642,6 +643,7 @@ func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
 // of balancing would cost the shard two elections. Over 12 s (two rounds)
 // the shard's leader must not change, and never be the skewed node.
 func TestShardLeadershipNotHandedToSkewedClock(t *testing.T) {
+	testenv.Long(t, "a node restarted with a skewed clock and 20 s of watching its shard's leadership")
 	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "3"} })
 	st := waitShards(t, c, 4)
 	skewed := c.nodes[1]
@@ -784,6 +786,7 @@ func TestConfigQueuesPlacedInShards(t *testing.T) {
 // the cluster runs one shard per voting member, three, and when a fourth
 // node joins it adds a fourth, which new queues are then placed in.
 func TestShardsAutoFollowTheNodes(t *testing.T) {
+	testenv.Long(t, "a fourth node joins a cluster with --shards auto")
 	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "auto"} })
 	waitShards(t, c, 4)
 	joiner := &node{id: "n4", httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), bin: binary,

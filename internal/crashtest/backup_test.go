@@ -24,6 +24,7 @@ import (
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/backup"
 	"github.com/fifoq/fifoq/internal/server"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // TestBackupUnderLoadRestores runs the real binary with an admin key: it
@@ -291,6 +292,7 @@ func TestSlowReaderGetsBackupAndExportWhole(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out the server's write timeout; skipped in -short mode")
 	}
+	testenv.Long(t, "a reader that pauses longer than the server's 60 s write timeout")
 	addr := freeAddr(t)
 	src := launch(t, nil, "serve", "--listen", addr, "--data-dir", t.TempDir())
 	client := signedClient("http://"+addr, plainHTTP(), "AKIDANY", "any")
