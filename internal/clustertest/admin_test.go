@@ -135,7 +135,9 @@ func TestRemoveTheLeader(t *testing.T) {
 // (GET /cluster/backup) holds every message of the shard: on a port
 // without TLS, where whoever reaches it could ask, both must be refused,
 // or the port would let anyone act as any account or read every message,
-// where a forwarded API request still has its signature checked.
+// where a forwarded API request still has its signature checked. Such a
+// cluster still declares its config file's queues, in the first group, as
+// it did before requests were routed.
 func TestRoutedRequestNeedsMutualTLSWithCredentials(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
@@ -144,11 +146,18 @@ func TestRoutedRequestNeedsMutualTLSWithCredentials(t *testing.T) {
 	if err := os.WriteFile(creds, []byte("AKIDADMIN admin-secret 000000000000 admin\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	file := filepath.Join(t.TempDir(), "fifoq.yaml")
+	if err := os.WriteFile(file, []byte("queues:\n  - name: declared\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c := newClusterWith(t, 3, func(i int, nd *node) {
 		nd.env = []string{"FIFOQ_CREDENTIALS=" + creds}
-		nd.args = []string{"--shards", "3"}
+		nd.args = []string{"--shards", "3", "--config", file}
 	})
 	waitShards(t, c, 4)
+	if placed := waitPlaced(t, c, "declared"); placed["declared"] != 0 {
+		t.Fatalf("the config file's queue is in shard %d, which its leader could not reach without TLS", placed["declared"])
+	}
 	body := `{"shard":1,"account":"000000000000","action":"CreateQueue","request":{"QueueName":"through-cluster-do"}}`
 	for _, nd := range c.nodes {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+nd.raftAddr+"/cluster/do", strings.NewReader(body))

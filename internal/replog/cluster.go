@@ -282,3 +282,7 @@ func (l *Raft) stopCluster() {
 // Clustered reports whether the log is a member of a networked cluster
 // (as opposed to a cluster of one without a network).
 func (l *Raft) Clustered() bool { return l.cluster != nil }
+
+// PeersAuthenticated reports whether the members talk over mutual TLS, so
+// that each proves itself to the others by its certificate.
+func (l *Raft) PeersAuthenticated() bool { return l.cluster != nil && l.cluster.cfg.TLS != nil }

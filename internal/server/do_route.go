@@ -53,7 +53,20 @@ type doAnswer struct {
 // doSharded carries out Do's request on a node with shards: in the group
 // of the queue it names (a new queue placed first), here if this node
 // leads that group, else at its leader.
+//
+// Where the other members would refuse a routed request (credentials
+// configured, no mutual TLS: trustedPeer), it is carried out here, in the
+// group this node holds (a new queue in the first group, unplaced), and
+// refused with a retryable error for a group held elsewhere: placing a
+// queue in a shard this node could not reach would leave it uncreatable.
 func (s *Server) doSharded(ctx context.Context, in api.Scope, q api.QueueKey, req api.Request) (api.Response, error) {
+	if !s.cluster.PeersAuthenticated() && s.verifier != nil && !s.verifier.Store.Empty() {
+		g, held := s.groupByID(s.shards.Of(q))
+		if !held {
+			return nil, api.ErrServiceUnavailable("The queue's shard has no replica on this node, and the members have no mutual TLS to carry the request to one (--raft-tls-*); ask a node that holds one (fifoq cluster shards).")
+		}
+		return s.do(withGroup(ctx, g), in, req)
+	}
 	id := s.shards.Of(q)
 	if cq, ok := req.(*api.CreateQueueRequest); ok {
 		if err := api.Validate(req); err != nil {

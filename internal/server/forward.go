@@ -24,6 +24,7 @@ import (
 // leads.
 type RaftLog interface {
 	Clustered() bool
+	PeersAuthenticated() bool
 	Leading() bool
 	LeadershipChanged() <-chan struct{}
 	Leader() (id, raftAddr string)
