@@ -100,8 +100,19 @@ type cluster struct {
 	nodes []*node
 	// leaderOfTest, if set, finds the node whose leadership a test's
 	// disruptions strike (target): a shard's leader, say; nil, the
-	// cluster's leader.
+	// cluster's leader. seenLeader, if set, is the id of that leader as
+	// one node sees it ("" if it knows none); nil, the cluster's.
 	leaderOfTest func() *node
+	seenLeader   func(nd *node) string
+}
+
+// leaderSeenBy returns the id of the leader of what the test strikes, as
+// nd sees it.
+func (c *cluster) leaderSeenBy(nd *node) string {
+	if c.seenLeader != nil {
+		return c.seenLeader(nd)
+	}
+	return nd.leaderOf()
 }
 
 // target returns the node a test's disruptions strike: the leader of

@@ -365,6 +365,17 @@ func runFailover(t *testing.T, r *run) {
 	}
 	w := &workload{c: c, hist: &historycheck.History{}, sendGap: r.sendGap}
 	w.queueURL = c.createQueue("failover.fifo", attrs)
+	if r.shards > 1 {
+		shard := uint32(waitPlaced(t, c, "failover.fifo")["failover.fifo"])
+		c.seenLeader = func(nd *node) string {
+			for _, sh := range shardsOrNone(nd) {
+				if sh.Shard == shard && sh.Held {
+					return sh.LeaderID
+				}
+			}
+			return ""
+		}
+	}
 	probeAttrs := map[string]string{"FifoQueue": "true"}
 	if r.shards > 1 {
 		// The probe measures the failover of the queue's shard: a

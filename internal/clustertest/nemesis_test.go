@@ -125,7 +125,7 @@ func TestNemesisWithShards(t *testing.T) {
 		},
 		nemesis: func(t *testing.T, c *cluster, rng *mrand.Rand, pause func()) {
 			pause()
-			nemesisPartitionShardLeader(t, c, lab)
+			nemesisPartitionLeader(t, c, lab)
 			pause()
 			nemesisCutFollower(t, c, lab, rng)
 			pause()
@@ -137,49 +137,6 @@ func TestNemesisWithShards(t *testing.T) {
 	if len(r.problems) > 0 {
 		t.Errorf("history check failed (seed %d):\n  %s", r.seed, strings.Join(r.problems, "\n  "))
 	}
-}
-
-// nemesisPartitionShardLeader cuts the leader of the test's queue's shard
-// off from the other members until they have elected another leader of
-// the shard, holds the partition a while longer, and heals it.
-func nemesisPartitionShardLeader(t *testing.T, c *cluster, lab *netLab) {
-	shard, ok := placedShards(c)["failover.fifo"]
-	if !ok {
-		t.Fatal("no node shows the shard of failover.fifo")
-	}
-	old := c.target()
-	t.Logf("nemesis: cut %s, the leader of shard %d, off from the other members", old.id, shard)
-	cut := time.Now()
-	lab.cut(indexOf(c, old))
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		votes := map[string]int{}
-		for _, nd := range c.nodes {
-			if nd == old {
-				continue
-			}
-			for _, sh := range shardsOrNone(nd) {
-				if int(sh.Shard) == shard && sh.LeaderID != "" && sh.LeaderID != old.id {
-					votes[sh.LeaderID]++
-				}
-			}
-		}
-		elected := ""
-		for id, n := range votes {
-			if n >= 2 {
-				elected = id
-			}
-		}
-		if elected != "" {
-			t.Logf("nemesis: the majority elected %s to lead shard %d %v after the cut", elected, shard, time.Since(cut).Round(time.Millisecond))
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the majority elected no leader of shard %d within 30 s of cutting %s off", shard, old.id)
-		}
-	}
-	time.Sleep(2 * time.Second)
-	lab.heal(indexOf(c, old))
-	t.Logf("nemesis: healed %s", old.id)
 }
 
 // shardsOrNone is a node's groups as its /cluster/shards shows them, or
@@ -297,11 +254,12 @@ func nemesisRollingRestart(t *testing.T, c *cluster) {
 	}
 }
 
-// nemesisPartitionLeader cuts the leader off from the other members until
-// they have elected another, holds the partition a while longer, and heals
-// it.
+// nemesisPartitionLeader cuts the leader of what the test strikes (the
+// cluster, or the test queue's shard: cluster.target) off from the other
+// members until they have elected another, holds the partition a while
+// longer, and heals it.
 func nemesisPartitionLeader(t *testing.T, c *cluster, lab *netLab) {
-	old := c.leader()
+	old := c.target()
 	t.Logf("nemesis: cut leader %s off from the other members", old.id)
 	cut := time.Now()
 	lab.cut(indexOf(c, old))
@@ -321,12 +279,13 @@ func nemesisPartitionLeader(t *testing.T, c *cluster, lab *netLab) {
 	t.Logf("nemesis: healed %s", old.id)
 }
 
-// majorityLeader returns the leader the members other than cut agree on.
+// majorityLeader returns the leader of what the test strikes that the
+// members other than cut agree on.
 func majorityLeader(c *cluster, cut *node) *node {
 	votes := map[string]int{}
 	for _, nd := range c.nodes {
 		if nd != cut {
-			if id := nd.leaderOf(); id != "" && id != cut.id {
+			if id := c.leaderSeenBy(nd); id != "" && id != cut.id {
 				votes[id]++
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/backup"
@@ -123,21 +122,11 @@ func (s *Server) backupShard(ctx context.Context, w io.Writer, id uint32) error 
 // raftAddr to w, checking it as it goes (its format, its group, its
 // checksum); sent reports whether any of it reached w.
 func (s *Server) fetchShardBackup(ctx context.Context, w io.Writer, raftAddr string, id uint32) (sent bool, err error) {
-	url := "http://" + raftAddr + clusterBackupPath + "?shard=" + strconv.FormatUint(uint64(id), 10)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false, err
-	}
-	req.Header.Set(hdrForwardedBy, s.cluster.NodeID())
-	resp, err := s.fwd.client.Do(req)
+	resp, err := s.askPeer(ctx, http.MethodGet, raftAddr, clusterBackupPath+"?shard="+strconv.FormatUint(uint64(id), 10), nil)
 	if err != nil {
 		return false, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return false, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
 	cw := &countWriter{w: w}
 	hdr, snap, err := backup.Read(io.TeeReader(resp.Body, cw))
 	if err == nil && hdr.Shard != id {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -475,24 +476,50 @@ func (s *Server) serveClusterStatus(w http.ResponseWriter, r *http.Request) {
 func (s *Server) askNode(ctx context.Context, raftAddr string) (*NodeInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+raftAddr+"/cluster/node", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := s.fwd.client.Do(req)
-	if err != nil {
+	resp, err := s.askPeer(ctx, http.MethodGet, raftAddr, "/cluster/node", nil)
+	var refused *peerRefusal
+	switch {
+	case errors.As(err, &refused):
+		return nil, errors.New(refused.status)
+	case err != nil:
 		return nil, errors.New("no answer")
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, errors.New(resp.Status)
-	}
 	var info NodeInfo
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&info); err != nil {
 		return nil, err
 	}
 	return &info, nil
 }
+
+// askPeer sends a request, as this member, to the member at raftAddr's
+// node-to-node port, and returns the answer if it is 200 OK, for the
+// caller to read and close. Another status is a *peerRefusal, with the
+// start of what the member said.
+func (s *Server) askPeer(ctx context.Context, method, raftAddr, path string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+raftAddr+path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(hdrForwardedBy, s.cluster.NodeID())
+	resp, err := s.fwd.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		return nil, &peerRefusal{status: resp.Status, msg: strings.TrimSpace(string(msg))}
+	}
+	return resp, nil
+}
+
+// peerRefusal is a member's answer other than 200 OK (askPeer).
+type peerRefusal struct {
+	status, msg string
+}
+
+func (e *peerRefusal) Error() string { return e.status + ": " + e.msg }
 
 // memberRequest is the body of POST /cluster/members.
 type memberRequest struct {

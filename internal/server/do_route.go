@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -128,20 +127,15 @@ func (s *Server) doAt(ctx context.Context, raftAddr string, id uint32, account s
 		return nil, api.ErrInternalFailure("Could not encode the request: %v", err)
 	}
 	routed, _ := json.Marshal(doRouted{Shard: id, Account: account, Action: req.Action(), Request: body})
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+raftAddr+clusterDoPath, bytes.NewReader(routed))
-	if err != nil {
-		return nil, api.ErrInternalFailure("Could not route the request: %v", err)
-	}
-	hreq.Header.Set(hdrForwardedBy, s.cluster.NodeID())
-	resp, err := s.fwd.client.Do(hreq)
-	if err != nil {
+	resp, err := s.askPeer(ctx, http.MethodPost, raftAddr, clusterDoPath, bytes.NewReader(routed))
+	var refused *peerRefusal
+	switch {
+	case errors.As(err, &refused):
+		return nil, api.ErrServiceUnavailable("The member asked to carry the request out refused it: %v", refused)
+	case err != nil:
 		return nil, api.ErrServiceUnavailable("The leader of the queue's shard could not be reached (%v); the request may or may not have been carried out: retry.", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, api.ErrServiceUnavailable("The member asked to carry the request out refused it: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
 	var a doAnswer
 	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
 		return nil, api.ErrServiceUnavailable("The answer of the queue's shard's leader could not be read (%v); the request may or may not have been carried out: retry.", err)

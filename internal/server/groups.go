@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -303,19 +302,11 @@ func (s *Server) fillFromReplica(ctx context.Context, st *ShardStatus) {
 func (s *Server) askShards(ctx context.Context, raftAddr string) (*ShardsStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+raftAddr+"/cluster/shards?local", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set(hdrForwardedBy, s.cluster.NodeID())
-	resp, err := s.fwd.client.Do(req)
+	resp, err := s.askPeer(ctx, http.MethodGet, raftAddr, "/cluster/shards?local", nil)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, errors.New(resp.Status)
-	}
 	var st ShardsStatus
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&st); err != nil {
 		return nil, err

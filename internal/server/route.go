@@ -215,7 +215,10 @@ func (s *Server) forwardToReplica(w http.ResponseWriter, r *http.Request, body [
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	go s.watchRemoteLeader(ctx, cancel, id, target.ID)
+	// Most forwards are answered long before the first look: they pay
+	// for a timer, not for a goroutine and a ticker.
+	watch := time.AfterFunc(remoteLeaderCheck, func() { s.watchRemoteLeader(ctx, cancel, id, target.ID) })
+	defer watch.Stop()
 	err := s.sendForward(ctx, w, r, body, id, target.Addr)
 	var mis *misdirectedError
 	switch {
@@ -234,19 +237,24 @@ func (s *Server) forwardToReplica(w http.ResponseWriter, r *http.Request, body [
 // replica of asks the shard's other replicas who leads.
 const remoteLeaderCheck = 500 * time.Millisecond
 
-// watchRemoteLeader cancels a forward to target, sent for shard id, once
-// another replica of the shard names another leader, which it remembers
-// (noteLeader) for the request's retry. A replica whose view lags (it
-// names a leader at a term below one at which another replica named
-// target) is not believed.
+// watchRemoteLeader looks at once, then every remoteLeaderCheck, and
+// cancels a forward to target, sent for shard id, once another replica of
+// the shard names another leader, which it remembers (noteLeader) for the
+// request's retry. A replica whose view lags (it names a leader at a term
+// below one at which another replica named target) is not believed.
 func (s *Server) watchRemoteLeader(ctx context.Context, cancel context.CancelFunc, id uint32, target string) {
 	tick := time.NewTicker(remoteLeaderCheck)
 	defer tick.Stop()
 	var targetTerm uint64 // the highest term at which a replica named target
-	for {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if ctx.Err() != nil {
 			return
 		}
 		v, ok := s.remoteViews.get(ctx, s, id, target)
@@ -419,20 +427,11 @@ func (s *Server) askPlace(ctx context.Context, raftAddr string, p placeRequest) 
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	b, _ := json.Marshal(p)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+raftAddr+"/cluster/place", bytes.NewReader(b))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set(hdrForwardedBy, s.cluster.NodeID())
-	resp, err := s.fwd.client.Do(req)
+	resp, err := s.askPeer(ctx, http.MethodPost, raftAddr, "/cluster/place", bytes.NewReader(b))
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
 	var a placeAnswer
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&a); err != nil {
 		return 0, err
@@ -556,20 +555,11 @@ func (s *Server) askList(ctx context.Context, id uint32, lr listRequest) (*api.L
 func (s *Server) askListOf(ctx context.Context, raftAddr string, body []byte) (*api.ListQueuesResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+raftAddr+"/cluster/list", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set(hdrForwardedBy, s.cluster.NodeID())
-	resp, err := s.fwd.client.Do(req)
+	resp, err := s.askPeer(ctx, http.MethodPost, raftAddr, "/cluster/list", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
 	var res api.ListQueuesResult
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&res); err != nil {
 		return nil, err
