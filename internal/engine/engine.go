@@ -87,6 +87,10 @@ type Engine struct {
 	// meta is the command log's metadata (meta.go).
 	meta map[string]string
 
+	// moved holds the queues moved out of the engine whose names still
+	// answer IsQueueMoving (move.go).
+	moved map[api.QueueKey]movedAway
+
 	// dlqSources maps a dead-letter queue to the queues whose RedrivePolicy
 	// names it.
 	dlqSources map[api.QueueKey]map[api.QueueKey]struct{}
@@ -139,6 +143,7 @@ func New(cfg Config) *Engine {
 		ms:         newMsgStore(),
 		queues:     map[api.QueueKey]*queue{},
 		deleted:    map[api.QueueKey]deletion{},
+		moved:      map[api.QueueKey]movedAway{},
 		dlqSources: map[api.QueueKey]map[api.QueueKey]struct{}{},
 		due:        &indexedHeap[*queue]{less: dueLess, pos: duePos},
 		cow:        &cowState{},
@@ -254,8 +259,11 @@ func (e *Engine) Receivable(q api.QueueKey, now int64) bool {
 // nothing but what time changes anyway, so it need not go through the log.
 func (e *Engine) ReceiveOutlook(q api.QueueKey, now int64, attemptID string) (exists, take bool) {
 	qu := e.queues[q]
-	if qu == nil {
-		return false, false
+	if qu == nil || qu.fence != "" {
+		// A queue moving or moved away answers through the log, which
+		// tells a router to retry where it is now.
+		_, err := e.queueAt(q, max(now, e.now))
+		return IsQueueMoving(err), IsQueueMoving(err)
 	}
 	t := max(now, e.now)
 	if qu.fifo && attemptID != "" {
@@ -293,6 +301,14 @@ func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
 		return e.housekeep(r, now)
 	case *SetMetaRequest:
 		return e.setMeta(r)
+	case *FenceQueueRequest:
+		return e.fenceQueue(cmd, r, now)
+	case *UnfenceQueueRequest:
+		return e.unfenceQueue(cmd, r)
+	case *InstallQueueRequest:
+		return e.installQueue(cmd, r, now)
+	case *DropQueueRequest:
+		return e.dropQueue(cmd, r, now)
 	case *api.CreateQueueRequest:
 		return e.createQueue(cmd, r, now)
 	case *api.DeleteQueueRequest:
@@ -340,9 +356,9 @@ func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
 
 // queueFor returns the queue a command names by URL, processed up to now.
 func (e *Engine) queueFor(cmd *Command, now int64) (*queue, error) {
-	q := e.queues[cmd.Queue]
-	if q == nil {
-		return nil, api.ErrQueueDoesNotExist()
+	q, err := e.queueAt(cmd.Queue, now)
+	if err != nil {
+		return nil, err
 	}
 	e.process(q, now)
 	return q, nil
@@ -351,6 +367,7 @@ func (e *Engine) queueFor(cmd *Command, now int64) (*queue, error) {
 // process applies to q what time did by now, and wakes its waiters if
 // messages became visible.
 func (e *Engine) process(q *queue, now int64) {
+	q.prunePast(now)
 	if q.process(now) {
 		e.wake(q.key)
 	}

@@ -63,8 +63,15 @@ func decodeHandle(s string) (tag uint32, serial, nonce uint64, ok bool) {
 // malformed or belongs to another queue.
 func (q *queue) lookup(handle string) (*message, uint64, error) {
 	tag, serial, nonce, ok := decodeHandle(handle)
-	if !ok || tag != q.handleTag || nonce == 0 {
+	if !ok || nonce == 0 {
 		return nil, 0, api.ErrReceiptHandleIsInvalid(handle)
+	}
+	if tag != q.handleTag {
+		// A handle handed out before the queue moved here names the
+		// message by the serial it had there.
+		if serial, ok = q.pastSerial(tag, serial); !ok {
+			return nil, 0, api.ErrReceiptHandleIsInvalid(handle)
+		}
 	}
 	return q.handles[serial], nonce, nil
 }

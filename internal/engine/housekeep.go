@@ -64,7 +64,7 @@ type HousekeepResult struct {
 const DefaultHousekeepLimit = 10_000
 
 // NewInternalRequest returns a zero internal request (TickRequest,
-// HousekeepRequest, SetMetaRequest) of action a, ready to be decoded into, and false if a
+// HousekeepRequest, SetMetaRequest, and the move requests of move.go) of action a, ready to be decoded into, and false if a
 // names none. The log decodes its entries with it.
 func NewInternalRequest(a api.Action) (api.Request, bool) {
 	switch a {
@@ -74,6 +74,14 @@ func NewInternalRequest(a api.Action) (api.Request, bool) {
 		return &HousekeepRequest{}, true
 	case ActionSetMeta:
 		return &SetMetaRequest{}, true
+	case ActionFenceQueue:
+		return &FenceQueueRequest{}, true
+	case ActionUnfenceQueue:
+		return &UnfenceQueueRequest{}, true
+	case ActionInstallQueue:
+		return &InstallQueueRequest{}, true
+	case ActionDropQueue:
+		return &DropQueueRequest{}, true
 	}
 	return nil, false
 }

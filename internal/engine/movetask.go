@@ -145,6 +145,9 @@ func (e *Engine) startMessageMoveTask(cmd *Command, r *api.StartMessageMoveTaskR
 		if dst == nil || dst.key.Region != src.key.Region {
 			return nil, api.ErrResourceNotFound("The resource that you specified for the DestinationArn parameter doesn't exist.")
 		}
+		if dst.fence != "" {
+			return nil, errQueueMoving()
+		}
 		if dst == src {
 			return nil, api.ErrInvalidParameterValue("Source queue arn and destination queue arn cannot be the same.")
 		}

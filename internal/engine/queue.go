@@ -32,6 +32,13 @@ type queue struct {
 	prevDedupScope    string
 	dedupScopeChanged int64
 
+	// A queue being moved (move.go): fence names the move that fenced it
+	// here, movedIn the move that installed it here, and past the
+	// receipt handle tags it had before its moves, still honoured.
+	fence   string
+	movedIn string
+	past    []pastTag
+
 	// handles holds, by serial, the messages a receipt handle of this
 	// queue may name (see handleable): not every message, so that a
 	// backlog of messages never received costs no map entry.

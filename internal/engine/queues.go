@@ -29,6 +29,10 @@ func (e *Engine) createQueue(cmd *Command, r *api.CreateQueueRequest, now int64)
 		}
 		return &api.CreateQueueResult{QueueUrl: q.path()}, nil
 	}
+	if m, ok := e.moved[key]; ok && now < m.until {
+		// The queue lives elsewhere now: this request came by an old map.
+		return nil, errQueueMoving()
+	}
 	if d, ok := e.deleted[key]; ok && now < d.until {
 		return nil, api.ErrQueueDeletedRecently()
 	}
@@ -96,9 +100,9 @@ func sameAttributes(q *queue, given map[string]string, want *queueAttrs) (string
 // deleteQueue deletes a queue with its messages. Its name cannot be used
 // again for the command's RecreateDelay.
 func (e *Engine) deleteQueue(cmd *Command, now int64) (api.Response, error) {
-	q := e.queues[cmd.Queue]
-	if q == nil {
-		return nil, api.ErrQueueDoesNotExist()
+	q, err := e.queueAt(cmd.Queue, max(cmd.Time, e.now))
+	if err != nil {
+		return nil, err
 	}
 	delete(e.queues, q.key)
 	e.dropBodies(q)
@@ -182,9 +186,9 @@ func (e *Engine) purgeQueue(cmd *Command, now int64) (api.Response, error) {
 
 // getQueueAttributes answers GetQueueAttributes as of time t.
 func (e *Engine) getQueueAttributes(cmd *Command, r *api.GetQueueAttributesRequest, t int64) (api.Response, error) {
-	q := e.queues[cmd.Queue]
-	if q == nil {
-		return nil, api.ErrQueueDoesNotExist()
+	q, err := e.queueAt(cmd.Queue, max(cmd.Time, e.now))
+	if err != nil {
+		return nil, err
 	}
 	all := false
 	for _, name := range r.AttributeNames {
@@ -254,7 +258,9 @@ func (e *Engine) getQueueURL(cmd *Command, r *api.GetQueueUrlRequest) (api.Respo
 	}
 	q := e.queues[api.QueueKey{Region: cmd.Region, Account: account, Name: r.QueueName}]
 	if q == nil {
-		return nil, api.ErrQueueDoesNotExist()
+		// A queue moved away answers IsQueueMoving for a while.
+		_, err := e.queueAt(api.QueueKey{Region: cmd.Region, Account: account, Name: r.QueueName}, max(cmd.Time, e.now))
+		return nil, err
 	}
 	return &api.GetQueueUrlResult{QueueUrl: q.path()}, nil
 }
@@ -281,9 +287,9 @@ func (e *Engine) listQueues(cmd *Command, r *api.ListQueuesRequest) (api.Respons
 
 // tagQueue adds or replaces tags.
 func (e *Engine) tagQueue(cmd *Command, r *api.TagQueueRequest) (api.Response, error) {
-	q := e.queues[cmd.Queue]
-	if q == nil {
-		return nil, api.ErrQueueDoesNotExist()
+	q, err := e.queueAt(cmd.Queue, max(cmd.Time, e.now))
+	if err != nil {
+		return nil, err
 	}
 	n := len(q.tags)
 	for k := range r.Tags {
@@ -306,9 +312,9 @@ func errTooManyTags(name string) error {
 
 // untagQueue removes tags; keys that are not set are ignored.
 func (e *Engine) untagQueue(cmd *Command, r *api.UntagQueueRequest) (api.Response, error) {
-	q := e.queues[cmd.Queue]
-	if q == nil {
-		return nil, api.ErrQueueDoesNotExist()
+	q, err := e.queueAt(cmd.Queue, max(cmd.Time, e.now))
+	if err != nil {
+		return nil, err
 	}
 	for _, k := range r.TagKeys {
 		delete(q.tags, k)
@@ -318,9 +324,9 @@ func (e *Engine) untagQueue(cmd *Command, r *api.UntagQueueRequest) (api.Respons
 
 // listQueueTags returns a queue's tags.
 func (e *Engine) listQueueTags(cmd *Command) (api.Response, error) {
-	q := e.queues[cmd.Queue]
-	if q == nil {
-		return nil, api.ErrQueueDoesNotExist()
+	q, err := e.queueAt(cmd.Queue, max(cmd.Time, e.now))
+	if err != nil {
+		return nil, err
 	}
 	tags := make(map[string]string, len(q.tags))
 	for k, v := range q.tags {

@@ -31,7 +31,13 @@ func (e *Engine) receiveMessage(cmd *Command, r *api.ReceiveMessageRequest, now 
 	var got []*message
 	if q.fifo && r.ReceiveRequestAttemptId != "" {
 		if got = q.replay(r.ReceiveRequestAttemptId, now, vis); got != nil {
-			return sel.result(q, got), nil
+			res := sel.result(q, got)
+			if rec := q.attempts[r.ReceiveRequestAttemptId]; rec.tag != 0 {
+				for i := range res.Messages {
+					res.Messages[i].ReceiptHandle = encodeHandle(rec.tag, rec.handles[i], rec.nonces[i])
+				}
+			}
+			return res, nil
 		}
 	}
 	if q.fifo {

@@ -23,6 +23,9 @@ func (e *Engine) checkRedrive(src api.QueueKey, srcArn string, fifo bool, raw st
 	if key.Region != src.Region || d == nil {
 		return invalid("Dead letter target does not exist.")
 	}
+	if d.fence != "" {
+		return errQueueMoving()
+	}
 	if key.Account != src.Account {
 		return invalid("Dead-letter target owner should be same as the source.")
 	}
@@ -119,9 +122,9 @@ func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
 // listDeadLetterSourceQueues lists the queues whose RedrivePolicy names
 // the queue, by name, a page at a time.
 func (e *Engine) listDeadLetterSourceQueues(cmd *Command, r *api.ListDeadLetterSourceQueuesRequest) (api.Response, error) {
-	q := e.queues[cmd.Queue]
-	if q == nil {
-		return nil, api.ErrQueueDoesNotExist()
+	q, err := e.queueAt(cmd.Queue, max(cmd.Time, e.now))
+	if err != nil {
+		return nil, err
 	}
 	byName := map[string]api.QueueKey{}
 	var names []string

@@ -15,6 +15,11 @@ type attemptRecord struct {
 	at      int64
 	serials []uint64
 	nonces  []uint64
+	// A record made before the queue moved here (move.go) keeps the
+	// handle tag and serials its receive handed out, for a retry to hand
+	// out the same receipt handles: tag is 0 for the others.
+	tag     uint32
+	handles []uint64
 }
 
 // dedupScopePropagation is how long a change of DeduplicationScope takes

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -89,6 +90,26 @@ type snapHeader struct {
 	// Meta is the command log's metadata (meta.go); absent (nil) when
 	// there is none, as in every snapshot written before it existed.
 	Meta map[string]string
+	// Moved lists the queues moved out of the engine whose names still
+	// answer IsQueueMoving (move.go), by key; absent when there are none.
+	Moved []snapMoved
+}
+
+// snapMoved is a queue moved away by the move Move, its name answering
+// IsQueueMoving until Until.
+type snapMoved struct {
+	Region        string // absent (empty) in the engine's own region
+	Account, Name string
+	Move          string
+	Until         int64
+}
+
+// snapPastTag is a receipt handle tag a moved queue honours until Until:
+// the handles of serial Old[i] name the message of serial New[i]; by Old.
+type snapPastTag struct {
+	Tag      uint32
+	Until    int64
+	Old, New []uint64
 }
 
 // snapDeletion is a recently deleted queue, for QueueDeletedRecently:
@@ -129,6 +150,11 @@ type snapQueue struct {
 	PrevDedupScope    string
 	DedupScopeChanged int64
 	Tasks             []snapTask // oldest first
+
+	// A queue being moved (move.go); all absent for the others.
+	Fence   string        // the move that fenced it
+	MovedIn string        // the move that installed it
+	Past    []snapPastTag // the handle tags it had before, newest first
 
 	Messages int // message records
 	Dedups   int // deduplication records (FIFO)
@@ -204,6 +230,10 @@ type snapAttempt struct {
 	At      int64
 	Serials []uint64
 	Nonces  []uint64
+	// A record made before the queue moved (attemptRecord's tag and
+	// handles); absent for the others.
+	Tag     uint32
+	Handles []uint64
 }
 
 // snapOrder lists, in order, visible messages of a standard queue's tenant:
@@ -235,6 +265,11 @@ func (e *Engine) Snapshot(w io.Writer) error {
 	return v.write(w, noLock{})
 }
 
+// compareRegionKeys orders keys by region, account and name.
+func compareRegionKeys(a, b api.QueueKey) int {
+	return cmp.Or(cmp.Compare(a.Region, b.Region), compareKeys(a, b))
+}
+
 func compareKeys(a, b api.QueueKey) int {
 	return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.Name, b.Name))
 }
@@ -261,6 +296,10 @@ func (e *Engine) snapHeader(queues int) (*snapHeader, error) {
 			return nil, fmt.Errorf("running move task %s is not among its source queue's tasks", t.handle)
 		}
 		h.Running = append(h.Running, snapTaskRef{Region: t.source.Region, Account: t.source.Account, Name: t.source.Name, Index: i})
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(e.moved), compareRegionKeys) {
+		m := e.moved[k]
+		h.Moved = append(h.Moved, snapMoved{Region: k.Region, Account: k.Account, Name: k.Name, Move: m.move, Until: m.until})
 	}
 	return h, nil
 }
@@ -337,7 +376,7 @@ func (c *chunkWriter) dedupRecord(r *dedupRecord, id msgID) error {
 }
 
 func (c *chunkWriter) attempt(r *attemptRecord) error {
-	c.chunk.Attempts = append(c.chunk.Attempts, snapAttempt{ID: r.id, At: r.at, Serials: r.serials, Nonces: r.nonces})
+	c.chunk.Attempts = append(c.chunk.Attempts, snapAttempt{ID: r.id, At: r.at, Serials: r.serials, Nonces: r.nonces, Tag: r.tag, Handles: r.handles})
 	return c.added()
 }
 

@@ -47,7 +47,9 @@ func (rs *restorer) records(q *queue, sq *snapQueue) error {
 	more := func() bool {
 		return got.msgs < sq.Messages || got.dedups < sq.Dedups || got.attempts < sq.Attempts || got.ordered < sq.Ordered
 	}
-	if sq.Messages+sq.Dedups < rs.e.cfg.pipelineMin() {
+	// An install reads on one goroutine: should the image fail half
+	// way, every message it made is then in the queue, which frees it.
+	if rs.install != nil || sq.Messages+sq.Dedups < rs.e.cfg.pipelineMin() {
 		for more() {
 			if err := rs.readChunk(&rs.batch, sq, &got); err != nil {
 				return err

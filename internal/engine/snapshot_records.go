@@ -102,6 +102,13 @@ func (rs *restorer) applyChunk(q *queue, b *chunkBatch, ld *queueLoad) error {
 	}
 	c := &b.c
 	for i := range c.Attempts {
+		if a := &c.Attempts[i]; rs.install != nil {
+			if a.Tag == 0 {
+				// The retry hands out the handles the receive did.
+				a.Tag, a.Handles = rs.install.tag, slices.Clone(a.Serials)
+			}
+			rs.install.resolveAll(a.Serials)
+		}
 		if err := restoreAttempt(q, &c.Attempts[i], ld); err != nil {
 			return fmt.Errorf("attempt record %d: %w", ld.attempts, err)
 		}
@@ -109,6 +116,9 @@ func (rs *restorer) applyChunk(q *queue, b *chunkBatch, ld *queueLoad) error {
 	}
 	for i := range c.Orders {
 		o := &c.Orders[i]
+		if rs.install != nil {
+			rs.install.resolveAll(o.Serials)
+		}
 		if !ld.sorted {
 			slices.SortFunc(ld.visible, func(a, b *message) int { return cmp.Compare(a.serial, b.serial) })
 			ld.sorted = true
@@ -127,6 +137,9 @@ func (rs *restorer) applyChunk(q *queue, b *chunkBatch, ld *queueLoad) error {
 // later, from the order records.
 func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	m := &d.m
+	if rs.install != nil {
+		m.serial = rs.reserial(m.serial)
+	}
 	switch {
 	case m.serial == 0 || m.serial > rs.e.serial:
 		return fmt.Errorf("serial %d out of range (latest %d)", m.serial, rs.e.serial)
@@ -223,11 +236,13 @@ func restoreAttempt(q *queue, a *snapAttempt, ld *queueLoad) error {
 		return fmt.Errorf("id %q twice", a.ID)
 	case len(a.Serials) != len(a.Nonces):
 		return errors.New("as many serials as nonces needed")
+	case (a.Tag != 0) != (a.Handles != nil) || (a.Tag != 0 && len(a.Handles) != len(a.Serials)):
+		return errors.New("a record from before a move needs a tag and a handle serial per message")
 	case ld.attempts > 0 && a.At < ld.lastAttempt:
 		return errors.New("out of time order")
 	}
 	ld.lastAttempt = a.At
-	r := &attemptRecord{id: a.ID, at: a.At, serials: a.Serials, nonces: a.Nonces}
+	r := &attemptRecord{id: a.ID, at: a.At, serials: a.Serials, nonces: a.Nonces, tag: a.Tag, handles: a.Handles}
 	q.attempts[a.ID] = r
 	q.attemptLog.Push(r)
 	return nil

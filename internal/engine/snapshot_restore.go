@@ -160,6 +160,9 @@ type restorer struct {
 	batch    chunkBatch        // the chunk being read, when not pipelined
 	serials  []uint64          // of every message, to check they are unique
 	interned map[string]string // sender ids and source ARNs, shared by many messages
+	// install is set when one queue is installed into an engine that
+	// holds others (move.go): its messages get serials of the engine.
+	install *installing
 }
 
 // intern returns b as a string, the same string for equal contents.
@@ -185,6 +188,13 @@ func (rs *restorer) engineRecords(h *snapHeader) error {
 		}
 	}
 	e.meta = h.Meta
+	for _, m := range h.Moved {
+		key := api.QueueKey{Region: m.Region, Account: m.Account, Name: m.Name}
+		if _, dup := e.moved[key]; dup || e.queues[key] != nil || checkMoveID(m.Move) != nil {
+			return fmt.Errorf("moved-away record of %s: queue exists, listed twice or no move", key)
+		}
+		e.moved[key] = movedAway{key: key, move: m.Move, until: m.Until}
+	}
 	var last int64
 	for i, d := range h.Deleted {
 		key := api.QueueKey{Region: d.Region, Account: d.Account, Name: d.Name}
@@ -312,6 +322,22 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 	}
 	for _, t := range sq.Tags {
 		q.tags[t.Key] = t.Value
+	}
+	q.fence, q.movedIn = sq.Fence, sq.MovedIn
+	for _, p := range sq.Past {
+		switch {
+		case len(p.Old) != len(p.New):
+			return nil, errors.New("a past handle tag needs as many new serials as old")
+		case p.Tag == sq.HandleTag:
+			return nil, errors.New("a past handle tag is the queue's own")
+		case !slices.IsSorted(p.Old) || len(slices.Compact(slices.Clone(p.Old))) != len(p.Old):
+			return nil, errors.New("a past handle tag's serials are not in order")
+		}
+		t := pastTag{tag: p.Tag, until: p.Until, serials: make(map[uint64]uint64, min(len(p.Old), maxRestoreHint))}
+		for i, old := range p.Old {
+			t.serials[old] = p.New[i]
+		}
+		q.past = append(q.past, t)
 	}
 	q.resetMessages()
 	// The count comes from the input: trust it for the map's size hint

@@ -208,6 +208,15 @@ func captureQueue(q *queue) queueView {
 	for _, t := range q.tasks {
 		sq.Tasks = append(sq.Tasks, snapTaskOf(t))
 	}
+	sq.Fence, sq.MovedIn = q.fence, q.movedIn
+	for _, p := range q.past {
+		sp := snapPastTag{Tag: p.tag, Until: p.until}
+		for _, old := range slices.Sorted(maps.Keys(p.serials)) {
+			sp.Old = append(sp.Old, old)
+			sp.New = append(sp.New, p.serials[old])
+		}
+		sq.Past = append(sq.Past, sp)
+	}
 	arena := q.ms.arena
 	qv := queueView{sq: sq, msgs: newPackedSeq(q.stored(), arena.outside())}
 	for m := q.arrivalHead; m != nil; m = m.anext {

@@ -1,0 +1,463 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// Moving a queue from one engine to another, whole: what a cluster does to
+// spread its queues over its Raft groups. The engine knows nothing of
+// groups, shards or maps; it offers four steps, each a command or a read
+// that every replica of an engine applies alike, and a mover outside it
+// drives them in order and repeats any of them safely:
+//
+//  1. FenceQueueRequest on the source: from then on every request on the
+//     queue is answered with a retryable ServiceUnavailable (IsQueueMoving),
+//     so its state stops changing. A queue that takes part in a dead-letter
+//     redrive or a message move task is not moved: those span queues, and
+//     the queue's partner would be left behind.
+//  2. ExportQueue on the source's leader: the fenced queue as an image,
+//     the snapshot format holding that one queue, with its bodies.
+//  3. InstallQueueRequest on the target: the queue again, with every
+//     message, in-flight state, visibility deadline, deduplication and
+//     receive attempt record, sequence number and receipt handle.
+//  4. DropQueueRequest on the source: the queue leaves it, and for
+//     movedMarkerLife its name answers IsQueueMoving rather than
+//     QueueDoesNotExist, so that a request routed by an old map is retried
+//     rather than failed. UnfenceQueueRequest instead abandons a move.
+//
+// Receipt handles survive the move. A handle names its message by serial,
+// and serials are unique only in the engine that made them, so the target
+// gives the queue's messages serials of its own, and the queue a new
+// handle tag; for the handles handed out before, it keeps the old tag and
+// a map from the old serials to the new (pastTag), for as long as such a
+// handle can still be in use (the longest visibility timeout).
+
+// FenceQueueRequest is an internal request, never sent by clients: it
+// fences the command's queue for the move named Move (step 1 above).
+// Fencing a queue fenced for the same move changes nothing.
+type FenceQueueRequest struct {
+	Move string `json:"move"`
+}
+
+// UnfenceQueueRequest is an internal request: it lifts the fence of the
+// move named Move from the command's queue, abandoning the move. A queue
+// not fenced for that move is left alone.
+type UnfenceQueueRequest struct {
+	Move string `json:"move"`
+}
+
+// InstallQueueRequest is an internal request: it installs the queue that
+// Image (ExportQueue's output) holds, as the command's queue, for the move
+// named Move (step 3 above). Installing it again for the same move
+// changes nothing.
+type InstallQueueRequest struct {
+	Move  string `json:"move"`
+	Image []byte `json:"image"`
+}
+
+// DropQueueRequest is an internal request: it removes the command's queue,
+// fenced for the move named Move, once the move's target holds it (step 4
+// above). Dropping a queue no longer there changes nothing.
+type DropQueueRequest struct {
+	Move string `json:"move"`
+}
+
+// The actions of the move requests. They are not SQS actions.
+const (
+	ActionFenceQueue   api.Action = "fifoq:FenceQueue"
+	ActionUnfenceQueue api.Action = "fifoq:UnfenceQueue"
+	ActionInstallQueue api.Action = "fifoq:InstallQueue"
+	ActionDropQueue    api.Action = "fifoq:DropQueue"
+)
+
+// Action implements api.Request.
+func (*FenceQueueRequest) Action() api.Action { return ActionFenceQueue }
+
+// Action implements api.Request.
+func (*UnfenceQueueRequest) Action() api.Action { return ActionUnfenceQueue }
+
+// Action implements api.Request.
+func (*InstallQueueRequest) Action() api.Action { return ActionInstallQueue }
+
+// Action implements api.Request.
+func (*DropQueueRequest) Action() api.Action { return ActionDropQueue }
+
+// maxMoveID bounds a move's name, in bytes.
+const maxMoveID = 128
+
+// movedMarkerLife is how long a queue's name answers IsQueueMoving in the
+// engine it was moved out of: long enough for every router's map to have
+// learnt where it went.
+const movedMarkerLife = int64(10 * time.Minute)
+
+// pastTagLife is how long the receipt handles handed out before a move
+// are honoured after it: the longest visibility timeout, and a minute.
+const pastTagLife = int64(api.MaxVisibilityTimeout*time.Second + time.Minute)
+
+// queueMovingMessage is the text of IsQueueMoving's errors.
+const queueMovingMessage = "The queue is moving between the server's groups. Retry the request."
+
+// errQueueMoving is the answer to any request on a fenced or moved queue.
+func errQueueMoving() error { return api.ErrServiceUnavailable(queueMovingMessage) }
+
+// IsQueueMoving reports whether err is the engine's answer to a request on
+// a queue that is being moved, or was moved out of this engine: a router
+// should learn where the queue is now and retry there.
+func IsQueueMoving(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae.Code == "ServiceUnavailable" && ae.Message == queueMovingMessage
+}
+
+// movedAway records that a queue was moved out of the engine.
+type movedAway struct {
+	key   api.QueueKey
+	move  string
+	until int64
+}
+
+// pastTag is a receipt handle tag a queue had before a move, with the
+// serial each message that may be named by such a handle has now.
+type pastTag struct {
+	tag     uint32
+	until   int64
+	serials map[uint64]uint64
+}
+
+// queueAt returns the queue key names, or the error a request on it at
+// time now gets: QueueDoesNotExist, or IsQueueMoving's if it is fenced or
+// was moved away.
+func (e *Engine) queueAt(key api.QueueKey, now int64) (*queue, error) {
+	q := e.queues[key]
+	switch {
+	case q != nil && q.fence != "":
+		return nil, errQueueMoving()
+	case q != nil:
+		return q, nil
+	}
+	if m, ok := e.moved[key]; ok && m.until > now {
+		return nil, errQueueMoving()
+	}
+	return nil, api.ErrQueueDoesNotExist()
+}
+
+// fenceQueue applies a FenceQueueRequest.
+func (e *Engine) fenceQueue(cmd *Command, r *FenceQueueRequest, now int64) (api.Response, error) {
+	if err := checkMoveID(r.Move); err != nil {
+		return nil, err
+	}
+	q := e.queues[cmd.Queue]
+	switch {
+	case q == nil:
+		return nil, api.ErrQueueDoesNotExist()
+	case q.fence == r.Move:
+		return api.Empty{}, nil
+	case q.fence != "":
+		return nil, errQueueMoving()
+	}
+	if err := e.movable(q); err != nil {
+		return nil, err
+	}
+	e.process(q, now)
+	q.fence = r.Move
+	// Long polls on the queue answer now, and are retried where it goes.
+	e.wake(q.key)
+	return api.Empty{}, nil
+}
+
+// movable refuses to fence a queue whose state spans other queues.
+func (e *Engine) movable(q *queue) error {
+	switch {
+	case q.attrs.redrive != nil:
+		return api.ErrUnsupportedOperation("Queue %s has a RedrivePolicy: its dead-letter queue would be left behind.", q.key.Name)
+	case e.isDeadLetterQueue(q.key):
+		return api.ErrUnsupportedOperation("Queue %s is a dead-letter queue of other queues.", q.key.Name)
+	case len(q.tasks) > 0:
+		return api.ErrUnsupportedOperation("Queue %s has message move tasks.", q.key.Name)
+	}
+	for _, t := range e.running {
+		if t.dest == q.key {
+			return api.ErrUnsupportedOperation("Queue %s is the destination of a running message move task.", q.key.Name)
+		}
+	}
+	return nil
+}
+
+// unfenceQueue applies an UnfenceQueueRequest.
+func (e *Engine) unfenceQueue(cmd *Command, r *UnfenceQueueRequest) (api.Response, error) {
+	if q := e.queues[cmd.Queue]; q != nil && q.fence == r.Move && r.Move != "" {
+		q.fence = ""
+		e.wake(q.key)
+	}
+	return api.Empty{}, nil
+}
+
+func checkMoveID(id string) error {
+	if id == "" || len(id) > maxMoveID {
+		return api.ErrInvalidParameterValue("A move is named by 1 to %d bytes.", maxMoveID)
+	}
+	return nil
+}
+
+// ExportQueue writes the image of queue key, which a FenceQueueRequest
+// has fenced, to w: what InstallQueueRequest takes. Like Snapshot, it
+// changes nothing and must not run concurrently with Apply.
+func (e *Engine) ExportQueue(key api.QueueKey, w io.Writer) error {
+	q := e.queues[key]
+	switch {
+	case q == nil:
+		return fmt.Errorf("engine: export: %w", api.ErrQueueDoesNotExist())
+	case q.fence == "":
+		return fmt.Errorf("engine: export: queue %s is not fenced", key)
+	}
+	qv := captureQueue(q)
+	// The image's header carries the engine's time and the serial bound of
+	// the queue's messages, nothing engine-wide.
+	var top uint64
+	places := qv.msgs.iter()
+	for range qv.msgs.len() {
+		top = max(top, q.ms.arena.at(places.next()).serial)
+	}
+	v := &SnapshotView{
+		header: &snapHeader{Region: e.cfg.Region, Now: e.now, Serial: top, Queues: 1},
+		queues: []queueView{qv}, total: q.stored(), ms: e.ms, bodies: e.bodyStore(),
+		external: e.cfg.Bodies != nil, lockBatch: e.cfg.lockBatch(),
+	}
+	if err := v.write(w, noLock{}); err != nil {
+		return fmt.Errorf("engine: export: %w", err)
+	}
+	return nil
+}
+
+// installQueue applies an InstallQueueRequest.
+func (e *Engine) installQueue(cmd *Command, r *InstallQueueRequest, now int64) (api.Response, error) {
+	if err := checkMoveID(r.Move); err != nil {
+		return nil, err
+	}
+	if q := e.queues[cmd.Queue]; q != nil {
+		if q.movedIn == r.Move {
+			return api.Empty{}, nil
+		}
+		return nil, api.ErrQueueNameExists(cmd.Queue.Name)
+	}
+	if err := VerifySnapshot(bytes.NewReader(r.Image)); err != nil {
+		return nil, api.ErrInvalidParameterValue("The queue image is damaged: %v", err)
+	}
+	q, err := e.decodeImage(r.Image, r.Move, now)
+	if err != nil {
+		return nil, api.ErrInvalidParameterValue("The queue image cannot be installed: %v", err)
+	}
+	if q.key != cmd.Queue {
+		e.dropBodies(q)
+		return nil, api.ErrInvalidParameterValue("The queue image holds queue %s, not %s.", q.key, cmd.Queue)
+	}
+	e.queues[q.key] = q
+	q.due, q.cow = e.due, e.cow
+	q.refreshDue()
+	delete(e.moved, q.key)
+	// A queue of this name deleted here earlier is no longer recent: the
+	// name is in use again.
+	delete(e.deleted, q.key)
+	e.dropDeadDeletions()
+	e.process(q, now)
+	e.wake(q.key)
+	return api.Empty{}, nil
+}
+
+// decodeImage builds the queue an image holds, in this engine's message
+// store and body store, with serials of this engine.
+func (e *Engine) decodeImage(image []byte, move string, now int64) (*queue, error) {
+	cr := &crcReader{r: bufio.NewReader(bytes.NewReader(image))}
+	_, version, err := readSnapPrefix(cr)
+	if err != nil {
+		return nil, err
+	}
+	dec := gob.NewDecoder(cr)
+	var h snapHeader
+	if err := dec.Decode(&h); err != nil {
+		return nil, fmt.Errorf("decoding the header: %w", err)
+	}
+	switch {
+	case h.Region != e.cfg.Region:
+		return nil, &RegionError{Snapshot: h.Region, Engine: e.cfg.Region}
+	case h.Queues != 1 || len(h.Deleted) > 0 || len(h.Running) > 0 || len(h.Meta) > 0 || len(h.Moved) > 0:
+		return nil, errors.New("not a queue image")
+	}
+	rs := &restorer{e: e, dec: dec, cr: cr, version: version, interned: map[string]string{},
+		install: &installing{top: h.Serial, serials: map[uint64]uint64{}}}
+	var sq snapQueue
+	if err := dec.Decode(&sq); err != nil {
+		return nil, fmt.Errorf("decoding the queue: %w", err)
+	}
+	key := rs.queueKey(&sq)
+	rs.install.tag = sq.HandleTag
+	if sq.Fence == "" {
+		return nil, errors.New("the queue was not fenced")
+	}
+	q, err := rs.newQueue(&sq)
+	if err == nil {
+		err = rs.records(q, &sq)
+	}
+	if err == nil {
+		err = rs.finishQueue(q, &sq)
+	}
+	if err == nil {
+		var tr snapTrailer
+		if err = dec.Decode(&tr); err == nil && (tr.Queues != 1 || tr.Messages != q.stored()) {
+			err = fmt.Errorf("trailer counts %d queues and %d messages", tr.Queues, tr.Messages)
+		}
+	}
+	if err != nil {
+		if q != nil {
+			e.dropBodies(q)
+		}
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	q.fence, q.movedIn = "", move
+	q.past = carryPastTags(q, &sq, rs.install.serials, now)
+	q.handleTag = newHandleTag(q, move)
+	return q, nil
+}
+
+// installing is what a restorer needs to install one queue into an engine
+// that holds others: the serial bound the image gives, and the serials
+// given to its messages so far, old to new.
+type installing struct {
+	top     uint64
+	tag     uint32 // the queue's handle tag in the image
+	serials map[uint64]uint64
+}
+
+// reserial gives the message of serial old, from an image, the engine's
+// next serial, and returns it; 0 if old is out of the image's range or
+// came twice.
+func (rs *restorer) reserial(old uint64) uint64 {
+	in := rs.install
+	if old == 0 || old > in.top {
+		return 0
+	}
+	if _, dup := in.serials[old]; dup {
+		return 0
+	}
+	rs.e.serial++
+	in.serials[old] = rs.e.serial
+	return rs.e.serial
+}
+
+// resolveAll maps, in place, the serials an image's records name to the
+// serials their messages have in this engine; 0 (no message) for one the
+// image does not hold.
+func (in *installing) resolveAll(serials []uint64) {
+	for i, old := range serials {
+		serials[i] = in.serials[old]
+	}
+}
+
+// carryPastTags returns the tags a moved queue honours: the one it had in
+// the image, and those it had honoured there, with their serials mapped
+// to the ones the queue's messages have now. Entries whose message is gone
+// and tags past their life are left behind.
+func carryPastTags(q *queue, sq *snapQueue, serials map[uint64]uint64, now int64) []pastTag {
+	current := pastTag{tag: sq.HandleTag, until: now + pastTagLife, serials: map[uint64]uint64{}}
+	for old, cur := range serials {
+		if q.handles[cur] != nil {
+			current.serials[old] = cur
+		}
+	}
+	out := []pastTag{current}
+	for _, p := range sq.Past {
+		if p.Until <= now || p.Tag == sq.HandleTag {
+			continue
+		}
+		t := pastTag{tag: p.Tag, until: p.Until, serials: map[uint64]uint64{}}
+		for i, old := range p.Old {
+			if cur := serials[p.New[i]]; cur != 0 && q.handles[cur] != nil {
+				t.serials[old] = cur
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// newHandleTag returns a tag for the handles a moved queue hands out from
+// now on, distinct from every tag it honours.
+func newHandleTag(q *queue, move string) uint32 {
+	for i := 0; ; i++ {
+		h := fnv.New32a()
+		h.Write([]byte(q.key.Account))
+		h.Write([]byte{0})
+		h.Write([]byte(q.key.Name))
+		h.Write([]byte{0})
+		h.Write([]byte(strconv.FormatInt(q.createdAt, 10)))
+		h.Write([]byte{0})
+		h.Write([]byte(move))
+		h.Write([]byte{0, byte(i)})
+		tag := h.Sum32()
+		if !slices.ContainsFunc(q.past, func(p pastTag) bool { return p.tag == tag }) {
+			return tag
+		}
+	}
+}
+
+// pastSerial resolves a handle of one of q's past tags: the serial its
+// message has now (0 if it is gone), and whether the tag is one q
+// honours.
+func (q *queue) pastSerial(tag uint32, serial uint64) (uint64, bool) {
+	for _, p := range q.past {
+		if p.tag == tag {
+			return p.serials[serial], true
+		}
+	}
+	return 0, false
+}
+
+// prunePast forgets the past tags whose life has run out by now.
+func (q *queue) prunePast(now int64) {
+	if len(q.past) > 0 {
+		q.past = slices.DeleteFunc(q.past, func(p pastTag) bool { return p.until <= now })
+		if len(q.past) == 0 {
+			q.past = nil
+		}
+	}
+}
+
+// dropQueue applies a DropQueueRequest.
+func (e *Engine) dropQueue(cmd *Command, r *DropQueueRequest, now int64) (api.Response, error) {
+	if err := checkMoveID(r.Move); err != nil {
+		return nil, err
+	}
+	q := e.queues[cmd.Queue]
+	if q == nil {
+		return api.Empty{}, nil
+	}
+	if q.fence != r.Move {
+		return nil, api.ErrInvalidParameterValue("Queue %s is not fenced for move %s.", q.key.Name, r.Move)
+	}
+	delete(e.queues, q.key)
+	e.dropBodies(q)
+	e.due.Remove(q)
+	e.pruneMoved(now)
+	e.moved[q.key] = movedAway{key: q.key, move: r.Move, until: now + movedMarkerLife}
+	e.wake(q.key)
+	return api.Empty{}, nil
+}
+
+// pruneMoved forgets the queues moved away whose marker has run out.
+func (e *Engine) pruneMoved(now int64) {
+	for k, m := range e.moved {
+		if m.until <= now {
+			delete(e.moved, k)
+		}
+	}
+}
