@@ -253,13 +253,9 @@ func (e *Engine) installQueue(cmd *Command, r *InstallQueueRequest, now int64) (
 	if err := VerifySnapshot(bytes.NewReader(r.Image)); err != nil {
 		return nil, api.ErrInvalidParameterValue("The queue image is damaged: %v", err)
 	}
-	q, err := e.decodeImage(r.Image, r.Move, now)
+	q, err := e.decodeImage(r.Image, r.Move, cmd.Queue, now)
 	if err != nil {
 		return nil, api.ErrInvalidParameterValue("The queue image cannot be installed: %v", err)
-	}
-	if q.key != cmd.Queue {
-		e.dropBodies(q)
-		return nil, api.ErrInvalidParameterValue("The queue image holds queue %s, not %s.", q.key, cmd.Queue)
 	}
 	e.queues[q.key] = q
 	q.due, q.cow = e.due, e.cow
@@ -276,7 +272,7 @@ func (e *Engine) installQueue(cmd *Command, r *InstallQueueRequest, now int64) (
 
 // decodeImage builds the queue an image holds, in this engine's message
 // store and body store, with serials of this engine.
-func (e *Engine) decodeImage(image []byte, move string, now int64) (*queue, error) {
+func (e *Engine) decodeImage(image []byte, move string, want api.QueueKey, now int64) (*queue, error) {
 	cr := &crcReader{r: bufio.NewReader(bytes.NewReader(image))}
 	_, version, err := readSnapPrefix(cr)
 	if err != nil {
@@ -293,6 +289,7 @@ func (e *Engine) decodeImage(image []byte, move string, now int64) (*queue, erro
 	case h.Queues != 1 || len(h.Deleted) > 0 || len(h.Running) > 0 || len(h.Meta) > 0 || len(h.Moved) > 0:
 		return nil, errors.New("not a queue image")
 	}
+	serial := e.serial
 	rs := &restorer{e: e, dec: dec, cr: cr, version: version, interned: map[string]string{},
 		install: &installing{top: h.Serial, serials: map[uint64]uint64{}}}
 	var sq snapQueue
@@ -301,7 +298,10 @@ func (e *Engine) decodeImage(image []byte, move string, now int64) (*queue, erro
 	}
 	key := rs.queueKey(&sq)
 	rs.install.tag = sq.HandleTag
-	if sq.Fence == "" {
+	switch {
+	case key != want:
+		return nil, fmt.Errorf("the image holds queue %s, not %s", key, want)
+	case sq.Fence == "":
 		return nil, errors.New("the queue was not fenced")
 	}
 	q, err := rs.newQueue(&sq)
@@ -321,6 +321,8 @@ func (e *Engine) decodeImage(image []byte, move string, now int64) (*queue, erro
 		if q != nil {
 			e.dropBodies(q)
 		}
+		// A refused image leaves the engine as it was.
+		e.serial = serial
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	q.fence, q.movedIn = "", move
@@ -387,8 +389,13 @@ func carryPastTags(q *queue, sq *snapQueue, serials map[uint64]uint64, now int64
 		}
 		out = append(out, t)
 	}
-	return out
+	// Newest first: a queue moved more than maxPastTags times within a
+	// handle's life forgets the oldest handles.
+	return out[:min(len(out), maxPastTags)]
 }
+
+// maxPastTags bounds the past tags a queue honours.
+const maxPastTags = 16
 
 // newHandleTag returns a tag for the handles a moved queue hands out from
 // now on, distinct from every tag it honours.
@@ -402,7 +409,8 @@ func newHandleTag(q *queue, move string) uint32 {
 		h.Write([]byte(strconv.FormatInt(q.createdAt, 10)))
 		h.Write([]byte{0})
 		h.Write([]byte(move))
-		h.Write([]byte{0, byte(i)})
+		h.Write([]byte{0})
+		h.Write([]byte(strconv.Itoa(i)))
 		tag := h.Sum32()
 		if !slices.ContainsFunc(q.past, func(p pastTag) bool { return p.tag == tag }) {
 			return tag

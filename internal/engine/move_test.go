@@ -17,8 +17,10 @@ import (
 func moveQueue(t *testing.T, h *harness, move string, qs ...api.QueueKey) {
 	t.Helper()
 	target := New(Config{Region: testRegion})
+	var targetBodies *testBodies
 	if harnessBodies {
-		target.SetBodyStore(newTestBodies(t))
+		targetBodies = newTestBodies(t)
+		target.SetBodyStore(targetBodies)
 	}
 	th := &harness{t: t, e: target, now: h.now, caller: h.caller, entropy: h.entropy ^ 0xfeed}
 	other := th.fifoQueue("other-"+strconv.Itoa(int(h.now%1000))+".fifo", map[string]string{api.AttrContentBasedDeduplication: "true"})
@@ -52,6 +54,12 @@ func moveQueue(t *testing.T, h *harness, move string, qs ...api.QueueKey) {
 		if _, err := h.raw(q, &api.GetQueueAttributesRequest{QueueUrl: q.Path()}); !IsQueueMoving(err) {
 			t.Fatalf("GetQueueAttributes on the source after the move: %v, want IsQueueMoving", err)
 		}
+	}
+	if harnessBodies {
+		// The source released every body of the queues that left, and
+		// kept the others'.
+		h.bodies.check(h.e)
+		h.bodies = targetBodies
 	}
 	h.e = target
 	h.e.SetAvailableHook(func(k api.QueueKey) { h.woken = append(h.woken, k) })
@@ -87,7 +95,7 @@ func TestRandomFIFOWithMoves(t *testing.T) {
 		}
 		mover := rand.New(rand.NewPCG(seed, 0x30e))
 		for step := range 300 {
-			if mover.IntN(12) == 0 {
+			if mover.IntN(30) == 0 {
 				moveQueue(t, r.h, "move-"+strconv.Itoa(step), r.q)
 				r.logf("%d: moved", step)
 				moved++
@@ -103,6 +111,31 @@ func TestRandomFIFOWithMoves(t *testing.T) {
 	}
 }
 
+// TestRandomMovesWithBodyStore runs the random sequences with moves with
+// the bodies kept in a BodyStore, which the moves must carry over and
+// release behind them.
+func TestRandomMovesWithBodyStore(t *testing.T) {
+	harnessBodies = true
+	defer func() { harnessBodies = false }()
+	for seed := uint64(1); seed <= 10; seed++ {
+		r := newRandomRun(t, seed)
+		if r.dlq != (api.QueueKey{}) {
+			continue
+		}
+		mover := rand.New(rand.NewPCG(seed, 0x30e))
+		for step := range 300 {
+			if mover.IntN(30) == 0 {
+				moveQueue(t, r.h, "move-"+strconv.Itoa(step), r.q)
+			}
+			r.step(step)
+			if t.Failed() {
+				t.Fatalf("seed %d failed at step %d; log:\n%s", seed, step, r.tail())
+			}
+		}
+		r.h.bodies.check(r.h.e)
+	}
+}
+
 // TestRandomStandardWithMoves is the same for standard queues, whose
 // tenants' orders name messages by serial.
 func TestRandomStandardWithMoves(t *testing.T) {
@@ -113,7 +146,7 @@ func TestRandomStandardWithMoves(t *testing.T) {
 		}
 		mover := rand.New(rand.NewPCG(seed, 0x30e))
 		for step := range 300 {
-			if mover.IntN(12) == 0 {
+			if mover.IntN(30) == 0 {
 				moveQueue(t, r.h, "move-"+strconv.Itoa(step), r.q, r.dlq)
 				r.logf("%d: moved", step)
 			}
@@ -315,5 +348,75 @@ func TestMoveSurvivesSnapshots(t *testing.T) {
 	h.advance(time.Duration(movedMarkerLife) + 1)
 	if _, err := h.raw(q, &api.GetQueueUrlRequest{QueueName: "q.fifo"}); errCode(err) != "QueueDoesNotExist" {
 		t.Fatalf("GetQueueUrl on the source once its record ran out: %v", err)
+	}
+}
+
+// FuzzInstallQueue feeds InstallQueueRequest arbitrary images, as they are
+// and with a valid checksum in place of their last four bytes. An install
+// must never panic; a refused one leaves the engine as it was, and an
+// accepted one leaves an engine that works and snapshots and restores.
+func FuzzInstallQueue(f *testing.F) {
+	seedT := &testing.T{}
+	h := newHarness(seedT)
+	fq := h.fifoQueue("q.fifo", map[string]string{api.AttrContentBasedDeduplication: "true", api.AttrDelaySeconds: "0"})
+	sq := h.createQueue("std", nil)
+	for i := range 6 {
+		h.sendFIFO(fq, "f"+strconv.Itoa(i), "g"+strconv.Itoa(i%2), "")
+		h.must(sq, &api.SendMessageRequest{QueueUrl: sq.Path(), MessageBody: "s" + strconv.Itoa(i), DelaySeconds: intp(i % 2 * 30)})
+	}
+	two := 2
+	h.must(fq, &api.ReceiveMessageRequest{QueueUrl: fq.Path(), MaxNumberOfMessages: &two, ReceiveRequestAttemptId: "a"})
+	h.receive(sq, 2, 30)
+	// Moved once already, so that the image carries past tags and an
+	// attempt record from before a move.
+	moveQueue(seedT, h, "first", fq, sq)
+	for _, k := range []api.QueueKey{fq, sq} {
+		h.internal(k, &FenceQueueRequest{Move: "seed"})
+		var image bytes.Buffer
+		if err := h.e.ExportQueue(k, &image); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(k.Name, image.Bytes())
+	}
+	f.Add("q.fifo", []byte(snapMagic+"\x00\x00\x00\x02garbage"))
+	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		for _, in := range [][]byte{data, withChecksum(data)} {
+			e := junkEngine(t, 42)
+			before := snapshotBytes(t, e)
+			cmd := &Command{Time: e.now, Queue: api.QueueKey{Account: testAccount, Name: name}, Request: &InstallQueueRequest{Move: "m", Image: in}}
+			if _, err := e.Apply(cmd); err != nil {
+				if after := snapshotBytes(t, e); !bytes.Equal(before, after) {
+					t.Fatalf("a refused install (%v) changed the engine", err)
+				}
+				continue
+			}
+			got := snapshotBytes(t, e)
+			e2 := New(Config{Region: testRegion})
+			if err := e2.Restore(bytes.NewReader(got)); err != nil {
+				t.Fatalf("the snapshot of an engine after an install does not restore: %v", err)
+			}
+			exercise(e)
+		}
+	})
+}
+
+// TestPastTagsAreBounded checks the bound on the handle tags a queue
+// honours: a handle outlives maxPastTags moves of its queue, not more.
+func TestPastTagsAreBounded(t *testing.T) {
+	h := newHarness(t)
+	q := h.fifoQueue("q.fifo", map[string]string{api.AttrContentBasedDeduplication: "true"})
+	for i := range 2 {
+		h.sendFIFO(q, "m"+strconv.Itoa(i), "g"+strconv.Itoa(i), "")
+	}
+	got := h.receive(q, 2, 600)
+	for i := range maxPastTags {
+		moveQueue(t, h, "m"+strconv.Itoa(i), q)
+	}
+	if err := h.changeVis(q, got[0].ReceiptHandle, 600); err != nil {
+		t.Fatalf("a handle after %d moves: %v", maxPastTags, err)
+	}
+	moveQueue(t, h, "one more", q)
+	if err := h.changeVis(q, got[1].ReceiptHandle, 600); errCode(err) != "ReceiptHandleIsInvalid" {
+		t.Fatalf("a handle after %d moves: %v, want ReceiptHandleIsInvalid", maxPastTags+1, err)
 	}
 }

@@ -324,6 +324,9 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 		q.tags[t.Key] = t.Value
 	}
 	q.fence, q.movedIn = sq.Fence, sq.MovedIn
+	if len(sq.Past) > maxPastTags {
+		return nil, fmt.Errorf("%d past handle tags, at most %d are kept", len(sq.Past), maxPastTags)
+	}
 	for _, p := range sq.Past {
 		switch {
 		case len(p.Old) != len(p.New):
