@@ -34,18 +34,21 @@ import (
 //     it is absent ("ia"): how a cluster places queues in its shards, so
 //     that every member routes by the shard map before any queue is put
 //     in a shard other than the first group.
+//   - Version 8: version 7, and a command may be one of the steps that
+//     move a queue between groups (engine.FenceQueueRequest,
+//     UnfenceQueueRequest, InstallQueueRequest, DropQueueRequest).
 //
 // Every version is still read, so that older logs replay. Which version a
 // node writes is the cluster's choice, not the binary's: see format.go.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1 to 7)
+//	byte     version (1 to 8)
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command
 //	  bytes    the command as JSON (wireCommand, codec_v1to3.go; versions 1 to 3) or in
-//	           the binary layout of versions 4 to 6
+//	           the binary layout of versions 4 to 8
 //	4 bytes  CRC-32C of everything before it, big-endian
 //
 // Every version, present and future, keeps the first byte as the version
@@ -61,7 +64,7 @@ import (
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 7
+const entryFormatVersion = 8
 
 // minVersionSetMeta is the first version in which a command may be a
 // fifoq:SetMeta.
@@ -75,6 +78,19 @@ const minVersionRegions = 6
 // minVersionShards is the first version in which a fifoq:SetMeta may set a
 // key only if it is absent, as the shard map's records are set.
 const minVersionShards = 7
+
+// minVersionMoves is the first version in which a command may be a step of
+// a queue's move (isMoveAction).
+const minVersionMoves = 8
+
+// isMoveAction reports whether a is one of the steps of a queue's move.
+func isMoveAction(a api.Action) bool {
+	switch a {
+	case engine.ActionFenceQueue, engine.ActionUnfenceQueue, engine.ActionInstallQueue, engine.ActionDropQueue:
+		return true
+	}
+	return false
+}
 
 // setSentIDs restores the "sent" flags of a decoded request's FIFO ids: an
 // id is sent if it is non-empty or flagged in ei (versions 2 and 3; a

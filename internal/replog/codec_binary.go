@@ -486,7 +486,7 @@ func decodeBinaryCommand(b []byte, version byte) (*engine.Command, error) {
 		}
 		c.Request = q
 	case reqJSON:
-		if action == engine.ActionSetMeta && !readsSetMeta(version) {
+		if action == engine.ActionSetMeta && !readsSetMeta(version) || isMoveAction(action) && version < minVersionMoves {
 			return nil, fmt.Errorf("action %s in a version %d entry", action, version)
 		}
 		req, ok := engine.NewInternalRequest(action)

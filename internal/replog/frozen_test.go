@@ -173,8 +173,9 @@ func genEmptyDedupID(t0 int64) *engine.Command {
 
 // writeCurrentEntryFixture writes the entry fixture of entryFormatVersion:
 // every command of the older fixtures, the internal commands, (from
-// version 6) commands in another region than the server's, and (from
-// version 7) a fifoq:SetMeta that sets its key only if absent.
+// version 6) commands in another region than the server's, (from
+// version 7) a fifoq:SetMeta that sets its key only if absent, and (from
+// version 8) the steps of a queue's move.
 func writeCurrentEntryFixture(t *testing.T) {
 	const t0 = 1764400000_000000000
 	eu := api.QueueKey{Region: "eu-west-1", Account: genAccount, Name: "jobs.fifo"}
@@ -190,6 +191,10 @@ func writeCurrentEntryFixture(t *testing.T) {
 				MessageDeduplicationId: "d", MessageDeduplicationIdSet: true}},
 		&engine.Command{Time: t0 + 34e6, Caller: genAccount, Region: "ap-south-1", Queue: eu, Request: &api.PurgeQueueRequest{QueueUrl: eu.Path()}},
 		&engine.Command{Request: &engine.SetMetaRequest{Key: "shards/queue/" + genAccount + "//jobs", Value: "2", IfAbsent: true}},
+		&engine.Command{Time: t0 + 35e6, Queue: genFIFO, Request: &engine.FenceQueueRequest{Move: "move-1"}},
+		&engine.Command{Time: t0 + 36e6, Queue: genFIFO, Request: &engine.UnfenceQueueRequest{Move: "move-1"}},
+		&engine.Command{Time: t0 + 37e6, Queue: genFIFO, Request: &engine.InstallQueueRequest{Move: "move-2", Image: []byte("FIFOQSNP\x00\x00\x00\x02 image")}},
+		&engine.Command{Time: t0 + 38e6, Queue: genFIFO, Request: &engine.DropQueueRequest{Move: "move-2"}},
 	)
 	data, _, err := encodeEntryHeld(cmds, entryFormatVersion)
 	if err != nil {
