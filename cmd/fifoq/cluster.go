@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -46,7 +47,7 @@ type clusterCmdOptions struct {
 }
 
 // clusterSubcommands are the words "fifoq cluster" takes first.
-var clusterSubcommands = []string{"status", "leader", "shards", "add", "remove"}
+var clusterSubcommands = []string{"status", "leader", "shards", "add", "remove", "move"}
 
 // clusterFlagSet defines the flags of "fifoq cluster" on o: the one
 // definition that parsing, shell completion and the man page all read.
@@ -64,11 +65,14 @@ func clusterFlagSet(o *clusterCmdOptions, stderr io.Writer) *flag.FlagSet {
   fifoq cluster shards [flags]            each shard's leader, members, progress and queues, as the node asked sees them
   fifoq cluster add ID HOST:PORT [flags]  add a member (HOST:PORT is its --raft-addr); it votes once caught up
   fifoq cluster remove ID [flags]         remove a member
+  fifoq cluster move QUEUE_URL SHARD [flags]
+                                          move a queue to another shard (its clients see retryable 503s meanwhile)
 
-add and remove are signed (SigV4) with FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY
+add, remove and move are signed (SigV4) with FIFOQ_ACCESS_KEY_ID and FIFOQ_SECRET_ACCESS_KEY
 (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY): an admin key of the server's own
 account (the server's FIFOQ_ACCESS_KEY_ID, or a credentials file line ending in admin).
-They print what was done and the members after it ("removed n3; members: n1 n2").
+add and remove print what was done and the members after it ("removed n3; members: n1 n2"),
+move the shards it moved between ("moved QUEUE_URL from shard 2 to shard 3").
 
 Flags:
 `)
@@ -90,7 +94,7 @@ func clusterRun(sub string, rest []string, fs *flag.FlagSet, o clusterCmdOptions
 		fs.Usage()
 		return 2
 	}
-	if want := map[string]int{"add": 2, "remove": 1}[sub]; len(rest) != want {
+	if want := map[string]int{"add": 2, "remove": 1, "move": 2}[sub]; len(rest) != want {
 		fs.Usage()
 		return 2
 	}
@@ -139,10 +143,47 @@ func clusterRun(sub string, rest []string, fs *flag.FlagSet, o clusterCmdOptions
 		body, _ := json.Marshal(map[string]string{"id": rest[0], "raft_addr": rest[1]})
 		status, answer, err := adminRequest(ctx, client, http.MethodPost, base+"/cluster/members", body, cliCredential(), o.region)
 		return membershipAnswer(stdout, stderr, sub, rest[0], o.asJSON, status, answer, err)
+	case "move":
+		shard, err := strconv.ParseUint(rest[1], 10, 32)
+		if err != nil || shard == 0 {
+			fmt.Fprintf(stderr, "fifoq cluster move: SHARD is a shard's number, from 1 (fifoq cluster shards lists them), not %q\n", rest[1])
+			return 2
+		}
+		body, _ := json.Marshal(map[string]any{"queue_url": rest[0], "shard": shard})
+		status, answer, err := adminRequest(ctx, client, http.MethodPost, base+"/cluster/moves", body, cliCredential(), o.region)
+		return moveAnswer(stdout, stderr, o.asJSON, status, answer, err)
 	default: // remove
 		status, answer, err := adminRequest(ctx, client, http.MethodDelete, base+"/cluster/members/"+rest[0], nil, cliCredential(), o.region)
 		return membershipAnswer(stdout, stderr, sub, rest[0], o.asJSON, status, answer, err)
 	}
+}
+
+// moveAnswer prints the server's answer to fifoq cluster move and returns
+// the exit code.
+func moveAnswer(stdout, stderr io.Writer, asJSON bool, status int, answer []byte, err error) int {
+	if err != nil {
+		fmt.Fprintf(stderr, "fifoq cluster move: %v\n", explainTLS(err))
+		return 1
+	}
+	if status != http.StatusOK {
+		fmt.Fprintf(stderr, "fifoq cluster move: %d: %s\n", status, strings.TrimSpace(string(answer)))
+		return 1
+	}
+	if asJSON {
+		stdout.Write(answer)
+		return 0
+	}
+	var m server.MoveResult
+	if err := json.Unmarshal(answer, &m); err != nil {
+		fmt.Fprintf(stdout, "moved; the server's answer: %s\n", strings.TrimSpace(string(answer)))
+		return 0
+	}
+	if m.From == m.To {
+		fmt.Fprintf(stdout, "%s is in shard %d already\n", m.QueueURL, m.To)
+		return 0
+	}
+	fmt.Fprintf(stdout, "moved %s from shard %d to shard %d\n", m.QueueURL, m.From, m.To)
+	return 0
 }
 
 // membershipAnswer prints the server's answer to sub (add or remove) of

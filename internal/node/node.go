@@ -179,6 +179,9 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.Server = srv
+	if n.Shards != nil {
+		n.Shards.SetSteps(srv.MoveSteps())
+	}
 	if cfg.Queues != nil && cfg.Cluster == nil {
 		// The file's queues are declared before the caller serves, so
 		// that clients never see the server without them.

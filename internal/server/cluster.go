@@ -312,6 +312,9 @@ func (s *Server) registerCluster(mux *http.ServeMux) {
 	mux.HandleFunc("POST /cluster/list", s.serveClusterList)
 	mux.HandleFunc("GET "+clusterBackupPath, s.serveClusterBackup)
 	mux.HandleFunc("POST "+clusterDoPath, s.serveClusterDo)
+	mux.HandleFunc("POST "+moveStepPath, s.serveMoveStep)
+	mux.HandleFunc("GET "+exportQueuePath, s.serveExportQueue)
+	mux.HandleFunc("POST /cluster/moves", s.serveClusterMove)
 }
 
 // shardFigures are the figures of every group this node holds a replica
@@ -631,12 +634,30 @@ type notFound struct{ id string }
 
 func (e notFound) Error() string { return "no member has the id " + e.id }
 
+// queueNotFound is a move's refusal of a queue that does not exist.
+type queueNotFound struct{ url string }
+
+func (e queueNotFound) Error() string { return "no queue " + e.url }
+
 // serveMembership runs a membership change on the leader. The request must
 // be signed (SigV4, as an SQS request) by an access key of the server's own
 // account (--account); with no credentials configured it is accepted as
 // every request is. A follower forwards the request unchanged to the
 // leader, which checks the signature itself.
 func (s *Server) serveMembership(w http.ResponseWriter, r *http.Request, change func(ctx context.Context, body []byte) error) {
+	s.serveAdminChange(w, r, "change the cluster's membership", func(ctx context.Context, body []byte) (any, error) {
+		if err := change(ctx, body); err != nil {
+			return nil, err
+		}
+		members, _ := s.cluster.Members()
+		return map[string]any{"members": members}, nil
+	})
+}
+
+// serveAdminChange runs a change of the cluster (what says which) on the
+// first group's leader, as serveMembership does, and answers what change
+// returns.
+func (s *Server) serveAdminChange(w http.ResponseWriter, r *http.Request, what string, change func(ctx context.Context, body []byte) (any, error)) {
 	if s.cluster == nil {
 		writeJSONError(w, http.StatusBadRequest, "this server is not a cluster member: start it with --node-id and --raft-addr first")
 		return
@@ -660,17 +681,17 @@ func (s *Server) serveMembership(w http.ResponseWriter, r *http.Request, change 
 		}
 		return
 	}
-	signature, ok := s.verifyAdmin(w, r, body, "change the cluster's membership")
+	signature, ok := s.verifyAdmin(w, r, body, what)
 	if !ok {
 		return
 	}
 	if !s.membershipSigs.first(signature, time.Now()) {
-		writeJSONError(w, http.StatusForbidden, "this membership request was already received: a request is carried out once (sign a new one)")
+		writeJSONError(w, http.StatusForbidden, "this request was already received: a request is carried out once (sign a new one)")
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
-	err = change(ctx, body)
+	answer, err := change(ctx, body)
 	if errors.Is(err, replog.ErrHandedOver) {
 		// This node led and is to be removed: the new leader removes it.
 		// (Even a request another member forwarded here goes on: this
@@ -685,18 +706,17 @@ func (s *Server) serveMembership(w http.ResponseWriter, r *http.Request, change 
 	var nf notFound
 	switch {
 	case err == nil:
-		members, _ := s.cluster.Members()
-		writeJSON(w, http.StatusOK, map[string]any{"members": members})
+		writeJSON(w, http.StatusOK, answer)
 	case errors.As(err, &bad):
 		writeJSONError(w, http.StatusBadRequest, err.Error())
-	case errors.As(err, &nf):
+	case errors.As(err, &nf), errors.As(err, new(queueNotFound)):
 		writeJSONError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, replog.ErrNotLeader):
 		writeJSONError(w, http.StatusServiceUnavailable, err.Error()+"; retry")
 	case errors.Is(err, replog.ErrAlreadyMember):
 		writeJSONError(w, http.StatusConflict, err.Error())
 	default:
-		writeJSONError(w, http.StatusServiceUnavailable, "membership change failed: "+err.Error())
+		writeJSONError(w, http.StatusServiceUnavailable, "could not "+what+": "+err.Error())
 	}
 }
 

@@ -44,6 +44,12 @@ type Shards interface {
 	// then the cluster is its first group alone, and requests are routed
 	// as they are without shards.
 	Running() bool
+	// Move moves queue q to shard to and returns the shard it was in.
+	// Only on the first group's leader (internal/shards/move.go).
+	Move(ctx context.Context, q api.QueueKey, to uint32) (uint32, error)
+	// Forget drops what the node cached of q's shard: a group answered
+	// that q moved.
+	Forget(q api.QueueKey)
 	// Close closes every shard (before the first group).
 	Close() error
 }

@@ -492,7 +492,9 @@ func (s *Server) listQueuesOfAllGroups(ctx context.Context, cmd *engine.Command,
 		}
 		add(res)
 	}
+	// A queue moving between shards is in both for a moment.
 	slices.Sort(urls)
+	urls = slices.Compact(urls)
 	limit := api.MaxListQueuesResults
 	if r.MaxResults != nil {
 		limit = min(max(*r.MaxResults, 1), api.MaxListQueuesResults)

@@ -376,6 +376,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // is served in.
 func (s *Server) apply(ctx context.Context, cmd *engine.Command) (api.Response, error) {
 	resp, err := s.groupIn(ctx).log.Apply(ctx, cmd)
+	s.noteMoving(cmd, err)
 	if err == nil || ctx.Err() != nil {
 		// When the request ended before its outcome was known, the
 		// command may still apply: do what its success needs anyway
@@ -390,7 +391,7 @@ func (s *Server) apply(ctx context.Context, cmd *engine.Command) (api.Response, 
 // move-task driver when a task begins.
 func (s *Server) afterApply(cmd *engine.Command) {
 	switch cmd.Request.(type) {
-	case *api.DeleteQueueRequest, *api.PurgeQueueRequest:
+	case *api.DeleteQueueRequest, *api.PurgeQueueRequest, *engine.FenceQueueRequest, *engine.DropQueueRequest:
 		s.notifier.broadcast(cmd.Queue)
 	case *api.StartMessageMoveTaskRequest:
 		s.movers.kick()
@@ -401,7 +402,17 @@ func (s *Server) afterApply(cmd *engine.Command) {
 // served in.
 func (s *Server) read(ctx context.Context, cmd *engine.Command) (resp api.Response, err error) {
 	s.groupIn(ctx).log.Read(func(e *engine.Engine) { resp, err = e.Read(cmd) })
+	s.noteMoving(cmd, err)
 	return resp, err
+}
+
+// noteMoving forgets where the node thought cmd's queue lives when its
+// group answered that the queue is moving or moved away: the client's
+// retry (the answer is a retryable 503) then reads the shard map again.
+func (s *Server) noteMoving(cmd *engine.Command, err error) {
+	if err != nil && s.shards != nil && engine.IsQueueMoving(err) {
+		s.shards.Forget(cmd.Queue)
+	}
 }
 
 // readQueue answers a read-only command from the engine of the group of

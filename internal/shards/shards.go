@@ -19,9 +19,11 @@
 //     (placement.Rebalance), and the shard's leader moves its replicas
 //     there (replog's followHost).
 //   - "shards/queue/ACCOUNT/REGION/NAME": the shard a queue lives in, set
-//     once. A queue without a record lives in shard 0, as every queue of
-//     a cluster did before it had shards, so an upgraded cluster keeps
-//     its queues where they are.
+//     once when it is placed, and changed only by a move of the queue
+//     (move.go, which adds the records of moves under way). A queue
+//     without a record lives in shard 0, as every queue of a cluster did
+//     before it had shards, so an upgraded cluster keeps its queues
+//     where they are.
 //
 // The records set once are written by the first group's leader with a
 // fifoq:SetMeta that sets a key only if it is absent (entry format 7): two
@@ -111,9 +113,17 @@ type Set struct {
 	// memberAddrs are the members' Raft addresses (refreshAddrs).
 	memberAddrs atomic.Pointer[map[string]string]
 
-	// placed caches the records found (api.QueueKey → uint32): a record
-	// never changes once written, so a found one is never stale.
+	// placed caches the records found (api.QueueKey → uint32). A record
+	// changes only when its queue moves (move.go): epoch, the move that
+	// last flipped one, says when to forget them all.
 	placed sync.Map
+	epoch  atomic.Pointer[string]
+
+	// steps carries moves out (SetSteps); moveMu keeps this node to one
+	// move at a time, and resuming says a resumeMoves runs.
+	steps    atomic.Pointer[Steps]
+	moveMu   sync.Mutex
+	resuming atomic.Bool
 
 	// halted is closed once a storage fault or a fence stopped one of the
 	// node's replicas (fault says which and why); unwatch stops the watch
@@ -156,6 +166,16 @@ func (s *Set) follow() {
 	lastBalance := time.Now()
 	for {
 		s.refreshAddrs()
+		s.watchEpoch()
+		if s.host.Leading() && s.resuming.CompareAndSwap(false, true) {
+			// Moves take seconds: they go on beside this loop.
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer s.resuming.Store(false)
+				s.resumeMoves()
+			}()
+		}
 		if s.host.Leading() {
 			if err := s.extend(); err != nil {
 				s.cfg.Logger.Warn("shards: could not add the configured shards to the map", "want", s.cfg.Count, "err", err)

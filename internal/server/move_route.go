@@ -1,0 +1,310 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+)
+
+// Carrying a queue's move out. The first group's leader drives a move
+// (internal/shards/move.go); each step is for one group, and is carried
+// out here at that group's leader: applied, if this node leads it, or
+// sent to its leader over the node-to-node port (POST /cluster/move-step).
+// The queue's image is read from a replica of its group that applied the
+// fence: this node's, or another's (GET /cluster/export-queue). Both
+// endpoints need what POST /cluster/do needs (trustedPeer): a step moves
+// a queue's every message, and an image holds them.
+
+// Paths of the move endpoints on the node-to-node port.
+const (
+	moveStepPath    = "/cluster/move-step"
+	exportQueuePath = "/cluster/export-queue"
+)
+
+// moveStep is the body of POST /cluster/move-step: an internal request of
+// a move, for queue Queue in group Shard.
+type moveStep struct {
+	Shard   uint32          `json:"shard"`
+	Queue   api.QueueKey    `json:"queue"`
+	Action  api.Action      `json:"action"`
+	Request json.RawMessage `json:"request"`
+}
+
+// moveSteps carries moves out for the node's shards (shards.Steps).
+type moveSteps struct{ s *Server }
+
+// MoveSteps returns what carries the steps of the queues' moves out at
+// the leaders of their groups, for the node's shards (shards.Set.SetSteps).
+func (s *Server) MoveSteps() interface {
+	Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error
+	Export(ctx context.Context, id uint32, q api.QueueKey) ([]byte, error)
+} {
+	return moveSteps{s}
+}
+
+// stepWait bounds how long a step waits for its group's leader.
+const stepWait = 15 * time.Second
+
+// Step applies a move's step in group id, at its leader.
+func (m moveSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error {
+	s := m.s
+	deadline := time.Now().Add(stepWait)
+	var lastErr error = api.ErrServiceUnavailable("The leader of shard %d could not be found.", id)
+	for try := 0; try == 0 || time.Now().Before(deadline); try++ {
+		if try > 0 {
+			select {
+			case <-time.After(min(time.Duration(try)*50*time.Millisecond, 500*time.Millisecond)):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		g, held := s.groupByID(id)
+		if held && g.leads() {
+			cmd := &engine.Command{Time: s.now().UnixNano(), Queue: q, Request: req, Entropy: newEntropy()}
+			_, err := s.apply(withGroup(ctx, g), cmd)
+			return err
+		}
+		addr := s.leaderAddrOf(id, held, g, try)
+		if addr == "" {
+			continue
+		}
+		body, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		routed, _ := json.Marshal(moveStep{Shard: id, Queue: q, Action: req.Action(), Request: body})
+		resp, err := s.askPeer(ctx, http.MethodPost, addr, moveStepPath, bytes.NewReader(routed))
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		var a doAnswer
+		err = json.NewDecoder(resp.Body).Decode(&a)
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			lastErr = err
+		case a.Misdirected:
+			s.noteLeader(&misdirectedError{group: a.Group, leader: a.Leader})
+			lastErr = fmt.Errorf("member at %s does not lead shard %d", addr, id)
+		case a.Error != nil:
+			return a.Error
+		default:
+			return nil
+		}
+	}
+	return lastErr
+}
+
+// leaderAddrOf returns the Raft address to send group id's requests to:
+// its leader as this node knows it, else one of its replicas in turn.
+func (s *Server) leaderAddrOf(id uint32, held bool, g *group, try int) string {
+	if held {
+		_, addr := g.raft.Leader()
+		return addr
+	}
+	replicas := s.shards.Replicas(id)
+	if len(replicas) == 0 {
+		return ""
+	}
+	addr := replicas[try%len(replicas)].Addr
+	if v, ok := s.leaders.Load(id); ok {
+		for _, p := range replicas {
+			if p.ID == v.(string) {
+				addr = p.Addr
+			}
+		}
+	}
+	return addr
+}
+
+// Export returns queue q's image from a replica of group id that applied
+// its fence: this node's if it holds one, else another member's.
+func (m moveSteps) Export(ctx context.Context, id uint32, q api.QueueKey) ([]byte, error) {
+	s := m.s
+	deadline := time.Now().Add(stepWait)
+	var lastErr error
+	for try := 0; try == 0 || time.Now().Before(deadline); try++ {
+		if try > 0 {
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if g, held := s.groupByID(id); held {
+			// The fence was applied by the leader; this replica has it
+			// once it applied as far.
+			var buf bytes.Buffer
+			g.log.Read(func(e *engine.Engine) { lastErr = e.ExportQueue(q, &buf) })
+			if lastErr == nil {
+				return buf.Bytes(), nil
+			}
+			continue
+		}
+		replicas := s.shards.Replicas(id)
+		if len(replicas) == 0 {
+			lastErr = fmt.Errorf("the map names no replica of shard %d", id)
+			continue
+		}
+		v := url.Values{"shard": {strconv.FormatUint(uint64(id), 10)}, "account": {q.Account}, "region": {q.Region}, "name": {q.Name}}
+		resp, err := s.askPeer(ctx, http.MethodGet, replicas[try%len(replicas)].Addr, exportQueuePath+"?"+v.Encode(), nil)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		image, err := io.ReadAll(io.LimitReader(resp.Body, maxImageBytes+1))
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			lastErr = err
+		case len(image) > maxImageBytes:
+			return image, nil // the driver refuses it, by its size
+		default:
+			return image, nil
+		}
+	}
+	return nil, lastErr
+}
+
+// maxImageBytes bounds a queue's image read from another member: what a
+// move carries (shards.MaxMoveImage), and a little, so that the driver
+// sees one over it and abandons the move.
+const maxImageBytes = 64<<20 + 1
+
+// serveMoveStep applies a move's step another member's driver sent here,
+// if this node leads the step's group; else it answers where to go.
+func (s *Server) serveMoveStep(w http.ResponseWriter, r *http.Request) {
+	if !fromPeer(r) || s.shards == nil {
+		writeJSONError(w, http.StatusNotFound, "no such endpoint")
+		return
+	}
+	if !s.trustedPeer(r) {
+		writeJSONError(w, http.StatusForbidden, "a queue's move needs mutual TLS between the members (--raft-tls-*) where credentials are configured")
+		return
+	}
+	var d moveStep
+	if err := json.NewDecoder(io.LimitReader(r.Body, 2*maxImageBytes)).Decode(&d); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "want a move step")
+		return
+	}
+	req, ok := engine.NewInternalRequest(d.Action)
+	switch d.Action {
+	case engine.ActionFenceQueue, engine.ActionUnfenceQueue, engine.ActionInstallQueue, engine.ActionDropQueue:
+	default:
+		ok = false
+	}
+	if !ok {
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a step of a move", d.Action))
+		return
+	}
+	if err := json.Unmarshal(d.Request, req); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "the step: "+err.Error())
+		return
+	}
+	g, held := s.groupByID(d.Shard)
+	if !held || !g.leads() {
+		a := doAnswer{Misdirected: true, Group: d.Shard}
+		if held {
+			a.Leader, _ = g.raft.Leader()
+			if a.Leader == s.cluster.NodeID() {
+				a.Leader = ""
+			}
+		}
+		writeJSON(w, http.StatusOK, a)
+		return
+	}
+	cmd := &engine.Command{Time: s.now().UnixNano(), Queue: d.Queue, Request: req, Entropy: newEntropy()}
+	var a doAnswer
+	if _, err := s.apply(withGroup(r.Context(), g), cmd); err != nil {
+		a.Error = api.AsError(err)
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// serveExportQueue answers the image of a queue fenced for its move in a
+// group this node holds a replica of.
+func (s *Server) serveExportQueue(w http.ResponseWriter, r *http.Request) {
+	if !fromPeer(r) || s.shards == nil {
+		writeJSONError(w, http.StatusNotFound, "no such endpoint")
+		return
+	}
+	if !s.trustedPeer(r) {
+		writeJSONError(w, http.StatusForbidden, "a queue's image is given to another member only over mutual TLS between the members (--raft-tls-*) where credentials are configured")
+		return
+	}
+	qv := r.URL.Query()
+	id, err := strconv.ParseUint(qv.Get("shard"), 10, 32)
+	if err != nil {
+		writeJSONError(w, http.StatusBadRequest, "want ?shard=N")
+		return
+	}
+	g, held := s.groupByID(uint32(id))
+	if !held {
+		writeJSONError(w, http.StatusNotFound, fmt.Sprintf("this node holds no replica of shard %d", id))
+		return
+	}
+	q := api.QueueKey{Account: qv.Get("account"), Region: qv.Get("region"), Name: qv.Get("name")}
+	var buf bytes.Buffer
+	g.log.Read(func(e *engine.Engine) { err = e.ExportQueue(q, &buf) })
+	if err != nil {
+		writeJSONError(w, http.StatusConflict, err.Error())
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(buf.Bytes())
+}
+
+// moveRequest is the body of POST /cluster/moves.
+type moveRequest struct {
+	// QueueURL names the queue, as SQS's QueueUrl does.
+	QueueURL string `json:"queue_url"`
+	Shard    uint32 `json:"shard"`
+}
+
+// MoveResult is the answer of POST /cluster/moves.
+type MoveResult struct {
+	QueueURL string `json:"queue_url"`
+	From     uint32 `json:"from"`
+	To       uint32 `json:"to"`
+}
+
+// serveClusterMove moves a queue to another shard (fifoq cluster move):
+// signed by an admin key, carried out by the first group's leader.
+func (s *Server) serveClusterMove(w http.ResponseWriter, r *http.Request) {
+	s.serveAdminChange(w, r, "move a queue between shards", func(ctx context.Context, body []byte) (any, error) {
+		if s.shards == nil || !s.sharded() {
+			return nil, badRequest{errors.New("the cluster has no shards to move a queue between (start it with --shards)")}
+		}
+		var mr moveRequest
+		if err := json.Unmarshal(body, &mr); err != nil || mr.QueueURL == "" {
+			return nil, badRequest{errors.New(`want a JSON body {"queue_url": "URL", "shard": N}`)}
+		}
+		q, err := api.ResolveQueueURL(mr.QueueURL, api.Scope{Account: s.cfg.Account}, s.cfg.Region)
+		if err != nil {
+			return nil, badRequest{fmt.Errorf("%q is not a queue URL", mr.QueueURL)}
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		from, err := s.shards.Move(ctx, q, mr.Shard)
+		if err != nil {
+			var ae *api.Error
+			if errors.As(err, &ae) && ae.Code == "QueueDoesNotExist" {
+				return nil, queueNotFound{mr.QueueURL}
+			}
+			return nil, err
+		}
+		return MoveResult{QueueURL: mr.QueueURL, From: from, To: mr.Shard}, nil
+	})
+}

@@ -1,0 +1,326 @@
+package shards
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+)
+
+// Moving a queue from one shard to another. The first group's leader
+// drives every move; the engine offers the steps (engine/move.go), and the
+// server carries each out at the leader of the group it is for (Steps).
+// A move is recorded in the first group's state before its first step:
+//
+//	"shards/move/ACCOUNT/REGION/NAME" = "MOVE FROM TO"
+//
+// and driven from that record to its end by whichever node leads the
+// first group, so that a leader killed in the middle leaves its successor
+// to finish. Every step is one the engine repeats safely, so the driver
+// simply does them all again from the record:
+//
+//  1. Fence the queue in FROM. Its requests answer a retryable 503 from
+//     here on, and its state stops changing.
+//  2. Export its image from a replica of FROM that applied the fence.
+//  3. Install the image in TO (a second install of the same move changes
+//     nothing).
+//  4. Flip the map: the queue's record names TO, and "shards/epoch" the
+//     move, which tells every node to forget the records it cached.
+//  5. Drop the queue from FROM, which answers a retryable 503 for its name
+//     for ten minutes more, for routers whose map is older.
+//  6. Remove the move's record.
+//
+// Once the map names TO, steps 1 to 3 are done; before, nothing outside
+// FROM has changed, and a move that cannot go on is abandoned there: the
+// fence is lifted and the record removed. So a queue is served by one
+// shard at every moment, and a client sees only retryable 503s while it
+// moves.
+
+// Record keys of moves.
+const (
+	movePrefix = "shards/move/"
+	epochKey   = "shards/epoch"
+)
+
+// MaxMoveImage bounds the image of a queue that moves: it is carried in
+// one log entry of its new shard.
+const MaxMoveImage = 64 << 20
+
+// Steps carries a move's steps out, at the leader of the group each is
+// for. The server implements it.
+type Steps interface {
+	// Step applies the move step req (an engine.FenceQueueRequest,
+	// UnfenceQueueRequest, InstallQueueRequest or DropQueueRequest) to
+	// queue q in group id, at that group's leader.
+	Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error
+	// Export returns the image of queue q, fenced for the move in group
+	// id, from a replica of that group that applied the fence.
+	Export(ctx context.Context, id uint32, q api.QueueKey) ([]byte, error)
+}
+
+// SetSteps gives the Set what carries moves out. Until it is given, this
+// node drives no move.
+func (s *Set) SetSteps(st Steps) { s.steps.Store(&st) }
+
+// moveRecord is a move's record in the first group's state.
+type moveRecord struct {
+	id       string
+	from, to uint32
+	// abandoned is set once the move is given up: what is left is to
+	// lift the fence and remove the record.
+	abandoned bool
+}
+
+func (m moveRecord) String() string {
+	v := m.id + " " + strconv.FormatUint(uint64(m.from), 10) + " " + strconv.FormatUint(uint64(m.to), 10)
+	if m.abandoned {
+		v += " abandoned"
+	}
+	return v
+}
+
+func parseMove(v string) (moveRecord, bool) {
+	f := strings.Fields(v)
+	if len(f) != 3 && (len(f) != 4 || f[3] != "abandoned") {
+		return moveRecord{}, false
+	}
+	from, err1 := strconv.ParseUint(f[1], 10, 32)
+	to, err2 := strconv.ParseUint(f[2], 10, 32)
+	if err1 != nil || err2 != nil || from == to || f[0] == "" {
+		return moveRecord{}, false
+	}
+	return moveRecord{id: f[0], from: uint32(from), to: uint32(to), abandoned: len(f) == 4}, true
+}
+
+// moveKey is the record of a move of q.
+func moveKey(q api.QueueKey) string {
+	return movePrefix + q.Account + "/" + q.Region + "/" + q.Name
+}
+
+// parseQueueRecordKey reads the queue of a record key after its prefix.
+func parseQueueRecordKey(rest string) (api.QueueKey, bool) {
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) != 3 || parts[0] == "" || parts[2] == "" {
+		return api.QueueKey{}, false
+	}
+	return api.QueueKey{Account: parts[0], Region: parts[1], Name: parts[2]}, true
+}
+
+// ErrMoveUnderWay is Move's refusal of a queue that is moving already.
+var ErrMoveUnderWay = errors.New("shards: the queue is moving already")
+
+// Move moves queue q to shard to and returns the shard it was in. Only
+// on the first group's leader. A move of q already under way is refused
+// with ErrMoveUnderWay (it goes on, driven by the leader); q in shard to
+// already is no move at all.
+func (s *Set) Move(ctx context.Context, q api.QueueKey, to uint32) (uint32, error) {
+	st := s.steps.Load()
+	switch {
+	case st == nil:
+		return 0, errors.New("shards: this node cannot carry moves out")
+	case !s.host.Leading():
+		return 0, errors.New("shards: only the first group's leader moves queues")
+	case to == 0:
+		return 0, errors.New("shards: the first group takes no queue")
+	}
+	if _, ok := s.named()[to]; !ok {
+		return 0, fmt.Errorf("shards: the map names no shard %d", to)
+	}
+	from := s.Of(q)
+	if from == 0 && !s.inFirstGroup(q) {
+		return 0, api.ErrQueueDoesNotExist()
+	}
+	if from == to {
+		return from, nil
+	}
+	m := moveRecord{id: newMoveID(), from: from, to: to}
+	if err := s.setOnce(ctx, moveKey(q), m.String()); err != nil {
+		return from, err
+	}
+	var v string
+	s.host.Read(func(e *engine.Engine) { v = e.Meta(moveKey(q)) })
+	if got, ok := parseMove(v); !ok || got.id != m.id {
+		return from, ErrMoveUnderWay
+	}
+	if err := s.drive(ctx, *st, q, m); err != nil {
+		// An abandoned move is finished (its fence lifted) at once.
+		if errors.Is(err, errAbandoned) {
+			s.drive(ctx, *st, q, m)
+		}
+		return from, err
+	}
+	return from, nil
+}
+
+// newMoveID names a move: unique, so that a step of one move is never
+// taken for a step of another.
+func newMoveID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + hex.EncodeToString(b[:])
+}
+
+// resumeMoves drives every recorded move to its end: on the first group's
+// leader, the moves a former leader left.
+func (s *Set) resumeMoves() {
+	st := s.steps.Load()
+	if st == nil || !s.host.Leading() {
+		return
+	}
+	type pending struct {
+		q api.QueueKey
+		m moveRecord
+	}
+	var moves []pending
+	s.host.Read(func(e *engine.Engine) {
+		for _, k := range e.MetaKeys(movePrefix) {
+			q, ok := parseQueueRecordKey(strings.TrimPrefix(k, movePrefix))
+			m, ok2 := parseMove(e.Meta(k))
+			if ok && ok2 {
+				moves = append(moves, pending{q, m})
+			}
+		}
+	})
+	for _, p := range moves {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		go func() { // a closing Set stops the move where it is
+			select {
+			case <-s.quit:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := s.drive(ctx, *st, p.q, p.m)
+		if err != nil && !errors.Is(err, errNotLeading) && ctx.Err() == nil {
+			s.cfg.Logger.Warn("shards: a queue's move did not finish yet", "queue", p.q, "move", p.m.id, "from", p.m.from, "to", p.m.to, "err", err)
+		}
+		cancel()
+	}
+}
+
+// errAbandoned says a move was given up, and why.
+var errAbandoned = errors.New("shards: the move was abandoned")
+
+// errNotLeading stops a driver whose node no longer leads the first
+// group: the new leader drives the move on from its record.
+var errNotLeading = errors.New("shards: this node no longer leads the first group")
+
+// drive takes move m of q from wherever it is to its end (see the steps
+// above). One move at a time on a node; and only while it leads the first
+// group, which it checks before every step, so that a leader deposed in
+// the middle of a move leaves it to its successor.
+func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord) error {
+	s.moveMu.Lock()
+	defer s.moveMu.Unlock()
+	step := func(id uint32, req api.Request) error {
+		if !s.host.Leading() {
+			return errNotLeading
+		}
+		return st.Step(ctx, id, q, req)
+	}
+	// The record and the map are read as the log has them now.
+	if err := s.host.ReadBarrier(ctx); err != nil {
+		return err
+	}
+	var v string
+	s.host.Read(func(e *engine.Engine) { v = e.Meta(moveKey(q)) })
+	if cur, ok := parseMove(v); !ok || cur.id != m.id {
+		return nil // done, or abandoned, meanwhile
+	} else {
+		m = cur
+	}
+	if m.abandoned {
+		if err := step(m.from, &engine.UnfenceQueueRequest{Move: m.id}); err != nil {
+			return fmt.Errorf("abandon the move: lift the fence: %w", err)
+		}
+		_, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: moveKey(q)}})
+		return err
+	}
+	s.Forget(q)
+	if s.Of(q) != m.to {
+		if err := step(m.from, &engine.FenceQueueRequest{Move: m.id}); err != nil {
+			if abandon(err) {
+				return s.abandon(ctx, q, m, err)
+			}
+			return fmt.Errorf("fence in shard %d: %w", m.from, err)
+		}
+		image, err := st.Export(ctx, m.from, q)
+		if err != nil {
+			return fmt.Errorf("export from shard %d: %w", m.from, err)
+		}
+		if len(image) > MaxMoveImage {
+			return s.abandon(ctx, q, m, fmt.Errorf("its image is %d bytes, over %d", len(image), MaxMoveImage))
+		}
+		if err := step(m.to, &engine.InstallQueueRequest{Move: m.id, Image: image}); err != nil {
+			if abandon(err) {
+				return s.abandon(ctx, q, m, err)
+			}
+			return fmt.Errorf("install in shard %d: %w", m.to, err)
+		}
+		if _, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: queueKey(q), Value: strconv.FormatUint(uint64(m.to), 10)}}); err != nil {
+			return fmt.Errorf("flip the map: %w", err)
+		}
+	}
+	if _, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: epochKey, Value: m.id}}); err != nil {
+		return fmt.Errorf("flip the map: %w", err)
+	}
+	s.Forget(q)
+	if err := step(m.from, &engine.DropQueueRequest{Move: m.id}); err != nil {
+		return fmt.Errorf("drop from shard %d: %w", m.from, err)
+	}
+	if _, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: moveKey(q)}}); err != nil {
+		return err
+	}
+	s.cfg.Logger.Info("shards: moved a queue", "queue", q, "from", m.from, "to", m.to, "move", m.id)
+	return nil
+}
+
+// abandon gives up move m before the map names its target: the queue
+// stays in its shard, served again. The record says so first, in the
+// first group's log, which only its leader writes: a leader deposed
+// meanwhile fails here, and one that succeeds is the only driver. The
+// fence is lifted after (by the next drive, from the record).
+func (s *Set) abandon(ctx context.Context, q api.QueueKey, m moveRecord, why error) error {
+	m.abandoned = true
+	if _, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: moveKey(q), Value: m.String()}}); err != nil {
+		return err
+	}
+	s.cfg.Logger.Warn("shards: abandoning a queue's move", "queue", q, "from", m.from, "to", m.to, "why", why)
+	return fmt.Errorf("%w: %w", errAbandoned, why)
+}
+
+// abandon reports whether a step's error means the move cannot go on:
+// the engine refused it for good (the queue is gone, or not movable, or
+// its image was refused), not for now.
+func abandon(err error) bool {
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.Code {
+	case "QueueDoesNotExist", "UnsupportedOperation", "InvalidParameterValue", "QueueNameExists":
+		return true
+	}
+	return false
+}
+
+// Forget drops what this node cached of q's record, after a group
+// answered that q moved: the next request reads the map again.
+func (s *Set) Forget(q api.QueueKey) { s.placed.Delete(q) }
+
+// watchEpoch forgets every cached record when the map's epoch changed
+// since it last looked: a move flipped a record.
+func (s *Set) watchEpoch() {
+	var v string
+	s.host.Read(func(e *engine.Engine) { v = e.Meta(epochKey) })
+	if old := s.epoch.Swap(&v); old != nil && *old != v {
+		s.placed.Clear()
+	}
+}
