@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,13 +34,23 @@ func TestQueueMovesUnderLoad(t *testing.T) {
 		movable: true,
 		nemesis: func(t *testing.T, c *cluster, rng *rand.Rand, pause func()) {
 			url := "http://" + c.nodes[0].httpAddr + "/000000000000/failover.fifo"
+			var took []time.Duration // of the moves without a kill, end to end
+			defer func() {
+				if len(took) > 0 {
+					slices.Sort(took)
+					t.Logf("moves without a kill took, end to end: median %v, longest %v (%d moves)",
+						took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), len(took))
+				}
+			}()
 			for round := range *flagMoves {
 				pause()
 				from := placedShards(c)["failover.fifo"]
 				to := from%3 + 1
 				if round%3 != 2 {
 					t.Logf("nemesis: move the queue from shard %d to shard %d", from, to)
+					start := time.Now()
 					retrying(t, "fifoq cluster move", func() error { return moveQueue(c, url, to) })
+					took = append(took, time.Since(start))
 				} else {
 					victim := c.leader()
 					what := "the first group's leader"
@@ -55,6 +66,12 @@ func TestQueueMovesUnderLoad(t *testing.T) {
 					time.Sleep(time.Duration(200+rng.Intn(500)) * time.Millisecond)
 					c.restart(victim)
 					t.Logf("nemesis: the move through the killed leader answered %v", err)
+					if err != nil {
+						// It may never have reached the node: ask again. A
+						// move the new leader finished answers at once, one
+						// it still drives is refused until it is done.
+						retrying(t, "fifoq cluster move", func() error { return moveQueue(c, url, to) })
+					}
 				}
 				// The move finishes, through a new leader if its driver died.
 				waitQueueIn(t, c, "failover.fifo", to)

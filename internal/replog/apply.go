@@ -382,6 +382,8 @@ func approxSize(c *engine.Command) int {
 			n += 128 + len(e.MessageBody)
 		}
 		return n
+	case *engine.InstallQueueRequest:
+		return 256 + len(r.Image)*4/3 // as base64 in the entry's JSON
 	}
 	return 256
 }

@@ -165,22 +165,19 @@ func (m moveSteps) Export(ctx context.Context, id uint32, q api.QueueKey) ([]byt
 		}
 		image, err := io.ReadAll(io.LimitReader(resp.Body, maxImageBytes+1))
 		resp.Body.Close()
-		switch {
-		case err != nil:
+		if err != nil {
 			lastErr = err
-		case len(image) > maxImageBytes:
-			return image, nil // the driver refuses it, by its size
-		default:
-			return image, nil
+			continue
 		}
+		return image, nil // one over the bound is refused by the driver
 	}
 	return nil, lastErr
 }
 
 // maxImageBytes bounds a queue's image read from another member: what a
-// move carries (shards.MaxMoveImage), and a little, so that the driver
+// move carries (shards.MaxMoveImage), and a byte, so that the driver
 // sees one over it and abandons the move.
-const maxImageBytes = 64<<20 + 1
+const maxImageBytes = 32<<20 + 1
 
 // serveMoveStep applies a move's step another member's driver sent here,
 // if this node leads the step's group; else it answers where to go.

@@ -50,8 +50,9 @@ const (
 )
 
 // MaxMoveImage bounds the image of a queue that moves: it is carried in
-// one log entry of its new shard.
-const MaxMoveImage = 64 << 20
+// one log entry of its new shard, as JSON (base64, a third more), and a
+// log entry of the WAL is at most 64 MiB.
+const MaxMoveImage = 32 << 20
 
 // Steps carries a move's steps out, at the leader of the group each is
 // for. The server implements it.

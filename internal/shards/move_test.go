@@ -1,0 +1,132 @@
+package shards
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/replog"
+)
+
+// localSteps carries a member's move steps out in the shards it holds,
+// all of them here; failInstall, while above 0, makes an install fail
+// after it was applied, as when the answer is lost.
+type localSteps struct {
+	set         *Set
+	failInstall atomic.Int32
+}
+
+func (l *localSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error {
+	g, _ := l.set.Shard(id)
+	_, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Queue: q, Request: req})
+	if _, ok := req.(*engine.InstallQueueRequest); ok && err == nil && l.failInstall.Add(-1) >= 0 {
+		return errors.New("the answer was lost")
+	}
+	return err
+}
+
+func (l *localSteps) Export(ctx context.Context, id uint32, q api.QueueKey) ([]byte, error) {
+	g, _ := l.set.Shard(id)
+	var buf bytes.Buffer
+	var err error
+	g.Read(func(e *engine.Engine) { err = e.ExportQueue(q, &buf) })
+	return buf.Bytes(), err
+}
+
+// queueIn reports whether shard id's engine holds q.
+func queueIn(set *Set, id uint32, q api.QueueKey) (ok bool) {
+	g, _ := set.Shard(id)
+	g.Read(func(e *engine.Engine) { _, ok = e.QueuePolicy(q) })
+	return ok
+}
+
+func send(t *testing.T, l replog.Log, q api.QueueKey, body string) {
+	t.Helper()
+	_, err := l.Apply(context.Background(), &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Queue: q, MessageIDs: []string{"id-" + body},
+		Request: &api.SendMessageRequest{QueueUrl: q.Path(), MessageBody: body}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMoveDrivesEveryStep moves queues between the shards of a member:
+// the map follows, the queue and its messages are in the target only; a
+// move whose install's answer was lost is finished from its record; a
+// queue that cannot move is left served where it was.
+func TestMoveDrivesEveryStep(t *testing.T) {
+	host, set := openMember(t, t.TempDir(), 3)
+	steps := &localSteps{set: set}
+	set.SetSteps(steps)
+	ctx := context.Background()
+
+	q := queue("jobs")
+	from, err := set.Place(ctx, q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, host, set, from, q)
+	g, _ := set.Shard(from)
+	send(t, g, q, "one")
+	to := from%3 + 1
+	if got, err := set.Move(ctx, q, to); err != nil || got != from {
+		t.Fatalf("Move = %d, %v; want %d, nil", got, err, from)
+	}
+	if set.Of(q) != to || queueIn(set, from, q) || !queueIn(set, to, q) {
+		t.Fatalf("after the move: map says %d, in %d: %v, in %d: %v", set.Of(q), from, queueIn(set, from, q), to, queueIn(set, to, q))
+	}
+	g, _ = set.Shard(to)
+	var n int
+	g.Read(func(e *engine.Engine) { n, _ = e.StoredMessages(q) })
+	if n != 1 {
+		t.Fatalf("the moved queue holds %d messages, want 1", n)
+	}
+	if got, err := set.Move(ctx, q, to); err != nil || got != to {
+		t.Fatalf("a move to the queue's own shard = %d, %v", got, err)
+	}
+
+	// The install's answer is lost: the move stays recorded, and the
+	// next drive (the leader's resumeMoves) finishes it.
+	steps.failInstall.Store(1)
+	back := to%3 + 1
+	if _, err := set.Move(ctx, q, back); err == nil {
+		t.Fatal("a move whose install failed answered no error")
+	}
+	// (The member's own loop may have finished it already.)
+	if _, err := set.Move(ctx, q, back); err != nil && !errors.Is(err, ErrMoveUnderWay) {
+		t.Fatalf("a second move while one is recorded: %v, want ErrMoveUnderWay", err)
+	}
+	set.resumeMoves()
+	if set.Of(q) != back || queueIn(set, to, q) || !queueIn(set, back, q) {
+		t.Fatalf("after the resumed move: map says %d, want %d", set.Of(q), back)
+	}
+	var left []string
+	host.Read(func(e *engine.Engine) { left = e.MetaKeys(movePrefix) })
+	if len(left) != 0 {
+		t.Fatalf("move records left: %v", left)
+	}
+
+	// A queue with a redrive policy is not moved, and stays served.
+	dlq, src := queue("dlq"), queue("src")
+	dlqShard, _ := set.Place(ctx, dlq, nil)
+	create(t, host, set, dlqShard, dlq)
+	srcShard, _ := set.Place(ctx, src, &dlq)
+	gs, _ := set.Shard(srcShard)
+	if _, err := gs.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: src.Account, Request: &api.CreateQueueRequest{QueueName: src.Name,
+		Attributes: map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":"3"}`}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Move(ctx, src, srcShard%3+1); err == nil || !strings.Contains(err.Error(), "RedrivePolicy") {
+		t.Fatalf("moving a queue with a redrive policy: %v", err)
+	}
+	send(t, gs, src, "still served")
+	host.Read(func(e *engine.Engine) { left = e.MetaKeys(movePrefix) })
+	if len(left) != 0 || set.Of(src) != srcShard {
+		t.Fatalf("an abandoned move left records %v, or moved the map to %d", left, set.Of(src))
+	}
+}
