@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -48,8 +49,54 @@ type moveSteps struct{ s *Server }
 func (s *Server) MoveSteps() interface {
 	Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error
 	Export(ctx context.Context, id uint32, q api.QueueKey) ([]byte, error)
+	Queues(ctx context.Context, id uint32) ([]api.QueueKey, error)
 } {
 	return moveSteps{s}
+}
+
+// Queues returns the queues group id holds: as this node's replica has
+// them, or as one of its replicas says (GET /cluster/shards?local).
+func (m moveSteps) Queues(ctx context.Context, id uint32) ([]api.QueueKey, error) {
+	s := m.s
+	if g, held := s.groupByID(id); held {
+		var stats []engine.QueueStats
+		g.log.Read(func(e *engine.Engine) { stats = e.AppendQueueStats(nil, s.now().UnixNano()) })
+		out := make([]api.QueueKey, len(stats))
+		for i, st := range stats {
+			out[i] = st.Queue
+		}
+		return out, nil
+	}
+	var lastErr error = fmt.Errorf("the map names no replica of shard %d", id)
+	for _, p := range s.shards.Replicas(id) {
+		theirs, err := s.askShards(ctx, p.Addr)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		for _, sh := range theirs.Shards {
+			if sh.Shard == id && sh.Held {
+				out := make([]api.QueueKey, 0, len(sh.Queues))
+				for _, name := range sh.Queues {
+					out = append(out, queueOfString(name))
+				}
+				return out, nil
+			}
+		}
+		lastErr = fmt.Errorf("%s holds no replica of shard %d", p.ID, id)
+	}
+	return nil, lastErr
+}
+
+// queueOfString reads api.QueueKey.String's form back: "ACCOUNT/NAME", or
+// "REGION/ACCOUNT/NAME" in a region other than the server's.
+func queueOfString(s string) api.QueueKey {
+	parts := strings.Split(s, "/")
+	if len(parts) == 3 {
+		return api.QueueKey{Region: parts[0], Account: parts[1], Name: parts[2]}
+	}
+	account, name, _ := strings.Cut(s, "/")
+	return api.QueueKey{Account: account, Name: name}
 }
 
 // stepWait bounds how long a step waits for its group's leader.

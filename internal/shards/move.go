@@ -12,6 +12,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/placement"
 )
 
 // Moving a queue from one shard to another. The first group's leader
@@ -64,6 +65,9 @@ type Steps interface {
 	// Export returns the image of queue q, fenced for the move in group
 	// id, from a replica of that group that applied the fence.
 	Export(ctx context.Context, id uint32, q api.QueueKey) ([]byte, error)
+	// Queues returns the queues group id holds, as one of its replicas
+	// has them.
+	Queues(ctx context.Context, id uint32) ([]api.QueueKey, error)
 }
 
 // SetSteps gives the Set what carries moves out. Until it is given, this
@@ -323,5 +327,65 @@ func (s *Set) watchEpoch() {
 	s.host.Read(func(e *engine.Engine) { v = e.Meta(epochKey) })
 	if old := s.epoch.Swap(&v); old != nil && *old != v {
 		s.placed.Clear()
+	}
+}
+
+// DefaultQueueBalance is how often the first group's leader looks whether
+// the shards hold uneven numbers of queues (Config.QueueBalance).
+const DefaultQueueBalance = 30 * time.Second
+
+// unmovableFor is how long a queue that would not move is passed over by
+// the balancer: its redrive policy or move tasks may have changed by then.
+const unmovableFor = time.Hour
+
+// balanceQueues, on the first group's leader, moves one queue from the
+// shard holding the most queues to the one holding the fewest, if they
+// differ by two or more (placement.BalanceQueues): as when a shard is
+// added to a cluster whose queues are all placed, or queues were deleted.
+// Queues are counted as their shards' replicas hold them, not by the map,
+// whose records outlive deleted queues.
+func (s *Set) balanceQueues(st Steps) {
+	if !s.host.Leading() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() { // a closing Set stops the balancing where it is
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	held := map[placement.ShardID][]string{}
+	keys := map[string]api.QueueKey{}
+	for _, id := range s.Named() {
+		qs, err := st.Queues(ctx, id)
+		if err != nil {
+			return // a shard that cannot be counted is not balanced against
+		}
+		names := make([]string, 0, len(qs))
+		for _, q := range qs {
+			names = append(names, q.String())
+			keys[q.String()] = q
+		}
+		held[placement.ShardID(id)] = names
+	}
+	now := time.Now()
+	mv, ok := placement.BalanceQueues(held, func(q string) bool {
+		until, skip := s.unmovable[keys[q]]
+		return skip && now.Before(until)
+	})
+	if !ok {
+		return
+	}
+	q := keys[mv.Queue]
+	s.cfg.Logger.Info("shards: moving a queue to even out the shards", "queue", q, "from", mv.From, "to", mv.To,
+		"queues_from", len(held[mv.From]), "queues_to", len(held[mv.To]))
+	if _, err := s.Move(ctx, q, uint32(mv.To)); err != nil {
+		if errors.Is(err, errAbandoned) {
+			s.unmovable[q] = now.Add(unmovableFor)
+		}
+		s.cfg.Logger.Warn("shards: a queue moved to even out the shards did not move", "queue", q, "err", err)
 	}
 }

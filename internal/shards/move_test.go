@@ -39,6 +39,17 @@ func (l *localSteps) Export(ctx context.Context, id uint32, q api.QueueKey) ([]b
 	return buf.Bytes(), err
 }
 
+func (l *localSteps) Queues(ctx context.Context, id uint32) ([]api.QueueKey, error) {
+	g, _ := l.set.Shard(id)
+	var out []api.QueueKey
+	g.Read(func(e *engine.Engine) {
+		for _, st := range e.AppendQueueStats(nil, time.Now().UnixNano()) {
+			out = append(out, st.Queue)
+		}
+	})
+	return out, nil
+}
+
 // queueIn reports whether shard id's engine holds q.
 func queueIn(set *Set, id uint32, q api.QueueKey) (ok bool) {
 	g, _ := set.Shard(id)
@@ -128,5 +139,51 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 	host.Read(func(e *engine.Engine) { left = e.MetaKeys(movePrefix) })
 	if len(left) != 0 || set.Of(src) != srcShard {
 		t.Fatalf("an abandoned move left records %v, or moved the map to %d", left, set.Of(src))
+	}
+}
+
+// TestBalanceQueuesEvensOutShards puts six queues in one shard of three
+// (as a cluster whose shards were added after its queues were placed):
+// the balancer moves them, one a round, until no shard holds two more
+// than another, and passes over a queue that cannot move.
+func TestBalanceQueuesEvensOutShards(t *testing.T) {
+	host, set := openMember(t, t.TempDir(), 3)
+	steps := &localSteps{set: set}
+	set.SetSteps(steps)
+	ctx := context.Background()
+	dlq := queue("q0-dlq")
+	for i, q := range []api.QueueKey{dlq, queue("q1"), queue("q2"), queue("q3"), queue("q4"), queue("q5")} {
+		if err := set.setOnce(ctx, queueKey(q), "1"); err != nil {
+			t.Fatal(err)
+		}
+		create(t, host, set, 1, q)
+		if i == 1 {
+			// q1's dead-letter queue is q0-dlq: neither moves.
+			g, _ := set.Shard(1)
+			if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Queue: q, Request: &api.SetQueueAttributesRequest{QueueUrl: q.Path(),
+				Attributes: map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:q0-dlq","maxReceiveCount":"3"}`}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	count := func() map[uint32]int {
+		out := map[uint32]int{}
+		for _, id := range set.Named() {
+			qs, _ := steps.Queues(ctx, id)
+			out[id] = len(qs)
+		}
+		return out
+	}
+	for round := 0; round < 10; round++ {
+		set.balanceQueues(steps)
+	}
+	got := count()
+	if got[1] != 2 || got[2] != 2 || got[3] != 2 {
+		t.Fatalf("queues per shard after balancing = %v, want 2 each", got)
+	}
+	for _, q := range []api.QueueKey{dlq, queue("q1")} {
+		if set.Of(q) != 1 {
+			t.Fatalf("%s moved to shard %d, though it is in a redrive", q.Name, set.Of(q))
+		}
 	}
 }

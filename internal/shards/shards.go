@@ -40,6 +40,7 @@
 package shards
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -96,6 +97,10 @@ type Config struct {
 	// is closed, as the map moved it away.
 	Observe func(id uint32) replog.Observer
 	Forget  func(id uint32)
+	// QueueBalance is how often the first group's leader evens out the
+	// queues the shards hold, moving one at a time (balanceQueues):
+	// DefaultQueueBalance if 0, never if negative.
+	QueueBalance time.Duration
 }
 
 // Set is a node's shards beside its first group.
@@ -124,6 +129,11 @@ type Set struct {
 	steps    atomic.Pointer[Steps]
 	moveMu   sync.Mutex
 	resuming atomic.Bool
+	// unmovable: until when the balancer passes over each queue that
+	// would not move; lastQueueBalance: when it last looked. Both only
+	// touched by the goroutine resuming moves.
+	unmovable        map[api.QueueKey]time.Time
+	lastQueueBalance time.Time
 
 	// halted is closed once a storage fault or a fence stopped one of the
 	// node's replicas (fault says which and why); unwatch stops the watch
@@ -145,7 +155,8 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, unwanted: map[uint32]time.Time{}, quit: make(chan struct{}),
-		halted: make(chan struct{}), unwatch: map[uint32]chan struct{}{}}
+		halted: make(chan struct{}), unwatch: map[uint32]chan struct{}{}, unmovable: map[api.QueueKey]time.Time{},
+		lastQueueBalance: time.Now()}
 	s.refreshAddrs()
 	if err := s.openNamed(); err != nil {
 		s.Close()
@@ -174,6 +185,11 @@ func (s *Set) follow() {
 				defer s.wg.Done()
 				defer s.resuming.Store(false)
 				s.resumeMoves()
+				every := cmp.Or(s.cfg.QueueBalance, DefaultQueueBalance)
+				if st := s.steps.Load(); st != nil && every > 0 && time.Since(s.lastQueueBalance) >= every {
+					s.lastQueueBalance = time.Now()
+					s.balanceQueues(*st)
+				}
 			}()
 		}
 		if s.host.Leading() {

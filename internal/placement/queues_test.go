@@ -1,0 +1,77 @@
+package placement
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestBalanceQueues(t *testing.T) {
+	held := map[ShardID][]string{1: {"a", "b", "c"}, 2: {"d"}, 3: {}}
+	mv, ok := BalanceQueues(held, nil)
+	if !ok || mv != (QueueMove{Queue: "c", From: 1, To: 3}) {
+		t.Fatalf("BalanceQueues = %+v %v, want c from 1 to 3", mv, ok)
+	}
+	// Within one of each other: no move.
+	if mv, ok := BalanceQueues(map[ShardID][]string{1: {"a", "b"}, 2: {"c"}}, nil); ok {
+		t.Fatalf("a move between shards of 2 and 1 queues: %+v", mv)
+	}
+	// Queues that cannot move are passed over, then the next fullest shard.
+	skip := func(q string) bool { return q == "c" || q == "b" || q == "a" }
+	held = map[ShardID][]string{1: {"a", "b", "c"}, 2: {"d", "e", "f"}, 3: {"g"}, 4: {}}
+	if mv, ok := BalanceQueues(held, skip); !ok || mv != (QueueMove{Queue: "f", From: 2, To: 4}) {
+		t.Fatalf("BalanceQueues with skips = %+v %v, want f from 2 to 4", mv, ok)
+	}
+	if _, ok := BalanceQueues(map[ShardID][]string{1: {"a", "b", "c"}}, nil); ok {
+		t.Fatal("a move with one shard")
+	}
+}
+
+// TestBalanceQueuesConverges applies the moves BalanceQueues asks for to
+// random placements until it asks for none: then no two shards differ by
+// more than one queue, unless queues that cannot move hold them apart,
+// and it took no more moves than queues.
+func TestBalanceQueuesConverges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		shards := 1 + rng.IntN(8)
+		held := map[ShardID][]string{}
+		fixed := map[string]bool{}
+		n := rng.IntN(40)
+		for id := range shards {
+			held[ShardID(id+1)] = nil
+		}
+		for i := range n {
+			q := fmt.Sprintf("q%02d", i)
+			id := ShardID(1 + rng.IntN(max(1, shards/2)))
+			held[id] = append(held[id], q)
+			if rng.IntN(5) == 0 {
+				fixed[q] = true
+			}
+		}
+		moves := 0
+		for {
+			mv, ok := BalanceQueues(held, func(q string) bool { return fixed[q] })
+			if !ok {
+				break
+			}
+			if moves++; moves > n {
+				t.Fatalf("round %d: more moves than queues", round)
+			}
+			from := held[mv.From]
+			for i, q := range from {
+				if q == mv.Queue {
+					held[mv.From] = append(from[:i:i], from[i+1:]...)
+				}
+			}
+			held[mv.To] = append(held[mv.To], mv.Queue)
+		}
+		lo, hi := n, 0
+		for _, qs := range held {
+			lo, hi = min(lo, len(qs)), max(hi, len(qs))
+		}
+		if len(fixed) == 0 && hi-lo > 1 {
+			t.Fatalf("round %d: balanced to %v", round, held)
+		}
+	}
+}
