@@ -259,6 +259,33 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 		}
 	}
 
+	// The web console shows each queue's shard.
+	retrying(t, "the console's queues", func() error {
+		resp, err := http.Get("http://" + c.nodes[1].httpAddr + "/console/api/queues")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var list struct {
+			Queues []struct {
+				Name  string  `json:"name"`
+				Shard *uint32 `json:"shard"`
+			} `json:"queues"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+			return err
+		}
+		if len(list.Queues) != 6 {
+			return fmt.Errorf("the console lists %d queues, want 6", len(list.Queues))
+		}
+		for _, q := range list.Queues {
+			if q.Shard == nil || int(*q.Shard) != placed[q.Name] {
+				return fmt.Errorf("the console shows %s in shard %v, the map has it in %d", q.Name, q.Shard, placed[q.Name])
+			}
+		}
+		return nil
+	})
+
 	// fifoq cluster status shows every shard with its leader and its
 	// three replicas' lag.
 	retrying(t, "fifoq cluster status's shards", func() error {

@@ -41,6 +41,9 @@ type Backend interface {
 type QueueStatus struct {
 	engine.QueueSummary
 	Counters Counters
+	// Shard is the Raft group of the cluster that holds the queue; nil
+	// where the server has no shards.
+	Shard *uint32
 }
 
 // Counters are a queue's running totals since the server started, the

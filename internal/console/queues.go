@@ -32,6 +32,9 @@ type queueJSON struct {
 	Groups               int          `json:"groups"`
 	MoveTaskRunning      bool         `json:"moveTaskRunning"`
 	Counters             countersJSON `json:"counters"`
+	// Shard is the cluster's Raft group holding the queue, absent on a
+	// server without shards.
+	Shard *uint32 `json:"shard,omitempty"`
 }
 
 type countersJSON struct {
@@ -63,6 +66,7 @@ func (c *Console) queueOf(st QueueStatus, nowNs int64) queueJSON {
 		DeadLetterSources: st.DeadLetterSources,
 		Groups:            st.Groups,
 		MoveTaskRunning:   st.MoveTaskRunning,
+		Shard:             st.Shard,
 		Counters: countersJSON{
 			Sent: st.Counters.Sent, SentBytes: st.Counters.SentBytes, Received: st.Counters.Received,
 			Deleted: st.Counters.Deleted, EmptyReceives: st.Counters.EmptyReceives,

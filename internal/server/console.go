@@ -65,6 +65,10 @@ func (b consoleBackend) Statuses(account string, queues []api.QueueKey) []consol
 		out[i] = console.QueueStatus{QueueSummary: sum, Counters: console.Counters{
 			Sent: c.Sent, SentBytes: c.SentBytes, Received: c.Received, Deleted: c.Deleted, EmptyReceives: c.EmptyReceives,
 		}}
+		if b.s.sharded() {
+			shard := b.s.shards.Of(sum.Queue)
+			out[i].Shard = &shard
+		}
 	}
 	return out
 }

@@ -805,6 +805,7 @@
       h("span", { class: "badge" + (qq.fifo ? " fifo" : "") }, qq.fifo ? "FIFO" : "Standard"),
       qq.deadLetterSources > 0 ? h("span", { class: "badge dlq" }, "Dead-letter queue") : null,
       qq.moveTaskRunning ? h("span", { class: "badge running" }, "Redrive running") : null,
+      qq.shard != null ? h("span", { class: "badge shard", title: "The Raft group of the cluster that holds the queue" }, "Shard " + qq.shard) : null,
     ].filter(Boolean);
   }
 
