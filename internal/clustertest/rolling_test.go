@@ -151,8 +151,8 @@ func TestRollingUpgrade(t *testing.T) {
 }
 
 // newestFormat is the newest log entry format of the fifoq under test
-// (replog's entryFormatVersion): 7, the shard map's records.
-const newestFormat = 7
+// (replog's entryFormatVersion): 8, the steps of a queue's move.
+const newestFormat = 8
 
 // createInRegion creates a standard queue through nd with a client that
 // signs for region, and returns its URL.

@@ -1,6 +1,11 @@
 package placement
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
 
 // QueueMove is a queue to move from one shard to another to even out how
 // many queues the shards hold.
@@ -45,6 +50,34 @@ func BalanceQueues(held map[ShardID][]string, skip func(string) bool) (QueueMove
 			if skip == nil || !skip(queues[i]) {
 				return QueueMove{Queue: queues[i], From: from, To: emptiest}, true
 			}
+		}
+	}
+	return QueueMove{}, false
+}
+
+// DrainFirstGroup returns the move of one queue out of shard 0, the first
+// group, which takes no queue once a cluster has shards: its writes are
+// every node's work. first lists the queues it holds (from before the
+// cluster had shards); the first by key not in skip goes to the shard of
+// held holding the fewest queues (the lowest of those tied).
+func DrainFirstGroup(first []api.QueueKey, held map[ShardID][]string, skip func(string) bool) (QueueMove, bool) {
+	if len(held) == 0 {
+		return QueueMove{}, false
+	}
+	var to ShardID
+	found := false
+	for id, qs := range held {
+		if !found || len(qs) < len(held[to]) || (len(qs) == len(held[to]) && id < to) {
+			to, found = id, true
+		}
+	}
+	qs := slices.Clone(first)
+	slices.SortFunc(qs, func(a, b api.QueueKey) int {
+		return cmp.Or(cmp.Compare(a.Region, b.Region), cmp.Compare(a.Account, b.Account), cmp.Compare(a.Name, b.Name))
+	})
+	for _, q := range qs {
+		if skip == nil || !skip(q.String()) {
+			return QueueMove{Queue: q.String(), From: 0, To: to}, true
 		}
 	}
 	return QueueMove{}, false

@@ -2,6 +2,9 @@ package placement
 
 import (
 	"fmt"
+
+	"github.com/fifoq/fifoq/internal/api"
+
 	"math/rand/v2"
 	"testing"
 )
@@ -73,5 +76,23 @@ func TestBalanceQueuesConverges(t *testing.T) {
 		if len(fixed) == 0 && hi-lo > 1 {
 			t.Fatalf("round %d: balanced to %v", round, held)
 		}
+	}
+}
+
+func TestDrainFirstGroup(t *testing.T) {
+	first := []api.QueueKey{{Account: "1", Name: "b"}, {Account: "1", Name: "a"}}
+	held := map[ShardID][]string{1: {"x", "y"}, 2: {"z"}, 3: {"w"}}
+	if mv, ok := DrainFirstGroup(first, held, nil); !ok || mv != (QueueMove{Queue: "1/a", From: 0, To: 2}) {
+		t.Fatalf("DrainFirstGroup = %+v %v, want 1/a from 0 to 2", mv, ok)
+	}
+	skip := func(q string) bool { return q == "1/a" }
+	if mv, ok := DrainFirstGroup(first, held, skip); !ok || mv.Queue != "1/b" {
+		t.Fatalf("DrainFirstGroup passing over 1/a = %+v %v", mv, ok)
+	}
+	if _, ok := DrainFirstGroup(nil, held, nil); ok {
+		t.Fatal("a move out of an empty first group")
+	}
+	if _, ok := DrainFirstGroup(first, map[ShardID][]string{}, nil); ok {
+		t.Fatal("a move with no shard to go to")
 	}
 }

@@ -251,6 +251,11 @@ func (l *Raft) logChange(what string, id raft.ServerID, err error) error {
 // the cluster reads it, the map cannot be written.
 func (l *Raft) WritesShardMap() bool { return byte(l.format.Load()) >= minVersionShards }
 
+// WritesMoves reports whether this node writes the log entry format that
+// carries the steps of a queue's move between shards (format 8): until
+// every member reads it, no queue moves.
+func (l *Raft) WritesMoves() bool { return byte(l.format.Load()) >= minVersionMoves }
+
 // IsMember reports whether this node is in the group's membership as
 // this node knows it (a replica removed may never learn it was).
 func (l *Raft) IsMember() bool {

@@ -134,6 +134,8 @@ func (s *Set) Move(ctx context.Context, q api.QueueKey, to uint32) (uint32, erro
 		return 0, errors.New("shards: only the first group's leader moves queues")
 	case to == 0:
 		return 0, errors.New("shards: the first group takes no queue")
+	case !s.host.WritesMoves():
+		return 0, errors.New("shards: queues move once every member of the cluster runs a fifoq that reads log entry format 8")
 	}
 	if _, ok := s.named()[to]; !ok {
 		return 0, fmt.Errorf("shards: the map names no shard %d", to)
@@ -342,10 +344,12 @@ const unmovableFor = time.Hour
 // shard holding the most queues to the one holding the fewest, if they
 // differ by two or more (placement.BalanceQueues): as when a shard is
 // added to a cluster whose queues are all placed, or queues were deleted.
+// Else it moves one of the queues the first group kept from before the
+// cluster had shards out of it (placement.DrainFirstGroup).
 // Queues are counted as their shards' replicas hold them, not by the map,
 // whose records outlive deleted queues.
 func (s *Set) balanceQueues(st Steps) {
-	if !s.host.Leading() {
+	if !s.host.Leading() || !s.host.WritesMoves() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -372,12 +376,27 @@ func (s *Set) balanceQueues(st Steps) {
 		held[placement.ShardID(id)] = names
 	}
 	now := time.Now()
-	mv, ok := placement.BalanceQueues(held, func(q string) bool {
+	skip := func(q string) bool {
 		until, skip := s.unmovable[keys[q]]
 		return skip && now.Before(until)
-	})
+	}
+	mv, ok := placement.BalanceQueues(held, skip)
 	if !ok {
-		return
+		// The first group takes no new queue; those it kept from before
+		// the cluster had shards go, one a round, to the emptiest shard.
+		var first []api.QueueKey
+		s.host.Read(func(e *engine.Engine) {
+			for _, st := range e.AppendQueueStats(nil, now.UnixNano()) {
+				first = append(first, st.Queue)
+			}
+		})
+		for _, q := range first {
+			keys[q.String()] = q
+		}
+		mv, ok = placement.DrainFirstGroup(first, held, skip)
+		if !ok {
+			return
+		}
 	}
 	q := keys[mv.Queue]
 	s.cfg.Logger.Info("shards: moving a queue to even out the shards", "queue", q, "from", mv.From, "to", mv.To,

@@ -22,8 +22,17 @@ type localSteps struct {
 	failInstall atomic.Int32
 }
 
-func (l *localSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error {
+// group returns group id's log: the first group's, or a shard's.
+func (l *localSteps) group(id uint32) *replog.Raft {
+	if id == 0 {
+		return l.set.host
+	}
 	g, _ := l.set.Shard(id)
+	return g
+}
+
+func (l *localSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error {
+	g := l.group(id)
 	_, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Queue: q, Request: req})
 	if _, ok := req.(*engine.InstallQueueRequest); ok && err == nil && l.failInstall.Add(-1) >= 0 {
 		return errors.New("the answer was lost")
@@ -32,7 +41,7 @@ func (l *localSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req ap
 }
 
 func (l *localSteps) Export(ctx context.Context, id uint32, q api.QueueKey) ([]byte, error) {
-	g, _ := l.set.Shard(id)
+	g := l.group(id)
 	var buf bytes.Buffer
 	var err error
 	g.Read(func(e *engine.Engine) { err = e.ExportQueue(q, &buf) })
@@ -40,7 +49,7 @@ func (l *localSteps) Export(ctx context.Context, id uint32, q api.QueueKey) ([]b
 }
 
 func (l *localSteps) Queues(ctx context.Context, id uint32) ([]api.QueueKey, error) {
-	g, _ := l.set.Shard(id)
+	g := l.group(id)
 	var out []api.QueueKey
 	g.Read(func(e *engine.Engine) {
 		for _, st := range e.AppendQueueStats(nil, time.Now().UnixNano()) {
@@ -143,9 +152,10 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 }
 
 // TestBalanceQueuesEvensOutShards puts six queues in one shard of three
-// (as a cluster whose shards were added after its queues were placed):
-// the balancer moves them, one a round, until no shard holds two more
-// than another, and passes over a queue that cannot move.
+// (as a cluster whose shards were added after its queues were placed),
+// and one in the first group: the balancer moves them, one a round, until
+// no shard holds two more than another and the first group holds none,
+// and passes over a queue that cannot move.
 func TestBalanceQueuesEvensOutShards(t *testing.T) {
 	host, set := openMember(t, t.TempDir(), 3)
 	steps := &localSteps{set: set}
@@ -166,6 +176,9 @@ func TestBalanceQueuesEvensOutShards(t *testing.T) {
 			}
 		}
 	}
+	// A queue the first group kept from before the cluster had shards.
+	old := queue("from-before-shards")
+	create(t, host, set, 0, old)
 	count := func() map[uint32]int {
 		out := map[uint32]int{}
 		for _, id := range set.Named() {
@@ -178,8 +191,13 @@ func TestBalanceQueuesEvensOutShards(t *testing.T) {
 		set.balanceQueues(steps)
 	}
 	got := count()
-	if got[1] != 2 || got[2] != 2 || got[3] != 2 {
-		t.Fatalf("queues per shard after balancing = %v, want 2 each", got)
+	if got[1]+got[2]+got[3] != 7 || max(got[1], got[2], got[3])-min(got[1], got[2], got[3]) > 1 {
+		t.Fatalf("queues per shard after balancing = %v, want 7 within one of each other", got)
+	}
+	var inFirst bool
+	host.Read(func(e *engine.Engine) { _, inFirst = e.QueuePolicy(old) })
+	if inFirst || set.Of(old) == 0 {
+		t.Fatalf("the first group's queue is still there (map: shard %d)", set.Of(old))
 	}
 	for _, q := range []api.QueueKey{dlq, queue("q1")} {
 		if set.Of(q) != 1 {
