@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -119,6 +120,21 @@ func IsQueueMoving(err error) bool {
 	return errors.As(err, &ae) && ae.Code == "ServiceUnavailable" && ae.Message == queueMovingMessage
 }
 
+// fencedByPrefix begins FenceQueueRequest's refusal of a queue fenced for
+// another move, which FencedBy reads.
+const fencedByPrefix = "The queue is fenced for move "
+
+// FencedBy returns the move that fenced a queue, if err is a
+// FenceQueueRequest's refusal of a queue fenced for another move: a mover
+// that finds that move given up lifts its fence.
+func FencedBy(err error) (move string, ok bool) {
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != "ServiceUnavailable" {
+		return "", false
+	}
+	return strings.CutPrefix(ae.Message, fencedByPrefix)
+}
+
 // movedAway records that a queue was moved out of the engine.
 type movedAway struct {
 	key   api.QueueKey
@@ -163,7 +179,7 @@ func (e *Engine) fenceQueue(cmd *Command, r *FenceQueueRequest, now int64) (api.
 	case q.fence == r.Move:
 		return api.Empty{}, nil
 	case q.fence != "":
-		return nil, errQueueMoving()
+		return nil, api.ErrServiceUnavailable("%s%s", fencedByPrefix, q.fence)
 	}
 	if err := e.movable(q); err != nil {
 		return nil, err

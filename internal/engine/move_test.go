@@ -227,8 +227,10 @@ func TestFencedQueueAnswersRetryably(t *testing.T) {
 	other := h.createQueue("other", nil)
 	h.sendFIFO(q, "m", "g", "")
 	h.internal(q, &FenceQueueRequest{Move: "m1"})
-	if _, err := h.raw(q, &FenceQueueRequest{Move: "m2"}); !IsQueueMoving(err) {
-		t.Fatalf("a second move's fence: %v, want IsQueueMoving", err)
+	if _, err := h.raw(q, &FenceQueueRequest{Move: "m2"}); errCode(err) != "ServiceUnavailable" {
+		t.Fatalf("a second move's fence: %v, want ServiceUnavailable", err)
+	} else if by, ok := FencedBy(err); !ok || by != "m1" {
+		t.Fatalf("FencedBy(a second move's fence) = %q, %v; want m1", by, ok)
 	}
 	for _, req := range []api.Request{
 		&api.SendMessageRequest{QueueUrl: q.Path(), MessageBody: "x", MessageGroupId: "g"},

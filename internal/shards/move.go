@@ -252,7 +252,18 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 	}
 	s.Forget(q)
 	if s.Of(q) != m.to {
-		if err := step(m.from, &engine.FenceQueueRequest{Move: m.id}); err != nil {
+		err := step(m.from, &engine.FenceQueueRequest{Move: m.id})
+		if old, ok := engine.FencedBy(err); ok && old != m.id {
+			// A move given up whose fence was never lifted (its driver
+			// was deposed in the middle): this move's record is the
+			// queue's only one, so that fence is nobody's. Lift it.
+			if err := step(m.from, &engine.UnfenceQueueRequest{Move: old}); err != nil {
+				return fmt.Errorf("lift the fence of move %s: %w", old, err)
+			}
+			s.cfg.Logger.Warn("shards: lifted the fence a move given up left on a queue", "queue", q, "move", old)
+			err = step(m.from, &engine.FenceQueueRequest{Move: m.id})
+		}
+		if err != nil {
 			if abandon(err) {
 				return s.abandon(ctx, q, m, err)
 			}

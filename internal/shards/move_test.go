@@ -131,6 +131,15 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 		t.Fatalf("move records left: %v", left)
 	}
 
+	// A fence a given-up move left (its driver deposed before it lifted
+	// it) is lifted by the next move of the queue.
+	if err := steps.Step(ctx, back, q, &engine.FenceQueueRequest{Move: "given-up"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Move(ctx, q, to); err != nil || set.Of(q) != to || !queueIn(set, to, q) {
+		t.Fatalf("a move of a queue a given-up move fenced: %v (map says %d)", err, set.Of(q))
+	}
+
 	// A queue with a redrive policy is not moved, and stays served.
 	dlq, src := queue("dlq"), queue("src")
 	dlqShard, _ := set.Place(ctx, dlq, nil)
