@@ -456,6 +456,21 @@ func (q *queue) prunePast(now int64) {
 	}
 }
 
+// Fenced returns the queues fenced for a move, with the move of each.
+// It changes nothing.
+func (e *Engine) Fenced() map[api.QueueKey]string {
+	var out map[api.QueueKey]string
+	for k, q := range e.queues {
+		if q.fence != "" {
+			if out == nil {
+				out = map[api.QueueKey]string{}
+			}
+			out[k] = q.fence
+		}
+	}
+	return out
+}
+
 // dropQueue applies a DropQueueRequest.
 func (e *Engine) dropQueue(cmd *Command, r *DropQueueRequest, now int64) (api.Response, error) {
 	if err := checkMoveID(r.Move); err != nil {

@@ -419,3 +419,57 @@ func (s *Set) balanceQueues(st Steps) {
 		s.cfg.Logger.Warn("shards: a queue moved to even out the shards did not move", "queue", q, "err", err)
 	}
 }
+
+// staleFenceAfter is how long a fence may stand without its move's record
+// before liftStaleFences lifts it: the record is written before the
+// fence, so only a replica of the first group that lags this long could
+// miss a live one. A variable for the tests.
+var staleFenceAfter = 30 * time.Second
+
+// liftStaleFences lifts, in the shards this node leads, the fences whose
+// move has no record in the first group any more: a move given up whose
+// driver was deposed before it lifted its fence would otherwise leave the
+// queue answering 503s until its next move.
+func (s *Set) liftStaleFences() {
+	now := time.Now()
+	seen := map[fenceRef]time.Time{}
+	for _, id := range s.IDs() {
+		l, ok := s.Shard(id)
+		if !ok || !l.Leading() {
+			continue
+		}
+		var fenced map[api.QueueKey]string
+		l.Read(func(e *engine.Engine) { fenced = e.Fenced() })
+		for q, move := range fenced {
+			var v string
+			s.host.Read(func(e *engine.Engine) { v = e.Meta(moveKey(q)) })
+			if m, ok := parseMove(v); ok && m.id == move {
+				continue
+			}
+			ref := fenceRef{id, q, move}
+			since, ok := s.staleFences[ref]
+			if !ok {
+				since = now
+			}
+			seen[ref] = since
+			if now.Sub(since) < staleFenceAfter {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err := l.Apply(ctx, &engine.Command{Time: now.UnixNano(), Queue: q, Request: &engine.UnfenceQueueRequest{Move: move}})
+			cancel()
+			if err == nil {
+				s.cfg.Logger.Warn("shards: lifted a fence whose move has no record", "shard", id, "queue", q, "move", move)
+				delete(seen, ref)
+			}
+		}
+	}
+	s.staleFences = seen
+}
+
+// fenceRef names a fence: of move, on queue q, in shard id.
+type fenceRef struct {
+	id   uint32
+	q    api.QueueKey
+	move string
+}

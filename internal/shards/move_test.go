@@ -214,3 +214,40 @@ func TestBalanceQueuesEvensOutShards(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleFenceLifted fences a queue for a move that has no record (its
+// driver deposed after it gave the move up, before it lifted the fence):
+// the leader of the queue's shard lifts the fence, and the queue is
+// served again.
+func TestStaleFenceLifted(t *testing.T) {
+	defer func(d time.Duration) { staleFenceAfter = d }(staleFenceAfter)
+	staleFenceAfter = time.Second
+	host, set := openMember(t, t.TempDir(), 2)
+	steps := &localSteps{set: set}
+	ctx := context.Background()
+	q := queue("fenced")
+	id, err := set.Place(ctx, q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, host, set, id, q)
+	if err := steps.Step(ctx, id, q, &engine.FenceQueueRequest{Move: "nobodys"}); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := set.Shard(id)
+	deadline := time.Now().Add(10 * time.Second)
+	for try := 0; ; try++ {
+		_, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Queue: q, MessageIDs: []string{"m"},
+			Request: &api.SendMessageRequest{QueueUrl: q.Path(), MessageBody: "x"}})
+		if err == nil && try == 0 {
+			t.Fatal("a send right after the fence succeeded")
+		}
+		if err == nil {
+			break
+		}
+		if !engine.IsQueueMoving(err) || time.Now().After(deadline) {
+			t.Fatalf("send to a queue with a stale fence: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -134,6 +134,9 @@ type Set struct {
 	// touched by the goroutine resuming moves.
 	unmovable        map[api.QueueKey]time.Time
 	lastQueueBalance time.Time
+	// staleFences: since when each fence without its move's record was
+	// seen (liftStaleFences; the follow loop's).
+	staleFences map[fenceRef]time.Time
 
 	// halted is closed once a storage fault or a fence stopped one of the
 	// node's replicas (fault says which and why); unwatch stops the watch
@@ -204,6 +207,7 @@ func (s *Set) follow() {
 			s.cfg.Logger.Error("shards: could not open a shard the map names", "err", err)
 		}
 		s.closeUnwanted()
+		s.liftStaleFences()
 		if time.Since(lastBalance) >= balanceEvery {
 			lastBalance = time.Now()
 			s.balanceLeaders()
