@@ -239,7 +239,9 @@ func retrying(t *testing.T, what string, fn func() error) {
 // new queues spread over them, every request works through every node
 // (served where its queue's shard is led, forwarded there otherwise),
 // ListQueues sees the queues of every shard, page by page, a queue goes
-// beside its dead-letter queue and its messages are moved there, and the
+// beside its dead-letter queue and its messages are moved there (also
+// when the redrive policy and a move task join queues of other shards,
+// which then move beside each other), and the
 // loss of a shard's leader (SIGKILL) loses nothing acknowledged.
 func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "3"} })
@@ -416,6 +418,46 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 	}
 	if got := drainNumberedRetrying(t, c.nodes[0], dlq, 1); !slices.Equal(got, []int{0}) {
 		t.Fatalf("the dead-letter queue holds %v, want the message received beyond its limit", got)
+	}
+
+	// A redrive policy set on a queue in another shard than its
+	// dead-letter queue moves the queue beside it first, and a move task
+	// to a queue of a third shard moves that one too.
+	dest := c.createQueue("late-dest.fifo", map[string]string{"FifoQueue": "true"})
+	c.createQueue("late-dead.fifo", map[string]string{"FifoQueue": "true"})
+	lateSrc := c.createQueue("late-source.fifo", map[string]string{"FifoQueue": "true", "VisibilityTimeout": "1"})
+	placed = waitPlaced(t, c, "late-dead.fifo", "late-source.fifo", "late-dest.fifo")
+	t.Logf("before the redrive policy: %v", placed)
+	if placed["late-dead.fifo"] == placed["late-source.fifo"] || placed["late-dead.fifo"] == placed["late-dest.fifo"] {
+		t.Fatalf("late-dead.fifo shares a shard with late-source.fifo or late-dest.fifo (%v): the test needs them apart", placed)
+	}
+	lateArn := "arn:aws:sqs:us-east-1:000000000000:late-dead.fifo"
+	retrying(t, "set a redrive policy naming a queue of another shard", func() error {
+		_, err := newClient(c.nodes[2].httpAddr, 20*time.Second).SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(lateSrc),
+			Attributes: map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + lateArn + `","maxReceiveCount":"1"}`}})
+		return err
+	})
+	waitQueueIn(t, c, "late-source.fifo", placed["late-dead.fifo"])
+	retrying(t, "send to late-source.fifo", func() error {
+		_, err := newClient(c.nodes[0].httpAddr, 5*time.Second).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(lateSrc),
+			MessageBody: aws.String("0 poisoned"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d")})
+		return err
+	})
+	for i := 0; i < 2; i++ {
+		retrying(t, "receive from late-source.fifo", func() error {
+			_, err := newClient(c.nodes[i].httpAddr, 5*time.Second).ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(lateSrc), WaitTimeSeconds: 2})
+			return err
+		})
+		time.Sleep(1100 * time.Millisecond)
+	}
+	retrying(t, "start a move task to a queue of another shard", func() error {
+		_, err := newClient(c.nodes[1].httpAddr, 20*time.Second).StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(lateArn),
+			DestinationArn: aws.String("arn:aws:sqs:us-east-1:000000000000:late-dest.fifo")})
+		return err
+	})
+	waitQueueIn(t, c, "late-dest.fifo", placed["late-dead.fifo"])
+	if got := drainNumberedRetrying(t, c.nodes[0], dest, 1); !slices.Equal(got, []int{0}) {
+		t.Fatalf("the move task's destination holds %v, want the dead-lettered message", got)
 	}
 
 	// The leader of the shard holding q1.fifo is killed with 20 messages

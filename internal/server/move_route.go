@@ -342,11 +342,14 @@ func (s *Server) serveClusterMove(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		from, err := s.shards.Move(ctx, q, mr.Shard)
-		if err != nil {
-			var ae *api.Error
-			if errors.As(err, &ae) && ae.Code == "QueueDoesNotExist" {
-				return nil, queueNotFound{mr.QueueURL}
-			}
+		var ae *api.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &ae) && ae.Code == "QueueDoesNotExist":
+			return nil, queueNotFound{mr.QueueURL}
+		case errors.As(err, &ae) && ae.Status < 500:
+			return nil, badRequest{err} // a queue that cannot move, a shard that is not
+		default:
 			return nil, err
 		}
 		return MoveResult{QueueURL: mr.QueueURL, From: from, To: mr.Shard}, nil

@@ -84,6 +84,11 @@ func (s *Server) routeShard(ctx context.Context, r *http.Request, in api.Scope, 
 		}
 		return s.placeQueue(ctx, q, s.deadLetterQueueOf(cq))
 	}
+	if with, joins := s.partnerOf(req); joins && !fromPeer(r) {
+		if err := s.colocate(ctx, q, with); err != nil {
+			return 0, err
+		}
+	}
 	id := s.shards.Of(q)
 	if id == 0 && fromPeer(r) {
 		id = hintGroup(r)

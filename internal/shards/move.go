@@ -133,12 +133,12 @@ func (s *Set) Move(ctx context.Context, q api.QueueKey, to uint32) (uint32, erro
 	case !s.host.Leading():
 		return 0, errors.New("shards: only the first group's leader moves queues")
 	case to == 0:
-		return 0, errors.New("shards: the first group takes no queue")
+		return 0, api.ErrUnsupportedOperation("The first group (shard 0) takes no queue.")
 	case !s.host.WritesMoves():
-		return 0, errors.New("shards: queues move once every member of the cluster runs a fifoq that reads log entry format 8")
+		return 0, api.ErrServiceUnavailable("Queues move once every member of the cluster runs a fifoq that reads log entry format 8.")
 	}
 	if _, ok := s.named()[to]; !ok {
-		return 0, fmt.Errorf("shards: the map names no shard %d", to)
+		return 0, api.ErrInvalidParameterValue("The cluster's map names no shard %d.", to)
 	}
 	from := s.Of(q)
 	if from == 0 && !s.inFirstGroup(q) {

@@ -1,0 +1,151 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// Keeping the queues a redrive joins in one shard. The engine moves a
+// message to a dead-letter queue, and a message move task moves messages
+// between queues, within one group: so, with shards, a request that would
+// join two queues of two shards (SetQueueAttributes naming a dead-letter
+// queue, StartMessageMoveTask naming a destination) first moves one of
+// them beside the other, as CreateQueue places a new queue beside its
+// dead-letter queue. The queue the request is on moves if it can, else
+// its partner; a queue that is itself in a redrive, or has move tasks,
+// does not move (engine.FenceQueueRequest), and if neither can, the
+// request goes on and the engine refuses it as SQS would a dead-letter
+// queue it cannot reach. The move is the first group leader's to drive
+// (internal/shards/move.go): asked over the node-to-node port
+// (POST /cluster/colocate) from another node.
+
+// partnerOf returns the queue req would join to its own queue q in a
+// redrive: the dead-letter queue a SetQueueAttributes names, or a move
+// task's destination.
+func (s *Server) partnerOf(req api.Request) (api.QueueKey, bool) {
+	var arn string
+	switch r := req.(type) {
+	case *api.SetQueueAttributesRequest:
+		raw := r.Attributes[api.AttrRedrivePolicy]
+		var p struct {
+			Target string `json:"deadLetterTargetArn"`
+		}
+		if raw == "" || json.Unmarshal([]byte(raw), &p) != nil {
+			return api.QueueKey{}, false
+		}
+		arn = p.Target
+	case *api.StartMessageMoveTaskRequest:
+		arn = r.DestinationArn
+	}
+	if arn == "" {
+		return api.QueueKey{}, false
+	}
+	k, ok := api.QueueOfARN(arn, s.cfg.Region)
+	return s.placed(k), ok
+}
+
+// colocateRequest is the body of POST /cluster/colocate.
+type colocateRequest struct {
+	Queue api.QueueKey `json:"queue"`
+	With  api.QueueKey `json:"with"`
+}
+
+// colocate makes q and with live in one shard, moving one of them if
+// they do not and one can move. It fails only when it cannot tell (no
+// leader of the first group, a move that did not finish): with a
+// retryable error, as the request cannot be carried out meanwhile.
+func (s *Server) colocate(ctx context.Context, q, with api.QueueKey) error {
+	if s.shards.Of(q) == s.shards.Of(with) {
+		return nil
+	}
+	if !s.cluster.PeersAuthenticated() && s.verifier != nil && !s.verifier.Store.Empty() && !s.first.leads() {
+		// The first group's leader would refuse to be asked (trustedPeer):
+		// the request goes on, and the engine answers as it can.
+		return nil
+	}
+	deadline := time.Now().Add(leaderWait)
+	for {
+		var err error
+		if s.first.leads() {
+			err = s.colocateHere(ctx, q, with)
+		} else if _, addr := s.cluster.Leader(); addr != "" {
+			b, _ := json.Marshal(colocateRequest{Queue: q, With: with})
+			var resp *http.Response
+			if resp, err = s.askPeer(ctx, http.MethodPost, addr, "/cluster/colocate", bytes.NewReader(b)); err == nil {
+				resp.Body.Close()
+			}
+		} else {
+			err = errors.New("the cluster has no leader")
+		}
+		if err == nil {
+			s.shards.Forget(q)
+			s.shards.Forget(with)
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return api.ErrServiceUnavailable("The queues this request joins could not be put in one shard yet (%v); retry.", err)
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// colocateHere is colocate on the first group's leader: q moves beside
+// with, or with beside q; a queue that cannot move (or does not exist) is
+// no error, for the engine to answer the request as it can.
+func (s *Server) colocateHere(ctx context.Context, q, with api.QueueKey) error {
+	for _, try := range [][2]api.QueueKey{{q, with}, {with, q}} {
+		to := s.shards.Of(try[1])
+		if to == 0 {
+			continue // the first group takes no queue
+		}
+		_, err := s.shards.Move(ctx, try[0], to)
+		if err == nil {
+			return nil
+		}
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Status >= 500 {
+			return err // a move under way, no leader: not known yet
+		}
+	}
+	return nil
+}
+
+// serveColocate colocates two queues for another member (colocate). Only
+// on the node-to-node port, from a trusted peer, where the first group is
+// led.
+func (s *Server) serveColocate(w http.ResponseWriter, r *http.Request) {
+	if !fromPeer(r) || s.shards == nil {
+		writeJSONError(w, http.StatusNotFound, "no such endpoint")
+		return
+	}
+	if !s.trustedPeer(r) {
+		writeJSONError(w, http.StatusForbidden, "moving queues for another member needs mutual TLS between the members (--raft-tls-*) where credentials are configured")
+		return
+	}
+	var c colocateRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&c); err != nil || c.Queue.Name == "" || c.With.Name == "" {
+		writeJSONError(w, http.StatusBadRequest, `want {"queue": {...}, "with": {...}}`)
+		return
+	}
+	if !s.first.leads() {
+		writeJSONError(w, http.StatusServiceUnavailable, "this node does not lead the cluster's first group")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+	defer cancel()
+	if err := s.colocateHere(ctx, c.Queue, c.With); err != nil {
+		writeJSONError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
