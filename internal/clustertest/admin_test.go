@@ -18,7 +18,7 @@ import (
 // TestMembershipNeedsAdminKey runs fifoq cluster remove and add, as an
 // operator would, against three members whose credentials file holds an
 // admin key and another key of the same account: only the admin key
-// changes the membership.
+// changes the membership, or moves a queue (fifoq cluster move).
 func TestMembershipNeedsAdminKey(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
@@ -75,6 +75,14 @@ func TestMembershipNeedsAdminKey(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond)
 	if code, out := cluster("AKIDADMIN", "admin-secret", "add", other.id, other.raftAddr); code == 0 || !strings.Contains(out, "fifoq cluster remove "+other.id) {
 		t.Fatalf("fifoq cluster add of a member's id: exit %d\n%s", code, out)
+	}
+	// A queue's move needs the admin key too; this cluster has no shards.
+	url := "http://" + leader.httpAddr + "/000000000000/q"
+	if code, out := cluster("AKIDAPP", "app-secret", "move", url, "1"); code == 0 || !strings.Contains(out, "admin key") {
+		t.Fatalf("fifoq cluster move with a key that is not an admin key: exit %d\n%s", code, out)
+	}
+	if code, out := cluster("AKIDADMIN", "admin-secret", "move", url, "1"); code == 0 || !strings.Contains(out, "400") || !strings.Contains(out, "no shards") {
+		t.Fatalf("fifoq cluster move in a cluster without shards: exit %d\n%s", code, out)
 	}
 }
 
