@@ -104,6 +104,7 @@ func (s *Server) colocate(ctx context.Context, q, with api.QueueKey) error {
 // no error, for the engine to answer the request as it can.
 func (s *Server) colocateHere(ctx context.Context, q, with api.QueueKey) error {
 	for _, try := range [][2]api.QueueKey{{q, with}, {with, q}} {
+		s.shards.Forget(try[1]) // as this leader's map has it now
 		to := s.shards.Of(try[1])
 		if to == 0 {
 			continue // the first group takes no queue

@@ -140,6 +140,7 @@ func (s *Set) Move(ctx context.Context, q api.QueueKey, to uint32) (uint32, erro
 	if _, ok := s.named()[to]; !ok {
 		return 0, api.ErrInvalidParameterValue("The cluster's map names no shard %d.", to)
 	}
+	s.Forget(q) // read the record as this leader has it now
 	from := s.Of(q)
 	if from == 0 && !s.inFirstGroup(q) {
 		return 0, api.ErrQueueDoesNotExist()
@@ -333,13 +334,13 @@ func abandon(err error) bool {
 // answered that q moved: the next request reads the map again.
 func (s *Set) Forget(q api.QueueKey) { s.placed.Delete(q) }
 
-// watchEpoch forgets every cached record when the map's epoch changed
-// since it last looked: a move flipped a record.
+// watchEpoch notes the map's epoch: the records Of cached under another
+// are read again (a move flipped one since).
 func (s *Set) watchEpoch() {
 	var v string
 	s.host.Read(func(e *engine.Engine) { v = e.Meta(epochKey) })
-	if old := s.epoch.Swap(&v); old != nil && *old != v {
-		s.placed.Clear()
+	if old := s.epoch.Load(); old == nil || *old != v {
+		s.epoch.Store(&v)
 	}
 }
 

@@ -251,3 +251,36 @@ func TestStaleFenceLifted(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestMoveReadsTheRecordAfresh caches a queue's record on the first
+// group's leader, then has the record change under it (as a move another
+// leader drove does, before this node looks at the epoch again): a move
+// asked of this leader must read the record as it is, not say the queue
+// is where the cache remembers it.
+func TestMoveReadsTheRecordAfresh(t *testing.T) {
+	host, set := openMember(t, t.TempDir(), 2)
+	set.SetSteps(&localSteps{set: set})
+	ctx := context.Background()
+	q := queue("cached")
+	if err := set.setOnce(ctx, queueKey(q), "1"); err != nil {
+		t.Fatal(err)
+	}
+	create(t, host, set, 1, q)
+	setRecord := func(v string) {
+		t.Helper()
+		if _, err := host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: queueKey(q), Value: v}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setRecord("2")
+	if set.Of(q) != 2 {
+		t.Fatal("the record was not read")
+	}
+	setRecord("1") // the cache still says 2
+	if from, err := set.Move(ctx, q, 2); err != nil || from != 1 {
+		t.Fatalf("Move = %d, %v; want a move from 1", from, err)
+	}
+	if !queueIn(set, 2, q) || queueIn(set, 1, q) {
+		t.Fatal("the queue did not move to shard 2")
+	}
+}

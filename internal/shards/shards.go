@@ -120,7 +120,8 @@ type Set struct {
 
 	// placed caches the records found (api.QueueKey → uint32). A record
 	// changes only when its queue moves (move.go): epoch, the move that
-	// last flipped one, says when to forget them all.
+	// last flipped one, as this node last looked (watchEpoch); a record
+	// cached under another epoch is read again.
 	placed sync.Map
 	epoch  atomic.Pointer[string]
 
@@ -646,19 +647,31 @@ func queueKey(q api.QueueKey) string {
 // Of returns the shard q lives in by this node's copy of the map: 0 (the
 // first group) for a queue it has no record of. The copy may lag the
 // first group's leader by a moment; the server confirms a queue it does
-// not find there with the leader.
+// not find there with the leader. A record cached here is used only
+// while the map's epoch is the one it was read with (a move flips a
+// record and the epoch together: move.go).
 func (s *Set) Of(q api.QueueKey) uint32 {
-	if id, ok := s.placed.Load(q); ok {
-		return id.(uint32)
+	epoch := s.epoch.Load()
+	if v, ok := s.placed.Load(q); ok {
+		if c := v.(cachedRecord); epoch != nil && c.epoch == *epoch {
+			return c.shard
+		}
 	}
-	var v string
-	s.host.Read(func(e *engine.Engine) { v = e.Meta(queueKey(q)) })
-	n, err := strconv.ParseUint(v, 10, 32)
+	var rec, at string
+	s.host.Read(func(e *engine.Engine) { rec, at = e.Meta(queueKey(q)), e.Meta(epochKey) })
+	n, err := strconv.ParseUint(rec, 10, 32)
 	if err != nil {
 		return 0
 	}
-	s.placed.Store(q, uint32(n))
+	s.placed.Store(q, cachedRecord{shard: uint32(n), epoch: at})
 	return uint32(n)
+}
+
+// cachedRecord is a queue's record as Of read it, with the map's epoch
+// then.
+type cachedRecord struct {
+	shard uint32
+	epoch string
 }
 
 // Place returns the shard the new queue q lives in, placing it if it has
