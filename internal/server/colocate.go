@@ -125,12 +125,7 @@ func (s *Server) colocateHere(ctx context.Context, q, with api.QueueKey) error {
 // on the node-to-node port, from a trusted peer, where the first group is
 // led.
 func (s *Server) serveColocate(w http.ResponseWriter, r *http.Request) {
-	if !fromPeer(r) || s.shards == nil {
-		writeJSONError(w, http.StatusNotFound, "no such endpoint")
-		return
-	}
-	if !s.trustedPeer(r) {
-		writeJSONError(w, http.StatusForbidden, "moving queues for another member needs mutual TLS between the members (--raft-tls-*) where credentials are configured")
+	if !s.trustedPeerEndpoint(w, r, "moving queues for another member") {
 		return
 	}
 	var c colocateRequest

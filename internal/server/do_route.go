@@ -91,19 +91,7 @@ func (s *Server) doSharded(ctx context.Context, in api.Scope, q api.QueueKey, re
 		if held && g.leads() {
 			return s.do(withGroup(ctx, g), in, req)
 		}
-		addr := ""
-		if held {
-			_, addr = g.raft.Leader()
-		} else if replicas := s.shards.Replicas(id); len(replicas) > 0 {
-			addr = replicas[route%len(replicas)].Addr
-			if v, ok := s.leaders.Load(id); ok {
-				for _, p := range replicas {
-					if p.ID == v.(string) {
-						addr = p.Addr
-					}
-				}
-			}
-		}
+		addr := s.leaderAddrOf(id, held, g, route)
 		if addr == "" {
 			continue // an election: ask again
 		}
@@ -164,16 +152,45 @@ func (s *Server) trustedPeer(r *http.Request) bool {
 	return fromAuthenticatedPeer(r) || s.verifier == nil || s.verifier.Store.Empty()
 }
 
+// leaderHere returns group id if this node leads it; else it answers the
+// request as misdirected (doAnswer), with the leader this node knows.
+func (s *Server) leaderHere(w http.ResponseWriter, id uint32) (*group, bool) {
+	g, held := s.groupByID(id)
+	if held && g.leads() {
+		return g, true
+	}
+	a := doAnswer{Misdirected: true, Group: id}
+	if held {
+		a.Leader, _ = g.raft.Leader()
+		if a.Leader == s.cluster.NodeID() {
+			a.Leader = "" // elected, not yet ready
+		}
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil, false
+}
+
+// trustedPeerEndpoint admits a request to an endpoint of the node-to-node
+// port that carries out or reads what only a member may (trustedPeer),
+// and answers it otherwise: 404 off that port or without shards, 403
+// from a caller not trusted, with refusal saying what needs mutual TLS.
+func (s *Server) trustedPeerEndpoint(w http.ResponseWriter, r *http.Request, refusal string) bool {
+	if !fromPeer(r) || s.shards == nil {
+		writeJSONError(w, http.StatusNotFound, "no such endpoint")
+		return false
+	}
+	if !s.trustedPeer(r) {
+		writeJSONError(w, http.StatusForbidden, refusal+" needs mutual TLS between the members (--raft-tls-*) where credentials are configured")
+		return false
+	}
+	return true
+}
+
 // serveClusterDo carries out a request another member's Do routed here
 // (doAt), if this node leads its group; else it answers where to go.
 // Only on the node-to-node port.
 func (s *Server) serveClusterDo(w http.ResponseWriter, r *http.Request) {
-	if !fromPeer(r) || s.shards == nil {
-		writeJSONError(w, http.StatusNotFound, "no such endpoint")
-		return
-	}
-	if !s.trustedPeer(r) {
-		writeJSONError(w, http.StatusForbidden, "a request carried out for another member needs mutual TLS between the members (--raft-tls-*) where credentials are configured")
+	if !s.trustedPeerEndpoint(w, r, "a request carried out for another member") {
 		return
 	}
 	var d doRouted
@@ -199,16 +216,8 @@ func (s *Server) serveClusterDo(w http.ResponseWriter, r *http.Request) {
 	if q, named := s.queueOfRequest(in, req); named && s.shards.Of(q) != 0 {
 		id = s.shards.Of(q) // this node's map is as new as the sender's, or newer
 	}
-	g, held := s.groupByID(id)
-	if !held || !g.leads() {
-		a := doAnswer{Misdirected: true, Group: id}
-		if held {
-			a.Leader, _ = g.raft.Leader()
-			if a.Leader == s.cluster.NodeID() {
-				a.Leader = "" // elected, not yet ready
-			}
-		}
-		writeJSON(w, http.StatusOK, a)
+	g, leads := s.leaderHere(w, id)
+	if !leads {
 		return
 	}
 	resp, err := s.do(withGroup(r.Context(), g), in, req)

@@ -229,12 +229,7 @@ const maxImageBytes = 32<<20 + 1
 // serveMoveStep applies a move's step another member's driver sent here,
 // if this node leads the step's group; else it answers where to go.
 func (s *Server) serveMoveStep(w http.ResponseWriter, r *http.Request) {
-	if !fromPeer(r) || s.shards == nil {
-		writeJSONError(w, http.StatusNotFound, "no such endpoint")
-		return
-	}
-	if !s.trustedPeer(r) {
-		writeJSONError(w, http.StatusForbidden, "a queue's move needs mutual TLS between the members (--raft-tls-*) where credentials are configured")
+	if !s.trustedPeerEndpoint(w, r, "a queue's move") {
 		return
 	}
 	var d moveStep
@@ -256,16 +251,8 @@ func (s *Server) serveMoveStep(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, "the step: "+err.Error())
 		return
 	}
-	g, held := s.groupByID(d.Shard)
-	if !held || !g.leads() {
-		a := doAnswer{Misdirected: true, Group: d.Shard}
-		if held {
-			a.Leader, _ = g.raft.Leader()
-			if a.Leader == s.cluster.NodeID() {
-				a.Leader = ""
-			}
-		}
-		writeJSON(w, http.StatusOK, a)
+	g, leads := s.leaderHere(w, d.Shard)
+	if !leads {
 		return
 	}
 	cmd := &engine.Command{Time: s.now().UnixNano(), Queue: d.Queue, Request: req, Entropy: newEntropy()}
@@ -279,12 +266,7 @@ func (s *Server) serveMoveStep(w http.ResponseWriter, r *http.Request) {
 // serveExportQueue answers the image of a queue fenced for its move in a
 // group this node holds a replica of.
 func (s *Server) serveExportQueue(w http.ResponseWriter, r *http.Request) {
-	if !fromPeer(r) || s.shards == nil {
-		writeJSONError(w, http.StatusNotFound, "no such endpoint")
-		return
-	}
-	if !s.trustedPeer(r) {
-		writeJSONError(w, http.StatusForbidden, "a queue's image is given to another member only over mutual TLS between the members (--raft-tls-*) where credentials are configured")
+	if !s.trustedPeerEndpoint(w, r, "a queue's image for another member") {
 		return
 	}
 	qv := r.URL.Query()
