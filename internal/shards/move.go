@@ -140,7 +140,12 @@ func (s *Set) Move(ctx context.Context, q api.QueueKey, to uint32) (uint32, erro
 	if _, ok := s.named()[to]; !ok {
 		return 0, api.ErrInvalidParameterValue("The cluster's map names no shard %d.", to)
 	}
-	s.Forget(q) // read the record as this leader has it now
+	// Read the record as the log has it now, not as this node's cache or
+	// a replica just elected (that has not applied all it holds) has it.
+	if err := s.host.ReadBarrier(ctx); err != nil {
+		return 0, err
+	}
+	s.Forget(q)
 	from := s.Of(q)
 	if from == 0 && !s.inFirstGroup(q) {
 		return 0, api.ErrQueueDoesNotExist()
