@@ -853,24 +853,47 @@ func TestConfigQueuesPlacedInShards(t *testing.T) {
 
 // TestShardsAutoFollowTheNodes starts three nodes with --shards auto:
 // the cluster runs one shard per voting member, three, and when a fourth
-// node joins it adds a fourth, which new queues are then placed in.
+// node joins it adds a fourth, which the balancer moves queues into (one
+// every 30 s while the shards differ by two queues or more), each with
+// its message.
 func TestShardsAutoFollowTheNodes(t *testing.T) {
-	testenv.Long(t, "a fourth node joins a cluster with --shards auto")
+	testenv.Long(t, "a fourth node joins a cluster with --shards auto, and queues move into its shard: about two minutes")
 	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "auto"} })
 	waitShards(t, c, 4)
+	urls := createNumberedQueues(t, c, 6)
+	for i, u := range urls {
+		retrying(t, "send to "+u, func() error {
+			_, err := newClient(c.nodes[i%3].httpAddr, 5*time.Second).SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(u),
+				MessageBody: aws.String(fmt.Sprintf("%d kept", 0)), MessageGroupId: aws.String("g")})
+			return err
+		})
+	}
 	joiner := &node{id: "n4", httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), bin: binary,
 		args: []string{"--shards", "auto"}, join: "http://" + c.nodes[0].httpAddr}
 	joiner.logPath = filepath.Join(t.TempDir(), "n4.log")
 	c.nodes = append(c.nodes, joiner)
 	c.start(joiner, "")
 	waitShards(t, c, 5)
-	createNumberedQueues(t, c, 4)
-	placed := waitPlaced(t, c, "q0.fifo", "q1.fifo", "q2.fifo", "q3.fifo")
-	shards := map[int]bool{}
-	for _, id := range placed {
-		shards[id] = true
+	// The six queues were placed two in each of shards 1 to 3: the
+	// fourth, empty, takes one of them.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		count := map[int]int{}
+		for _, id := range placedShards(c) {
+			count[id]++
+		}
+		if count[4] > 0 && count[0] == 0 && count[1]+count[2]+count[3]+count[4] == 6 {
+			t.Logf("queues per shard once a fourth shard was added: %v", count)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queues per shard 2 minutes after a fourth shard was added: %v; want one moved to shard 4", count)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
-	if len(shards) != 4 || shards[0] {
-		t.Fatalf("four new queues are in shards %v, want one in each of shards 1 to 4", placed)
+	for i, u := range urls {
+		if got := drainNumberedRetrying(t, c.nodes[i%4], u, 1); !slices.Equal(got, []int{0}) {
+			t.Fatalf("q%d.fifo holds %v after the balancing, want its one message", i, got)
+		}
 	}
 }
