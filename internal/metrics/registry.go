@@ -30,6 +30,7 @@ type Registry struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	refused  *prometheus.CounterVec
+	moves    *prometheus.CounterVec
 
 	logOnce sync.Once
 	log     *LogObserver
@@ -53,6 +54,11 @@ func New() *Registry {
 		Help:      "Time to answer an SQS API request, by action, from its arrival to its answer; a long poll's wait is included.",
 		Buckets:   requestBuckets,
 	}, []string{"action"})
+	r.moves = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "queue_moves_total",
+		Help:      "Moves of a queue between shards this node drove to their end, as the first group's leader: moved, or abandoned (the queue stayed where it was).",
+	}, []string{"result"})
 	r.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "writes_refused_total",
@@ -61,12 +67,28 @@ func New() *Registry {
 	// Both series exist from the start, so that a rate of either reads 0, not absent.
 	r.refused.WithLabelValues(RefusedMemory)
 	r.refused.WithLabelValues(RefusedDisk)
+	r.moves.WithLabelValues(MoveMoved)
+	r.moves.WithLabelValues(MoveAbandoned)
 	r.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		r.requests, r.duration, r.refused,
+		r.requests, r.duration, r.refused, r.moves,
 	)
 	return r
+}
+
+// The results of fifoq_queue_moves_total.
+const (
+	// MoveMoved: the queue is in its new shard.
+	MoveMoved = "moved"
+	// MoveAbandoned: the move was given up; the queue stayed.
+	MoveAbandoned = "abandoned"
+)
+
+// QueueMoved counts a move of a queue between shards that this node drove
+// to its end, with its result (MoveMoved or MoveAbandoned).
+func (r *Registry) QueueMoved(result string) {
+	r.moves.WithLabelValues(result).Inc()
 }
 
 // The reasons of fifoq_writes_refused_total.

@@ -245,6 +245,7 @@ func (n *Node) openShards(cfg Config) error {
 		obs := cfg.Metrics.LogObserver()
 		shc.Observe = func(id uint32) replog.Observer { return obs.Group(id) }
 		shc.Forget = obs.ForgetGroup
+		shc.Moved = cfg.Metrics.QueueMoved
 	}
 	set, err := shards.Open(n.Raft, shc)
 	if err != nil {

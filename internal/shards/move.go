@@ -254,6 +254,9 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 			return fmt.Errorf("abandon the move: lift the fence: %w", err)
 		}
 		_, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: moveKey(q)}})
+		if err == nil {
+			s.tell("abandoned")
+		}
 		return err
 	}
 	s.Forget(q)
@@ -303,6 +306,7 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 		return err
 	}
 	s.cfg.Logger.Info("shards: moved a queue", "queue", q, "from", m.from, "to", m.to, "move", m.id)
+	s.tell("moved")
 	return nil
 }
 
@@ -333,6 +337,13 @@ func abandon(err error) bool {
 		return true
 	}
 	return false
+}
+
+// tell reports a move's end to Config.Moved.
+func (s *Set) tell(result string) {
+	if s.cfg.Moved != nil {
+		s.cfg.Moved(result)
+	}
 }
 
 // Forget drops what this node cached of q's record, after a group

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,7 +81,11 @@ func send(t *testing.T, l replog.Log, q api.QueueKey, body string) {
 // move whose install's answer was lost is finished from its record; a
 // queue that cannot move is left served where it was.
 func TestMoveDrivesEveryStep(t *testing.T) {
-	host, set := openMember(t, t.TempDir(), 3)
+	var mu sync.Mutex
+	results := map[string]int{}
+	host, set := openMember(t, t.TempDir(), 3, func(c *Config) {
+		c.Moved = func(r string) { mu.Lock(); results[r]++; mu.Unlock() }
+	})
 	steps := &localSteps{set: set}
 	set.SetSteps(steps)
 	ctx := context.Background()
@@ -157,6 +162,11 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 	host.Read(func(e *engine.Engine) { left = e.MetaKeys(movePrefix) })
 	if len(left) != 0 || set.Of(src) != srcShard {
 		t.Fatalf("an abandoned move left records %v, or moved the map to %d", left, set.Of(src))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if results["moved"] != 3 || results["abandoned"] != 1 {
+		t.Fatalf("moves told = %v, want 3 moved and 1 abandoned", results)
 	}
 }
 

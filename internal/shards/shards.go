@@ -97,6 +97,9 @@ type Config struct {
 	// is closed, as the map moved it away.
 	Observe func(id uint32) replog.Observer
 	Forget  func(id uint32)
+	// Moved, if not nil, is told of every move this node drove to its
+	// end: "moved", or "abandoned" (the queue stayed where it was).
+	Moved func(result string)
 	// QueueBalance is how often the first group's leader evens out the
 	// queues the shards hold, moving one at a time (balanceQueues):
 	// DefaultQueueBalance if 0, never if negative.

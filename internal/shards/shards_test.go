@@ -16,7 +16,7 @@ import (
 
 // openMember opens a cluster member of one node in dir with count shards
 // beside its first group, and waits until it runs them.
-func openMember(t *testing.T, dir string, count int) (*replog.Raft, *Set) {
+func openMember(t *testing.T, dir string, count int, tweak ...func(*Config)) (*replog.Raft, *Set) {
 	t.Helper()
 	addr := testenv.FreeAddr(t)
 	quiet := slog.New(slog.DiscardHandler)
@@ -25,7 +25,11 @@ func openMember(t *testing.T, dir string, count int) (*replog.Raft, *Set) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := Open(host, Config{Count: count, Dir: dir, Shard: replog.RaftConfig{MinFreeBytes: -1, Logger: quiet}, Logger: quiet})
+	cfg := Config{Count: count, Dir: dir, Shard: replog.RaftConfig{MinFreeBytes: -1, Logger: quiet}, Logger: quiet}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	set, err := Open(host, cfg)
 	if err != nil {
 		host.Close()
 		t.Fatal(err)
