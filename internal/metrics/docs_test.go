@@ -46,7 +46,7 @@ func registeredMetrics(t *testing.T) map[string][]string {
 		},
 		"ObserveForward": func() { r.ObserveForward() },
 	}
-	registersNothing := []string{"Handler", "ObserveRequest", "WritesRefused"}
+	registersNothing := []string{"Handler", "ObserveRequest", "WritesRefused", "QueueMoved"}
 	typ := reflect.TypeOf(r)
 	for i := range typ.NumMethod() {
 		name := typ.Method(i).Name
