@@ -260,12 +260,21 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 		return err
 	}
 	s.Forget(q)
-	if s.Of(q) != m.to {
+	at := s.Of(q)
+	if at != m.from && at != m.to {
+		// The record names a shard the queue was not in when the move
+		// began (its driver read the map before a later flip had reached
+		// it): touching that shard's copy, if any, would serve a stale
+		// queue. Nothing outside the record's move is changed.
+		return s.abandon(ctx, q, m, fmt.Errorf("the map puts the queue in shard %d, not %d", at, m.from))
+	}
+	if at != m.to {
 		err := step(m.from, &engine.FenceQueueRequest{Move: m.id})
 		if old, ok := engine.FencedBy(err); ok && old != m.id {
 			// A move given up whose fence was never lifted (its driver
 			// was deposed in the middle): this move's record is the
-			// queue's only one, so that fence is nobody's. Lift it.
+			// queue's only one and the map puts the queue here, so that
+			// fence is nobody's, on the queue's one live copy. Lift it.
 			if err := step(m.from, &engine.UnfenceQueueRequest{Move: old}); err != nil {
 				return fmt.Errorf("lift the fence of move %s: %w", old, err)
 			}
@@ -443,13 +452,18 @@ func (s *Set) balanceQueues(st Steps) {
 // miss a live one. A variable for the tests.
 var staleFenceAfter = 30 * time.Second
 
-// liftStaleFences lifts, in the shards this node leads, the fences whose
-// move has no record in the first group any more: a move given up whose
-// driver was deposed before it lifted its fence would otherwise leave the
-// queue answering 503s until its next move.
+// liftStaleFences looks, in the shards this node leads, at the fences
+// whose move has had no record in the first group for staleFenceAfter:
+// a move given up whose driver was deposed before it lifted its fence
+// would otherwise leave the queue answering 503s until its next move. It
+// acts only on a first-group replica caught up with its leader, and only
+// on what the map says: a fenced queue the map puts in this shard is the
+// queue's live copy, whose fence it lifts; one the map puts elsewhere is
+// a copy left behind, which it drops.
 func (s *Set) liftStaleFences() {
 	now := time.Now()
 	seen := map[fenceRef]time.Time{}
+	defer func() { s.staleFences = seen }()
 	for _, id := range s.IDs() {
 		l, ok := s.Shard(id)
 		if !ok || !l.Leading() {
@@ -458,9 +472,7 @@ func (s *Set) liftStaleFences() {
 		var fenced map[api.QueueKey]string
 		l.Read(func(e *engine.Engine) { fenced = e.Fenced() })
 		for q, move := range fenced {
-			var v string
-			s.host.Read(func(e *engine.Engine) { v = e.Meta(moveKey(q)) })
-			if m, ok := parseMove(v); ok && m.id == move {
+			if s.moveRecorded(q, move) {
 				continue
 			}
 			ref := fenceRef{id, q, move}
@@ -473,15 +485,31 @@ func (s *Set) liftStaleFences() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, err := l.Apply(ctx, &engine.Command{Time: now.UnixNano(), Queue: q, Request: &engine.UnfenceQueueRequest{Move: move}})
-			cancel()
-			if err == nil {
-				s.cfg.Logger.Warn("shards: lifted a fence whose move has no record", "shard", id, "queue", q, "move", move)
-				delete(seen, ref)
+			err := s.host.CaughtUp(ctx)
+			if err == nil && !s.moveRecorded(q, move) {
+				s.Forget(q)
+				var req api.Request = &engine.UnfenceQueueRequest{Move: move}
+				what := "lifted a fence whose move has no record"
+				if s.Of(q) != id {
+					req, what = &engine.DropQueueRequest{Move: move}, "dropped a fenced copy of a queue the map puts elsewhere, whose move has no record"
+				}
+				if _, err = l.Apply(ctx, &engine.Command{Time: now.UnixNano(), Queue: q, Request: req}); err == nil {
+					s.cfg.Logger.Warn("shards: "+what, "shard", id, "queue", q, "move", move)
+					delete(seen, ref)
+				}
 			}
+			cancel()
 		}
 	}
-	s.staleFences = seen
+}
+
+// moveRecorded reports whether the first group, as this node's replica
+// has it, records the move named move of q.
+func (s *Set) moveRecorded(q api.QueueKey, move string) bool {
+	var v string
+	s.host.Read(func(e *engine.Engine) { v = e.Meta(moveKey(q)) })
+	m, ok := parseMove(v)
+	return ok && m.id == move
 }
 
 // fenceRef names a fence: of move, on queue q, in shard id.

@@ -294,3 +294,63 @@ func TestMoveReadsTheRecordAfresh(t *testing.T) {
 		t.Fatal("the queue did not move to shard 2")
 	}
 }
+
+// TestMoveOfAStaleRecordTouchesNothing drives a move whose record names a
+// shard the queue had left (its driver read the map before a later flip
+// reached it), a shard that still holds a fenced copy of the queue from
+// before: the 1000-move cluster test found such a move lifting that
+// copy's fence and moving the stale copy over the live one, losing what
+// was sent since and undoing deletes. The move is given up instead, the
+// live copy left alone, and the stale copy dropped once its fence has
+// stood without a record long enough.
+func TestMoveOfAStaleRecordTouchesNothing(t *testing.T) {
+	defer func(d time.Duration) { staleFenceAfter = d }(staleFenceAfter)
+	staleFenceAfter = time.Second
+	host, set := openMember(t, t.TempDir(), 3)
+	steps := &localSteps{set: set}
+	set.SetSteps(steps)
+	ctx := context.Background()
+	q := queue("live")
+	if err := set.setOnce(ctx, queueKey(q), "1"); err != nil {
+		t.Fatal(err)
+	}
+	create(t, host, set, 1, q)
+	// A move from 1 to 2, carried out to the flip, whose copy in 1 is
+	// left fenced (its drop and record are gone with its driver).
+	if err := steps.Step(ctx, 1, q, &engine.FenceQueueRequest{Move: "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	image, err := steps.Export(ctx, 1, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := steps.Step(ctx, 2, q, &engine.InstallQueueRequest{Move: "m1", Image: image}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: queueKey(q), Value: "2"}}); err != nil {
+		t.Fatal(err)
+	}
+	live, _ := set.Shard(2)
+	send(t, live, q, "sent to the live copy")
+	// A move recorded with the stale shard 1 as its source.
+	if err := set.setOnce(ctx, moveKey(q), moveRecord{id: "m2", from: 1, to: 3}.String()); err != nil {
+		t.Fatal(err)
+	}
+	set.resumeMoves()
+	set.resumeMoves()
+	if set.Of(q) != 2 || queueIn(set, 3, q) {
+		t.Fatalf("the stale move went on: the map says %d, shard 3 holds the queue: %v", set.Of(q), queueIn(set, 3, q))
+	}
+	var n int
+	live.Read(func(e *engine.Engine) { n, _ = e.StoredMessages(q) })
+	if n != 1 {
+		t.Fatalf("the live copy holds %d messages, want 1", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for queueIn(set, 1, q) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stale fenced copy in shard 1 was not dropped")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
