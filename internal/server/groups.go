@@ -226,6 +226,9 @@ type ShardStatus struct {
 	// Queues are the group's queues, "ACCOUNT/NAME" (or
 	// "REGION/ACCOUNT/NAME" outside the node's region), sorted.
 	Queues []string `json:"queues"`
+	// Fenced names the queues fenced for a move (internal/shards/move.go),
+	// with the move of each; absent when none is.
+	Fenced map[string]string `json:"fenced,omitempty"`
 }
 
 // ShardsStatus is GET /cluster/shards's answer: every group this node
@@ -258,7 +261,14 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		var stats []engine.QueueStats
-		g.log.Read(func(e *engine.Engine) { stats = e.AppendQueueStats(nil, now) })
+		var fenced map[api.QueueKey]string
+		g.log.Read(func(e *engine.Engine) { stats, fenced = e.AppendQueueStats(nil, now), e.Fenced() })
+		for q, move := range fenced {
+			if st.Fenced == nil {
+				st.Fenced = map[string]string{}
+			}
+			st.Fenced[q.String()] = move
+		}
 		for _, q := range stats {
 			st.Queues = append(st.Queues, q.Queue.String())
 		}
@@ -296,7 +306,7 @@ func (s *Server) fillFromReplica(ctx context.Context, st *ShardStatus) {
 		for _, sh := range theirs.Shards {
 			if sh.Shard == st.Shard && sh.Held {
 				st.Via, st.LeaderID, st.State, st.Term = p.ID, sh.LeaderID, sh.State, sh.Term
-				st.CommitIndex, st.AppliedIndex, st.Members, st.Queues = sh.CommitIndex, sh.AppliedIndex, sh.Members, sh.Queues
+				st.CommitIndex, st.AppliedIndex, st.Members, st.Queues, st.Fenced = sh.CommitIndex, sh.AppliedIndex, sh.Members, sh.Queues, sh.Fenced
 				return
 			}
 		}

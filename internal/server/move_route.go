@@ -50,8 +50,30 @@ func (s *Server) MoveSteps() interface {
 	Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error
 	Export(ctx context.Context, id uint32, q api.QueueKey) ([]byte, error)
 	Queues(ctx context.Context, id uint32) ([]api.QueueKey, error)
+	Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error)
 } {
 	return moveSteps{s}
+}
+
+// Fenced returns the queues group id holds fenced for a move: as this
+// node's replica has them, or as one of its replicas says (GET
+// /cluster/shards?local).
+func (m moveSteps) Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error) {
+	s := m.s
+	if g, held := s.groupByID(id); held {
+		var out map[api.QueueKey]string
+		g.log.Read(func(e *engine.Engine) { out = e.Fenced() })
+		return out, nil
+	}
+	sh, err := s.askShardOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := map[api.QueueKey]string{}
+	for name, move := range sh.Fenced {
+		out[queueOfString(name)] = move
+	}
+	return out, nil
 }
 
 // Queues returns the queues group id holds: as this node's replica has
@@ -67,6 +89,20 @@ func (m moveSteps) Queues(ctx context.Context, id uint32) ([]api.QueueKey, error
 		}
 		return out, nil
 	}
+	sh, err := s.askShardOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.QueueKey, 0, len(sh.Queues))
+	for _, name := range sh.Queues {
+		out = append(out, queueOfString(name))
+	}
+	return out, nil
+}
+
+// askShardOf returns group id as the first of its replicas to answer sees
+// it (GET /cluster/shards?local).
+func (s *Server) askShardOf(ctx context.Context, id uint32) (*ShardStatus, error) {
 	var lastErr error = fmt.Errorf("the map names no replica of shard %d", id)
 	for _, p := range s.shards.Replicas(id) {
 		theirs, err := s.askShards(ctx, p.Addr)
@@ -74,13 +110,9 @@ func (m moveSteps) Queues(ctx context.Context, id uint32) ([]api.QueueKey, error
 			lastErr = err
 			continue
 		}
-		for _, sh := range theirs.Shards {
-			if sh.Shard == id && sh.Held {
-				out := make([]api.QueueKey, 0, len(sh.Queues))
-				for _, name := range sh.Queues {
-					out = append(out, queueOfString(name))
-				}
-				return out, nil
+		for i := range theirs.Shards {
+			if sh := &theirs.Shards[i]; sh.Shard == id && sh.Held {
+				return sh, nil
 			}
 		}
 		lastErr = fmt.Errorf("%s holds no replica of shard %d", p.ID, id)

@@ -68,6 +68,9 @@ type Steps interface {
 	// Queues returns the queues group id holds, as one of its replicas
 	// has them.
 	Queues(ctx context.Context, id uint32) ([]api.QueueKey, error)
+	// Fenced returns the queues of group id fenced for a move, with the
+	// move of each, as one of its replicas has them.
+	Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error)
 }
 
 // SetSteps gives the Set what carries moves out. Until it is given, this
@@ -446,31 +449,44 @@ func (s *Set) balanceQueues(st Steps) {
 	}
 }
 
+// fenceSweepEvery is how often the first group's leader looks for fences
+// without a record (liftStaleFences). A variable for the tests.
+var fenceSweepEvery = 5 * time.Second
+
 // staleFenceAfter is how long a fence may stand without its move's record
-// before liftStaleFences lifts it: the record is written before the
-// fence, so only a replica of the first group that lags this long could
-// miss a live one. A variable for the tests.
+// before liftStaleFences acts on it: long enough for any step a deposed
+// driver still had in flight to have landed. A variable for the tests.
 var staleFenceAfter = 30 * time.Second
 
-// liftStaleFences looks, in the shards this node leads, at the fences
-// whose move has had no record in the first group for staleFenceAfter:
-// a move given up whose driver was deposed before it lifted its fence
-// would otherwise leave the queue answering 503s until its next move. It
-// acts only on a first-group replica caught up with its leader, and only
-// on what the map says: a fenced queue the map puts in this shard is the
-// queue's live copy, whose fence it lifts; one the map puts elsewhere is
-// a copy left behind, which it drops.
-func (s *Set) liftStaleFences() {
+// liftStaleFences, on the first group's leader, looks at the fences in
+// every shard whose move has no record: a move given up whose driver was
+// deposed before it lifted its fence (or that fenced again after its
+// successor finished) would otherwise leave the queue answering 503s, or
+// a copy of it behind. The record is written before a move's first fence
+// and removed after its last step, and the leader reads it after a read
+// barrier, so a fence without one is nobody's. After staleFenceAfter, a
+// fenced queue the map puts in its shard is the queue's live copy, whose
+// fence is lifted; one the map puts elsewhere is a copy left behind, which
+// is dropped. Each step names the fence's move, which the shard's engine
+// checks as it applies it: a fence lifted or replaced meanwhile is left
+// alone.
+func (s *Set) liftStaleFences(ctx context.Context, st Steps) {
+	if !s.host.Leading() || s.host.ReadBarrier(ctx) != nil {
+		return
+	}
 	now := time.Now()
 	seen := map[fenceRef]time.Time{}
-	defer func() { s.staleFences = seen }()
-	for _, id := range s.IDs() {
-		l, ok := s.Shard(id)
-		if !ok || !l.Leading() {
+	for _, id := range s.Named() {
+		fenced, err := st.Fenced(ctx, id)
+		if err != nil {
+			// Not known now: keep what was seen of this shard.
+			for ref, since := range s.staleFences {
+				if ref.id == id {
+					seen[ref] = since
+				}
+			}
 			continue
 		}
-		var fenced map[api.QueueKey]string
-		l.Read(func(e *engine.Engine) { fenced = e.Fenced() })
 		for q, move := range fenced {
 			if s.moveRecorded(q, move) {
 				continue
@@ -481,26 +497,22 @@ func (s *Set) liftStaleFences() {
 				since = now
 			}
 			seen[ref] = since
-			if now.Sub(since) < staleFenceAfter {
+			if now.Sub(since) < staleFenceAfter || !s.host.Leading() {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := s.host.CaughtUp(ctx)
-			if err == nil && !s.moveRecorded(q, move) {
-				s.Forget(q)
-				var req api.Request = &engine.UnfenceQueueRequest{Move: move}
-				what := "lifted a fence whose move has no record"
-				if s.Of(q) != id {
-					req, what = &engine.DropQueueRequest{Move: move}, "dropped a fenced copy of a queue the map puts elsewhere, whose move has no record"
-				}
-				if _, err = l.Apply(ctx, &engine.Command{Time: now.UnixNano(), Queue: q, Request: req}); err == nil {
-					s.cfg.Logger.Warn("shards: "+what, "shard", id, "queue", q, "move", move)
-					delete(seen, ref)
-				}
+			s.Forget(q)
+			var req api.Request = &engine.UnfenceQueueRequest{Move: move}
+			what := "lifted a fence whose move has no record"
+			if s.Of(q) != id {
+				req, what = &engine.DropQueueRequest{Move: move}, "dropped a fenced copy of a queue the map puts elsewhere, whose move has no record"
 			}
-			cancel()
+			if err := st.Step(ctx, id, q, req); err == nil {
+				s.cfg.Logger.Warn("shards: "+what, "shard", id, "queue", q, "move", move)
+				delete(seen, ref)
+			}
 		}
 	}
+	s.staleFences = seen
 }
 
 // moveRecorded reports whether the first group, as this node's replica

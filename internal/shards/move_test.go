@@ -60,6 +60,12 @@ func (l *localSteps) Queues(ctx context.Context, id uint32) ([]api.QueueKey, err
 	return out, nil
 }
 
+func (l *localSteps) Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error) {
+	var out map[api.QueueKey]string
+	l.group(id).Read(func(e *engine.Engine) { out = e.Fenced() })
+	return out, nil
+}
+
 // queueIn reports whether shard id's engine holds q.
 func queueIn(set *Set, id uint32, q api.QueueKey) (ok bool) {
 	g, _ := set.Shard(id)
@@ -227,13 +233,14 @@ func TestBalanceQueuesEvensOutShards(t *testing.T) {
 
 // TestStaleFenceLifted fences a queue for a move that has no record (its
 // driver deposed after it gave the move up, before it lifted the fence):
-// the leader of the queue's shard lifts the fence, and the queue is
-// served again.
+// the first group's leader lifts the fence, and the queue is served
+// again.
 func TestStaleFenceLifted(t *testing.T) {
-	defer func(d time.Duration) { staleFenceAfter = d }(staleFenceAfter)
-	staleFenceAfter = time.Second
+	defer func(d, e time.Duration) { staleFenceAfter, fenceSweepEvery = d, e }(staleFenceAfter, fenceSweepEvery)
+	staleFenceAfter, fenceSweepEvery = time.Second, 200*time.Millisecond
 	host, set := openMember(t, t.TempDir(), 2)
 	steps := &localSteps{set: set}
+	set.SetSteps(steps)
 	ctx := context.Background()
 	q := queue("fenced")
 	id, err := set.Place(ctx, q, nil)
@@ -304,8 +311,8 @@ func TestMoveReadsTheRecordAfresh(t *testing.T) {
 // live copy left alone, and the stale copy dropped once its fence has
 // stood without a record long enough.
 func TestMoveOfAStaleRecordTouchesNothing(t *testing.T) {
-	defer func(d time.Duration) { staleFenceAfter = d }(staleFenceAfter)
-	staleFenceAfter = time.Second
+	defer func(d, e time.Duration) { staleFenceAfter, fenceSweepEvery = d, e }(staleFenceAfter, fenceSweepEvery)
+	staleFenceAfter, fenceSweepEvery = time.Second, 200*time.Millisecond
 	host, set := openMember(t, t.TempDir(), 3)
 	steps := &localSteps{set: set}
 	set.SetSteps(steps)

@@ -138,8 +138,10 @@ type Set struct {
 	// touched by the goroutine resuming moves.
 	unmovable        map[api.QueueKey]time.Time
 	lastQueueBalance time.Time
+	lastFenceSweep   time.Time
 	// staleFences: since when each fence without its move's record was
-	// seen (liftStaleFences; the follow loop's).
+	// seen (liftStaleFences; touched only by the goroutine resuming
+	// moves).
 	staleFences map[fenceRef]time.Time
 
 	// halted is closed once a storage fault or a fence stopped one of the
@@ -192,6 +194,12 @@ func (s *Set) follow() {
 				defer s.wg.Done()
 				defer s.resuming.Store(false)
 				s.resumeMoves()
+				if st := s.steps.Load(); st != nil && time.Since(s.lastFenceSweep) >= fenceSweepEvery {
+					s.lastFenceSweep = time.Now()
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					s.liftStaleFences(ctx, *st)
+					cancel()
+				}
 				every := cmp.Or(s.cfg.QueueBalance, DefaultQueueBalance)
 				if st := s.steps.Load(); st != nil && every > 0 && time.Since(s.lastQueueBalance) >= every {
 					s.lastQueueBalance = time.Now()
@@ -211,7 +219,6 @@ func (s *Set) follow() {
 			s.cfg.Logger.Error("shards: could not open a shard the map names", "err", err)
 		}
 		s.closeUnwanted()
-		s.liftStaleFences()
 		if time.Since(lastBalance) >= balanceEvery {
 			lastBalance = time.Now()
 			s.balanceLeaders()
