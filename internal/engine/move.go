@@ -225,16 +225,19 @@ func checkMoveID(id string) error {
 	return nil
 }
 
-// ExportQueue writes the image of queue key, which a FenceQueueRequest
-// has fenced, to w: what InstallQueueRequest takes. Like Snapshot, it
-// changes nothing and must not run concurrently with Apply.
-func (e *Engine) ExportQueue(key api.QueueKey, w io.Writer) error {
+// ExportQueue writes the image of queue key, which a FenceQueueRequest of
+// the move named move has fenced, to w: what InstallQueueRequest takes.
+// A queue fenced for another move is refused: a replica that has not yet
+// applied this move's fence may show an older move's, over an older state
+// of the queue. Like Snapshot, it changes nothing and must not run
+// concurrently with Apply.
+func (e *Engine) ExportQueue(key api.QueueKey, move string, w io.Writer) error {
 	q := e.queues[key]
 	switch {
 	case q == nil:
 		return fmt.Errorf("engine: export: %w", api.ErrQueueDoesNotExist())
-	case q.fence == "":
-		return fmt.Errorf("engine: export: queue %s is not fenced", key)
+	case q.fence != move || move == "":
+		return fmt.Errorf("engine: export: queue %s is not fenced for move %s (fence %q)", key, move, q.fence)
 	}
 	qv := captureQueue(q)
 	// The image's header carries the engine's time and the serial bound of

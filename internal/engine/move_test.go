@@ -37,7 +37,7 @@ func moveQueue(t *testing.T, h *harness, move string, qs ...api.QueueKey) {
 			t.Fatalf("fence again: %v", err)
 		}
 		var image bytes.Buffer
-		if err := h.e.ExportQueue(q, &image); err != nil {
+		if err := h.e.ExportQueue(q, move, &image); err != nil {
 			t.Fatalf("export: %v", err)
 		}
 		for range 2 { // the second install is a repeat
@@ -270,14 +270,17 @@ func TestMoveRefusals(t *testing.T) {
 		t.Fatalf("fence without a move: %v", err)
 	}
 	var image bytes.Buffer
-	if err := h.e.ExportQueue(q, &image); err == nil {
+	if err := h.e.ExportQueue(q, "m", &image); err == nil {
 		t.Fatal("an unfenced queue was exported")
 	}
 	if _, err := h.raw(q, &DropQueueRequest{Move: "m"}); errCode(err) != "InvalidParameterValue" {
 		t.Fatalf("dropping an unfenced queue: %v", err)
 	}
 	h.internal(q, &FenceQueueRequest{Move: "m"})
-	if err := h.e.ExportQueue(q, &image); err != nil {
+	if err := h.e.ExportQueue(q, "an older move", &image); err == nil {
+		t.Fatal("a queue fenced for one move was exported for another")
+	}
+	if err := h.e.ExportQueue(q, "m", &image); err != nil {
 		t.Fatal(err)
 	}
 	// Installing over an existing queue, or a damaged image, is refused
@@ -321,7 +324,7 @@ func TestMoveSurvivesSnapshots(t *testing.T) {
 		t.Fatalf("send to a fenced queue restored from a snapshot: %v", err)
 	}
 	var image bytes.Buffer
-	if err := h.e.ExportQueue(q, &image); err != nil {
+	if err := h.e.ExportQueue(q, "m1", &image); err != nil {
 		t.Fatal(err)
 	}
 	target := newHarness(t)
@@ -375,7 +378,7 @@ func FuzzInstallQueue(f *testing.F) {
 	for _, k := range []api.QueueKey{fq, sq} {
 		h.internal(k, &FenceQueueRequest{Move: "seed"})
 		var image bytes.Buffer
-		if err := h.e.ExportQueue(k, &image); err != nil {
+		if err := h.e.ExportQueue(k, "seed", &image); err != nil {
 			f.Fatal(err)
 		}
 		f.Add(k.Name, image.Bytes())

@@ -48,7 +48,7 @@ type moveSteps struct{ s *Server }
 // the leaders of their groups, for the node's shards (shards.Set.SetSteps).
 func (s *Server) MoveSteps() interface {
 	Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error
-	Export(ctx context.Context, id uint32, q api.QueueKey) ([]byte, error)
+	Export(ctx context.Context, id uint32, q api.QueueKey, move string) ([]byte, error)
 	Queues(ctx context.Context, id uint32) ([]api.QueueKey, error)
 	Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error)
 } {
@@ -208,8 +208,9 @@ func (s *Server) leaderAddrOf(id uint32, held bool, g *group, try int) string {
 }
 
 // Export returns queue q's image from a replica of group id that applied
-// its fence: this node's if it holds one, else another member's.
-func (m moveSteps) Export(ctx context.Context, id uint32, q api.QueueKey) ([]byte, error) {
+// the fence of the move named move: this node's if it holds one, else
+// another member's.
+func (m moveSteps) Export(ctx context.Context, id uint32, q api.QueueKey, move string) ([]byte, error) {
 	s := m.s
 	deadline := time.Now().Add(stepWait)
 	var lastErr error
@@ -225,7 +226,7 @@ func (m moveSteps) Export(ctx context.Context, id uint32, q api.QueueKey) ([]byt
 			// The fence was applied by the leader; this replica has it
 			// once it applied as far.
 			var buf bytes.Buffer
-			g.log.Read(func(e *engine.Engine) { lastErr = e.ExportQueue(q, &buf) })
+			g.log.Read(func(e *engine.Engine) { lastErr = e.ExportQueue(q, move, &buf) })
 			if lastErr == nil {
 				return buf.Bytes(), nil
 			}
@@ -236,7 +237,7 @@ func (m moveSteps) Export(ctx context.Context, id uint32, q api.QueueKey) ([]byt
 			lastErr = fmt.Errorf("the map names no replica of shard %d", id)
 			continue
 		}
-		v := url.Values{"shard": {strconv.FormatUint(uint64(id), 10)}, "account": {q.Account}, "region": {q.Region}, "name": {q.Name}}
+		v := url.Values{"shard": {strconv.FormatUint(uint64(id), 10)}, "account": {q.Account}, "region": {q.Region}, "name": {q.Name}, "move": {move}}
 		resp, err := s.askPeer(ctx, http.MethodGet, replicas[try%len(replicas)].Addr, exportQueuePath+"?"+v.Encode(), nil)
 		if err != nil {
 			lastErr = err
@@ -295,8 +296,8 @@ func (s *Server) serveMoveStep(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, a)
 }
 
-// serveExportQueue answers the image of a queue fenced for its move in a
-// group this node holds a replica of.
+// serveExportQueue answers the image of a queue fenced for its move
+// (?move=) in a group this node holds a replica of.
 func (s *Server) serveExportQueue(w http.ResponseWriter, r *http.Request) {
 	if !s.trustedPeerEndpoint(w, r, "a queue's image for another member") {
 		return
@@ -314,7 +315,7 @@ func (s *Server) serveExportQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	q := api.QueueKey{Account: qv.Get("account"), Region: qv.Get("region"), Name: qv.Get("name")}
 	var buf bytes.Buffer
-	g.log.Read(func(e *engine.Engine) { err = e.ExportQueue(q, &buf) })
+	g.log.Read(func(e *engine.Engine) { err = e.ExportQueue(q, qv.Get("move"), &buf) })
 	if err != nil {
 		writeJSONError(w, http.StatusConflict, err.Error())
 		return

@@ -62,9 +62,10 @@ type Steps interface {
 	// UnfenceQueueRequest, InstallQueueRequest or DropQueueRequest) to
 	// queue q in group id, at that group's leader.
 	Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error
-	// Export returns the image of queue q, fenced for the move in group
-	// id, from a replica of that group that applied the fence.
-	Export(ctx context.Context, id uint32, q api.QueueKey) ([]byte, error)
+	// Export returns the image of queue q, fenced for the move named
+	// move in group id, from a replica of that group that applied that
+	// fence.
+	Export(ctx context.Context, id uint32, q api.QueueKey, move string) ([]byte, error)
 	// Queues returns the queues group id holds, as one of its replicas
 	// has them.
 	Queues(ctx context.Context, id uint32) ([]api.QueueKey, error)
@@ -290,7 +291,7 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 			}
 			return fmt.Errorf("fence in shard %d: %w", m.from, err)
 		}
-		image, err := st.Export(ctx, m.from, q)
+		image, err := st.Export(ctx, m.from, q, m.id)
 		if err != nil {
 			return fmt.Errorf("export from shard %d: %w", m.from, err)
 		}

@@ -41,11 +41,11 @@ func (l *localSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req ap
 	return err
 }
 
-func (l *localSteps) Export(ctx context.Context, id uint32, q api.QueueKey) ([]byte, error) {
+func (l *localSteps) Export(ctx context.Context, id uint32, q api.QueueKey, move string) ([]byte, error) {
 	g := l.group(id)
 	var buf bytes.Buffer
 	var err error
-	g.Read(func(e *engine.Engine) { err = e.ExportQueue(q, &buf) })
+	g.Read(func(e *engine.Engine) { err = e.ExportQueue(q, move, &buf) })
 	return buf.Bytes(), err
 }
 
@@ -327,7 +327,7 @@ func TestMoveOfAStaleRecordTouchesNothing(t *testing.T) {
 	if err := steps.Step(ctx, 1, q, &engine.FenceQueueRequest{Move: "m1"}); err != nil {
 		t.Fatal(err)
 	}
-	image, err := steps.Export(ctx, 1, q)
+	image, err := steps.Export(ctx, 1, q, "m1")
 	if err != nil {
 		t.Fatal(err)
 	}
