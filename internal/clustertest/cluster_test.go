@@ -421,11 +421,29 @@ func drainNumbered(t *testing.T, nd *node, queueURL string) []int {
 	ctx := context.Background()
 	client := newClient(nd.httpAddr, 10*time.Second)
 	var got []int
-	for empty := 0; empty < 3; {
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-		if err != nil {
-			t.Fatalf("receive: %v", err)
+	// A queue may move between shards meanwhile: its retryable 503s are
+	// retried, as an SDK's retries would (a receive answered so took
+	// nothing, and a receipt handle outlives the move).
+	retry := func(what string, call func() error) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := call()
+			if err == nil {
+				return
+			}
+			if !isServiceUnavailable(err) || time.Now().After(deadline) {
+				t.Fatalf("%s: %v", what, err)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
+	}
+	for empty := 0; empty < 3; {
+		var out *sqs.ReceiveMessageOutput
+		retry("receive", func() (err error) {
+			out, err = client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+			return err
+		})
 		if len(out.Messages) == 0 {
 			empty++
 			continue
@@ -437,9 +455,10 @@ func drainNumbered(t *testing.T, nd *node, queueURL string) []int {
 				t.Fatalf("a message not of the test's: %.40q", aws.ToString(m.Body))
 			}
 			got = append(got, n)
-			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				t.Fatalf("delete: %v", err)
-			}
+			retry("delete", func() error {
+				_, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle})
+				return err
+			})
 		}
 	}
 	return got
