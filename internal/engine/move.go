@@ -3,7 +3,6 @@ package engine
 import (
 	"bufio"
 	"bytes"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -292,19 +291,11 @@ func (e *Engine) installQueue(cmd *Command, r *InstallQueueRequest, now int64) (
 // decodeImage builds the queue an image holds, in this engine's message
 // store and body store, with serials of this engine.
 func (e *Engine) decodeImage(image []byte, move string, want api.QueueKey, now int64) (*queue, error) {
-	cr := &crcReader{r: bufio.NewReader(bytes.NewReader(image))}
-	_, version, err := readSnapPrefix(cr)
+	cr, dec, version, h, err := openSnapshot(bufio.NewReader(bytes.NewReader(image)), e.cfg.Region)
 	if err != nil {
 		return nil, err
 	}
-	dec := gob.NewDecoder(cr)
-	var h snapHeader
-	if err := dec.Decode(&h); err != nil {
-		return nil, fmt.Errorf("decoding the header: %w", err)
-	}
 	switch {
-	case h.Region != e.cfg.Region:
-		return nil, &RegionError{Snapshot: h.Region, Engine: e.cfg.Region}
 	case h.Queues != 1 || len(h.Deleted) > 0 || len(h.Running) > 0 || len(h.Meta) > 0 || len(h.Moved) > 0:
 		return nil, errors.New("not a queue image")
 	}

@@ -91,20 +91,9 @@ func SnapshotRegion(r io.Reader) (string, error) {
 // references), so that a crafted input cannot make the engine panic later.
 func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	cr := &crcReader{r: br}
-	_, version, err := readSnapPrefix(cr)
+	cr, dec, version, h, err := openSnapshot(br, cfg.Region)
 	if err != nil {
 		return nil, err
-	}
-	// cr is an io.ByteReader, so gob reads from it exactly the bytes of
-	// each value, and the checksum after the body is left unread.
-	dec := gob.NewDecoder(cr)
-	var h snapHeader
-	if err := dec.Decode(&h); err != nil {
-		return nil, fmt.Errorf("decoding the header: %w", err)
-	}
-	if h.Region != cfg.Region {
-		return nil, &RegionError{Snapshot: h.Region, Engine: cfg.Region}
 	}
 	if h.Queues < 0 {
 		return nil, fmt.Errorf("negative queue count %d", h.Queues)
@@ -116,7 +105,7 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("queue %d: %w", i, err)
 		}
 	}
-	if err := rs.engineRecords(&h); err != nil {
+	if err := rs.engineRecords(h); err != nil {
 		return nil, err
 	}
 	var tr snapTrailer
@@ -149,6 +138,27 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 		}
 	}
 	return rs.e, nil
+}
+
+// openSnapshot reads a snapshot's prefix and header from br, checking
+// its region against the engine's, and returns the checksumming reader
+// and gob decoder the rest is read with. cr is an io.ByteReader, so gob
+// reads from it exactly the bytes of each value, and the checksum after
+// the body is left unread.
+func openSnapshot(br *bufio.Reader, region string) (cr *crcReader, dec *gob.Decoder, version uint32, h *snapHeader, err error) {
+	cr = &crcReader{r: br}
+	if _, version, err = readSnapPrefix(cr); err != nil {
+		return nil, nil, 0, nil, err
+	}
+	dec = gob.NewDecoder(cr)
+	h = &snapHeader{}
+	if err := dec.Decode(h); err != nil {
+		return nil, nil, 0, nil, fmt.Errorf("decoding the header: %w", err)
+	}
+	if h.Region != region {
+		return nil, nil, 0, nil, &RegionError{Snapshot: h.Region, Engine: region}
+	}
+	return cr, dec, version, h, nil
 }
 
 // restorer builds an engine from a snapshot's records.
