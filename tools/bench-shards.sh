@@ -6,7 +6,8 @@
 #
 # Starts NODES fifoq servers on loopback, each in a cgroup-v1 CPU quota of
 # QUOTA_PERCENT of one core (default 15), all with the same flags and
-# --shards SHARDS, then runs one `fifoq bench` per node at once (FIFO,
+# --shards SHARDS (SHARDS "default": no --shards flag, the servers' own
+# default, auto), then runs one `fifoq bench` per node at once (FIFO,
 # batches of 10, 4 producers and 4 consumers, verified), each on a queue of
 # its own created through that node, with the bench's CLIENT ("sdk", the
 # default, or "lean", which takes less of the machine's CPU), and prints
@@ -29,6 +30,14 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+shard_flag=(--shards "$shards")
+settle=$shards
+if [ "$shards" = default ]; then
+  shard_flag=()
+  settle=$nodes
+elif [ "$shards" = auto ]; then
+  settle=$nodes
+fi
 
 peers=""
 for i in $(seq 1 "$nodes"); do
@@ -40,12 +49,12 @@ for i in $(seq 1 "$nodes"); do
   echo 100000 > "$cg/cpu.cfs_period_us"
   echo $((quota * 1000)) > "$cg/cpu.cfs_quota_us"
   bash -c "echo \$\$ > $cg/cgroup.procs; exec $bin serve --listen 127.0.0.1:$((base + i)) --data-dir $work/d$i \
-    --node-id n$i --raft-addr 127.0.0.1:$((base + 100 + i)) --peers $peers --shards $shards" > "$work/n$i.log" 2>&1 &
+    --node-id n$i --raft-addr 127.0.0.1:$((base + 100 + i)) --peers $peers ${shard_flag[*]}" > "$work/n$i.log" 2>&1 &
   pids+=($!)
 done
 # Let the shards be created and their leaders spread (a node hands a
 # leadership over at most every five seconds).
-sleep $((5 + 3 * shards))
+sleep $((5 + 3 * settle))
 bench_pids=()
 for i in $(seq 1 "$nodes"); do
   $bin bench --endpoint "http://127.0.0.1:$((base + i))" --queue "bench-n$i.fifo" --duration "${secs}s" \

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"strings"
 	"testing"
 
@@ -26,6 +27,9 @@ func TestServeRefusesBadClusterFlags(t *testing.T) {
 		{[]string{"--raft-addr", "127.0.0.1:7000", "--raft-tls-cert", "c.pem"}, "go together"},
 		{[]string{"--node-id", "a=b"}, "--node-id"},
 		{[]string{"--raft-insecure"}, "need --raft-addr"},
+		// A count of shards asks for a cluster; auto, the default, is
+		// none on a server alone (TestShardsAutoAlone).
+		{[]string{"--shards", "3"}, "need --raft-addr"},
 		// Beyond loopback, node-to-node traffic needs mutual TLS, or
 		// --raft-insecure to say that it may go without.
 		{[]string{"--raft-addr", "192.0.2.10:7000"}, "--raft-insecure"},
@@ -39,6 +43,30 @@ func TestServeRefusesBadClusterFlags(t *testing.T) {
 		code := run(append([]string{"serve", "--data-dir", t.TempDir()}, tc.args...), &bytes.Buffer{}, &stderr)
 		if code != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("serve %v: exit %d, stderr %q; want exit 2 mentioning %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestShardsAutoAlone: --shards auto, the default, given to a server
+// alone is no error (it runs no shard), as --shards 1 is not; a count
+// above 1 is, for it asks for a cluster.
+func TestShardsAutoAlone(t *testing.T) {
+	for _, tc := range []struct {
+		shards string
+		ok     bool
+	}{{"", true}, {"auto", true}, {"1", true}, {"2", false}} {
+		var c clusterOptions
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		c.define(fs)
+		var args []string
+		if tc.shards != "" {
+			args = []string{"--shards", tc.shards}
+		}
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.check(false); (err == nil) != tc.ok {
+			t.Errorf("--shards %q on a server alone: check says %v; want ok=%v", tc.shards, err, tc.ok)
 		}
 	}
 }

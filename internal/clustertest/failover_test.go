@@ -328,7 +328,9 @@ type run struct {
 	measure bool // measure each leader kill's failover time
 	// shards, if more than 1, runs the nodes with --shards: the queue
 	// under test goes to one of the shards, and the kills and the freeze
-	// strike the leader of that queue's shard.
+	// strike the leader of that queue's shard. Otherwise the nodes run
+	// one group (--shards 1), so that the queue stays in the group whose
+	// leader the nemesis strikes, rather than the default's shards.
 	shards int
 	// movable, with shards, leaves the queue under test movable: its
 	// probe queue is then not put beside it by a redrive policy naming
@@ -422,9 +424,7 @@ func startFailoverCluster(t *testing.T, r *run) *cluster {
 		if r.tweak != nil {
 			r.tweak(i, nd)
 		}
-		if r.shards > 1 {
-			nd.args = append(nd.args, "--shards", strconv.Itoa(r.shards))
-		}
+		nd.args = append(nd.args, "--shards", strconv.Itoa(max(r.shards, 1)))
 	})
 }
 

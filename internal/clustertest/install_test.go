@@ -35,7 +35,9 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 	}
 	testenv.Long(t, "fills a snapshot and kills a follower while it installs it, most of a minute")
 	env := []string{"FIFOQ_MAX_MEMORY=64MiB", "FIFOQ_BODY_FILE_SIZE=1MiB"}
-	c := newCluster(t, 3, nil, [][]string{env, env, env})
+	// One group (--shards 1): the test watches the first group's
+	// snapshots, and its queue must be in that group.
+	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.env, nd.args = env, []string{"--shards", "1"} })
 	url := c.createQueue("install", nil)
 	leader := c.leader()
 	var follower *node

@@ -851,14 +851,15 @@ func TestConfigQueuesPlacedInShards(t *testing.T) {
 	}
 }
 
-// TestShardsAutoFollowTheNodes starts three nodes with --shards auto:
-// the cluster runs one shard per voting member, three, and when a fourth
+// TestShardsAutoFollowTheNodes starts three nodes with no --shards flag,
+// so with its default, auto: the cluster runs one shard per voting
+// member, three, and when a fourth
 // node joins it adds a fourth, which the balancer moves queues into (one
 // every 30 s while the shards differ by two queues or more), each with
 // its message.
 func TestShardsAutoFollowTheNodes(t *testing.T) {
 	testenv.Long(t, "a fourth node joins a cluster with --shards auto, and queues move into its shard: about two minutes")
-	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "auto"} })
+	c := newCluster(t, 3, nil, nil)
 	waitShards(t, c, 4)
 	urls := createNumberedQueues(t, c, 6)
 	for i, u := range urls {
@@ -869,7 +870,7 @@ func TestShardsAutoFollowTheNodes(t *testing.T) {
 		})
 	}
 	joiner := &node{id: "n4", httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), bin: binary,
-		args: []string{"--shards", "auto"}, join: "http://" + c.nodes[0].httpAddr}
+		join: "http://" + c.nodes[0].httpAddr}
 	joiner.logPath = filepath.Join(t.TempDir(), "n4.log")
 	c.nodes = append(c.nodes, joiner)
 	c.start(joiner, "")

@@ -344,7 +344,7 @@ type MoveResult struct {
 func (s *Server) serveClusterMove(w http.ResponseWriter, r *http.Request) {
 	s.serveAdminChange(w, r, "move a queue between shards", func(ctx context.Context, body []byte) (any, error) {
 		if s.shards == nil || !s.sharded() {
-			return nil, badRequest{errors.New("the cluster has no shards to move a queue between (start it with --shards)")}
+			return nil, badRequest{errors.New("the cluster has no shards to move a queue between: it runs one group (--shards 1, or a cluster of one member)")}
 		}
 		var mr moveRequest
 		if err := json.Unmarshal(body, &mr); err != nil || mr.QueueURL == "" {
