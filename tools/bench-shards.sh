@@ -12,7 +12,8 @@
 # its own created through that node, with the bench's CLIENT ("sdk", the
 # default, or "lean", which takes less of the machine's CPU), and prints
 # every bench's rate and their sum. Needs root (cgroups) and a built fifoq
-# on PATH or in $FIFOQ.
+# on PATH or in $FIFOQ. With KEEP set to a directory, the benches' JSON
+# results and the servers' logs are copied there.
 set -euo pipefail
 nodes=${1:?nodes}
 shards=${2:?shards}
@@ -24,6 +25,7 @@ work=$(mktemp -d)
 base=21000
 pids=()
 cleanup() {
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.json "$work"/*.log "$work"/*.err "$KEEP"/ 2>/dev/null || true; fi
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   for i in $(seq 1 "$nodes"); do rmdir "/sys/fs/cgroup/cpu/fq-bench-n$i" 2>/dev/null || true; done

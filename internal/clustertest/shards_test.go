@@ -898,3 +898,62 @@ func TestShardsAutoFollowTheNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestNewQueueServedThroughEveryNodeAtOnce creates queues through one
+// node and at once receives from and reads each through the others, as a
+// client that spreads its requests over a load balancer does. The node
+// that first places a queue is the first group's leader; the others learn
+// of the placement a moment later, so a request that reaches a node
+// whose copy of the map does not name the queue yet is routed by the
+// node it was forwarded from, and must be served from the group it was
+// routed to, not from the group this node's map would have it in (where
+// the queue does not exist).
+func TestNewQueueServedThroughEveryNodeAtOnce(t *testing.T) {
+	c := newCluster(t, 3, nil, nil)
+	waitShards(t, c, 4)
+	ctx := context.Background()
+	clients := make([]*sqs.Client, len(c.nodes))
+	for i, nd := range c.nodes {
+		clients[i] = newClient(nd.httpAddr, 10*time.Second)
+	}
+	const workers, each = 4, 25
+	errs := make(chan error, workers*each*4)
+	done := make(chan struct{})
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range each {
+				via := (w + i) % len(clients)
+				name := fmt.Sprintf("at-once-%d-%d.fifo", w, i)
+				out, err := clients[via].CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name),
+					Attributes: map[string]string{"FifoQueue": "true"}})
+				if err != nil {
+					errs <- fmt.Errorf("create %s through %s: %w", name, c.nodes[via].id, err)
+					continue
+				}
+				for k := 1; k < len(clients); k++ {
+					other := (via + k) % len(clients)
+					if _, err := clients[other].ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: out.QueueUrl}); err != nil {
+						errs <- fmt.Errorf("receive from %s through %s, just created through %s: %w", name, c.nodes[other].id, c.nodes[via].id, err)
+					}
+					if _, err := clients[other].GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
+						AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}}); err != nil {
+						errs <- fmt.Errorf("attributes of %s through %s, just created through %s: %w", name, c.nodes[other].id, c.nodes[via].id, err)
+					}
+				}
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	close(errs)
+	var failed []string
+	for err := range errs {
+		failed = append(failed, err.Error())
+	}
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d requests right after their queue's creation failed; the first:\n%s", len(failed), workers*each*2*(len(clients)-1),
+			strings.Join(failed[:min(len(failed), 5)], "\n"))
+	}
+}

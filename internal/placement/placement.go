@@ -121,24 +121,41 @@ func Initial(nodes []NodeID, shards int) (Map, error) {
 }
 
 // PlaceQueue returns the shard a new queue goes to: the one holding the
-// fewest queues, the lowest numbered of those tied.
+// fewest queues, the lowest numbered of those tied (QueueShard, with no
+// origin).
 func PlaceQueue(m Map) (ShardID, error) {
 	if len(m.Shards) == 0 {
 		return 0, fmt.Errorf("placement: the map has no shards")
 	}
-	count := make([]int, len(m.Shards))
+	count := map[ShardID]int{}
+	ids := make([]ShardID, len(m.Shards))
+	for i, s := range m.Shards {
+		ids[i] = s.ID
+	}
 	for _, s := range m.Queues {
-		if int(s) < len(count) {
-			count[s]++
+		count[s]++
+	}
+	return QueueShard(ids, count, nil, ""), nil
+}
+
+// QueueShard returns the shard of ids (ascending, not empty) a new queue
+// goes to: one holding the fewest queues (count), so that the shards stay
+// even and the balancer has nothing to move; among those tied, the one
+// whose preferred leader (leaders) is origin, the node the queue's
+// creation arrived at, so that a client that uses the node it created its
+// queue through finds the queue led there and its requests are not
+// forwarded; else the lowest numbered, so that every node decides alike.
+func QueueShard(ids []ShardID, count map[ShardID]int, leaders map[ShardID]NodeID, origin NodeID) ShardID {
+	best := ids[0]
+	for _, id := range ids {
+		switch {
+		case count[id] < count[best]:
+			best = id
+		case count[id] == count[best] && origin != "" && leaders[id] == origin && leaders[best] != origin:
+			best = id
 		}
 	}
-	best := 0
-	for i, c := range count {
-		if c < count[best] {
-			best = i
-		}
-	}
-	return m.Shards[best].ID, nil
+	return best
 }
 
 // sortedNodes returns a sorted copy of nodes, refusing an empty list, an

@@ -131,6 +131,40 @@ func TestPlaceQueueTakesTheShardWithFewestQueues(t *testing.T) {
 	}
 }
 
+// TestQueueShardPrefersTheOriginsShardAmongTheEmptiest: a queue goes to
+// a shard holding the fewest queues, and among those to the one its
+// origin node is preferred to lead, so that three nodes each creating a
+// queue through themselves get one shard each, each led where its
+// queue's requests arrive; a node that leads no emptiest shard, or an
+// unknown origin, gets the lowest numbered.
+func TestQueueShardPrefersTheOriginsShardAmongTheEmptiest(t *testing.T) {
+	ids := []ShardID{1, 2, 3}
+	leaders := map[ShardID]NodeID{1: "n2", 2: "n3", 3: "n1"}
+	count := map[ShardID]int{}
+	for _, origin := range []NodeID{"n1", "n2", "n3"} {
+		s := QueueShard(ids, count, leaders, origin)
+		if leaders[s] != origin {
+			t.Fatalf("a queue created through %s went to shard %d, led by %s; counts %v", origin, s, leaders[s], count)
+		}
+		count[s]++
+	}
+	// Now even: n1's next queue goes to its own shard again.
+	if s := QueueShard(ids, count, leaders, "n1"); s != 3 {
+		t.Fatalf("n1's fourth queue went to shard %d, want 3", s)
+	}
+	count[3]++
+	// Shard 3 holds two; n1's next goes to the lowest of the emptiest.
+	if s := QueueShard(ids, count, leaders, "n1"); s != 1 {
+		t.Fatalf("n1's fifth queue went to shard %d, want 1 (shard 3 holds more)", s)
+	}
+	if s := QueueShard(ids, map[ShardID]int{}, leaders, ""); s != 1 {
+		t.Fatalf("a queue of no origin went to shard %d, want 1", s)
+	}
+	if s := QueueShard(ids, map[ShardID]int{}, leaders, "n9"); s != 1 {
+		t.Fatalf("a queue from a node that leads no shard went to shard %d, want 1", s)
+	}
+}
+
 // applyMoves makes moves on m one at a time as the meta group would (add,
 // then remove), failing the test if a move adds a replica the shard has,
 // removes one it lacks, or leaves a shard with fewer replicas than it had

@@ -7,6 +7,7 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/replog"
 )
 
 // authorize decides whether caller may carry out req, as SQS does: a
@@ -31,44 +32,52 @@ func (s *Server) authorize(ctx context.Context, in api.Scope, req api.Request, t
 		if owner == "" {
 			owner = caller
 		}
-		return s.authorizeOn(secure, caller, req.Action(), api.QueueKey{Region: in.Region, Account: owner, Name: r.QueueName})
+		q := api.QueueKey{Region: in.Region, Account: owner, Name: r.QueueName}
+		return s.authorizeIn(s.queueLog(ctx, q), secure, caller, req.Action(), q)
 	case *api.StartMessageMoveTaskRequest:
-		if err := s.authorizeARN(secure, caller, req.Action(), r.SourceArn); err != nil {
+		if err := s.authorizeARN(ctx, secure, caller, req.Action(), r.SourceArn); err != nil {
 			return err
 		}
 		if r.DestinationArn != "" {
-			return s.authorizeARN(secure, caller, api.ActionSendMessage, r.DestinationArn)
+			return s.authorizeARN(ctx, secure, caller, api.ActionSendMessage, r.DestinationArn)
 		}
 		return nil
 	case *api.ListMessageMoveTasksRequest:
-		return s.authorizeARN(secure, caller, req.Action(), r.SourceArn)
+		return s.authorizeARN(ctx, secure, caller, req.Action(), r.SourceArn)
 	case *api.CancelMessageMoveTaskRequest:
 		if arn, ok := engine.MoveTaskSource(r.TaskHandle); ok {
-			return s.authorizeARN(secure, caller, req.Action(), arn)
+			return s.authorizeARN(ctx, secure, caller, req.Action(), arn)
 		}
 		return nil // a malformed handle: the engine says so
 	}
 	if _, ok := api.QueueURLOf(req); ok {
-		return s.authorizeOn(secure, caller, req.Action(), target)
+		return s.authorizeIn(s.queueLog(ctx, target), secure, caller, req.Action(), target)
 	}
 	return nil
 }
 
 // authorizeARN checks access to the queue an ARN names; ARNs that name no
 // queue of this server are left to the engine to refuse.
-func (s *Server) authorizeARN(secure *bool, caller string, action api.Action, arn string) error {
+func (s *Server) authorizeARN(ctx context.Context, secure *bool, caller string, action api.Action, arn string) error {
 	q, ok := api.QueueOfARN(arn, s.cfg.Region)
 	if !ok || q.Region != "" && s.cfg.SingleRegion {
 		return nil // no such queue: the engine says so
 	}
-	return s.authorizeOn(secure, caller, action, q)
+	return s.authorizeIn(s.queueLog(ctx, q), secure, caller, action, q)
 }
 
-// authorizeOn applies the queue's policy to one action on queue q.
+// authorizeOn applies the queue's policy to one action on queue q, as
+// the group this node's map puts q in holds it.
 func (s *Server) authorizeOn(secure *bool, caller string, action api.Action, q api.QueueKey) error {
+	return s.authorizeIn(s.logOf(q), secure, caller, action, q)
+}
+
+// authorizeIn is authorizeOn with the policy read from l: for a request,
+// the log of the group it is served in (queueLog).
+func (s *Server) authorizeIn(l replog.Log, secure *bool, caller string, action api.Action, q api.QueueKey) error {
 	var doc string
 	var exists bool
-	s.logOf(q).Read(func(e *engine.Engine) { doc, exists = e.QueuePolicy(q) })
+	l.Read(func(e *engine.Engine) { doc, exists = e.QueuePolicy(q) })
 	if !exists {
 		return nil
 	}

@@ -24,9 +24,10 @@ type Shards interface {
 	// (the first group) for a queue the map does not name.
 	Of(q api.QueueKey) uint32
 	// Place returns the shard the new queue q lives in, placing it first
-	// (beside near, if not nil) if it has none. Only on the first
-	// group's leader.
-	Place(ctx context.Context, q api.QueueKey, near *api.QueueKey) (uint32, error)
+	// (beside near, if not nil; else, among the emptiest shards, in one
+	// the node origin is preferred to lead) if it has none. Only on the
+	// first group's leader.
+	Place(ctx context.Context, q api.QueueKey, near *api.QueueKey, origin string) (uint32, error)
 	// Shard returns shard id's log, if this node holds a replica of it.
 	Shard(id uint32) (*replog.Raft, bool)
 	// Replicas returns the replicas the map wants shard id to have, at
@@ -133,6 +134,24 @@ func (s *Server) groupOf(q api.QueueKey) *group {
 
 // logOf returns the log of q's group.
 func (s *Server) logOf(q api.QueueKey) replog.Log { return s.groupOf(q).log }
+
+// queueLog returns the log a request served in ctx reads q from: the
+// group the request is served in (withGroup) if q is there, else q's
+// group by this node's map. A request forwarded here was routed by its
+// forwarder's map, which may name a queue just placed or moved before
+// this node has applied that record; the group it was routed to holds
+// the queue, where this node's map would look in another that does not
+// (and answer that it does not exist, or pass over its policy).
+func (s *Server) queueLog(ctx context.Context, q api.QueueKey) replog.Log {
+	if g, ok := ctx.Value(groupKey{}).(*group); ok {
+		var here bool
+		g.log.Read(func(e *engine.Engine) { _, here = e.QueuePolicy(q) })
+		if here {
+			return g.log
+		}
+	}
+	return s.logOf(q)
+}
 
 // allGroups returns the first group and every shard this node runs.
 func (s *Server) allGroups() []*group {

@@ -36,7 +36,7 @@ func (s *Server) receive(ctx context.Context, cmd *engine.Command, req *api.Rece
 	wait := o.wait
 	if wait == 0 {
 		var err error
-		if wait, err = s.waitTime(cmd, req); err != nil {
+		if wait, err = s.waitTime(ctx, cmd, req); err != nil {
 			return nil, err
 		}
 	}
@@ -65,7 +65,7 @@ func (s *Server) receiveUntil(ctx context.Context, cmd *engine.Command, req *api
 		}
 		now := s.now()
 		cmd.Time = now.UnixNano()
-		exists, take := s.receiveOutlook(cmd.Queue, cmd.Time, req.ReceiveRequestAttemptId)
+		exists, take := s.receiveOutlook(ctx, cmd.Queue, cmd.Time, req.ReceiveRequestAttemptId)
 		if !exists {
 			if w != nil {
 				// Deleted while we waited: the waiter goes, and the next
@@ -74,7 +74,7 @@ func (s *Server) receiveUntil(ctx context.Context, cmd *engine.Command, req *api
 				return &api.ReceiveMessageResult{}, nil
 			}
 			err := s.confirmNegative(ctx, api.ErrQueueDoesNotExist(), func() error {
-				if exists, _ := s.receiveOutlook(cmd.Queue, cmd.Time, req.ReceiveRequestAttemptId); !exists {
+				if exists, _ := s.receiveOutlook(ctx, cmd.Queue, cmd.Time, req.ReceiveRequestAttemptId); !exists {
 					return api.ErrQueueDoesNotExist()
 				}
 				return nil
@@ -86,7 +86,7 @@ func (s *Server) receiveUntil(ctx context.Context, cmd *engine.Command, req *api
 		}
 		if take {
 			if w != nil {
-				s.notifier.taking(w, s.receiveSpread(cmd.Queue, req.MaxNumberOfMessages))
+				s.notifier.taking(w, s.receiveSpread(ctx, cmd.Queue, req.MaxNumberOfMessages))
 			}
 			cmd.Entropy = newEntropy()
 			resp, err := s.apply(ctx, cmd)
@@ -94,17 +94,17 @@ func (s *Server) receiveUntil(ctx context.Context, cmd *engine.Command, req *api
 				s.notifier.doneTaking(w)
 			}
 			if err != nil {
-				s.leaveWaiting(w, cmd.Queue)
+				s.leaveWaiting(ctx, w, cmd.Queue)
 				return nil, err
 			}
 			if res, ok := resp.(*api.ReceiveMessageResult); !ok || len(res.Messages) > 0 {
-				s.leaveWaiting(w, cmd.Queue)
+				s.leaveWaiting(ctx, w, cmd.Queue)
 				return resp, nil
 			}
 		}
 		remaining := deadline.Sub(now)
 		if remaining <= 0 {
-			s.leaveWaiting(w, cmd.Queue)
+			s.leaveWaiting(ctx, w, cmd.Queue)
 			return &api.ReceiveMessageResult{}, nil
 		}
 		if !holding {
@@ -123,7 +123,7 @@ func (s *Server) receiveUntil(ctx context.Context, cmd *engine.Command, req *api
 			w = s.notifier.join(cmd.Queue)
 			continue
 		}
-		if wake, ok := s.nextWake(cmd.Queue, cmd.Time); ok {
+		if wake, ok := s.nextWake(ctx, cmd.Queue, cmd.Time); ok {
 			if d := time.Duration(wake - cmd.Time); d < remaining {
 				s.notifier.wakeAt(cmd.Queue, time.Unix(0, wake))
 			}
@@ -152,41 +152,41 @@ func (s *Server) receiveUntil(ctx context.Context, cmd *engine.Command, req *api
 // take, the next waiter is woken for them. If not, the queue's timer is set
 // again for the next delayed or in-flight message: the timer may have been
 // what woke this waiter, and the others sleep until their own deadlines.
-func (s *Server) leaveWaiting(w *waiter, q api.QueueKey) {
+func (s *Server) leaveWaiting(ctx context.Context, w *waiter, q api.QueueKey) {
 	if w == nil {
 		return
 	}
 	s.notifier.leave(w)
 	now := s.now().UnixNano()
-	if s.receivable(q, now) {
+	if s.receivable(ctx, q, now) {
 		s.notifier.signal(q)
-	} else if wake, ok := s.nextWake(q, now); ok {
+	} else if wake, ok := s.nextWake(ctx, q, now); ok {
 		s.notifier.wakeAt(q, time.Unix(0, wake))
 	}
 }
 
 // waitTime is the request's WaitTimeSeconds, or the queue's
 // ReceiveMessageWaitTimeSeconds when the request gives none.
-func (s *Server) waitTime(cmd *engine.Command, req *api.ReceiveMessageRequest) (time.Duration, error) {
+func (s *Server) waitTime(ctx context.Context, cmd *engine.Command, req *api.ReceiveMessageRequest) (time.Duration, error) {
 	if req.WaitTimeSeconds != nil {
 		return time.Duration(*req.WaitTimeSeconds) * time.Second, nil
 	}
-	return s.queueSeconds(cmd, req.QueueUrl, api.AttrReceiveMessageWaitTimeSeconds)
+	return s.queueSeconds(ctx, cmd, req.QueueUrl, api.AttrReceiveMessageWaitTimeSeconds)
 }
 
 // visibilityTimeout is the request's VisibilityTimeout, or the queue's
 // when the request gives none: how long the messages it takes stay in
 // flight.
-func (s *Server) visibilityTimeout(cmd *engine.Command, req *api.ReceiveMessageRequest) (time.Duration, error) {
+func (s *Server) visibilityTimeout(ctx context.Context, cmd *engine.Command, req *api.ReceiveMessageRequest) (time.Duration, error) {
 	if req.VisibilityTimeout != nil {
 		return time.Duration(*req.VisibilityTimeout) * time.Second, nil
 	}
-	return s.queueSeconds(cmd, req.QueueUrl, api.AttrVisibilityTimeout)
+	return s.queueSeconds(ctx, cmd, req.QueueUrl, api.AttrVisibilityTimeout)
 }
 
 // queueSeconds reads a queue attribute that is a number of seconds.
-func (s *Server) queueSeconds(cmd *engine.Command, queueURL, attr string) (time.Duration, error) {
-	resp, err := s.readQueue(&engine.Command{
+func (s *Server) queueSeconds(ctx context.Context, cmd *engine.Command, queueURL, attr string) (time.Duration, error) {
+	resp, err := s.readQueue(ctx, &engine.Command{
 		Time:    cmd.Time,
 		Caller:  cmd.Caller,
 		Queue:   cmd.Queue,
@@ -206,27 +206,27 @@ func (s *Server) queueSeconds(cmd *engine.Command, queueURL, attr string) (time.
 	return time.Duration(secs) * time.Second, nil
 }
 
-func (s *Server) receiveOutlook(q api.QueueKey, now int64, attemptID string) (exists, take bool) {
-	s.logOf(q).Read(func(e *engine.Engine) { exists, take = e.ReceiveOutlook(q, now, attemptID) })
+func (s *Server) receiveOutlook(ctx context.Context, q api.QueueKey, now int64, attemptID string) (exists, take bool) {
+	s.queueLog(ctx, q).Read(func(e *engine.Engine) { exists, take = e.ReceiveOutlook(q, now, attemptID) })
 	return exists, take
 }
 
-func (s *Server) receiveSpread(q api.QueueKey, max *int) (n int) {
+func (s *Server) receiveSpread(ctx context.Context, q api.QueueKey, max *int) (n int) {
 	take := 1
 	if max != nil {
 		take = *max
 	}
-	s.logOf(q).Read(func(e *engine.Engine) { n = e.ReceiveSpread(q, take) })
+	s.queueLog(ctx, q).Read(func(e *engine.Engine) { n = e.ReceiveSpread(q, take) })
 	return n
 }
 
-func (s *Server) receivable(q api.QueueKey, now int64) (ok bool) {
-	s.logOf(q).Read(func(e *engine.Engine) { ok = e.Receivable(q, now) })
+func (s *Server) receivable(ctx context.Context, q api.QueueKey, now int64) (ok bool) {
+	s.queueLog(ctx, q).Read(func(e *engine.Engine) { ok = e.Receivable(q, now) })
 	return ok
 }
 
-func (s *Server) nextWake(q api.QueueKey, now int64) (at int64, ok bool) {
-	s.logOf(q).Read(func(e *engine.Engine) { at, ok = e.NextWake(q, now) })
+func (s *Server) nextWake(ctx context.Context, q api.QueueKey, now int64) (at int64, ok bool) {
+	s.queueLog(ctx, q).Read(func(e *engine.Engine) { at, ok = e.NextWake(q, now) })
 	return at, ok
 }
 

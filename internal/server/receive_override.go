@@ -166,7 +166,7 @@ func (s *Server) receiveMany(ctx context.Context, cmd *engine.Command, req *api.
 			return res, nil
 		}
 		if len(res.Messages) == 0 {
-			vis, err := s.visibilityTimeout(cmd, req)
+			vis, err := s.visibilityTimeout(ctx, cmd, req)
 			if err != nil {
 				return got, nil
 			}

@@ -394,11 +394,11 @@ func (s *Server) placeQueue(ctx context.Context, q api.QueueKey, near *api.Queue
 	deadline := time.Now().Add(leaderWait)
 	for {
 		if s.first.leads() {
-			return s.shards.Place(ctx, q, near)
+			return s.shards.Place(ctx, q, near, s.cluster.NodeID())
 		}
 		_, addr := s.cluster.Leader()
 		if addr != "" {
-			id, err := s.askPlace(ctx, addr, placeRequest{Queue: q, Near: near})
+			id, err := s.askPlace(ctx, addr, placeRequest{Queue: q, Near: near, Origin: s.cluster.NodeID()})
 			if err == nil {
 				return id, nil
 			}
@@ -421,6 +421,9 @@ func (s *Server) placeQueue(ctx context.Context, q api.QueueKey, near *api.Queue
 type placeRequest struct {
 	Queue api.QueueKey  `json:"queue"`
 	Near  *api.QueueKey `json:"near,omitempty"`
+	// Origin is the asking node's id: the queue's creation arrived there,
+	// and its client is likely to send the queue's requests there too.
+	Origin string `json:"origin,omitempty"`
 }
 
 type placeAnswer struct {
@@ -460,7 +463,7 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusServiceUnavailable, "this node does not lead the cluster's first group")
 		return
 	}
-	id, err := s.shards.Place(r.Context(), p.Queue, p.Near)
+	id, err := s.shards.Place(r.Context(), p.Queue, p.Near, p.Origin)
 	if err != nil {
 		writeJSONError(w, http.StatusServiceUnavailable, err.Error())
 		return

@@ -416,8 +416,8 @@ func (s *Server) noteMoving(cmd *engine.Command, err error) {
 }
 
 // readQueue answers a read-only command from the engine of the group of
-// the queue it names.
-func (s *Server) readQueue(cmd *engine.Command) (resp api.Response, err error) {
-	s.logOf(cmd.Queue).Read(func(e *engine.Engine) { resp, err = e.Read(cmd) })
+// the queue it names (queueLog).
+func (s *Server) readQueue(ctx context.Context, cmd *engine.Command) (resp api.Response, err error) {
+	s.queueLog(ctx, cmd.Queue).Read(func(e *engine.Engine) { resp, err = e.Read(cmd) })
 	return resp, err
 }

@@ -97,7 +97,7 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 	ctx := context.Background()
 
 	q := queue("jobs")
-	from, err := set.Place(ctx, q, nil)
+	from, err := set.Place(ctx, q, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,9 +153,9 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 
 	// A queue with a redrive policy is not moved, and stays served.
 	dlq, src := queue("dlq"), queue("src")
-	dlqShard, _ := set.Place(ctx, dlq, nil)
+	dlqShard, _ := set.Place(ctx, dlq, nil, "")
 	create(t, host, set, dlqShard, dlq)
-	srcShard, _ := set.Place(ctx, src, &dlq)
+	srcShard, _ := set.Place(ctx, src, &dlq, "")
 	gs, _ := set.Shard(srcShard)
 	if _, err := gs.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: src.Account, Request: &api.CreateQueueRequest{QueueName: src.Name,
 		Attributes: map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":"3"}`}}}); err != nil {
@@ -243,7 +243,7 @@ func TestStaleFenceLifted(t *testing.T) {
 	set.SetSteps(steps)
 	ctx := context.Background()
 	q := queue("fenced")
-	id, err := set.Place(ctx, q, nil)
+	id, err := set.Place(ctx, q, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

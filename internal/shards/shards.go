@@ -133,6 +133,11 @@ type Set struct {
 	steps    atomic.Pointer[Steps]
 	moveMu   sync.Mutex
 	resuming atomic.Bool
+	// placeMu keeps this node to one placement at a time: each counts
+	// the shards' queues after the one before it is in the map, so that
+	// queues created together spread rather than all going to the
+	// emptiest shard of the moment.
+	placeMu sync.Mutex
 	// unmovable: until when the balancer passes over each queue that
 	// would not move; lastQueueBalance: when it last looked. Both only
 	// touched by the goroutine resuming moves.
@@ -687,13 +692,18 @@ type cachedRecord struct {
 // Place returns the shard the new queue q lives in, placing it if it has
 // no shard yet: beside near if near is not nil and exists (a queue's
 // dead-letter queue, which its redrive moves messages to within one
-// engine), else in the shard holding the fewest queues. Only the first group's leader can
-// place; the record is written before the queue is created, so a queue
-// is never in two shards.
-func (s *Set) Place(ctx context.Context, q api.QueueKey, near *api.QueueKey) (uint32, error) {
+// engine), else in a shard holding the fewest queues, the one origin (the
+// node the creation arrived at; "" if unknown) is preferred to lead if it
+// is among them (placement.QueueShard). Only the first group's leader can
+// place; the record is written before the queue is created, so a queue is
+// never in two shards. Placements on one node run one at a time (the
+// server asks them all of the first group's leader).
+func (s *Set) Place(ctx context.Context, q api.QueueKey, near *api.QueueKey, origin string) (uint32, error) {
 	if id := s.Of(q); id != 0 {
 		return id, nil
 	}
+	s.placeMu.Lock()
+	defer s.placeMu.Unlock()
 	ids := s.Named()
 	if len(ids) == 0 || s.inFirstGroup(q) {
 		// A queue of shard 0 (one made before the cluster had shards)
@@ -707,7 +717,7 @@ func (s *Set) Place(ctx context.Context, q api.QueueKey, near *api.QueueKey) (ui
 	case near != nil && s.inFirstGroup(*near):
 		target = 0
 	default:
-		target = s.leastLoaded(ids)
+		target = s.leastLoaded(ids, origin)
 	}
 	if err := s.setOnce(ctx, queueKey(q), strconv.FormatUint(uint64(target), 10)); err != nil {
 		return 0, err
@@ -721,27 +731,29 @@ func (s *Set) inFirstGroup(q api.QueueKey) (ok bool) {
 	return ok
 }
 
-// leastLoaded returns the shard of ids that holds the fewest queues, the
-// lowest numbered of those tied: a shard holds the queues placed in it
-// (deleted ones included: a name keeps its shard, so that it comes back
-// where its cool-down is kept). Shard 0, on every member, takes no new
-// queue once there are shards: its writes would be every node's work.
-func (s *Set) leastLoaded(ids []uint32) uint32 {
-	count := map[uint32]int{}
+// leastLoaded returns the shard of ids a new queue created through node
+// origin goes to (placement.QueueShard): a shard holds the queues placed
+// in it (deleted ones included: a name keeps its shard, so that it comes
+// back where its cool-down is kept). Shard 0, on every member, takes no
+// new queue once there are shards: its writes would be every node's work.
+func (s *Set) leastLoaded(ids []uint32, origin string) uint32 {
+	count := map[placement.ShardID]int{}
 	s.host.Read(func(e *engine.Engine) {
 		for _, k := range e.MetaKeys(queuePrefix) {
 			if n, err := strconv.ParseUint(e.Meta(k), 10, 32); err == nil {
-				count[uint32(n)]++
+				count[placement.ShardID(n)]++
 			}
 		}
 	})
-	best := ids[0]
-	for _, id := range ids {
-		if count[id] < count[best] {
-			best = id
-		}
+	shards := make([]placement.ShardID, len(ids))
+	for i, id := range ids {
+		shards[i] = placement.ShardID(id)
 	}
-	return best
+	leaders := map[placement.ShardID]placement.NodeID{}
+	for id, node := range s.PreferredLeaders() {
+		leaders[placement.ShardID(id)] = placement.NodeID(node)
+	}
+	return uint32(placement.QueueShard(shards, count, leaders, placement.NodeID(origin)))
 }
 
 // Shard returns shard id's log, if this node has it open.

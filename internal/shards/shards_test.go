@@ -86,7 +86,7 @@ func TestPlaceSpreadsQueuesAndKeepsTheirShard(t *testing.T) {
 	var got []uint32
 	for i := range 5 {
 		q := queue(fmt.Sprintf("q%d", i))
-		id, err := set.Place(ctx, q, nil)
+		id, err := set.Place(ctx, q, nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,21 +96,21 @@ func TestPlaceSpreadsQueuesAndKeepsTheirShard(t *testing.T) {
 	if want := []uint32{1, 2, 3, 4, 1}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("five new queues went to shards %v, want %v", got, want)
 	}
-	if id, _ := set.Place(ctx, old, nil); id != 0 {
+	if id, _ := set.Place(ctx, old, nil, ""); id != 0 {
 		t.Fatalf("a queue of the first group was placed in shard %d", id)
 	}
-	if id, _ := set.Place(ctx, queue("q2"), nil); id != got[2] || set.Of(queue("q2")) != got[2] {
+	if id, _ := set.Place(ctx, queue("q2"), nil, ""); id != got[2] || set.Of(queue("q2")) != got[2] {
 		t.Fatalf("q2 moved from shard %d to %d", got[2], id)
 	}
 	dlq := queue("q3")
-	if id, _ := set.Place(ctx, queue("with-dlq"), &dlq); id != set.Of(dlq) {
+	if id, _ := set.Place(ctx, queue("with-dlq"), &dlq, ""); id != set.Of(dlq) {
 		t.Fatalf("a queue went to shard %d, its dead-letter queue is in %d", id, set.Of(dlq))
 	}
-	if id, _ := set.Place(ctx, queue("with-old-dlq"), &old); id != 0 {
+	if id, _ := set.Place(ctx, queue("with-old-dlq"), &old, ""); id != 0 {
 		t.Fatalf("a queue whose dead-letter queue is in the first group went to shard %d", id)
 	}
 	missing := queue("no-such-queue")
-	if id, _ := set.Place(ctx, queue("with-missing-dlq"), &missing); id == 0 {
+	if id, _ := set.Place(ctx, queue("with-missing-dlq"), &missing, ""); id == 0 {
 		t.Fatal("a queue whose dead-letter queue does not exist went to the first group")
 	}
 }
@@ -123,7 +123,7 @@ func TestPlaceOnceUnderRace(t *testing.T) {
 	// would choose another shard than the first one in the log.
 	for i := range 4 {
 		q := queue(fmt.Sprintf("fill%d", i))
-		id, err := set.Place(context.Background(), q, nil)
+		id, err := set.Place(context.Background(), q, nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func TestPlaceOnceUnderRace(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				id, err := set.Place(context.Background(), q, nil)
+				id, err := set.Place(context.Background(), q, nil, "")
 				if err != nil {
 					t.Error(err)
 				}
@@ -156,6 +156,38 @@ func TestPlaceOnceUnderRace(t *testing.T) {
 	}
 }
 
+// TestConcurrentPlacementsSpread places distinct names from many
+// goroutines at once, as clients creating their queues together on a new
+// cluster do: the shards must end up holding as many queues each, to
+// within one, or the balancer would move queues under their first load.
+func TestConcurrentPlacementsSpread(t *testing.T) {
+	_, set := openMember(t, t.TempDir(), 4)
+	for round := range 5 {
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := set.Place(context.Background(), queue(fmt.Sprintf("r%d-g%d", round, g)), nil, ""); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		count := map[uint32]int{}
+		for r := 0; r <= round; r++ {
+			for g := range 4 {
+				count[set.Of(queue(fmt.Sprintf("r%d-g%d", r, g)))]++
+			}
+		}
+		for id := uint32(1); id <= 4; id++ {
+			if count[id] != round+1 {
+				t.Fatalf("after %d rounds of four concurrent placements the shards hold %v; want %d each", round+1, count, round+1)
+			}
+		}
+	}
+}
+
 // TestShardsReopenWithTheirQueues closes a member with shards and opens
 // its data dir again with no shard count configured: it runs the shards
 // its map names, with their queues.
@@ -163,7 +195,7 @@ func TestShardsReopenWithTheirQueues(t *testing.T) {
 	dir := t.TempDir()
 	host, set := openMember(t, dir, 2)
 	q := queue("kept")
-	id, err := set.Place(context.Background(), q, nil)
+	id, err := set.Place(context.Background(), q, nil, "")
 	if err != nil || id == 0 {
 		t.Fatalf("placed in %d (%v), want a shard", id, err)
 	}
