@@ -194,6 +194,7 @@ func (e *Engine) Apply(cmd *Command) (api.Response, error) {
 	// retention period): set its place in the housekeeping index exactly.
 	if q := e.queues[cmd.Queue]; q != nil {
 		q.refreshDue()
+		q.applied++
 	}
 	e.flushWakes()
 	if err != nil {

@@ -39,6 +39,11 @@ type queue struct {
 	movedIn string
 	past    []pastTag
 
+	// applied counts the commands applied on the queue since this engine
+	// was made or restored: a measure of its load (CommandsApplied), kept
+	// out of snapshots.
+	applied uint64
+
 	// handles holds, by serial, the messages a receipt handle of this
 	// queue may name (see handleable): not every message, so that a
 	// backlog of messages never received costs no map entry.

@@ -22,6 +22,17 @@ type QueueStats struct {
 	OldestAt int64
 }
 
+// CommandsApplied returns how many commands this engine applied on queue
+// q since it was made or restored (0 for a queue it does not hold): the
+// queue's load, for a balancer that compares it between two moments.
+// It is not part of the queue's state: a restored engine counts from 0.
+func (e *Engine) CommandsApplied(q api.QueueKey) uint64 {
+	if qu := e.queues[q]; qu != nil {
+		return qu.applied
+	}
+	return 0
+}
+
 // QueueStats returns the figures of queue q as of time now, and false if
 // there is no such queue. Like Read, it accounts for the delays,
 // visibility timeouts and retention periods that ran out by now without

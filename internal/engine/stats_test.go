@@ -130,3 +130,30 @@ func TestAppendQueueStats(t *testing.T) {
 		t.Errorf("after deleting %v: %+v", s, all)
 	}
 }
+
+// TestCommandsApplied counts the commands applied on each queue (not the
+// reads), and starts again from 0 in a restored engine.
+func TestCommandsApplied(t *testing.T) {
+	h := newHarness(t)
+	q := h.createQueue("busy", nil)
+	idle := h.createQueue("idle", nil)
+	for range 3 {
+		h.must(q, &api.SendMessageRequest{QueueUrl: q.Path(), MessageBody: "m"})
+	}
+	h.must(idle, &api.SendMessageRequest{QueueUrl: idle.Path(), MessageBody: "m"})
+	h.receive(q, 10, 30)
+	h.attrs(q) // a read: not applied
+	if got := h.e.CommandsApplied(q); got != 4 {
+		t.Fatalf("CommandsApplied(busy) = %d after three sends and a receive; want 4", got)
+	}
+	if got := h.e.CommandsApplied(idle); got != 1 {
+		t.Fatalf("CommandsApplied(idle) = %d after one send; want 1", got)
+	}
+	if got := h.e.CommandsApplied(api.QueueKey{Account: testAccount, Name: "none"}); got != 0 {
+		t.Fatalf("CommandsApplied of a missing queue = %d", got)
+	}
+	restoreHarness(t, h)
+	if got := h.e.CommandsApplied(q); got != 0 {
+		t.Fatalf("CommandsApplied(busy) = %d in a restored engine; want 0", got)
+	}
+}

@@ -16,12 +16,15 @@ type QueueMove struct {
 
 // BalanceQueues returns the move that brings the shard holding the most
 // queues closest to the one holding the fewest, if they differ by two or
-// more: one queue of the fullest (the last by name not in skip, the
-// queues that cannot move), to the emptiest. held lists each shard's
-// queues, every shard that takes queues named (an empty one with no
-// queues); shard 0, the first group, takes none and is never named. Ties
-// go to the lowest shard number, so every node decides alike.
-func BalanceQueues(held map[ShardID][]string, skip func(string) bool) (QueueMove, bool) {
+// more: one queue of the fullest, not in skip (the queues that cannot
+// move), to the emptiest. Of the fullest shard's queues it moves the one
+// of the least load (nil: all alike), the last by name of those tied: a
+// move fences its queue for a moment, which an idle queue's clients do
+// not see. held lists each shard's queues, every shard that takes queues
+// named (an empty one with no queues); shard 0, the first group, takes
+// none and is never named. Ties of shards go to the lowest number, so
+// every node decides alike.
+func BalanceQueues(held map[ShardID][]string, skip func(string) bool, load func(string) uint64) (QueueMove, bool) {
 	ids := make([]ShardID, 0, len(held))
 	for id := range held {
 		ids = append(ids, id)
@@ -46,21 +49,42 @@ func BalanceQueues(held map[ShardID][]string, skip func(string) bool) (QueueMove
 		}
 		queues := slices.Clone(held[from])
 		slices.Sort(queues)
-		for i := len(queues) - 1; i >= 0; i-- {
-			if skip == nil || !skip(queues[i]) {
-				return QueueMove{Queue: queues[i], From: from, To: emptiest}, true
-			}
+		slices.Reverse(queues)
+		if q, ok := leastLoaded(queues, skip, load); ok {
+			return QueueMove{Queue: q, From: from, To: emptiest}, true
 		}
 	}
 	return QueueMove{}, false
 }
 
+// leastLoaded returns the first of queues not in skip whose load is the
+// least.
+func leastLoaded(queues []string, skip func(string) bool, load func(string) uint64) (string, bool) {
+	best, found := "", false
+	var bestLoad uint64
+	for _, q := range queues {
+		if skip != nil && skip(q) {
+			continue
+		}
+		var l uint64
+		if load != nil {
+			l = load(q)
+		}
+		if !found || l < bestLoad {
+			best, bestLoad, found = q, l, true
+		}
+	}
+	return best, found
+}
+
 // DrainFirstGroup returns the move of one queue out of shard 0, the first
 // group, which takes no queue once a cluster has shards: its writes are
 // every node's work. first lists the queues it holds (from before the
-// cluster had shards); the first by key not in skip goes to the shard of
-// held holding the fewest queues (the lowest of those tied).
-func DrainFirstGroup(first []api.QueueKey, held map[ShardID][]string, skip func(string) bool) (QueueMove, bool) {
+// cluster had shards); the one of the least load (nil: all alike) not in
+// skip, the first by key of those tied, goes to the shard of held holding
+// the fewest queues (the lowest of those tied). The busiest queues so
+// move last.
+func DrainFirstGroup(first []api.QueueKey, held map[ShardID][]string, skip func(string) bool, load func(string) uint64) (QueueMove, bool) {
 	if len(held) == 0 {
 		return QueueMove{}, false
 	}
@@ -75,10 +99,12 @@ func DrainFirstGroup(first []api.QueueKey, held map[ShardID][]string, skip func(
 	slices.SortFunc(qs, func(a, b api.QueueKey) int {
 		return cmp.Or(cmp.Compare(a.Region, b.Region), cmp.Compare(a.Account, b.Account), cmp.Compare(a.Name, b.Name))
 	})
-	for _, q := range qs {
-		if skip == nil || !skip(q.String()) {
-			return QueueMove{Queue: q.String(), From: 0, To: to}, true
-		}
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.String()
+	}
+	if q, ok := leastLoaded(names, skip, load); ok {
+		return QueueMove{Queue: q, From: 0, To: to}, true
 	}
 	return QueueMove{}, false
 }

@@ -11,21 +11,21 @@ import (
 
 func TestBalanceQueues(t *testing.T) {
 	held := map[ShardID][]string{1: {"a", "b", "c"}, 2: {"d"}, 3: {}}
-	mv, ok := BalanceQueues(held, nil)
+	mv, ok := BalanceQueues(held, nil, nil)
 	if !ok || mv != (QueueMove{Queue: "c", From: 1, To: 3}) {
 		t.Fatalf("BalanceQueues = %+v %v, want c from 1 to 3", mv, ok)
 	}
 	// Within one of each other: no move.
-	if mv, ok := BalanceQueues(map[ShardID][]string{1: {"a", "b"}, 2: {"c"}}, nil); ok {
+	if mv, ok := BalanceQueues(map[ShardID][]string{1: {"a", "b"}, 2: {"c"}}, nil, nil); ok {
 		t.Fatalf("a move between shards of 2 and 1 queues: %+v", mv)
 	}
 	// Queues that cannot move are passed over, then the next fullest shard.
 	skip := func(q string) bool { return q == "c" || q == "b" || q == "a" }
 	held = map[ShardID][]string{1: {"a", "b", "c"}, 2: {"d", "e", "f"}, 3: {"g"}, 4: {}}
-	if mv, ok := BalanceQueues(held, skip); !ok || mv != (QueueMove{Queue: "f", From: 2, To: 4}) {
+	if mv, ok := BalanceQueues(held, skip, nil); !ok || mv != (QueueMove{Queue: "f", From: 2, To: 4}) {
 		t.Fatalf("BalanceQueues with skips = %+v %v, want f from 2 to 4", mv, ok)
 	}
-	if _, ok := BalanceQueues(map[ShardID][]string{1: {"a", "b", "c"}}, nil); ok {
+	if _, ok := BalanceQueues(map[ShardID][]string{1: {"a", "b", "c"}}, nil, nil); ok {
 		t.Fatal("a move with one shard")
 	}
 }
@@ -54,7 +54,7 @@ func TestBalanceQueuesConverges(t *testing.T) {
 		}
 		moves := 0
 		for {
-			mv, ok := BalanceQueues(held, func(q string) bool { return fixed[q] })
+			mv, ok := BalanceQueues(held, func(q string) bool { return fixed[q] }, nil)
 			if !ok {
 				break
 			}
@@ -82,17 +82,36 @@ func TestBalanceQueuesConverges(t *testing.T) {
 func TestDrainFirstGroup(t *testing.T) {
 	first := []api.QueueKey{{Account: "1", Name: "b"}, {Account: "1", Name: "a"}}
 	held := map[ShardID][]string{1: {"x", "y"}, 2: {"z"}, 3: {"w"}}
-	if mv, ok := DrainFirstGroup(first, held, nil); !ok || mv != (QueueMove{Queue: "1/a", From: 0, To: 2}) {
+	if mv, ok := DrainFirstGroup(first, held, nil, nil); !ok || mv != (QueueMove{Queue: "1/a", From: 0, To: 2}) {
 		t.Fatalf("DrainFirstGroup = %+v %v, want 1/a from 0 to 2", mv, ok)
 	}
 	skip := func(q string) bool { return q == "1/a" }
-	if mv, ok := DrainFirstGroup(first, held, skip); !ok || mv.Queue != "1/b" {
+	if mv, ok := DrainFirstGroup(first, held, skip, nil); !ok || mv.Queue != "1/b" {
 		t.Fatalf("DrainFirstGroup passing over 1/a = %+v %v", mv, ok)
 	}
-	if _, ok := DrainFirstGroup(nil, held, nil); ok {
+	if _, ok := DrainFirstGroup(nil, held, nil, nil); ok {
 		t.Fatal("a move out of an empty first group")
 	}
-	if _, ok := DrainFirstGroup(first, map[ShardID][]string{}, nil); ok {
+	if _, ok := DrainFirstGroup(first, map[ShardID][]string{}, nil, nil); ok {
 		t.Fatal("a move with no shard to go to")
+	}
+}
+
+// TestMovesTakeTheIdlestQueue: of the queues a balancing move may take,
+// it takes the one of the least load, so that the busy queues' clients
+// see no fence; with loads tied, the choice is by name as without loads.
+func TestMovesTakeTheIdlestQueue(t *testing.T) {
+	load := map[string]uint64{"a": 50, "b": 3, "c": 900, "1/a": 700, "1/b": 0, "1/c": 0}
+	held := map[ShardID][]string{1: {"a", "b", "c"}, 2: {}}
+	if mv, ok := BalanceQueues(held, nil, func(q string) uint64 { return load[q] }); !ok || mv.Queue != "b" {
+		t.Fatalf("BalanceQueues with loads = %+v %v, want b, the idlest", mv, ok)
+	}
+	skip := func(q string) bool { return q == "b" }
+	if mv, ok := BalanceQueues(held, skip, func(q string) uint64 { return load[q] }); !ok || mv.Queue != "a" {
+		t.Fatalf("BalanceQueues with loads, b unmovable = %+v %v, want a", mv, ok)
+	}
+	first := []api.QueueKey{{Account: "1", Name: "c"}, {Account: "1", Name: "a"}, {Account: "1", Name: "b"}}
+	if mv, ok := DrainFirstGroup(first, map[ShardID][]string{1: {}}, nil, func(q string) uint64 { return load[q] }); !ok || mv.Queue != "1/b" {
+		t.Fatalf("DrainFirstGroup with loads = %+v %v, want 1/b (idle, and before 1/c by key)", mv, ok)
 	}
 }

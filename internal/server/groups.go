@@ -248,6 +248,10 @@ type ShardStatus struct {
 	// Fenced names the queues fenced for a move (internal/shards/move.go),
 	// with the move of each; absent when none is.
 	Fenced map[string]string `json:"fenced,omitempty"`
+	// Commands are the commands the replica applied on each queue since
+	// it was started (engine.CommandsApplied), which the balancer reads
+	// as the queues' loads; absent for a queue with none.
+	Commands map[string]uint64 `json:"commands,omitempty"`
 }
 
 // ShardsStatus is GET /cluster/shards's answer: every group this node
@@ -281,7 +285,18 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 		}
 		var stats []engine.QueueStats
 		var fenced map[api.QueueKey]string
-		g.log.Read(func(e *engine.Engine) { stats, fenced = e.AppendQueueStats(nil, now), e.Fenced() })
+		commands := map[string]uint64{}
+		g.log.Read(func(e *engine.Engine) {
+			stats, fenced = e.AppendQueueStats(nil, now), e.Fenced()
+			for _, q := range stats {
+				if n := e.CommandsApplied(q.Queue); n > 0 {
+					commands[q.Queue.String()] = n
+				}
+			}
+		})
+		if len(commands) > 0 {
+			st.Commands = commands
+		}
 		for q, move := range fenced {
 			if st.Fenced == nil {
 				st.Fenced = map[string]string{}
@@ -325,7 +340,7 @@ func (s *Server) fillFromReplica(ctx context.Context, st *ShardStatus) {
 		for _, sh := range theirs.Shards {
 			if sh.Shard == st.Shard && sh.Held {
 				st.Via, st.LeaderID, st.State, st.Term = p.ID, sh.LeaderID, sh.State, sh.Term
-				st.CommitIndex, st.AppliedIndex, st.Members, st.Queues, st.Fenced = sh.CommitIndex, sh.AppliedIndex, sh.Members, sh.Queues, sh.Fenced
+				st.CommitIndex, st.AppliedIndex, st.Members, st.Queues, st.Fenced, st.Commands = sh.CommitIndex, sh.AppliedIndex, sh.Members, sh.Queues, sh.Fenced, sh.Commands
 				return
 			}
 		}

@@ -49,7 +49,7 @@ type moveSteps struct{ s *Server }
 func (s *Server) MoveSteps() interface {
 	Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error
 	Export(ctx context.Context, id uint32, q api.QueueKey, move string) ([]byte, error)
-	Queues(ctx context.Context, id uint32) ([]api.QueueKey, error)
+	Queues(ctx context.Context, id uint32) (map[api.QueueKey]uint64, error)
 	Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error)
 } {
 	return moveSteps{s}
@@ -78,24 +78,24 @@ func (m moveSteps) Fenced(ctx context.Context, id uint32) (map[api.QueueKey]stri
 
 // Queues returns the queues group id holds: as this node's replica has
 // them, or as one of its replicas says (GET /cluster/shards?local).
-func (m moveSteps) Queues(ctx context.Context, id uint32) ([]api.QueueKey, error) {
+func (m moveSteps) Queues(ctx context.Context, id uint32) (map[api.QueueKey]uint64, error) {
 	s := m.s
 	if g, held := s.groupByID(id); held {
-		var stats []engine.QueueStats
-		g.log.Read(func(e *engine.Engine) { stats = e.AppendQueueStats(nil, s.now().UnixNano()) })
-		out := make([]api.QueueKey, len(stats))
-		for i, st := range stats {
-			out[i] = st.Queue
-		}
+		out := map[api.QueueKey]uint64{}
+		g.log.Read(func(e *engine.Engine) {
+			for _, st := range e.AppendQueueStats(nil, s.now().UnixNano()) {
+				out[st.Queue] = e.CommandsApplied(st.Queue)
+			}
+		})
 		return out, nil
 	}
 	sh, err := s.askShardOf(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]api.QueueKey, 0, len(sh.Queues))
+	out := make(map[api.QueueKey]uint64, len(sh.Queues))
 	for _, name := range sh.Queues {
-		out = append(out, queueOfString(name))
+		out[queueOfString(name)] = sh.Commands[name]
 	}
 	return out, nil
 }

@@ -67,8 +67,10 @@ type Steps interface {
 	// fence.
 	Export(ctx context.Context, id uint32, q api.QueueKey, move string) ([]byte, error)
 	// Queues returns the queues group id holds, as one of its replicas
-	// has them.
-	Queues(ctx context.Context, id uint32) ([]api.QueueKey, error)
+	// has them, each with the commands that replica applied on it since it
+	// started (engine.CommandsApplied): the balancer compares two readings
+	// to tell a busy queue from an idle one.
+	Queues(ctx context.Context, id uint32) (map[api.QueueKey]uint64, error)
 	// Fenced returns the queues of group id fenced for a move, with the
 	// move of each, as one of its replicas has them.
 	Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error)
@@ -381,12 +383,31 @@ const DefaultQueueBalance = 30 * time.Second
 // the balancer: its redrive policy or move tasks may have changed by then.
 const unmovableFor = time.Hour
 
+// queueLoads turns the commands each queue's replica has applied into
+// the queues' loads: the commands applied since the last round of
+// balancing, or, for a queue not seen then or whose replica restarted
+// since, all it has applied. It keeps this round's readings for the next.
+func (s *Set) queueLoads(commands map[api.QueueKey]uint64) map[api.QueueKey]uint64 {
+	load := make(map[api.QueueKey]uint64, len(commands))
+	for q, n := range commands {
+		if last, ok := s.lastCommands[q]; ok && n >= last {
+			load[q] = n - last
+		} else {
+			load[q] = n
+		}
+	}
+	s.lastCommands = commands
+	return load
+}
+
 // balanceQueues, on the first group's leader, moves one queue from the
 // shard holding the most queues to the one holding the fewest, if they
 // differ by two or more (placement.BalanceQueues): as when a shard is
 // added to a cluster whose queues are all placed, or queues were deleted.
 // Else it moves one of the queues the first group kept from before the
-// cluster had shards out of it (placement.DrainFirstGroup).
+// cluster had shards out of it (placement.DrainFirstGroup). Either way
+// the queue moved is the one of the least load (queueLoads) of those it
+// may take, so that busy queues' clients are fenced last, or never.
 // Queues are counted as their shards' replicas hold them, not by the map,
 // whose records outlive deleted queues.
 func (s *Set) balanceQueues(st Steps) {
@@ -404,15 +425,17 @@ func (s *Set) balanceQueues(st Steps) {
 	}()
 	held := map[placement.ShardID][]string{}
 	keys := map[string]api.QueueKey{}
+	commands := map[api.QueueKey]uint64{}
 	for _, id := range s.Named() {
 		qs, err := st.Queues(ctx, id)
 		if err != nil {
 			return // a shard that cannot be counted is not balanced against
 		}
 		names := make([]string, 0, len(qs))
-		for _, q := range qs {
+		for q, n := range qs {
 			names = append(names, q.String())
 			keys[q.String()] = q
+			commands[q] = n
 		}
 		held[placement.ShardID(id)] = names
 	}
@@ -421,20 +444,23 @@ func (s *Set) balanceQueues(st Steps) {
 		until, skip := s.unmovable[keys[q]]
 		return skip && now.Before(until)
 	}
-	mv, ok := placement.BalanceQueues(held, skip)
+	// The first group takes no new queue; those it kept from before the
+	// cluster had shards go, one a round, to the emptiest shard.
+	var first []api.QueueKey
+	s.host.Read(func(e *engine.Engine) {
+		for _, st := range e.AppendQueueStats(nil, now.UnixNano()) {
+			first = append(first, st.Queue)
+			commands[st.Queue] = e.CommandsApplied(st.Queue)
+		}
+	})
+	load := s.queueLoads(commands)
+	loadOf := func(q string) uint64 { return load[keys[q]] }
+	mv, ok := placement.BalanceQueues(held, skip, loadOf)
 	if !ok {
-		// The first group takes no new queue; those it kept from before
-		// the cluster had shards go, one a round, to the emptiest shard.
-		var first []api.QueueKey
-		s.host.Read(func(e *engine.Engine) {
-			for _, st := range e.AppendQueueStats(nil, now.UnixNano()) {
-				first = append(first, st.Queue)
-			}
-		})
 		for _, q := range first {
 			keys[q.String()] = q
 		}
-		mv, ok = placement.DrainFirstGroup(first, held, skip)
+		mv, ok = placement.DrainFirstGroup(first, held, skip, loadOf)
 		if !ok {
 			return
 		}

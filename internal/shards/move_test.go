@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,12 +50,12 @@ func (l *localSteps) Export(ctx context.Context, id uint32, q api.QueueKey, move
 	return buf.Bytes(), err
 }
 
-func (l *localSteps) Queues(ctx context.Context, id uint32) ([]api.QueueKey, error) {
+func (l *localSteps) Queues(ctx context.Context, id uint32) (map[api.QueueKey]uint64, error) {
 	g := l.group(id)
-	var out []api.QueueKey
+	out := map[api.QueueKey]uint64{}
 	g.Read(func(e *engine.Engine) {
 		for _, st := range e.AppendQueueStats(nil, time.Now().UnixNano()) {
-			out = append(out, st.Queue)
+			out[st.Queue] = e.CommandsApplied(st.Queue)
 		}
 	})
 	return out, nil
@@ -359,5 +360,41 @@ func TestMoveOfAStaleRecordTouchesNothing(t *testing.T) {
 			t.Fatal("the stale fenced copy in shard 1 was not dropped")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestBalancingMovesIdleQueuesFirst fills one shard with three idle
+// queues and a busy one, named to be the first a balancer choosing by
+// name would move: the balancer evens the shards out with the idle ones,
+// and the busy queue's clients never see it fenced.
+func TestBalancingMovesIdleQueuesFirst(t *testing.T) {
+	host, set := openMember(t, t.TempDir(), 3)
+	steps := &localSteps{set: set}
+	set.SetSteps(steps)
+	ctx := context.Background()
+	busy := queue("zz-busy")
+	for _, q := range []api.QueueKey{queue("idle-a"), queue("idle-b"), queue("idle-c"), busy} {
+		if err := set.setOnce(ctx, queueKey(q), "1"); err != nil {
+			t.Fatal(err)
+		}
+		create(t, host, set, 1, q)
+	}
+	g, _ := set.Shard(1)
+	for round := range 4 {
+		for i := range 5 {
+			send(t, g, busy, "r"+strconv.Itoa(round)+"-"+strconv.Itoa(i))
+		}
+		set.balanceQueues(steps)
+	}
+	if id := set.Of(busy); id != 1 {
+		t.Fatalf("the busy queue moved to shard %d; the idle ones should have gone", id)
+	}
+	count := map[uint32]int{}
+	for _, id := range set.Named() {
+		qs, _ := steps.Queues(ctx, id)
+		count[id] = len(qs)
+	}
+	if count[1] != 2 || count[2] != 1 || count[3] != 1 {
+		t.Fatalf("queues per shard after balancing = %v, want 2, 1, 1", count)
 	}
 }

@@ -140,10 +140,14 @@ type Set struct {
 	placeMu sync.Mutex
 	// unmovable: until when the balancer passes over each queue that
 	// would not move; lastQueueBalance: when it last looked. Both only
-	// touched by the goroutine resuming moves.
+	// touched by the goroutine resuming moves, as is lastCommands.
 	unmovable        map[api.QueueKey]time.Time
 	lastQueueBalance time.Time
-	lastFenceSweep   time.Time
+	// lastCommands: the commands each queue's replica had applied at the
+	// last round of balancing (queueLoads); touched by that goroutine
+	// only.
+	lastCommands   map[api.QueueKey]uint64
+	lastFenceSweep time.Time
 	// staleFences: since when each fence without its move's record was
 	// seen (liftStaleFences; touched only by the goroutine resuming
 	// moves).
