@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -350,24 +351,41 @@ func nemesisFullDisk(t *testing.T, c *cluster, mnt string) {
 	// dd stops at ENOSPC and says so; that is the point.
 	_ = exec.Command("dd", "if=/dev/zero", "of="+fill, "bs=1M").Run()
 	// The member may have room left in files it made before (a log
-	// segment is allocated whole): messages of 256 KiB to a queue of
-	// their own make it need more at once.
+	// segment is allocated whole, and one made as it restarted from an
+	// earlier fault is empty): messages of almost 1 MiB to a queue of
+	// their own, from four senders at once, make it need more within
+	// seconds even on a slow machine (one sender of 256 KiB messages
+	// once took longer than the deadline).
 	ballast := c.createQueue("ballast", nil)
-	big := strings.Repeat("b", 256<<10)
+	big := strings.Repeat("b", 1000<<10)
 	via := c.nodes[(indexOf(c, nd)+1)%len(c.nodes)]
 	deadline := time.Now().Add(60 * time.Second)
-wait:
-	for {
-		select {
-		case <-nd.done:
-			break wait
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still runs 60 s after its disk filled; its log ends:\n%s", nd.id, nd.tail(10))
-		}
-		_, _ = newClient(via.httpAddr, 5*time.Second).SendMessage(context.Background(),
-			&sqs.SendMessageInput{QueueUrl: aws.String(ballast), MessageBody: aws.String(big)})
+	stop := make(chan struct{})
+	var senders sync.WaitGroup
+	for range 4 {
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			client := newClient(via.httpAddr, 5*time.Second)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = client.SendMessage(context.Background(),
+					&sqs.SendMessageInput{QueueUrl: aws.String(ballast), MessageBody: aws.String(big)})
+			}
+		}()
+	}
+	select {
+	case <-nd.done:
+		close(stop)
+		senders.Wait()
+	case <-time.After(time.Until(deadline)):
+		close(stop)
+		senders.Wait()
+		t.Fatalf("%s still runs 60 s after its disk filled; its log ends:\n%s", nd.id, nd.tail(10))
 	}
 	if _, err := newClient(via.httpAddr, 5*time.Second).DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(ballast)}); err != nil {
 		t.Logf("delete the ballast queue: %v", err)
