@@ -165,8 +165,21 @@ func (c *testCluster) sqs(p *pod, extra ...string) {
 	creds := []string{"AWS_ACCESS_KEY_ID=" + p.getenv("FIFOQ_ACCESS_KEY_ID"), "AWS_SECRET_ACCESS_KEY=" + p.getenv("FIFOQ_SECRET_ACCESS_KEY")}
 	args := append([]string{"bench", "--endpoint", fmt.Sprintf("%s://%s:9324", c.scheme, p.addr), "--duration", "2s",
 		"--producers", "2", "--consumers", "2", "--metrics", "off", "--quiet"}, extra...)
-	if out, err := c.k.exec(p, creds, args...); err != nil {
-		c.t.Fatalf("%v\n%s", err, out)
+	// Again while its queue cannot be created for a retryable 503 (for up
+	// to 30 s), as after members are removed: the shards they held
+	// replicas of move those replicas and elect leaders, one change a
+	// second, and a shard in the middle of it answers 503 for a moment.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := c.k.exec(p, creds, args...)
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "create queue") || !strings.Contains(err.Error(), "503") || time.Now().After(deadline) {
+			c.t.Fatalf("%v\n%s", err, out)
+		}
+		c.t.Logf("fifoq bench could not create its queue yet, again in 1 s: %v", err)
+		time.Sleep(time.Second)
 	}
 }
 
@@ -208,8 +221,20 @@ func TestPodsFormAClusterAndGrow(t *testing.T) {
 	c.start(r3, 0, 1, 2)
 	st := c.waitMembers(c.pods[0], c.names(0, 1, 2)...)
 	t.Logf("3 pods: leader %s", st.LeaderID)
-	if _, err := c.k.exec(c.pods[1], nil, "export", "orders.fifo", "-"); err != nil {
-		t.Fatalf("the config file's queue: %v", err)
+	// The leader declares the config file's queue as it takes over; in a
+	// cluster with shards (three pods run three by default) it first waits
+	// for the shard map and places the queue in a shard, so the queue
+	// comes a moment after the leader does.
+	for start, deadline := time.Now(), time.Now().Add(30*time.Second); ; {
+		_, err := c.k.exec(c.pods[1], nil, "export", "orders.fifo", "-")
+		if err == nil {
+			t.Logf("the config file's queue exported through %s %v after the leader", c.pods[1].name, time.Since(start).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the config file's queue, 30 s after the leader: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	c.sqs(c.pods[2])
 
