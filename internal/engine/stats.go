@@ -22,15 +22,17 @@ type QueueStats struct {
 	OldestAt int64
 }
 
-// CommandsApplied returns how many commands this engine applied on queue
-// q since it was made or restored (0 for a queue it does not hold): the
-// queue's load, for a balancer that compares it between two moments.
-// It is not part of the queue's state: a restored engine counts from 0.
-func (e *Engine) CommandsApplied(q api.QueueKey) uint64 {
-	if qu := e.queues[q]; qu != nil {
-		return qu.applied
+// CommandsApplied returns every queue this engine holds, with how many
+// commands it applied on each since it was made or restored: the queues'
+// loads, for a balancer that compares them between two moments. The
+// counts are not part of the queues' state: a restored engine counts
+// from 0.
+func (e *Engine) CommandsApplied() map[api.QueueKey]uint64 {
+	out := make(map[api.QueueKey]uint64, len(e.queues))
+	for k, q := range e.queues {
+		out[k] = q.applied
 	}
-	return 0
+	return out
 }
 
 // QueueStats returns the figures of queue q as of time now, and false if

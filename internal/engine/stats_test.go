@@ -143,17 +143,18 @@ func TestCommandsApplied(t *testing.T) {
 	h.must(idle, &api.SendMessageRequest{QueueUrl: idle.Path(), MessageBody: "m"})
 	h.receive(q, 10, 30)
 	h.attrs(q) // a read: not applied
-	if got := h.e.CommandsApplied(q); got != 4 {
+	applied := h.e.CommandsApplied()
+	if got := applied[q]; got != 4 {
 		t.Fatalf("CommandsApplied(busy) = %d after three sends and a receive; want 4", got)
 	}
-	if got := h.e.CommandsApplied(idle); got != 1 {
+	if got := applied[idle]; got != 1 {
 		t.Fatalf("CommandsApplied(idle) = %d after one send; want 1", got)
 	}
-	if got := h.e.CommandsApplied(api.QueueKey{Account: testAccount, Name: "none"}); got != 0 {
-		t.Fatalf("CommandsApplied of a missing queue = %d", got)
+	if got, ok := applied[api.QueueKey{Account: testAccount, Name: "none"}]; ok {
+		t.Fatalf("CommandsApplied names a missing queue, with %d", got)
 	}
 	restoreHarness(t, h)
-	if got := h.e.CommandsApplied(q); got != 0 {
+	if got := h.e.CommandsApplied()[q]; got != 0 {
 		t.Fatalf("CommandsApplied(busy) = %d in a restored engine; want 0", got)
 	}
 }

@@ -143,14 +143,17 @@ func (s *Server) logOf(q api.QueueKey) replog.Log { return s.groupOf(q).log }
 // the queue, where this node's map would look in another that does not
 // (and answer that it does not exist, or pass over its policy).
 func (s *Server) queueLog(ctx context.Context, q api.QueueKey) replog.Log {
-	if g, ok := ctx.Value(groupKey{}).(*group); ok {
+	byMap := s.groupOf(q)
+	if g, ok := ctx.Value(groupKey{}).(*group); ok && g != byMap {
+		// Only where the two disagree is the queue looked for, so that a
+		// request whose map agrees takes no extra read.
 		var here bool
 		g.log.Read(func(e *engine.Engine) { _, here = e.QueuePolicy(q) })
 		if here {
 			return g.log
 		}
 	}
-	return s.logOf(q)
+	return byMap.log
 }
 
 // allGroups returns the first group and every shard this node runs.
@@ -285,17 +288,18 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 		}
 		var stats []engine.QueueStats
 		var fenced map[api.QueueKey]string
-		commands := map[string]uint64{}
+		var applied map[api.QueueKey]uint64
 		g.log.Read(func(e *engine.Engine) {
-			stats, fenced = e.AppendQueueStats(nil, now), e.Fenced()
-			for _, q := range stats {
-				if n := e.CommandsApplied(q.Queue); n > 0 {
-					commands[q.Queue.String()] = n
-				}
-			}
+			stats, fenced, applied = e.AppendQueueStats(nil, now), e.Fenced(), e.CommandsApplied()
 		})
-		if len(commands) > 0 {
-			st.Commands = commands
+		for q, n := range applied {
+			if n == 0 {
+				continue
+			}
+			if st.Commands == nil {
+				st.Commands = map[string]uint64{}
+			}
+			st.Commands[q.String()] = n
 		}
 		for q, move := range fenced {
 			if st.Fenced == nil {

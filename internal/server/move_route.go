@@ -81,12 +81,8 @@ func (m moveSteps) Fenced(ctx context.Context, id uint32) (map[api.QueueKey]stri
 func (m moveSteps) Queues(ctx context.Context, id uint32) (map[api.QueueKey]uint64, error) {
 	s := m.s
 	if g, held := s.groupByID(id); held {
-		out := map[api.QueueKey]uint64{}
-		g.log.Read(func(e *engine.Engine) {
-			for _, st := range e.AppendQueueStats(nil, s.now().UnixNano()) {
-				out[st.Queue] = e.CommandsApplied(st.Queue)
-			}
-		})
+		var out map[api.QueueKey]uint64
+		g.log.Read(func(e *engine.Engine) { out = e.CommandsApplied() })
 		return out, nil
 	}
 	sh, err := s.askShardOf(ctx, id)

@@ -411,8 +411,9 @@ func (s *Set) queueLoads(commands map[api.QueueKey]uint64) map[api.QueueKey]uint
 // Queues are counted as their shards' replicas hold them, not by the map,
 // whose records outlive deleted queues.
 func (s *Set) balanceQueues(st Steps) {
-	if !s.host.Leading() || !s.host.WritesMoves() {
-		return
+	ids := s.Named()
+	if len(ids) == 0 || !s.host.Leading() || !s.host.WritesMoves() {
+		return // no shard to even out, or to drain the first group into
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -426,7 +427,7 @@ func (s *Set) balanceQueues(st Steps) {
 	held := map[placement.ShardID][]string{}
 	keys := map[string]api.QueueKey{}
 	commands := map[api.QueueKey]uint64{}
-	for _, id := range s.Named() {
+	for _, id := range ids {
 		qs, err := st.Queues(ctx, id)
 		if err != nil {
 			return // a shard that cannot be counted is not balanced against
@@ -446,20 +447,18 @@ func (s *Set) balanceQueues(st Steps) {
 	}
 	// The first group takes no new queue; those it kept from before the
 	// cluster had shards go, one a round, to the emptiest shard.
-	var first []api.QueueKey
-	s.host.Read(func(e *engine.Engine) {
-		for _, st := range e.AppendQueueStats(nil, now.UnixNano()) {
-			first = append(first, st.Queue)
-			commands[st.Queue] = e.CommandsApplied(st.Queue)
-		}
-	})
+	var kept map[api.QueueKey]uint64
+	s.host.Read(func(e *engine.Engine) { kept = e.CommandsApplied() })
+	first := make([]api.QueueKey, 0, len(kept))
+	for q, n := range kept {
+		first = append(first, q)
+		keys[q.String()] = q
+		commands[q] = n
+	}
 	load := s.queueLoads(commands)
 	loadOf := func(q string) uint64 { return load[keys[q]] }
 	mv, ok := placement.BalanceQueues(held, skip, loadOf)
 	if !ok {
-		for _, q := range first {
-			keys[q.String()] = q
-		}
 		mv, ok = placement.DrainFirstGroup(first, held, skip, loadOf)
 		if !ok {
 			return
