@@ -108,3 +108,68 @@ func DrainFirstGroup(first []api.QueueKey, held map[ShardID][]string, skip func(
 	}
 	return QueueMove{}, false
 }
+
+// MinLoadGain is the least part of the busiest shard's load, in percent,
+// that a move by load must take off it (BalanceLoad): a move fences a
+// busy queue for a moment, which its clients see as retryable 503s, so
+// it is made only for a clear gain, and a cluster whose shards are within
+// this of each other is left alone rather than shuffled as loads waver.
+const MinLoadGain = 20
+
+// BalanceLoad returns the move that best evens out the loads of the
+// shard of the most load and the shard of the least, when their queue
+// counts do not call for a move (BalanceQueues): one queue of the busiest
+// to the idlest, chosen so that the busier of the two after the move
+// carries the least it can, and only when that takes MinLoadGain percent
+// or more off the busiest shard and the busiest carries min or more. A
+// shard is as busy as the sum of its queues' loads (load), so a shard
+// whose load is one queue's is never relieved by moving that queue: it
+// would only make another shard as busy. held lists each shard's queues
+// as for BalanceQueues; skip names the queues that cannot move. Ties go
+// to the lower load moved (its clients are fewer), then to the first by
+// name, and ties of shards to the lowest number, so every node decides
+// alike.
+func BalanceLoad(held map[ShardID][]string, skip func(string) bool, load func(string) uint64, min uint64) (QueueMove, bool) {
+	if len(held) < 2 || load == nil {
+		return QueueMove{}, false
+	}
+	ids := make([]ShardID, 0, len(held))
+	total := make(map[ShardID]uint64, len(held))
+	for id, qs := range held {
+		ids = append(ids, id)
+		for _, q := range qs {
+			total[id] += load(q)
+		}
+	}
+	slices.Sort(ids)
+	busiest, idlest := ids[0], ids[0]
+	for _, id := range ids[1:] {
+		if total[id] > total[busiest] {
+			busiest = id
+		}
+		if total[id] < total[idlest] {
+			idlest = id
+		}
+	}
+	hot, cold := total[busiest], total[idlest]
+	if hot < min || hot == cold {
+		return QueueMove{}, false
+	}
+	queues := slices.Clone(held[busiest])
+	slices.Sort(queues)
+	best, bestLoad, bestAfter := "", uint64(0), hot
+	for _, q := range queues {
+		l := load(q)
+		if l == 0 || (skip != nil && skip(q)) {
+			continue
+		}
+		after := max(hot-l, cold+l)
+		if after < bestAfter || (after == bestAfter && best != "" && l < bestLoad) {
+			best, bestLoad, bestAfter = q, l, after
+		}
+	}
+	if best == "" || (hot-bestAfter)*100 < hot*MinLoadGain {
+		return QueueMove{}, false
+	}
+	return QueueMove{Queue: best, From: busiest, To: idlest}, true
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -113,5 +114,106 @@ func TestMovesTakeTheIdlestQueue(t *testing.T) {
 	first := []api.QueueKey{{Account: "1", Name: "c"}, {Account: "1", Name: "a"}, {Account: "1", Name: "b"}}
 	if mv, ok := DrainFirstGroup(first, map[ShardID][]string{1: {}}, nil, func(q string) uint64 { return load[q] }); !ok || mv.Queue != "1/b" {
 		t.Fatalf("DrainFirstGroup with loads = %+v %v, want 1/b (idle, and before 1/c by key)", mv, ok)
+	}
+}
+
+func TestBalanceLoad(t *testing.T) {
+	loads := map[string]uint64{"busy-a": 600, "busy-b": 500, "idle": 1, "d": 50, "e": 40}
+	load := func(q string) uint64 { return loads[q] }
+	// Two busy queues in one shard: one of them goes to the idlest shard,
+	// the one that leaves the busier of the two the least (busy-b: 600
+	// against 550, where busy-a would leave 500 against 650).
+	held := map[ShardID][]string{1: {"busy-a", "busy-b", "idle"}, 2: {"d"}, 3: {"e"}}
+	if mv, ok := BalanceLoad(held, nil, load, 100); !ok || mv != (QueueMove{Queue: "busy-b", From: 1, To: 3}) {
+		t.Fatalf("BalanceLoad = %+v %v, want busy-b from 1 to 3", mv, ok)
+	}
+	// A shard whose load is one queue's: moving it helps nothing.
+	if mv, ok := BalanceLoad(map[ShardID][]string{1: {"busy-a", "idle"}, 2: {"d"}, 3: {}}, nil, load, 100); ok {
+		t.Fatalf("moved %+v, which only makes another shard as busy", mv)
+	}
+	// Below the least load worth balancing: nothing moves.
+	if mv, ok := BalanceLoad(held, nil, load, 2000); ok {
+		t.Fatalf("moved %+v under the least load", mv)
+	}
+	// A gain under MinLoadGain percent is not worth a fence.
+	loads2 := map[string]uint64{"a": 100, "b": 15, "c": 100}
+	near := map[ShardID][]string{1: {"a", "b"}, 2: {"c"}}
+	if mv, ok := BalanceLoad(near, nil, func(q string) uint64 { return loads2[q] }, 1); ok {
+		t.Fatalf("moved %+v, which takes 15 of 115 off shard 1: under MinLoadGain", mv)
+	}
+	// Queues that cannot move are passed over.
+	skip := func(q string) bool { return q == "busy-b" }
+	if mv, ok := BalanceLoad(held, skip, load, 100); !ok || mv.Queue != "busy-a" {
+		t.Fatalf("BalanceLoad with busy-b unmovable = %+v %v, want busy-a", mv, ok)
+	}
+	if _, ok := BalanceLoad(map[ShardID][]string{1: {"busy-a", "busy-b"}}, nil, load, 1); ok {
+		t.Fatal("a move with one shard")
+	}
+}
+
+// TestBalancingByCountAndLoadConverges runs the balancer's policy, a move
+// by count (BalanceQueues) if any, else one by load (BalanceLoad), on
+// random placements and loads until it asks for no move: it stops within
+// a bound, and then no queue of the busiest shard could take MinLoadGain
+// percent off it by going to the idlest.
+func TestBalancingByCountAndLoadConverges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 300 {
+		shards := 2 + rng.IntN(7)
+		held := map[ShardID][]string{}
+		loads := map[string]uint64{}
+		for id := range shards {
+			held[ShardID(id+1)] = nil
+		}
+		n := 1 + rng.IntN(30)
+		for i := range n {
+			q := fmt.Sprintf("q%02d", i)
+			id := ShardID(1 + rng.IntN(max(1, shards/2)))
+			held[id] = append(held[id], q)
+			if rng.IntN(3) > 0 {
+				loads[q] = uint64(rng.IntN(1000))
+			}
+		}
+		load := func(q string) uint64 { return loads[q] }
+		moves := 0
+		for ; ; moves++ {
+			if moves > 20*n {
+				t.Fatalf("round %d: still moving after %d moves: %v", round, moves, held)
+			}
+			mv, ok := BalanceQueues(held, nil, load)
+			if !ok {
+				mv, ok = BalanceLoad(held, nil, load, 1)
+			}
+			if !ok {
+				break
+			}
+			i := slices.Index(held[mv.From], mv.Queue)
+			if i < 0 {
+				t.Fatalf("round %d: %+v moves a queue its shard does not hold", round, mv)
+			}
+			held[mv.From] = slices.Delete(held[mv.From], i, i+1)
+			held[mv.To] = append(held[mv.To], mv.Queue)
+		}
+		total := map[ShardID]uint64{}
+		for id, qs := range held {
+			for _, q := range qs {
+				total[id] += loads[q]
+			}
+		}
+		var hot, cold ShardID = 1, 1
+		for id := range held {
+			if total[id] > total[hot] {
+				hot = id
+			}
+			if total[id] < total[cold] {
+				cold = id
+			}
+		}
+		for _, q := range held[hot] {
+			l := loads[q]
+			if after := max(total[hot]-l, total[cold]+l); l > 0 && (total[hot]-min(after, total[hot]))*100 >= total[hot]*MinLoadGain {
+				t.Fatalf("round %d: moving %s (%d) from %d (%d) to %d (%d) would gain enough, and was not made", round, q, l, hot, total[hot], cold, total[cold])
+			}
+		}
 	}
 }

@@ -379,25 +379,53 @@ func (s *Set) watchEpoch() {
 // the shards hold uneven numbers of queues (Config.QueueBalance).
 const DefaultQueueBalance = 30 * time.Second
 
+// testQueueBalance, if not 0, replaces DefaultQueueBalance: set only in a
+// binary built for the tests (fault_inject.go).
+var testQueueBalance time.Duration
+
 // unmovableFor is how long a queue that would not move is passed over by
 // the balancer: its redrive policy or move tasks may have changed by then.
 const unmovableFor = time.Hour
 
+// minBalancedRate is the least load, in commands applied a second, of
+// the busiest shard that the balancer evens out by load
+// (placement.BalanceLoad): below it a shard's leader is far from busy,
+// and moving a queue would fence its clients for nothing. A variable for
+// the tests.
+var minBalancedRate = 50.0
+
+// loadMoveQuiet is how long a queue moved by load is left where it went,
+// by either kind of balancing: its clients saw one fence, and the loads
+// read in the round after a move are of part of a round.
+const loadMoveQuiet = 10 * time.Minute
+
+// shardQueue is a queue as one shard's replica holds it: its readings of
+// commands applied are compared only with the same shard's.
+type shardQueue struct {
+	shard uint32
+	queue api.QueueKey
+}
+
 // queueLoads turns the commands each queue's replica has applied into
 // the queues' loads: the commands applied since the last round of
-// balancing, or, for a queue not seen then or whose replica restarted
-// since, all it has applied. It keeps this round's readings for the next.
-func (s *Set) queueLoads(commands map[api.QueueKey]uint64) map[api.QueueKey]uint64 {
+// balancing, or, for a queue not seen then in the same shard or whose
+// replica restarted since, all it has applied. It keeps this round's
+// readings for the next, and says how long ago the last were taken (0:
+// none were).
+func (s *Set) queueLoads(commands map[shardQueue]uint64, now time.Time) (map[api.QueueKey]uint64, time.Duration) {
 	load := make(map[api.QueueKey]uint64, len(commands))
-	for q, n := range commands {
-		if last, ok := s.lastCommands[q]; ok && n >= last {
-			load[q] = n - last
-		} else {
-			load[q] = n
+	for sq, n := range commands {
+		if last, ok := s.lastCommands[sq]; ok && n >= last {
+			n -= last
 		}
+		load[sq.queue] = max(load[sq.queue], n)
 	}
-	s.lastCommands = commands
-	return load
+	var since time.Duration
+	if !s.lastReading.IsZero() {
+		since = now.Sub(s.lastReading)
+	}
+	s.lastCommands, s.lastReading = commands, now
+	return load, since
 }
 
 // balanceQueues, on the first group's leader, moves one queue from the
@@ -410,6 +438,14 @@ func (s *Set) queueLoads(commands map[api.QueueKey]uint64) map[api.QueueKey]uint
 // may take, so that busy queues' clients are fenced last, or never.
 // Queues are counted as their shards' replicas hold them, not by the map,
 // whose records outlive deleted queues.
+//
+// Else, when the counts are even, it moves a busy queue from the shard of
+// the most load to the shard of the least if that takes a fifth or more
+// off the busiest (placement.BalanceLoad): two busy queues placed in one
+// shard by count are so parted. A load is the commands applied on a queue
+// since the last round; a move by load is made only when two rounds in a
+// row ask for it, so that a burst moves nothing, and a queue moved by
+// load is left where it went for loadMoveQuiet.
 func (s *Set) balanceQueues(st Steps) {
 	ids := s.Named()
 	if len(ids) == 0 || !s.host.Leading() || !s.host.WritesMoves() {
@@ -426,7 +462,7 @@ func (s *Set) balanceQueues(st Steps) {
 	}()
 	held := map[placement.ShardID][]string{}
 	keys := map[string]api.QueueKey{}
-	commands := map[api.QueueKey]uint64{}
+	commands := map[shardQueue]uint64{}
 	for _, id := range ids {
 		qs, err := st.Queues(ctx, id)
 		if err != nil {
@@ -436,14 +472,20 @@ func (s *Set) balanceQueues(st Steps) {
 		for q, n := range qs {
 			names = append(names, q.String())
 			keys[q.String()] = q
-			commands[q] = n
+			commands[shardQueue{id, q}] = n
 		}
 		held[placement.ShardID(id)] = names
 	}
 	now := time.Now()
+	for q, at := range s.movedForLoad {
+		if now.Sub(at) >= loadMoveQuiet {
+			delete(s.movedForLoad, q)
+		}
+	}
 	skip := func(q string) bool {
-		until, skip := s.unmovable[keys[q]]
-		return skip && now.Before(until)
+		until, unmovable := s.unmovable[keys[q]]
+		moved, recent := s.movedForLoad[keys[q]]
+		return (unmovable && now.Before(until)) || (recent && now.Sub(moved) < loadMoveQuiet)
 	}
 	// The first group takes no new queue; those it kept from before the
 	// cluster had shards go, one a round, to the emptiest shard.
@@ -453,25 +495,42 @@ func (s *Set) balanceQueues(st Steps) {
 	for q, n := range kept {
 		first = append(first, q)
 		keys[q.String()] = q
-		commands[q] = n
+		commands[shardQueue{0, q}] = n
 	}
-	load := s.queueLoads(commands)
+	load, since := s.queueLoads(commands, now)
 	loadOf := func(q string) uint64 { return load[keys[q]] }
+	why := "to even out the shards' queue counts"
 	mv, ok := placement.BalanceQueues(held, skip, loadOf)
 	if !ok {
 		mv, ok = placement.DrainFirstGroup(first, held, skip, loadOf)
+	}
+	if !ok && since > 0 {
+		why = "to even out the shards' loads"
+		mv, ok = placement.BalanceLoad(held, skip, loadOf, uint64(minBalancedRate*since.Seconds()))
+		// A move by load is made the second round in a row it is asked
+		// for: the loads of one round may be a burst.
+		asked := mv
 		if !ok {
-			return
+			asked = placement.QueueMove{}
+		}
+		ok = ok && asked == s.loadCandidate
+		s.loadCandidate = asked
+		if ok {
+			s.loadCandidate = placement.QueueMove{}
+			s.movedForLoad[keys[mv.Queue]] = now
 		}
 	}
+	if !ok {
+		return
+	}
 	q := keys[mv.Queue]
-	s.cfg.Logger.Info("shards: moving a queue to even out the shards", "queue", q, "from", mv.From, "to", mv.To,
-		"queues_from", len(held[mv.From]), "queues_to", len(held[mv.To]))
+	s.cfg.Logger.Info("shards: moving a queue "+why, "queue", q, "from", mv.From, "to", mv.To,
+		"queues_from", len(held[mv.From]), "queues_to", len(held[mv.To]), "load", load[q])
 	if _, err := s.Move(ctx, q, uint32(mv.To)); err != nil {
 		if errors.Is(err, errAbandoned) {
 			s.unmovable[q] = now.Add(unmovableFor)
 		}
-		s.cfg.Logger.Warn("shards: a queue moved to even out the shards did not move", "queue", q, "err", err)
+		s.cfg.Logger.Warn("shards: a queue moved by the balancer did not move", "queue", q, "err", err)
 	}
 }
 

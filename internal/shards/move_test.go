@@ -394,3 +394,57 @@ func TestBalancingMovesIdleQueuesFirst(t *testing.T) {
 		t.Fatalf("queues per shard after balancing = %v, want 2, 1, 1", count)
 	}
 }
+
+// TestBalancingPartsBusyQueues places two busy queues in one shard and an
+// idle one in each other, so that the counts ask for no move: the
+// balancer moves one busy queue to an idle shard, not on the first round
+// of load (a burst), but on the second in a row, and then leaves the
+// shards be.
+func TestBalancingPartsBusyQueues(t *testing.T) {
+	defer func(r float64) { minBalancedRate = r }(minBalancedRate)
+	minBalancedRate = 0
+	host, set := openMember(t, t.TempDir(), 3)
+	steps := &localSteps{set: set}
+	set.SetSteps(steps)
+	ctx := context.Background()
+	busyA, busyB := queue("busy-a"), queue("busy-b")
+	for q, id := range map[api.QueueKey]uint32{busyA: 1, busyB: 1, queue("idle-c"): 2, queue("idle-d"): 3} {
+		if err := set.setOnce(ctx, queueKey(q), strconv.Itoa(int(id))); err != nil {
+			t.Fatal(err)
+		}
+		create(t, host, set, id, q)
+	}
+	work := func(round int) {
+		for _, q := range []api.QueueKey{busyA, busyB} {
+			g, _ := set.Shard(set.Of(q))
+			for i := range 5 {
+				send(t, g, q, "r"+strconv.Itoa(round)+"-"+strconv.Itoa(i))
+			}
+		}
+	}
+	set.balanceQueues(steps) // the first reading: no load known yet
+	work(1)
+	set.balanceQueues(steps)
+	if set.Of(busyA) != 1 || set.Of(busyB) != 1 {
+		t.Fatalf("a queue moved on one round's load: busy-a in %d, busy-b in %d", set.Of(busyA), set.Of(busyB))
+	}
+	work(2)
+	set.balanceQueues(steps)
+	if set.Of(busyA) == 1 || set.Of(busyB) != 1 {
+		t.Fatalf("after two rounds of load, busy-a is in shard %d and busy-b in %d; want busy-a moved out of 1", set.Of(busyA), set.Of(busyB))
+	}
+	moved := set.Of(busyA)
+	var n int
+	g, _ := set.Shard(moved)
+	g.Read(func(e *engine.Engine) { n, _ = e.StoredMessages(busyA) })
+	if n != 10 {
+		t.Fatalf("the moved queue holds %d messages, want 10", n)
+	}
+	for round := 3; round < 7; round++ {
+		work(round)
+		set.balanceQueues(steps)
+	}
+	if set.Of(busyA) != moved || set.Of(busyB) != 1 {
+		t.Fatalf("the balanced shards were shuffled: busy-a in %d (was %d), busy-b in %d", set.Of(busyA), moved, set.Of(busyB))
+	}
+}

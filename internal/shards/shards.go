@@ -144,9 +144,14 @@ type Set struct {
 	unmovable        map[api.QueueKey]time.Time
 	lastQueueBalance time.Time
 	// lastCommands: the commands each queue's replica had applied at the
-	// last round of balancing (queueLoads); touched by that goroutine
-	// only.
-	lastCommands   map[api.QueueKey]uint64
+	// last round of balancing, and when that was (queueLoads);
+	// loadCandidate: the move by load that round asked for, made only if
+	// the next asks for it too; movedForLoad: when each queue was last
+	// moved by load. All touched by that goroutine only.
+	lastCommands   map[shardQueue]uint64
+	lastReading    time.Time
+	loadCandidate  placement.QueueMove
+	movedForLoad   map[api.QueueKey]time.Time
 	lastFenceSweep time.Time
 	// staleFences: since when each fence without its move's record was
 	// seen (liftStaleFences; touched only by the goroutine resuming
@@ -174,6 +179,7 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 	}
 	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, unwanted: map[uint32]time.Time{}, quit: make(chan struct{}),
 		halted: make(chan struct{}), unwatch: map[uint32]chan struct{}{}, unmovable: map[api.QueueKey]time.Time{},
+		movedForLoad:     map[api.QueueKey]time.Time{},
 		lastQueueBalance: time.Now()}
 	s.refreshAddrs()
 	if err := s.openNamed(); err != nil {
@@ -209,7 +215,7 @@ func (s *Set) follow() {
 					s.liftStaleFences(ctx, *st)
 					cancel()
 				}
-				every := cmp.Or(s.cfg.QueueBalance, DefaultQueueBalance)
+				every := cmp.Or(s.cfg.QueueBalance, testQueueBalance, DefaultQueueBalance)
 				if st := s.steps.Load(); st != nil && every > 0 && time.Since(s.lastQueueBalance) >= every {
 					s.lastQueueBalance = time.Now()
 					s.balanceQueues(*st)
