@@ -262,3 +262,50 @@ func waitShardsApplied(t *testing.T, c *cluster) {
 	}
 	t.Fatal("the replicas did not apply what their groups committed within 20 s")
 }
+
+// TestBackupWhileShardsForm takes backups through one node, one after
+// another, from the moment a cluster of three answers until its shards
+// are formed, and again while a fourth node joins (with --shards auto,
+// the default, a shard is added and replicas move to the new node): every
+// backup succeeds. A group formed a moment ago has applied nothing, and a
+// replica just added has applied nothing yet either; before, a backup
+// that met either failed, and one that met it after its first part was
+// out was cut short ("backup damaged").
+func TestBackupWhileShardsForm(t *testing.T) {
+	c := newCluster(t, 3, nil, nil)
+	via := c.nodes[1]
+	for deadline := time.Now().Add(30 * time.Second); !via.answers(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not answer", via.id)
+		}
+	}
+	backups := func(d time.Duration) int {
+		n := 0
+		for end := time.Now().Add(d); time.Now().Before(end); n++ {
+			cmd := exec.Command(binary, "backup", filepath.Join(t.TempDir(), "b.backup"))
+			cmd.Env = append(os.Environ(), "FIFOQ_ENDPOINT=http://"+via.httpAddr)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				logs, _ := os.ReadFile(via.logPath)
+				var said []string
+				for _, line := range strings.Split(string(logs), "\n") {
+					if strings.Contains(line, "backup") {
+						said = append(said, line)
+					}
+				}
+				t.Fatalf("backup %d through %s: %v\n%s\nwhat %s logged of backups:\n%s", n+1, via.id, err, out, via.id, strings.Join(said, "\n"))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return n
+	}
+	n := backups(8 * time.Second)
+	t.Logf("%d backups as three nodes formed their shards", n)
+	waitShards(t, c, 4)
+	joiner := &node{id: "n4", httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), bin: binary,
+		join: "http://" + c.nodes[0].httpAddr}
+	joiner.logPath = filepath.Join(t.TempDir(), "n4.log")
+	c.nodes = append(c.nodes, joiner)
+	c.start(joiner, "")
+	n = backups(15 * time.Second)
+	t.Logf("%d backups as a fourth node joined", n)
+}

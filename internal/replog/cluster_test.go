@@ -562,3 +562,36 @@ func TestClusterMinorityRefusesWrites(t *testing.T) {
 		t.Fatal("a node without a majority passed the read barrier")
 	}
 }
+
+// TestBackupAfterMembershipChange removes a member of an idle cluster, so
+// that the log's last entry is a membership change: the leader and the
+// follower left can still take a backup. Raft refused any snapshot until
+// a command followed ("wait until the configuration entry at N has been
+// applied") while the state did not count the change applied, which left
+// an idle shard given a new replica without a backup.
+func TestBackupAfterMembershipChange(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	c := newClock()
+	createFIFO(t, leader.log, c)
+	send(t, leader.log, c, 0)
+	var gone *testNode
+	for _, nd := range nodes {
+		if nd != leader {
+			gone = nd
+			break
+		}
+	}
+	if err := leader.log.RemoveServer(context.Background(), gone.id); err != nil {
+		t.Fatalf("remove %s: %v", gone.id, err)
+	}
+	for _, nd := range nodes {
+		if nd == gone {
+			continue
+		}
+		waitApplied(t, nd, leader.log.raft.LastIndex())
+		if _, err := nd.log.Backup(io.Discard, "test"); err != nil {
+			t.Fatalf("backup of %s after a membership change: %v", nd.id, err)
+		}
+	}
+}

@@ -74,9 +74,10 @@ type fsm struct {
 	// answer hands a held entry's results to its callers (Raft.answer).
 	answer func(e *entry, results []applyResult, err error)
 
-	// applied is the index of the last command entry whose changes the
-	// engine holds: Apply stores it once they are in. Raft's own applied
-	// index runs ahead of it (see Raft.applied).
+	// applied is the index of the last command or membership entry whose
+	// changes the engine holds: Apply (StoreConfiguration) stores it once
+	// they are in. Raft's own applied index runs ahead of it (see
+	// Raft.applied).
 	applied atomic.Uint64
 	// restored is set by a restore from a snapshot whose index the fsm is
 	// not told (Raft passes only its bytes), and cleared by the next Apply:
@@ -240,6 +241,18 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	}
 	return results
 }
+
+// StoreConfiguration implements raft.ConfigurationStore. A membership
+// change changes nothing in the engine, which holds every change up to
+// it once Raft hands it over (in order, after the entries before it).
+// Being told of it is what makes Raft count the entry applied to the
+// state: else a group whose last entry is a membership change (a shard
+// idle since a replica was added to it) cannot take a snapshot, nor a
+// backup, until a command follows ("wait until the configuration entry
+// at N has been applied").
+func (f *fsm) StoreConfiguration(index uint64, _ raft.Configuration) { f.markApplied(index) }
+
+var _ raft.ConfigurationStore = (*fsm)(nil)
 
 // markApplied records that the engine holds every change of the log up to
 // command entry index (or that it will hold none of that entry's, past an

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/backup"
@@ -66,10 +67,15 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 		s.logger.Info("backup taken", "groups", groups, "bytes", strconv.FormatInt(cw.n, 10))
 		return
 	}
-	hdr, err := bl.Backup(w, s.cfg.Version)
+	var hdr backup.Header
+	cw := &countWriter{w: w}
+	err := retryPart(r.Context(), cw, func(w io.Writer) (err error) {
+		hdr, err = bl.Backup(w, s.cfg.Version)
+		return err
+	})
 	if err != nil {
 		s.logger.Error("backup failed", "err", err)
-		if hdr.Size == 0 {
+		if cw.n == 0 {
 			writeJSONError(w, http.StatusServiceUnavailable, "backup failed: "+err.Error())
 		}
 		return
@@ -93,19 +99,62 @@ func (s *Server) backupGroups(ctx context.Context, w io.Writer, first backupLog)
 			return groups, fmt.Errorf("shard %d: %w", id, err)
 		}
 	}
-	_, err := first.Backup(w, s.cfg.Version)
+	err := retryPart(ctx, w, func(w io.Writer) error {
+		_, err := first.Backup(w, s.cfg.Version)
+		return err
+	})
 	return groups, err
 }
 
-// backupShard writes a backup of shard id: this node's replica's state if
-// it holds one, else one replica's after another until one answers.
-func (s *Server) backupShard(ctx context.Context, w io.Writer, id uint32) error {
-	if l, ok := s.shards.Shard(id); ok {
-		_, err := l.Backup(w, s.cfg.Version)
-		return err
+// backupPartWait bounds how long a backup waits for one group's part:
+// a group formed a moment ago, or a replica just added to one, has
+// applied nothing and has no state to back up until it has, and a
+// replica asked may be restarting or moving away. An operator's backup
+// so waits those seconds out rather than failing as a whole.
+const backupPartWait = 30 * time.Second
+
+// retryPart calls write until it succeeds, or fails after writing some
+// of its part (the file is then cut short, which a restore refuses), or
+// backupPartWait has passed, waiting a quarter of a second between tries.
+func retryPart(ctx context.Context, w io.Writer, write func(w io.Writer) error) error {
+	cw := &countWriter{w: w}
+	deadline := time.Now().Add(backupPartWait)
+	for {
+		err := write(cw)
+		if err == nil || cw.n > 0 || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	last := errors.New("no replica in this node's map")
+}
+
+// backupShard writes a backup of shard id: this node's replica's state if
+// it holds one, else one replica's after another until one answers
+// (retryPart).
+func (s *Server) backupShard(ctx context.Context, w io.Writer, id uint32) error {
+	return retryPart(ctx, w, func(w io.Writer) error { return s.backupShardOnce(ctx, w, id) })
+}
+
+// backupShardOnce tries this node's replica of shard id, if it holds one,
+// then each other replica the map names, until one has written the part.
+func (s *Server) backupShardOnce(ctx context.Context, w io.Writer, id uint32) error {
+	var tried []string
+	if l, ok := s.shards.Shard(id); ok {
+		cw := &countWriter{w: w}
+		_, err := l.Backup(cw, s.cfg.Version)
+		if err == nil || cw.n > 0 {
+			return err
+		}
+		tried = append(tried, "this node's replica: "+err.Error())
+	}
 	for _, p := range s.shards.Replicas(id) {
+		if p.ID == s.cluster.NodeID() {
+			continue // its replica is open here, or not yet
+		}
 		sent, err := s.fetchShardBackup(ctx, w, p.Addr, id)
 		if err == nil {
 			return nil
@@ -113,9 +162,12 @@ func (s *Server) backupShard(ctx context.Context, w io.Writer, id uint32) error 
 		if sent {
 			return err // part of it went out: the file is cut here
 		}
-		last = fmt.Errorf("replica %s: %w", p.ID, err)
+		tried = append(tried, fmt.Sprintf("replica %s: %v", p.ID, err))
 	}
-	return last
+	if len(tried) == 0 {
+		return errors.New("no replica in this node's map")
+	}
+	return errors.New(strings.Join(tried, "; "))
 }
 
 // fetchShardBackup copies a backup of shard id from the member at
