@@ -504,22 +504,21 @@ func (s *Set) balanceQueues(st Steps) {
 	if !ok {
 		mv, ok = placement.DrainFirstGroup(first, held, skip, loadOf)
 	}
+	// A move by load is made the second round in a row it is asked for
+	// (the loads of one round may be a burst): loadCandidate is what this
+	// round asked, none if it moved by count or asked nothing.
+	var asked placement.QueueMove
 	if !ok && since > 0 {
 		why = "to even out the shards' loads"
-		mv, ok = placement.BalanceLoad(held, skip, loadOf, uint64(minBalancedRate*since.Seconds()))
-		// A move by load is made the second round in a row it is asked
-		// for: the loads of one round may be a burst.
-		asked := mv
-		if !ok {
-			asked = placement.QueueMove{}
-		}
-		ok = ok && asked == s.loadCandidate
-		s.loadCandidate = asked
-		if ok {
-			s.loadCandidate = placement.QueueMove{}
-			s.movedForLoad[keys[mv.Queue]] = now
+		if mv, ok = placement.BalanceLoad(held, skip, loadOf, uint64(minBalancedRate*since.Seconds())); ok {
+			asked = mv
+			if ok = mv == s.loadCandidate; ok {
+				asked = placement.QueueMove{}
+				s.movedForLoad[keys[mv.Queue]] = now
+			}
 		}
 	}
+	s.loadCandidate = asked
 	if !ok {
 		return
 	}
