@@ -101,11 +101,19 @@ type ClusterConfig struct {
 	MaxClockOffset time.Duration
 }
 
+// streamTransport is what a group's log does with its Raft transport
+// beside handing it to Raft: hashicorp/raft's NetworkTransport for the
+// first group, raftnet's for a shard (shard.go).
+type streamTransport interface {
+	CloseStreams()
+	Close() error
+}
+
 // clusterState is what a clustered log keeps beside Raft.
 type clusterState struct {
 	cfg   ClusterConfig
 	mux   *peerMux
-	trans *raft.NetworkTransport
+	trans streamTransport
 	obs   *raft.Observer
 	wake  chan raft.Observation
 
