@@ -255,8 +255,8 @@ func (f *fsm) StoreConfiguration(index uint64, _ raft.Configuration) { f.markApp
 var _ raft.ConfigurationStore = (*fsm)(nil)
 
 // markApplied records that the engine holds every change of the log up to
-// command entry index (or that it will hold none of that entry's, past an
-// entry that could not be applied).
+// entry index, a command or a membership change (or that it will hold
+// none of a command's, past an entry that could not be applied).
 func (f *fsm) markApplied(index uint64) {
 	f.applied.Store(index)
 	f.restored.Store(false)
