@@ -54,7 +54,7 @@ const (
 
 // workload is the producers and consumers of one run and their history.
 type workload struct {
-	c        *cluster
+	ids      []string // the nodes' ids, one per client
 	queueURL string
 	hist     *historycheck.History
 	clients  []*sqs.Client // one per node
@@ -73,7 +73,7 @@ func (w *workload) attempt(ctx context.Context, preferred int, op *historycheck.
 	for try := 0; ; try++ {
 		i := (preferred + try) % len(w.clients)
 		op.Attempts++
-		op.Nodes = append(op.Nodes, w.c.nodes[i].id)
+		op.Nodes = append(op.Nodes, w.ids[i])
 		err := call(w.clients[i])
 		switch {
 		case err == nil:
@@ -296,7 +296,7 @@ func (w *workload) drain(t *testing.T, rng *rand.Rand) time.Time {
 			attrs, err := cl.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.queueURL),
 				AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
 			if err != nil {
-				t.Logf("drain: attributes from %s: %v", w.c.nodes[i].id, err)
+				t.Logf("drain: attributes from %s: %v", w.ids[i], err)
 				continue
 			}
 			if attrs.Attributes["ApproximateNumberOfMessages"] == "0" && attrs.Attributes["ApproximateNumberOfMessagesNotVisible"] == "0" &&
@@ -369,7 +369,7 @@ func runFailover(t *testing.T, r *run) {
 		waitShards(t, c, r.shards+1)
 		c.leaderOfTest = func() *node { return c.shardLeader("failover.fifo") }
 	}
-	w := &workload{c: c, hist: &historycheck.History{}, sendGap: r.sendGap}
+	w := &workload{hist: &historycheck.History{}, sendGap: r.sendGap}
 	w.queueURL = c.createQueue("failover.fifo", attrs)
 	if r.shards > 1 {
 		shard := uint32(waitPlaced(t, c, "failover.fifo")["failover.fifo"])
@@ -391,6 +391,7 @@ func runFailover(t *testing.T, r *run) {
 	}
 	probeURL := c.createQueue("probe.fifo", probeAttrs)
 	for _, nd := range c.nodes {
+		w.ids = append(w.ids, nd.id)
 		w.clients = append(w.clients, newClient(nd.httpAddr, clientTimeout))
 	}
 

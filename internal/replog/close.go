@@ -84,7 +84,9 @@ func (l *Raft) shutdown() {
 	defer close(l.closed)
 	l.wg.Wait()
 	var err error
-	if werr := l.shutdownRaft().Error(); werr != nil {
+	down := l.shutdownRaft()
+	l.cutNetwork()
+	if werr := down.Error(); werr != nil {
 		err = fmt.Errorf("stop raft: %w", werr)
 	}
 	l.raft.DeregisterObserver(l.raftObs)
@@ -99,6 +101,24 @@ func (l *Raft) shutdown() {
 	}
 	l.lock.release()
 	l.closeWork = err
+}
+
+// cutNetwork closes the group's connections to the other nodes, and its
+// dials in progress, once Raft has been told to stop: Raft's shutdown
+// waits for its RPCs, and an RPC to a node cut off by a partition would
+// hold it for the transport's whole timeout (10 s), past Close's. What
+// the RPCs carried is as a crash leaves it: an entry not yet replicated is
+// not acknowledged either. A node's first group closes the node's port
+// (its shards have closed before it); a shard closes its own streams.
+func (l *Raft) cutNetwork() {
+	if l.cluster == nil {
+		return
+	}
+	if l.host == nil {
+		l.cluster.mux.Close()
+		return
+	}
+	l.cluster.trans.Close()
 }
 
 // markStopped closes stopped, once: no outcome can come any more.

@@ -1,6 +1,7 @@
 package replog
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -99,6 +100,38 @@ type ClusterConfig struct {
 	// queue time may move ahead of its course when the leadership changes
 	// (clamp.go); 0 means 500ms.
 	MaxClockOffset time.Duration
+	// Network, if not nil, carries this node's traffic with the other
+	// nodes in place of TCP: a test's network of nodes in one process,
+	// which can drop, delay and partition (internal/memnet).
+	Network Network
+}
+
+// Network is how a node listens for the other nodes and reaches them.
+// Every byte between nodes goes through it: Raft's traffic, the shards'
+// sessions and the HTTP that nodes forward to each other.
+type Network interface {
+	// Listen listens at addr, the node's RaftAddr.
+	Listen(addr string) (net.Listener, error)
+	// Dial opens a connection to the node listening at addr.
+	Dial(ctx context.Context, addr string) (net.Conn, error)
+}
+
+// tcpNetwork is the Network of a node in production.
+type tcpNetwork struct{}
+
+func (tcpNetwork) Listen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+
+func (tcpNetwork) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// network is the Network the node's traffic goes through.
+func (c *ClusterConfig) network() Network {
+	if c.Network != nil {
+		return c.Network
+	}
+	return tcpNetwork{}
 }
 
 // streamTransport is what a group's log does with its Raft transport
@@ -179,7 +212,7 @@ func openTransport(cfg *RaftConfig, hlog hclog.Logger, incarnation string) (raft
 	if err := CheckRaftAddr(c.RaftAddr); err != nil {
 		return "", nil, nil, err
 	}
-	mux, err := newPeerMux(c.RaftAddr, c.TLS, cfg.NodeID, incarnation, cfg.Logger)
+	mux, err := newPeerMux(c.network(), c.RaftAddr, c.TLS, cfg.NodeID, incarnation, cfg.Logger)
 	if err != nil {
 		return "", nil, nil, err
 	}

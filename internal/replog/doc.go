@@ -96,7 +96,7 @@
 //     fsm.heldMu (the held entries), clusterState.learnMu (what hellos
 //     taught), clusterState.mu (the leadership-change channel),
 //     faultStop.mu (it logs and starts the stop's goroutine under it),
-//     bodies.protectMu, peerMux.connsMu, peerSessions.mu, and the
+//     bodies.protectMu, connSet.mu, peerSessions.mu, and the
 //     sync.Once of stopped
 //     (markStopped, which only closes a channel). raftDownOnce calls
 //     Raft's Shutdown, which runs the observers' filters, which take

@@ -92,7 +92,7 @@ func (m *peerMux) GroupLayer(id uint32) (raft.StreamLayer, error) {
 	}
 	ln := newSubListener(m, false)
 	s.groups[id] = ln
-	return &groupLayer{s: s, id: id, ln: ln}, nil
+	return &groupLayer{s: s, id: id, ln: ln, streams: newConnSet()}, nil
 }
 
 // groupLayer is one group's raft.StreamLayer over the node's sessions.
@@ -100,6 +100,10 @@ type groupLayer struct {
 	s  *peerSessions
 	id uint32
 	ln *subListener
+	// streams are the group's streams, dialed and accepted: closed with
+	// the layer, so that none of the group's RPCs waits on a peer that
+	// is cut off while the group stops.
+	streams *connSet
 }
 
 // Dial implements raft.StreamLayer: a stream of a session with the node at
@@ -107,6 +111,15 @@ type groupLayer struct {
 func (g *groupLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	go func() {
+		// A session dialed to a node cut off waits out its timeout: the
+		// layer's close ends it at once.
+		select {
+		case <-g.ln.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	var hdr [4]byte
 	binary.BigEndian.PutUint32(hdr[:], g.id)
 	for attempt := 0; ; attempt++ {
@@ -119,7 +132,11 @@ func (g *groupLayer) Dial(address raft.ServerAddress, timeout time.Duration) (ne
 			_ = st.SetWriteDeadline(time.Now().Add(timeout))
 			if _, err = st.Write(hdr[:]); err == nil {
 				_ = st.SetWriteDeadline(time.Time{})
-				return st, nil
+				conn, ok := g.streams.add(st)
+				if !ok {
+					return nil, net.ErrClosed
+				}
+				return conn, nil
 			}
 			st.Close()
 		}
@@ -133,7 +150,17 @@ func (g *groupLayer) Dial(address raft.ServerAddress, timeout time.Duration) (ne
 }
 
 // Accept implements raft.StreamLayer.
-func (g *groupLayer) Accept() (net.Conn, error) { return g.ln.Accept() }
+func (g *groupLayer) Accept() (net.Conn, error) {
+	for {
+		st, err := g.ln.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if conn, ok := g.streams.add(st); ok {
+			return conn, nil
+		}
+	}
+}
 
 // Addr implements raft.StreamLayer: the node's Raft port.
 func (g *groupLayer) Addr() net.Addr { return g.s.mux.advert }
@@ -146,7 +173,9 @@ func (g *groupLayer) Close() error {
 		delete(g.s.groups, g.id)
 	}
 	g.s.mu.Unlock()
-	return g.ln.Close()
+	err := g.ln.Close()
+	g.streams.closeAll()
+	return err
 }
 
 // session returns this node's session with the peer at addr, dialing one

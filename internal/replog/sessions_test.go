@@ -37,7 +37,7 @@ type sessionNode struct {
 func startSessionNode(t *testing.T, id, addr string, groups int, servers func() []raft.Server) *sessionNode {
 	t.Helper()
 	inc := fmt.Sprintf("%x", md5.Sum([]byte(id))) // 32 hex digits, as an incarnation is
-	m, err := newPeerMux(addr, nil, id, inc, slog.New(slog.DiscardHandler))
+	m, err := newPeerMux(tcpNetwork{}, addr, nil, id, inc, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,7 @@ const sniffTimeout = 10 * time.Second
 // Raft transport or to the node-to-node HTTP listener. It implements
 // raft.StreamLayer for Raft's side.
 type peerMux struct {
+	network Network
 	base    net.Listener
 	tls     *tls.Config // nil: plain TCP
 	advert  net.Addr
@@ -73,10 +74,11 @@ type peerMux struct {
 	wg      sync.WaitGroup
 	logger  *slog.Logger
 
-	// conns are the accepted connections handed on, closed with the port
-	// so that no reader of a peer's connection outlives the node.
-	connsMu sync.Mutex
-	conns   map[net.Conn]struct{}
+	// conns are the connections accepted and handed on, and those
+	// dialed, closed with the port so that no reader or writer of a
+	// peer's connection outlives the node, and none waits on a peer that
+	// is cut off while the node stops.
+	conns *connSet
 
 	// selfID and selfInc are this node's id and incarnation, sent in
 	// every hello; checks, once the log runs, judges the hellos.
@@ -130,8 +132,8 @@ func helloFormat(f []string, at int) (byte, bool) {
 }
 
 // newPeerMux listens on bind and starts accepting.
-func newPeerMux(bind string, tlsConf *tls.Config, selfID, selfInc string, logger *slog.Logger) (*peerMux, error) {
-	ln, err := net.Listen("tcp", bind)
+func newPeerMux(network Network, bind string, tlsConf *tls.Config, selfID, selfInc string, logger *slog.Logger) (*peerMux, error) {
+	ln, err := network.Listen(bind)
 	if err != nil {
 		return nil, fmt.Errorf("listen on raft address %s: %w", bind, err)
 	}
@@ -140,7 +142,7 @@ func newPeerMux(bind string, tlsConf *tls.Config, selfID, selfInc string, logger
 		ln.Close()
 		return nil, fmt.Errorf("raft address %s: give the address other nodes reach this one by, not an unspecified one", bind)
 	}
-	m := &peerMux{base: ln, tls: tlsConf, advert: advert, closing: make(chan struct{}), conns: map[net.Conn]struct{}{},
+	m := &peerMux{network: network, base: ln, tls: tlsConf, advert: advert, closing: make(chan struct{}), conns: newConnSet(),
 		selfID: selfID, selfInc: selfInc, logger: logger}
 	m.raftLn = newSubListener(m, true)
 	m.httpLn = newSubListener(m, false)
@@ -204,11 +206,10 @@ func (m *peerMux) sniff(conn net.Conn) {
 		kind[0] -= 'a' - 'A' // the kind's traffic follows
 	}
 	_ = conn.SetDeadline(time.Time{})
-	if !m.track(conn) {
-		conn.Close()
+	conn, ok := m.conns.add(conn)
+	if !ok {
 		return
 	}
-	conn = &trackedConn{Conn: conn, mux: m}
 	switch kind[0] {
 	case muxRaft:
 		m.raftLn.deliver(conn)
@@ -383,10 +384,24 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 // dialKind opens a connection to hostPort and says its kind.
 func (m *peerMux) dialKind(ctx context.Context, hostPort string, kind byte) (net.Conn, error) {
 	addr := hostPort
-	d := net.Dialer{}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	// A dial to a node cut off waits out its timeout: the port's close
+	// ends it at once.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	raw, err := m.network.Dial(ctx, addr)
 	if err != nil {
 		return nil, err
+	}
+	conn, ok := m.conns.add(raw)
+	if !ok {
+		return nil, net.ErrClosed
 	}
 	if m.tls != nil {
 		conf := m.tls.Clone()
@@ -426,41 +441,62 @@ func (m *peerMux) Close() error {
 		m.raftLn.Close()
 		m.httpLn.Close()
 		m.sessions.close()
-		m.connsMu.Lock()
-		for c := range m.conns {
-			c.Close()
-		}
-		m.conns = nil
-		m.connsMu.Unlock()
+		m.conns.closeAll()
 	})
 	m.wg.Wait()
 	return nil
 }
 
-// track records an accepted connection; false once the port is closed.
-func (m *peerMux) track(c net.Conn) bool {
-	m.connsMu.Lock()
-	defer m.connsMu.Unlock()
-	if m.conns == nil {
-		return false
-	}
-	m.conns[c] = struct{}{}
-	return true
+// connSet is a set of connections that can all be closed at once: a
+// port's, or a group's streams.
+type connSet struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{} // nil once closed
 }
 
-// trackedConn forgets itself when closed.
+func newConnSet() *connSet { return &connSet{conns: map[net.Conn]struct{}{}} }
+
+// add records c and returns it wrapped, so that it leaves the set when
+// closed; once the set is closed, it closes c and returns false.
+func (s *connSet) add(c net.Conn) (net.Conn, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns == nil {
+		c.Close()
+		return nil, false
+	}
+	s.conns[c] = struct{}{}
+	return &trackedConn{Conn: c, set: s}, true
+}
+
+// closeAll closes every connection of the set, and every one added from
+// now on.
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	conns := s.conns
+	s.conns = nil
+	s.mu.Unlock()
+	for c := range conns {
+		// A yamux stream's Close is a half close, which leaves its
+		// reader waiting: the deadline wakes it.
+		_ = c.SetDeadline(time.Now())
+		c.Close()
+	}
+}
+
+// trackedConn leaves its set when closed.
 type trackedConn struct {
 	net.Conn
-	mux *peerMux
+	set *connSet
 }
 
 // Close implements net.Conn.
 func (c *trackedConn) Close() error {
-	c.mux.connsMu.Lock()
-	if c.mux.conns != nil {
-		delete(c.mux.conns, c.Conn)
+	c.set.mu.Lock()
+	if c.set.conns != nil {
+		delete(c.set.conns, c.Conn)
 	}
-	c.mux.connsMu.Unlock()
+	c.set.mu.Unlock()
 	return c.Conn.Close()
 }
 

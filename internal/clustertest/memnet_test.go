@@ -1,0 +1,475 @@
+package clustertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoq/fifoq/internal/historycheck"
+	"github.com/fifoq/fifoq/internal/memnet"
+	fifoqnode "github.com/fifoq/fifoq/internal/node"
+	"github.com/fifoq/fifoq/internal/replog"
+	"github.com/fifoq/fifoq/internal/server"
+	"github.com/fifoq/fifoq/internal/testenv"
+)
+
+var (
+	flagMemMoves = flag.Int("cluster.mem-moves", 60, "queue moves TestMovesOverFaultyNetwork makes (1000 for the issue's soak)")
+	flagMemLogs  = flag.String("cluster.mem-logs", "", "directory to keep TestMovesOverFaultyNetwork's member logs in (default: the test's temporary one)")
+)
+
+// TestMovesOverFaultyNetwork runs five members in this process, with four
+// shards, over an in-memory network (internal/memnet) whose every write
+// takes up to 2 ms, and moves the failover workload's FIFO queue from
+// shard to shard under load, -cluster.mem-moves times. Each move meets
+// one fault, drawn at random:
+//
+//   - none;
+//   - the first group's leader (which drives the move) or the queue's
+//     shard's leader crashes at a random moment of the move: its network
+//     goes first, connections reset, then it stops, and it starts again
+//     from its data dir a moment later;
+//   - a member other than the first group's leader is cut off from every
+//     other while the move is made, and for up to a second after: it
+//     misses the move, and once healed serves clients from a stale map
+//     until it catches up;
+//   - connections between members are reset, one at a time, while the
+//     move is made.
+//
+// The history checker then finds nothing acknowledged lost, no delete
+// undone, order kept in every group, no group held twice and every group
+// linearizable.
+func TestMovesOverFaultyNetwork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("five members in one process under load; skipped in -short mode")
+	}
+	testenv.Long(t, "five in-process members over a faulty network, a queue moved under load many times, about two minutes")
+	seed := *flagSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (rerun with -cluster.seed=%d)", seed, seed)
+	rng := rand.New(rand.NewSource(seed))
+	c := newMemCluster(t, 5, 4, seed)
+	c.net.SetLatency(0, 2*time.Millisecond)
+	defer func() {
+		if t.Failed() {
+			for _, nd := range c.nodes {
+				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
+			}
+		}
+	}()
+	c.waitShards(5)
+
+	queueURL := c.createQueue("moved.fifo", map[string]string{"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))})
+	w := &workload{queueURL: queueURL, hist: &historycheck.History{}, sendGap: 50 * time.Millisecond}
+	for _, nd := range c.nodes {
+		w.ids = append(w.ids, nd.id)
+		w.clients = append(w.clients, newClient(nd.httpAddr, clientTimeout))
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	startWorkload(ctx, &wg, w, seed)
+
+	var took []time.Duration
+	faults := map[string]int{}
+	for round := range *flagMemMoves {
+		from := c.shardOf("moved.fifo")
+		to := 1 + rng.Intn(3)
+		if to >= from {
+			to++
+		}
+		fault := []string{"none", "crash", "isolate", "resets"}[rng.Intn(4)]
+		faults[fault]++
+		t.Logf("round %d: move the queue from shard %d to shard %d; fault: %s", round, from, to, fault)
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- c.move(queueURL, to) }()
+		switch fault {
+		case "crash":
+			victim := c.leaderOf(0)
+			if rng.Intn(2) == 0 {
+				victim = c.leaderOf(uint32(from))
+			}
+			time.Sleep(time.Duration(rng.Intn(100)) * time.Millisecond)
+			if victim != nil {
+				c.crash(victim)
+				time.Sleep(time.Duration(100+rng.Intn(400)) * time.Millisecond)
+				c.start(victim)
+			}
+		case "isolate":
+			lead := c.leaderOf(0)
+			others := slices.DeleteFunc(slices.Clone(c.nodes), func(nd *memNode) bool { return nd == lead })
+			cut := others[rng.Intn(len(others))]
+			c.net.Isolate(cut.raftAddr, c.raftAddrs())
+			t.Logf("cut %s off", cut.id)
+			err := <-done
+			time.Sleep(time.Duration(rng.Intn(1000)) * time.Millisecond)
+			c.net.Heal()
+			done <- err
+		case "resets":
+			for i := 0; i < 5; i++ {
+				time.Sleep(time.Duration(rng.Intn(40)) * time.Millisecond)
+				c.net.ResetOne()
+			}
+		}
+		if err := <-done; err != nil {
+			// A crash may have lost the request, or the move is still
+			// driven by the new leader: ask again until it answers.
+			t.Logf("round %d: the move answered %v; asking again", round, err)
+			c.retrying("move", func() error { return c.move(queueURL, to) })
+		}
+		c.waitQueueIn("moved.fifo", to)
+		if fault == "none" || fault == "resets" {
+			took = append(took, time.Since(start))
+		}
+	}
+	if len(took) > 0 {
+		slices.Sort(took)
+		t.Logf("%d moves (faults: %v); those without a crash or a cut member took median %v, longest %v",
+			*flagMemMoves, faults, took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+	}
+	stop()
+	wg.Wait()
+	time.Sleep(visibility + clientTimeout)
+	drainedAt := w.drain(t, rand.New(rand.NewSource(seed+2000)))
+	r := &run{seed: seed, checkTimeout: 10 * time.Second}
+	checkFailoverHistory(t, r, w, drainedAt)
+	if len(r.problems) > 0 {
+		t.Errorf("history check failed (seed %d):\n  %s", seed, strings.Join(r.problems, "\n  "))
+	}
+}
+
+// memCluster is a cluster of in-process members over a memnet network.
+type memCluster struct {
+	t      *testing.T
+	net    *memnet.Network
+	nodes  []*memNode
+	peers  []replog.Peer
+	shards int
+}
+
+// memNode is one in-process member: its SQS endpoint listens on loopback
+// TCP, its traffic with the other members goes through the network.
+type memNode struct {
+	id, raftAddr, httpAddr, dir string
+	logPath                     string
+	mu                          sync.Mutex
+	n                           *fifoqnode.Node
+	served                      chan error
+}
+
+// newMemCluster starts n members with the given shards.
+func newMemCluster(t *testing.T, n, shards int, seed int64) *memCluster {
+	c := &memCluster{t: t, net: memnet.New(seed), shards: shards}
+	logs := *flagMemLogs
+	if logs == "" {
+		logs = t.TempDir()
+	}
+	for i := range n {
+		nd := &memNode{id: fmt.Sprintf("m%d", i+1), raftAddr: fmt.Sprintf("10.77.0.%d:9325", i+1), httpAddr: freeAddr(t),
+			dir: t.TempDir(), logPath: filepath.Join(logs, fmt.Sprintf("m%d.log", i+1))}
+		c.nodes = append(c.nodes, nd)
+		c.peers = append(c.peers, replog.Peer{ID: nd.id, Addr: nd.raftAddr})
+	}
+	var wg sync.WaitGroup
+	for _, nd := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.start(nd)
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, nd := range c.nodes {
+			c.stop(nd, 10*time.Second)
+		}
+	})
+	return c
+}
+
+// start opens nd from its data dir and serves it.
+func (c *memCluster) start(nd *memNode) {
+	c.t.Helper()
+	f, err := os.OpenFile(nd.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", nd.id)
+	n, err := fifoqnode.Open(fifoqnode.Config{DataDir: nd.dir, NodeID: nd.id, Logger: logger, Shards: c.shards,
+		Cluster: &fifoqnode.Cluster{AdvertiseURL: "http://" + nd.httpAddr,
+			Raft: replog.ClusterConfig{RaftAddr: nd.raftAddr, Peers: c.peers, Network: c.net.Node(nd.raftAddr)}}})
+	if err != nil {
+		c.t.Fatalf("open %s: %v", nd.id, err)
+	}
+	var ln net.Listener
+	for try := 0; ; try++ {
+		// The port was this member's before it crashed: take it again.
+		if ln, err = net.Listen("tcp", nd.httpAddr); err == nil || try == 50 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		n.Close(context.Background())
+		c.t.Fatalf("listen %s for %s: %v", nd.httpAddr, nd.id, err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- n.Server.Serve(ln) }()
+	nd.mu.Lock()
+	nd.n, nd.served = n, served
+	nd.mu.Unlock()
+}
+
+// stop closes nd, if it runs, waiting up to wait for the requests in
+// flight.
+func (c *memCluster) stop(nd *memNode, wait time.Duration) {
+	nd.mu.Lock()
+	n, served := nd.n, nd.served
+	nd.n = nil
+	nd.mu.Unlock()
+	if n == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := n.Close(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		c.t.Logf("close %s: %v", nd.id, err)
+	}
+	<-served
+}
+
+// crash stops nd as the others see a crash: its connections reset and it
+// is off the network before it stops, so that nothing of its shutdown
+// reaches them.
+func (c *memCluster) crash(nd *memNode) {
+	c.t.Logf("crash %s", nd.id)
+	c.net.Down(nd.raftAddr)
+	// A crash waits for no request: a client's request in flight ends
+	// without an answer.
+	c.stop(nd, 0)
+	c.net.Up(nd.raftAddr)
+}
+
+func (c *memCluster) raftAddrs() []string {
+	var out []string
+	for _, nd := range c.nodes {
+		out = append(out, nd.raftAddr)
+	}
+	return out
+}
+
+// running are the members that run.
+func (c *memCluster) running() []*memNode {
+	var out []*memNode
+	for _, nd := range c.nodes {
+		nd.mu.Lock()
+		if nd.n != nil {
+			out = append(out, nd)
+		}
+		nd.mu.Unlock()
+	}
+	return out
+}
+
+// shards is nd's /cluster/shards, or nil.
+func (nd *memNode) shards() *server.ShardsStatus {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	resp, err := hc.Get("http://" + nd.httpAddr + "/cluster/shards")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var st server.ShardsStatus
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return nil
+	}
+	return &st
+}
+
+// tail is the last lines of nd's log.
+func (nd *memNode) tail(lines int) string {
+	b, _ := os.ReadFile(nd.logPath)
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+// waitShards waits up to 90 s until every member knows n groups, each
+// led.
+func (c *memCluster) waitShards(n int) {
+	c.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ok := true
+		for _, nd := range c.running() {
+			st := nd.shards()
+			if st == nil || len(st.Shards) != n {
+				ok = false
+				break
+			}
+			for _, sh := range st.Shards {
+				ok = ok && sh.LeaderID != ""
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the members did not come to know %d led groups within 90 s", n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// leaderOf is the member that leads group id, as the first member to
+// answer sees it, or nil.
+func (c *memCluster) leaderOf(id uint32) *memNode {
+	for _, nd := range c.running() {
+		st := nd.shards()
+		if st == nil {
+			continue
+		}
+		for _, sh := range st.Shards {
+			if sh.Shard == id && sh.LeaderID != "" {
+				for _, x := range c.nodes {
+					if x.id == sh.LeaderID {
+						return x
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// shardOf is the shard that holds the queue name, as the first member to
+// answer sees it.
+func (c *memCluster) shardOf(name string) int {
+	c.t.Helper()
+	for range 100 {
+		for _, nd := range c.running() {
+			st := nd.shards()
+			if st == nil {
+				continue
+			}
+			for _, sh := range st.Shards {
+				for _, q := range sh.Queues {
+					if strings.TrimPrefix(q, "000000000000/") == name {
+						return int(sh.Shard)
+					}
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatalf("no member shows where %s is", name)
+	return 0
+}
+
+// waitQueueIn waits up to 60 s until every running member that answers
+// shows the queue name in shard to alone.
+func (c *memCluster) waitQueueIn(name string, to int) {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		holders := map[int]bool{}
+		for _, nd := range c.running() {
+			for _, sh := range shardsOrNil(nd.shards()) {
+				for _, q := range sh.Queues {
+					if strings.TrimPrefix(q, "000000000000/") == name {
+						holders[int(sh.Shard)] = true
+					}
+				}
+			}
+		}
+		if len(holders) == 1 && holders[to] {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s is in shards %v 60 s after its move to shard %d", name, holders, to)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func shardsOrNil(st *server.ShardsStatus) []server.ShardStatus {
+	if st == nil {
+		return nil
+	}
+	return st.Shards
+}
+
+// move asks a running member to move the queue to shard to, as fifoq
+// cluster move does.
+func (c *memCluster) move(queueURL string, to int) error {
+	run := c.running()
+	if len(run) == 0 {
+		return errors.New("no member runs")
+	}
+	nd := run[0]
+	body, _ := json.Marshal(map[string]any{"queue_url": queueURL, "shard": to})
+	hc := &http.Client{Timeout: 20 * time.Second}
+	resp, err := hc.Post("http://"+nd.httpAddr+"/cluster/moves", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %d: %s", nd.id, resp.StatusCode, strings.TrimSpace(string(answer)))
+	}
+	return nil
+}
+
+// retrying calls fn until it succeeds, for up to 60 s.
+func (c *memCluster) retrying(what string, fn func() error) {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s: still failing after 60 s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// createQueue creates a queue through the first running member, retried
+// while the cluster settles, and returns its URL.
+func (c *memCluster) createQueue(name string, attrs map[string]string) string {
+	c.t.Helper()
+	var url string
+	c.retrying("CreateQueue "+name, func() error {
+		out, err := newClient(c.running()[0].httpAddr, 10*time.Second).CreateQueue(context.Background(),
+			&sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		if err != nil {
+			return err
+		}
+		url = *out.QueueUrl
+		return nil
+	})
+	return url
+}
