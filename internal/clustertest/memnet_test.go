@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,7 +34,7 @@ import (
 )
 
 var (
-	flagMemMoves = flag.Int("cluster.mem-moves", 60, "queue moves TestMovesOverFaultyNetwork makes (1000 for the issue's soak)")
+	flagMemMoves = flag.Int("cluster.mem-moves", 40, "queue moves TestMovesOverFaultyNetwork makes (1000 for the issue's soak)")
 	flagMemLogs  = flag.String("cluster.mem-logs", "", "directory to keep TestMovesOverFaultyNetwork's member logs in (default: the test's temporary one)")
 )
 
@@ -53,11 +54,17 @@ var (
 //     misses the move, and once healed serves clients from a stale map
 //     until it catches up;
 //   - connections between members are reset, one at a time, while the
-//     move is made.
+//     move is made;
+//   - about once in thirteen moves, a member is removed (its shards'
+//     replicas move to the others) and joins again with an empty data
+//     dir, a new incarnation that replicas then move back to.
 //
-// The history checker then finds nothing acknowledged lost, no delete
-// undone, order kept in every group, no group held twice and every group
-// linearizable.
+// A member that halts (a wedged Raft, wedge.go in internal/replog) is
+// restarted, as its supervisor would. The history checker then finds
+// nothing acknowledged lost, no delete undone, order kept in every group,
+// no group held twice and every group linearizable. With
+// -cluster.mem-logs the members' logs are kept, and a goroutine dump is
+// written beside them when a move does not finish.
 func TestMovesOverFaultyNetwork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("five members in one process under load; skipped in -short mode")
@@ -98,7 +105,12 @@ func TestMovesOverFaultyNetwork(t *testing.T) {
 		if to >= from {
 			to++
 		}
+		// A member is replaced about once in thirteen moves: each takes
+		// seconds, its replicas moving away and back.
 		fault := []string{"none", "crash", "isolate", "resets"}[rng.Intn(4)]
+		if rng.Intn(13) == 0 {
+			fault = "replace"
+		}
 		faults[fault]++
 		t.Logf("round %d: move the queue from shard %d to shard %d; fault: %s", round, from, to, fault)
 		start := time.Now()
@@ -126,6 +138,8 @@ func TestMovesOverFaultyNetwork(t *testing.T) {
 			time.Sleep(time.Duration(rng.Intn(1000)) * time.Millisecond)
 			c.net.Heal()
 			done <- err
+		case "replace":
+			c.replace(c.nodes[rng.Intn(len(c.nodes))])
 		case "resets":
 			for i := 0; i < 5; i++ {
 				time.Sleep(time.Duration(rng.Intn(40)) * time.Millisecond)
@@ -166,6 +180,7 @@ type memCluster struct {
 	nodes  []*memNode
 	peers  []replog.Peer
 	shards int
+	logs   string // the members' logs' directory
 }
 
 // memNode is one in-process member: its SQS endpoint listens on loopback
@@ -173,18 +188,25 @@ type memCluster struct {
 type memNode struct {
 	id, raftAddr, httpAddr, dir string
 	logPath                     string
-	mu                          sync.Mutex
-	n                           *fifoqnode.Node
-	served                      chan error
+	// join: the member starts with an empty data dir and joins the
+	// running cluster, rather than bootstrap it with the others.
+	join bool
+	// life serializes starting and stopping the member: the test's
+	// faults and its supervisor both do.
+	life    sync.Mutex
+	mu      sync.Mutex // guards n, served and stopped
+	n       *fifoqnode.Node
+	served  chan error
+	stopped chan struct{} // closed when the test stops n
 }
 
 // newMemCluster starts n members with the given shards.
 func newMemCluster(t *testing.T, n, shards int, seed int64) *memCluster {
-	c := &memCluster{t: t, net: memnet.New(seed), shards: shards}
 	logs := *flagMemLogs
 	if logs == "" {
 		logs = t.TempDir()
 	}
+	c := &memCluster{t: t, net: memnet.New(seed), shards: shards, logs: logs}
 	for i := range n {
 		nd := &memNode{id: fmt.Sprintf("m%d", i+1), raftAddr: fmt.Sprintf("10.77.0.%d:9325", i+1), httpAddr: freeAddr(t),
 			dir: t.TempDir(), logPath: filepath.Join(logs, fmt.Sprintf("m%d.log", i+1))}
@@ -208,19 +230,33 @@ func newMemCluster(t *testing.T, n, shards int, seed int64) *memCluster {
 	return c
 }
 
-// start opens nd from its data dir and serves it.
+// start opens nd from its data dir and serves it, unless it runs.
 func (c *memCluster) start(nd *memNode) {
 	c.t.Helper()
-	f, err := os.OpenFile(nd.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	if err := c.startErr(nd); err != nil {
 		c.t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", nd.id)
-	n, err := fifoqnode.Open(fifoqnode.Config{DataDir: nd.dir, NodeID: nd.id, Logger: logger, Shards: c.shards,
-		Cluster: &fifoqnode.Cluster{AdvertiseURL: "http://" + nd.httpAddr,
-			Raft: replog.ClusterConfig{RaftAddr: nd.raftAddr, Peers: c.peers, Network: c.net.Node(nd.raftAddr)}}})
+}
+
+func (c *memCluster) startErr(nd *memNode) error {
+	nd.life.Lock()
+	defer nd.life.Unlock()
+	if nd.running() {
+		return nil
+	}
+	f, err := os.OpenFile(nd.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		c.t.Fatalf("open %s: %v", nd.id, err)
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", nd.id)
+	rc := replog.ClusterConfig{RaftAddr: nd.raftAddr, Peers: c.peers, Network: c.net.Node(nd.raftAddr)}
+	if nd.join {
+		rc.Peers, rc.Join = nil, true
+	}
+	n, err := fifoqnode.Open(fifoqnode.Config{DataDir: nd.dir, NodeID: nd.id, Logger: logger, Shards: c.shards,
+		Cluster: &fifoqnode.Cluster{AdvertiseURL: "http://" + nd.httpAddr, Raft: rc}})
+	if err != nil {
+		return fmt.Errorf("open %s: %w", nd.id, err)
 	}
 	var ln net.Listener
 	for try := 0; ; try++ {
@@ -232,25 +268,60 @@ func (c *memCluster) start(nd *memNode) {
 	}
 	if err != nil {
 		n.Close(context.Background())
-		c.t.Fatalf("listen %s for %s: %v", nd.httpAddr, nd.id, err)
+		return fmt.Errorf("listen %s for %s: %w", nd.httpAddr, nd.id, err)
 	}
-	served := make(chan error, 1)
+	served, stopped := make(chan error, 1), make(chan struct{})
 	go func() { served <- n.Server.Serve(ln) }()
 	nd.mu.Lock()
-	nd.n, nd.served = n, served
+	nd.n, nd.served, nd.stopped = n, served, stopped
 	nd.mu.Unlock()
+	go c.supervise(nd, n, stopped)
+	return nil
+}
+
+// supervise restarts nd when its node n halts (a storage fault, a fence,
+// a wedged Raft), as fifoq serve's supervisor (systemd, Kubernetes) does
+// when the process exits non-zero.
+func (c *memCluster) supervise(nd *memNode, n *fifoqnode.Node, stopped <-chan struct{}) {
+	select {
+	case <-n.Halted():
+	case <-stopped:
+		return
+	}
+	nd.mu.Lock()
+	current := nd.n == n
+	nd.mu.Unlock()
+	if !current {
+		return // stopped by the test meanwhile
+	}
+	c.t.Logf("%s halted (%v); restarting it, as its supervisor would", nd.id, n.Fault())
+	c.net.Down(nd.raftAddr)
+	c.stop(nd, 0)
+	c.net.Up(nd.raftAddr)
+	if err := c.startErr(nd); err != nil {
+		c.t.Errorf("restart %s: %v", nd.id, err)
+	}
+}
+
+func (nd *memNode) running() bool {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.n != nil
 }
 
 // stop closes nd, if it runs, waiting up to wait for the requests in
 // flight.
 func (c *memCluster) stop(nd *memNode, wait time.Duration) {
+	nd.life.Lock()
+	defer nd.life.Unlock()
 	nd.mu.Lock()
-	n, served := nd.n, nd.served
+	n, served, stopped := nd.n, nd.served, nd.stopped
 	nd.n = nil
 	nd.mu.Unlock()
 	if n == nil {
 		return
 	}
+	close(stopped)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := n.Close(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
@@ -269,6 +340,111 @@ func (c *memCluster) crash(nd *memNode) {
 	// without an answer.
 	c.stop(nd, 0)
 	c.net.Up(nd.raftAddr)
+}
+
+// replace removes nd from the cluster, as fifoq cluster remove does (its
+// shards' replicas move to the other members first), and has it join
+// again with an empty data dir, as a replaced machine does, and so a new
+// incarnation: replicas then move to it as the shards rebalance.
+func (c *memCluster) replace(nd *memNode) {
+	c.t.Helper()
+	c.t.Logf("remove %s", nd.id)
+	c.retrying("remove "+nd.id, func() error {
+		for _, via := range c.running() {
+			if via == nd {
+				continue
+			}
+			status, answer, err := memAdmin(http.MethodDelete, via, "/cluster/members/"+nd.id, nil)
+			if err == nil && (status == http.StatusOK || status == http.StatusNotFound) {
+				return nil
+			}
+			if err == nil {
+				err = fmt.Errorf("%s: %d: %s", via.id, status, answer)
+			}
+			return err
+		}
+		return errors.New("no member runs")
+	})
+	c.stop(nd, 0)
+	// As an operator does before a second removal, wait until the shards
+	// have moved its replicas to the other members: two members removed
+	// from a shard of three at once would leave it no quorum.
+	c.waitNoReplicaOn(nd.id)
+	nd.dir, nd.join = c.t.TempDir(), true
+	c.start(nd)
+	nd.mu.Lock()
+	inc := nd.n.Raft.Incarnation()
+	nd.mu.Unlock()
+	body, _ := json.Marshal(map[string]string{"id": nd.id, "raft_addr": nd.raftAddr, "incarnation": inc, "region": "us-east-1"})
+	c.t.Logf("%s joins again, incarnation %s", nd.id, inc)
+	c.retrying("join "+nd.id, func() error {
+		for _, via := range c.running() {
+			if via == nd {
+				continue
+			}
+			status, answer, err := memAdmin(http.MethodPost, via, "/cluster/members", body)
+			if err == nil && status == http.StatusOK {
+				return nil
+			}
+			if err == nil {
+				err = fmt.Errorf("%s: %d: %s", via.id, status, answer)
+			}
+			return err
+		}
+		return errors.New("no member runs")
+	})
+}
+
+// waitNoReplicaOn waits up to 60 s until no shard counts the member id
+// among its replicas, as the running members see them.
+func (c *memCluster) waitNoReplicaOn(id string) {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		holding := map[uint32]bool{}
+		answered := 0
+		for _, nd := range c.running() {
+			st := nd.shards()
+			if st == nil {
+				continue
+			}
+			answered++
+			for _, sh := range st.Shards {
+				for _, m := range sh.Members {
+					if sh.Held && m.ID == id {
+						holding[sh.Shard] = true
+					}
+				}
+			}
+		}
+		if answered > 0 && len(holding) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.dumpGoroutines()
+			c.t.Fatalf("shards %v still count %s among their replicas 60 s after its removal", holding, id)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// memAdmin sends an admin request to nd, unsigned (the cluster has no
+// credentials).
+func memAdmin(method string, nd *memNode, path string, body []byte) (int, string, error) {
+	req, err := http.NewRequest(method, "http://"+nd.httpAddr+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(answer)), nil
 }
 
 func (c *memCluster) raftAddrs() []string {
@@ -386,6 +562,20 @@ func (c *memCluster) shardOf(name string) int {
 	return 0
 }
 
+// dumpGoroutines writes every goroutine's stack, the members' all, beside
+// their logs: where a stuck member waits.
+func (c *memCluster) dumpGoroutines() {
+	path := filepath.Join(c.logs, "goroutines.txt")
+	f, err := os.Create(path)
+	if err != nil {
+		c.t.Logf("goroutine dump: %v", err)
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+	c.t.Logf("goroutines dumped to %s", path)
+}
+
 // waitQueueIn waits up to 60 s until every running member that answers
 // shows the queue name in shard to alone.
 func (c *memCluster) waitQueueIn(name string, to int) {
@@ -406,6 +596,7 @@ func (c *memCluster) waitQueueIn(name string, to int) {
 			return
 		}
 		if time.Now().After(deadline) {
+			c.dumpGoroutines()
 			c.t.Fatalf("%s is in shards %v 60 s after its move to shard %d", name, holders, to)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -426,19 +617,12 @@ func (c *memCluster) move(queueURL string, to int) error {
 	if len(run) == 0 {
 		return errors.New("no member runs")
 	}
-	nd := run[0]
 	body, _ := json.Marshal(map[string]any{"queue_url": queueURL, "shard": to})
-	hc := &http.Client{Timeout: 20 * time.Second}
-	resp, err := hc.Post("http://"+nd.httpAddr+"/cluster/moves", "application/json", bytes.NewReader(body))
-	if err != nil {
-		return err
+	status, answer, err := memAdmin(http.MethodPost, run[0], "/cluster/moves", body)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("%s: %d: %s", run[0].id, status, answer)
 	}
-	defer resp.Body.Close()
-	answer, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %d: %s", nd.id, resp.StatusCode, strings.TrimSpace(string(answer)))
-	}
-	return nil
+	return err
 }
 
 // retrying calls fn until it succeeds, for up to 60 s.
@@ -451,6 +635,7 @@ func (c *memCluster) retrying(what string, fn func() error) {
 			return
 		}
 		if time.Now().After(deadline) {
+			c.dumpGoroutines()
 			c.t.Fatalf("%s: still failing after 60 s: %v", what, err)
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -273,6 +273,7 @@ func (l *Raft) commit(batch []*pending) *entry {
 // through the future.
 func (l *Raft) awaitEntry(e *entry, fut raft.ApplyFuture) {
 	err := l.await(fut)
+	l.transfers.note(err, time.Now())
 	if e.answered.Load() {
 		return
 	}

@@ -85,8 +85,16 @@ func (l *Raft) shutdown() {
 	l.wg.Wait()
 	var err error
 	down := l.shutdownRaft()
-	l.cutNetwork()
-	if werr := down.Error(); werr != nil {
+	stopped := make(chan error, 1)
+	go func() { stopped <- down.Error() }()
+	var werr error
+	select {
+	case werr = <-stopped:
+	case <-time.After(cutNetworkAfter):
+		l.cutNetwork()
+		werr = <-stopped
+	}
+	if werr != nil {
 		err = fmt.Errorf("stop raft: %w", werr)
 	}
 	l.raft.DeregisterObserver(l.raftObs)
@@ -103,13 +111,19 @@ func (l *Raft) shutdown() {
 	l.closeWork = err
 }
 
+// cutNetworkAfter is how long Close lets Raft stop on its own before it
+// cuts the group's connections (cutNetwork): a stop with every member
+// reachable takes milliseconds and is left as it was.
+const cutNetworkAfter = time.Second
+
 // cutNetwork closes the group's connections to the other nodes, and its
-// dials in progress, once Raft has been told to stop: Raft's shutdown
-// waits for its RPCs, and an RPC to a node cut off by a partition would
-// hold it for the transport's whole timeout (10 s), past Close's. What
-// the RPCs carried is as a crash leaves it: an entry not yet replicated is
-// not acknowledged either. A node's first group closes the node's port
-// (its shards have closed before it); a shard closes its own streams.
+// dials in progress, when Raft was told to stop and has not yet: Raft's
+// shutdown waits for its RPCs, and an RPC to a node cut off by a
+// partition would hold it for the transport's whole timeout (10 s), past
+// Close's. What the RPCs carried is as a crash leaves it: an entry not
+// yet replicated is not acknowledged either. A node's first group closes
+// the node's port (its shards have closed before it); a shard closes its
+// own streams.
 func (l *Raft) cutNetwork() {
 	if l.cluster == nil {
 		return

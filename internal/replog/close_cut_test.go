@@ -2,8 +2,11 @@ package replog
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/fifoq/fifoq/internal/memnet"
 )
@@ -90,4 +93,57 @@ func followerOf(nodes []*testNode, lead *testNode) *testNode {
 		}
 	}
 	return nil
+}
+
+// TestTransferWatch checks what counts as a wedged transfer: refusals for
+// a transfer in progress, for longer than the timeout, with no write
+// accepted since; other errors neither start nor end the count.
+func TestTransferWatch(t *testing.T) {
+	var w transferWatch
+	t0 := time.Unix(1000, 0)
+	if _, wedged := w.wedged(t0, time.Second); wedged {
+		t.Fatal("wedged before any refusal")
+	}
+	w.note(errors.New("some other failure"), t0)
+	if _, wedged := w.wedged(t0.Add(time.Hour), time.Second); wedged {
+		t.Fatal("another error counted as a refused transfer")
+	}
+	w.note(raft.ErrLeadershipTransferInProgress, t0)
+	w.note(raft.ErrLeadershipTransferInProgress, t0.Add(500*time.Millisecond)) // the first refusal counts
+	if _, wedged := w.wedged(t0.Add(900*time.Millisecond), time.Second); wedged {
+		t.Fatal("wedged before the timeout")
+	}
+	if d, wedged := w.wedged(t0.Add(2*time.Second), time.Second); !wedged || d != 2*time.Second {
+		t.Fatalf("wedged %v for %v, want true for 2s", wedged, d)
+	}
+	w.note(nil, t0.Add(3*time.Second))
+	if _, wedged := w.wedged(t0.Add(time.Hour), time.Second); wedged {
+		t.Fatal("still wedged after a write was accepted")
+	}
+}
+
+// TestWedgedLeaderStops makes a group's leader look wedged (Raft refused
+// its writes for a transfer in progress for longer than
+// wedgedTransferTimeout; hashicorp/raft issue #696, which
+// TestMovesOverFaultyNetwork met): it must stop as on a storage fault,
+// saying why, so that its supervisor restarts it with a new Raft.
+func TestWedgedLeaderStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a three-member cluster; skipped in -short mode")
+	}
+	nodes := startCluster(t, 3, nil)
+	lead := waitLeader(t, nodes)
+	lead.log.transfers.note(raft.ErrLeadershipTransferInProgress, time.Now().Add(-wedgedTransferTimeout-time.Second))
+	select {
+	case <-lead.log.Halted():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a wedged leader did not stop")
+	}
+	var we *wedgedError
+	if err := lead.log.Fault(); !errors.As(err, &we) {
+		t.Fatalf("the wedged leader stopped for %v", err)
+	}
+	if got := lead.log.faults.summary(); !strings.Contains(got, "wedged") {
+		t.Fatalf("summary %q does not say the group is wedged", got)
+	}
 }

@@ -201,6 +201,20 @@ func (c *ClusterConfig) tune(rc *raft.Config) {
 	rc.LeaderLeaseTimeout = hb
 }
 
+// pipelineDepth is the transports' MaxRPCsInFlight: how many
+// AppendEntries a leader has in flight to a follower, and, less two, the
+// size of the two channels of each replication pipeline. At
+// hashicorp/raft's default of 2 both are unbuffered, and a follower's
+// refusal (Success=false) can deadlock the pipeline: Raft's decoding side
+// returns, its sending side makes one more send, which waits on the
+// transport's decoder while the decoder waits on the side that returned.
+// The follower then gets no entry again, its heartbeats go on so that it
+// never calls an election, and the leader's Raft cannot shut down
+// (TestCloseWhileCutOff met it as a close that timed out). With buffered
+// channels the sending side would have to miss the decoding side's end
+// at sixty sends in a row, each a coin's toss.
+const pipelineDepth = 64
+
 // openTransport returns the node's transport: in memory for a cluster of
 // one, TCP (through the node's Raft port) for a member of a cluster.
 func openTransport(cfg *RaftConfig, hlog hclog.Logger, incarnation string) (raft.ServerAddress, raft.Transport, *clusterState, error) {
@@ -217,10 +231,11 @@ func openTransport(cfg *RaftConfig, hlog hclog.Logger, incarnation string) (raft
 		return "", nil, nil, err
 	}
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  mux,
-		MaxPool: 3,
-		Timeout: 10 * time.Second,
-		Logger:  hlog,
+		Stream:          mux,
+		MaxPool:         3,
+		MaxRPCsInFlight: pipelineDepth,
+		Timeout:         10 * time.Second,
+		Logger:          hlog,
 	})
 	cs := &clusterState{cfg: *c, mux: mux, trans: trans, changed: make(chan struct{}), learn: make(chan struct{}, 1), clockOff: new(atomic.Pointer[string]),
 		peersOff: new(atomic.Pointer[map[string]bool])}

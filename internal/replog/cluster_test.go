@@ -360,11 +360,11 @@ func TestClusterMutualTLS(t *testing.T) {
 	// A peer whose certificate another CA signed is refused: its hello
 	// is answered with the server's TLS alert, where a member's gets the
 	// server's hello back (the dial's own control, below).
-	if conn, err := (&peerMux{tls: NewPeerTLSConfig(rogue.issue(t, "intruder"), ca.pool)}).dial(ctx, leaderAddr, muxHTTP); err == nil {
+	if conn, err := dialer(NewPeerTLSConfig(rogue.issue(t, "intruder"), ca.pool)).dial(ctx, leaderAddr, muxHTTP); err == nil {
 		conn.Close()
 		t.Fatal("a peer with a certificate of another CA was let in")
 	}
-	if conn, err := (&peerMux{tls: NewPeerTLSConfig(ca.issue(t, "n9"), ca.pool)}).dial(ctx, leaderAddr, muxHTTP); err != nil {
+	if conn, err := dialer(NewPeerTLSConfig(ca.issue(t, "n9"), ca.pool)).dial(ctx, leaderAddr, muxHTTP); err != nil {
 		t.Fatalf("a peer with a certificate of the cluster's CA was refused: %v", err)
 	} else {
 		conn.Close()
@@ -372,7 +372,7 @@ func TestClusterMutualTLS(t *testing.T) {
 	// A plain TCP peer gets nothing either: its request is no TLS record,
 	// and the node closes the connection, where one that took it would
 	// wait on.
-	if conn, err := (&peerMux{}).dial(ctx, leaderAddr, muxHTTP); err == nil {
+	if conn, err := dialer(nil).dial(ctx, leaderAddr, muxHTTP); err == nil {
 		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 		_, _ = io.WriteString(conn, "GET /cluster/node HTTP/1.1\r\nHost: n1\r\n\r\n")
 		var ne net.Error
@@ -383,7 +383,7 @@ func TestClusterMutualTLS(t *testing.T) {
 	}
 	// A node that trusts another CA refuses the cluster's nodes.
 	wrongTrust := NewPeerTLSConfig(ca.issue(t, "n9"), rogue.pool)
-	m := &peerMux{tls: wrongTrust}
+	m := dialer(wrongTrust)
 	if conn, err := m.dial(ctx, leaderAddr, muxHTTP); err == nil {
 		conn.Close()
 		t.Fatal("a node dialled a peer whose certificate its CA did not sign")
@@ -594,4 +594,10 @@ func TestBackupAfterMembershipChange(t *testing.T) {
 			t.Fatalf("backup of %s after a membership change: %v", nd.id, err)
 		}
 	}
+}
+
+// dialer is a peerMux that only dials, with tlsConf (nil: plain TCP), as
+// a node that is not a member would.
+func dialer(tlsConf *tls.Config) *peerMux {
+	return &peerMux{network: tcpNetwork{}, tls: tlsConf, closing: make(chan struct{}), conns: newConnSet()}
 }

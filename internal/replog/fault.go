@@ -41,7 +41,7 @@ type faultStop struct {
 	done   chan struct{} // closed at the first fault
 
 	mu    sync.Mutex
-	fault error  // *storageFault or *fencedError
+	fault error  // *storageFault, *fencedError or *wedgedError
 	stop  func() // stops Raft; nil until the log is running
 }
 
@@ -105,14 +105,18 @@ func (s *faultStop) summary() string {
 	if errors.As(s.err(), &fe) {
 		return "this node is fenced: the cluster knows its id with another data dir (see the server log)"
 	}
+	var we *wedgedError
+	if errors.As(s.err(), &we) {
+		return "a Raft group of this node is wedged: restart it (see the server log)"
+	}
 	return "a storage fault stopped this node (see the server log)"
 }
 
-// Halted returns a channel closed when a storage fault or a fence has
-// stopped the node (see Fault). The node then answers no request: its
-// process should exit.
+// Halted returns a channel closed when a storage fault, a fence or a
+// wedged Raft (wedge.go) has stopped the node (see Fault). The node then
+// answers no request: its process should exit.
 func (l *Raft) Halted() <-chan struct{} { return l.faults.done }
 
-// Fault returns what stopped the node (a storage fault, or a fence), or
-// nil.
+// Fault returns what stopped the node (a storage fault, a fence or a
+// wedged Raft), or nil.
 func (l *Raft) Fault() error { return l.faults.err() }

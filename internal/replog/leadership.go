@@ -23,6 +23,7 @@ func (l *Raft) watchLeadership() {
 	c := l.cluster
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	var warnedTerm uint64
 	for {
 		select {
 		case <-c.wake:
@@ -38,6 +39,7 @@ func (l *Raft) watchLeadership() {
 			}
 			c.notify()
 		}
+		l.checkWedged(time.Now())
 		if l.raft.State() != raft.Leader {
 			if c.readyTerm.Swap(0) != 0 {
 				c.notify()
@@ -60,8 +62,17 @@ func (l *Raft) watchLeadership() {
 		if c.readyTerm.Load() == term {
 			continue
 		}
-		if err := l.raft.Barrier(5 * time.Second).Error(); err != nil {
-			continue // lost the leadership, or slow: look again
+		err := l.raft.Barrier(5 * time.Second).Error()
+		l.transfers.note(err, time.Now())
+		if err != nil {
+			// Lost the leadership, or slow: look again. A leader that
+			// stays one and cannot commit serves nothing: say so, once
+			// a term.
+			if l.raft.State() == raft.Leader && l.raft.CurrentTerm() == term && warnedTerm != term {
+				warnedTerm = term
+				l.logger.Warn("this node leads but could not commit a barrier; it serves nothing until it does", "term", term, "err", err)
+			}
+			continue
 		}
 		l.fixOwnAddress()
 		if !l.recordRegion() {

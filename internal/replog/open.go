@@ -32,6 +32,10 @@ func OpenRaft(cfg RaftConfig) (_ *Raft, err error) {
 	if err := cfg.Shard.check(&cfg); err != nil {
 		return nil, err
 	}
+	if cfg.Shard != nil {
+		// Every line of a shard's log, Raft's own included, says which.
+		cfg.Logger = cfg.Logger.With("shard", cfg.Shard.ID)
+	}
 	eng := newLogEngine(cfg.Engine)
 	o := &opening{cfg: cfg, hlog: newHCLogger(cfg.Logger)}
 	defer func() {

@@ -178,6 +178,9 @@ type Raft struct {
 	snapReq  chan struct{} // the fsm asks for a snapshot by size
 	lowDisk  atomic.Bool   // writes are being refused for lack of space
 	faults   *faultStop    // the storage fault that stopped the node, if any
+	// transfers follows the writes Raft refuses for a leadership transfer
+	// in progress (wedge.go).
+	transfers transferWatch
 	// handedOver: this node handed its leadership to another as it
 	// stopped (Close).
 	handedOver atomic.Bool

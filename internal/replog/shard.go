@@ -109,6 +109,7 @@ func (o *opening) openShardNetwork() error {
 	trans := raftnet.NewNetworkTransportWithConfig(&raftnet.NetworkTransportConfig{
 		Stream:            layer,
 		MaxPool:           3,
+		MaxRPCsInFlight:   pipelineDepth,
 		Timeout:           10 * time.Second,
 		Logger:            o.hlog,
 		SendBufferSize:    shardStreamBuffer,
@@ -141,7 +142,7 @@ func (l *Raft) followHost() {
 		l.refreshFormat()
 		if l.Leading() {
 			if err := l.matchWanted(); err != nil {
-				l.logger.Warn("shard: could not bring the shard's replicas to those wanted", "shard", l.Shard(), "err", err)
+				l.logger.Warn("shard: could not bring the shard's replicas to those wanted", "err", err)
 			}
 		}
 		select {
@@ -260,7 +261,7 @@ func (l *Raft) logChange(what string, id raft.ServerID, err error) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", what, id, err)
 	}
-	l.logger.Info("shard: followed the cluster's membership", "shard", l.Shard(), "change", what, "node_id", id)
+	l.logger.Info("shard: followed the cluster's membership", "change", what, "node_id", id)
 	return nil
 }
 

@@ -1,0 +1,80 @@
+package replog
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// A leadership transfer that never ends. hashicorp/raft (v1.8.0) sets a
+// flag while it hands a group's leadership over, and refuses every write
+// and barrier of the group while the flag is set. The goroutine that
+// clears it can block for good on a send to the target's replication,
+// when that replication has stopped or holds an earlier transfer's
+// request (hashicorp/raft issue #696): the leader then refuses every
+// write, for ever, and stays the leader, or is elected again later with
+// the flag still set. fifoq hands leaderships over often (to spread them
+// over the nodes, and on every graceful stop), and TestMovesOverFaultyNetwork
+// met it with a member cut off while its group's leadership was handed to
+// it.
+//
+// Nothing short of a new Raft instance clears the flag. So a group whose
+// leader has refused writes with that error, and accepted none, for
+// wedgedTransferTimeout stops its node as a storage fault does: the
+// process exits non-zero and its supervisor's restart gives every group a
+// new Raft, while the other members elect leaders in its place. A
+// transfer that ends, even in failure, takes at most an election timeout
+// and one RPC's timeouts (dial and answer, 10 s each), well under it.
+
+// wedgedTransferTimeout is how long a leader may refuse writes for a
+// leadership transfer in progress before its node stops.
+const wedgedTransferTimeout = 30 * time.Second
+
+// transferWatch follows a group's refusals for a transfer in progress.
+type transferWatch struct {
+	// since is when the refusals began (Unix nanoseconds), 0 while writes
+	// are accepted.
+	since atomic.Int64
+}
+
+// note records the outcome of a write or a barrier.
+func (w *transferWatch) note(err error, now time.Time) {
+	switch {
+	case err == nil:
+		w.since.Store(0)
+	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		w.since.CompareAndSwap(0, now.UnixNano())
+	}
+}
+
+// wedged returns how long writes have been refused for a transfer in
+// progress, if for longer than timeout.
+func (w *transferWatch) wedged(now time.Time, timeout time.Duration) (time.Duration, bool) {
+	s := w.since.Load()
+	if s == 0 {
+		return 0, false
+	}
+	d := now.Sub(time.Unix(0, s))
+	return d, d > timeout
+}
+
+// wedgedError is what stops a node whose group's leadership transfer
+// never ended.
+type wedgedError struct{ refusedFor time.Duration }
+
+func (e *wedgedError) Error() string {
+	return fmt.Sprintf("this node leads a group whose Raft has refused every write for %v for a leadership transfer that never ended (hashicorp/raft issue #696); only a restart clears it", e.refusedFor.Round(time.Second))
+}
+
+// checkWedged stops the node if the group it leads is wedged so.
+func (l *Raft) checkWedged(now time.Time) {
+	if l.raft.State() != raft.Leader {
+		return
+	}
+	if d, ok := l.transfers.wedged(now, wedgedTransferTimeout); ok {
+		l.faults.halt(&wedgedError{refusedFor: d})
+	}
+}
