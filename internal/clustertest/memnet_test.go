@@ -469,19 +469,7 @@ func (c *memCluster) running() []*memNode {
 }
 
 // shards is nd's /cluster/shards, or nil.
-func (nd *memNode) shards() *server.ShardsStatus {
-	hc := &http.Client{Timeout: 2 * time.Second}
-	resp, err := hc.Get("http://" + nd.httpAddr + "/cluster/shards")
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	var st server.ShardsStatus
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
-		return nil
-	}
-	return &st
-}
+func (nd *memNode) shards() *server.ShardsStatus { return shardsAt(nd.httpAddr) }
 
 // tail is the last lines of nd's log.
 func (nd *memNode) tail(lines int) string {
@@ -544,16 +532,8 @@ func (c *memCluster) shardOf(name string) int {
 	c.t.Helper()
 	for range 100 {
 		for _, nd := range c.running() {
-			st := nd.shards()
-			if st == nil {
-				continue
-			}
-			for _, sh := range st.Shards {
-				for _, q := range sh.Queues {
-					if strings.TrimPrefix(q, "000000000000/") == name {
-						return int(sh.Shard)
-					}
-				}
+			for shard := range queueHolders(name, nd.shards()) {
+				return shard
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -582,16 +562,11 @@ func (c *memCluster) waitQueueIn(name string, to int) {
 	c.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		holders := map[int]bool{}
+		var answers []*server.ShardsStatus
 		for _, nd := range c.running() {
-			for _, sh := range shardsOrNil(nd.shards()) {
-				for _, q := range sh.Queues {
-					if strings.TrimPrefix(q, "000000000000/") == name {
-						holders[int(sh.Shard)] = true
-					}
-				}
-			}
+			answers = append(answers, nd.shards())
 		}
+		holders := queueHolders(name, answers...)
 		if len(holders) == 1 && holders[to] {
 			return
 		}
@@ -601,13 +576,6 @@ func (c *memCluster) waitQueueIn(name string, to int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func shardsOrNil(st *server.ShardsStatus) []server.ShardStatus {
-	if st == nil {
-		return nil
-	}
-	return st.Shards
 }
 
 // move asks a running member to move the queue to shard to, as fifoq

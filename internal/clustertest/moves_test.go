@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fifoq/fifoq/internal/server"
 	"github.com/fifoq/fifoq/internal/testenv"
 )
 
@@ -104,16 +105,11 @@ func waitQueueIn(t *testing.T, c *cluster, name string, to int) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		holders := map[int]bool{}
+		var answers []*server.ShardsStatus
 		for _, nd := range c.nodes {
-			for _, sh := range shardsOrNone(nd) {
-				for _, q := range sh.Queues {
-					if strings.TrimPrefix(q, "000000000000/") == name {
-						holders[int(sh.Shard)] = true
-					}
-				}
-			}
+			answers = append(answers, shardsOf(nd))
 		}
+		holders := queueHolders(name, answers...)
 		if len(holders) == 1 && holders[to] {
 			return
 		}

@@ -24,9 +24,13 @@ import (
 )
 
 // shardsOf is a node's GET /cluster/shards, or nil if it did not answer.
-func shardsOf(nd *node) *server.ShardsStatus {
+func shardsOf(nd *node) *server.ShardsStatus { return shardsAt(nd.httpAddr) }
+
+// shardsAt is the /cluster/shards of the node serving at httpAddr, or nil
+// if it did not answer.
+func shardsAt(httpAddr string) *server.ShardsStatus {
 	hc := &http.Client{Timeout: 2 * time.Second}
-	resp, err := hc.Get("http://" + nd.httpAddr + "/cluster/shards")
+	resp, err := hc.Get("http://" + httpAddr + "/cluster/shards")
 	if err != nil {
 		return nil
 	}
@@ -36,6 +40,25 @@ func shardsOf(nd *node) *server.ShardsStatus {
 		return nil
 	}
 	return &st
+}
+
+// queueHolders returns the shards that hold the default account's queue
+// name, as the answers (nil for a node that did not answer) show them.
+func queueHolders(name string, answers ...*server.ShardsStatus) map[int]bool {
+	holders := map[int]bool{}
+	for _, st := range answers {
+		if st == nil {
+			continue
+		}
+		for _, sh := range st.Shards {
+			for _, q := range sh.Queues {
+				if strings.TrimPrefix(q, "000000000000/") == name {
+					holders[int(sh.Shard)] = true
+				}
+			}
+		}
+	}
+	return holders
 }
 
 // waitShards waits until every running node knows n groups (the first
