@@ -1,6 +1,7 @@
 package replog
 
 import (
+	"context"
 	"crypto/md5"
 	"fmt"
 	"io"
@@ -361,5 +362,72 @@ func TestRestartedPeersSessionReplacesTheOld(t *testing.T) {
 	restarted := accept("boot-2")
 	if s.registered("10.0.0.2:7000") != restarted || !first.IsClosed() {
 		t.Fatal("the session of node-2 after its restart did not replace the one from before")
+	}
+}
+
+// TestMemberBehindDoesNotFence: a node removed and added anew (a new data
+// dir, a new incarnation) meets a member that has not applied that yet and
+// still records the old incarnation. The member's refusal stands both
+// ways, but it must not stop the node when the node's own log records its
+// new incarnation (the in-process nemesis met a rejoined member halted so).
+// A node whose log records no such thing (wiped and not added anew) is
+// still stopped, both ways.
+func TestMemberBehindDoesNotFence(t *testing.T) {
+	stale := fmt.Sprintf("%032x", 1)
+	for _, tc := range []struct {
+		name      string
+		ownRecord func(self string) string // what the node's own log records for itself
+		wantFence bool
+	}{
+		{"added anew, recorded", func(self string) string { return self }, false},
+		{"wiped, not added anew", func(string) string { return "" }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			member := startSessionNode(t, "node-1", "127.0.0.1:0", 0, nil)
+			defer member.stop()
+			node := startSessionNode(t, "node-2", "127.0.0.1:0", 0, nil)
+			defer node.stop()
+			var fenced atomic.Int32
+			noFormat := func(byte) string { return "" }
+			// The member is behind: it records the old incarnation of
+			// node-2, and expects it when it dials node-2.
+			member.mux.checks.Store(&peerChecks{
+				recorded:   func(id string) (string, bool) { return stale, id == "node-2" || id == "node-1" },
+				expectedAt: func(string) string { return stale },
+				learned:    func(string, string, byte) {},
+				fence:      func(string) {},
+				tooOld:     noFormat,
+				outdated:   func(string) {},
+			})
+			node.mux.checks.Store(&peerChecks{
+				recorded: func(id string) (string, bool) {
+					if id == "node-2" {
+						return tc.ownRecord(node.mux.selfInc), true
+					}
+					return "", id == "node-1"
+				},
+				expectedAt: func(string) string { return "" },
+				learned:    func(string, string, byte) {},
+				fence:      func(string) { fenced.Add(1) },
+				tooOld:     noFormat,
+				outdated:   func(string) {},
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			// node-2 dials the member: "fenced-you".
+			if conn, err := node.mux.dial(ctx, member.mux.advert.String(), muxHTTP); err == nil {
+				conn.Close()
+				t.Fatal("the member let the incarnation it does not record in")
+			}
+			// The member dials node-2, expecting the old incarnation:
+			// node-2 answers "fenced-me".
+			if conn, err := member.mux.dial(ctx, node.mux.advert.String(), muxHTTP); err == nil {
+				conn.Close()
+				t.Fatal("node-2 answered a dial that expected another incarnation of it")
+			}
+			if got := fenced.Load(); (got > 0) != tc.wantFence {
+				t.Fatalf("node-2 fenced itself %d times; want fenced %v", got, tc.wantFence)
+			}
+		})
 	}
 }

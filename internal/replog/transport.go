@@ -222,6 +222,16 @@ func (m *peerMux) sniff(conn net.Conn) {
 	}
 }
 
+// recordsSelf reports whether this node's own log, as applied here,
+// records this node's incarnation as its id's. A member that then claims
+// another incarnation for it is behind that log: the node was removed and
+// added anew, with a new data dir, and the member has not applied it yet.
+// Its refusal stands, but does not stop this node.
+func (m *peerMux) recordsSelf(c *peerChecks) bool {
+	rec, _ := c.recorded(m.selfID)
+	return rec != "" && rec == m.selfInc
+}
+
 // answerHello reads a dialer's hello from conn and answers it: whether
 // the connection may go on, and the id the dialer said.
 func (m *peerMux) answerHello(conn net.Conn) (id string, ok bool) {
@@ -240,7 +250,7 @@ func (m *peerMux) answerHello(conn net.Conn) (id string, ok bool) {
 		_, _ = io.WriteString(conn, "fenced-me "+detail+"\n")
 		// Only a member's word stops this node, not any dialer's.
 		if c := m.checks.Load(); c != nil {
-			if _, member := c.recorded(id); member {
+			if _, member := c.recorded(id); member && !m.recordsSelf(c) {
 				c.fence(detail)
 			}
 		}
@@ -363,7 +373,7 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 		return conn, f[0], nil
 	case "fenced-you":
 		conn.Close()
-		if c := m.checks.Load(); c != nil {
+		if c := m.checks.Load(); c != nil && !m.recordsSelf(c) {
 			c.fence(fmt.Sprintf("the member at %s refused it: %s", hostPort, rest))
 		}
 		return nil, "", fmt.Errorf("%w: node at %s refused this one: %s", errFenced, hostPort, rest)
