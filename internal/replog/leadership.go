@@ -53,7 +53,7 @@ func (l *Raft) watchLeadership() {
 				c.notify()
 			}
 			l.logger.Error("this node leads but its clock is off the cluster's: handing the leadership over", "why", *why)
-			if err := l.raft.LeadershipTransfer().Error(); err != nil {
+			if err := l.awaitFuture(l.raft.LeadershipTransfer()); err != nil {
 				l.logger.Warn("could not hand the leadership over", "err", err)
 			}
 			continue
@@ -62,7 +62,7 @@ func (l *Raft) watchLeadership() {
 		if c.readyTerm.Load() == term {
 			continue
 		}
-		err := l.raft.Barrier(5 * time.Second).Error()
+		err := l.awaitFuture(l.raft.Barrier(5 * time.Second))
 		l.transfers.note(err, time.Now())
 		if err != nil {
 			// Lost the leadership, or slow: look again. A leader that
@@ -82,6 +82,24 @@ func (l *Raft) watchLeadership() {
 			c.readyTerm.Store(term)
 			c.notify()
 		}
+	}
+}
+
+// errClosing ends a wait for one of Raft's futures when the log closes.
+var errClosing = errors.New("the command log is closing")
+
+// awaitFuture waits for f, or until the log closes: a barrier of a leader
+// that commits nothing waits until Raft shuts down, and Close shuts Raft
+// down only once the log's own goroutines have returned. The goroutine
+// left waiting ends when Raft's shutdown answers f.
+func (l *Raft) awaitFuture(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-l.quit:
+		return errClosing
 	}
 }
 
