@@ -22,14 +22,15 @@ import (
 )
 
 // TestBackupThroughFollower takes a backup of a 3-node cluster through a
-// follower with `fifoq backup`, restores it with `fifoq restore` into a
-// new data dir, and serves that as a node of its own: it holds every
-// message the cluster acknowledged, in order.
+// follower with `fifoq backup`, once its shards have formed, restores it
+// with `fifoq restore` into a new data dir, and serves that as a cluster
+// of one: it holds every message the cluster acknowledged, in order.
 func TestBackupThroughFollower(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
 	c := newCluster(t, 3, nil, nil)
+	waitShards(t, c, 4)
 	q := c.createQueue("backup.fifo", map[string]string{"FifoQueue": "true"})
 	leader := c.leader()
 	via := c.nodes[(indexOf(c, leader)+1)%3]
@@ -53,7 +54,10 @@ func TestBackupThroughFollower(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, "serve", "--listen", nd.httpAddr, "--data-dir", dir)
+	// A backup taken once the cluster's shards formed holds them, and is
+	// served as a cluster member (of one), as fifoq restore says; one
+	// taken before holds the first group alone, served so as well.
+	cmd := exec.Command(binary, "serve", "--listen", nd.httpAddr, "--data-dir", dir, "--node-id", "node-1", "--raft-addr", freeAddr(t))
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -62,6 +66,11 @@ func TestBackupThroughFollower(t *testing.T) {
 	go func() { cmd.Wait(); logs.Close(); close(done) }()
 	nd.cmd, nd.done = cmd, done
 	t.Cleanup(solo.stopAll)
+	defer func() {
+		if t.Failed() {
+			t.Logf("log of the restored node:\n%s", nd.tail(30))
+		}
+	}()
 	waitReady(t, nd)
 	got := drainNumbered(t, nd, "http://"+nd.httpAddr+"/000000000000/backup.fifo")
 	if len(got) != 50 {

@@ -34,7 +34,7 @@ import (
 )
 
 var (
-	flagMemMoves = flag.Int("cluster.mem-moves", 40, "queue moves TestMovesOverFaultyNetwork makes (1000 for the issue's soak)")
+	flagMemMoves = flag.Int("cluster.mem-moves", 25, "queue moves TestMovesOverFaultyNetwork makes (1000 for the issue's soak)")
 	flagMemLogs  = flag.String("cluster.mem-logs", "", "directory to keep TestMovesOverFaultyNetwork's member logs in (default: the test's temporary one)")
 )
 
