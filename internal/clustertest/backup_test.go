@@ -44,6 +44,9 @@ func TestBackupThroughFollower(t *testing.T) {
 	// its own read answers (a read passes the read barrier).
 	file := filepath.Join(t.TempDir(), "cluster.backup")
 	waitApplied(t, via, leader)
+	// The queue is in a shard: the follower's replica of it, which the
+	// backup reads, must have applied as far as its leader too.
+	waitShardsApplied(t, c)
 	t.Logf("%s", runVia(t, via, "backup", file))
 	dir := filepath.Join(t.TempDir(), "restored")
 	runVia(t, via, "restore", "--data-dir", dir, file)
