@@ -305,17 +305,24 @@ var errRaftStopped = errors.New("raft stopped before the entry's outcome was kno
 // future stays blocked on the dead Raft; it is one per entry in flight at
 // that moment, and at most maxInflightEntries.
 func (l *Raft) await(fut raft.ApplyFuture) error {
+	return awaitUntil(fut, l.stopped, errRaftStopped)
+}
+
+// awaitUntil waits for f's outcome, or until stop closes, and then returns
+// stopped unless f has answered meanwhile. The goroutine reading f is left
+// to end when (if) Raft answers it.
+func awaitUntil(f raft.Future, stop <-chan struct{}, stopped error) error {
 	done := make(chan error, 1)
-	go func() { done <- fut.Error() }()
+	go func() { done <- f.Error() }()
 	select {
 	case err := <-done:
 		return err
-	case <-l.stopped:
+	case <-stop:
 		select {
 		case err := <-done:
 			return err
 		default:
-			return errRaftStopped
+			return stopped
 		}
 	}
 }

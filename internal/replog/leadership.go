@@ -90,18 +90,8 @@ var errClosing = errors.New("the command log is closing")
 
 // awaitFuture waits for f, or until the log closes: a barrier of a leader
 // that commits nothing waits until Raft shuts down, and Close shuts Raft
-// down only once the log's own goroutines have returned. The goroutine
-// left waiting ends when Raft's shutdown answers f.
-func (l *Raft) awaitFuture(f raft.Future) error {
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		return err
-	case <-l.quit:
-		return errClosing
-	}
-}
+// down only once the log's own goroutines have returned.
+func (l *Raft) awaitFuture(f raft.Future) error { return awaitUntil(f, l.quit, errClosing) }
 
 // fixOwnAddress updates this node's Raft address in the membership when
 // it differs from the one it listens on.
