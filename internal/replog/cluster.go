@@ -311,6 +311,7 @@ func (l *Raft) startCluster() {
 		return false
 	})
 	l.raft.RegisterObserver(c.obs)
+	l.startPace()
 	l.wg.Add(1)
 	go l.watchLeadership()
 }

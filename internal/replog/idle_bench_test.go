@@ -53,8 +53,9 @@ func BenchmarkIdleGroups(b *testing.B) {
 // each, for each count in -idle.groups, that many shards, every shard a
 // Raft group of three replicas (one a node) whose traffic goes over the
 // one session each pair of nodes keeps, as a cluster run with --shards
-// does. The first groups are part of the baseline; the figures are per
-// shard replica.
+// does, once they have been idle for idleAfter and slowed their
+// heartbeats. The first groups are part of the baseline; the figures are
+// per shard replica.
 //
 //	go test ./internal/replog -run '^$' -bench IdleShards -benchtime 1x
 func BenchmarkIdleShards(b *testing.B) {
@@ -101,7 +102,9 @@ func measureIdleShards(b *testing.B, n int) idleCost {
 		createFIFO(b, leader, c)
 		send(b, leader, c, 0)
 	}
-	time.Sleep(5 * time.Second)
+	// Past idleAfter, so that what is measured is an idle shard's pace
+	// (pace.go).
+	time.Sleep(idleAfter + 5*time.Second)
 	cost := measureIdleWindow(b, before)
 	for id := 1; id <= n; id++ {
 		var logs []*Raft

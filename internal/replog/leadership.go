@@ -39,7 +39,9 @@ func (l *Raft) watchLeadership() {
 			}
 			c.notify()
 		}
-		l.checkWedged(time.Now())
+		now := time.Now()
+		l.checkWedged(now)
+		l.keepPace(now)
 		if l.raft.State() != raft.Leader {
 			if c.readyTerm.Swap(0) != 0 {
 				c.notify()

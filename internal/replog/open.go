@@ -248,6 +248,9 @@ func (o *opening) raftConfig() *raft.Config {
 	rc.NoSnapshotRestoreOnStart = true
 	if o.cfg.Cluster != nil {
 		o.cfg.Cluster.tune(rc)
+		if o.cfg.Shard != nil {
+			rc.CommitTimeout = shardCommitTimeout
+		}
 	}
 	return rc
 }

@@ -181,6 +181,8 @@ type Raft struct {
 	// transfers follows the writes Raft refuses for a leadership transfer
 	// in progress (wedge.go).
 	transfers transferWatch
+	// pace slows an idle shard's heartbeats (pace.go).
+	pace pace
 	// handedOver: this node handed its leadership to another as it
 	// stopped (Close).
 	handedOver atomic.Bool

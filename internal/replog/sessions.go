@@ -207,7 +207,7 @@ func (s *peerSessions) session(ctx context.Context, addr string) (*yamux.Session
 		conn.Close()
 		return nil, err
 	}
-	sess, err := yamux.Client(conn, s.conf)
+	sess, err := yamux.Client(&frameConn{Conn: conn}, s.conf)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -226,7 +226,7 @@ func (s *peerSessions) accepted(conn net.Conn, peerID string) {
 		conn.Close()
 		return
 	}
-	sess, err := yamux.Server(conn, s.conf)
+	sess, err := yamux.Server(&frameConn{Conn: conn}, s.conf)
 	if err != nil {
 		conn.Close()
 		return

@@ -1,0 +1,118 @@
+package replog
+
+import (
+	"testing"
+	"time"
+)
+
+// TestIdleShardSlowsItsHeartbeats runs a shard on three nodes: once its
+// log has not grown for idleAfter, every replica raises its heartbeat
+// timeout, the shard keeps its leader and term while idle, a write brings
+// every replica back to the configured timeout, and an idle shard whose
+// leader's node stops elects another leader, which takes writes. The
+// first groups are never paced.
+func TestIdleShardSlowsItsHeartbeats(t *testing.T) {
+	was := idleAfter
+	idleAfter = time.Second
+	t.Cleanup(func() { idleAfter = was })
+
+	base := startCluster(t, 3, nil)
+	var replicas []Peer
+	nodes := make([]*shardNode, len(base))
+	for i, nd := range base {
+		replicas = append(replicas, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
+		nodes[i] = &shardNode{testNode: nd}
+	}
+	for _, nd := range nodes {
+		nd.openShards(t, 1, replicas)
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.close()
+		}
+	})
+	active := nodes[0].shards[0].raft.ReloadableConfig().HeartbeatTimeout
+	idle := time.Duration(float64(active) * idleHeartbeatFactor)
+
+	c := newClock()
+	leader := shardLeader(t, nodes, 1)
+	createFIFO(t, leader, c)
+	send(t, leader, c, 0)
+
+	waitPace(t, nodes, true, idle)
+	term := leader.raft.CurrentTerm()
+	// Idle replicas of every pace at once must not call elections: the
+	// idle leader's heartbeats come within an active follower's timeout.
+	time.Sleep(3 * idle)
+	if !leader.Leading() || leader.raft.CurrentTerm() != term {
+		t.Fatalf("the idle shard changed leader or term (term %d, was %d)", leader.raft.CurrentTerm(), term)
+	}
+	// Nor a mix: followers back at the configured timeout (as one that
+	// restarts is) while the leader's heartbeats are the idle ones.
+	for _, nd := range nodes {
+		if s := nd.shards[0]; s != leader && !s.setTiming(s.pace.active) {
+			t.Fatalf("%s: could not set the shard's timing", nd.id)
+		}
+	}
+	time.Sleep(3 * idle)
+	if !leader.Leading() || leader.raft.CurrentTerm() != term {
+		t.Fatalf("active followers of an idle leader called an election (term %d, was %d)", leader.raft.CurrentTerm(), term)
+	}
+	for _, nd := range nodes {
+		if s := nd.shards[0]; s != leader && !s.setTiming(s.pace.idle) {
+			t.Fatalf("%s: could not set the shard's timing", nd.id)
+		}
+	}
+	for _, nd := range nodes {
+		if nd.log.Idle() || nd.log.raft.ReloadableConfig().HeartbeatTimeout != active {
+			t.Fatalf("%s's first group is paced (heartbeat timeout %v)", nd.id, nd.log.raft.ReloadableConfig().HeartbeatTimeout)
+		}
+	}
+
+	send(t, leader, c, 1)
+	waitPace(t, nodes, false, active)
+
+	// Idle again, its leader's node stops: the others elect a leader.
+	waitPace(t, nodes, true, idle)
+	var down *shardNode
+	var rest []*shardNode
+	for _, nd := range nodes {
+		if nd.shards[0] == leader {
+			down = nd
+		} else {
+			rest = append(rest, nd)
+		}
+	}
+	down.close()
+	next := shardLeader(t, rest, 1)
+	send(t, next, c, 2)
+	if got := queueDepth(&testNode{log: next}); got != 3 {
+		t.Fatalf("the shard holds %d messages after failover, want 3", got)
+	}
+}
+
+// waitPace waits until every node's shard 1 is idle (or active, as
+// wantIdle says) with that heartbeat timeout.
+func waitPace(t *testing.T, nodes []*shardNode, wantIdle bool, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(10*idleAfter + 10*time.Second)
+	for {
+		done := true
+		for _, nd := range nodes {
+			s := nd.shards[0]
+			if s.Idle() != wantIdle || s.raft.ReloadableConfig().HeartbeatTimeout != timeout {
+				done = false
+			}
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, nd := range nodes {
+				t.Logf("%s: idle %v, heartbeat timeout %v", nd.id, nd.shards[0].Idle(), nd.shards[0].raft.ReloadableConfig().HeartbeatTimeout)
+			}
+			t.Fatalf("the shard's replicas are not all idle=%v with heartbeat timeout %v", wantIdle, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
