@@ -44,6 +44,9 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 type clusterCmdOptions struct {
 	endpoint, region, caCert string
 	asJSON                   bool
+	// wait bounds how long remove asks again while the member's
+	// replicas move away.
+	wait time.Duration
 }
 
 // clusterSubcommands are the words "fifoq cluster" takes first.
@@ -57,6 +60,7 @@ func clusterFlagSet(o *clusterCmdOptions, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.endpoint, "endpoint", envOr("FIFOQ_ENDPOINT", "http://127.0.0.1:9324"), "SQS endpoint URL of any member of the cluster (env FIFOQ_ENDPOINT)")
 	fs.StringVar(&o.region, "region", envOr("AWS_REGION", "us-east-1"), "region of the request signature")
 	fs.BoolVar(&o.asJSON, "json", false, "print the server's answer as JSON, as it is")
+	fs.DurationVar(&o.wait, "wait", 10*time.Minute, "how long remove waits for the member's shard replicas to move to the other members before it gives up (the move goes on)")
 	defineCACert(fs, &o.caCert)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage:
@@ -64,7 +68,7 @@ func clusterFlagSet(o *clusterCmdOptions, stderr io.Writer) *flag.FlagSet {
   fifoq cluster leader [flags]            the leader's node id and SQS endpoint
   fifoq cluster shards [flags]            each shard's leader, members, progress and queues, as the node asked sees them
   fifoq cluster add ID HOST:PORT [flags]  add a member (HOST:PORT is its --raft-addr); it votes once caught up
-  fifoq cluster remove ID [flags]         remove a member
+  fifoq cluster remove ID [flags]         remove a member, once its shard replicas have moved to the others (up to --wait)
   fifoq cluster move QUEUE_URL SHARD [flags]
                                           move a queue to another shard (its clients see retryable 503s meanwhile)
 
@@ -153,8 +157,44 @@ func clusterRun(sub string, rest []string, fs *flag.FlagSet, o clusterCmdOptions
 		status, answer, err := adminRequest(ctx, client, http.MethodPost, base+"/cluster/moves", body, cliCredential(), o.region)
 		return moveAnswer(stdout, stderr, o.asJSON, status, answer, err)
 	default: // remove
-		status, answer, err := adminRequest(ctx, client, http.MethodDelete, base+"/cluster/members/"+rest[0], nil, cliCredential(), o.region)
-		return membershipAnswer(stdout, stderr, sub, rest[0], o.asJSON, status, answer, err)
+		return removeMember(ctx, client, base, rest[0], o, stdout, stderr)
+	}
+}
+
+// removeMember removes member id. In a cluster with shards the server
+// first moves the member's replicas to the other members, answering 202
+// (server.Draining) until they have: it is asked again once a second,
+// for up to --wait, saying which shards are left as that changes. A 503
+// once the move began (a leader changing, say) is asked again too.
+func removeMember(ctx context.Context, client *http.Client, base, id string, o clusterCmdOptions, stdout, stderr io.Writer) int {
+	deadline := time.Now().Add(o.wait)
+	var draining bool
+	var said string
+	for {
+		status, answer, err := adminRequest(ctx, client, http.MethodDelete, base+"/cluster/members/"+id, nil, cliCredential(), o.region)
+		again := err == nil && (status == http.StatusAccepted || (draining && status == http.StatusServiceUnavailable))
+		if !again {
+			return membershipAnswer(stdout, stderr, "remove", id, o.asJSON, status, answer, err)
+		}
+		if status == http.StatusAccepted {
+			draining = true
+			var d server.Draining
+			if json.Unmarshal(answer, &d) == nil {
+				shards := make([]string, len(d.Shards))
+				for i, sh := range d.Shards {
+					shards[i] = strconv.FormatUint(uint64(sh), 10)
+				}
+				if line := fmt.Sprintf("%s is leaving: its replicas move to the other members; shards still to move: %s", id, strings.Join(shards, " ")); line != said {
+					fmt.Fprintln(stderr, line)
+					said = line
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(stderr, "fifoq cluster remove: %s is not removed after %v: its replicas have not all moved yet (they go on moving; run the command again to remove it once they have). The last answer: %d: %s\n", id, o.wait, status, strings.TrimSpace(string(answer)))
+			return 1
+		}
+		time.Sleep(time.Second)
 	}
 }
 

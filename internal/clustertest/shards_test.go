@@ -608,9 +608,9 @@ func drainNumberedRetrying(t *testing.T, nd *node, queueURL string, want int) []
 // to a replica, which names its leader). Every queue's messages go in
 // through one node and out through another, ListQueues through every
 // node sees every queue, and the replicas follow the membership: a sixth
-// node that joins is given its share of them, and a node removed has its
-// replicas moved to the others, each shard keeping three, while nothing
-// acknowledged is lost.
+// node that joins is given its share of them, and two nodes removed one
+// right after the other have their replicas moved to the others first,
+// each shard keeping three, while nothing acknowledged is lost.
 func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
 	c := newClusterWith(t, 5, func(i int, nd *node) { nd.args = []string{"--shards", "5"} })
 	five := &cluster{t: t, nodes: c.nodes}
@@ -695,14 +695,20 @@ func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
 	waitShards(t, c, 6)
 	drain(c.nodes)
 
-	// n2 is removed: its replicas move to the others.
+	// n2 and n3 are removed, one right after the other, and stopped as
+	// soon as each removal answers: fifoq cluster remove moves a
+	// member's replicas to the others before it removes it, so that no
+	// shard is left with two of its three replicas gone (no quorum, for
+	// good). Every shard keeps three replicas, none on n2 or n3.
 	send(2)
-	out, err := exec.Command(binary, "cluster", "remove", "n2", "--endpoint", "http://"+c.nodes[0].httpAddr).CombinedOutput()
-	if err != nil {
-		t.Fatalf("fifoq cluster remove n2: %v\n%s", err, out)
+	for _, gone := range c.nodes[1:3] {
+		out, err := exec.Command(binary, "cluster", "remove", gone.id, "--endpoint", "http://"+c.nodes[0].httpAddr).CombinedOutput()
+		if err != nil {
+			t.Fatalf("fifoq cluster remove %s: %v\n%s", gone.id, err, out)
+		}
+		c.kill(gone)
 	}
-	c.kill(c.nodes[1])
-	rest := &cluster{t: t, nodes: append([]*node{c.nodes[0]}, c.nodes[2:]...)}
+	rest := &cluster{t: t, nodes: append([]*node{c.nodes[0]}, c.nodes[3:]...)}
 	deadline = time.Now().Add(60 * time.Second)
 	for moved := false; !moved; {
 		moved = true
@@ -713,13 +719,13 @@ func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
 				continue
 			}
 			for _, sh := range st.Shards {
-				if slices.Contains(sh.Wanted, "n2") || (sh.Shard != 0 && len(sh.Wanted) != 3) {
+				if slices.Contains(sh.Wanted, "n2") || slices.Contains(sh.Wanted, "n3") || (sh.Shard != 0 && len(sh.Wanted) != 3) {
 					moved = false
 				}
 			}
 		}
 		if !moved && time.Now().After(deadline) {
-			t.Fatalf("60 s after n2's removal, the map still wants a replica on it: %+v", shardsOf(rest.nodes[0]))
+			t.Fatalf("60 s after n2's and n3's removal, the map still wants a replica on them: %+v", shardsOf(rest.nodes[0]))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -178,6 +178,11 @@ type clusterState struct {
 	// own (SetPeersClockOff): they refuse to lead, so no leadership is
 	// handed to them. Shared with the node's shards, as clockOff.
 	peersOff *atomic.Pointer[map[string]bool]
+	// unheard holds the members this node, as leader, fails to
+	// heartbeat: Raft says when a member's heartbeats start failing and
+	// when they resume. Cleared when this node stops leading.
+	unheardMu sync.Mutex
+	unheard   map[raft.ServerID]bool
 	// timeBase is what the leader's command times are held to (clamp.go).
 	timeBase atomic.Pointer[timeBase]
 	// clampWarned: the leader said it held command times back, since the
@@ -304,9 +309,13 @@ func (l *Raft) startCluster() {
 	c := l.cluster
 	c.wake = make(chan raft.Observation, 1)
 	c.obs = raft.NewObserver(c.wake, false, func(o *raft.Observation) bool {
-		switch o.Data.(type) {
+		switch d := o.Data.(type) {
 		case raft.RaftState, raft.LeaderObservation:
 			return true
+		case raft.FailedHeartbeatObservation:
+			c.setUnheard(d.PeerID, true)
+		case raft.ResumedHeartbeatObservation:
+			c.setUnheard(d.PeerID, false)
 		}
 		return false
 	})
@@ -314,6 +323,35 @@ func (l *Raft) startCluster() {
 	l.startPace()
 	l.wg.Add(1)
 	go l.watchLeadership()
+}
+
+// setUnheard notes that this leader's heartbeats to member id fail, or
+// succeed again.
+func (c *clusterState) setUnheard(id raft.ServerID, failing bool) {
+	c.unheardMu.Lock()
+	defer c.unheardMu.Unlock()
+	if failing {
+		if c.unheard == nil {
+			c.unheard = map[raft.ServerID]bool{}
+		}
+		c.unheard[id] = true
+	} else {
+		delete(c.unheard, id)
+	}
+}
+
+// isUnheard reports whether this leader's heartbeats to member id fail.
+func (c *clusterState) isUnheard(id raft.ServerID) bool {
+	c.unheardMu.Lock()
+	defer c.unheardMu.Unlock()
+	return c.unheard[id]
+}
+
+// forgetUnheard clears what this node knew as leader of its heartbeats.
+func (c *clusterState) forgetUnheard() {
+	c.unheardMu.Lock()
+	c.unheard = nil
+	c.unheardMu.Unlock()
 }
 
 // stopCluster releases what the cluster holds once Raft has shut down: the

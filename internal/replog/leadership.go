@@ -43,6 +43,7 @@ func (l *Raft) watchLeadership() {
 		l.checkWedged(now)
 		l.keepPace(now)
 		if l.raft.State() != raft.Leader {
+			c.forgetUnheard()
 			if c.readyTerm.Swap(0) != 0 {
 				c.notify()
 			}

@@ -176,10 +176,13 @@ func (l *Raft) wanted() (map[raft.ServerID]raft.Server, error) {
 // matchWanted makes one change that brings the shard's membership nearer
 // the replicas wanted. In order:
 //
-//  1. a replica on a node that is no longer a member of the cluster is
-//     removed first: such a node is gone, and a replica added before it
-//     is removed would have to catch up before the group could commit
-//     again (its quorum would count the dead replica);
+//  1. a replica not wanted on a node that is no longer a member of the
+//     cluster, or that this leader's heartbeats do not reach, is removed
+//     first: such a node is gone (or leaving while down: a member
+//     removed by fifoq cluster remove is drained first), and a replica
+//     added before it is removed would have to catch up before the
+//     group could commit again (its quorum would count the dead
+//     replica);
 //  2. a wanted replica is added (or its address corrected);
 //  3. a replica no longer wanted is removed, after the one that replaces
 //     it was added: a move between two live nodes keeps the group's
@@ -212,8 +215,8 @@ func (l *Raft) matchWanted() error {
 	self := raft.ServerID(l.cfg.NodeID)
 	const timeout = 10 * time.Second
 	for _, id := range sortedIDs(have) {
-		if _, ok := want[id]; !ok && !members[id] && id != self {
-			return l.logChange("remove the replica of a departed node", id, l.raft.RemoveServer(id, 0, timeout).Error())
+		if _, ok := want[id]; !ok && id != self && (!members[id] || l.cluster.isUnheard(id)) {
+			return l.logChange("remove the replica of a departed or unreachable node", id, l.raft.RemoveServer(id, 0, timeout).Error())
 		}
 	}
 	for _, id := range sortedIDs(want) {

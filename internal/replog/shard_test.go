@@ -4,8 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // shardNode is a cluster member with shards beside its first group.
@@ -226,4 +231,84 @@ func TestShardsFollowTheClustersMembership(t *testing.T) {
 	for id := 1; id <= 2; id++ {
 		waitShardMembers(t, nodes[1:], id, "n2", "n3", "n4")
 	}
+}
+
+// TestShardReplacesAnUnreachableReplicaFirst: a shard's map moves a
+// replica away from a member that is down but still a member (one being
+// drained by fifoq cluster remove, say). Its leader must remove that
+// replica before it adds the new one: with both, the group's quorum
+// would count the dead replica, and every write would wait for the new
+// one to catch up. No configuration in the shard's log may name both.
+func TestShardReplacesAnUnreachableReplicaFirst(t *testing.T) {
+	base := startCluster(t, 4, nil)
+	nodes := make([]*shardNode, len(base))
+	var all []Peer
+	for i, nd := range base {
+		all = append(all, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
+		nodes[i] = &shardNode{testNode: nd}
+	}
+	first := all[:3]
+	var want atomic.Pointer[[]Peer]
+	want.Store(&first)
+	for _, nd := range nodes {
+		nd.openShardsWith(t, 1, first, func(cfg *RaftConfig) { cfg.Shard.Want = func() []Peer { return *want.Load() } })
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.close()
+		}
+	})
+	c := newClock()
+	leader := shardLeader(t, nodes, 1)
+	createFIFO(t, leader, c)
+	send(t, leader, c, 0)
+
+	// A follower among the first three goes down; the map then wants
+	// its replica on n4.
+	var down *shardNode
+	var next []Peer
+	var live []*shardNode
+	for i, nd := range nodes[:3] {
+		if down == nil && nd.shards[0] != leader {
+			down = nd
+			continue
+		}
+		next = append(next, all[i])
+		live = append(live, nd)
+	}
+	next = append(next, all[3])
+	live = append(live, nodes[3])
+	down.close()
+	time.Sleep(time.Second) // the leader's heartbeats to it fail
+	want.Store(&next)
+	waitShardMembers(t, live, 1, memberIDs(peersAsMembers(next))...)
+
+	l := shardLeader(t, live, 1)
+	firstIndex, _ := l.wal.FirstIndex()
+	lastIndex, _ := l.wal.LastIndex()
+	for i := firstIndex; i <= lastIndex; i++ {
+		var e raft.Log
+		if err := l.wal.GetLog(i, &e); err != nil || e.Type != raft.LogConfiguration {
+			continue
+		}
+		conf := raft.DecodeConfiguration(e.Data)
+		var ids []string
+		for _, s := range conf.Servers {
+			ids = append(ids, string(s.ID))
+		}
+		if slices.Contains(ids, down.id) && slices.Contains(ids, "n4") {
+			t.Fatalf("entry %d's configuration %v names both the down replica %s and its replacement", i, ids, down.id)
+		}
+	}
+	send(t, l, c, 1)
+}
+
+// peersAsMembers returns peers as voting members, sorted by id.
+func peersAsMembers(peers []Peer) []Member {
+	out := make([]Member, len(peers))
+	for i, p := range peers {
+		out[i] = Member{ID: p.ID, Addr: p.Addr, Voter: true}
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }

@@ -564,18 +564,99 @@ func (s *Server) serveClusterAdd(w http.ResponseWriter, r *http.Request) {
 // serveClusterRemove removes a member.
 func (s *Server) serveClusterRemove(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	s.serveMembership(w, r, func(ctx context.Context, _ []byte) error {
+	s.serveAdminChange(w, r, "change the cluster's membership", func(ctx context.Context, _ []byte) (any, error) {
 		members, err := s.cluster.Members()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for _, m := range members {
-			if m.ID == id {
-				return s.cluster.RemoveServer(ctx, id)
+		if !slices.ContainsFunc(members, func(m replog.Member) bool { return m.ID == id }) {
+			return nil, notFound{id}
+		}
+		if s.sharded() {
+			// The member's replicas move to the others before it goes
+			// (internal/shards/leave.go): a removal at once would leave
+			// each of its shards a replica short until replaced.
+			held, err := s.holding(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if len(held) > 0 {
+				return Draining{Node: id, Shards: held, Message: fmt.Sprintf("%s is leaving: its replicas move to the other members first; ask again to remove it once they have", id)}, nil
 			}
 		}
-		return notFound{id}
+		if err := s.cluster.RemoveServer(ctx, id); err != nil {
+			return nil, err
+		}
+		if s.sharded() {
+			if err := s.shards.Drained(ctx, id); err != nil {
+				// Harmless: a mark naming a member no more, or an older
+				// incarnation of it, is not read.
+				s.logger.Warn("could not clear a removed member's leaving mark", "node_id", id, "err", err)
+			}
+		}
+		members, _ = s.cluster.Members()
+		return map[string]any{"members": members}, nil
 	})
+}
+
+// Draining answers a removal while the member's replicas move away (202
+// Accepted): the removal is made when it is asked again once no shard
+// holds a replica there. fifoq cluster remove asks until then.
+type Draining struct {
+	Node string `json:"draining"`
+	// Shards are the shards that still hold a replica on the member, or
+	// whose map still wants one there.
+	Shards  []uint32 `json:"shards"`
+	Message string   `json:"message"`
+}
+
+// holding marks member id leaving (Shards.Drain) and returns the shards
+// that hold a replica on it still: those whose map wants one there, and
+// those whose membership, as their leader sees it, names it. A shard
+// whose leader is not among the replicas the map wants, or does not
+// answer, counts as holding one: its membership is not known (a replica
+// just added may not know it yet).
+func (s *Server) holding(ctx context.Context, id string) ([]uint32, error) {
+	held, err := s.shards.Drain(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, sh := range s.shards.Named() {
+		if slices.Contains(held, sh) {
+			continue
+		}
+		members, ok := s.shardMembersByLeader(ctx, sh)
+		if !ok || slices.ContainsFunc(members, func(m replog.Member) bool { return m.ID == id }) {
+			held = append(held, sh)
+		}
+	}
+	slices.Sort(held)
+	return held, nil
+}
+
+// shardMembersByLeader returns shard sh's membership as its leader sees
+// it, asking the replicas the map wants (this node's own, if it holds
+// one, without asking); ok is false if none of them answers as leader.
+func (s *Server) shardMembersByLeader(ctx context.Context, sh uint32) (members []replog.Member, ok bool) {
+	if l, held := s.shards.Shard(sh); held && l.Leading() {
+		m, err := l.Members()
+		return m, err == nil
+	}
+	for _, p := range s.shards.Replicas(sh) {
+		if p.ID == s.status.NodeID() {
+			continue
+		}
+		theirs, err := s.askShards(ctx, p.Addr)
+		if err != nil {
+			continue
+		}
+		for _, st := range theirs.Shards {
+			if st.Shard == sh && st.Held && st.LeaderID == p.ID && len(st.Members) > 0 {
+				return st.Members, true
+			}
+		}
+	}
+	return nil, false
 }
 
 // awaitOtherLeader waits, until ctx ends, for another member than this
@@ -707,7 +788,11 @@ func (s *Server) serveAdminChange(w http.ResponseWriter, r *http.Request, what s
 	var nf notFound
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusOK, answer)
+		status := http.StatusOK
+		if _, ok := answer.(Draining); ok {
+			status = http.StatusAccepted
+		}
+		writeJSON(w, status, answer)
 	case errors.As(err, &bad):
 		writeJSONError(w, http.StatusBadRequest, err.Error())
 	case errors.As(err, &nf), errors.As(err, new(queueNotFound)):

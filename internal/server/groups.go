@@ -51,6 +51,13 @@ type Shards interface {
 	// Forget drops what the node cached of q's shard: a group answered
 	// that q moved.
 	Forget(q api.QueueKey)
+	// Drain marks member id leaving, so that the map moves its replicas
+	// to the other members, and returns the shards the map still wants
+	// a replica of on it. Only on the first group's leader
+	// (internal/shards/leave.go).
+	Drain(ctx context.Context, id string) ([]uint32, error)
+	// Drained clears member id's leaving mark once it is removed.
+	Drained(ctx context.Context, id string) error
 	// Close closes every shard (before the first group).
 	Close() error
 }

@@ -18,6 +18,9 @@
 //     The first group's leader rewrites it as the cluster's voters change
 //     (placement.Rebalance), and the shard's leader moves its replicas
 //     there (replog's followHost).
+//   - "shards/leaving/ID": member ID is being removed, and the map moves
+//     its replicas to the others first (leave.go); the value is the
+//     member's incarnation.
 //   - "shards/queue/ACCOUNT/REGION/NAME": the shard a queue lives in, set
 //     once when it is placed, and changed only by a move of the queue
 //     (move.go, which adds the records of moves under way). A queue
@@ -512,7 +515,8 @@ func (s *Set) extend() error {
 	return nil
 }
 
-// voters returns the first group's voters and their addresses.
+// voters returns the first group's voters that may hold replicas (all
+// but those leaving), and the addresses of all.
 func (s *Set) voters() ([]placement.NodeID, map[placement.NodeID]string, error) {
 	members, err := s.host.Members()
 	if err != nil {
@@ -529,7 +533,9 @@ func (s *Set) voters() ([]placement.NodeID, map[placement.NodeID]string, error) 
 	if len(voters) == 0 {
 		return nil, nil, errors.New("no voters")
 	}
-	return voters, addr, nil
+	// A member leaving (leave.go) is given no replica, and its own are
+	// moved to the others.
+	return withoutLeaving(voters, s.leaving(members)), addr, nil
 }
 
 // peerList writes nodes in the --peers form.
@@ -612,8 +618,9 @@ func (s *Set) PreferredLeaders() map[uint32]string {
 		}
 	}
 	if members, err := s.host.Members(); err == nil {
+		leaving := s.leaving(members)
 		for _, m := range members { // sorted by id
-			if m.Voter && !taken[m.ID] {
+			if m.Voter && !taken[m.ID] && !leaving[m.ID] {
 				prefs[0] = m.ID
 				break
 			}
