@@ -3,6 +3,8 @@ package replog
 import (
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // TestIdleShardSlowsItsHeartbeats runs a shard on three nodes: once its
@@ -16,21 +18,7 @@ func TestIdleShardSlowsItsHeartbeats(t *testing.T) {
 	idleAfter = time.Second
 	t.Cleanup(func() { idleAfter = was })
 
-	base := startCluster(t, 3, nil)
-	var replicas []Peer
-	nodes := make([]*shardNode, len(base))
-	for i, nd := range base {
-		replicas = append(replicas, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
-		nodes[i] = &shardNode{testNode: nd}
-	}
-	for _, nd := range nodes {
-		nd.openShards(t, 1, replicas)
-	}
-	t.Cleanup(func() {
-		for _, nd := range nodes {
-			nd.close()
-		}
-	})
+	nodes, _ := startShards(t, 3, 1)
 	active := nodes[0].shards[0].raft.ReloadableConfig().HeartbeatTimeout
 	idle := time.Duration(float64(active) * idleHeartbeatFactor)
 
@@ -49,20 +37,19 @@ func TestIdleShardSlowsItsHeartbeats(t *testing.T) {
 	}
 	// Nor a mix: followers back at the configured timeout (as one that
 	// restarts is) while the leader's heartbeats are the idle ones.
-	for _, nd := range nodes {
-		if s := nd.shards[0]; s != leader && !s.setTiming(s.pace.active) {
-			t.Fatalf("%s: could not set the shard's timing", nd.id)
+	setFollowers := func(timing func(*pace) raft.ReloadableConfig) {
+		for _, nd := range nodes {
+			if s := nd.shards[0]; s != leader && !s.setTiming(timing(&s.pace)) {
+				t.Fatalf("%s: could not set the shard's timing", nd.id)
+			}
 		}
 	}
+	setFollowers(func(p *pace) raft.ReloadableConfig { return p.active })
 	time.Sleep(3 * idle)
 	if !leader.Leading() || leader.raft.CurrentTerm() != term {
 		t.Fatalf("active followers of an idle leader called an election (term %d, was %d)", leader.raft.CurrentTerm(), term)
 	}
-	for _, nd := range nodes {
-		if s := nd.shards[0]; s != leader && !s.setTiming(s.pace.idle) {
-			t.Fatalf("%s: could not set the shard's timing", nd.id)
-		}
-	}
+	setFollowers(func(p *pace) raft.ReloadableConfig { return p.idle })
 	for _, nd := range nodes {
 		if nd.log.Idle() || nd.log.raft.ReloadableConfig().HeartbeatTimeout != active {
 			t.Fatalf("%s's first group is paced (heartbeat timeout %v)", nd.id, nd.log.raft.ReloadableConfig().HeartbeatTimeout)

@@ -55,6 +55,29 @@ func (nd *shardNode) close() {
 	}
 }
 
+// startShards starts the first groups of n nodes and opens shards
+// 1..count beside each, every shard replicated on all n; it returns the
+// nodes and the replicas. The nodes close when the test ends.
+func startShards(t *testing.T, n, count int) ([]*shardNode, []Peer) {
+	t.Helper()
+	base := startCluster(t, n, nil)
+	var replicas []Peer
+	nodes := make([]*shardNode, len(base))
+	for i, nd := range base {
+		replicas = append(replicas, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
+		nodes[i] = &shardNode{testNode: nd}
+	}
+	for _, nd := range nodes {
+		nd.openShards(t, count, replicas)
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.close()
+		}
+	})
+	return nodes, replicas
+}
+
 // shardLeader waits until some node leads shard id (1 or more) and is
 // ready, and returns its shard.
 func shardLeader(t testing.TB, nodes []*shardNode, id int) *Raft {
@@ -104,23 +127,7 @@ func memberIDs(ms []Member) []string {
 // and the nodes keep one connection per pair however many shards there
 // are.
 func TestShardsReplicateOverTheFirstGroupsConnections(t *testing.T) {
-	base := startCluster(t, 3, nil)
-	var replicas []Peer
-	for _, nd := range base {
-		replicas = append(replicas, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
-	}
-	nodes := make([]*shardNode, len(base))
-	for i, nd := range base {
-		nodes[i] = &shardNode{testNode: nd}
-	}
-	for _, nd := range nodes {
-		nd.openShards(t, 3, replicas)
-	}
-	t.Cleanup(func() {
-		for _, nd := range nodes {
-			nd.close()
-		}
-	})
+	nodes, _ := startShards(t, 3, 3)
 	c := newClock()
 	for id := 1; id <= 3; id++ {
 		l := shardLeader(t, nodes, id)
@@ -173,21 +180,11 @@ func TestShardsReplicateOverTheFirstGroupsConnections(t *testing.T) {
 // (which catches up on the shard's queue) and takes the removed one's
 // away.
 func TestShardsFollowTheClustersMembership(t *testing.T) {
-	base := startCluster(t, 3, nil)
-	var replicas []Peer
-	nodes := make([]*shardNode, len(base))
-	for i, nd := range base {
-		replicas = append(replicas, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
-		nodes[i] = &shardNode{testNode: nd}
+	nodes, replicas := startShards(t, 3, 2)
+	base := make([]*testNode, len(nodes))
+	for i, nd := range nodes {
+		base[i] = nd.testNode
 	}
-	for _, nd := range nodes {
-		nd.openShards(t, 2, replicas)
-	}
-	t.Cleanup(func() {
-		for _, nd := range nodes {
-			nd.close()
-		}
-	})
 	c := newClock()
 	l := shardLeader(t, nodes, 2)
 	createFIFO(t, l, c)
@@ -200,6 +197,7 @@ func TestShardsFollowTheClustersMembership(t *testing.T) {
 	// The joiner is not among the shards' first replicas: it bootstraps
 	// none, and waits to be added.
 	joiner.openShards(t, 2, replicas)
+	t.Cleanup(joiner.close)
 	nodes = append(nodes, joiner)
 	leader := waitLeader(t, base)
 	if err := leader.log.AddVoter(context.Background(), "n4", addr, joiner.log.Incarnation()); err != nil {
