@@ -281,6 +281,17 @@ func (l *Raft) peerClockOff(id string) bool {
 	return off != nil && (*off)[id]
 }
 
+// ErrPeerUnheard is returned by HandLeadershipTo for a member this
+// leader's heartbeats do not reach. A transfer to it could not end, and
+// hashicorp/raft's transfer can then hang for good (wedge.go).
+var ErrPeerUnheard = errors.New("this leader's heartbeats do not reach it")
+
+// PeerUnheard reports whether this node leads and its heartbeats to
+// member id fail.
+func (l *Raft) PeerUnheard(id string) bool {
+	return l.cluster != nil && l.cluster.isUnheard(raft.ServerID(id))
+}
+
 // ErrPeerClockOff is returned by HandLeadershipTo for a member whose clock
 // is off this node's: it would not lead.
 var ErrPeerClockOff = errors.New("its clock is off this node's, and it would not lead")
@@ -288,10 +299,14 @@ var ErrPeerClockOff = errors.New("its clock is off this node's, and it would not
 // HandLeadershipTo hands this leader's leadership to member id and waits
 // for it, up to timeout: how a node that leads more of its cluster's
 // groups than its share gives one away (internal/shards). A member whose
-// clock this node measured off is refused (ErrPeerClockOff).
+// clock this node measured off is refused (ErrPeerClockOff), as is one
+// its heartbeats do not reach (ErrPeerUnheard).
 func (l *Raft) HandLeadershipTo(id string, timeout time.Duration) error {
 	if l.peerClockOff(id) {
 		return fmt.Errorf("node %s: %w", id, ErrPeerClockOff)
+	}
+	if l.PeerUnheard(id) {
+		return fmt.Errorf("node %s: %w", id, ErrPeerUnheard)
 	}
 	f := l.raft.GetConfiguration()
 	if err := f.Error(); err != nil {

@@ -237,7 +237,7 @@ func (l *Raft) matchWanted() error {
 		}
 		if id == self {
 			for _, to := range sortedIDs(want) {
-				if want[to].Suffrage == raft.Voter && !l.peerClockOff(string(to)) {
+				if want[to].Suffrage == raft.Voter && !l.peerClockOff(string(to)) && !l.PeerUnheard(string(to)) {
 					return l.logChange("hand the leadership over to "+string(to)+", to leave", id, l.HandLeadershipTo(string(to), timeout))
 				}
 			}

@@ -2,6 +2,7 @@ package replog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -309,4 +310,36 @@ func peersAsMembers(peers []Peer) []Member {
 	}
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	return out
+}
+
+// TestNoLeadershipHandedToAnUnreachableMember: a leader asked to hand its
+// leadership to a member its heartbeats do not reach refuses at once and
+// keeps leading: a transfer that cannot end can hang hashicorp/raft for
+// good (wedge.go).
+func TestNoLeadershipHandedToAnUnreachableMember(t *testing.T) {
+	nodes, _ := startShards(t, 3, 1)
+	leader := shardLeader(t, nodes, 1)
+	var target *shardNode
+	for _, nd := range nodes {
+		if nd.shards[0] != leader {
+			target = nd
+			break
+		}
+	}
+	// The target's shard stops; its node, and the first group, stay.
+	target.shards[0].Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for !leader.PeerUnheard(target.id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader's heartbeats to %s's stopped shard have not failed after 10 s", target.id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	term := leader.raft.CurrentTerm()
+	if err := leader.HandLeadershipTo(target.id, 5*time.Second); !errors.Is(err, ErrPeerUnheard) {
+		t.Fatalf("hand the leadership to an unreachable member: %v, want ErrPeerUnheard", err)
+	}
+	if !leader.Leading() || leader.raft.CurrentTerm() != term {
+		t.Fatal("the leader lost its leadership to a refused hand-over")
+	}
 }
