@@ -24,7 +24,8 @@ import (
 // TestBackupThroughFollower takes a backup of a 3-node cluster through a
 // follower with `fifoq backup`, once its shards have formed, restores it
 // with `fifoq restore` into a new data dir, and serves that as a cluster
-// of one: it holds every message the cluster acknowledged, in order.
+// of one: it holds every message the cluster acknowledged before the
+// backup began, in order.
 func TestBackupThroughFollower(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
@@ -40,13 +41,11 @@ func TestBackupThroughFollower(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The follower has applied what the leader acknowledged by the time
-	// its own read answers (a read passes the read barrier).
+	// At once: the backup through a follower holds every message
+	// acknowledged before it began, though the follower's replicas, the
+	// first group's and the queue's shard's, may not have applied the
+	// last of them yet (the server's catchUp).
 	file := filepath.Join(t.TempDir(), "cluster.backup")
-	waitApplied(t, via, leader)
-	// The queue is in a shard: the follower's replica of it, which the
-	// backup reads, must have applied as far as its leader too.
-	waitShardsApplied(t, c)
 	t.Logf("%s", runVia(t, via, "backup", file))
 	dir := filepath.Join(t.TempDir(), "restored")
 	runVia(t, via, "restore", "--data-dir", dir, file)

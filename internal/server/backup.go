@@ -33,9 +33,9 @@ type backupLog interface {
 }
 
 // serveBackup streams a backup of this node's state. On a cluster member
-// it is the member's own state, as of the entries it has applied: a
-// follower serves it as well as the leader, and spares the leader the
-// work. On a member of a cluster with shards it is a backup of every
+// it is the member's own state, once it has applied what its leader had
+// committed (catchUp): a follower serves it as well as the leader, and
+// spares the leader the work. On a member of a cluster with shards it is a backup of every
 // group (backupGroups).
 func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.verifyAdmin(w, r, nil, "take a backup"); !ok {
@@ -66,6 +66,9 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 		}
 		s.logger.Info("backup taken", "groups", groups, "bytes", strconv.FormatInt(cw.n, 10))
 		return
+	}
+	if s.cluster != nil {
+		s.catchUp(r.Context(), 0, s.cluster)
 	}
 	var hdr backup.Header
 	cw := &countWriter{w: w}
@@ -99,11 +102,64 @@ func (s *Server) backupGroups(ctx context.Context, w io.Writer, first backupLog)
 			return groups, fmt.Errorf("shard %d: %w", id, err)
 		}
 	}
+	s.catchUp(ctx, 0, s.cluster)
 	err := retryPart(ctx, w, func(w io.Writer) error {
 		_, err := first.Backup(w, s.cfg.Version)
 		return err
 	})
 	return groups, err
+}
+
+// groupReplica is a node's replica of one group, as catchUp reads it.
+type groupReplica interface {
+	Leading() bool
+	Status() replog.NodeStatus
+}
+
+// backupCatchUp bounds how long a follower's replica waits to apply what
+// its leader had committed before a backup reads it.
+const backupCatchUp = 5 * time.Second
+
+// catchUp waits until this node's replica of group id (0, the first, or
+// a shard) has applied what the group's leader had committed when asked,
+// so that a backup read through a follower holds every write acknowledged
+// before it began, as one read through the leader does: a follower
+// learns that the last entries of a burst are committed only with the
+// leader's next append (a shard's CommitTimeout, 250 ms, later). A
+// leader, or a follower whose leader does not answer, is backed up as it
+// is; so is one that has not caught up within backupCatchUp.
+func (s *Server) catchUp(ctx context.Context, id uint32, g groupReplica) {
+	if g.Leading() {
+		return
+	}
+	st := g.Status()
+	if st.LeaderAddr == "" {
+		return
+	}
+	info, err := s.askNode(ctx, st.LeaderAddr)
+	if err != nil {
+		return
+	}
+	target, ok := info.CommitIndex, info.State == "Leader"
+	if id != 0 {
+		ok = false
+		for _, p := range info.Shards {
+			if p.Shard == id && p.State == "Leader" {
+				target, ok = p.CommitIndex, true
+			}
+		}
+	}
+	if !ok {
+		return
+	}
+	deadline := time.Now().Add(backupCatchUp)
+	for g.Status().AppliedIndex < target && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // backupPartWait bounds how long a backup waits for one group's part:
@@ -144,6 +200,7 @@ func (s *Server) backupShard(ctx context.Context, w io.Writer, id uint32) error 
 func (s *Server) backupShardOnce(ctx context.Context, w io.Writer, id uint32) error {
 	var tried []string
 	if l, ok := s.shards.Shard(id); ok {
+		s.catchUp(ctx, id, l)
 		cw := &countWriter{w: w}
 		_, err := l.Backup(cw, s.cfg.Version)
 		if err == nil || cw.n > 0 {
@@ -212,6 +269,7 @@ func (s *Server) serveClusterBackup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	s.catchUp(r.Context(), uint32(id), l)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	hdr, err := l.Backup(w, s.cfg.Version)
 	if err != nil {
