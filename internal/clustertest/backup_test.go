@@ -76,6 +76,11 @@ func TestBackupThroughFollower(t *testing.T) {
 	waitReady(t, nd)
 	got := drainNumbered(t, nd, "http://"+nd.httpAddr+"/000000000000/backup.fifo")
 	if len(got) != 50 {
+		if st := shardsAt(nd.httpAddr); st != nil {
+			for _, sh := range st.Shards {
+				t.Logf("restored shard %d: queues %v, fenced %v", sh.Shard, sh.Queues, sh.Fenced)
+			}
+		}
 		t.Fatalf("the restored node holds %d messages, want 50: %v", len(got), got)
 	}
 	for i, n := range got {
