@@ -40,8 +40,9 @@ import (
 // these appends cost an idle shard more than its heartbeats do, and
 // CommitTimeout cannot be reloaded as a shard goes idle. What the longer
 // wait costs is how soon a follower applies the last entries of a burst
-// (up to twice this after them): fifoq serves from leaders, so only a
-// backup read through a follower sees it.
+// (up to twice this after them): fifoq serves from leaders, and a backup
+// read through a follower first waits until it has applied what its
+// leader committed (the server's catchUp).
 const shardCommitTimeout = 250 * time.Millisecond
 
 // idleAfter is how long a shard's log must not grow before its replica
@@ -112,5 +113,5 @@ func (l *Raft) setTiming(to raft.ReloadableConfig) bool {
 }
 
 // Idle says whether this replica has slowed its heartbeats because its
-// shard is idle (pace.go).
+// shard is idle.
 func (l *Raft) Idle() bool { return l.pace.slowed.Load() }
