@@ -55,9 +55,9 @@ const noIncarnation = "-"
 // Drain marks member id leaving, so that the map moves its replicas to
 // the other members, and returns the shards whose replicas the map still
 // wants on it; none once the map has moved them all (the shards
-// themselves may not have yet: see Holding). A member that is the only
-// voter is not drained: it has nowhere to move its replicas to. Only on
-// the first group's leader.
+// themselves may not have yet: the server asks their leaders). The only
+// voter keeps its replicas, having nowhere to move them. Only on the
+// first group's leader.
 func (s *Set) Drain(ctx context.Context, id string) ([]uint32, error) {
 	members, err := s.host.Members()
 	if err != nil {
