@@ -341,6 +341,9 @@ func printShards(w io.Writer, st server.ShardsStatus) {
 			continue
 		}
 		state := sh.State
+		if sh.Idle {
+			state += " (idle)"
+		}
 		if !sh.Held {
 			// As the replica on another node sees it.
 			state = "(on " + sh.Via + ") " + sh.State

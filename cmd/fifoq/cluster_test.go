@@ -131,3 +131,17 @@ func TestStatusTableShowsIncarnations(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintShardsMarksIdle: fifoq cluster shards marks a replica that has
+// slowed its heartbeats, its shard idle, and only such a one.
+func TestPrintShardsMarksIdle(t *testing.T) {
+	var out bytes.Buffer
+	printShards(&out, server.ShardsStatus{Node: "n1", Shards: []server.ShardStatus{
+		{Shard: 0, Held: true, LeaderID: "n1", State: "Leader", Queues: []string{}},
+		{Shard: 1, Held: true, LeaderID: "n2", State: "Follower", Idle: true, Queues: []string{"000000000000/q"}},
+	}})
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) < 4 || strings.Contains(lines[2], "idle") || !strings.Contains(lines[3], "Follower (idle)") {
+		t.Fatalf("fifoq cluster shards printed:\n%s\nwant shard 1, and only it, marked (idle)", out.String())
+	}
+}

@@ -244,14 +244,17 @@ type ShardStatus struct {
 	// Wanted are the nodes the map wants the shard's replicas on (every
 	// member for shard 0), and PreferredLeader the one it wants to lead
 	// it, where the leaders spread over the nodes.
-	Wanted          []string        `json:"wanted,omitempty"`
-	PreferredLeader string          `json:"preferred_leader,omitempty"`
-	LeaderID        string          `json:"leader_id"`
-	State           string          `json:"state"` // this node's role in the group
-	Term            uint64          `json:"term"`
-	CommitIndex     uint64          `json:"commit_index"`
-	AppliedIndex    uint64          `json:"applied_index"`
-	Members         []replog.Member `json:"members,omitempty"`
+	Wanted          []string `json:"wanted,omitempty"`
+	PreferredLeader string   `json:"preferred_leader,omitempty"`
+	LeaderID        string   `json:"leader_id"`
+	State           string   `json:"state"` // this node's role in the group
+	// Idle: the replica slowed its heartbeats, its shard idle
+	// (internal/replog/pace.go).
+	Idle         bool            `json:"idle,omitempty"`
+	Term         uint64          `json:"term"`
+	CommitIndex  uint64          `json:"commit_index"`
+	AppliedIndex uint64          `json:"applied_index"`
+	Members      []replog.Member `json:"members,omitempty"`
 	// Queues are the group's queues, "ACCOUNT/NAME" (or
 	// "REGION/ACCOUNT/NAME" outside the node's region), sorted.
 	Queues []string `json:"queues"`
@@ -289,6 +292,9 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 		if g.raft != nil {
 			ns := g.raft.Status()
 			st.LeaderID, st.State, st.Term, st.CommitIndex, st.AppliedIndex = ns.LeaderID, ns.State, ns.Term, ns.CommitIndex, ns.AppliedIndex
+			if p, ok := g.raft.(interface{ Idle() bool }); ok {
+				st.Idle = p.Idle()
+			}
 			if g.raft.Clustered() {
 				st.Members, _ = g.raft.Members()
 			}
@@ -350,7 +356,7 @@ func (s *Server) fillFromReplica(ctx context.Context, st *ShardStatus) {
 		}
 		for _, sh := range theirs.Shards {
 			if sh.Shard == st.Shard && sh.Held {
-				st.Via, st.LeaderID, st.State, st.Term = p.ID, sh.LeaderID, sh.State, sh.Term
+				st.Via, st.LeaderID, st.State, st.Term, st.Idle = p.ID, sh.LeaderID, sh.State, sh.Term, sh.Idle
 				st.CommitIndex, st.AppliedIndex, st.Members, st.Queues, st.Fenced, st.Commands = sh.CommitIndex, sh.AppliedIndex, sh.Members, sh.Queues, sh.Fenced, sh.Commands
 				return
 			}
