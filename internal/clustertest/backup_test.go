@@ -59,7 +59,7 @@ func TestBackupThroughFollower(t *testing.T) {
 	// A backup taken once the cluster's shards formed holds them, and is
 	// served as a cluster member (of one), as fifoq restore says; one
 	// taken before holds the first group alone, served so as well.
-	cmd := exec.Command(binary, "serve", "--listen", nd.httpAddr, "--data-dir", dir, "--node-id", "node-1", "--raft-addr", freeAddr(t))
+	cmd := exec.Command(binary, "serve", "--listen", nd.httpAddr, "--data-dir", dir, "--node-id", "node-1", "--raft-addr", freeAddr(t), "--log-requests")
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestBackupThroughFollower(t *testing.T) {
 	t.Cleanup(solo.stopAll)
 	defer func() {
 		if t.Failed() {
-			t.Logf("log of the restored node:\n%s", nd.tail(30))
+			t.Logf("log of the restored node:\n%s", nd.tail(200))
 		}
 	}()
 	waitReady(t, nd)
