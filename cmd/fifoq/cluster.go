@@ -341,12 +341,12 @@ func printShards(w io.Writer, st server.ShardsStatus) {
 			continue
 		}
 		state := sh.State
-		if sh.Idle {
-			state += " (idle)"
-		}
 		if !sh.Held {
 			// As the replica on another node sees it.
-			state = "(on " + sh.Via + ") " + sh.State
+			state = "(on " + sh.Via + ") " + state
+		}
+		if sh.Idle {
+			state += " (idle)"
 		}
 		var voters []string
 		for _, m := range sh.Members {

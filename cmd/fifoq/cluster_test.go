@@ -133,15 +133,17 @@ func TestStatusTableShowsIncarnations(t *testing.T) {
 }
 
 // TestPrintShardsMarksIdle: fifoq cluster shards marks a replica that has
-// slowed its heartbeats, its shard idle, and only such a one.
+// slowed its heartbeats, its shard idle, and only such a one, whether it
+// is the node's own or another's it shows.
 func TestPrintShardsMarksIdle(t *testing.T) {
 	var out bytes.Buffer
 	printShards(&out, server.ShardsStatus{Node: "n1", Shards: []server.ShardStatus{
 		{Shard: 0, Held: true, LeaderID: "n1", State: "Leader", Queues: []string{}},
 		{Shard: 1, Held: true, LeaderID: "n2", State: "Follower", Idle: true, Queues: []string{"000000000000/q"}},
+		{Shard: 2, Via: "n3", LeaderID: "n3", State: "Leader", Idle: true, Queues: []string{}},
 	}})
 	lines := strings.Split(out.String(), "\n")
-	if len(lines) < 4 || strings.Contains(lines[2], "idle") || !strings.Contains(lines[3], "Follower (idle)") {
-		t.Fatalf("fifoq cluster shards printed:\n%s\nwant shard 1, and only it, marked (idle)", out.String())
+	if len(lines) < 5 || strings.Contains(lines[2], "idle") || !strings.Contains(lines[3], "Follower (idle)") || !strings.Contains(lines[4], "(on n3) Leader (idle)") {
+		t.Fatalf("fifoq cluster shards printed:\n%s\nwant shards 1 and 2 (as n3 sees it), and only they, marked (idle)", out.String())
 	}
 }
