@@ -122,7 +122,7 @@ func Initial(nodes []NodeID, shards int) (Map, error) {
 
 // PlaceQueue returns the shard a new queue goes to: the one holding the
 // fewest queues, the lowest numbered of those tied (QueueShard, with no
-// origin).
+// loads and no origin).
 func PlaceQueue(m Map) (ShardID, error) {
 	if len(m.Shards) == 0 {
 		return 0, fmt.Errorf("placement: the map has no shards")
@@ -135,24 +135,60 @@ func PlaceQueue(m Map) (ShardID, error) {
 	for _, s := range m.Queues {
 		count[s]++
 	}
-	return QueueShard(ids, count, nil, ""), nil
+	return QueueShard(ids, count, Loads{}, nil, ""), nil
+}
+
+// Loads is how busy each shard's leader has been lately, in commands
+// applied a second (Rate), as the balancer last read them. A shard whose
+// rate is within Slack commands a second, plus MinLoadGain percent, of the
+// least counts as no busier than it: loads waver, and a clear difference
+// is what a move by load would part too. The zero Loads knows of none:
+// every shard counts as idle.
+type Loads struct {
+	Rate  map[ShardID]float64
+	Slack float64
+}
+
+// near reports whether a shard of rate r is as good a home as the one of
+// the least rate, least.
+func (l Loads) near(r, least float64) bool {
+	return r <= least+l.Slack+least*MinLoadGain/100
 }
 
 // QueueShard returns the shard of ids (ascending, not empty) a new queue
-// goes to: one holding the fewest queues (count), so that the shards stay
-// even and the balancer has nothing to move; among those tied, the one
-// whose preferred leader (leaders) is origin, the node the queue's
-// creation arrived at, so that a client that uses the node it created its
-// queue through finds the queue led there and its requests are not
-// forwarded; else the lowest numbered, so that every node decides alike.
-func QueueShard(ids []ShardID, count map[ShardID]int, leaders map[ShardID]NodeID, origin NodeID) ShardID {
-	best := ids[0]
+// goes to, deciding by each of these in turn, so that every node decides
+// alike:
+//
+//   - one holding the fewest queues (count), so that the shards stay even
+//     and the balancer has nothing to move: a queue placed in a shard
+//     holding more would be moved out again by count;
+//   - among those, one of the least load (loads), so that a new queue does
+//     not join a shard whose leader is already busy while another idles,
+//     which the balancer would part only later, by a move its clients see;
+//   - among those, the one whose preferred leader (leaders) is origin, the
+//     node the queue's creation arrived at, so that a client that uses the
+//     node it created its queue through finds the queue led there and its
+//     requests are not forwarded;
+//   - else the lowest numbered.
+func QueueShard(ids []ShardID, count map[ShardID]int, loads Loads, leaders map[ShardID]NodeID, origin NodeID) ShardID {
+	fewest := count[ids[0]]
 	for _, id := range ids {
-		switch {
-		case count[id] < count[best]:
-			best = id
-		case count[id] == count[best] && origin != "" && leaders[id] == origin && leaders[best] != origin:
-			best = id
+		fewest = min(fewest, count[id])
+	}
+	least := -1.0
+	for _, id := range ids {
+		if r := loads.Rate[id]; count[id] == fewest && (least < 0 || r < least) {
+			least = r
+		}
+	}
+	var best ShardID
+	found := false
+	for _, id := range ids {
+		if count[id] != fewest || !loads.near(loads.Rate[id], least) {
+			continue
+		}
+		if !found || (origin != "" && leaders[id] == origin && leaders[best] != origin) {
+			best, found = id, true
 		}
 	}
 	return best

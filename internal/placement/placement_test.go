@@ -142,26 +142,59 @@ func TestQueueShardPrefersTheOriginsShardAmongTheEmptiest(t *testing.T) {
 	leaders := map[ShardID]NodeID{1: "n2", 2: "n3", 3: "n1"}
 	count := map[ShardID]int{}
 	for _, origin := range []NodeID{"n1", "n2", "n3"} {
-		s := QueueShard(ids, count, leaders, origin)
+		s := QueueShard(ids, count, Loads{}, leaders, origin)
 		if leaders[s] != origin {
 			t.Fatalf("a queue created through %s went to shard %d, led by %s; counts %v", origin, s, leaders[s], count)
 		}
 		count[s]++
 	}
 	// Now even: n1's next queue goes to its own shard again.
-	if s := QueueShard(ids, count, leaders, "n1"); s != 3 {
+	if s := QueueShard(ids, count, Loads{}, leaders, "n1"); s != 3 {
 		t.Fatalf("n1's fourth queue went to shard %d, want 3", s)
 	}
 	count[3]++
 	// Shard 3 holds two; n1's next goes to the lowest of the emptiest.
-	if s := QueueShard(ids, count, leaders, "n1"); s != 1 {
+	if s := QueueShard(ids, count, Loads{}, leaders, "n1"); s != 1 {
 		t.Fatalf("n1's fifth queue went to shard %d, want 1 (shard 3 holds more)", s)
 	}
-	if s := QueueShard(ids, map[ShardID]int{}, leaders, ""); s != 1 {
+	if s := QueueShard(ids, map[ShardID]int{}, Loads{}, leaders, ""); s != 1 {
 		t.Fatalf("a queue of no origin went to shard %d, want 1", s)
 	}
-	if s := QueueShard(ids, map[ShardID]int{}, leaders, "n9"); s != 1 {
+	if s := QueueShard(ids, map[ShardID]int{}, Loads{}, leaders, "n9"); s != 1 {
 		t.Fatalf("a queue from a node that leads no shard went to shard %d, want 1", s)
+	}
+}
+
+// TestQueueShardAvoidsABusyShard: among the shards holding the fewest
+// queues, a new queue goes to one of the least load, even past the shard
+// its origin leads; loads that differ by less than the slack (or
+// MinLoadGain percent) count as equal, and the queue count comes first,
+// since a queue placed where the counts are uneven would be moved out
+// again.
+func TestQueueShardAvoidsABusyShard(t *testing.T) {
+	ids := []ShardID{1, 2, 3}
+	leaders := map[ShardID]NodeID{1: "n1", 2: "n2", 3: "n3"}
+	even := map[ShardID]int{1: 2, 2: 2, 3: 2}
+	busy := Loads{Rate: map[ShardID]float64{1: 900, 2: 40, 3: 20}, Slack: 50}
+	for _, c := range []struct {
+		name   string
+		count  map[ShardID]int
+		loads  Loads
+		origin NodeID
+		want   ShardID
+	}{
+		{"the origin's shard is busy: the lowest numbered of the idle", even, busy, "n1", 2},
+		{"loads within the slack are equal: the origin's", even, busy, "n2", 2},
+		{"loads within the slack, no origin: the lowest numbered", even, busy, "", 2},
+		{"past the slack: not the origin's", even, Loads{Rate: busy.Rate, Slack: 10}, "n2", 3},
+		{"MinLoadGain percent of the least is near", even, Loads{Rate: map[ShardID]float64{1: 1190, 2: 1000, 3: 5000}}, "n1", 1},
+		{"beyond it is not", even, Loads{Rate: map[ShardID]float64{1: 1210, 2: 1000, 3: 5000}}, "n1", 2},
+		{"fewer queues win over less load", map[ShardID]int{1: 1, 2: 2, 3: 2}, busy, "n3", 1},
+		{"no loads known: the origin's", even, Loads{}, "n3", 3},
+	} {
+		if got := QueueShard(ids, c.count, c.loads, leaders, c.origin); got != c.want {
+			t.Errorf("%s: shard %d, want %d (counts %v, loads %v)", c.name, got, c.want, c.count, c.loads)
+		}
 	}
 }
 

@@ -499,6 +499,7 @@ func (s *Set) balanceQueues(st Steps) {
 	}
 	load, since := s.queueLoads(commands, now)
 	loadOf := func(q string) uint64 { return load[keys[q]] }
+	s.noteShardRates(held, loadOf, since, now)
 	why := "to even out the shards' queue counts"
 	mv, ok := placement.BalanceQueues(held, skip, loadOf)
 	if !ok {

@@ -448,3 +448,40 @@ func TestBalancingPartsBusyQueues(t *testing.T) {
 		t.Fatalf("the balanced shards were shuffled: busy-a in %d (was %d), busy-b in %d", set.Of(busyA), moved, set.Of(busyB))
 	}
 }
+
+// TestPlaceAvoidsABusyShard: with the shards' queue counts even, a new
+// queue goes to a shard the last round of balancing found idle rather
+// than to the busy one it would take by number; before any round has read
+// the loads, it takes the busy one, as nothing tells them apart.
+func TestPlaceAvoidsABusyShard(t *testing.T) {
+	defer func(r float64) { minBalancedRate = r }(minBalancedRate)
+	minBalancedRate = 1 // a few commands over a round are a clear load here
+	host, set := openMember(t, t.TempDir(), 3)
+	steps := &localSteps{set: set}
+	set.SetSteps(steps)
+	ctx := context.Background()
+	busy := queue("busy")
+	for q, id := range map[api.QueueKey]uint32{busy: 1, queue("idle-b"): 2, queue("idle-c"): 3} {
+		if err := set.setOnce(ctx, queueKey(q), strconv.Itoa(int(id))); err != nil {
+			t.Fatal(err)
+		}
+		create(t, host, set, id, q)
+	}
+	if got := set.leastLoaded(set.Named(), ""); got != 1 {
+		t.Fatalf("with no load known, a new queue would go to shard %d, want 1 (the lowest numbered)", got)
+	}
+	set.balanceQueues(steps) // the first reading: no load known yet
+	g, _ := set.Shard(1)
+	for i := range 50 {
+		send(t, g, busy, strconv.Itoa(i))
+	}
+	time.Sleep(50 * time.Millisecond) // a rate over a round that is not instant
+	set.balanceQueues(steps)
+	id, err := set.Place(ctx, queue("new"), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != 2 {
+		t.Fatalf("a new queue went to shard %d, want 2 (the lowest numbered of the idle); rates %v", id, set.shardRates.Load().rate)
+	}
+}

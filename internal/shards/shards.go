@@ -156,6 +156,10 @@ type Set struct {
 	loadCandidate  placement.QueueMove
 	movedForLoad   map[api.QueueKey]time.Time
 	lastFenceSweep time.Time
+	// shardRates: each shard's commands applied a second, as the last
+	// round of balancing read them, for Place (written by that goroutine,
+	// read by placements).
+	shardRates atomic.Pointer[shardRates]
 	// staleFences: since when each fence without its move's record was
 	// seen (liftStaleFences; touched only by the goroutine resuming
 	// moves).
@@ -749,10 +753,12 @@ func (s *Set) inFirstGroup(q api.QueueKey) (ok bool) {
 }
 
 // leastLoaded returns the shard of ids a new queue created through node
-// origin goes to (placement.QueueShard): a shard holds the queues placed
-// in it (deleted ones included: a name keeps its shard, so that it comes
-// back where its cool-down is kept). Shard 0, on every member, takes no
-// new queue once there are shards: its writes would be every node's work.
+// origin goes to (placement.QueueShard): of those holding the fewest
+// queues, one of the least load as the balancer last read the loads,
+// preferring the one origin leads. A shard holds the queues placed in it
+// (deleted ones included: a name keeps its shard, so that it comes back
+// where its cool-down is kept). Shard 0, on every member, takes no new
+// queue once there are shards: its writes would be every node's work.
 func (s *Set) leastLoaded(ids []uint32, origin string) uint32 {
 	count := map[placement.ShardID]int{}
 	s.host.Read(func(e *engine.Engine) {
@@ -770,7 +776,45 @@ func (s *Set) leastLoaded(ids []uint32, origin string) uint32 {
 	for id, node := range s.PreferredLeaders() {
 		leaders[placement.ShardID(id)] = placement.NodeID(node)
 	}
-	return uint32(placement.QueueShard(shards, count, leaders, placement.NodeID(origin)))
+	return uint32(placement.QueueShard(shards, count, s.recentLoads(time.Now()), leaders, placement.NodeID(origin)))
+}
+
+// shardRates is each shard's commands applied a second over one round of
+// balancing, and when that round read them.
+type shardRates struct {
+	rate map[placement.ShardID]float64
+	at   time.Time
+}
+
+// noteShardRates keeps the shards' rates that a round of balancing read
+// (held: each shard's queues; load: each queue's commands over since),
+// for the placements that follow.
+func (s *Set) noteShardRates(held map[placement.ShardID][]string, load func(string) uint64, since time.Duration, now time.Time) {
+	if since <= 0 {
+		return
+	}
+	rate := make(map[placement.ShardID]float64, len(held))
+	for id, qs := range held {
+		var n uint64
+		for _, q := range qs {
+			n += load(q)
+		}
+		rate[id] = float64(n) / since.Seconds()
+	}
+	s.shardRates.Store(&shardRates{rate: rate, at: now})
+}
+
+// recentLoads is what placement weighs a new queue's shard by: the rates
+// of the last round of balancing, unless it is older than three rounds
+// (this node led the first group then, and another since), in which case
+// none are known.
+func (s *Set) recentLoads(now time.Time) placement.Loads {
+	r := s.shardRates.Load()
+	every := cmp.Or(s.cfg.QueueBalance, testQueueBalance, DefaultQueueBalance)
+	if r == nil || every < 0 || now.Sub(r.at) > 3*every {
+		return placement.Loads{}
+	}
+	return placement.Loads{Rate: r.rate, Slack: minBalancedRate}
 }
 
 // Shard returns shard id's log, if this node has it open.
