@@ -86,7 +86,7 @@ func (c *clusterOptions) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCA, "raft-tls-ca", "", "CA certificate (PEM): a node refuses peers whose certificate this CA did not sign")
 	fs.DurationVar(&c.maxClockOffset, "max-clock-offset", server.DefaultMaxClockOffset, "how far a member's wall clock may be off the majority's before it refuses to lead (queue time is the leader's clock); keep clocks synchronised with NTP")
 	c.shards = node.ShardsAuto
-	fs.Var(&c.shards, "shards", "how many Raft groups (shards) hold a cluster's new queues, each on three nodes and led where the map spreads them, beside the first group (which keeps the shard map and the queues made before); each new queue goes to the shard holding the fewest; auto: one per voting member, added as members join (none for a server alone); 1 keeps every queue in the first group; shards are added, never removed")
+	fs.Var(&c.shards, "shards", "how many Raft groups (shards) hold a cluster's new queues, each on three nodes and led where the map spreads them, beside the first group (which keeps the shard map and the queues made before); each new queue goes to the shard holding the fewest queues, the least busy of those; auto: one per voting member, added as members join (none for a server alone); 1 keeps every queue in the first group; shards are added, never removed")
 	fs.BoolVar(&c.insecure, "raft-insecure", false, "allow --raft-addr beyond loopback without --raft-tls-*: anyone who can reach the port can send Raft messages that rewrite every node's state")
 }
 

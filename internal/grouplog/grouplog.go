@@ -54,8 +54,11 @@ var (
 	truncateEvery uint64 = 1024
 	// relocateAfter is how many WAL entries may lie between a group's
 	// oldest live entry and the newest before its live entries are copied
-	// forward.
-	relocateAfter uint64 = 1 << 16
+	// forward, if it has appended nothing for half as many. A group that
+	// writes compacts its own log as Raft snapshots it; one that does not
+	// (an idle shard, a replica closed as the map moved it away) never
+	// would.
+	relocateAfter uint64 = 1 << 17
 	// copyChunk bounds the bytes of entries one copy record holds.
 	copyChunk = 4 << 20
 )
@@ -86,7 +89,7 @@ type group struct {
 	first, last         uint64 // 0, 0: empty
 	runs                []run  // ascending, covering first..last exactly
 	nextFirst, nextLast uint64
-	dropped             bool
+	appendedAt          uint64 // the WAL index of its last append
 }
 
 // run is a run of a group's entries, first..last, held by one WAL entry.
@@ -293,6 +296,7 @@ func (l *Log) apply(rec record, at uint64) error {
 	case kindAppend:
 		if len(rec.entries) > 0 {
 			g.runs = append(g.runs, run{first: rec.entries[0].Index, last: rec.entries[len(rec.entries)-1].Index, at: at})
+			g.appendedAt = at
 		}
 	case kindDelete, kindDrop:
 		g.runs = clip(g.runs, first, last)
@@ -444,7 +448,7 @@ func (l *Log) upkeep() {
 			continue
 		}
 		oldest = min(oldest, g.runs[0].at)
-		if l.next-g.runs[0].at > relocateAfter {
+		if l.next-g.runs[0].at > relocateAfter && l.next-g.appendedAt > relocateAfter/2 {
 			stale = append(stale, id)
 		}
 	}
@@ -551,7 +555,12 @@ func (l *Log) getLog(id, index uint64, out *raft.Log) error {
 	l.mu.Unlock()
 	if !ok {
 		var e raft.Log
-		if err := l.wal.GetLog(at, &e); err != nil {
+		if err := l.wal.GetLog(at, &e); errors.Is(err, raft.ErrLogNotFound) {
+			// Removed since the index was read: the group deleted the
+			// entry meanwhile. Raft compares with ErrLogNotFound itself
+			// (a follower's entries gone, it sends a snapshot).
+			return raft.ErrLogNotFound
+		} else if err != nil {
 			return fmt.Errorf("grouplog: group %d: read record %d: %w", id, at, err)
 		}
 		var err error

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/grouplog"
 )
 
 var (
@@ -22,6 +23,7 @@ var (
 	activeRate   = flag.Int("active.rate", 4000, "SendMessage commands a second BenchmarkActiveGroupsFsyncs offers, over all its groups")
 	activeWindow = flag.Duration("active.window", 5*time.Second, "how long BenchmarkActiveGroupsFsyncs offers its load")
 	activeSync   = flag.Duration("active.sync-delay", 0, "time BenchmarkActiveGroupsFsyncs adds to every write of a log entry, as a slower disk's fsync would take")
+	activeShared = flag.Bool("active.shared", false, "BenchmarkActiveGroupsFsyncs: the groups keep their entries in one shared log (SharedLog), as shard replicas on a node do")
 )
 
 // BenchmarkActiveGroupsFsyncs measures what it costs a node not to share
@@ -35,9 +37,12 @@ var (
 // second, the commands per entry, and the commands per second served. It
 // asserts nothing; the figures go in docs/benchmarks.md. -active.sync-delay
 // makes every entry's write take that much longer, as on a disk whose
-// fsync is slower than this machine's.
+// fsync is slower than this machine's. -active.shared gives the groups one
+// shared log, as a node's shards have: the writes (fsyncs) are then the
+// shared log's, each carrying the entries of every group that wrote
+// meanwhile.
 //
-//	go test ./internal/replog -run '^$' -bench ActiveGroupsFsyncs -benchtime 1x [-active.sync-delay 2ms]
+//	go test ./internal/replog -run '^$' -bench ActiveGroupsFsyncs -benchtime 1x [-active.sync-delay 2ms] [-active.shared]
 func BenchmarkActiveGroupsFsyncs(b *testing.B) {
 	for _, field := range strings.Split(*activeGroups, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(field))
@@ -67,6 +72,11 @@ func offerToGroups(b *testing.B, n, rate int, window, syncDelay time.Duration) (
 	if syncDelay > 0 {
 		cfg.wrapStore = func(s raft.LogStore) raft.LogStore { return slowStore{s, syncDelay} }
 	}
+	var shared *SharedLog
+	if *activeShared {
+		shared = openSharedTest(b, b.TempDir(), syncDelay)
+		cfg.sharedLog, cfg.wrapStore = shared, nil
+	}
 	for i := range logs {
 		l, _ := openTest(b, b.TempDir(), cfg)
 		b.Cleanup(func() { l.Close() })
@@ -74,6 +84,10 @@ func offerToGroups(b *testing.B, n, rate int, window, syncDelay time.Duration) (
 		logs[i] = l
 	}
 	before, _ := obs.commits()
+	var sharedBefore uint64
+	if shared != nil {
+		sharedBefore = shared.Writes()
+	}
 	var wg sync.WaitGroup
 	var failed atomic.Int64
 	// A burst every millisecond: a ticker at the rate itself falls behind
@@ -109,7 +123,44 @@ func offerToGroups(b *testing.B, n, rate int, window, syncDelay time.Duration) (
 	for _, c := range batches[len(before):] {
 		commands += int64(c)
 	}
+	if shared != nil {
+		return int64(shared.Writes() - sharedBefore), commands, elapsed
+	}
 	return int64(len(batches) - len(before)), commands, elapsed
+}
+
+// openSharedTest opens a shared log in dir, closed when the test ends,
+// whose writes each take delay longer.
+func openSharedTest(tb testing.TB, dir string, delay time.Duration) *SharedLog {
+	tb.Helper()
+	cfg := RaftConfig{}
+	cfg.setDefaults()
+	wal, err := openWAL(dir, &cfg, newHCLogger(cfg.Logger))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var under grouplog.WAL = wal
+	if delay > 0 {
+		under = slowWAL{wal, delay}
+	}
+	log, err := grouplog.Open(under)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &SharedLog{dir: dir, wal: wal, log: log}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// slowWAL adds delay to every write of a shared log's WAL.
+type slowWAL struct {
+	*closingWAL
+	delay time.Duration
+}
+
+func (s slowWAL) StoreLogs(logs []*raft.Log) error {
+	time.Sleep(s.delay)
+	return s.closingWAL.StoreLogs(logs)
 }
 
 // slowStore adds delay to every write of log entries.

@@ -59,7 +59,7 @@ func OpenRaft(cfg RaftConfig) (_ *Raft, err error) {
 	// its checksums as it is read (one pass over the file), and refuse to
 	// start if it is damaged; Raft then takes only its index, term and
 	// configuration (NoSnapshotRestoreOnStart, raftConfig).
-	o.fsm = &fsm{eng: eng, logger: cfg.Logger, walDir: o.walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, bodies: o.wal.bodies,
+	o.fsm = &fsm{eng: eng, logger: cfg.Logger, walDir: o.walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, bodies: o.wal.bodyStore(),
 		faults: o.faults, fatalCh: make(chan struct{}), reject: cfg.rejectCommands,
 		nodeID: cfg.NodeID, region: cfg.Engine.Region}
 	if err := restoreLatestSnapshot(o.snaps, cfg.Dir, o.fsm, cfg.RestoreHeapBytes); err != nil {
@@ -151,7 +151,7 @@ type opening struct {
 
 	dirLock     *dirLock
 	walDir      string
-	wal         *closingWAL
+	wal         durableLog
 	snaps       *raft.FileSnapshotStore
 	store       *snapshotStore // snaps as Raft opens them: bodies put back in
 	faults      *faultStop
@@ -177,44 +177,29 @@ func (o *opening) lock() error {
 }
 
 // openStorage opens what the node keeps on disk beside its lock: the log
-// (raft-wal on walfs), the body store, which it gives the engine, and the
-// snapshots.
+// (raft-wal on walfs, or its group in the node's shared log for a shard
+// that has one: sharedlog.go), the body store, which it gives the engine,
+// and the snapshots.
 func (o *opening) openStorage(eng *engine.Engine) error {
 	cfg := &o.cfg
-	o.walDir = filepath.Join(cfg.Dir, "wal")
-	if err := os.MkdirAll(o.walDir, 0o750); err != nil {
-		return fmt.Errorf("create log dir %s: %w", o.walDir, err)
+	var err error
+	if o.wal, o.walDir, err = o.openLogStore(); err != nil {
+		return err
 	}
-	// The WAL does not close the meta database it opens itself, which would
-	// keep the directory locked for the life of the process; give it one we
-	// close.
-	meta := &metadb.BoltMetaDB{}
-	files, err := walfs.New(o.walDir, max(cfg.MinFreeBytes, 0), observeSegment(cfg.Observer))
-	if err != nil {
-		return fmt.Errorf("open log %s: %w", o.walDir, err)
-	}
-	segmentSize := raftwal.DefaultSegmentSize
-	if cfg.walSegmentSize > 0 {
-		segmentSize = cfg.walSegmentSize
-	}
-	// Closing o.wal closes whichever of its parts are open by then.
-	o.wal = &closingWAL{meta: meta, files: files}
 	o.undo.push(func() {
 		if err := o.wal.Close(); err != nil {
 			cfg.Logger.Warn("close the log after a failed open", "dir", o.walDir, "err", err)
 		}
 	})
-	o.wal.WAL, err = raftwal.Open(o.walDir, raftwal.WithLogger(o.hlog), raftwal.WithMetaStore(meta), raftwal.WithSegmentFiler(segment.NewFiler(o.walDir, files)), raftwal.WithSegmentSize(segmentSize))
-	if err != nil {
-		return fmt.Errorf("open log %s: %w", o.walDir, err)
-	}
 	// The engine must have no message yet: its store is set before the
 	// snapshot is restored.
-	if o.wal.bodies, err = openBodies(filepath.Join(cfg.Dir, bodiesDir), cfg.BodyFileSize); err != nil {
+	bodies, err := openBodies(filepath.Join(cfg.Dir, bodiesDir), cfg.BodyFileSize)
+	if err != nil {
 		return fmt.Errorf("open body store in %s: %w", cfg.Dir, err)
 	}
-	o.wal.bodies.observer = cfg.Observer
-	eng.SetBodyStore(o.wal.bodies)
+	o.wal.setBodies(bodies)
+	bodies.observer = cfg.Observer
+	eng.SetBodyStore(bodies)
 	o.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotsRetained, o.hlog)
 	if err == nil {
 		err = removeSpoolFiles(cfg.Dir)
@@ -223,7 +208,7 @@ func (o *opening) openStorage(eng *engine.Engine) error {
 		return fmt.Errorf("open snapshots in %s: %w", cfg.Dir, err)
 	}
 	o.faults = newFaultStop(cfg.Logger, cfg.Dir)
-	o.store = &snapshotStore{FileSnapshotStore: o.snaps, dir: cfg.Dir, bodies: o.wal.bodies, faults: o.faults}
+	o.store = &snapshotStore{FileSnapshotStore: o.snaps, dir: cfg.Dir, bodies: bodies, faults: o.faults}
 	return nil
 }
 
@@ -428,6 +413,50 @@ func (l *Raft) waitReady() error {
 	return nil
 }
 
+// durableLog is the log store a group is opened with, and the body store
+// closed with it: the group's own raft-wal (closingWAL), or its group in
+// the node's shared log (sharedGroup).
+type durableLog interface {
+	raft.LogStore
+	raft.StableStore
+	Close() error
+	// setBodies gives the log the body store it closes; bodyStore returns
+	// it.
+	setBodies(*bodies)
+	bodyStore() *bodies
+}
+
+// openWAL opens a raft-wal log in dir (created if need be) on walfs, as
+// cfg says: with the free space it keeps and the observer of its
+// segments. Closing it closes whichever of its parts are open, also after
+// an error.
+func openWAL(dir string, cfg *RaftConfig, hlog hclog.Logger) (*closingWAL, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create log dir %s: %w", dir, err)
+	}
+	// The WAL does not close the meta database it opens itself, which would
+	// keep the directory locked for the life of the process; give it one we
+	// close.
+	meta := &metadb.BoltMetaDB{}
+	files, err := walfs.New(dir, max(cfg.MinFreeBytes, 0), observeSegment(cfg.Observer))
+	if err != nil {
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	segmentSize := raftwal.DefaultSegmentSize
+	if cfg.walSegmentSize > 0 {
+		segmentSize = cfg.walSegmentSize
+	}
+	w := &closingWAL{meta: meta, files: files}
+	w.WAL, err = raftwal.Open(dir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta), raftwal.WithSegmentFiler(segment.NewFiler(dir, files)), raftwal.WithSegmentSize(segmentSize))
+	if err != nil {
+		if cerr := w.Close(); cerr != nil {
+			cfg.Logger.Warn("close the log after a failed open", "dir", dir, "err", cerr)
+		}
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	return w, nil
+}
+
 // closingWAL is the log store: a raft-wal WAL whose Close also closes its
 // meta database and the file system its segments are on.
 type closingWAL struct {
@@ -436,6 +465,9 @@ type closingWAL struct {
 	files  *walfs.FS
 	bodies *bodies // the engine's body store, closed with the log
 }
+
+func (w *closingWAL) setBodies(b *bodies) { w.bodies = b }
+func (w *closingWAL) bodyStore() *bodies  { return w.bodies }
 
 // Close closes the WAL, then the body store, its meta database and its
 // file system: those of them that are open (a failed open closes what it

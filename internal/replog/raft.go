@@ -68,6 +68,10 @@ type RaftConfig struct {
 	// to make a disk write hang, which a real disk cannot be made to do
 	// on demand.
 	wrapStore func(raft.LogStore) raft.LogStore
+	// sharedLog, if set, is a shared log a log that is not a shard keeps
+	// its entries in, as a shard given ShardConfig.Log does: tests and
+	// benchmarks use it to share one among single-node logs.
+	sharedLog *SharedLog
 	// rejectCommands, if set, makes this node's state machine refuse the
 	// entries whose commands it returns an error for, as a fifoq that
 	// cannot read them would (fsm.reject).
@@ -160,7 +164,7 @@ type Raft struct {
 	logger *slog.Logger
 	raft   *raft.Raft
 	fsm    *fsm
-	wal    *closingWAL
+	wal    durableLog
 	snaps  *raft.FileSnapshotStore
 	store  *snapshotStore // snaps as Raft opens them: bodies put back in
 	lock   *dirLock

@@ -43,6 +43,9 @@ type ShardConfig struct {
 	// leader adds and removes replicas until it has them. Nil, the
 	// shard is replicated on every member of the first group.
 	Want func() []Peer
+	// Log, if not nil, is the node's shared log: a replica whose dir has
+	// no log of its own keeps its entries there (sharedlog.go).
+	Log *SharedLog
 }
 
 // check refuses a shard config that cannot work, and sets what a shard

@@ -107,6 +107,11 @@ type Config struct {
 	// queues the shards hold, moving one at a time (balanceQueues):
 	// DefaultQueueBalance if 0, never if negative.
 	QueueBalance time.Duration
+	// SeparateLogs gives each new replica a log of its own, as replicas
+	// made before the shared log have, in place of its group in the
+	// node's shared log (Dir/shards/log; replog.SharedLog): for
+	// measuring what the sharing saves.
+	SeparateLogs bool
 }
 
 // Set is a node's shards beside its first group.
@@ -117,6 +122,9 @@ type Set struct {
 	mu     sync.RWMutex
 	open   map[uint32]*replog.Raft
 	closed bool
+	// shared is the log the replicas share, opened with the first of
+	// them (openNamed) and closed after the last (Close).
+	shared *replog.SharedLog
 	// unwanted: since when each open replica is no longer wanted here.
 	unwanted map[uint32]time.Time
 	running  atomic.Bool // some shard is open
@@ -390,9 +398,13 @@ func (s *Set) openNamed() error {
 		if open || closed || !s.wantedHere(id) {
 			continue
 		}
+		shared, err := s.sharedLog()
+		if err != nil {
+			return err
+		}
 		cfg := s.cfg.Shard
 		cfg.Dir = filepath.Join(s.cfg.Dir, "shards", strconv.FormatUint(uint64(id), 10))
-		cfg.Shard = &replog.ShardConfig{ID: id, Host: s.host, Replicas: replicas, Want: func() []replog.Peer { return s.Replicas(id) }}
+		cfg.Shard = &replog.ShardConfig{ID: id, Host: s.host, Replicas: replicas, Want: func() []replog.Peer { return s.Replicas(id) }, Log: shared}
 		if s.cfg.Observe != nil {
 			cfg.Observer = s.cfg.Observe(id)
 		}
@@ -416,6 +428,39 @@ func (s *Set) openNamed() error {
 		s.cfg.Logger.Info("shards: opened a shard", "shard", id, "dir", cfg.Dir)
 	}
 	return nil
+}
+
+// sharedLog opens the node's shared log, if it is not open yet, and drops
+// from it the groups of replicas whose dirs are gone; nil with
+// SeparateLogs.
+func (s *Set) sharedLog() (*replog.SharedLog, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shared != nil || s.cfg.SeparateLogs {
+		return s.shared, nil
+	}
+	dir := filepath.Join(s.cfg.Dir, "shards")
+	shared, err := replog.OpenSharedLog(filepath.Join(dir, "log"), s.cfg.Shard)
+	if err != nil {
+		return nil, err
+	}
+	if err := shared.Prune(dir); err != nil {
+		shared.Close()
+		return nil, fmt.Errorf("the shared log: %w", err)
+	}
+	s.shared = shared
+	return shared, nil
+}
+
+// SharedLogWrites returns how many writes (each one fsync) the node's
+// shared log has made since it opened: 0 before any replica opened.
+func (s *Set) SharedLogWrites() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.shared == nil {
+		return 0
+	}
+	return s.shared.Writes()
 }
 
 // unwantedWarn is how long a replica the map no longer wants here may
@@ -872,6 +917,11 @@ func (s *Set) Close() error {
 		}()
 	}
 	wg.Wait()
+	if s.shared != nil {
+		if err := s.shared.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("the shared log: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
