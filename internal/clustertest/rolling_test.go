@@ -151,8 +151,9 @@ func TestRollingUpgrade(t *testing.T) {
 }
 
 // newestFormat is the newest log entry format of the fifoq under test
-// (replog's entryFormatVersion): 8, the steps of a queue's move.
-const newestFormat = 8
+// (replog's entryFormatVersion): 9, shard replicas in a node's shared
+// log.
+const newestFormat = 9
 
 // createInRegion creates a standard queue through nd with a client that
 // signs for region, and returns its URL.

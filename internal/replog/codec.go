@@ -37,18 +37,23 @@ import (
 //   - Version 8: version 7, and a command may be one of the steps that
 //     move a queue between groups (engine.FenceQueueRequest,
 //     UnfenceQueueRequest, InstallQueueRequest, DropQueueRequest).
+//   - Version 9: version 8, the same layout. It says that every member
+//     keeps its new shard replicas in its node's shared log
+//     (sharedlog.go), which a fifoq before it would open as empty logs of
+//     their own: once the cluster writes it, such a fifoq is refused at
+//     its hello, as for any newer format.
 //
 // Every version is still read, so that older logs replay. Which version a
 // node writes is the cluster's choice, not the binary's: see format.go.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1 to 8)
+//	byte     version (1 to 9)
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command
 //	  bytes    the command as JSON (wireCommand, codec_v1to3.go; versions 1 to 3) or in
-//	           the binary layout of versions 4 to 8
+//	           the binary layout of versions 4 to 9
 //	4 bytes  CRC-32C of everything before it, big-endian
 //
 // Every version, present and future, keeps the first byte as the version
@@ -64,7 +69,7 @@ import (
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 8
+const entryFormatVersion = 9
 
 // minVersionSetMeta is the first version in which a command may be a
 // fifoq:SetMeta.
@@ -82,6 +87,10 @@ const minVersionShards = 7
 // minVersionMoves is the first version in which a command may be a step of
 // a queue's move (isMoveAction).
 const minVersionMoves = 8
+
+// minVersionSharedLog is the first version whose clusters keep a node's
+// new shard replicas in its shared log.
+const minVersionSharedLog = 9
 
 // isMoveAction reports whether a is one of the steps of a queue's move.
 func isMoveAction(a api.Action) bool {

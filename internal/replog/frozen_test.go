@@ -175,7 +175,8 @@ func genEmptyDedupID(t0 int64) *engine.Command {
 // every command of the older fixtures, the internal commands, (from
 // version 6) commands in another region than the server's, (from
 // version 7) a fifoq:SetMeta that sets its key only if absent, and (from
-// version 8) the steps of a queue's move.
+// version 8) the steps of a queue's move. Version 9 adds nothing to the
+// layout.
 func writeCurrentEntryFixture(t *testing.T) {
 	const t0 = 1764400000_000000000
 	eu := api.QueueKey{Region: "eu-west-1", Account: genAccount, Name: "jobs.fifo"}

@@ -281,6 +281,12 @@ func (l *Raft) WritesShardMap() bool { return byte(l.format.Load()) >= minVersio
 // every member reads it, no queue moves.
 func (l *Raft) WritesMoves() bool { return byte(l.format.Load()) >= minVersionMoves }
 
+// WritesSharedLog reports whether the cluster writes the log entry format
+// that says every member keeps its new shard replicas in its node's
+// shared log (format 9): until then a node keeps each in a log of its
+// own, which the fifoq before reads too, so that it can still be put back.
+func (l *Raft) WritesSharedLog() bool { return byte(l.format.Load()) >= minVersionSharedLog }
+
 // IsMember reports whether this node is in the group's membership as
 // this node knows it (a replica removed may never learn it was).
 func (l *Raft) IsMember() bool {

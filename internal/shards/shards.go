@@ -432,11 +432,13 @@ func (s *Set) openNamed() error {
 
 // sharedLog opens the node's shared log, if it is not open yet, and drops
 // from it the groups of replicas whose dirs are gone; nil with
-// SeparateLogs.
+// SeparateLogs, or while the cluster's format is older than 9.
 func (s *Set) sharedLog() (*replog.SharedLog, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.shared != nil || s.cfg.SeparateLogs {
+	if s.shared != nil || s.cfg.SeparateLogs || !s.host.WritesSharedLog() {
+		// Until every member reads format 9, a new replica gets a log of
+		// its own, which the fifoq before opens too.
 		return s.shared, nil
 	}
 	dir := filepath.Join(s.cfg.Dir, "shards")
