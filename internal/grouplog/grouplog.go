@@ -7,17 +7,18 @@
 // (docs/benchmarks.md, "What a log per group costs in fsyncs").
 //
 // A Log lies over one WAL (raft-wal, whose segments, fault handling and
-// space checks it keeps) whose entries are records: an append of one
-// group's entries, a copy of them, a deletion of a range of them, or the
-// drop of a group. A Group is one group's view, a raft.LogStore and
-// raft.StableStore that hashicorp/raft is given as if it were a log of its
-// own. Every write of every group goes to one goroutine, which writes all
-// that is waiting as one StoreLogs of the WAL, one fsync, and answers each
-// writer once it is durable.
+// space checks it keeps) whose entries are records: one entry of one
+// group appended, or copied forward; a range of a group's entries
+// deleted; a group dropped. A Group is one group's view, a raft.LogStore
+// and raft.StableStore that hashicorp/raft is given as if it were a log
+// of its own. Every write of every group goes to one goroutine, which
+// writes all that is waiting as one StoreLogs of the WAL, one fsync, and
+// answers each writer once it is durable.
 //
 // Each group's entries are found through an index in memory built by
-// reading the WAL once at Open: for each run of entries one record
-// appended, the WAL entry holding it. The WAL's oldest entries are removed
+// reading the WAL once at Open: runs of the group's entries held by
+// consecutive WAL entries, one Raft entry in each, so that reading an
+// entry reads its own record and nothing more. The WAL's oldest entries are removed
 // once no group's live entries are in them; a group idle for long, whose
 // entries would keep the whole WAL since them, has its live entries copied
 // to the head (relocate), so that the WAL's size follows what the groups
@@ -59,8 +60,6 @@ var (
 	// (an idle shard, a replica closed as the map moved it away) never
 	// would.
 	relocateAfter uint64 = 1 << 17
-	// copyChunk bounds the bytes of entries one copy record holds.
-	copyChunk = 4 << 20
 )
 
 // Log is the one log of many groups. Its methods and its Groups' are safe
@@ -76,7 +75,6 @@ type Log struct {
 	failed  error  // the first error of writing the WAL: every write after fails
 	next    uint64 // the WAL index the next record takes
 	first   uint64 // the WAL's first index (0: empty)
-	cache   decodeCache
 
 	writes  uint64 // StoreLogs of the WAL, each one fsync
 	stopped chan struct{}
@@ -92,11 +90,15 @@ type group struct {
 	appendedAt          uint64 // the WAL index of its last append
 }
 
-// run is a run of a group's entries, first..last, held by one WAL entry.
+// run is a run of a group's entries, first..last, held by the WAL's
+// entries at..at+last-first, one each.
 type run struct {
 	first, last uint64
-	at          uint64 // the WAL index of the record holding them
+	at          uint64 // the WAL index of the record holding entry first
 }
+
+// walIndex returns the WAL index of the record holding entry i of r.
+func (r run) walIndex(i uint64) uint64 { return r.at + i - r.first }
 
 // request is one write waiting for the writer: a record, and where its
 // outcome is sent.
@@ -295,7 +297,7 @@ func (l *Log) apply(rec record, at uint64) error {
 	switch rec.kind {
 	case kindAppend:
 		if len(rec.entries) > 0 {
-			g.runs = append(g.runs, run{first: rec.entries[0].Index, last: rec.entries[len(rec.entries)-1].Index, at: at})
+			g.runs = appendRun(g.runs, run{first: rec.entries[0].Index, last: rec.entries[len(rec.entries)-1].Index, at: at})
 			g.appendedAt = at
 		}
 	case kindDelete, kindDrop:
@@ -308,6 +310,23 @@ func (l *Log) apply(rec record, at uint64) error {
 	return nil
 }
 
+// appendRun adds r after the last of runs, extending it when r continues
+// it both in the group's indexes and in the WAL's.
+func appendRun(runs []run, r run) []run {
+	if n := len(runs); n > 0 {
+		if p := &runs[n-1]; p.last+1 == r.first && p.walIndex(r.first) == r.at {
+			p.last = r.last
+			return runs
+		}
+	}
+	return append(runs, r)
+}
+
+// part returns the part first..last of r, which must lie within it.
+func (r run) part(first, last uint64) run {
+	return run{first: first, last: last, at: r.walIndex(first)}
+}
+
 // clip returns the runs covering first..last alone (none if last is 0).
 func clip(runs []run, first, last uint64) []run {
 	if last == 0 {
@@ -318,8 +337,7 @@ func clip(runs []run, first, last uint64) []run {
 		if r.last < first || r.first > last {
 			continue
 		}
-		r.first, r.last = max(r.first, first), min(r.last, last)
-		out = append(out, r)
+		out = append(out, r.part(max(r.first, first), min(r.last, last)))
 	}
 	return out
 }
@@ -348,10 +366,10 @@ func (g *group) cover(rec record, at uint64) {
 			continue
 		}
 		if r.first < a {
-			out = append(out, run{first: r.first, last: a - 1, at: r.at})
+			out = append(out, r.part(r.first, a-1))
 		}
 		if r.last > b {
-			out = append(out, run{first: b + 1, last: r.last, at: r.at})
+			out = append(out, r.part(b+1, r.last))
 		}
 	}
 	out = append(out, run{first: a, last: b, at: at})
@@ -394,18 +412,24 @@ func (l *Log) write() {
 		start := l.next
 		l.mu.Unlock()
 
+		recs := make([]record, 0, len(batch))
+		at := make([]uint64, len(batch)) // the WAL index of each request's first record
+		for i, req := range batch {
+			at[i] = start + uint64(len(recs))
+			recs = append(recs, req.rec.split()...)
+		}
 		err := failed
 		if err == nil {
-			err = l.store(batch, start)
+			err = l.store(recs, start)
 		}
 		l.mu.Lock()
 		if err == nil {
 			for i, req := range batch {
-				if aerr := l.apply(req.rec, start+uint64(i)); aerr != nil && err == nil {
+				if aerr := l.apply(req.rec, at[i]); aerr != nil && err == nil {
 					err = aerr // the checks of submit passed: a fault of this package
 				}
 			}
-			l.next = start + uint64(len(batch))
+			l.next = start + uint64(len(recs))
 			if l.first == 0 {
 				l.first = start
 			}
@@ -424,11 +448,11 @@ func (l *Log) write() {
 	}
 }
 
-// store writes batch's records as the WAL's entries from start on.
-func (l *Log) store(batch []*request, start uint64) error {
-	entries := make([]*raft.Log, len(batch))
-	for i, req := range batch {
-		entries[i] = &raft.Log{Index: start + uint64(i), Term: 1, Type: raft.LogCommand, Data: req.rec.encode()}
+// store writes recs as the WAL's entries from start on, in one write.
+func (l *Log) store(recs []record, start uint64) error {
+	entries := make([]*raft.Log, len(recs))
+	for i, rec := range recs {
+		entries[i] = &raft.Log{Index: start + uint64(i), Term: 1, Type: raft.LogCommand, Data: rec.encode()}
 	}
 	if err := l.wal.StoreLogs(entries); err != nil {
 		return fmt.Errorf("grouplog: write %d records: %w", len(entries), err)
@@ -476,14 +500,13 @@ func (l *Log) upkeep() {
 	}
 	l.mu.Lock()
 	l.first = oldest
-	l.cache.drop(oldest)
 	l.mu.Unlock()
 }
 
-// relocate copies group id's live entries to the WAL's head, in records of
-// copyChunk bytes or so, written at once. Until all are durable the old
-// records stay where the group's index points, so a copy cut short by a
-// crash leaves the group whole.
+// relocate copies group id's live entries to the WAL's head, one record
+// each, written at once. Until all are durable the old records stay where
+// the group's index points, so a copy cut short by a crash leaves the
+// group whole.
 func (l *Log) relocate(id uint64) error {
 	l.mu.Lock()
 	g := l.groups[id]
@@ -495,32 +518,18 @@ func (l *Log) relocate(id uint64) error {
 	l.mu.Unlock()
 	// Only this goroutine writes, so the group keeps these entries while
 	// they are read (a deletion waits for it).
-	var recs []record
-	cur := record{kind: kindCopy, group: id}
-	size := 0
+	recs := make([]record, 0, last-first+1)
 	for i := first; i <= last; i++ {
 		e := new(raft.Log)
 		if err := l.getLog(id, i, e); err != nil {
 			return err
 		}
-		cur.entries = append(cur.entries, e)
-		size += len(e.Data) + len(e.Extensions) + 32
-		if size >= copyChunk {
-			recs = append(recs, cur)
-			cur, size = record{kind: kindCopy, group: id}, 0
-		}
-	}
-	if len(cur.entries) > 0 {
-		recs = append(recs, cur)
-	}
-	batch := make([]*request, len(recs))
-	for i, r := range recs {
-		batch[i] = &request{rec: r}
+		recs = append(recs, record{kind: kindCopy, group: id, entries: []*raft.Log{e}})
 	}
 	l.mu.Lock()
 	start := l.next
 	l.mu.Unlock()
-	err := l.store(batch, start)
+	err := l.store(recs, start)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
@@ -529,10 +538,10 @@ func (l *Log) relocate(id uint64) error {
 		}
 		return err
 	}
-	for i, req := range batch {
-		_ = l.apply(req.rec, start+uint64(i)) // a copy is never refused
+	for i, rec := range recs {
+		_ = l.apply(rec, start+uint64(i)) // a copy is never refused
 	}
-	l.next = start + uint64(len(batch))
+	l.next = start + uint64(len(recs))
 	l.writes++
 	return nil
 }
@@ -550,34 +559,25 @@ func (l *Log) getLog(id, index uint64, out *raft.Log) error {
 		l.mu.Unlock()
 		return fmt.Errorf("grouplog: group %d: entry %d missing from its index", id, index)
 	}
-	at := g.runs[i].at
-	rec, ok := l.cache.get(at)
+	at := g.runs[i].walIndex(index)
 	l.mu.Unlock()
-	if !ok {
-		var e raft.Log
-		if err := l.wal.GetLog(at, &e); errors.Is(err, raft.ErrLogNotFound) {
-			// Removed since the index was read: the group deleted the
-			// entry meanwhile. Raft compares with ErrLogNotFound itself
-			// (a follower's entries gone, it sends a snapshot).
-			return raft.ErrLogNotFound
-		} else if err != nil {
-			return fmt.Errorf("grouplog: group %d: read record %d: %w", id, at, err)
-		}
-		var err error
-		if rec, err = decodeRecord(e.Data); err != nil {
-			return fmt.Errorf("grouplog: record %d: %w", at, err)
-		}
-		l.mu.Lock()
-		l.cache.put(at, rec)
-		l.mu.Unlock()
+	var e raft.Log
+	if err := l.wal.GetLog(at, &e); errors.Is(err, raft.ErrLogNotFound) {
+		// Removed since the index was read: the group deleted the entry
+		// meanwhile. Raft compares with ErrLogNotFound itself (a
+		// follower's entries gone, it sends a snapshot).
+		return raft.ErrLogNotFound
+	} else if err != nil {
+		return fmt.Errorf("grouplog: group %d: read record %d: %w", id, at, err)
 	}
-	if rec.group != id || len(rec.entries) == 0 || index < rec.entries[0].Index || index-rec.entries[0].Index >= uint64(len(rec.entries)) {
+	rec, err := decodeRecord(e.Data)
+	if err != nil {
+		return fmt.Errorf("grouplog: record %d: %w", at, err)
+	}
+	if rec.group != id || len(rec.entries) != 1 || rec.entries[0].Index != index {
 		return fmt.Errorf("grouplog: record %d does not hold entry %d of group %d", at, index, id)
 	}
-	e := rec.entries[index-rec.entries[0].Index]
-	*out = *e
-	out.Data = slices.Clone(e.Data)
-	out.Extensions = slices.Clone(e.Extensions)
+	*out = *rec.entries[0]
 	return nil
 }
 
@@ -597,35 +597,4 @@ func (l *Log) bounds(id uint64) (uint64, uint64, error) {
 // stableKey is the key in the WAL's stable store of group id's key.
 func stableKey(id uint64, key []byte) []byte {
 	return append([]byte("grouplog/"+strconv.FormatUint(id, 10)+"/"), key...)
-}
-
-// decodeCache keeps the last few records read, decoded: Raft reads a
-// record's entries one at a time, in order.
-type decodeCache struct {
-	at   [8]uint64
-	recs [8]record
-	next int
-}
-
-func (c *decodeCache) get(at uint64) (record, bool) {
-	for i, a := range c.at {
-		if a == at && a != 0 {
-			return c.recs[i], true
-		}
-	}
-	return record{}, false
-}
-
-func (c *decodeCache) put(at uint64, rec record) {
-	c.at[c.next], c.recs[c.next] = at, rec
-	c.next = (c.next + 1) % len(c.at)
-}
-
-// drop forgets the records before first, removed from the WAL.
-func (c *decodeCache) drop(first uint64) {
-	for i, a := range c.at {
-		if a < first {
-			c.at[i], c.recs[i] = 0, record{}
-		}
-	}
 }

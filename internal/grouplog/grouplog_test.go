@@ -276,8 +276,8 @@ func TestGroupsShareTheWrites(t *testing.T) {
 // oldest entries are removed rather than kept for it; both groups read
 // back whole, before and after the Log is opened again.
 func TestIdleGroupIsCopiedForward(t *testing.T) {
-	defer func(r, tr uint64, c int) { relocateAfter, truncateEvery, copyChunk = r, tr, c }(relocateAfter, truncateEvery, copyChunk)
-	relocateAfter, truncateEvery, copyChunk = 64, 16, 100 // copies of a few entries each
+	defer func(r, tr uint64) { relocateAfter, truncateEvery = r, tr }(relocateAfter, truncateEvery)
+	relocateAfter, truncateEvery = 64, 16
 	dir := t.TempDir()
 	l := openLog(t, dir)
 	idle, busy := l.Group(1), l.Group(2)
@@ -307,6 +307,18 @@ func TestIdleGroupIsCopiedForward(t *testing.T) {
 	check(t, l.Group(2), 391, 400)
 	store(t, l.Group(1), 31, 31)
 	check(t, l.Group(1), 5, 31)
+	// The copied entries are deleted and replaced as any others.
+	if err := l.Group(1).DeleteRange(5, 12); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Group(1).DeleteRange(29, 31); err != nil {
+		t.Fatal(err)
+	}
+	store(t, l.Group(1), 29, 33)
+	check(t, l.Group(1), 13, 33)
+	l = reopen(t, l, dir)
+	check(t, l.Group(1), 13, 33)
+	check(t, l.Group(2), 391, 400)
 }
 
 // TestClosedLogRefuses: after Close, every call answers ErrClosed.

@@ -61,6 +61,19 @@ func (rec record) encode() []byte {
 	return b
 }
 
+// split returns rec as the records the WAL holds it in: an append or a
+// copy of several entries as one record each, anything else as itself.
+func (rec record) split() []record {
+	if (rec.kind != kindAppend && rec.kind != kindCopy) || len(rec.entries) <= 1 {
+		return []record{rec}
+	}
+	out := make([]record, len(rec.entries))
+	for i, e := range rec.entries {
+		out[i] = record{kind: rec.kind, group: rec.group, entries: []*raft.Log{e}}
+	}
+	return out
+}
+
 // errDamaged is what a record that encode did not write decodes to.
 var errDamaged = errors.New("damaged record")
 

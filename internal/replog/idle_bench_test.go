@@ -18,6 +18,7 @@ import (
 var (
 	idleGroups = flag.String("idle.groups", "1,16,64", "numbers of Raft groups BenchmarkIdleGroups runs, comma separated")
 	idleWindow = flag.Duration("idle.window", 20*time.Second, "how long BenchmarkIdleGroups measures the idle groups' CPU")
+	idleShared = flag.Bool("idle.shared", false, "BenchmarkIdleShards: each node's shards keep their entries in one shared log (SharedLog), as fifoq's do")
 )
 
 // BenchmarkIdleGroups measures what an idle Raft group costs as fifoq runs
@@ -57,7 +58,9 @@ func BenchmarkIdleGroups(b *testing.B) {
 // heartbeats. The first groups are part of the baseline; the figures are
 // per shard replica.
 //
-//	go test ./internal/replog -run '^$' -bench IdleShards -benchtime 1x
+// -idle.shared gives each node's shards one shared log, as fifoq's have.
+//
+//	go test ./internal/replog -run '^$' -bench IdleShards -benchtime 1x [-idle.shared]
 func BenchmarkIdleShards(b *testing.B) {
 	for _, field := range strings.Split(*idleGroups, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(field))
@@ -78,9 +81,13 @@ func measureIdleShards(b *testing.B, n int) idleCost {
 	waitLeader(b, base)
 	var replicas []Peer
 	nodes := make([]*shardNode, len(base))
+	shared := make([]*SharedLog, len(base))
 	for i, nd := range base {
 		replicas = append(replicas, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
 		nodes[i] = &shardNode{testNode: nd}
+		if *idleShared {
+			shared[i] = openSharedTest(b, b.TempDir(), 0) // closed after the shards (cleanups run last first)
+		}
 	}
 	b.Cleanup(func() {
 		for _, nd := range nodes {
@@ -93,8 +100,8 @@ func measureIdleShards(b *testing.B, n int) idleCost {
 	time.Sleep(5 * time.Second)
 	baseRate := float64(processCPU()-baseCPU0) / time.Since(baseStart).Seconds()
 	before := processFigures(b)
-	for _, nd := range nodes {
-		nd.openShardsWith(b, n, replicas, func(cfg *RaftConfig) { cfg.Logger = quiet })
+	for i, nd := range nodes {
+		nd.openShardsWith(b, n, replicas, func(cfg *RaftConfig) { cfg.Logger, cfg.sharedLog = quiet, shared[i] })
 	}
 	c := newClock()
 	for id := 1; id <= n; id++ {
