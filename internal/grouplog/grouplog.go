@@ -26,6 +26,7 @@
 package grouplog
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -60,6 +61,10 @@ var (
 	// (an idle shard, a replica closed as the map moved it away) never
 	// would.
 	relocateAfter uint64 = 1 << 17
+	// relocateBytes bounds the entries one upkeep copies forward: the
+	// copy holds up every group's writes while it is written, so a large
+	// group is copied over several, its oldest entries first.
+	relocateBytes = 4 << 20
 )
 
 // Log is the one log of many groups. Its methods and its Groups' are safe
@@ -377,6 +382,17 @@ func (g *group) cover(rec record, at uint64) {
 	g.runs = out
 }
 
+// oldestRecord returns the WAL index of the oldest record holding one of
+// the group's entries: not always its first entry's, once part of its
+// entries were copied forward.
+func (g *group) oldestRecord() uint64 {
+	at := g.runs[0].at
+	for _, r := range g.runs[1:] {
+		at = min(at, r.at)
+	}
+	return at
+}
+
 // whole reports whether the group's runs cover first..last, each entry
 // once.
 func (g *group) whole() bool {
@@ -471,8 +487,9 @@ func (l *Log) upkeep() {
 		if len(g.runs) == 0 {
 			continue
 		}
-		oldest = min(oldest, g.runs[0].at)
-		if l.next-g.runs[0].at > relocateAfter && l.next-g.appendedAt > relocateAfter/2 {
+		at := g.oldestRecord()
+		oldest = min(oldest, at)
+		if l.next-at > relocateAfter && l.next-g.appendedAt > relocateAfter/2 {
 			stale = append(stale, id)
 		}
 	}
@@ -503,10 +520,11 @@ func (l *Log) upkeep() {
 	l.mu.Unlock()
 }
 
-// relocate copies group id's live entries to the WAL's head, one record
-// each, written at once. Until all are durable the old records stay where
-// the group's index points, so a copy cut short by a crash leaves the
-// group whole.
+// relocate copies group id's oldest live entries, up to relocateBytes of
+// them, to the WAL's head, one record each, written at once; the next
+// upkeep copies more if the group still holds old records. Until the
+// copies are durable the old records stay where the group's index points,
+// so a copy cut short by a crash leaves the group whole.
 func (l *Log) relocate(id uint64) error {
 	l.mu.Lock()
 	g := l.groups[id]
@@ -514,17 +532,24 @@ func (l *Log) relocate(id uint64) error {
 		l.mu.Unlock()
 		return nil
 	}
-	first, last := g.first, g.last
+	// The entries of the oldest records first: after a copy cut at
+	// relocateBytes, the group's first entries are no longer its oldest.
+	runs := slices.Clone(g.runs)
 	l.mu.Unlock()
+	slices.SortFunc(runs, func(a, b run) int { return cmp.Compare(a.at, b.at) })
 	// Only this goroutine writes, so the group keeps these entries while
 	// they are read (a deletion waits for it).
-	recs := make([]record, 0, last-first+1)
-	for i := first; i <= last; i++ {
-		e := new(raft.Log)
-		if err := l.getLog(id, i, e); err != nil {
-			return err
+	var recs []record
+	size := 0
+	for _, r := range runs {
+		for i := r.first; i <= r.last && size < relocateBytes; i++ {
+			e := new(raft.Log)
+			if err := l.getLog(id, i, e); err != nil {
+				return err
+			}
+			recs = append(recs, record{kind: kindCopy, group: id, entries: []*raft.Log{e}})
+			size += len(e.Data) + len(e.Extensions) + 32
 		}
-		recs = append(recs, record{kind: kindCopy, group: id, entries: []*raft.Log{e}})
 	}
 	l.mu.Lock()
 	start := l.next

@@ -276,8 +276,8 @@ func TestGroupsShareTheWrites(t *testing.T) {
 // oldest entries are removed rather than kept for it; both groups read
 // back whole, before and after the Log is opened again.
 func TestIdleGroupIsCopiedForward(t *testing.T) {
-	defer func(r, tr uint64) { relocateAfter, truncateEvery = r, tr }(relocateAfter, truncateEvery)
-	relocateAfter, truncateEvery = 64, 16
+	defer func(r, tr uint64, b int) { relocateAfter, truncateEvery, relocateBytes = r, tr, b }(relocateAfter, truncateEvery, relocateBytes)
+	relocateAfter, truncateEvery, relocateBytes = 64, 16, 200 // a few entries a copy: several upkeeps
 	dir := t.TempDir()
 	l := openLog(t, dir)
 	idle, busy := l.Group(1), l.Group(2)
