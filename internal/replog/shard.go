@@ -285,7 +285,12 @@ func (l *Raft) WritesMoves() bool { return byte(l.format.Load()) >= minVersionMo
 // that says every member keeps its new shard replicas in its node's
 // shared log (format 9): until then a node keeps each in a log of its
 // own, which the fifoq before reads too, so that it can still be put back.
-func (l *Raft) WritesSharedLog() bool { return byte(l.format.Load()) >= minVersionSharedLog }
+// It reads the record as applied, not the format this node last took up
+// (refreshed each second): a replica the map names in an entry after the
+// raise is opened knowing of it.
+func (l *Raft) WritesSharedLog() bool {
+	return min(l.recordedFormat(), maxEntryFormat) >= minVersionSharedLog
+}
 
 // IsMember reports whether this node is in the group's membership as
 // this node knows it (a replica removed may never learn it was).
