@@ -274,7 +274,15 @@ func runNode(n *node.Node, ln net.Listener, opts serveOptions, cfg *config.File,
 	joinRefused := make(chan error, 1)
 	if opts.cluster.join != "" {
 		go func() {
-			if err := joinCluster(ctx, opts.cluster.join, opts.cluster, n.Raft.Incarnation(), clusterCredential(opts, cfg), opts.region, logger); err != nil {
+			// A member behind the log may still claim this node's id
+			// for the data dir before: once added, this node knows
+			// better than to stop at its word (replog, Raft.Admitted).
+			admitted := func() {
+				if err := n.Raft.Admitted(); err != nil {
+					logger.Warn("could not record that the cluster added this node", "err", err)
+				}
+			}
+			if err := joinCluster(ctx, opts.cluster.join, opts.cluster, n.Raft.Incarnation(), clusterCredential(opts, cfg), opts.region, logger, admitted); err != nil {
 				joinRefused <- err
 			}
 		}()

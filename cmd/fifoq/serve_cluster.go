@@ -192,11 +192,12 @@ func (c *clusterOptions) advertise(ln net.Listener, https bool) string {
 }
 
 // joinCluster asks the member at url to add this node, until it is added
-// or ctx ends. The request is signed with cred (if not zero), as
-// fifoq cluster add signs it. It returns the member's refusal when asking
-// again cannot help (400: this node is not fit to join, its region
-// another than the cluster's, say): the node should then stop.
-func joinCluster(ctx context.Context, url string, c clusterOptions, incarnation string, cred auth.Credential, region string, logger *slog.Logger) error {
+// or ctx ends, and then calls joined. The request is signed with cred (if
+// not zero), as fifoq cluster add signs it. It returns the member's
+// refusal when asking again cannot help (400: this node is not fit to
+// join, its region another than the cluster's, say): the node should then
+// stop.
+func joinCluster(ctx context.Context, url string, c clusterOptions, incarnation string, cred auth.Credential, region string, logger *slog.Logger, joined func()) error {
 	body, _ := json.Marshal(map[string]string{"id": c.nodeID, "raft_addr": c.raftAddr, "incarnation": incarnation, "region": region})
 	client, err := joinClient(c.tlsCA)
 	if err != nil {
@@ -208,6 +209,7 @@ func joinCluster(ctx context.Context, url string, c clusterOptions, incarnation 
 		status, answer, err := adminRequest(ctx, client, http.MethodPost, strings.TrimSuffix(url, "/")+"/cluster/members", body, cred, region)
 		if err == nil && status == http.StatusOK {
 			logger.Info("joined the cluster", "via", url, "node_id", c.nodeID, "raft_addr", c.raftAddr)
+			joined()
 			return nil
 		}
 		if err == nil && status == http.StatusConflict {

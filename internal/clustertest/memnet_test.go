@@ -384,7 +384,10 @@ func (c *memCluster) replace(nd *memNode) {
 			}
 			status, answer, err := memAdmin(http.MethodPost, via, "/cluster/members", body)
 			if err == nil && status == http.StatusOK {
-				return nil
+				// What fifoq serve --join does once it is added.
+				nd.mu.Lock()
+				defer nd.mu.Unlock()
+				return nd.n.Raft.Admitted()
 			}
 			if err == nil {
 				err = fmt.Errorf("%s: %d: %s", via.id, status, answer)

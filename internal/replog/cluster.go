@@ -235,6 +235,7 @@ func openTransport(cfg *RaftConfig, hlog hclog.Logger, incarnation string) (raft
 	if err != nil {
 		return "", nil, nil, err
 	}
+	loadAdmitted(cfg.Dir, mux)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:          mux,
 		MaxPool:         3,

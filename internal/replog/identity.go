@@ -46,6 +46,40 @@ import (
 // incarnationFile holds the data dir's incarnation.
 const incarnationFile = "incarnation"
 
+// admittedFile holds the incarnation a join request added the data dir's
+// node as (Raft.Admitted).
+const admittedFile = "admitted"
+
+// Admitted records that a member added this node to the cluster, as its
+// present incarnation, at its join request: until the node's own log has
+// caught up and records that itself, a member that claims another
+// incarnation for it is behind, and does not stop it (peerMux.recordsSelf).
+// The record is kept in the data dir, for a joiner restarted before it
+// caught up. `fifoq serve --join` calls it once the join is answered.
+func (l *Raft) Admitted() error {
+	if l.cluster == nil {
+		return nil
+	}
+	if err := writeFileSynced(filepath.Join(l.cfg.Dir, admittedFile), l.incarnation+"\n"); err != nil {
+		return fmt.Errorf("record that the cluster added this node: %w", err)
+	}
+	inc := l.incarnation
+	l.cluster.mux.admitted.Store(&inc)
+	return nil
+}
+
+// loadAdmitted tells mux the incarnation the data dir's node was added as
+// by a join, if it was.
+func loadAdmitted(dir string, mux *peerMux) {
+	b, err := os.ReadFile(filepath.Join(dir, admittedFile))
+	if err != nil {
+		return
+	}
+	if inc := strings.TrimSpace(string(b)); validIncarnation(inc) {
+		mux.admitted.Store(&inc)
+	}
+}
+
 // loadIncarnation returns the incarnation of the data dir dir, making one
 // if it has none: a new data dir, or one of a fifoq from before
 // incarnations (its state proves it is the same node).

@@ -370,23 +370,33 @@ func TestRestartedPeersSessionReplacesTheOld(t *testing.T) {
 // still records the old incarnation. The member's refusal stands both
 // ways, but it must not stop the node when the node's own log records its
 // new incarnation (the in-process nemesis met a rejoined member halted so).
-// A node whose log records no such thing (wiped and not added anew) is
+// Nor when its log records nothing of it yet but a join request added it
+// as its present incarnation (Raft.Admitted): a joiner in its first
+// seconds, before it has caught up. A node whose log records no such
+// thing (wiped and not added anew), or records another incarnation, is
 // still stopped, both ways.
 func TestMemberBehindDoesNotFence(t *testing.T) {
 	stale := fmt.Sprintf("%032x", 1)
 	for _, tc := range []struct {
 		name      string
 		ownRecord func(self string) string // what the node's own log records for itself
+		admitted  func(self string) string // what a join added it as ("" if none did)
 		wantFence bool
 	}{
-		{"added anew, recorded", func(self string) string { return self }, false},
-		{"wiped, not added anew", func(string) string { return "" }, true},
+		{"added anew, recorded", func(self string) string { return self }, func(string) string { return "" }, false},
+		{"added anew by a join, not caught up", func(string) string { return "" }, func(self string) string { return self }, false},
+		{"wiped, not added anew", func(string) string { return "" }, func(string) string { return "" }, true},
+		{"added as another incarnation", func(string) string { return "" }, func(string) string { return stale }, true},
+		{"added by a join, and recorded as another since", func(string) string { return fmt.Sprintf("%032x", 2) }, func(self string) string { return self }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			member := startSessionNode(t, "node-1", "127.0.0.1:0", 0, nil)
 			defer member.stop()
 			node := startSessionNode(t, "node-2", "127.0.0.1:0", 0, nil)
 			defer node.stop()
+			if inc := tc.admitted(node.mux.selfInc); inc != "" {
+				node.mux.admitted.Store(&inc)
+			}
 			var fenced atomic.Int32
 			noFormat := func(byte) string { return "" }
 			// The member is behind: it records the old incarnation of

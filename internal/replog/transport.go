@@ -84,6 +84,10 @@ type peerMux struct {
 	// every hello; checks, once the log runs, judges the hellos.
 	selfID, selfInc string
 	checks          atomic.Pointer[peerChecks]
+	// admitted is the incarnation a join request added this node as
+	// (Raft.Admitted), if one did: until its own log records it, a
+	// member claiming another one for it is behind (recordsSelf).
+	admitted atomic.Pointer[string]
 	// legacy holds the addresses whose node answered a hello by closing
 	// the connection: a fifoq from before incarnations, dialed without.
 	legacy sync.Map
@@ -223,13 +227,20 @@ func (m *peerMux) sniff(conn net.Conn) {
 }
 
 // recordsSelf reports whether this node's own log, as applied here,
-// records this node's incarnation as its id's. A member that then claims
-// another incarnation for it is behind that log: the node was removed and
-// added anew, with a new data dir, and the member has not applied it yet.
-// Its refusal stands, but does not stop this node.
+// records this node's incarnation as its id's, or records none yet and a
+// join request added this node as that incarnation (a joiner that has not
+// caught up). A member that then claims another incarnation for it is
+// behind: the node was removed and added anew, with a new data dir, and
+// the member has not applied it yet. Its refusal stands, but does not
+// stop this node. A node wiped and started again without a join has no
+// such record, and is stopped.
 func (m *peerMux) recordsSelf(c *peerChecks) bool {
 	rec, _ := c.recorded(m.selfID)
-	return rec != "" && rec == m.selfInc
+	if rec == "" {
+		admitted := m.admitted.Load()
+		return admitted != nil && *admitted == m.selfInc
+	}
+	return rec == m.selfInc
 }
 
 // answerHello reads a dialer's hello from conn and answers it: whether
