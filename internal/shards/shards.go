@@ -107,11 +107,6 @@ type Config struct {
 	// queues the shards hold, moving one at a time (balanceQueues):
 	// DefaultQueueBalance if 0, never if negative.
 	QueueBalance time.Duration
-	// SeparateLogs gives each new replica a log of its own, as replicas
-	// made before the shared log have, in place of its group in the
-	// node's shared log (Dir/shards/log; replog.SharedLog): for
-	// measuring what the sharing saves.
-	SeparateLogs bool
 }
 
 // Set is a node's shards beside its first group.
@@ -123,8 +118,11 @@ type Set struct {
 	open   map[uint32]*replog.Raft
 	closed bool
 	// shared is the log the replicas share, opened with the first of
-	// them (openNamed) and closed after the last (Close).
-	shared *replog.SharedLog
+	// them (openNamed) and closed after the last (Close); sharedMu guards
+	// it, apart from mu, so that opening it (reading the whole log) holds
+	// up no lookup of a shard.
+	sharedMu sync.Mutex
+	shared   *replog.SharedLog
 	// unwanted: since when each open replica is no longer wanted here.
 	unwanted map[uint32]time.Time
 	running  atomic.Bool // some shard is open
@@ -430,13 +428,14 @@ func (s *Set) openNamed() error {
 	return nil
 }
 
-// sharedLog opens the node's shared log, if it is not open yet, and drops
-// from it the groups of replicas whose dirs are gone; nil with
-// SeparateLogs, or while the cluster's format is older than 9.
+// sharedLog opens the node's shared log (Dir/shards/log;
+// replog.SharedLog), if it is not open yet, and drops from it the groups
+// of replicas whose dirs are gone; nil while the cluster's format is older
+// than 9.
 func (s *Set) sharedLog() (*replog.SharedLog, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shared != nil || s.cfg.SeparateLogs || !s.host.WritesSharedLog() {
+	s.sharedMu.Lock()
+	defer s.sharedMu.Unlock()
+	if s.shared != nil || !s.host.WritesSharedLog() {
 		// Until every member reads format 9, a new replica gets a log of
 		// its own, which the fifoq before opens too.
 		return s.shared, nil
@@ -454,11 +453,11 @@ func (s *Set) sharedLog() (*replog.SharedLog, error) {
 	return shared, nil
 }
 
-// SharedLogWrites returns how many writes (each one fsync) the node's
+// sharedLogWrites returns how many writes (each one fsync) the node's
 // shared log has made since it opened: 0 before any replica opened.
-func (s *Set) SharedLogWrites() uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *Set) sharedLogWrites() uint64 {
+	s.sharedMu.Lock()
+	defer s.sharedMu.Unlock()
 	if s.shared == nil {
 		return 0
 	}
@@ -919,11 +918,13 @@ func (s *Set) Close() error {
 		}()
 	}
 	wg.Wait()
+	s.sharedMu.Lock()
 	if s.shared != nil {
 		if err := s.shared.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("the shared log: %w", err))
 		}
 	}
+	s.sharedMu.Unlock()
 	return errors.Join(errs...)
 }
 

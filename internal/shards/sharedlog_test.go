@@ -47,7 +47,7 @@ func TestReplicasShareOneLog(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	writes := set.SharedLogWrites()
+	writes := set.sharedLogWrites()
 	t.Logf("%d sends to %d shards took %d writes of the shared log", sends*len(queues), len(queues), writes)
 	if writes == 0 || writes >= uint64(sends*len(queues)) {
 		t.Fatalf("%d sends to %d shards took %d writes of the shared log: not shared", sends*len(queues), len(queues), writes)
