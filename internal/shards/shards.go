@@ -441,7 +441,13 @@ func (s *Set) sharedLog() (*replog.SharedLog, error) {
 		return s.shared, nil
 	}
 	dir := filepath.Join(s.cfg.Dir, "shards")
-	shared, err := replog.OpenSharedLog(filepath.Join(dir, "log"), s.cfg.Shard)
+	cfg := s.cfg.Shard
+	if s.cfg.Observe != nil {
+		// The shared log tells its observer of its segments alone, which
+		// count for the node, as the first group's do.
+		cfg.Observer = s.cfg.Observe(0)
+	}
+	shared, err := replog.OpenSharedLog(filepath.Join(dir, "log"), cfg)
 	if err != nil {
 		return nil, err
 	}
