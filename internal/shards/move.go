@@ -175,7 +175,29 @@ func (s *Set) Move(ctx context.Context, q api.QueueKey, to uint32) (uint32, erro
 		}
 		return from, err
 	}
+	s.noteMoved(q, time.Now())
 	return from, nil
+}
+
+// noteMoved records that q moved at now, for the balancer (recentlyMoved),
+// and forgets the moves older than movedQuiet.
+func (s *Set) noteMoved(q api.QueueKey, now time.Time) {
+	s.movedMu.Lock()
+	defer s.movedMu.Unlock()
+	for k, at := range s.moved {
+		if now.Sub(at) >= movedQuiet {
+			delete(s.moved, k)
+		}
+	}
+	s.moved[q] = now
+}
+
+// recentlyMoved reports whether q moved less than movedQuiet before now.
+func (s *Set) recentlyMoved(q api.QueueKey, now time.Time) bool {
+	s.movedMu.Lock()
+	defer s.movedMu.Unlock()
+	at, ok := s.moved[q]
+	return ok && now.Sub(at) < movedQuiet
 }
 
 // newMoveID names a move: unique, so that a step of one move is never
@@ -399,6 +421,13 @@ var minBalancedRate = 50.0
 // read in the round after a move are of part of a round.
 const loadMoveQuiet = 10 * time.Minute
 
+// movedQuiet is how long the balancer leaves a queue that moved for any
+// reason where it went: moved beside its partner in a redrive, or by an
+// operator, it would otherwise often be the one the counts ask to move
+// back (it is the newest and least loaded of its shard), a second fence
+// for its clients for nothing.
+const movedQuiet = 10 * time.Minute
+
 // shardQueue is a queue as one shard's replica holds it: its readings of
 // commands applied are compared only with the same shard's.
 type shardQueue struct {
@@ -485,7 +514,7 @@ func (s *Set) balanceQueues(st Steps) {
 	skip := func(q string) bool {
 		until, unmovable := s.unmovable[keys[q]]
 		moved, recent := s.movedForLoad[keys[q]]
-		return (unmovable && now.Before(until)) || (recent && now.Sub(moved) < loadMoveQuiet)
+		return (unmovable && now.Before(until)) || (recent && now.Sub(moved) < loadMoveQuiet) || s.recentlyMoved(keys[q], now)
 	}
 	// The first group takes no new queue; those it kept from before the
 	// cluster had shards go, one a round, to the emptiest shard.

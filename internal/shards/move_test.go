@@ -485,3 +485,39 @@ func TestPlaceAvoidsABusyShard(t *testing.T) {
 		t.Fatalf("a new queue went to shard %d, want 2 (the lowest numbered of the idle); rates %v", id, set.shardRates.Load().rate)
 	}
 }
+
+// TestBalancerLeavesAMovedQueue: a queue just moved (beside its partner
+// in a redrive, or by an operator) leaves the shard counts uneven; the
+// balancer evens them out with another queue, not by moving the one that
+// just moved straight back, which would fence its clients again for
+// nothing (and undo the move an operator asked for).
+func TestBalancerLeavesAMovedQueue(t *testing.T) {
+	host, set := openMember(t, t.TempDir(), 3)
+	steps := &localSteps{set: set}
+	set.SetSteps(steps)
+	ctx := context.Background()
+	moved := queue("moved")
+	busy := []api.QueueKey{queue("busy-a"), queue("busy-b")}
+	for q, id := range map[api.QueueKey]uint32{moved: 1, busy[0]: 2, busy[1]: 2, queue("other"): 3} {
+		if err := set.setOnce(ctx, queueKey(q), strconv.Itoa(int(id))); err != nil {
+			t.Fatal(err)
+		}
+		create(t, host, set, id, q)
+	}
+	for _, q := range busy { // the queue moved is the least loaded of shard 2
+		g, _ := set.Shard(2)
+		for i := range 5 {
+			send(t, g, q, q.Name+strconv.Itoa(i))
+		}
+	}
+	if _, err := set.Move(ctx, moved, 2); err != nil {
+		t.Fatal(err)
+	}
+	set.balanceQueues(steps) // shard 1 holds none, shard 2 three
+	if got := set.Of(moved); got != 2 {
+		t.Fatalf("the balancer moved the queue just moved to shard 2 on to shard %d", got)
+	}
+	if set.Of(busy[0]) != 1 && set.Of(busy[1]) != 1 {
+		t.Fatalf("the balancer did not even the counts out with another queue: busy-a in %d, busy-b in %d", set.Of(busy[0]), set.Of(busy[1]))
+	}
+}

@@ -162,6 +162,11 @@ type Set struct {
 	loadCandidate  placement.QueueMove
 	movedForLoad   map[api.QueueKey]time.Time
 	lastFenceSweep time.Time
+	// moved: when each queue last moved, by whatever asked (the balancer,
+	// a redrive's colocation, an operator); written by Move, read by the
+	// balancer, which leaves such a queue where it went (movedMu).
+	movedMu sync.Mutex
+	moved   map[api.QueueKey]time.Time
 	// shardRates: each shard's commands applied a second, as the last
 	// round of balancing read them, for Place (written by that goroutine,
 	// read by placements).
@@ -193,6 +198,7 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, unwanted: map[uint32]time.Time{}, quit: make(chan struct{}),
 		halted: make(chan struct{}), unwatch: map[uint32]chan struct{}{}, unmovable: map[api.QueueKey]time.Time{},
 		movedForLoad:     map[api.QueueKey]time.Time{},
+		moved:            map[api.QueueKey]time.Time{},
 		lastQueueBalance: time.Now()}
 	s.refreshAddrs()
 	if err := s.openNamed(); err != nil {
