@@ -225,9 +225,8 @@ func (l *Log) submit(rec record) error {
 	g := l.groups[rec.group]
 	if g == nil {
 		g = &group{}
-		l.groups[rec.group] = g
 	}
-	nf, nl, err := g.after(rec, g.nextFirst, g.nextLast)
+	nf, nl, err := rangeAfter(rec, g.nextFirst, g.nextLast)
 	if err != nil {
 		l.mu.Unlock()
 		return err
@@ -237,6 +236,7 @@ func (l *Log) submit(rec record) error {
 		return nil // deletes nothing
 	}
 	g.nextFirst, g.nextLast = nf, nl
+	l.groups[rec.group] = g
 	req := &request{rec: rec, done: make(chan error, 1)}
 	l.pending = append(l.pending, req)
 	l.cond.Signal()
@@ -244,11 +244,12 @@ func (l *Log) submit(rec record) error {
 	return <-req.done
 }
 
-// after returns the range a group of entries first..last holds once rec
-// is applied, or why rec cannot be: an append must follow the group's last
-// entry (any index, if the group is empty), a deletion take a prefix or a
-// suffix, as raft.LogStore's callers do.
-func (g *group) after(rec record, first, last uint64) (uint64, uint64, error) {
+// rangeAfter returns the range a group of entries first..last holds once
+// rec (an append, a deletion or a drop) is applied, or why rec cannot be:
+// an append must follow the group's last entry (any index, if the group
+// is empty), a deletion take a prefix or a suffix, as raft.LogStore's
+// callers do.
+func rangeAfter(rec record, first, last uint64) (uint64, uint64, error) {
 	switch rec.kind {
 	case kindAppend:
 		if len(rec.entries) == 0 {
@@ -262,8 +263,6 @@ func (g *group) after(rec record, first, last uint64) (uint64, uint64, error) {
 			first = a
 		}
 		return first, b, nil
-	case kindCopy:
-		return first, last, nil
 	case kindDelete:
 		lo, hi := rec.min, rec.max
 		switch {
@@ -295,7 +294,7 @@ func (l *Log) apply(rec record, at uint64) error {
 		g.cover(rec, at)
 		return nil
 	}
-	first, last, err := g.after(rec, g.first, g.last)
+	first, last, err := rangeAfter(rec, g.first, g.last)
 	if err != nil {
 		return err
 	}

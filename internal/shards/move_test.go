@@ -406,13 +406,9 @@ func TestBalancingPartsBusyQueues(t *testing.T) {
 	host, set := openMember(t, t.TempDir(), 3)
 	steps := &localSteps{set: set}
 	set.SetSteps(steps)
-	ctx := context.Background()
 	busyA, busyB := queue("busy-a"), queue("busy-b")
 	for q, id := range map[api.QueueKey]uint32{busyA: 1, busyB: 1, queue("idle-c"): 2, queue("idle-d"): 3} {
-		if err := set.setOnce(ctx, queueKey(q), strconv.Itoa(int(id))); err != nil {
-			t.Fatal(err)
-		}
-		create(t, host, set, id, q)
+		placeAt(t, host, set, id, q)
 	}
 	work := func(round int) {
 		for _, q := range []api.QueueKey{busyA, busyB} {
@@ -462,10 +458,7 @@ func TestPlaceAvoidsABusyShard(t *testing.T) {
 	ctx := context.Background()
 	busy := queue("busy")
 	for q, id := range map[api.QueueKey]uint32{busy: 1, queue("idle-b"): 2, queue("idle-c"): 3} {
-		if err := set.setOnce(ctx, queueKey(q), strconv.Itoa(int(id))); err != nil {
-			t.Fatal(err)
-		}
-		create(t, host, set, id, q)
+		placeAt(t, host, set, id, q)
 	}
 	if got := set.leastLoaded(set.Named(), ""); got != 1 {
 		t.Fatalf("with no load known, a new queue would go to shard %d, want 1 (the lowest numbered)", got)
@@ -499,10 +492,7 @@ func TestBalancerLeavesAMovedQueue(t *testing.T) {
 	moved := queue("moved")
 	busy := []api.QueueKey{queue("busy-a"), queue("busy-b")}
 	for q, id := range map[api.QueueKey]uint32{moved: 1, busy[0]: 2, busy[1]: 2, queue("other"): 3} {
-		if err := set.setOnce(ctx, queueKey(q), strconv.Itoa(int(id))); err != nil {
-			t.Fatal(err)
-		}
-		create(t, host, set, id, q)
+		placeAt(t, host, set, id, q)
 	}
 	for _, q := range busy { // the queue moved is the least loaded of shard 2
 		g, _ := set.Shard(2)

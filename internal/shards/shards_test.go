@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +72,16 @@ func create(t *testing.T, host *replog.Raft, set *Set, id uint32, q api.QueueKey
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// placeAt records q's shard as id in the map, as a placement would, and
+// creates q there.
+func placeAt(t *testing.T, host *replog.Raft, set *Set, id uint32, q api.QueueKey) {
+	t.Helper()
+	if err := set.setOnce(t.Context(), queueKey(q), strconv.Itoa(int(id))); err != nil {
+		t.Fatal(err)
+	}
+	create(t, host, set, id, q)
 }
 
 // TestPlaceSpreadsQueuesAndKeepsTheirShard places queues in a member with

@@ -26,10 +26,7 @@ func TestReplicasShareOneLog(t *testing.T) {
 	queues := map[uint32]api.QueueKey{}
 	for _, id := range set.IDs() {
 		q := queue("q" + strconv.Itoa(int(id)))
-		if err := set.setOnce(t.Context(), queueKey(q), strconv.Itoa(int(id))); err != nil {
-			t.Fatal(err)
-		}
-		create(t, host, set, id, q)
+		placeAt(t, host, set, id, q)
 		queues[id] = q
 	}
 	const sends = 40
