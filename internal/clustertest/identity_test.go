@@ -2,9 +2,13 @@ package clustertest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,4 +135,95 @@ func sendVia(nd *node, queueURL, body string) (string, error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return "", last
+}
+
+// TestMemberThatLostItsShardLogStops kills a member of a sharded cluster,
+// deletes its shared log alone (DATA/shards/log: a volume of its own lost,
+// or removed by hand) and starts it again with its usual flags. Its
+// replicas must not come back as themselves, with no memory of the entries
+// they acknowledged or the votes they cast: it exits non-zero saying to
+// remove it and add it anew. Doing so brings it back with every message
+// of a queue in a shard, and the other two go on meanwhile.
+func TestMemberThatLostItsShardLogStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short mode")
+	}
+	testenv.Long(t, "a member that lost its shards' log, stopped, removed and joined again")
+	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "3"} })
+	waitShards(t, c, 4)
+	q := c.createQueue("lostlog", nil)
+	if id := waitPlaced(t, c, "lostlog")["lostlog"]; id == 0 {
+		t.Fatal("the queue is in the first group: the test wants it in a shard")
+	}
+	const sends = 20
+	for i := range sends {
+		if _, err := sendVia(c.nodes[i%3], q, strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitShardsApplied(t, c)
+	leader := c.leader()
+	var lost *node
+	for _, nd := range c.nodes {
+		if nd != leader {
+			lost = nd
+			break
+		}
+	}
+	c.kill(lost)
+	if err := os.RemoveAll(filepath.Join(lost.dataDir, "shards", "log")); err != nil {
+		t.Fatal(err)
+	}
+	c.start(lost, "")
+	select {
+	case <-lost.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the member that lost its shards' log still runs 60 s after its start; its log ends:\n%s", lost.tail(10))
+	}
+	if code := lost.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("the member that lost its shards' log exited 0; want non-zero")
+	}
+	if log := lost.tail(20); !strings.Contains(log, "shared log") || !strings.Contains(log, "fifoq cluster remove "+lost.id) {
+		t.Errorf("the member's log does not say its shared log was lost and to remove it; it ends:\n%s", log)
+	}
+	for _, nd := range c.nodes {
+		if nd == lost {
+			continue
+		}
+		if _, err := sendVia(nd, q, strconv.Itoa(sends)); err != nil {
+			t.Fatalf("send through %s while %s is stopped: %v", nd.id, lost.id, err)
+		}
+		break
+	}
+
+	// What the message says: remove it, empty its data dir, join it.
+	var other *node
+	for _, nd := range c.nodes {
+		if nd != lost {
+			other = nd
+			break
+		}
+	}
+	retrying(t, "fifoq cluster remove", func() error {
+		out, err := exec.Command(binary, "cluster", "remove", lost.id, "--endpoint", "http://"+other.httpAddr).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(lost.dataDir); err != nil {
+		t.Fatal(err)
+	}
+	lost.join = "http://" + other.httpAddr
+	c.start(lost, "")
+	waitHolds(t, lost, true)
+	got := drainNumbered(t, lost, q)
+	slices.Sort(got)
+	want := make([]int, sends+1)
+	for i := range want {
+		want[i] = i
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("drained through the member joined again: %v; want 0..%d once each", got, sends)
+	}
 }

@@ -60,7 +60,7 @@ func (l *Raft) Admitted() error {
 	if l.cluster == nil {
 		return nil
 	}
-	if err := writeFileSynced(filepath.Join(l.cfg.Dir, admittedFile), l.incarnation+"\n"); err != nil {
+	if err := WriteFileSynced(filepath.Join(l.cfg.Dir, admittedFile), l.incarnation+"\n"); err != nil {
 		return fmt.Errorf("record that the cluster added this node: %w", err)
 	}
 	inc := l.incarnation
@@ -101,7 +101,7 @@ func loadIncarnation(dir string) (string, error) {
 		return "", err
 	}
 	inc := hex.EncodeToString(r[:])
-	if err := writeFileSynced(path, inc+"\n"); err != nil {
+	if err := WriteFileSynced(path, inc+"\n"); err != nil {
 		return "", fmt.Errorf("record the data dir's incarnation in %s: %w", path, err)
 	}
 	return inc, nil

@@ -77,7 +77,7 @@ func (o *opening) checkRegion() error {
 			from = "its newest snapshot, " + snap
 		}
 	}
-	if err := writeFileSynced(path, region+"\n"); err != nil {
+	if err := WriteFileSynced(path, region+"\n"); err != nil {
 		return fmt.Errorf("record the data dir's region in %s: %w", path, err)
 	}
 	if existing {
@@ -146,10 +146,10 @@ func snapshotRegion(r io.Reader) (version uint32, region string, err error) {
 	return version, region, nil
 }
 
-// writeFileSynced writes a small file whole or not at all: beside its
+// WriteFileSynced writes a small file whole or not at all: beside its
 // name, synced, renamed, and the rename synced, so that a crash leaves
 // either the old content or the new.
-func writeFileSynced(path, content string) error {
+func WriteFileSynced(path, content string) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
 	if err != nil {

@@ -3,6 +3,7 @@ package replog
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -35,7 +36,12 @@ type SharedLog struct {
 	dir string
 	wal *closingWAL
 	log *grouplog.Log
+	id  string
 }
+
+// sharedLogIDKey holds, in the shared log's stable store, the id the log
+// was given when it was made (AssignID), apart from every group's keys.
+var sharedLogIDKey = []byte("fifoq/shared-log-id")
 
 // OpenSharedLog opens the shared log in dir, creating it if need be, with
 // the free space, observer and logger of cfg (the shards' settings).
@@ -50,7 +56,52 @@ func OpenSharedLog(dir string, cfg RaftConfig) (*SharedLog, error) {
 		wal.Close()
 		return nil, fmt.Errorf("open the shared log %s: %w", dir, err)
 	}
-	return &SharedLog{dir: dir, wal: wal, log: log}, nil
+	id, err := wal.Get(sharedLogIDKey)
+	if err != nil {
+		log.Close()
+		wal.Close()
+		return nil, fmt.Errorf("read the shared log's id: %w", err)
+	}
+	return &SharedLog{dir: dir, wal: wal, log: log, id: string(id)}, nil
+}
+
+// ID returns the id the log was given, "" if it has none: one just made,
+// or one made before logs had ids. A node records the id of the log its
+// replicas write to, so that a log lost and made again is told from the
+// one they wrote to.
+func (s *SharedLog) ID() string { return s.id }
+
+// AssignID gives a log without an id a new random one, durably.
+func (s *SharedLog) AssignID() (string, error) {
+	if s.id != "" {
+		return s.id, nil
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(b[:])
+	if err := s.wal.Set(sharedLogIDKey, []byte(id)); err != nil {
+		return "", fmt.Errorf("record the shared log's id: %w", err)
+	}
+	s.id = id
+	return id, nil
+}
+
+// ReplicaHoldsLog reports whether the shard replica dir dir holds its Raft
+// log, or names its group in the shared log: false for a dir that is gone
+// or emptied.
+func ReplicaHoldsLog(dir string) (bool, error) {
+	for _, name := range []string{"wal", groupFile} {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // Writes returns how many writes (each one fsync) the shared log has made
@@ -161,7 +212,7 @@ func newGroupID(dir string) (uint64, error) {
 		return 0, err
 	}
 	id := binary.LittleEndian.Uint64(b[:])>>1 | 1 // never 0
-	if err := writeFileSynced(filepath.Join(dir, groupFile), strconv.FormatUint(id, 10)+"\n"); err != nil {
+	if err := WriteFileSynced(filepath.Join(dir, groupFile), strconv.FormatUint(id, 10)+"\n"); err != nil {
 		return 0, fmt.Errorf("record the replica's group in the shared log: %w", err)
 	}
 	return id, nil

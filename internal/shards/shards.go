@@ -123,6 +123,9 @@ type Set struct {
 	// up no lookup of a shard.
 	sharedMu sync.Mutex
 	shared   *replog.SharedLog
+	// held is the node's record of the replicas it made and the shared
+	// log they write to, by which a lost one is caught (held.go).
+	held *held
 	// unwanted: since when each open replica is no longer wanted here.
 	unwanted map[uint32]time.Time
 	running  atomic.Bool // some shard is open
@@ -200,6 +203,11 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 		movedForLoad:     map[api.QueueKey]time.Time{},
 		moved:            map[api.QueueKey]time.Time{},
 		lastQueueBalance: time.Now()}
+	h, err := loadHeld(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s.held = h
 	s.refreshAddrs()
 	if err := s.openNamed(); err != nil {
 		s.Close()
@@ -388,6 +396,11 @@ func shardKeyID(key string) (uint32, bool) {
 // openNamed opens every shard the map wants a replica of on this node
 // that is not open yet.
 func (s *Set) openNamed() error {
+	select {
+	case <-s.halted:
+		return nil // the node stops: open nothing more
+	default:
+	}
 	named := s.named()
 	if len(named) > 0 {
 		// Shards are never removed from the map: from now on requests are
@@ -402,18 +415,33 @@ func (s *Set) openNamed() error {
 		if open || closed || !s.wantedHere(id) {
 			continue
 		}
+		dir := filepath.Join(s.cfg.Dir, "shards", strconv.FormatUint(uint64(id), 10))
+		present, err := replog.ReplicaHoldsLog(dir)
+		if err != nil {
+			return fmt.Errorf("shard %d: %w", id, err)
+		}
+		if s.held.lostShard(id, present) {
+			return s.halt(lostMessage(s.host.NodeID(), fmt.Sprintf("its replica of shard %d: %s holds no log", id, dir)))
+		}
 		shared, err := s.sharedLog()
 		if err != nil {
+			if errors.Is(err, errReplicaLost) {
+				return s.halt(err)
+			}
 			return err
 		}
 		cfg := s.cfg.Shard
-		cfg.Dir = filepath.Join(s.cfg.Dir, "shards", strconv.FormatUint(uint64(id), 10))
+		cfg.Dir = dir
 		cfg.Shard = &replog.ShardConfig{ID: id, Host: s.host, Replicas: replicas, Want: func() []replog.Peer { return s.Replicas(id) }, Log: shared}
 		if s.cfg.Observe != nil {
 			cfg.Observer = s.cfg.Observe(id)
 		}
 		l, err := replog.OpenRaft(cfg)
 		if err != nil {
+			return fmt.Errorf("shard %d: %w", id, err)
+		}
+		if err := s.held.add(id); err != nil {
+			l.Close()
 			return fmt.Errorf("shard %d: %w", id, err)
 		}
 		s.mu.Lock()
@@ -456,6 +484,22 @@ func (s *Set) sharedLog() (*replog.SharedLog, error) {
 	shared, err := replog.OpenSharedLog(filepath.Join(dir, "log"), cfg)
 	if err != nil {
 		return nil, err
+	}
+	if want := s.held.logID(); want != "" && shared.ID() != want {
+		got := shared.ID()
+		shared.Close()
+		if got == "" {
+			got = "none: it was made anew"
+		}
+		return nil, lostMessage(s.host.NodeID(), fmt.Sprintf("the shared log of its shard replicas: %s is not the log they wrote to (its id is %s, theirs %s)", filepath.Join(dir, "log"), got, want))
+	}
+	id, err := shared.AssignID()
+	if err == nil {
+		err = s.held.setLog(id)
+	}
+	if err != nil {
+		shared.Close()
+		return nil, fmt.Errorf("the shared log: %w", err)
 	}
 	if err := shared.Prune(dir); err != nil {
 		shared.Close()
@@ -523,6 +567,9 @@ func (s *Set) closeUnwanted() {
 		s.mu.Unlock()
 		if err := l.Close(); err != nil {
 			s.cfg.Logger.Warn("shards: closing a replica no longer wanted here", "shard", id, "err", err)
+		}
+		if err := s.held.remove(id); err != nil {
+			s.cfg.Logger.Warn("shards: could not forget a replica its shard removed", "shard", id, "err", err)
 		}
 		if s.cfg.Forget != nil {
 			s.cfg.Forget(id)
@@ -948,19 +995,25 @@ func (s *Set) watchHalt(id uint32, l *replog.Raft, unwatch <-chan struct{}) {
 	defer s.wg.Done()
 	select {
 	case <-l.Halted():
-		s.haltOnce.Do(func() {
-			err := l.Fault()
-			if id != 0 {
-				err = fmt.Errorf("shard %d: %w", id, err)
-			}
-			s.mu.Lock()
-			s.fault = err
-			s.mu.Unlock()
-			close(s.halted)
-		})
+		err := l.Fault()
+		if id != 0 {
+			err = fmt.Errorf("shard %d: %w", id, err)
+		}
+		s.halt(err)
 	case <-unwatch:
 	case <-s.quit:
 	}
+}
+
+// halt stops the Set for err, unless it stopped already, and returns err.
+func (s *Set) halt(err error) error {
+	s.haltOnce.Do(func() {
+		s.mu.Lock()
+		s.fault = err
+		s.mu.Unlock()
+		close(s.halted)
+	})
+	return err
 }
 
 // Halted returns a channel closed once a storage fault or a fence has
