@@ -45,8 +45,9 @@ func replicaLogs(t *testing.T, nd *node) (shared, own []string, hasShared bool) 
 // entry formats up to 8): every replica keeps a log of its own, which that
 // fifoq opens too, so it could still be put back. Once it is upgraded and
 // the cluster writes format 9, a node that joins keeps the replicas it is
-// given in its shared log, the replicas from before keep theirs, and every
-// message sent before and after is received in order.
+// given in its shared log, the replicas from before keep theirs while
+// their members run, a member restarted moves them into its shared log,
+// and every message sent before and after is received in order.
 func TestSharedLogWaitsForTheFormat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
@@ -109,7 +110,26 @@ func TestSharedLogWaitsForTheFormat(t *testing.T) {
 	}
 	for _, nd := range c.nodes {
 		if _, own, _ := replicaLogs(t, nd); len(own) != 3 {
-			t.Fatalf("%s's replicas from before the upgrade with logs of their own: %v; want all 3 kept", nd.id, own)
+			t.Fatalf("%s's replicas from before the upgrade with logs of their own: %v; want all 3 kept while it runs", nd.id, own)
+		}
+	}
+	// A member restarted once the cluster writes format 9 moves the logs
+	// of the replicas it opens into its shared log.
+	moved := c.nodes[0]
+	c.sigterm(moved)
+	c.restart(moved)
+	waitReady(t, moved)
+	waitHolds(t, moved, true)
+	sendSome(moved, 20)
+	shared, own, _ = replicaLogs(t, moved)
+	for _, sh := range shardsOrNone(moved) {
+		if !sh.Held || sh.Shard == 0 {
+			continue
+		}
+		name := strconv.Itoa(int(sh.Shard))
+		if slices.Contains(own, name) || !slices.Contains(shared, name) {
+			t.Fatalf("%s restarted on a cluster writing format 9 holds shard %s's replica with a log of its own (replicas with their own %v, in the shared log %v); want it moved into the shared log",
+				moved.id, name, own, shared)
 		}
 	}
 	sendSome(joiner, 20)

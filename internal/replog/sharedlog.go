@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/fifoq/fifoq/internal/grouplog"
 )
 
@@ -23,7 +25,8 @@ import (
 // that a replica whose dir was removed and made again never finds the
 // entries of the one before. The rest of a replica's state (snapshots,
 // body store, region) stays in its own dir. A replica made before the
-// shared log, whose dir holds a log of its own (wal/), keeps it.
+// shared log, whose dir holds a log of its own (wal/), has it moved into
+// the shared log as it opens with one (moveIntoShared).
 
 // groupFile names, in a shard replica's data dir, its group in the shared
 // log.
@@ -170,22 +173,146 @@ func (o *opening) openLogStore() (durableLog, string, error) {
 		w, err := openWAL(own, cfg, o.hlog)
 		return w, own, err
 	}
-	if _, err := os.Stat(own); err == nil {
-		w, err := openWAL(own, cfg, o.hlog)
-		return w, own, err
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, "", fmt.Errorf("look for a log of the replica's own: %w", err)
-	}
-	id, ok, err := readGroupID(cfg.Dir)
+	id, named, err := readGroupID(cfg.Dir)
 	if err != nil {
 		return nil, "", err
 	}
-	if !ok {
+	if err := removeOwnLog(own + movedSuffix); err != nil {
+		return nil, "", err
+	}
+	if _, err := os.Stat(own); err == nil {
+		if named {
+			// A move into the shared log stopped after the group was
+			// named, its copy durable before: the rest of it.
+			err = removeOwnLog(own)
+		} else {
+			id, err = o.moveIntoShared(own, shared)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		named = true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, "", fmt.Errorf("look for a log of the replica's own: %w", err)
+	}
+	if !named {
 		if id, err = newGroupID(cfg.Dir); err != nil {
 			return nil, "", err
 		}
 	}
 	return &sharedGroup{Group: shared.log.Group(id)}, shared.dir, nil
+}
+
+// movedSuffix names a replica's own log while it is removed, once its
+// entries are in the shared log: removing a dir is not atomic, a rename
+// is.
+const movedSuffix = ".moved"
+
+// raftStableKeys are the keys hashicorp/raft keeps in its stable store:
+// the term, and the vote cast in it.
+var raftStableKeys = [][]byte{[]byte("CurrentTerm"), []byte("LastVoteTerm"), []byte("LastVoteCand")}
+
+// moveIntoShared moves a shard replica's own log (made before its node
+// had a shared log, or while the cluster's format was older than 9) into
+// a new group of the shared log, so that a node's replicas all come to
+// share its fsyncs: its entries and Raft's term and vote are copied into
+// the group and written durably, the group is named in the dir, and only
+// then is the own log removed. Cut short before the group is named, the
+// group is dropped as the shared log next opens (Prune) and the move is
+// made again; after, the own log is removed as the replica next opens.
+func (o *opening) moveIntoShared(own string, shared *SharedLog) (uint64, error) {
+	cfg := &o.cfg
+	w, err := openWAL(own, cfg, o.hlog)
+	if err != nil {
+		return 0, err
+	}
+	id, err := drawGroupID()
+	if err == nil {
+		err = copyLog(w, shared.log.Group(id))
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = nameGroup(cfg.Dir, id)
+	}
+	if err != nil {
+		if id != 0 {
+			if derr := shared.log.Drop(id); derr != nil {
+				cfg.Logger.Warn("drop the part of a replica's log copied into the shared log", "dir", cfg.Dir, "err", derr)
+			}
+		}
+		return 0, fmt.Errorf("move the replica's own log %s into the node's shared log: %w", own, err)
+	}
+	if err := removeOwnLog(own); err != nil {
+		return 0, err
+	}
+	cfg.Logger.Info("moved a shard replica's own log into the node's shared log", "dir", cfg.Dir)
+	return id, nil
+}
+
+// copyLog copies every entry of from into to, in writes of up to 4 MiB,
+// then Raft's stable keys.
+func copyLog(from *closingWAL, to *grouplog.Group) error {
+	first, err := from.FirstIndex()
+	if err != nil {
+		return err
+	}
+	last, err := from.LastIndex()
+	if err != nil {
+		return err
+	}
+	var batch []*raft.Log
+	size := 0
+	for i := first; i != 0 && i <= last; i++ {
+		e := new(raft.Log)
+		if err := from.GetLog(i, e); err != nil {
+			return fmt.Errorf("read entry %d: %w", i, err)
+		}
+		batch = append(batch, e)
+		size += len(e.Data) + len(e.Extensions)
+		if size >= 4<<20 || i == last {
+			if err := to.StoreLogs(batch); err != nil {
+				return err
+			}
+			batch, size = nil, 0
+		}
+	}
+	for _, k := range raftStableKeys {
+		v, err := from.Get(k)
+		if err != nil {
+			return err
+		}
+		if len(v) > 0 {
+			if err := to.Set(k, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// removeOwnLog removes a replica's own log dir, if there: renamed first,
+// the rename synced, so that a crash leaves it whole or under its moved
+// name, never half removed under its own.
+func removeOwnLog(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	gone := dir
+	if !strings.HasSuffix(dir, movedSuffix) {
+		gone = dir + movedSuffix
+		if err := os.Rename(dir, gone); err != nil {
+			return fmt.Errorf("remove the replica's own log: %w", err)
+		}
+		if err := syncDirOf(dir); err != nil {
+			return fmt.Errorf("remove the replica's own log: %w", err)
+		}
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		return fmt.Errorf("remove the replica's own log: %w", err)
+	}
+	return nil
 }
 
 // readGroupID reads the group a replica's dir names, if it names one.
@@ -207,15 +334,29 @@ func readGroupID(dir string) (uint64, bool, error) {
 // newGroupID draws a group for a new replica's dir and records it there,
 // durably, before anything of the group is written.
 func newGroupID(dir string) (uint64, error) {
+	id, err := drawGroupID()
+	if err != nil {
+		return 0, err
+	}
+	return id, nameGroup(dir, id)
+}
+
+// drawGroupID draws a group at random.
+func drawGroupID() (uint64, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return 0, err
 	}
-	id := binary.LittleEndian.Uint64(b[:])>>1 | 1 // never 0
+	return binary.LittleEndian.Uint64(b[:])>>1 | 1, nil // never 0
+}
+
+// nameGroup records in a replica's dir, durably, its group in the shared
+// log.
+func nameGroup(dir string, id uint64) error {
 	if err := WriteFileSynced(filepath.Join(dir, groupFile), strconv.FormatUint(id, 10)+"\n"); err != nil {
-		return 0, fmt.Errorf("record the replica's group in the shared log: %w", err)
+		return fmt.Errorf("record the replica's group in the shared log: %w", err)
 	}
-	return id, nil
+	return nil
 }
 
 // sharedGroup is a shard replica's log in the node's shared log, with the
