@@ -31,13 +31,7 @@ func TestMembershipNeedsAdminKey(t *testing.T) {
 		nd.env = []string{"FIFOQ_CREDENTIALS=" + creds}
 	})
 	leader := c.leader()
-	var other *node
-	for _, nd := range c.nodes {
-		if nd != leader {
-			other = nd
-			break
-		}
-	}
+	other := c.other(leader)
 	cluster := func(key, secret string, args ...string) (int, string) {
 		cmd := exec.Command(binary, append([]string{"cluster"}, append(args, "--endpoint", "http://"+leader.httpAddr)...)...)
 		cmd.Env = append(os.Environ(), "FIFOQ_ACCESS_KEY_ID="+key, "FIFOQ_SECRET_ACCESS_KEY="+secret)

@@ -358,6 +358,17 @@ func (c *cluster) leader() *node {
 	return nil
 }
 
+// other returns the first of the cluster's nodes that is not nd.
+func (c *cluster) other(nd *node) *node {
+	for _, o := range c.nodes {
+		if o != nd {
+			return o
+		}
+	}
+	c.t.Fatalf("the cluster has no node but %s", nd.id)
+	return nil
+}
+
 // tail is the end of a node's log, for reports.
 func (nd *node) tail(lines int) string {
 	f, err := os.Open(nd.logPath)

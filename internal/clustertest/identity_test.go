@@ -59,13 +59,7 @@ func wipedMemberIsFenced(t *testing.T, shards int) {
 		}
 	}
 	leader := c.leader()
-	var wiped *node
-	for _, nd := range c.nodes {
-		if nd != leader {
-			wiped = nd
-			break
-		}
-	}
+	wiped := c.other(leader)
 	// The leader records each member's incarnation once it meets it.
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && strings.Count(clusterStatus(leader), `"incarnation"`) < 3 {
@@ -163,13 +157,7 @@ func TestMemberThatLostItsShardLogStops(t *testing.T) {
 	}
 	waitShardsApplied(t, c)
 	leader := c.leader()
-	var lost *node
-	for _, nd := range c.nodes {
-		if nd != leader {
-			lost = nd
-			break
-		}
-	}
+	lost := c.other(leader)
 	c.kill(lost)
 	if err := os.RemoveAll(filepath.Join(lost.dataDir, "shards", "log")); err != nil {
 		t.Fatal(err)
@@ -186,24 +174,12 @@ func TestMemberThatLostItsShardLogStops(t *testing.T) {
 	if log := lost.tail(20); !strings.Contains(log, "shared log") || !strings.Contains(log, "fifoq cluster remove "+lost.id) {
 		t.Errorf("the member's log does not say its shared log was lost and to remove it; it ends:\n%s", log)
 	}
-	for _, nd := range c.nodes {
-		if nd == lost {
-			continue
-		}
-		if _, err := sendVia(nd, q, strconv.Itoa(sends)); err != nil {
-			t.Fatalf("send through %s while %s is stopped: %v", nd.id, lost.id, err)
-		}
-		break
+	other := c.other(lost)
+	if _, err := sendVia(other, q, strconv.Itoa(sends)); err != nil {
+		t.Fatalf("send through %s while %s is stopped: %v", other.id, lost.id, err)
 	}
 
 	// What the message says: remove it, empty its data dir, join it.
-	var other *node
-	for _, nd := range c.nodes {
-		if nd != lost {
-			other = nd
-			break
-		}
-	}
 	retrying(t, "fifoq cluster remove", func() error {
 		out, err := exec.Command(binary, "cluster", "remove", lost.id, "--endpoint", "http://"+other.httpAddr).CombinedOutput()
 		if err != nil {

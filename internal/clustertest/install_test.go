@@ -40,13 +40,7 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.env, nd.args = env, []string{"--shards", "1"} })
 	url := c.createQueue("install", nil)
 	leader := c.leader()
-	var follower *node
-	for _, nd := range c.nodes {
-		if nd != leader {
-			follower = nd
-			break
-		}
-	}
+	follower := c.other(leader)
 	c.kill(follower)
 
 	fillForInstall(t, leader, url)
