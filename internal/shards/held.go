@@ -26,8 +26,9 @@ import (
 // replicas it has made and of the shared log they write to: heldFile. A
 // replica the record names whose dir holds no log, or a shared log that is
 // not the one the record names, stops the node, as a fence does, with what
-// an operator must do. The record is made from what the dir holds the
-// first time a node keeps one: a loss before that is not seen.
+// an operator must do. A replica is added once it has opened, so a node
+// whose data dir predates the record starts it from the replicas it
+// opens: a loss before that is not seen.
 
 // heldFile is the node's record of its shard replicas, in its data dir.
 // Lines: "log ID", the shared log's id, once a replica writes there; and
