@@ -106,8 +106,10 @@ func TestNemesis(t *testing.T) {
 // from the other members (a minority leader of the shard, which must
 // acknowledge nothing, while the majority elects another; the other
 // groups lose a replica, or their leader too), then a follower of the
-// shard, and restarts every member in turn with SIGTERM (each hands the
-// leaderships it holds over). The history checker must find nothing
+// shard, moves the queue to another shard while a member is cut off
+// (-cluster.netns-moves times, the member cut off each time drawn from
+// the three), and restarts every member in turn with SIGTERM (each hands
+// the leaderships it holds over). The history checker must find nothing
 // acknowledged lost, no delete undone, order kept per group and every
 // group linearizable.
 func TestNemesisWithShards(t *testing.T) {
@@ -124,11 +126,16 @@ func TestNemesisWithShards(t *testing.T) {
 			nd.wrap = []string{"ip", "netns", "exec", lab.nodeNS(i)}
 			nd.args = []string{"--insecure", "--raft-insecure"}
 		},
+		movable: true,
 		nemesis: func(t *testing.T, c *cluster, rng *mrand.Rand, pause func()) {
 			pause()
 			nemesisPartitionLeader(t, c, lab)
 			pause()
 			nemesisCutFollower(t, c, lab, rng)
+			for range *flagNetnsMoves {
+				pause()
+				nemesisMoveWhileCut(t, c, lab, rng)
+			}
 			pause()
 			nemesisRollingRestart(t, c)
 			pause()
@@ -138,6 +145,39 @@ func TestNemesisWithShards(t *testing.T) {
 	if len(r.problems) > 0 {
 		t.Errorf("history check failed (seed %d):\n  %s", r.seed, strings.Join(r.problems, "\n  "))
 	}
+}
+
+// flagNetnsMoves is how many times TestNemesisWithShards moves its queue
+// with a member cut off.
+var flagNetnsMoves = flag.Int("cluster.netns-moves", 3, "how many times TestNemesisWithShards moves its queue between shards with a member cut off")
+
+// nemesisMoveWhileCut cuts one of the members off from the others (the
+// queue's shard's leader, one of its followers, or the first group's
+// leader, which drives moves), moves the FIFO queue under test to the next
+// shard through one of the others, heals the cut, and waits until only
+// the new shard holds the queue. A move the cut member began before it
+// was cut off is finished by the majority's leader, or abandoned and
+// asked again.
+func nemesisMoveWhileCut(t *testing.T, c *cluster, lab *netLab, rng *mrand.Rand) {
+	const name = "failover.fifo"
+	from := placedShards(c)[name]
+	to := from%3 + 1
+	cut := c.nodes[rng.Intn(len(c.nodes))]
+	t.Logf("nemesis: cut %s off, move the queue from shard %d to shard %d", cut.id, from, to)
+	lab.cut(indexOf(c, cut))
+	via := &cluster{t: t, nodes: []*node{c.other(cut)}}
+	url := "http://" + via.nodes[0].httpAddr + "/000000000000/" + name
+	start := time.Now()
+	retrying(t, "fifoq cluster move", func() error {
+		err := moveQueue(via, url, to)
+		if err != nil {
+			t.Logf("nemesis: the move answered, after %v: %v", time.Since(start).Round(time.Millisecond), err)
+		}
+		return err
+	})
+	t.Logf("nemesis: moved in %v with %s cut off", time.Since(start).Round(time.Millisecond), cut.id)
+	lab.heal(indexOf(c, cut))
+	waitQueueIn(t, c, name, to)
 }
 
 // shardsOrNone is a node's groups as its /cluster/shards shows them, or

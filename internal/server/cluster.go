@@ -564,7 +564,7 @@ func (s *Server) serveClusterAdd(w http.ResponseWriter, r *http.Request) {
 // serveClusterRemove removes a member.
 func (s *Server) serveClusterRemove(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	s.serveAdminChange(w, r, "change the cluster's membership", func(ctx context.Context, _ []byte) (any, error) {
+	s.serveAdminChange(w, r, "change the cluster's membership", false, func(ctx context.Context, _ []byte) (any, error) {
 		members, err := s.cluster.Members()
 		if err != nil {
 			return nil, err
@@ -727,7 +727,7 @@ func (e queueNotFound) Error() string { return "no queue " + e.url }
 // every request is. A follower forwards the request unchanged to the
 // leader, which checks the signature itself.
 func (s *Server) serveMembership(w http.ResponseWriter, r *http.Request, change func(ctx context.Context, body []byte) error) {
-	s.serveAdminChange(w, r, "change the cluster's membership", func(ctx context.Context, body []byte) (any, error) {
+	s.serveAdminChange(w, r, "change the cluster's membership", false, func(ctx context.Context, body []byte) (any, error) {
 		if err := change(ctx, body); err != nil {
 			return nil, err
 		}
@@ -738,8 +738,12 @@ func (s *Server) serveMembership(w http.ResponseWriter, r *http.Request, change 
 
 // serveAdminChange runs a change of the cluster (what says which) on the
 // first group's leader, as serveMembership does, and answers what change
-// returns.
-func (s *Server) serveAdminChange(w http.ResponseWriter, r *http.Request, what string, change func(ctx context.Context, body []byte) (any, error)) {
+// returns. A follower forwards the request to the leader; with
+// leaderMayChange, it gives the forward up (503, retryable) once the
+// first group names another leader, as it does an SQS request's: a
+// leader cut off would otherwise hold the request until the client's
+// timeout. A membership change is not given up (below).
+func (s *Server) serveAdminChange(w http.ResponseWriter, r *http.Request, what string, leaderMayChange bool, change func(ctx context.Context, body []byte) (any, error)) {
 	if s.cluster == nil {
 		writeJSONError(w, http.StatusBadRequest, "this server is not a cluster member: start it with --node-id and --raft-addr first")
 		return
@@ -755,10 +759,14 @@ func (s *Server) serveAdminChange(w http.ResponseWriter, r *http.Request, what s
 		return
 	}
 	if !local {
-		// Not given up on when the leadership moves: a leader asked to
-		// remove itself hands the leadership over and passes the request
-		// on to its successor, which answers.
-		if err := s.forwardTo(w, r, body, 0, nil, addr); err != nil {
+		// A membership change is not given up on when the leadership
+		// moves: a leader asked to remove itself hands the leadership over
+		// and passes the request on to its successor, which answers.
+		var watch RaftLog
+		if leaderMayChange {
+			watch = s.cluster
+		}
+		if err := s.forwardTo(w, r, body, 0, watch, addr); err != nil {
 			writeJSONError(w, http.StatusServiceUnavailable, api.AsError(err).Message)
 		}
 		return

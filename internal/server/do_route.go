@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,11 +90,11 @@ func (s *Server) doSharded(ctx context.Context, in api.Scope, q api.QueueKey, re
 		if held && g.leads() {
 			return s.do(withGroup(ctx, g), in, req)
 		}
-		addr := s.leaderAddrOf(id, held, g, route)
+		member, addr := s.leaderOf(id, held, g, route)
 		if addr == "" {
 			continue // an election: ask again
 		}
-		resp, err := s.doAt(ctx, addr, id, in.Account, req)
+		resp, err := s.doAt(ctx, held, g, member, addr, id, in.Account, req)
 		var mis *misdirectedError
 		if !errors.As(err, &mis) {
 			return resp, err
@@ -106,27 +105,30 @@ func (s *Server) doSharded(ctx context.Context, in api.Scope, q api.QueueKey, re
 	return nil, api.ErrServiceUnavailable("The leader of the queue's shard could not be found; retry.")
 }
 
-// doAt sends a request of account's for group id to the member at
-// raftAddr and returns its answer; a *misdirectedError if that member
-// does not lead the group.
-func (s *Server) doAt(ctx context.Context, raftAddr string, id uint32, account string, req api.Request) (api.Response, error) {
+// doAt sends a request of account's for group id to its leader member,
+// at raftAddr, and returns its answer; a *misdirectedError if that member
+// does not lead the group. g is this node's replica of the group, if
+// held.
+func (s *Server) doAt(ctx context.Context, held bool, g *group, member, raftAddr string, id uint32, account string, req api.Request) (api.Response, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, api.ErrInternalFailure("Could not encode the request: %v", err)
 	}
 	routed, _ := json.Marshal(doRouted{Shard: id, Account: account, Action: req.Action(), Request: body})
-	resp, err := s.askPeer(ctx, http.MethodPost, raftAddr, clusterDoPath, bytes.NewReader(routed))
+	var a doAnswer
+	var undecoded error
+	err = s.askLeader(ctx, id, held, g, member, raftAddr, http.MethodPost, clusterDoPath, routed, func(resp *http.Response) error {
+		undecoded = json.NewDecoder(resp.Body).Decode(&a)
+		return nil
+	})
 	var refused *peerRefusal
 	switch {
 	case errors.As(err, &refused):
 		return nil, api.ErrServiceUnavailable("The member asked to carry the request out refused it: %v", refused)
 	case err != nil:
 		return nil, api.ErrServiceUnavailable("The leader of the queue's shard could not be reached (%v); the request may or may not have been carried out: retry.", err)
-	}
-	defer resp.Body.Close()
-	var a doAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		return nil, api.ErrServiceUnavailable("The answer of the queue's shard's leader could not be read (%v); the request may or may not have been carried out: retry.", err)
+	case undecoded != nil:
+		return nil, api.ErrServiceUnavailable("The answer of the queue's shard's leader could not be read (%v); the request may or may not have been carried out: retry.", undecoded)
 	}
 	switch {
 	case a.Misdirected:

@@ -149,7 +149,7 @@ func (m moveSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req api.
 			_, err := s.apply(withGroup(ctx, g), cmd)
 			return err
 		}
-		addr := s.leaderAddrOf(id, held, g, try)
+		member, addr := s.leaderOf(id, held, g, try)
 		if addr == "" {
 			continue
 		}
@@ -158,14 +158,10 @@ func (m moveSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req api.
 			return err
 		}
 		routed, _ := json.Marshal(moveStep{Shard: id, Queue: q, Action: req.Action(), Request: body})
-		resp, err := s.askPeer(ctx, http.MethodPost, addr, moveStepPath, bytes.NewReader(routed))
-		if err != nil {
-			lastErr = err
-			continue
-		}
 		var a doAnswer
-		err = json.NewDecoder(resp.Body).Decode(&a)
-		resp.Body.Close()
+		err = s.askLeader(ctx, id, held, g, member, addr, http.MethodPost, moveStepPath, routed, func(resp *http.Response) error {
+			return json.NewDecoder(resp.Body).Decode(&a)
+		})
 		switch {
 		case err != nil:
 			lastErr = err
@@ -181,26 +177,26 @@ func (m moveSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req api.
 	return lastErr
 }
 
-// leaderAddrOf returns the Raft address to send group id's requests to:
-// its leader as this node knows it, else one of its replicas in turn.
-func (s *Server) leaderAddrOf(id uint32, held bool, g *group, try int) string {
+// leaderOf returns the member to send group id's requests to, and its
+// Raft address: its leader as this node knows it, else one of its
+// replicas in turn; "" while this node's replica knows no leader.
+func (s *Server) leaderOf(id uint32, held bool, g *group, try int) (member, addr string) {
 	if held {
-		_, addr := g.raft.Leader()
-		return addr
+		return g.raft.Leader()
 	}
 	replicas := s.shards.Replicas(id)
 	if len(replicas) == 0 {
-		return ""
+		return "", ""
 	}
-	addr := replicas[try%len(replicas)].Addr
+	p := replicas[try%len(replicas)]
 	if v, ok := s.leaders.Load(id); ok {
-		for _, p := range replicas {
-			if p.ID == v.(string) {
-				addr = p.Addr
+		for _, r := range replicas {
+			if r.ID == v.(string) {
+				p = r
 			}
 		}
 	}
-	return addr
+	return p.ID, p.Addr
 }
 
 // Export returns queue q's image from a replica of group id that applied
@@ -338,7 +334,9 @@ type MoveResult struct {
 // serveClusterMove moves a queue to another shard (fifoq cluster move):
 // signed by an admin key, carried out by the first group's leader.
 func (s *Server) serveClusterMove(w http.ResponseWriter, r *http.Request) {
-	s.serveAdminChange(w, r, "move a queue between shards", func(ctx context.Context, body []byte) (any, error) {
+	// A move's driver that loses the first group's leadership leaves the
+	// move to its successor, which a retry finds.
+	s.serveAdminChange(w, r, "move a queue between shards", true, func(ctx context.Context, body []byte) (any, error) {
 		if s.shards == nil || !s.sharded() {
 			return nil, badRequest{errors.New("the cluster has no shards to move a queue between: it runs one group (--shards 1, or a cluster of one member)")}
 		}
