@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,40 @@ type fsm struct {
 	// for RestoreBackup, and tells Raft it succeeded.
 	installing atomic.Bool
 	installErr atomic.Pointer[error]
+
+	// committedConf is the group's membership as last committed, as far
+	// as this replica has applied its log or restored a snapshot
+	// (noteConfiguration); nil until it knows one. Raft's own
+	// GetConfiguration answers the latest, which a leader uses as soon as
+	// it appends it and which may never commit: a replica that took its
+	// own removal from there for done left its group a voter short.
+	committedConf atomic.Pointer[committedConfiguration]
+	// snapshotConfig returns the membership of the newest snapshot in the
+	// store, for a snapshot Raft installs (it hands Restore the bytes
+	// alone).
+	snapshotConfig func() (index uint64, c raft.Configuration, ok bool)
+}
+
+// committedConfiguration is a membership the group committed, and the
+// index of its entry.
+type committedConfiguration struct {
+	index   uint64
+	servers []raft.Server
+}
+
+// noteConfiguration records c, committed at index, unless a later one is
+// known.
+func (f *fsm) noteConfiguration(index uint64, c raft.Configuration) {
+	next := &committedConfiguration{index: index, servers: slices.Clone(c.Servers)}
+	for {
+		old := f.committedConf.Load()
+		if old != nil && old.index > index {
+			return
+		}
+		if f.committedConf.CompareAndSwap(old, next) {
+			return
+		}
+	}
 }
 
 // hold records an entry about to be handed to Raft, to be found again by
@@ -250,7 +285,12 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 // idle since a replica was added to it) cannot take a snapshot, nor a
 // backup, until a command follows ("wait until the configuration entry
 // at N has been applied").
-func (f *fsm) StoreConfiguration(index uint64, _ raft.Configuration) { f.markApplied(index) }
+//
+// It also records the membership as committed (committedConf).
+func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
+	f.noteConfiguration(index, c)
+	f.markApplied(index)
+}
 
 var _ raft.ConfigurationStore = (*fsm)(nil)
 
@@ -372,6 +412,13 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // the whole snapshot has been read and checked.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	err := f.restore(rc, false)
+	if err == nil && f.snapshotConfig != nil {
+		// Raft restores the newest snapshot of the store, the one it has
+		// just written.
+		if index, c, ok := f.snapshotConfig(); ok {
+			f.noteConfiguration(index, c)
+		}
+	}
 	if err != nil && f.installing.Load() {
 		// The engine keeps its state, the empty one of a new data dir.
 		f.installErr.Store(&err)

@@ -62,6 +62,26 @@ func (l *Raft) Members() ([]Member, error) {
 	return out, nil
 }
 
+// CommittedMembers returns the group's membership as last committed, as
+// this replica knows it, and whether it knows one (a replica that has not
+// yet applied a membership entry or restored a snapshot does not).
+// Members answers the membership Raft uses, which a leader changes as it
+// appends a change: what a removal waits for is this one.
+func (l *Raft) CommittedMembers() ([]Member, bool) {
+	c := l.fsm.committedConf.Load()
+	if c == nil {
+		return nil, false
+	}
+	out := make([]Member, 0, len(c.servers))
+	l.Read(func(e *engine.Engine) {
+		for _, s := range c.servers {
+			out = append(out, Member{ID: string(s.ID), Addr: string(s.Address), Incarnation: e.Meta(memberKey(string(s.ID))), Voter: s.Suffrage == raft.Voter})
+		}
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, true
+}
+
 // ErrNotLeader is returned by membership changes asked of a node that does
 // not lead.
 var ErrNotLeader = errors.New("this node does not lead the cluster")

@@ -62,6 +62,14 @@ func OpenRaft(cfg RaftConfig) (_ *Raft, err error) {
 	o.fsm = &fsm{eng: eng, logger: cfg.Logger, walDir: o.walDir, observer: cfg.Observer, snapshotAt: cfg.SnapshotBytes, bodies: o.wal.bodyStore(),
 		faults: o.faults, fatalCh: make(chan struct{}), reject: cfg.rejectCommands,
 		nodeID: cfg.NodeID, region: cfg.Engine.Region}
+	snaps := o.snaps
+	o.fsm.snapshotConfig = func() (uint64, raft.Configuration, bool) {
+		list, err := snaps.List()
+		if err != nil || len(list) == 0 {
+			return 0, raft.Configuration{}, false
+		}
+		return list[0].ConfigurationIndex, list[0].Configuration, true
+	}
 	if err := restoreLatestSnapshot(o.snaps, cfg.Dir, o.fsm, cfg.RestoreHeapBytes); err != nil {
 		return nil, err
 	}
@@ -389,6 +397,7 @@ func restoreLatestSnapshot(snaps *raft.FileSnapshotStore, dir string, f *fsm, he
 		return fmt.Errorf("snapshot %s is damaged: %w; refusing to start", path, err)
 	}
 	f.markApplied(list[0].Index)
+	f.noteConfiguration(list[0].ConfigurationIndex, list[0].Configuration)
 	return nil
 }
 

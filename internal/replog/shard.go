@@ -292,17 +292,14 @@ func (l *Raft) WritesSharedLog() bool {
 	return min(l.recordedFormat(), maxEntryFormat) >= minVersionSharedLog
 }
 
-// IsMember reports whether this node is in the group's membership as
-// this node knows it (a replica removed may never learn it was).
+// IsMember reports whether this node is in the group's membership as last
+// committed, as this replica knows it (a replica removed may never learn
+// it was); true while it knows none. Not the membership Raft uses, which
+// a leader changes as it appends a change that may never commit.
 func (l *Raft) IsMember() bool {
-	f := l.raft.GetConfiguration()
-	if f.Error() != nil {
-		return true
+	c := l.fsm.committedConf.Load()
+	if c == nil {
+		return true // not known yet: keep the replica
 	}
-	for _, s := range f.Configuration().Servers {
-		if string(s.ID) == l.cfg.NodeID {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.servers, func(s raft.Server) bool { return string(s.ID) == l.cfg.NodeID })
 }

@@ -634,13 +634,15 @@ func (s *Server) holding(ctx context.Context, id string) ([]uint32, error) {
 	return held, nil
 }
 
-// shardMembersByLeader returns shard sh's membership as its leader sees
-// it, asking the replicas the map wants (this node's own, if it holds
-// one, without asking); ok is false if none of them answers as leader.
+// shardMembersByLeader returns shard sh's membership as its leader last
+// committed it, asking the replicas the map wants (this node's own, if it
+// holds one, without asking); ok is false if none of them answers as
+// leader. Not the membership the leader uses: it changes as the leader
+// appends a removal, which may never commit, and a member removed on its
+// word left shards with a voter gone.
 func (s *Server) shardMembersByLeader(ctx context.Context, sh uint32) (members []replog.Member, ok bool) {
 	if l, held := s.shards.Shard(sh); held && l.Leading() {
-		m, err := l.Members()
-		return m, err == nil
+		return l.CommittedMembers()
 	}
 	for _, p := range s.shards.Replicas(sh) {
 		if p.ID == s.status.NodeID() {

@@ -33,6 +33,7 @@ type RaftLog interface {
 	PeerListener() net.Listener
 	DialPeer(ctx context.Context, raftAddr string) (net.Conn, error)
 	Members() ([]replog.Member, error)
+	CommittedMembers() ([]replog.Member, bool)
 	AddVoter(ctx context.Context, id, raftAddr, incarnation string) error
 	RemoveServer(ctx context.Context, id string) error
 	Status() replog.NodeStatus

@@ -250,11 +250,13 @@ type ShardStatus struct {
 	State           string   `json:"state"` // this node's role in the group
 	// Idle: the replica slowed its heartbeats, its shard idle
 	// (internal/replog/pace.go).
-	Idle         bool            `json:"idle,omitempty"`
-	Term         uint64          `json:"term"`
-	CommitIndex  uint64          `json:"commit_index"`
-	AppliedIndex uint64          `json:"applied_index"`
-	Members      []replog.Member `json:"members,omitempty"`
+	Idle         bool   `json:"idle,omitempty"`
+	Term         uint64 `json:"term"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+	// Members is the group's membership as last committed, as this
+	// replica knows it (none while it knows none).
+	Members []replog.Member `json:"members,omitempty"`
 	// Queues are the group's queues, "ACCOUNT/NAME" (or
 	// "REGION/ACCOUNT/NAME" outside the node's region), sorted.
 	Queues []string `json:"queues"`
@@ -296,7 +298,9 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 				st.Idle = p.Idle()
 			}
 			if g.raft.Clustered() {
-				st.Members, _ = g.raft.Members()
+				// As committed: a removal waits for it (holding), and a
+				// change a leader appended may never commit.
+				st.Members, _ = g.raft.CommittedMembers()
 			}
 		}
 		var stats []engine.QueueStats
