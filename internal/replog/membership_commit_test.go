@@ -37,7 +37,7 @@ func TestUncommittedRemovalKeepsTheMember(t *testing.T) {
 	f := leader.log.raft.RemoveServer(raft.ServerID(leader.id), 0, 0)
 	// The removal is in the leader's log, and in the configuration Raft
 	// uses, once it is appended.
-	for leader.log.inLatest() {
+	for leader.log.InLatestMembership() {
 		if time.Now().After(deadline.Add(10 * time.Second)) {
 			t.Fatal("the leader's latest configuration still names it")
 		}
@@ -53,18 +53,4 @@ func TestUncommittedRemovalKeepsTheMember(t *testing.T) {
 	if err := f.Error(); err == nil {
 		t.Fatal("the removal committed without a majority")
 	}
-}
-
-// inLatest says whether the node is in the configuration Raft uses.
-func (l *Raft) inLatest() bool {
-	f := l.raft.GetConfiguration()
-	if f.Error() != nil {
-		return true
-	}
-	for _, s := range f.Configuration().Servers {
-		if string(s.ID) == l.cfg.NodeID {
-			return true
-		}
-	}
-	return false
 }

@@ -303,3 +303,15 @@ func (l *Raft) IsMember() bool {
 	}
 	return slices.ContainsFunc(c.servers, func(s raft.Server) bool { return string(s.ID) == l.cfg.NodeID })
 }
+
+// InLatestMembership reports whether this node is in the membership Raft
+// uses: the latest it appended or was sent, committed or not. A follower
+// is sent its own removal but never told that it committed, the leader
+// having stopped replicating to it.
+func (l *Raft) InLatestMembership() bool {
+	f := l.raft.GetConfiguration()
+	if f.Error() != nil {
+		return true
+	}
+	return slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return string(s.ID) == l.cfg.NodeID })
+}

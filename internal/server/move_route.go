@@ -15,6 +15,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/replog"
 )
 
 // Carrying a queue's move out. The first group's leader drives a move
@@ -51,6 +52,7 @@ func (s *Server) MoveSteps() interface {
 	Export(ctx context.Context, id uint32, q api.QueueKey, move string) ([]byte, error)
 	Queues(ctx context.Context, id uint32) (map[api.QueueKey]uint64, error)
 	Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error)
+	Members(ctx context.Context, id uint32) ([]replog.Member, bool)
 } {
 	return moveSteps{s}
 }
@@ -74,6 +76,12 @@ func (m moveSteps) Fenced(ctx context.Context, id uint32) (map[api.QueueKey]stri
 		out[queueOfString(name)] = move
 	}
 	return out, nil
+}
+
+// Members returns group id's membership as its leader last committed it
+// (shardMembersByLeader).
+func (m moveSteps) Members(ctx context.Context, id uint32) ([]replog.Member, bool) {
+	return m.s.shardMembersByLeader(ctx, id)
 }
 
 // Queues returns the queues group id holds: as this node's replica has

@@ -13,6 +13,7 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/placement"
+	"github.com/fifoq/fifoq/internal/replog"
 )
 
 // Moving a queue from one shard to another. The first group's leader
@@ -74,6 +75,9 @@ type Steps interface {
 	// Fenced returns the queues of group id fenced for a move, with the
 	// move of each, as one of its replicas has them.
 	Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error)
+	// Members returns group id's membership as its leader last committed
+	// it, and whether its leader answered.
+	Members(ctx context.Context, id uint32) ([]replog.Member, bool)
 }
 
 // SetSteps gives the Set what carries moves out. Until it is given, this

@@ -63,6 +63,10 @@ func (l *localSteps) Fenced(ctx context.Context, id uint32) (map[api.QueueKey]st
 	return out, nil
 }
 
+func (l *localSteps) Members(ctx context.Context, id uint32) ([]replog.Member, bool) {
+	return l.group(id).CommittedMembers()
+}
+
 // queueIn reports whether shard id's engine holds q.
 func queueIn(set *Set, id uint32, q api.QueueKey) (ok bool) {
 	g, _ := set.Shard(id)

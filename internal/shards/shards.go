@@ -126,9 +126,12 @@ type Set struct {
 	// held is the node's record of the replicas it made and the shared
 	// log they write to, by which a lost one is caught (held.go).
 	held *held
-	// unwanted: since when each open replica is no longer wanted here.
-	unwanted map[uint32]time.Time
-	running  atomic.Bool // some shard is open
+	// unwanted: since when each open replica is no longer wanted here;
+	// askedLeader: when each last asked its shard's leader whether its
+	// removal committed (stillMember).
+	unwanted    map[uint32]time.Time
+	askedLeader map[uint32]time.Time
+	running     atomic.Bool // some shard is open
 
 	// memberAddrs are the members' Raft addresses (refreshAddrs).
 	memberAddrs atomic.Pointer[map[string]string]
@@ -198,7 +201,7 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, unwanted: map[uint32]time.Time{}, quit: make(chan struct{}),
+	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, unwanted: map[uint32]time.Time{}, askedLeader: map[uint32]time.Time{}, quit: make(chan struct{}),
 		halted: make(chan struct{}), unwatch: map[uint32]chan struct{}{}, unmovable: map[api.QueueKey]time.Time{},
 		movedForLoad:     map[api.QueueKey]time.Time{},
 		moved:            map[api.QueueKey]time.Time{},
@@ -550,7 +553,7 @@ func (s *Set) closeUnwanted() {
 			s.unwanted[id] = since
 		}
 		s.mu.Unlock()
-		if l.IsMember() {
+		if s.stillMember(id, l) {
 			if time.Since(since) > unwantedWarn {
 				s.cfg.Logger.Warn("shards: the map moved a replica away from this node, and its shard has not removed it yet", "shard", id, "since", since)
 				s.mu.Lock()
@@ -576,6 +579,40 @@ func (s *Set) closeUnwanted() {
 		}
 		s.cfg.Logger.Info("shards: closed a replica the map moved away", "shard", id)
 	}
+}
+
+// askLeaderEvery is how often a replica the map moved away, sent its
+// removal but not told that it committed, asks its shard's leader.
+const askLeaderEvery = 2 * time.Second
+
+// stillMember says whether this node's replica l of shard id is still in
+// its shard's membership as committed. A leader knows; a follower is sent
+// its own removal, but the leader stops replicating to it then and never
+// tells it the removal committed, so a follower whose latest membership
+// leaves it out asks the shard's leader (at most every askLeaderEvery).
+func (s *Set) stillMember(id uint32, l *replog.Raft) bool {
+	if !l.IsMember() {
+		return false
+	}
+	st := s.steps.Load()
+	if l.Leading() || l.InLatestMembership() || st == nil {
+		return true
+	}
+	s.mu.Lock()
+	last := s.askedLeader[id]
+	ask := time.Since(last) >= askLeaderEvery
+	if ask {
+		s.askedLeader[id] = time.Now()
+	}
+	s.mu.Unlock()
+	if !ask {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), askLeaderEvery)
+	defer cancel()
+	members, ok := (*st).Members(ctx, id)
+	self := s.host.NodeID()
+	return !ok || slices.ContainsFunc(members, func(m replog.Member) bool { return m.ID == self })
 }
 
 // extend writes the records of the shards up to the configured count
