@@ -52,14 +52,7 @@ func (l *Raft) Members() ([]Member, error) {
 	if err := f.Error(); err != nil {
 		return nil, err
 	}
-	var out []Member
-	l.Read(func(e *engine.Engine) {
-		for _, s := range f.Configuration().Servers {
-			out = append(out, Member{ID: string(s.ID), Addr: string(s.Address), Incarnation: e.Meta(memberKey(string(s.ID))), Voter: s.Suffrage == raft.Voter})
-		}
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	return l.membersOf(f.Configuration().Servers), nil
 }
 
 // CommittedMembers returns the group's membership as last committed, as
@@ -72,14 +65,20 @@ func (l *Raft) CommittedMembers() ([]Member, bool) {
 	if c == nil {
 		return nil, false
 	}
-	out := make([]Member, 0, len(c.servers))
+	return l.membersOf(c.servers), true
+}
+
+// membersOf returns the members of a configuration, sorted by id, with
+// the incarnations the state records.
+func (l *Raft) membersOf(servers []raft.Server) []Member {
+	out := make([]Member, 0, len(servers))
 	l.Read(func(e *engine.Engine) {
-		for _, s := range c.servers {
+		for _, s := range servers {
 			out = append(out, Member{ID: string(s.ID), Addr: string(s.Address), Incarnation: e.Meta(memberKey(string(s.ID))), Voter: s.Suffrage == raft.Voter})
 		}
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, true
+	return out
 }
 
 // ErrNotLeader is returned by membership changes asked of a node that does
