@@ -177,8 +177,9 @@ func (o *opening) openLogStore() (durableLog, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if err := removeOwnLog(own + movedSuffix); err != nil {
-		return nil, "", err
+	// What a removal of the own log cut short left (removeOwnLog).
+	if err := os.RemoveAll(own + movedSuffix); err != nil {
+		return nil, "", fmt.Errorf("remove the replica's own log: %w", err)
 	}
 	if _, err := os.Stat(own); err == nil {
 		if named {
@@ -292,22 +293,16 @@ func copyLog(from *closingWAL, to *grouplog.Group) error {
 	return nil
 }
 
-// removeOwnLog removes a replica's own log dir, if there: renamed first,
-// the rename synced, so that a crash leaves it whole or under its moved
-// name, never half removed under its own.
+// removeOwnLog removes a replica's own log dir: renamed first, the rename
+// synced, so that a crash leaves it whole or under its moved name, never
+// half removed under its own.
 func removeOwnLog(dir string) error {
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil
+	gone := dir + movedSuffix
+	if err := os.Rename(dir, gone); err != nil {
+		return fmt.Errorf("remove the replica's own log: %w", err)
 	}
-	gone := dir
-	if !strings.HasSuffix(dir, movedSuffix) {
-		gone = dir + movedSuffix
-		if err := os.Rename(dir, gone); err != nil {
-			return fmt.Errorf("remove the replica's own log: %w", err)
-		}
-		if err := syncDirOf(dir); err != nil {
-			return fmt.Errorf("remove the replica's own log: %w", err)
-		}
+	if err := syncDirOf(dir); err != nil {
+		return fmt.Errorf("remove the replica's own log: %w", err)
 	}
 	if err := os.RemoveAll(gone); err != nil {
 		return fmt.Errorf("remove the replica's own log: %w", err)

@@ -279,21 +279,20 @@ func (s *Server) watchRemoteLeader(ctx context.Context, cancel context.CancelFun
 // for its leader, at raftAddr, as askPeer does, and hands the answer to
 // read. A leader cut off or frozen answers nothing until the request's
 // deadline, while its group elects another within seconds: once this
-// node's replica of the group (g, if held), or if it holds none one of the
-// group's other replicas (watchRemoteLeader), names another leader, the
-// request is given up, for the caller to send it again there.
+// node's replica of the group (g, if held: watchForwardTarget, as a
+// forwarded SQS request), or if it holds none one of the group's other
+// replicas (watchRemoteLeader), names another leader, the request is
+// given up, for the caller to send it again there.
 func (s *Server) askLeader(ctx context.Context, id uint32, held bool, g *group, member, raftAddr, method, path string, body []byte, read func(*http.Response) error) error {
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	defer cancelCause(nil)
 	changed := func() { cancelCause(errLeaderChanged) }
-	watch := time.AfterFunc(remoteLeaderCheck, func() {
-		if held && g.raft != nil {
-			watchLocalLeader(ctx, changed, g, member)
-		} else {
-			s.watchRemoteLeader(ctx, changed, id, member)
-		}
-	})
-	defer watch.Stop()
+	if held && g.raft != nil {
+		go watchForwardTarget(ctx, changed, g.raft, member)
+	} else {
+		watch := time.AfterFunc(remoteLeaderCheck, func() { s.watchRemoteLeader(ctx, changed, id, member) })
+		defer watch.Stop()
+	}
 	resp, err := s.askPeer(ctx, method, raftAddr, path, bytes.NewReader(body))
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errLeaderChanged) {
@@ -307,29 +306,6 @@ func (s *Server) askLeader(ctx context.Context, id uint32, held bool, g *group, 
 
 // errLeaderChanged is why askLeader gave a request up.
 var errLeaderChanged = errors.New("the group's leader changed")
-
-// localLeaderCheck is how often a request to a group's leader looks at
-// this node's replica of the group for another leader.
-const localLeaderCheck = 100 * time.Millisecond
-
-// watchLocalLeader cancels a request to member, which led g when it was
-// sent, once this node's replica of g names another leader: Raft changes
-// leaders only at a newer term.
-func watchLocalLeader(ctx context.Context, cancel context.CancelFunc, g *group, member string) {
-	tick := time.NewTicker(localLeaderCheck)
-	defer tick.Stop()
-	for {
-		if leader, _ := g.raft.Leader(); leader != "" && leader != member {
-			cancel()
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
 
 // remoteViews caches, by shard and by the leader a forward waits on, what
 // one of the shard's other replicas last said of its leadership, for

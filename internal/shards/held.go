@@ -46,9 +46,6 @@ type held struct {
 	mu     sync.Mutex
 	log    string
 	shards map[uint32]bool
-	// made says the file exists: until then, what the data dir holds is
-	// taken as the baseline.
-	made bool
 }
 
 // loadHeld reads dir's record of its replicas, empty if it keeps none yet.
@@ -61,7 +58,6 @@ func loadHeld(dir string) (*held, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the node's record of its shard replicas: %w", err)
 	}
-	h.made = true
 	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if line == "" {
 			continue
@@ -91,7 +87,7 @@ func loadHeld(dir string) (*held, error) {
 func (h *held) lostShard(id uint32, present bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.made && h.shards[id] && !present
+	return h.shards[id] && !present
 }
 
 // logID returns the shared log the record names ("" if none).
@@ -105,7 +101,7 @@ func (h *held) logID() string {
 func (h *held) setLog(id string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.log == id && h.made {
+	if h.log == id {
 		return nil
 	}
 	prev := h.log
@@ -121,7 +117,7 @@ func (h *held) setLog(id string) error {
 func (h *held) add(id uint32) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.shards[id] && h.made {
+	if h.shards[id] {
 		return nil
 	}
 	h.shards[id] = true
@@ -161,7 +157,6 @@ func (h *held) writeLocked() error {
 	if err := replog.WriteFileSynced(h.path, b.String()); err != nil {
 		return fmt.Errorf("write the node's record of its shard replicas: %w", err)
 	}
-	h.made = true
 	return nil
 }
 
