@@ -53,9 +53,11 @@ const admittedFile = "admitted"
 // Admitted records that a member added this node to the cluster, as its
 // present incarnation, at its join request: until the node's own log has
 // caught up and records that itself, a member that claims another
-// incarnation for it is behind, and does not stop it (peerMux.recordsSelf).
-// The record is kept in the data dir, for a joiner restarted before it
-// caught up. `fifoq serve --join` calls it once the join is answered.
+// incarnation for it is behind, and does not stop it (peerMux.recordsSelf),
+// nor does a record of its own earlier incarnation in its state, which
+// then predates its admission. The record is kept in the data dir, for a
+// joiner restarted before it caught up, and dropped once the node's state
+// records it (forgetAdmitted). `fifoq serve --join` calls it once the join is answered.
 func (l *Raft) Admitted() error {
 	if l.cluster == nil {
 		return nil
@@ -66,6 +68,36 @@ func (l *Raft) Admitted() error {
 	inc := l.incarnation
 	l.cluster.mux.admitted.Store(&inc)
 	return nil
+}
+
+// forgetAdmitted drops the record Admitted made once this node's own
+// state records its incarnation: from then on that state speaks for it,
+// and a copy of the data dir restored after the node was replaced again
+// holds no word that it was added.
+func (l *Raft) forgetAdmitted() {
+	mux := l.cluster.mux
+	admitted := mux.admitted.Load()
+	if admitted == nil || *admitted != l.incarnation {
+		return
+	}
+	if rec, _ := l.recordedIncarnation(l.cfg.NodeID); rec != l.incarnation {
+		return
+	}
+	if err := os.Remove(filepath.Join(l.cfg.Dir, admittedFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		l.logger.Warn("could not remove the record that a join added this node", "err", err)
+		return
+	}
+	mux.admitted.Store(nil)
+}
+
+// stateIndex is the index of the log entry that the replicated state
+// holds up to: a peer's hello is judged by it (peerMux.settle).
+func (l *Raft) stateIndex() uint64 {
+	if l.fsm.restored.Load() {
+		// Restored from a snapshot, whose index Raft counts as applied.
+		return l.raft.AppliedIndex()
+	}
+	return l.fsm.applied.Load()
 }
 
 // loadAdmitted tells mux the incarnation the data dir's node was added as
@@ -244,6 +276,7 @@ func (l *Raft) recordIncarnations() {
 			}
 		}
 		c.learnMu.Unlock()
+		l.forgetAdmitted()
 		if l.raft.State() != raft.Leader || l.fsm.fatal.Load() != nil || l.faults.err() != nil {
 			continue
 		}

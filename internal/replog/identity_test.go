@@ -109,3 +109,105 @@ func TestWipedMemberIsFenced(t *testing.T) {
 		t.Fatalf("the member added anew is stopped: %v", wiped.log.Fault())
 	}
 }
+
+// TestLaggingMemberCatchesUpFromAReplacedLeader: a member that was down
+// while another was removed and added anew under a new incarnation still
+// records the old one when it comes back. If the new incarnation leads,
+// its hellos are all the lagging member can catch up from: the lagging
+// member must not refuse them on the strength of a record its own log has
+// not caught up past. Nor may the leader, which knows better, be told it is
+// stale by it.
+func TestLaggingMemberCatchesUpFromAReplacedLeader(t *testing.T) {
+	nodes := startCluster(t, 5, nil)
+	c := newClock()
+	leader := waitLeader(t, nodes)
+	createFIFO(t, leader.log, c)
+	send(t, leader.log, c, 0)
+	waitIncarnations(t, leader)
+
+	var others []*testNode
+	for _, nd := range nodes {
+		if nd != leader {
+			others = append(others, nd)
+		}
+	}
+	replaced, lagging := others[0], others[1]
+	// Its snapshot holds the record, so that it records the old
+	// incarnation from the moment it opens again, before any leader tells
+	// it what is committed.
+	waitApplied(t, lagging, leader.log.raft.LastIndex())
+	if err := lagging.log.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	oldInc, _ := lagging.log.recordedIncarnation(replaced.id)
+	if err := lagging.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// replaced is removed, wiped and added anew, and its new incarnation
+	// recorded, while lagging is down.
+	ctx := context.Background()
+	if err := leader.log.RemoveServer(ctx, replaced.id); err != nil {
+		t.Fatal(err)
+	}
+	replaced.log.Close()
+	if err := os.RemoveAll(replaced.dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := replaced.cfg
+	cl := *cfg.Cluster
+	cl.Peers, cl.Join = nil, true
+	cfg.Cluster = &cl
+	replaced.log, replaced.eng = openTest(t, replaced.dir, cfg)
+	if err := leader.log.AddVoter(ctx, replaced.id, cl.RaftAddr, replaced.log.Incarnation()); err != nil {
+		t.Fatalf("adding the removed member anew: %v", err)
+	}
+	if err := replaced.log.Admitted(); err != nil {
+		t.Fatal(err)
+	}
+	newInc := replaced.log.Incarnation()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		waitApplied(t, replaced, leader.log.raft.LastIndex())
+		if inc, _ := replaced.log.recordedIncarnation(replaced.id); inc == newInc {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the member added anew never found its incarnation recorded")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// It is added as a non-voter, promoted once it has caught up.
+	if err := leader.log.Promote(ctx, replaced.id); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		err := leader.log.HandLeadershipTo(replaced.id, 10*time.Second)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("handing leadership to the member added anew: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitLeader(t, []*testNode{replaced})
+	send(t, replaced.log, c, 1)
+
+	// lagging comes back, recording replaced's old incarnation, and must
+	// catch up from its new one.
+	lagging.log, lagging.eng = openTest(t, lagging.dir, lagging.cfg)
+	if inc, _ := lagging.log.recordedIncarnation(replaced.id); inc != oldInc || inc == "" {
+		t.Fatalf("the lagging member records incarnation %q of %s, want the old %q: the test shows nothing", inc, replaced.id, oldInc)
+	}
+	send(t, replaced.log, c, 2)
+	waitApplied(t, lagging, replaced.log.raft.LastIndex())
+	if got := queueDepth(lagging); got != 3 {
+		t.Fatalf("the lagging member holds %d messages, want 3", got)
+	}
+	for _, nd := range []*testNode{lagging, replaced, leader} {
+		if err := nd.log.Fault(); err != nil {
+			t.Fatalf("%s stopped: %v", nd.id, err)
+		}
+	}
+}

@@ -226,6 +226,7 @@ func TestSessionHelloIsChecked(t *testing.T) {
 		fence:      func(string) {},
 		tooOld:     noFormat,
 		outdated:   func(string) {},
+		stateIndex: func() uint64 { return 0 },
 	})
 	b.mux.checks.Store(&peerChecks{
 		recorded:   func(string) (string, bool) { return "", false },
@@ -234,6 +235,7 @@ func TestSessionHelloIsChecked(t *testing.T) {
 		fence:      func(string) { fenced.Store(true) },
 		tooOld:     noFormat,
 		outdated:   func(string) {},
+		stateIndex: func() uint64 { return 0 },
 	})
 	layer, err := b.mux.GroupLayer(0)
 	if err != nil {
@@ -370,24 +372,30 @@ func TestRestartedPeersSessionReplacesTheOld(t *testing.T) {
 // still records the old incarnation. The member's refusal stands both
 // ways, but it must not stop the node when the node's own log records its
 // new incarnation (the in-process nemesis met a rejoined member halted so).
-// Nor when its log records nothing of it yet but a join request added it
-// as its present incarnation (Raft.Admitted): a joiner in its first
-// seconds, before it has caught up. A node whose log records no such
-// thing (wiped and not added anew), or records another incarnation, is
-// still stopped, both ways.
+// Nor when a join request added it as its present incarnation
+// (Raft.Admitted) and its log records nothing of it yet, or its earlier
+// incarnation: a joiner before it has caught up, whose state predates its
+// admission (the in-process nemesis met one halted so). A node whose log
+// records no such thing (wiped and not added anew), or that was added as
+// another incarnation, is still stopped, both ways. And when the node's
+// state is further along than the member's and records its incarnation,
+// the member believes it, both ways (peerMux.settle).
 func TestMemberBehindDoesNotFence(t *testing.T) {
 	stale := fmt.Sprintf("%032x", 1)
 	for _, tc := range []struct {
 		name      string
 		ownRecord func(self string) string // what the node's own log records for itself
 		admitted  func(self string) string // what a join added it as ("" if none did)
+		nodeAhead bool                     // the node's state is further along than the member's
 		wantFence bool
 	}{
-		{"added anew, recorded", func(self string) string { return self }, func(string) string { return "" }, false},
-		{"added anew by a join, not caught up", func(string) string { return "" }, func(self string) string { return self }, false},
-		{"wiped, not added anew", func(string) string { return "" }, func(string) string { return "" }, true},
-		{"added as another incarnation", func(string) string { return "" }, func(string) string { return stale }, true},
-		{"added by a join, and recorded as another since", func(string) string { return fmt.Sprintf("%032x", 2) }, func(self string) string { return self }, true},
+		{"added anew, recorded", func(self string) string { return self }, func(string) string { return "" }, false, false},
+		{"added anew by a join, not caught up", func(string) string { return "" }, func(self string) string { return self }, false, false},
+		{"added anew by a join, its state from before", func(string) string { return fmt.Sprintf("%032x", 2) }, func(self string) string { return self }, false, false},
+		{"wiped, not added anew", func(string) string { return "" }, func(string) string { return "" }, false, true},
+		{"added as another incarnation", func(string) string { return "" }, func(string) string { return stale }, false, true},
+		{"added anew, recorded, its state further along", func(self string) string { return self }, func(string) string { return "" }, true, false},
+		{"wiped, its state further along", func(string) string { return "" }, func(string) string { return "" }, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			member := startSessionNode(t, "node-1", "127.0.0.1:0", 0, nil)
@@ -408,7 +416,12 @@ func TestMemberBehindDoesNotFence(t *testing.T) {
 				fence:      func(string) {},
 				tooOld:     noFormat,
 				outdated:   func(string) {},
+				stateIndex: func() uint64 { return 5 },
 			})
+			nodeIndex := uint64(5)
+			if tc.nodeAhead {
+				nodeIndex = 9
+			}
 			node.mux.checks.Store(&peerChecks{
 				recorded: func(id string) (string, bool) {
 					if id == "node-2" {
@@ -421,19 +434,28 @@ func TestMemberBehindDoesNotFence(t *testing.T) {
 				fence:      func(string) { fenced.Add(1) },
 				tooOld:     noFormat,
 				outdated:   func(string) {},
+				stateIndex: func() uint64 { return nodeIndex },
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			// node-2 dials the member: "fenced-you".
-			if conn, err := node.mux.dial(ctx, member.mux.advert.String(), muxHTTP); err == nil {
+			believed := tc.nodeAhead && tc.ownRecord(node.mux.selfInc) == node.mux.selfInc
+			// node-2 dials the member: "fenced-you", unless the member
+			// believes it.
+			conn, err := node.mux.dial(ctx, member.mux.advert.String(), muxHTTP)
+			if err == nil {
 				conn.Close()
-				t.Fatal("the member let the incarnation it does not record in")
+			}
+			if (err == nil) != believed {
+				t.Fatalf("node-2's dial to the member: %v; want it let in: %v", err, believed)
 			}
 			// The member dials node-2, expecting the old incarnation:
-			// node-2 answers "fenced-me".
-			if conn, err := member.mux.dial(ctx, node.mux.advert.String(), muxHTTP); err == nil {
+			// node-2 answers "fenced-me", unless it is believed.
+			conn, err = member.mux.dial(ctx, node.mux.advert.String(), muxHTTP)
+			if err == nil {
 				conn.Close()
-				t.Fatal("node-2 answered a dial that expected another incarnation of it")
+			}
+			if (err == nil) != believed {
+				t.Fatalf("the member's dial to node-2: %v; want it answered: %v", err, believed)
 			}
 			if got := fenced.Load(); (got > 0) != tc.wantFence {
 				t.Fatalf("node-2 fenced itself %d times; want fenced %v", got, tc.wantFence)

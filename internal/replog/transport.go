@@ -35,6 +35,19 @@ import (
 // expects, or "too-old REASON\n" when the dialer does not read the
 // cluster's entry format. A hello without FORMAT is a fifoq's from before
 // formats were said, which reads version 4.
+//
+// A refusal for incarnations is not always the refused node's fault: the
+// acceptor's own state may be the stale one, a member back from a long
+// stop or a joiner still catching up, whose records predate a member's
+// replacement; refusing the replaced member's hellos would keep it from
+// ever catching up, when that member leads. So before refusing for
+// incarnations, the acceptor asks "applied? DETAIL\n", and the dialer
+// answers "applied N SELF\n": N the index of the log entry its replicated
+// state holds up to, SELF "self" if that state records the dialer's own
+// incarnation, else "-". The side whose state is the further along, and
+// records its own incarnation, is believed (peerMux.settle); only then is
+// the verdict the answer above. A fifoq that does not know the question
+// takes it for a refusal.
 // muxRaft and muxHTTP, without a hello, are what a fifoq from before
 // incarnations dials; they are still accepted, unchecked.
 //
@@ -117,6 +130,9 @@ type peerChecks struct {
 	// outdated stops this node, which does not read the cluster's entry
 	// format.
 	outdated func(detail string)
+	// stateIndex is the index of the log entry that this node's
+	// replicated state, whose records recorded reads, holds up to.
+	stateIndex func() uint64
 }
 
 // helloFormat reads the format field of a hello, which a fifoq from before
@@ -227,20 +243,57 @@ func (m *peerMux) sniff(conn net.Conn) {
 }
 
 // recordsSelf reports whether this node's own log, as applied here,
-// records this node's incarnation as its id's, or records none yet and a
-// join request added this node as that incarnation (a joiner that has not
-// caught up). A member that then claims another incarnation for it is
+// records this node's incarnation as its id's, or a join request added
+// this node as that incarnation and its state has not caught up to
+// recording it (Raft.Admitted): what that state says of this node
+// predates the join. A member that then claims another incarnation for it is
 // behind: the node was removed and added anew, with a new data dir, and
 // the member has not applied it yet. Its refusal stands, but does not
 // stop this node. A node wiped and started again without a join has no
 // such record, and is stopped.
 func (m *peerMux) recordsSelf(c *peerChecks) bool {
-	rec, _ := c.recorded(m.selfID)
-	if rec == "" {
-		admitted := m.admitted.Load()
-		return admitted != nil && *admitted == m.selfInc
+	if admitted := m.admitted.Load(); admitted != nil && *admitted == m.selfInc {
+		return true
 	}
+	return m.stateRecordsSelf(c)
+}
+
+// stateRecordsSelf reports whether this node's replicated state records
+// its own incarnation as its id's.
+func (m *peerMux) stateRecordsSelf(c *peerChecks) bool {
+	rec, _ := c.recorded(m.selfID)
 	return rec == m.selfInc
+}
+
+// settle asks the dialer on conn how far its replicated state is, when
+// the hello found it or this node not to be the incarnation the other's
+// state records (see the top of this file), and reports whether each
+// mismatch is the believer's to ignore: meBehind, that the dialer's
+// expectation of this node is older than this node's record of itself;
+// youBehind, that this node's record of the dialer is older than the
+// dialer's of itself. ok is false if the dialer did not answer.
+func (m *peerMux) settle(conn net.Conn, c *peerChecks, detail string) (meBehind, youBehind, ok bool) {
+	if _, err := io.WriteString(conn, "applied? "+detail+"\n"); err != nil {
+		return false, false, false
+	}
+	line, err := readLine(conn)
+	if err != nil {
+		return false, false, false
+	}
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "applied" || (f[2] != "self" && f[2] != "-") {
+		return false, false, false
+	}
+	theirs, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return false, false, false
+	}
+	mine := c.stateIndex()
+	// Both states are prefixes of one log: the one further along holds
+	// every record the other does, and newer ones.
+	meBehind = mine > theirs && m.stateRecordsSelf(c)
+	youBehind = theirs > mine && f[2] == "self"
+	return meBehind, youBehind, true
 }
 
 // answerHello reads a dialer's hello from conn and answers it: whether
@@ -256,29 +309,46 @@ func (m *peerMux) answerHello(conn net.Conn) (id string, ok bool) {
 		return "", false
 	}
 	id, inc, expected := f[0], f[1], f[2]
-	if expected != "-" && expected != m.selfInc {
-		detail := fmt.Sprintf("member %s expects incarnation %s of it, and its data dir is incarnation %s", id, expected, m.selfInc)
-		_, _ = io.WriteString(conn, "fenced-me "+detail+"\n")
+	c := m.checks.Load()
+	var rec string
+	var member bool
+	if c != nil {
+		rec, member = c.recorded(id)
+	}
+	meStale := expected != "-" && expected != m.selfInc
+	youStale := rec != "" && rec != inc
+	meDetail := fmt.Sprintf("member %s expects incarnation %s of it, and its data dir is incarnation %s", id, expected, m.selfInc)
+	youDetail := fmt.Sprintf("it presents incarnation %s, and the cluster records incarnation %s", inc, rec)
+	if c != nil && (meStale || youStale) {
+		detail := youDetail
+		if meStale {
+			detail = meDetail
+		}
+		meBehind, youBehind, ok := m.settle(conn, c, detail)
+		if !ok {
+			return "", false
+		}
+		meStale = meStale && !meBehind
+		youStale = youStale && !youBehind
+	}
+	if meStale {
+		_, _ = io.WriteString(conn, "fenced-me "+meDetail+"\n")
 		// Only a member's word stops this node, not any dialer's.
-		if c := m.checks.Load(); c != nil {
-			if _, member := c.recorded(id); member && !m.recordsSelf(c) {
-				c.fence(detail)
-			}
+		if c != nil && member && !m.recordsSelf(c) {
+			c.fence(meDetail)
 		}
 		return "", false
 	}
-	if c := m.checks.Load(); c != nil {
-		rec, member := c.recorded(id)
-		if rec != "" && rec != inc {
-			detail := fmt.Sprintf("it presents incarnation %s, and the cluster records incarnation %s", inc, rec)
-			_, _ = io.WriteString(conn, "fenced-you "+detail+"\n")
+	if c != nil {
+		if youStale {
+			_, _ = io.WriteString(conn, "fenced-you "+youDetail+"\n")
 			return "", false
 		}
 		if why := c.tooOld(format); why != "" {
 			_, _ = io.WriteString(conn, "too-old "+why+"\n")
 			return "", false
 		}
-		if member {
+		if member && (rec == "" || rec == inc) {
 			c.learned(id, inc, format)
 		}
 	}
@@ -360,8 +430,20 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 		conn.Close()
 		return nil, "", err
 	}
-	_ = conn.SetDeadline(time.Time{})
 	verb, rest, _ := strings.Cut(reply, " ")
+	vouched := false
+	if verb == "applied?" {
+		// The node found one of the two not to be the incarnation the
+		// other's state records, and asks whose state to believe.
+		reply, err = m.answerSettle(conn)
+		if err != nil {
+			conn.Close()
+			return nil, "", err
+		}
+		verb, rest, _ = strings.Cut(reply, " ")
+		vouched = true
+	}
+	_ = conn.SetDeadline(time.Time{})
 	switch verb {
 	case "ok":
 		f := strings.Fields(rest)
@@ -370,7 +452,10 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 			conn.Close()
 			return nil, "", fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
 		}
-		if expected != "-" && f[1] != expected {
+		// Once asked, the node says ok to an expectation of it that is not
+		// its incarnation only if its state is further along than this
+		// node's, and records it.
+		if expected != "-" && f[1] != expected && !vouched {
 			conn.Close()
 			return nil, "", fmt.Errorf("%w: node %s at %s is incarnation %s, and the cluster records %s", errFenced, f[0], hostPort, f[1], expected)
 		}
@@ -400,6 +485,23 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 	}
 	conn.Close()
 	return nil, "", fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
+}
+
+// answerSettle answers a node's "applied?" (see the top of this file)
+// and returns its verdict.
+func (m *peerMux) answerSettle(conn net.Conn) (string, error) {
+	var index uint64
+	self := "-"
+	if c := m.checks.Load(); c != nil {
+		index = c.stateIndex()
+		if m.stateRecordsSelf(c) {
+			self = "self"
+		}
+	}
+	if _, err := io.WriteString(conn, "applied "+strconv.FormatUint(index, 10)+" "+self+"\n"); err != nil {
+		return "", err
+	}
+	return readLine(conn)
 }
 
 // dialKind opens a connection to hostPort and says its kind.
