@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +175,17 @@ func TestLaggingMemberCatchesUpFromAReplacedLeader(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the member added anew never found its incarnation recorded")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Its state speaks for it now: the record of its join goes.
+	for {
+		_, err := os.Stat(filepath.Join(replaced.dir, admittedFile))
+		if errors.Is(err, os.ErrNotExist) && replaced.log.cluster.mux.admitted.Load() == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the record of the join is still there (%v) once the state records the incarnation", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
