@@ -169,6 +169,10 @@ type clusterState struct {
 	// learnedFormats are the newest entry formats the members said they
 	// read in their hellos (format.go).
 	learnedFormats map[string]byte
+	// selfRecordedAt is the state's index when this node first found its
+	// incarnation recorded there, 0 before (forgetAdmitted). Only
+	// recordIncarnations touches it.
+	selfRecordedAt uint64
 
 	// clockOff, when it holds a reason, says why this node's wall clock
 	// disagrees with the cluster's: such a node refuses to lead

@@ -56,8 +56,9 @@ const admittedFile = "admitted"
 // incarnation for it is behind, and does not stop it (peerMux.recordsSelf),
 // nor does a record of its own earlier incarnation in its state, which
 // then predates its admission. The record is kept in the data dir, for a
-// joiner restarted before it caught up, and dropped once the node's state
-// records it (forgetAdmitted). `fifoq serve --join` calls it once the join is answered.
+// joiner restarted before it caught up, and dropped once the node's state,
+// and a snapshot of it, records it (forgetAdmitted). `fifoq serve --join`
+// calls it once the join is answered.
 func (l *Raft) Admitted() error {
 	if l.cluster == nil {
 		return nil
@@ -71,31 +72,38 @@ func (l *Raft) Admitted() error {
 }
 
 // forgetAdmitted drops the record Admitted made once this node's own
-// state records its incarnation: from then on that state speaks for it,
-// and a copy of the data dir restored after the node was replaced again
-// holds no word that it was added.
+// state records its incarnation, and a snapshot on disk does too: from
+// then on that state speaks for it, also after a restart (which starts
+// from the newest snapshot), and a copy of the data dir restored after the
+// node was replaced again holds no word that it was added.
 func (l *Raft) forgetAdmitted() {
-	mux := l.cluster.mux
-	admitted := mux.admitted.Load()
+	c := l.cluster
+	admitted := c.mux.admitted.Load()
 	if admitted == nil || *admitted != l.incarnation {
 		return
 	}
-	if rec, _ := l.recordedIncarnation(l.cfg.NodeID); rec != l.incarnation {
+	if c.selfRecordedAt == 0 {
+		if rec, _ := l.recordedIncarnation(l.cfg.NodeID); rec != l.incarnation {
+			return
+		}
+		c.selfRecordedAt = max(l.stateIndex(), 1)
+	}
+	if l.newestSnapshotIndex() < c.selfRecordedAt {
 		return
 	}
 	if err := os.Remove(filepath.Join(l.cfg.Dir, admittedFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		l.logger.Warn("could not remove the record that a join added this node", "err", err)
 		return
 	}
-	mux.admitted.Store(nil)
+	c.mux.admitted.Store(nil)
 }
 
 // stateIndex is the index of the log entry that the replicated state
 // holds up to: a peer's hello is judged by it (peerMux.settle).
 func (l *Raft) stateIndex() uint64 {
 	if l.fsm.restored.Load() {
-		// Restored from a snapshot, whose index Raft counts as applied.
-		return l.raft.AppliedIndex()
+		// Restored from the newest snapshot, and nothing applied since.
+		return l.newestSnapshotIndex()
 	}
 	return l.fsm.applied.Load()
 }
@@ -201,14 +209,22 @@ func (l *Raft) recordedIncarnation(id string) (string, bool) {
 // expectedAt returns the incarnation recorded for the member whose Raft
 // address is addr, or "".
 func (l *Raft) expectedAt(addr string) string {
+	if id := l.memberAt(addr); id != "" {
+		inc, _ := l.recordedIncarnation(id)
+		return inc
+	}
+	return ""
+}
+
+// memberAt returns the id of the member whose Raft address is addr, or "".
+func (l *Raft) memberAt(addr string) string {
 	f := l.raft.GetConfiguration()
 	if f.Error() != nil {
 		return ""
 	}
 	for _, s := range f.Configuration().Servers {
 		if string(s.Address) == addr {
-			inc, _ := l.recordedIncarnation(string(s.ID))
-			return inc
+			return string(s.ID)
 		}
 	}
 	return ""

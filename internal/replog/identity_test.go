@@ -178,7 +178,16 @@ func TestLaggingMemberCatchesUpFromAReplacedLeader(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// Its state speaks for it now: the record of its join goes.
+	// Its state speaks for it now, and once a snapshot does too (a
+	// restart starts from one), the record of its join goes.
+	if replaced.log.newestSnapshotIndex() == 0 {
+		if _, err := os.Stat(filepath.Join(replaced.dir, admittedFile)); err != nil {
+			t.Fatalf("the record of the join went before a snapshot recorded the incarnation: %v", err)
+		}
+	}
+	if err := replaced.log.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
 	for {
 		_, err := os.Stat(filepath.Join(replaced.dir, admittedFile))
 		if errors.Is(err, os.ErrNotExist) && replaced.log.cluster.mux.admitted.Load() == nil {

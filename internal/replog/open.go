@@ -351,7 +351,7 @@ func (l *Raft) run() {
 		return
 	}
 	if c := l.cluster; c != nil {
-		c.mux.checks.Store(&peerChecks{recorded: l.recordedIncarnation, expectedAt: l.expectedAt, learned: l.learned, fence: l.fence,
+		c.mux.checks.Store(&peerChecks{recorded: l.recordedIncarnation, expectedAt: l.expectedAt, memberAt: l.memberAt, learned: l.learned, fence: l.fence,
 			tooOld: l.tooOld, outdated: l.outdated, stateIndex: l.stateIndex})
 		l.wg.Add(3)
 		go l.leaveOnFatal()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -222,6 +223,7 @@ func TestSessionHelloIsChecked(t *testing.T) {
 	a.mux.checks.Store(&peerChecks{
 		recorded:   func(id string) (string, bool) { return fmt.Sprintf("%032x", 1), id == "node-2" },
 		expectedAt: func(string) string { return "" },
+		memberAt:   func(string) string { return "" },
 		learned:    func(string, string, byte) {},
 		fence:      func(string) {},
 		tooOld:     noFormat,
@@ -231,6 +233,7 @@ func TestSessionHelloIsChecked(t *testing.T) {
 	b.mux.checks.Store(&peerChecks{
 		recorded:   func(string) (string, bool) { return "", false },
 		expectedAt: func(string) string { return "" },
+		memberAt:   func(string) string { return "" },
 		learned:    func(string, string, byte) {},
 		fence:      func(string) { fenced.Store(true) },
 		tooOld:     noFormat,
@@ -412,6 +415,7 @@ func TestMemberBehindDoesNotFence(t *testing.T) {
 			member.mux.checks.Store(&peerChecks{
 				recorded:   func(id string) (string, bool) { return stale, id == "node-2" || id == "node-1" },
 				expectedAt: func(string) string { return stale },
+				memberAt:   func(string) string { return "node-2" },
 				learned:    func(string, string, byte) {},
 				fence:      func(string) {},
 				tooOld:     noFormat,
@@ -430,6 +434,7 @@ func TestMemberBehindDoesNotFence(t *testing.T) {
 					return "", id == "node-1"
 				},
 				expectedAt: func(string) string { return "" },
+				memberAt:   func(string) string { return "" },
 				learned:    func(string, string, byte) {},
 				fence:      func(string) { fenced.Add(1) },
 				tooOld:     noFormat,
@@ -462,4 +467,106 @@ func TestMemberBehindDoesNotFence(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSettleWeighsOnlyMembers: the question of whose state is further
+// along (peerMux.settle) is put only to peers the membership knows. A
+// node the acceptor's membership does not name, expecting another
+// incarnation of it, is refused however far along the acceptor is; a
+// dialer believes an answer further along than its own state only from
+// the member its membership puts at that address; and a dialer that does
+// not answer the question (a fifoq from before it) gets the verdict as
+// before, a stale acceptor stopping itself.
+func TestSettleWeighsOnlyMembers(t *testing.T) {
+	other := fmt.Sprintf("%032x", 7)
+	noFormat := func(byte) string { return "" }
+	checks := func(self *sessionNode, members map[string]string, at string, index uint64, fenced *atomic.Int32) *peerChecks {
+		return &peerChecks{
+			recorded: func(id string) (string, bool) {
+				inc, ok := members[id]
+				return inc, ok
+			},
+			expectedAt: func(string) string { return other },
+			memberAt:   func(string) string { return at },
+			learned:    func(string, string, byte) {},
+			fence:      func(string) { fenced.Add(1) },
+			tooOld:     noFormat,
+			outdated:   func(string) {},
+			stateIndex: func() uint64 { return index },
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	t.Run("a stranger is not believed behind", func(t *testing.T) {
+		acceptor := startSessionNode(t, "node-1", "127.0.0.1:0", 0, nil)
+		defer acceptor.stop()
+		stranger := startSessionNode(t, "node-9", "127.0.0.1:0", 0, nil)
+		defer stranger.stop()
+		var fenced atomic.Int32
+		acceptor.mux.checks.Store(checks(acceptor, map[string]string{"node-1": acceptor.mux.selfInc}, "", 9, &fenced))
+		stranger.mux.checks.Store(checks(stranger, map[string]string{"node-9": stranger.mux.selfInc}, "node-1", 1, &fenced))
+		if conn, err := stranger.mux.dial(ctx, acceptor.mux.advert.String(), muxHTTP); err == nil {
+			conn.Close()
+			t.Fatal("a node the membership does not name got a connection by expecting another incarnation")
+		}
+		if fenced.Load() != 0 {
+			t.Fatal("a stranger's word stopped a node")
+		}
+	})
+
+	t.Run("only the member meant is believed", func(t *testing.T) {
+		acceptor := startSessionNode(t, "node-1", "127.0.0.1:0", 0, nil)
+		defer acceptor.stop()
+		dialer := startSessionNode(t, "node-2", "127.0.0.1:0", 0, nil)
+		defer dialer.stop()
+		var fenced atomic.Int32
+		members := map[string]string{"node-1": acceptor.mux.selfInc, "node-2": dialer.mux.selfInc}
+		acceptor.mux.checks.Store(checks(acceptor, members, "node-2", 9, &fenced))
+		// The dialer's membership puts node-3 at the address.
+		dialer.mux.checks.Store(checks(dialer, map[string]string{"node-1": other, "node-2": dialer.mux.selfInc}, "node-3", 1, &fenced))
+		if conn, err := dialer.mux.dial(ctx, acceptor.mux.advert.String(), muxHTTP); err == nil {
+			conn.Close()
+			t.Fatal("a dialer believed the node at an address its membership gives to another member")
+		}
+		// With node-1 at the address, it is believed.
+		dialer.mux.checks.Store(checks(dialer, map[string]string{"node-1": other, "node-2": dialer.mux.selfInc}, "node-1", 1, &fenced))
+		conn, err := dialer.mux.dial(ctx, acceptor.mux.advert.String(), muxHTTP)
+		if err != nil {
+			t.Fatalf("a dialer behind its member did not believe it: %v", err)
+		}
+		conn.Close()
+		if fenced.Load() != 0 {
+			t.Fatal("a node was stopped")
+		}
+	})
+
+	t.Run("a dialer that does not answer gets the old verdict", func(t *testing.T) {
+		acceptor := startSessionNode(t, "node-1", "127.0.0.1:0", 0, nil)
+		defer acceptor.stop()
+		var fenced atomic.Int32
+		// The acceptor's state records another incarnation of it: it is
+		// stale, and a member expecting its recorded one stops it.
+		acceptor.mux.checks.Store(checks(acceptor, map[string]string{"node-1": other, "node-2": fmt.Sprintf("%032x", 2)}, "", 9, &fenced))
+		conn, err := net.Dial("tcp", acceptor.mux.advert.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := io.WriteString(conn, string(muxHTTPHello)+"node-2 "+fmt.Sprintf("%032x", 2)+" "+other+" 8\n"); err != nil {
+			t.Fatal(err)
+		}
+		line, err := readLine(conn)
+		if err != nil || !strings.HasPrefix(line, "applied? ") {
+			t.Fatalf("the acceptor answered %q (%v); want its question", line, err)
+		}
+		conn.Close() // as a fifoq that does not know the question
+		deadline := time.Now().Add(5 * time.Second)
+		for fenced.Load() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("a stale node told so by a member that did not answer its question did not stop")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 }

@@ -118,6 +118,9 @@ type peerChecks struct {
 	// expectedAt returns the incarnation recorded for the member at a
 	// Raft address ("" if none).
 	expectedAt func(addr string) string
+	// memberAt returns the id of the member at a Raft address ("" if
+	// none).
+	memberAt func(addr string) string
 	// learned is told of the incarnation and entry format a node said in
 	// a hello.
 	learned func(id, incarnation string, format byte)
@@ -271,7 +274,8 @@ func (m *peerMux) stateRecordsSelf(c *peerChecks) bool {
 // mismatch is the believer's to ignore: meBehind, that the dialer's
 // expectation of this node is older than this node's record of itself;
 // youBehind, that this node's record of the dialer is older than the
-// dialer's of itself. ok is false if the dialer did not answer.
+// dialer's of itself. ok is false if the dialer did not answer (and both
+// are then false).
 func (m *peerMux) settle(conn net.Conn, c *peerChecks, detail string) (meBehind, youBehind, ok bool) {
 	if _, err := io.WriteString(conn, "applied? "+detail+"\n"); err != nil {
 		return false, false, false
@@ -324,11 +328,12 @@ func (m *peerMux) answerHello(conn net.Conn) (id string, ok bool) {
 		if meStale {
 			detail = meDetail
 		}
-		meBehind, youBehind, ok := m.settle(conn, c, detail)
-		if !ok {
-			return "", false
-		}
-		meStale = meStale && !meBehind
+		// A dialer that does not answer (a fifoq from before the
+		// question) gets the verdict as before.
+		meBehind, youBehind, _ := m.settle(conn, c, detail)
+		// Only a member's word is weighed: an unknown dialer is not
+		// believed behind, whatever it says.
+		meStale = meStale && !(meBehind && member)
 		youStale = youStale && !youBehind
 	}
 	if meStale {
@@ -454,8 +459,9 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 		}
 		// Once asked, the node says ok to an expectation of it that is not
 		// its incarnation only if its state is further along than this
-		// node's, and records it.
-		if expected != "-" && f[1] != expected && !vouched {
+		// node's, and records it; and only the member this node meant to
+		// reach is believed so.
+		if expected != "-" && f[1] != expected && !(vouched && m.meant(hostPort, f[0])) {
 			conn.Close()
 			return nil, "", fmt.Errorf("%w: node %s at %s is incarnation %s, and the cluster records %s", errFenced, f[0], hostPort, f[1], expected)
 		}
@@ -485,6 +491,13 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 	}
 	conn.Close()
 	return nil, "", fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
+}
+
+// meant reports whether id is the member this node's membership puts at
+// hostPort.
+func (m *peerMux) meant(hostPort, id string) bool {
+	c := m.checks.Load()
+	return c != nil && id != "" && c.memberAt(hostPort) == id
 }
 
 // answerSettle answers a node's "applied?" (see the top of this file)
