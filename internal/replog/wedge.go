@@ -90,10 +90,10 @@ func (l *Raft) checkWedged(now time.Time) {
 // the slot full. The next transfer to that member then blocks on its
 // push, with the flag set; if the leader steps down before the goroutine
 // takes the old request, the goroutine exits and the push blocks for
-// ever (the path hashicorp/raft issue #696 describes). fifoq asks for
-// transfers again and again to the same member (the balancer every few
-// seconds, a leader whose clock is off every second), which makes that
-// path likely. So a leader starts no transfer to a member for transferCooldown
+// ever. fifoq asks for transfers again and again to the same member (the
+// balancer every few seconds, a leader whose clock is off every second),
+// which is how the in-memory nemesis met the wedge, 9 times in 366
+// moves. So a leader starts no transfer to a member for transferCooldown
 // after one to it failed in the same term (a new term has new
 // replication goroutines and slots); a failed transfer to a member Raft
 // picked bars every member, and a transfer to a member Raft picks waits
