@@ -92,7 +92,7 @@ func (l *Raft) checkWedged(now time.Time) {
 // takes the old request, the goroutine exits and the push blocks for
 // ever. fifoq asks for transfers again and again to the same member (the
 // balancer every few seconds, a leader whose clock is off every second),
-// which is how the in-memory nemesis met the wedge, 9 times in 366
+// which is how the in-memory nemesis met the wedge, about once in 70
 // moves. So a leader starts no transfer to a member for transferCooldown
 // after one to it failed in the same term (a new term has new
 // replication goroutines and slots); a failed transfer to a member Raft
