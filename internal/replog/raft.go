@@ -185,9 +185,6 @@ type Raft struct {
 	// transfers follows the writes Raft refuses for a leadership transfer
 	// in progress (wedge.go).
 	transfers transferWatch
-	// transferGuard holds back leadership transfers that could wedge
-	// Raft (wedge.go).
-	transferGuard transferGuard
 	// pace slows an idle shard's heartbeats (pace.go).
 	pace pace
 	// handedOver: this node handed its leadership to another as it
