@@ -120,6 +120,23 @@ func TestTransferWatch(t *testing.T) {
 	if _, wedged := w.wedged(t0.Add(time.Hour), time.Second); wedged {
 		t.Fatal("still wedged after a write was accepted")
 	}
+	// Refusals long over the timeout, the latest of them old: a probe is
+	// due, and no wedge counted until it is refused too.
+	w.note(raft.ErrLeadershipTransferInProgress, t0)
+	later := t0.Add(time.Minute)
+	if _, wedged := w.wedged(later, time.Second); wedged {
+		t.Fatal("wedged on an old refusal alone")
+	}
+	if !w.probeDue(later) {
+		t.Fatal("no probe due after an old refusal")
+	}
+	w.note(raft.ErrLeadershipTransferInProgress, later)
+	if w.probeDue(later.Add(time.Second)) {
+		t.Fatal("a probe due right after a refusal")
+	}
+	if d, wedged := w.wedged(later.Add(time.Second), time.Second); !wedged || d != time.Minute+time.Second {
+		t.Fatalf("wedged %v for %v, want true for 1m1s", wedged, d)
+	}
 }
 
 // TestWedgedLeaderStops makes a group's leader look wedged (Raft refused
@@ -133,11 +150,26 @@ func TestWedgedLeaderStops(t *testing.T) {
 	}
 	nodes := startCluster(t, 3, nil)
 	lead := waitLeader(t, nodes)
-	lead.log.transfers.note(raft.ErrLeadershipTransferInProgress, time.Now().Add(-wedgedTransferTimeout-time.Second))
-	select {
-	case <-lead.log.Halted():
-	case <-time.After(10 * time.Second):
-		t.Fatal("a wedged leader did not stop")
+	// Raft refuses the probes, as a wedged Raft refuses every write, and
+	// refused the writes since the timeout. The group's own writes go
+	// through here (it is not wedged), and clear the record: it is put
+	// back each time.
+	refused := func() error { return raft.ErrLeadershipTransferInProgress }
+	lead.log.wedgeProbe.Store(&refused)
+	deadline := time.Now().Add(15 * time.Second)
+	for halted := false; !halted; {
+		if lead.log.transfers.since.Load() == 0 {
+			lead.log.transfers.note(raft.ErrLeadershipTransferInProgress, time.Now().Add(-wedgedTransferTimeout-time.Second))
+		}
+		lead.log.checkWedged(time.Now())
+		select {
+		case <-lead.log.Halted():
+			halted = true
+		case <-time.After(100 * time.Millisecond):
+		}
+		if !halted && time.Now().After(deadline) {
+			t.Fatal("a wedged leader did not stop")
+		}
 	}
 	var we *wedgedError
 	if err := lead.log.Fault(); !errors.As(err, &we) {
@@ -145,5 +177,27 @@ func TestWedgedLeaderStops(t *testing.T) {
 	}
 	if got := lead.log.faults.summary(); !strings.Contains(got, "wedged") {
 		t.Fatalf("summary %q does not say the group is wedged", got)
+	}
+}
+
+// TestOldTransferRefusalDoesNotStop: a write refused once for a leadership
+// transfer in progress, on a group that then makes no write for the
+// watchdog's timeout (an idle shard), is no wedge: the transfer ended long
+// since. The leader must find that out and go on, not stop its node (the
+// in-memory soaks met members stopped so, with no transfer left running).
+func TestOldTransferRefusalDoesNotStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a three-member cluster; skipped in -short mode")
+	}
+	nodes := startCluster(t, 3, nil)
+	lead := waitLeader(t, nodes)
+	lead.log.transfers.note(raft.ErrLeadershipTransferInProgress, time.Now().Add(-wedgedTransferTimeout-time.Second))
+	select {
+	case <-lead.log.Halted():
+		t.Fatalf("a leader whose writes go through stopped: %v", lead.log.Fault())
+	case <-time.After(5 * time.Second):
+	}
+	if d, wedged := lead.log.transfers.wedged(time.Now(), wedgedTransferTimeout); wedged || d != 0 {
+		t.Fatalf("the watch still counts refusals for %v after writes went through again", d)
 	}
 }

@@ -185,6 +185,9 @@ type Raft struct {
 	// transfers follows the writes Raft refuses for a leadership transfer
 	// in progress (wedge.go).
 	transfers transferWatch
+	// wedgeProbe, set only by tests, stands in for the barrier that
+	// probes whether writes are still refused (wedge.go).
+	wedgeProbe atomic.Pointer[func() error]
 	// pace slows an idle shard's heartbeats (pace.go).
 	pace pace
 	// handedOver: this node handed its leadership to another as it

@@ -23,7 +23,8 @@ import (
 //
 // Nothing short of a new Raft instance clears the flag. So a group whose
 // leader has refused writes with that error, and accepted none, for
-// wedgedTransferTimeout stops its node as a storage fault does: the
+// wedgedTransferTimeout, and refuses them still (see the probes below),
+// stops its node as a storage fault does: the
 // process exits non-zero and its supervisor's restart gives every group a
 // new Raft, while the other members elect leaders in its place. A
 // transfer that ends, even in failure, takes at most an election timeout
@@ -33,11 +34,33 @@ import (
 // leadership transfer in progress before its node stops.
 const wedgedTransferTimeout = 30 * time.Second
 
+// A refusal alone says little: a write refused once while a transfer was
+// in progress, on a group that then writes nothing for the timeout (an
+// idle shard), came from a transfer that ended long since, and stopping
+// the node for it would be a false alarm (the in-memory soaks met members
+// stopped so). So while refusals are on record, the leader probes: every
+// probeRefusalsEvery it applies a barrier, which Raft refuses at once
+// while the flag is set, and whose success clears the record. A node
+// stops only when refusals began over the timeout ago and the latest is
+// recent.
+
+// probeRefusalsEvery is how long after the latest refusal the leader
+// probes whether writes are still refused.
+const probeRefusalsEvery = 2 * time.Second
+
+// refusalFresh is how recent the latest refusal must be for a group to
+// count as wedged.
+const refusalFresh = 3 * probeRefusalsEvery
+
 // transferWatch follows a group's refusals for a transfer in progress.
 type transferWatch struct {
 	// since is when the refusals began (Unix nanoseconds), 0 while writes
 	// are accepted.
 	since atomic.Int64
+	// last is when the latest refusal came.
+	last atomic.Int64
+	// probing is set while a probe runs.
+	probing atomic.Bool
 }
 
 // note records the outcome of a write or a barrier.
@@ -45,20 +68,30 @@ func (w *transferWatch) note(err error, now time.Time) {
 	switch {
 	case err == nil:
 		w.since.Store(0)
+		w.last.Store(0)
 	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
 		w.since.CompareAndSwap(0, now.UnixNano())
+		w.last.Store(now.UnixNano())
 	}
 }
 
 // wedged returns how long writes have been refused for a transfer in
-// progress, if for longer than timeout.
+// progress, and whether that is for longer than timeout with the latest
+// refusal recent.
 func (w *transferWatch) wedged(now time.Time, timeout time.Duration) (time.Duration, bool) {
 	s := w.since.Load()
 	if s == 0 {
 		return 0, false
 	}
 	d := now.Sub(time.Unix(0, s))
-	return d, d > timeout
+	fresh := now.Sub(time.Unix(0, w.last.Load())) < refusalFresh
+	return d, d > timeout && fresh
+}
+
+// probeDue reports whether refusals are on record and none came for
+// probeRefusalsEvery.
+func (w *transferWatch) probeDue(now time.Time) bool {
+	return w.since.Load() != 0 && now.Sub(time.Unix(0, w.last.Load())) >= probeRefusalsEvery
 }
 
 // wedgedError is what stops a node whose group's leadership transfer
@@ -69,12 +102,32 @@ func (e *wedgedError) Error() string {
 	return fmt.Sprintf("this node leads a group whose Raft has refused every write for %v for a leadership transfer that never ended (hashicorp/raft issue #696); only a restart clears it", e.refusedFor.Round(time.Second))
 }
 
-// checkWedged stops the node if the group it leads is wedged so.
+// checkWedged stops the node if the group it leads is wedged so, and
+// probes whether writes are still refused when none was tried lately.
 func (l *Raft) checkWedged(now time.Time) {
 	if l.raft.State() != raft.Leader {
 		return
 	}
-	if d, ok := l.transfers.wedged(now, wedgedTransferTimeout); ok {
+	w := &l.transfers
+	if w.probeDue(now) && w.probing.CompareAndSwap(false, true) {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			defer w.probing.Store(false)
+			w.note(l.probeWrites(), time.Now())
+		}()
+	}
+	if d, ok := w.wedged(now, wedgedTransferTimeout); ok {
 		l.faults.halt(&wedgedError{refusedFor: d})
 	}
+}
+
+// probeWrites applies a barrier, which Raft refuses at once while a
+// leadership transfer is in progress; a test may stand in for it
+// (wedgeProbe).
+func (l *Raft) probeWrites() error {
+	if p := l.wedgeProbe.Load(); p != nil {
+		return (*p)()
+	}
+	return l.awaitFuture(l.raft.Barrier(probeRefusalsEvery))
 }
