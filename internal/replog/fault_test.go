@@ -211,3 +211,49 @@ func TestCloseHandsLeadershipOver(t *testing.T) {
 		t.Fatalf("the successor holds %v; want [m0 m1]", got)
 	}
 }
+
+// TestTransferGuard: after a leadership transfer to a member fails, no
+// other to it starts in the same term for transferCooldown (wedge.go); a
+// failure whose target Raft picked bars every member; a new term, or the
+// cooldown's end, lifts the bar; a transfer that was not started (another
+// in progress) or that succeeded bars nothing.
+func TestTransferGuard(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var g transferGuard
+	if err := g.check(3, "n2", now); err != nil {
+		t.Fatalf("a first transfer was refused: %v", err)
+	}
+	g.note(3, "n2", nil, now)
+	g.note(3, "n2", raft.ErrLeadershipTransferInProgress, now)
+	if err := g.check(3, "n2", now); err != nil {
+		t.Fatalf("a transfer after one that succeeded, or was not started, was refused: %v", err)
+	}
+	g.note(3, "n2", errors.New("leadership transfer timeout"), now)
+	if err := g.check(3, "n2", now); !errors.Is(err, ErrTransferCoolingDown) {
+		t.Fatalf("a transfer right after one that failed gave %v", err)
+	}
+	for _, c := range []struct {
+		term   uint64
+		target string
+		after  time.Duration
+		barred bool
+	}{
+		{3, "n2", time.Second, true},
+		{3, "", time.Second, true}, // Raft could pick n2
+		{3, "n3", time.Second, false},
+		{3, "n2", transferCooldown, false},
+		{4, "n2", time.Second, false},
+	} {
+		g := transferGuard{term: 3, failedAt: map[string]time.Time{"n2": now}} // each case from the same record
+		err := g.check(c.term, c.target, now.Add(c.after))
+		if barred := errors.Is(err, ErrTransferCoolingDown); barred != c.barred {
+			t.Errorf("term %d, target %q, %v after: barred %v, want %v", c.term, c.target, c.after, barred, c.barred)
+		}
+	}
+	// A failed transfer to a member Raft picked bars every member.
+	g2 := transferGuard{}
+	g2.note(5, "", errors.New("not done within 5s"), now)
+	if err := g2.check(5, "n3", now.Add(time.Second)); !errors.Is(err, ErrTransferCoolingDown) {
+		t.Errorf("after a failed transfer to a member Raft picked, one to n3 gave %v", err)
+	}
+}

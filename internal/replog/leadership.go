@@ -56,7 +56,7 @@ func (l *Raft) watchLeadership() {
 				c.notify()
 			}
 			l.logger.Error("this node leads but its clock is off the cluster's: handing the leadership over", "why", *why)
-			if err := l.awaitFuture(l.raft.LeadershipTransfer()); err != nil {
+			if err := l.guardedTransfer("", "", clockOffHandOver); err != nil {
 				l.logger.Warn("could not hand the leadership over", "err", err)
 			}
 			continue
@@ -181,9 +181,18 @@ func (l *Raft) followerReady() error {
 
 // transferLeadership hands this leader's leadership to another member and
 // waits for it, up to timeout, or until the log closes.
+//
+// Unlike the transfers asked again and again (HandLeadershipTo, a leader
+// whose clock is off), it is not held back after a failed one
+// (transferGuard): a node that stops or leaves asks once, and a transfer
+// that wedges is ended with its Raft.
 func (l *Raft) transferLeadership(timeout time.Duration) error {
 	return l.awaitTransfer(l.raft.LeadershipTransfer(), timeout)
 }
+
+// clockOffHandOver bounds the wait for a leadership transfer of a leader
+// whose clock is off.
+const clockOffHandOver = 5 * time.Second
 
 // awaitTransfer waits for a leadership transfer, up to timeout, or until
 // the log closes.
@@ -300,7 +309,8 @@ var ErrPeerClockOff = errors.New("its clock is off this node's, and it would not
 // for it, up to timeout: how a node that leads more of its cluster's
 // groups than its share gives one away (internal/shards). A member whose
 // clock this node measured off is refused (ErrPeerClockOff), as is one
-// its heartbeats do not reach (ErrPeerUnheard).
+// its heartbeats do not reach (ErrPeerUnheard), and one a transfer to
+// failed moments before (ErrTransferCoolingDown, wedge.go).
 func (l *Raft) HandLeadershipTo(id string, timeout time.Duration) error {
 	if l.peerClockOff(id) {
 		return fmt.Errorf("node %s: %w", id, ErrPeerClockOff)
@@ -314,7 +324,7 @@ func (l *Raft) HandLeadershipTo(id string, timeout time.Duration) error {
 	}
 	for _, s := range f.Configuration().Servers {
 		if string(s.ID) == id && s.Suffrage == raft.Voter {
-			return l.awaitTransfer(l.raft.LeadershipTransferToServer(s.ID, s.Address), timeout)
+			return l.guardedTransfer(s.ID, s.Address, timeout)
 		}
 	}
 	return fmt.Errorf("node %s is no voter of this group", id)

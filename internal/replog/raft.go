@@ -188,6 +188,9 @@ type Raft struct {
 	// wedgeProbe, set only by tests, stands in for the barrier that
 	// probes whether writes are still refused (wedge.go).
 	wedgeProbe atomic.Pointer[func() error]
+	// transferGuard holds back leadership transfers that could wedge
+	// Raft (wedge.go).
+	transferGuard transferGuard
 	// pace slows an idle shard's heartbeats (pace.go).
 	pace pace
 	// handedOver: this node handed its leadership to another as it

@@ -3,6 +3,7 @@ package replog
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -130,4 +131,96 @@ func (l *Raft) probeWrites() error {
 		return (*p)()
 	}
 	return l.awaitFuture(l.raft.Barrier(probeRefusalsEvery))
+}
+
+// How a transfer wedges, and what keeps fifoq from starting one that
+// would. hashicorp/raft's transfer pushes requests to catch the target up
+// into a channel of one slot, which the target's replication goroutine
+// takes from; the push does not give up when the transfer does. A
+// transfer that times out (after an election timeout) while its last
+// request still waits in the slot, because the replication goroutine is
+// busy (a snapshot on its way, an RPC to a slow or cut-off member), leaves
+// the slot full. The next transfer to that member then blocks on its
+// push, with the flag set; if the leader steps down before the goroutine
+// takes the old request, the goroutine exits and the push blocks for
+// ever (the path hashicorp/raft issue #696 describes; the in-memory soak
+// found leaders wedged so, with that goroutine blocked at the push). fifoq
+// asks for transfers again and again to the same member (the balancer
+// every few seconds, a leader whose clock is off every second), which
+// makes that path likely. So a leader starts no transfer to a member for
+// transferCooldown after one to it failed in the same term (a new term
+// has new replication goroutines and slots); a failed transfer to a
+// member Raft picked bars every member, and a transfer to a member Raft
+// picks waits out any failure. By then the goroutine has had many rounds
+// to take the request, unless the member is unreachable, and such a
+// member is refused anyway (ErrPeerUnheard). A node that stops or leaves
+// hands its leadership over once, unguarded (transferLeadership).
+
+// transferCooldown is how long a leader starts no transfer to a member
+// after one to it failed in the same term.
+const transferCooldown = 30 * time.Second
+
+// ErrTransferCoolingDown is a leadership transfer not started because one
+// to the same member failed moments before, in the same term.
+var ErrTransferCoolingDown = errors.New("a leadership transfer to it failed moments ago; not trying again yet")
+
+// transferGuard remembers the failed leadership transfers of the current
+// term.
+type transferGuard struct {
+	mu   sync.Mutex
+	term uint64
+	// failedAt holds when a transfer failed, by its target ("": a member
+	// Raft picked).
+	failedAt map[string]time.Time
+}
+
+// check says whether a transfer to target ("": one Raft picks) may start
+// in term.
+func (g *transferGuard) check(term uint64, target string, now time.Time) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if term != g.term {
+		g.term, g.failedAt = term, nil
+		return nil
+	}
+	for t, at := range g.failedAt {
+		if now.Sub(at) < transferCooldown && (target == "" || t == "" || t == target) {
+			return ErrTransferCoolingDown
+		}
+	}
+	return nil
+}
+
+// note records the outcome of a transfer to target started in term.
+func (g *transferGuard) note(term uint64, target string, err error, now time.Time) {
+	if err == nil || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		return // done, or none was started
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if term != g.term {
+		g.term, g.failedAt = term, nil
+	}
+	if g.failedAt == nil {
+		g.failedAt = map[string]time.Time{}
+	}
+	g.failedAt[target] = now
+}
+
+// guardedTransfer starts a leadership transfer to target ("": a member
+// Raft picks) unless the guard bars it, and waits for it up to timeout.
+func (l *Raft) guardedTransfer(target raft.ServerID, addr raft.ServerAddress, timeout time.Duration) error {
+	term := l.raft.CurrentTerm()
+	if err := l.transferGuard.check(term, string(target), time.Now()); err != nil {
+		return err
+	}
+	var f raft.Future
+	if target == "" {
+		f = l.raft.LeadershipTransfer()
+	} else {
+		f = l.raft.LeadershipTransferToServer(target, addr)
+	}
+	err := l.awaitTransfer(f, timeout)
+	l.transferGuard.note(term, string(target), err, time.Now())
+	return err
 }
