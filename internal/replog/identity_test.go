@@ -33,6 +33,27 @@ func waitIncarnations(t *testing.T, leader *testNode) {
 	}
 }
 
+// joinAnew removes nd through leader, wipes its data dir, and starts it
+// empty with --join, added anew under its new incarnation.
+func joinAnew(t *testing.T, leader, nd *testNode) {
+	t.Helper()
+	if err := leader.log.RemoveServer(context.Background(), nd.id); err != nil {
+		t.Fatal(err)
+	}
+	nd.log.Close()
+	if err := os.RemoveAll(nd.dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := nd.cfg
+	cl := *cfg.Cluster
+	cl.Peers, cl.Join = nil, true
+	cfg.Cluster = &cl
+	nd.log, nd.eng = openTest(t, nd.dir, cfg)
+	if err := leader.log.AddVoter(context.Background(), nd.id, cl.RaftAddr, nd.log.Incarnation()); err != nil {
+		t.Fatalf("adding the removed member anew: %v", err)
+	}
+}
+
 // TestWipedMemberIsFenced: a member whose data dir is lost and that is
 // started again with its usual flags (its --peers bootstrap an empty log)
 // must not take part as itself, a voter that forgot its votes. Its peers
@@ -87,21 +108,7 @@ func TestWipedMemberIsFenced(t *testing.T) {
 		t.Fatalf("adding a member's id again: %v; want ErrAlreadyMember", err)
 	}
 	// Removed, then started empty with --join and added, it catches up.
-	if err := leader.log.RemoveServer(context.Background(), wiped.id); err != nil {
-		t.Fatal(err)
-	}
-	wiped.log.Close()
-	if err := os.RemoveAll(wiped.dir); err != nil {
-		t.Fatal(err)
-	}
-	cfg := wiped.cfg
-	cl := *cfg.Cluster
-	cl.Peers, cl.Join = nil, true
-	cfg.Cluster = &cl
-	wiped.log, wiped.eng = openTest(t, wiped.dir, cfg)
-	if err := leader.log.AddVoter(context.Background(), wiped.id, cl.RaftAddr, wiped.log.Incarnation()); err != nil {
-		t.Fatalf("adding the removed member anew: %v", err)
-	}
+	joinAnew(t, leader, wiped)
 	waitApplied(t, wiped, leader.log.raft.LastIndex())
 	if got := queueDepth(wiped); got != 2 {
 		t.Fatalf("the member added anew holds %d messages, want 2", got)
@@ -148,21 +155,7 @@ func TestLaggingMemberCatchesUpFromAReplacedLeader(t *testing.T) {
 	// replaced is removed, wiped and added anew, and its new incarnation
 	// recorded, while lagging is down.
 	ctx := context.Background()
-	if err := leader.log.RemoveServer(ctx, replaced.id); err != nil {
-		t.Fatal(err)
-	}
-	replaced.log.Close()
-	if err := os.RemoveAll(replaced.dir); err != nil {
-		t.Fatal(err)
-	}
-	cfg := replaced.cfg
-	cl := *cfg.Cluster
-	cl.Peers, cl.Join = nil, true
-	cfg.Cluster = &cl
-	replaced.log, replaced.eng = openTest(t, replaced.dir, cfg)
-	if err := leader.log.AddVoter(ctx, replaced.id, cl.RaftAddr, replaced.log.Incarnation()); err != nil {
-		t.Fatalf("adding the removed member anew: %v", err)
-	}
+	joinAnew(t, leader, replaced)
 	if err := replaced.log.Admitted(); err != nil {
 		t.Fatal(err)
 	}
