@@ -211,12 +211,41 @@ func (q *queue) eachMessage(fn func(*message)) {
 // BodyRefs calls fn with the reference of every stored body: what a store
 // counts as live after the engine's state was replaced by a restore.
 func (e *Engine) BodyRefs(fn func(BodyRef)) {
+	e.eachStoredMessage(func(m *message) bool {
+		if m.ref.File != 0 {
+			fn(m.ref)
+		}
+		return true
+	})
+}
+
+// eachStoredMessage calls fn for every message the engine holds: in its
+// queues, and in their outboxes and those of deleted queues (outbox.go),
+// until fn returns false.
+func (e *Engine) eachStoredMessage(fn func(*message) bool) {
+	stopped := false
 	for _, q := range e.queues {
 		q.eachMessage(func(m *message) {
-			if m.ref.File != 0 {
-				fn(m.ref)
+			if !stopped {
+				stopped = !fn(m)
 			}
 		})
+		for _, en := range q.outbox.entries {
+			if stopped {
+				return
+			}
+			stopped = !fn(en.m)
+		}
+		if stopped {
+			return
+		}
+	}
+	for _, o := range e.orphans {
+		for _, en := range o.box.entries {
+			if !fn(en.m) {
+				return
+			}
+		}
 	}
 }
 
@@ -242,20 +271,14 @@ func (e *Engine) TakeBodyError() error {
 // meanwhile: a view taken before would write the new references, which it
 // may not be able to read back.
 func (e *Engine) MoveBodies(file uint32, move func(BodyRef) (moved BodyRef, ok, stop bool)) {
-	stopped := false
-	for _, q := range e.queues {
-		q.eachMessage(func(m *message) {
-			if stopped || m.ref.File != file {
-				return
-			}
-			ref, ok, stop := move(m.ref)
-			if ok {
-				m.ref = ref
-			}
-			stopped = stop
-		})
-		if stopped {
-			return
+	e.eachStoredMessage(func(m *message) bool {
+		if m.ref.File != file {
+			return true
 		}
-	}
+		ref, ok, stop := move(m.ref)
+		if ok {
+			m.ref = ref
+		}
+		return !stop
+	})
 }

@@ -95,6 +95,10 @@ type Engine struct {
 	// names it.
 	dlqSources map[api.QueueKey]map[api.QueueKey]struct{}
 
+	// orphans holds the outboxes of queues deleted while their outbox
+	// held messages (outbox.go).
+	orphans map[outboxSource]*orphan
+
 	// running lists the running message move tasks, oldest first.
 	running []*moveTask
 	// movesBehind is set by each Apply: whether a running task was left
@@ -310,6 +314,10 @@ func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
 		return e.installQueue(cmd, r, now)
 	case *DropQueueRequest:
 		return e.dropQueue(cmd, r, now)
+	case *TakeMessagesRequest:
+		return e.takeMessages(cmd, r, now)
+	case *SettleOutboxRequest:
+		return e.settleOutbox(cmd, r, now)
 	case *api.CreateQueueRequest:
 		return e.createQueue(cmd, r, now)
 	case *api.DeleteQueueRequest:

@@ -64,7 +64,8 @@ type HousekeepResult struct {
 const DefaultHousekeepLimit = 10_000
 
 // NewInternalRequest returns a zero internal request (TickRequest,
-// HousekeepRequest, SetMetaRequest, and the move requests of move.go) of action a, ready to be decoded into, and false if a
+// HousekeepRequest, SetMetaRequest, the move requests of move.go and the
+// outbox requests of outbox.go) of action a, ready to be decoded into, and false if a
 // names none. The log decodes its entries with it.
 func NewInternalRequest(a api.Action) (api.Request, bool) {
 	switch a {
@@ -82,6 +83,10 @@ func NewInternalRequest(a api.Action) (api.Request, bool) {
 		return &InstallQueueRequest{}, true
 	case ActionDropQueue:
 		return &DropQueueRequest{}, true
+	case ActionTakeMessages:
+		return &TakeMessagesRequest{}, true
+	case ActionSettleOutbox:
+		return &SettleOutboxRequest{}, true
 	}
 	return nil, false
 }

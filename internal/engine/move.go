@@ -48,6 +48,12 @@ import (
 // Fencing a queue fenced for the same move changes nothing.
 type FenceQueueRequest struct {
 	Move string `json:"move"`
+	// Spanning lets the move take a queue that has a RedrivePolicy or is
+	// a dead-letter queue: what spans the two queues goes through their
+	// outboxes once they are apart (outbox.go). An engine that knows no
+	// outbox must never apply such a fence, so a log writes it only in a
+	// format every member reads.
+	Spanning bool `json:"spanning,omitempty"`
 }
 
 // UnfenceQueueRequest is an internal request: it lifts the fence of the
@@ -180,7 +186,7 @@ func (e *Engine) fenceQueue(cmd *Command, r *FenceQueueRequest, now int64) (api.
 	case q.fence != "":
 		return nil, api.ErrServiceUnavailable("%s%s", fencedByPrefix, q.fence)
 	}
-	if err := e.movable(q); err != nil {
+	if err := e.movable(q, r.Spanning); err != nil {
 		return nil, err
 	}
 	e.process(q, now)
@@ -190,12 +196,14 @@ func (e *Engine) fenceQueue(cmd *Command, r *FenceQueueRequest, now int64) (api.
 	return api.Empty{}, nil
 }
 
-// movable refuses to fence a queue whose state spans other queues.
-func (e *Engine) movable(q *queue) error {
+// movable refuses to fence a queue whose state spans other queues: one
+// in a redrive, unless spanning (outbox.go), and one with message move
+// tasks.
+func (e *Engine) movable(q *queue, spanning bool) error {
 	switch {
-	case q.attrs.redrive != nil:
+	case q.attrs.redrive != nil && !spanning:
 		return api.ErrUnsupportedOperation("Queue %s has a RedrivePolicy: its dead-letter queue would be left behind.", q.key.Name)
-	case e.isDeadLetterQueue(q.key):
+	case e.isDeadLetterQueue(q.key) && !spanning:
 		return api.ErrUnsupportedOperation("Queue %s is a dead-letter queue of other queues.", q.key.Name)
 	case len(q.tasks) > 0:
 		return api.ErrUnsupportedOperation("Queue %s has message move tasks.", q.key.Name)
@@ -239,12 +247,18 @@ func (e *Engine) ExportQueue(key api.QueueKey, move string, w io.Writer) error {
 		return fmt.Errorf("engine: export: queue %s is not fenced for move %s (fence %q)", key, move, q.fence)
 	}
 	qv := captureQueue(q)
+	// The image names every source of the queue, for the engine it goes
+	// to: those of this engine are not there.
+	qv.sq.RemoteSources = snapKeysOf(q.remoteSources, e.dlqSources[key], key)
 	// The image's header carries the engine's time and the serial bound of
 	// the queue's messages, nothing engine-wide.
 	var top uint64
 	places := qv.msgs.iter()
 	for range qv.msgs.len() {
 		top = max(top, q.ms.arena.at(places.next()).serial)
+	}
+	for _, en := range q.outbox.entries {
+		top = max(top, en.m.serial)
 	}
 	v := &SnapshotView{
 		header: &snapHeader{Region: e.cfg.Region, Now: e.now, Serial: top, Queues: 1},
@@ -278,6 +292,8 @@ func (e *Engine) installQueue(cmd *Command, r *InstallQueueRequest, now int64) (
 	e.queues[q.key] = q
 	q.due, q.cow = e.due, e.cow
 	q.refreshDue()
+	e.indexRedrive(q, nil)
+	e.joined(q)
 	delete(e.moved, q.key)
 	// A queue of this name deleted here earlier is no longer recent: the
 	// name is in use again.
@@ -296,7 +312,7 @@ func (e *Engine) decodeImage(image []byte, move string, want api.QueueKey, now i
 		return nil, err
 	}
 	switch {
-	case h.Queues != 1 || len(h.Deleted) > 0 || len(h.Running) > 0 || len(h.Meta) > 0 || len(h.Moved) > 0:
+	case h.Queues != 1 || len(h.Deleted) > 0 || len(h.Running) > 0 || len(h.Meta) > 0 || len(h.Moved) > 0 || h.Orphans != 0:
 		return nil, errors.New("not a queue image")
 	}
 	serial := e.serial
@@ -322,6 +338,9 @@ func (e *Engine) decodeImage(image []byte, move string, want api.QueueKey, now i
 		err = rs.finishQueue(q, &sq)
 	}
 	if err == nil {
+		err = rs.outboxState(q, &sq)
+	}
+	if err == nil {
 		var tr snapTrailer
 		if err = dec.Decode(&tr); err == nil && (tr.Queues != 1 || tr.Messages != q.stored()) {
 			err = fmt.Errorf("trailer counts %d queues and %d messages", tr.Queues, tr.Messages)
@@ -330,6 +349,7 @@ func (e *Engine) decodeImage(image []byte, move string, want api.QueueKey, now i
 	if err != nil {
 		if q != nil {
 			e.dropBodies(q)
+			e.dropOutbox(&q.outbox)
 		}
 		// A refused image leaves the engine as it was.
 		e.serial = serial
@@ -478,7 +498,10 @@ func (e *Engine) dropQueue(cmd *Command, r *DropQueueRequest, now int64) (api.Re
 		return nil, api.ErrInvalidParameterValue("Queue %s is not fenced for move %s.", q.key.Name, r.Move)
 	}
 	delete(e.queues, q.key)
+	e.partedFrom(q)
+	e.unindexRedrive(q)
 	e.dropBodies(q)
+	e.dropOutbox(&q.outbox)
 	e.due.Remove(q)
 	e.pruneMoved(now)
 	e.moved[q.key] = movedAway{key: q.key, move: r.Move, until: now + movedMarkerLife}

@@ -321,12 +321,24 @@ func (e *Engine) advance(t *moveTask, now int64, budget *int64) (behind bool) {
 		if m == nil {
 			break
 		}
-		dst, reason := e.moveDestination(t, src, m)
-		if dst == nil {
+		dst, remote, reason := e.moveDestination(t, src, m)
+		if dst != nil && len(src.outbox.entries) > 0 {
+			// Messages on their way to other queues are not overtaken.
+			dst, remote = nil, dst.key
+		}
+		switch {
+		case remote != (api.QueueKey{}):
+			// The queue the message came from lives in another engine
+			// (outbox.go); a full outbox holds the task up.
+			if !e.toOutbox(src, m, remote, OutboxMoveBack) {
+				return false
+			}
+		case dst == nil:
 			t.status, t.failure = api.MoveTaskFailed, reason
 			return false
+		default:
+			e.moveMessage(src, dst, m, now)
 		}
-		e.moveMessage(src, dst, m, now)
 		t.moved++
 		*budget--
 	}
@@ -352,16 +364,17 @@ func (q *queue) nextMovable() *message {
 	return q.fair.Min().head
 }
 
-// moveDestination returns the queue a task moves m to, or nil and a
+// moveDestination returns the queue a task moves m to; or the key of a
+// queue of another engine it goes to through src's outbox; or nil and a
 // failure reason.
-func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, string) {
+func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, api.QueueKey, string) {
 	if t.destArn != "" {
 		if d := e.queues[t.dest]; d != nil {
-			return d, ""
+			return d, api.QueueKey{}, ""
 		}
 		// The bare code, as recorded: localstack test_sqs_move_task.snapshot.json
 		// test_move_task_delete_destination_queue_while_running.
-		return nil, failNonExistentQueue
+		return nil, api.QueueKey{}, failNonExistentQueue
 	}
 	if e.ms.dlqSource(m) == "" {
 		// The text is replicated state, the same on every member of any
@@ -371,16 +384,23 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, s
 		if p, err := readPayload(e.bodyStore(), e.ms, m); err == nil {
 			id = e.ms.messageID(m, p.head).String()
 		}
-		return nil, "InvalidParameterValue: message " + id + " has no DeadLetterQueueSourceArn to return to; give a DestinationArn."
+		return nil, api.QueueKey{}, "InvalidParameterValue: message " + id + " has no DeadLetterQueueSourceArn to return to; give a DestinationArn."
 	}
 	d := e.queueByARN(e.ms.dlqSource(m))
+	if d == nil {
+		if key, ok := api.QueueOfARN(e.ms.dlqSource(m), e.cfg.Region); ok {
+			if _, remote := src.remoteSources[key]; remote {
+				return nil, key, ""
+			}
+		}
+	}
 	if d == nil || d == src {
-		return nil, failNonExistentQueue
+		return nil, api.QueueKey{}, failNonExistentQueue
 	}
 	if d.fifo != src.fifo {
-		return nil, "InvalidParameterValue: the source queue " + e.ms.dlqSource(m) + " is not of the dead-letter queue's type."
+		return nil, api.QueueKey{}, "InvalidParameterValue: the source queue " + e.ms.dlqSource(m) + " is not of the dead-letter queue's type."
 	}
-	return d, ""
+	return d, api.QueueKey{}, ""
 }
 
 // moveMessage moves m from src to dst as a new arrival: it keeps its id,

@@ -129,9 +129,7 @@ func checkMsgStore(t testing.TB, e *Engine) {
 		refs[m.group]++
 		refs[m.sender]++
 	}
-	for _, q := range e.queues {
-		q.eachMessage(count)
-	}
+	e.eachStoredMessage(func(m *message) bool { count(m); return true })
 	for _, m := range s.heldMsgs {
 		count(m)
 	}

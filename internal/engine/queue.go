@@ -82,6 +82,16 @@ type queue struct {
 	// Message move tasks whose source is this queue, oldest first.
 	tasks []*moveTask
 
+	// Queues of other engines (outbox.go): outbox holds the messages on
+	// their way to them; redriveRemote says that the dead-letter queue
+	// the RedrivePolicy names lives in another engine, and remoteSources
+	// which queues of other engines name this one as theirs; taken is,
+	// per source queue, the highest outbox entry this queue took from it.
+	outbox        outbox
+	redriveRemote bool
+	remoteSources map[api.QueueKey]struct{}
+	taken         map[outboxSource]takenRecord
+
 	// The engine's housekeeping index (see housekeep.go): due is the heap
 	// of queues by dueAt, a lower bound of the earliest time time has work
 	// to do in this queue; duePos is the queue's position in it, 0 when it

@@ -106,6 +106,7 @@ func (e *Engine) deleteQueue(cmd *Command, now int64) (api.Response, error) {
 	}
 	delete(e.queues, q.key)
 	e.dropBodies(q)
+	e.orphanOutbox(q)
 	e.due.Remove(q)
 	e.pruneDeleted(now)
 	// A name freed at once needs no record; a record the name already has

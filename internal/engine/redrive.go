@@ -82,8 +82,15 @@ func (e *Engine) unindexRedrive(q *queue) {
 	}
 }
 
-// isDeadLetterQueue reports whether some queue's RedrivePolicy names k.
-func (e *Engine) isDeadLetterQueue(k api.QueueKey) bool { return len(e.dlqSources[k]) > 0 }
+// isDeadLetterQueue reports whether some queue's RedrivePolicy names k:
+// a queue of this engine, or one of another that k knows of.
+func (e *Engine) isDeadLetterQueue(k api.QueueKey) bool {
+	if len(e.dlqSources[k]) > 0 {
+		return true
+	}
+	q := e.queues[k]
+	return q != nil && len(q.remoteSources) > 0
+}
 
 // deadLetter moves m, which is visible in q and about to be received, to
 // q's dead-letter queue if it has been received maxReceiveCount times
@@ -99,6 +106,12 @@ func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
 		return false
 	}
 	d := e.queues[rp.key]
+	if rp.key != q.key && (d == nil && q.redriveRemote || d != nil && d.fifo == q.fifo && len(q.outbox.entries) > 0) {
+		// The dead-letter queue lives in another engine (outbox.go); or
+		// it is here again, and messages the queue let go before are
+		// still on their way to it, which this one must not overtake.
+		return e.toOutbox(q, m, rp.key, OutboxDeadLetter)
+	}
 	if d == nil || d == q || d.fifo != q.fifo {
 		return false
 	}
@@ -132,6 +145,12 @@ func (e *Engine) listDeadLetterSourceQueues(cmd *Command, r *api.ListDeadLetterS
 		// Sources are in the dead-letter queue's account; the name orders them.
 		byName[k.Name] = k
 		names = append(names, k.Name)
+	}
+	for k := range q.remoteSources {
+		if _, dup := byName[k.Name]; !dup {
+			byName[k.Name] = k
+			names = append(names, k.Name)
+		}
 	}
 	page, next, err := paginate(names, r.NextToken, r.MaxResults)
 	if err != nil {

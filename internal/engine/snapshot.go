@@ -70,7 +70,7 @@ var snapCRCTable = crc32.MakeTable(crc32.Castagnoli)
 // same binary, so that replicas in the same state write the same bytes.
 func init() {
 	enc := gob.NewEncoder(io.Discard)
-	for _, v := range []any{&snapHeader{}, &snapQueue{}, &snapChunk{}, &snapTrailer{}} {
+	for _, v := range []any{&snapHeader{}, &snapQueue{}, &snapChunk{}, &snapTrailer{}, &snapOutboxChunk{}, &snapOrphan{}} {
 		if err := enc.Encode(v); err != nil {
 			panic("engine: registering snapshot types: " + err.Error())
 		}
@@ -93,6 +93,52 @@ type snapHeader struct {
 	// Moved lists the queues moved out of the engine whose names still
 	// answer IsQueueMoving (move.go), by key; absent when there are none.
 	Moved []snapMoved
+	// Orphans counts the outboxes of deleted queues (outbox.go), each a
+	// snapOrphan then its snapOutboxChunk values, after the queues and
+	// before the trailer; absent (0) when there are none.
+	Orphans int
+}
+
+// snapKey names a queue.
+type snapKey struct {
+	Region        string // absent (empty) in the engine's own region
+	Account, Name string
+}
+
+// snapTaken is a takenRecord: what a queue took from the outbox of the
+// queue (Region, Account, Name) created at Created.
+type snapTaken struct {
+	Region        string
+	Account, Name string
+	Created       int64
+	Through       uint64
+	At            int64
+}
+
+// snapOutboxChunk is a run of an outbox's entries, oldest first.
+type snapOutboxChunk struct {
+	Entries []snapOutboxEntry
+}
+
+// snapOutboxEntry is an outboxEntry, its message as a message record of
+// format version 2 (the body in it), whatever the snapshot's version.
+type snapOutboxEntry struct {
+	Seq                               uint64
+	DestRegion, DestAccount, DestName string
+	Kind                              uint8
+	Record                            []byte
+}
+
+// snapOrphan is the outbox of a deleted queue; Outboxed entries follow
+// it in snapOutboxChunk values.
+type snapOrphan struct {
+	Region        string
+	Account, Name string
+	Arn           string
+	Created       int64
+	Fifo          bool
+	OutboxSeq     uint64
+	Outboxed      int
 }
 
 // snapMoved is a queue moved away by the move Move, its name answering
@@ -160,6 +206,15 @@ type snapQueue struct {
 	Dedups   int // deduplication records (FIFO)
 	Attempts int // snapAttempt records (FIFO)
 	Ordered  int // serials in snapOrder records (standard: every visible message)
+
+	// Queues of other engines (outbox.go); all absent for the others.
+	// Outboxed entries follow the queue's records, in snapOutboxChunk
+	// values; OutboxSeq numbers the latest entry ever made.
+	OutboxSeq     uint64
+	Outboxed      int
+	RedriveRemote bool
+	RemoteSources []snapKey   // by key
+	Taken         []snapTaken // by source
 }
 
 // snapAttrs is a queue's settable attributes, with the parsed forms of the
@@ -301,6 +356,7 @@ func (e *Engine) snapHeader(queues int) (*snapHeader, error) {
 		m := e.moved[k]
 		h.Moved = append(h.Moved, snapMoved{Region: k.Region, Account: k.Account, Name: k.Name, Move: m.move, Until: m.until})
 	}
+	h.Orphans = len(e.orphans)
 	return h, nil
 }
 

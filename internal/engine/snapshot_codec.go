@@ -363,6 +363,24 @@ type decodedMessage struct {
 	md5Attrs, traceHeader string
 	sentAt                int64
 	head                  *msgHead // if the payload in the store lacks it
+	// The body and the encoding of the attributes, read by messageUnkept
+	// and not yet in the store.
+	body    string
+	section []byte
+}
+
+// messageUnkept reads a message record of format version 2 into d, which
+// must be zero, without putting its body in a store: the caller keeps it
+// (recordReader.keep) once it takes the message. Outbox entries travel as
+// such records.
+func (r *recordReader) messageUnkept(d *decodedMessage) error {
+	d.m.serial, d.id = r.head()
+	d.body = r.str()
+	section, err := r.tail(d, true)
+	if len(d.attrs) > 0 {
+		d.section = section
+	}
+	return cmp.Or(err, r.err)
 }
 
 // message reads a message record into d, which must be zero.

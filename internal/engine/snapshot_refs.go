@@ -253,6 +253,15 @@ func (in *inliner) copy() error {
 			return fmt.Errorf("queue %d: %w", i, err)
 		}
 	}
+	for i := range h.Orphans {
+		var so snapOrphan
+		if err := in.value(&so); err != nil {
+			return fmt.Errorf("orphaned outbox %d: %w", i, err)
+		}
+		if err := in.outbox(so.Outboxed); err != nil {
+			return fmt.Errorf("orphaned outbox %d: %w", i, err)
+		}
+	}
 	var tr snapTrailer
 	if err := in.value(&tr); err != nil {
 		return fmt.Errorf("trailer: %w", err)
@@ -307,6 +316,22 @@ func (in *inliner) queue() error {
 		for _, o := range c.Orders {
 			ordered += len(o.Serials)
 		}
+	}
+	return in.outbox(sq.Outboxed)
+}
+
+// outbox copies n outbox entries, whose records are always of version 2
+// (outbox.go).
+func (in *inliner) outbox(n int) error {
+	for n > 0 {
+		var c snapOutboxChunk
+		if err := in.value(&c); err != nil {
+			return fmt.Errorf("outbox: %w", err)
+		}
+		if len(c.Entries) == 0 || len(c.Entries) > n {
+			return errors.New("outbox: more or fewer entries than announced")
+		}
+		n -= len(c.Entries)
 	}
 	return nil
 }

@@ -105,6 +105,14 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("queue %d: %w", i, err)
 		}
 	}
+	if h.Orphans < 0 {
+		return nil, fmt.Errorf("negative orphaned outbox count %d", h.Orphans)
+	}
+	for i := range h.Orphans {
+		if err := rs.orphan(); err != nil {
+			return nil, fmt.Errorf("orphaned outbox %d: %w", i, err)
+		}
+	}
 	if err := rs.engineRecords(h); err != nil {
 		return nil, err
 	}
@@ -112,8 +120,8 @@ func decodeSnapshot(r io.Reader, cfg Config) (*Engine, error) {
 	if err := dec.Decode(&tr); err != nil {
 		return nil, fmt.Errorf("decoding the trailer: %w", err)
 	}
-	if tr.Queues != h.Queues || tr.Messages != len(rs.serials) {
-		return nil, fmt.Errorf("trailer counts %d queues and %d messages, read %d and %d", tr.Queues, tr.Messages, h.Queues, len(rs.serials))
+	if tr.Queues != h.Queues || tr.Messages != len(rs.serials)-rs.outboxed {
+		return nil, fmt.Errorf("trailer counts %d queues and %d messages, read %d and %d", tr.Queues, tr.Messages, h.Queues, len(rs.serials)-rs.outboxed)
 	}
 	sum := cr.sum
 	var want [4]byte
@@ -169,6 +177,7 @@ type restorer struct {
 	version  uint32            // of the snapshot's format
 	batch    chunkBatch        // the chunk being read, when not pipelined
 	serials  []uint64          // of every message, to check they are unique
+	outboxed int               // of which in outboxes (outbox.go), which the trailer does not count
 	interned map[string]string // sender ids and source ARNs, shared by many messages
 	// install is set when one queue is installed into an engine that
 	// holds others (move.go): its messages get serials of the engine.
@@ -279,6 +288,9 @@ func (rs *restorer) queue() error {
 		return fmt.Errorf("%s: %w", key, err)
 	}
 	if err := rs.finishQueue(q, &sq); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	if err := rs.outboxState(q, &sq); err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
 	rs.e.queues[key] = q

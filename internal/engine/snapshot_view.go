@@ -34,8 +34,11 @@ type SnapshotView struct {
 	gen    uint32
 	header *snapHeader
 	queues []queueView
-	total  int // messages
-	done   bool
+	// orphans are the outboxes of deleted queues (outbox.go), in the
+	// order the header's count announces them.
+	orphans []orphanView
+	total   int // messages
+	done    bool
 	// bodies is where the engine keeps its bodies: the bodies the view
 	// writes are read from it, unless byRef is set (see
 	// BodiesByReference), which only a BodyStore given to the engine
@@ -60,6 +63,13 @@ type queueView struct {
 	attempts []*attemptRecord
 	orders   []tenantOrder // standard queues: each tenant's visible list
 	serials  packedSeq     // the orders' serials, one order after the other
+	outbox   []outboxEntry // copied: its messages never change while in it
+}
+
+// orphanView is an orphaned outbox's part of a view.
+type orphanView struct {
+	so      *snapOrphan
+	entries []outboxEntry
 }
 
 // tenantOrder is a tenant's visible list: its n messages are the next n
@@ -185,6 +195,14 @@ func (e *Engine) captureSnapshot() (*SnapshotView, error) {
 		v.queues = append(v.queues, captureQueue(q))
 		v.total += q.stored()
 	}
+	for _, src := range e.orphanOrder() {
+		o := e.orphans[src]
+		v.orphans = append(v.orphans, orphanView{
+			so: &snapOrphan{Region: src.key.Region, Account: src.key.Account, Name: src.key.Name, Arn: o.arn,
+				Created: src.created, Fifo: o.fifo, OutboxSeq: o.box.seq, Outboxed: len(o.box.entries)},
+			entries: slices.Clone(o.box.entries),
+		})
+	}
 	return v, nil
 }
 
@@ -209,6 +227,13 @@ func captureQueue(q *queue) queueView {
 		sq.Tasks = append(sq.Tasks, snapTaskOf(t))
 	}
 	sq.Fence, sq.MovedIn = q.fence, q.movedIn
+	sq.OutboxSeq, sq.Outboxed, sq.RedriveRemote = q.outbox.seq, len(q.outbox.entries), q.redriveRemote
+	sq.RemoteSources = snapKeysOf(q.remoteSources, nil, q.key)
+	for _, src := range slices.SortedFunc(maps.Keys(q.taken), compareSources) {
+		r := q.taken[src]
+		sq.Taken = append(sq.Taken, snapTaken{Region: src.key.Region, Account: src.key.Account, Name: src.key.Name,
+			Created: src.created, Through: r.through, At: r.at})
+	}
 	for _, p := range q.past {
 		sp := snapPastTag{Tag: p.tag, Until: p.until}
 		for _, old := range slices.Sorted(maps.Keys(p.serials)) {
@@ -218,7 +243,7 @@ func captureQueue(q *queue) queueView {
 		sq.Past = append(sq.Past, sp)
 	}
 	arena := q.ms.arena
-	qv := queueView{sq: sq, msgs: newPackedSeq(q.stored(), arena.outside())}
+	qv := queueView{sq: sq, msgs: newPackedSeq(q.stored(), arena.outside()), outbox: slices.Clone(q.outbox.entries)}
 	for m := q.arrivalHead; m != nil; m = m.anext {
 		qv.msgs.add(arena.placeOf(m))
 	}
@@ -296,6 +321,14 @@ func (v *SnapshotView) write(w io.Writer, lock sync.Locker) error {
 			return fmt.Errorf("engine: snapshot: queue %s/%s: %w", qv.sq.Account, qv.sq.Name, err)
 		}
 	}
+	for _, o := range v.orphans {
+		if err := enc.Encode(o.so); err != nil {
+			return fmt.Errorf("engine: snapshot: outbox of deleted queue %s: %w", o.so.Name, err)
+		}
+		if err := v.writeOutbox(enc, o.entries, lock); err != nil {
+			return fmt.Errorf("engine: snapshot: outbox of deleted queue %s: %w", o.so.Name, err)
+		}
+	}
 	if err := enc.Encode(&snapTrailer{Queues: len(v.queues), Messages: v.total}); err != nil {
 		return fmt.Errorf("engine: snapshot: trailer: %w", err)
 	}
@@ -349,7 +382,39 @@ func (v *SnapshotView) writeQueue(enc *gob.Encoder, raw io.Writer, qv *queueView
 			}
 		}
 	}
-	return cw.flush()
+	if err := cw.flush(); err != nil {
+		return err
+	}
+	return v.writeOutbox(enc, qv.outbox, lock)
+}
+
+// writeOutbox writes an outbox's entries in snapOutboxChunk values of a
+// bounded size, each message as a record of format version 2 (outbox.go),
+// read under lock as writeQueue reads records.
+func (v *SnapshotView) writeOutbox(enc *gob.Encoder, entries []outboxEntry, lock sync.Locker) error {
+	w := recordWriter{ms: v.ms, bodies: v.bodies}
+	for len(entries) > 0 {
+		var c snapOutboxChunk
+		size := 0
+		lock.Lock()
+		for len(entries) > 0 && len(c.Entries) < snapChunkSize && size < snapChunkBytes {
+			en := entries[0]
+			entries = entries[1:]
+			w.buf = nil
+			w.message(v.asTaken(en.m), false)
+			size += len(w.buf)
+			c.Entries = append(c.Entries, snapOutboxEntry{Seq: en.seq, DestRegion: en.dest.Region, DestAccount: en.dest.Account,
+				DestName: en.dest.Name, Kind: uint8(en.kind), Record: w.buf})
+		}
+		lock.Unlock()
+		if w.err != nil {
+			return fmt.Errorf("outbox: %w", w.err)
+		}
+		if err := enc.Encode(&c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // defaultViewLockBatch is the most messages WriteTo reads under one hold

@@ -42,18 +42,22 @@ import (
 //     (sharedlog.go), which a fifoq before it would open as empty logs of
 //     their own: once the cluster writes it, such a fifoq is refused at
 //     its hello, as for any newer format.
+//   - Version 10: version 9, and a command may be one of the outbox's
+//     (engine.TakeMessagesRequest, SettleOutboxRequest), or a
+//     fifoq:FenceQueue that spans redrives ("spanning"): how a queue and
+//     its dead-letter queue live in two shards.
 //
 // Every version is still read, so that older logs replay. Which version a
 // node writes is the cluster's choice, not the binary's: see format.go.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1 to 9)
+//	byte     version (1 to 10)
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command
 //	  bytes    the command as JSON (wireCommand, codec_v1to3.go; versions 1 to 3) or in
-//	           the binary layout of versions 4 to 9
+//	           the binary layout of versions 4 to 10
 //	4 bytes  CRC-32C of everything before it, big-endian
 //
 // Every version, present and future, keeps the first byte as the version
@@ -69,7 +73,7 @@ import (
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 9
+const entryFormatVersion = 10
 
 // minVersionSetMeta is the first version in which a command may be a
 // fifoq:SetMeta.
@@ -91,6 +95,27 @@ const minVersionMoves = 8
 // minVersionSharedLog is the first version whose clusters keep a node's
 // new shard replicas in its shared log.
 const minVersionSharedLog = 9
+
+// minVersionOutbox is the first version in which a command may be one of
+// the outbox's, or a fence that spans redrives (needsOutbox).
+const minVersionOutbox = 10
+
+// needsOutbox reports whether c is a command of the outbox's, or a fence
+// that spans redrives: what only an engine that keeps outboxes may apply.
+func needsOutbox(c *engine.Command) bool {
+	switch r := c.Request.(type) {
+	case *engine.TakeMessagesRequest, *engine.SettleOutboxRequest:
+		return true
+	case *engine.FenceQueueRequest:
+		return r.Spanning
+	}
+	return false
+}
+
+// isOutboxAction reports whether a is one of the outbox's requests.
+func isOutboxAction(a api.Action) bool {
+	return a == engine.ActionTakeMessages || a == engine.ActionSettleOutbox
+}
 
 // isMoveAction reports whether a is one of the steps of a queue's move.
 func isMoveAction(a api.Action) bool {

@@ -486,7 +486,8 @@ func decodeBinaryCommand(b []byte, version byte) (*engine.Command, error) {
 		}
 		c.Request = q
 	case reqJSON:
-		if action == engine.ActionSetMeta && !readsSetMeta(version) || isMoveAction(action) && version < minVersionMoves {
+		if action == engine.ActionSetMeta && !readsSetMeta(version) || isMoveAction(action) && version < minVersionMoves ||
+			isOutboxAction(action) && version < minVersionOutbox {
 			return nil, fmt.Errorf("action %s in a version %d entry", action, version)
 		}
 		req, ok := engine.NewInternalRequest(action)
@@ -505,6 +506,9 @@ func decodeBinaryCommand(b []byte, version byte) (*engine.Command, error) {
 		}
 		if err := setSentIDs(req, nil); err != nil {
 			return nil, fmt.Errorf("%s request: %w", action, err)
+		}
+		if f, ok := req.(*engine.FenceQueueRequest); ok && f.Spanning && version < minVersionOutbox {
+			return nil, fmt.Errorf("a fence spanning redrives in a version %d entry", version)
 		}
 		c.Request = req
 	}

@@ -189,3 +189,39 @@ func TestRegionNeedsFormat6(t *testing.T) {
 		t.Fatalf("decoded %+v, %v; want the regions back", got, err)
 	}
 }
+
+// TestOutboxNeedsFormat10 checks that the outbox's commands and a fence
+// spanning redrives are never written in a format before 10, and that
+// such a command in an older entry is refused rather than applied: an
+// engine that knows no outbox would part a queue from its dead-letter
+// queue and lose the messages between them.
+func TestOutboxNeedsFormat10(t *testing.T) {
+	q := api.QueueKey{Account: "000000000000", Name: "q.fifo"}
+	for _, req := range []api.Request{
+		&engine.FenceQueueRequest{Move: "m", Spanning: true},
+		&engine.TakeMessagesRequest{Source: q, Created: 1},
+		&engine.SettleOutboxRequest{Created: 1, Through: 1},
+	} {
+		cmd := &engine.Command{Time: 1, Queue: q, Request: req}
+		if got := commandFormat(cmd); got != minVersionOutbox {
+			t.Fatalf("%T: commandFormat = %d, want %d", req, got, minVersionOutbox)
+		}
+		if _, _, err := encodeEntryHeld([]*engine.Command{cmd}, minVersionSharedLog); err == nil {
+			t.Fatalf("%T went into a version %d entry", req, minVersionSharedLog)
+		}
+		data, _, err := encodeEntryHeld([]*engine.Command{cmd}, minVersionOutbox)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same entry, labelled as version 9, as a damaged or forged
+		// one would be: refused.
+		old := append([]byte{minVersionSharedLog}, data[1:len(data)-4]...)
+		old = binary.BigEndian.AppendUint32(old, crc32.Checksum(old, castagnoli))
+		if _, err := decodeEntry(old); err == nil {
+			t.Fatalf("%T read from a version %d entry", req, minVersionSharedLog)
+		}
+	}
+	if got := commandFormat(&engine.Command{Queue: q, Request: &engine.FenceQueueRequest{Move: "m"}}); got != minVersionMoves {
+		t.Fatalf("a fence that does not span: commandFormat = %d, want %d", got, minVersionMoves)
+	}
+}

@@ -176,7 +176,7 @@ func genEmptyDedupID(t0 int64) *engine.Command {
 // version 6) commands in another region than the server's, (from
 // version 7) a fifoq:SetMeta that sets its key only if absent, and (from
 // version 8) the steps of a queue's move. Version 9 adds nothing to the
-// layout.
+// layout; version 10 adds the outbox's commands and a spanning fence.
 func writeCurrentEntryFixture(t *testing.T) {
 	const t0 = 1764400000_000000000
 	eu := api.QueueKey{Region: "eu-west-1", Account: genAccount, Name: "jobs.fifo"}
@@ -196,6 +196,11 @@ func writeCurrentEntryFixture(t *testing.T) {
 		&engine.Command{Time: t0 + 36e6, Queue: genFIFO, Request: &engine.UnfenceQueueRequest{Move: "move-1"}},
 		&engine.Command{Time: t0 + 37e6, Queue: genFIFO, Request: &engine.InstallQueueRequest{Move: "move-2", Image: []byte("FIFOQSNP\x00\x00\x00\x02 image")}},
 		&engine.Command{Time: t0 + 38e6, Queue: genFIFO, Request: &engine.DropQueueRequest{Move: "move-2"}},
+		&engine.Command{Time: t0 + 39e6, Queue: genFIFO, Request: &engine.FenceQueueRequest{Move: "move-3", Spanning: true}},
+		&engine.Command{Time: t0 + 40e6, Queue: eu, Request: &engine.TakeMessagesRequest{Source: genFIFO, SourceArn: "arn:aws:sqs:us-east-1:" + genAccount + ":" + genFIFO.Name,
+			Created: t0, Fifo: true, Messages: []engine.OutboxMessage{{Seq: 1, Kind: engine.OutboxDeadLetter, Record: []byte("a message record")}}}},
+		&engine.Command{Time: t0 + 41e6, Queue: genFIFO, Request: &engine.SettleOutboxRequest{Created: t0, Through: 1}},
+		&engine.Command{Time: t0 + 42e6, Queue: genFIFO, Request: &engine.SettleOutboxRequest{Created: t0, Through: 2, Returned: true}},
 	)
 	data, _, err := encodeEntryHeld(cmds, entryFormatVersion)
 	if err != nil {

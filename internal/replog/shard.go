@@ -281,6 +281,12 @@ func (l *Raft) WritesShardMap() bool { return byte(l.format.Load()) >= minVersio
 // every member reads it, no queue moves.
 func (l *Raft) WritesMoves() bool { return byte(l.format.Load()) >= minVersionMoves }
 
+// WritesOutbox reports whether this node writes the log entry format that
+// carries the outbox's commands and fences spanning redrives (format 10):
+// until every member reads it, a queue and its dead-letter queue are not
+// parted.
+func (l *Raft) WritesOutbox() bool { return byte(l.format.Load()) >= minVersionOutbox }
+
 // WritesSharedLog reports whether the cluster writes the log entry format
 // that says every member keeps its new shard replicas in its node's
 // shared log (format 9): until then a node keeps each in a log of its
