@@ -116,6 +116,11 @@ func (h *housekeeper) step() (applied, more bool, err error) {
 				s.movers.kick()
 			}
 		}
+		// Outboxes are relayed where their group is led: one this node
+		// has come to lead, or one a snapshot restored, is seen here.
+		if groupHasOutbox(g) {
+			s.relay.kick()
+		}
 	}
 	return applied, more, err
 }

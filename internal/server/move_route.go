@@ -272,7 +272,8 @@ func (s *Server) serveMoveStep(w http.ResponseWriter, r *http.Request) {
 	}
 	req, ok := engine.NewInternalRequest(d.Action)
 	switch d.Action {
-	case engine.ActionFenceQueue, engine.ActionUnfenceQueue, engine.ActionInstallQueue, engine.ActionDropQueue:
+	case engine.ActionFenceQueue, engine.ActionUnfenceQueue, engine.ActionInstallQueue, engine.ActionDropQueue,
+		engine.ActionTakeMessages, engine.ActionSettleOutbox: // the outbox relay's (outbox_relay.go)
 	default:
 		ok = false
 	}

@@ -170,6 +170,7 @@ type Server struct {
 	clock    clock.Clock
 	notifier *notifier
 	movers   *moveTaskDriver
+	relay    *outboxRelay
 	keeper   *housekeeper
 	verifier *auth.Verifier
 	// membershipSigs are the membership requests carried out here.
@@ -282,6 +283,7 @@ func New(cfg Config) (*Server, error) {
 		s.groups.byID = map[uint32]*group{}
 	}
 	s.movers = newMoveTaskDriver(s)
+	s.relay = newOutboxRelay(s)
 	s.keeper = newHousekeeper(s)
 	s.initCluster()
 	s.httpSrv = &http.Server{
@@ -326,6 +328,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.life.Lock()
 	if !s.shutDown {
 		s.movers.start()
+		s.relay.start()
 		s.keeper.start()
 		s.startCluster()
 	}
@@ -340,6 +343,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // ServeTLS is Serve over TLS with the given certificate and key files.
 func (s *Server) ServeTLS(ln net.Listener, certFile, keyFile string) error {
 	s.movers.start()
+	s.relay.start()
 	s.keeper.start()
 	s.startCluster()
 	err := s.httpSrv.ServeTLS(ln, certFile, keyFile)
@@ -360,6 +364,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.httpSrv.Shutdown(ctx)
 	s.stopCluster(ctx)
 	s.movers.stop()
+	s.relay.stop()
 	s.keeper.stop()
 	if s.shards != nil {
 		if cerr := s.shards.Close(); cerr != nil && err == nil {
@@ -395,6 +400,10 @@ func (s *Server) afterApply(cmd *engine.Command) {
 		s.notifier.broadcast(cmd.Queue)
 	case *api.StartMessageMoveTaskRequest:
 		s.movers.kick()
+	case *api.ReceiveMessageRequest, *engine.TickRequest:
+		// A receive may dead-letter a message, and a move task return
+		// one, to a queue of another shard (engine/outbox.go).
+		s.relay.kick()
 	}
 }
 

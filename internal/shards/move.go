@@ -301,7 +301,21 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 		return s.abandon(ctx, q, m, fmt.Errorf("the map puts the queue in shard %d, not %d", at, m.from))
 	}
 	if at != m.to {
-		err := step(m.from, &engine.FenceQueueRequest{Move: m.id})
+		// Once every member keeps outboxes, a queue in a redrive moves
+		// too: its dead-letter queue, or its sources, are then reached
+		// through the outboxes (engine/outbox.go).
+		fence := &engine.FenceQueueRequest{Move: m.id, Spanning: s.host.WritesOutbox()}
+		err := step(m.from, fence)
+		if ae := (*api.Error)(nil); !fence.Spanning && errors.As(err, &ae) && ae.Code == "UnsupportedOperation" {
+			// A cluster of one raises its format only when a command
+			// needs it: a spanning fence does, where every member
+			// reads it. Where one does not (a rolling upgrade), the
+			// queue stays where it is, refused as before.
+			fence.Spanning = true
+			if err2 := step(m.from, fence); err2 == nil || abandon(err2) {
+				err = err2
+			}
+		}
 		if old, ok := engine.FencedBy(err); ok && old != m.id {
 			// A move given up whose fence was never lifted (its driver
 			// was deposed in the middle): this move's record is the
@@ -311,7 +325,7 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 				return fmt.Errorf("lift the fence of move %s: %w", old, err)
 			}
 			s.cfg.Logger.Warn("shards: lifted the fence a move given up left on a queue", "queue", q, "move", old)
-			err = step(m.from, &engine.FenceQueueRequest{Move: m.id})
+			err = step(m.from, fence)
 		}
 		if err != nil {
 			if abandon(err) {

@@ -152,7 +152,9 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 		t.Fatalf("a move of a queue a given-up move fenced: %v (map says %d)", err, set.Of(q))
 	}
 
-	// A queue with a redrive policy is not moved, and stays served.
+	// A queue with a redrive policy moves, away from its dead-letter
+	// queue (engine/outbox.go); a queue with message move tasks is not
+	// moved, and stays served.
 	dlq, src := queue("dlq"), queue("src")
 	dlqShard, _ := set.Place(ctx, dlq, nil, "")
 	create(t, host, set, dlqShard, dlq)
@@ -162,18 +164,29 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 		Attributes: map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":"3"}`}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := set.Move(ctx, src, srcShard%3+1); err == nil || !strings.Contains(err.Error(), "RedrivePolicy") {
-		t.Fatalf("moving a queue with a redrive policy: %v", err)
+	if _, err := set.Move(ctx, src, srcShard%3+1); err != nil || set.Of(src) != srcShard%3+1 {
+		t.Fatalf("moving a queue with a redrive policy: %v (map says %d)", err, set.Of(src))
 	}
-	send(t, gs, src, "still served")
+	if srcShard != dlqShard {
+		t.Fatalf("a queue placed near its dead-letter queue went to shard %d, not %d", srcShard, dlqShard)
+	}
+	gd, _ := set.Shard(dlqShard)
+	if _, err := gd.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: dlq.Account,
+		Request: &api.StartMessageMoveTaskRequest{SourceArn: "arn:aws:sqs:us-east-1:000000000000:dlq"}}); err != nil {
+		t.Fatalf("a move task on a dead-letter queue whose source is in another shard: %v", err)
+	}
+	if _, err := set.Move(ctx, dlq, dlqShard%3+1); err == nil || !strings.Contains(err.Error(), "move tasks") {
+		t.Fatalf("moving a queue with message move tasks: %v", err)
+	}
+	send(t, gd, dlq, "still served")
 	host.Read(func(e *engine.Engine) { left = e.MetaKeys(movePrefix) })
-	if len(left) != 0 || set.Of(src) != srcShard {
-		t.Fatalf("an abandoned move left records %v, or moved the map to %d", left, set.Of(src))
+	if len(left) != 0 || set.Of(dlq) != dlqShard {
+		t.Fatalf("an abandoned move left records %v, or moved the map to %d", left, set.Of(dlq))
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if results["moved"] != 3 || results["abandoned"] != 1 {
-		t.Fatalf("moves told = %v, want 3 moved and 1 abandoned", results)
+	if results["moved"] != 4 || results["abandoned"] != 1 {
+		t.Fatalf("moves told = %v, want 4 moved and 1 abandoned", results)
 	}
 }
 

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+)
+
+// The outbox relay: where a queue and its dead-letter queue (or the queue
+// a move task returns messages to) live in two shards, the engine puts
+// the messages leaving the one for the other in the queue's outbox, and
+// this relay carries them over (engine/outbox.go). It runs beside each
+// group this node leads, as move tasks and housekeeping do: it reads the
+// outbox from the leader's replica, applies fifoq:TakeMessages at the
+// destination's shard leader (here, or over the node-to-node port, as a
+// move's steps are: POST /cluster/move-step), then fifoq:SettleOutbox in
+// its own group. A relay killed between the two, or deposed, leaves the
+// entries in the outbox; the next leader's relay sends them again, and
+// the destination, which remembers what it took, adds nothing twice.
+
+const (
+	// relayRetry is the pause before the relay tries again an outbox it
+	// could not empty (a destination's shard without a leader, a queue
+	// moving).
+	relayRetry = 250 * time.Millisecond
+	// relayBytes bounds the records of one fifoq:TakeMessages, beyond
+	// its first message: well within a request between members.
+	relayBytes = 4 << 20
+	// relayMissingFor is how long a destination must answer that it does
+	// not exist before its messages are given back to their queue: a
+	// node whose map lags a move asks the queue's old shard, which
+	// answers that for a moment, and a queue moving between shards is in
+	// neither for a moment.
+	relayMissingFor = 10 * time.Second
+)
+
+// outboxRelay carries the outboxes of the groups this node leads. It
+// sleeps on a channel while no outbox holds anything.
+type outboxRelay struct {
+	s    *Server
+	wake chan struct{}
+	quit chan struct{}
+	// ctx ends at stop, so that a step waiting on a log or a member that
+	// no longer answers does not hold up the server's shutdown.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	stopped sync.WaitGroup
+	once    sync.Once
+	// missing holds, per destination, when it first answered that it
+	// does not exist; only the relay's goroutine touches it.
+	missing map[api.QueueKey]time.Time
+}
+
+func newOutboxRelay(s *Server) *outboxRelay {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &outboxRelay{s: s, wake: make(chan struct{}, 1), quit: make(chan struct{}), ctx: ctx, cancel: cancel,
+		missing: map[api.QueueKey]time.Time{}}
+}
+
+// start runs the relay; outboxes restored from the log are relayed at
+// once.
+func (r *outboxRelay) start() {
+	r.once.Do(func() {
+		r.stopped.Add(1)
+		go r.run()
+		r.kick()
+	})
+}
+
+// kick tells the relay that an outbox may hold messages.
+func (r *outboxRelay) kick() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *outboxRelay) stop() {
+	select {
+	case <-r.quit:
+	default:
+		close(r.quit)
+	}
+	r.cancel()
+	r.stopped.Wait()
+}
+
+func (r *outboxRelay) run() {
+	defer r.stopped.Done()
+	timer := time.NewTimer(relayRetry)
+	defer timer.Stop()
+	for {
+		select {
+		case <-r.wake:
+		case <-r.quit:
+			return
+		}
+		for r.relayAll() {
+			timer.Reset(relayRetry)
+			select {
+			case <-timer.C:
+			case <-r.quit:
+				return
+			}
+		}
+	}
+}
+
+// relayAll relays every outbox of the groups this node leads once, and
+// reports whether one still holds messages.
+func (r *outboxRelay) relayAll() (left bool) {
+	for _, g := range r.s.allGroups() {
+		if !g.leads() || !groupHasOutbox(g) {
+			continue
+		}
+		r.relayGroup(g)
+		left = left || groupHasOutbox(g)
+	}
+	return left
+}
+
+// groupHasOutbox reports whether g's engine has messages in an outbox.
+func groupHasOutbox(g *group) (yes bool) {
+	g.log.Read(func(e *engine.Engine) { yes = e.HasOutbox() })
+	return yes
+}
+
+// relayGroup carries, for each outbox of g, its oldest entries bound for
+// one destination.
+func (r *outboxRelay) relayGroup(g *group) {
+	s := r.s
+	var batches []engine.OutboxBatch
+	var err error
+	g.log.Read(func(e *engine.Engine) { batches, err = e.Outboxes(relayBytes) })
+	if err != nil {
+		// A body that cannot be read back: the store's own checks stop
+		// the node if its disk fails; until then, try again.
+		s.logger.Warn("outbox relay: reading an outbox", "err", err)
+		return
+	}
+	for _, b := range batches {
+		settle := &engine.SettleOutboxRequest{Created: b.Created, Through: b.Through}
+		err := r.take(b)
+		switch {
+		case err == nil:
+			delete(r.missing, b.Dest)
+		case errCode(err) == "QueueDoesNotExist":
+			first, seen := r.missing[b.Dest]
+			if !seen {
+				r.missing[b.Dest] = time.Now()
+				continue
+			}
+			if time.Since(first) < relayMissingFor {
+				continue
+			}
+			delete(r.missing, b.Dest)
+			s.logger.Warn("outbox relay: the destination does not exist; its messages go back to their queue",
+				"queue", b.Source, "destination", b.Dest, "messages", len(b.Take.Messages))
+			settle.Returned = true
+		default:
+			if r.ctx.Err() == nil {
+				s.logger.Debug("outbox relay: the destination did not take the messages", "queue", b.Source, "destination", b.Dest, "err", err)
+			}
+			continue
+		}
+		cmd := &engine.Command{Time: s.now().UnixNano(), Queue: b.Source, Request: settle, Entropy: newEntropy()}
+		if _, err := s.apply(withGroup(r.ctx, g), cmd); err != nil && r.ctx.Err() == nil {
+			s.logger.Debug("outbox relay: settling", "queue", b.Source, "err", err)
+		}
+	}
+}
+
+// take applies b's fifoq:TakeMessages at the leader of the destination's
+// group, as this node's map places it.
+func (r *outboxRelay) take(b engine.OutboxBatch) error {
+	s := r.s
+	var id uint32
+	if s.shards != nil {
+		s.shards.Forget(b.Dest)
+		id = s.shards.Of(b.Dest)
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, stepWait)
+	defer cancel()
+	return s.MoveSteps().Step(ctx, id, b.Dest, b.Take)
+}
+
+// errCode returns the SQS error code of err, "" if it has none.
+func errCode(err error) string {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return ""
+}
