@@ -234,7 +234,9 @@ func (e *Engine) eachStoredMessage(fn func(*message) bool) {
 			if stopped {
 				return
 			}
-			stopped = !fn(en.m)
+			if en.m != nil {
+				stopped = !fn(en.m)
+			}
 		}
 		if stopped {
 			return
@@ -242,7 +244,7 @@ func (e *Engine) eachStoredMessage(fn func(*message) bool) {
 	}
 	for _, o := range e.orphans {
 		for _, en := range o.box.entries {
-			if !fn(en.m) {
+			if en.m != nil && !fn(en.m) {
 				return
 			}
 		}

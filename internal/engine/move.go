@@ -258,7 +258,9 @@ func (e *Engine) ExportQueue(key api.QueueKey, move string, w io.Writer) error {
 		top = max(top, q.ms.arena.at(places.next()).serial)
 	}
 	for _, en := range q.outbox.entries {
-		top = max(top, en.m.serial)
+		if en.m != nil {
+			top = max(top, en.m.serial)
+		}
 	}
 	v := &SnapshotView{
 		header: &snapHeader{Region: e.cfg.Region, Now: e.now, Serial: top, Queues: 1},

@@ -55,6 +55,10 @@ const (
 	// OutboxMoveBack: a message move task returns the message from a
 	// dead-letter queue to the queue it came from, as moveMessage moves it.
 	OutboxMoveBack OutboxKind = 2
+	// OutboxUnlink carries no message: the queue names the destination as
+	// its dead-letter queue no more (its RedrivePolicy changed, or it was
+	// deleted), and the destination forgets it as a source.
+	OutboxUnlink OutboxKind = 3
 )
 
 // maxOutbox bounds the entries of one queue's outbox. A queue whose
@@ -76,7 +80,7 @@ type outbox struct {
 
 // outboxEntry is one message in an outbox. The message is in no queue: it
 // keeps its fields, and its body in the engine's store, until it is
-// settled.
+// settled. An OutboxUnlink entry has no message.
 type outboxEntry struct {
 	seq  uint64
 	dest api.QueueKey
@@ -123,6 +127,16 @@ func (e *Engine) toOutbox(q *queue, m *message, dest api.QueueKey, kind OutboxKi
 	q.remove(m)
 	q.outbox.push(m, dest, kind)
 	return true
+}
+
+// unlinkRemote tells the dead-letter queue dest, in another engine, that
+// q names it no more, through q's outbox (a full outbox leaves dest
+// listing q among its sources).
+func (e *Engine) unlinkRemote(q *queue, dest api.QueueKey) {
+	if !q.outbox.full() {
+		q.outbox.push(nil, dest, OutboxUnlink)
+	}
+	q.redriveRemote = false
 }
 
 // TakeMessagesRequest is an internal request: the command's queue takes
@@ -208,7 +222,9 @@ func (e *Engine) Outboxes(maxBytes int) ([]OutboxBatch, error) {
 				break
 			}
 			w.buf = nil
-			w.message(en.m, false)
+			if en.m != nil {
+				w.message(en.m, false)
+			}
 			if w.err != nil {
 				return fmt.Errorf("engine: outbox of %s: %w", src.key, w.err)
 			}
@@ -306,13 +322,20 @@ func (e *Engine) takeMessages(cmd *Command, r *TakeMessagesRequest, now int64) (
 			}
 			return nil, api.ErrInvalidParameterValue("Outbox entries out of order at %d.", i)
 		}
-		if om.Kind != OutboxDeadLetter && om.Kind != OutboxMoveBack {
+		if om.Kind != OutboxDeadLetter && om.Kind != OutboxMoveBack && om.Kind != OutboxUnlink {
 			return nil, api.ErrInvalidParameterValue("Unknown outbox entry kind %d.", om.Kind)
 		}
 		last = om.Seq
-		rr := recordReader{buf: om.Record, version: snapVersion}
 		var t taking
 		t.kind = om.Kind
+		if om.Kind == OutboxUnlink {
+			if len(om.Record) > 0 {
+				return nil, api.ErrInvalidParameterValue("Outbox entry %d unlinks with a message.", om.Seq)
+			}
+			take = append(take, t)
+			continue
+		}
+		rr := recordReader{buf: om.Record, version: snapVersion}
 		if err := rr.messageUnkept(&t.d); err != nil || len(rr.buf) > 0 {
 			return nil, api.ErrInvalidParameterValue("Outbox entry %d is damaged: %v", om.Seq, cmp.Or(err, errShortRecord))
 		}
@@ -322,7 +345,16 @@ func (e *Engine) takeMessages(cmd *Command, r *TakeMessagesRequest, now int64) (
 		take = append(take, t)
 	}
 	e.process(d, now)
+	woken := false
 	for i := range take {
+		if take[i].kind == OutboxUnlink {
+			delete(d.remoteSources, r.Source)
+			if len(d.remoteSources) == 0 {
+				d.remoteSources = nil
+			}
+			continue
+		}
+		woken = true
 		m := e.adoptOutboxMessage(&take[i].d)
 		e.cow.touch(m)
 		m.vizChanges = 0
@@ -356,7 +388,7 @@ func (e *Engine) takeMessages(cmd *Command, r *TakeMessagesRequest, now int64) (
 		d.taken[src] = takenRecord{through: rec.through, at: now}
 	}
 	d.pruneTaken(now)
-	if len(take) > 0 {
+	if woken {
 		e.wake(d.key)
 	}
 	return api.Empty{}, nil
@@ -405,20 +437,27 @@ func (e *Engine) settleOutbox(cmd *Command, r *SettleOutboxRequest, now int64) (
 			return api.Empty{}, nil
 		}
 		for _, en := range gone {
-			e.dropBody(en.m)
+			e.endEntry(en)
 		}
 		return api.Empty{}, nil
 	}
 	if o := e.orphans[src]; o != nil {
 		// Returned or taken, the messages of a deleted queue end here.
 		for _, en := range o.box.settle(r.Through) {
-			e.dropBody(en.m)
+			e.endEntry(en)
 		}
 		if len(o.box.entries) == 0 {
 			delete(e.orphans, src)
 		}
 	}
 	return api.Empty{}, nil
+}
+
+// endEntry ends an entry's message, if it has one.
+func (e *Engine) endEntry(en outboxEntry) {
+	if en.m != nil {
+		e.dropBody(en.m)
+	}
 }
 
 // settle drops the entries numbered up to through, and returns them.
@@ -438,6 +477,9 @@ func (o *outbox) settle(through uint64) []outboxEntry {
 // q sending there.
 func (e *Engine) giveBack(q *queue, en outboxEntry, now int64) {
 	m := en.m
+	if m == nil {
+		return // an unlink: the destination is gone anyway
+	}
 	e.cow.touch(m)
 	switch en.kind {
 	case OutboxDeadLetter:
@@ -472,7 +514,7 @@ func (e *Engine) orphanOutbox(q *queue) {
 // engine by a move: the image took them along.
 func (e *Engine) dropOutbox(o *outbox) {
 	for _, en := range o.entries {
-		e.dropBody(en.m)
+		e.endEntry(en)
 	}
 	*o = outbox{}
 }
@@ -593,11 +635,15 @@ func (rs *restorer) outboxEntries(o *outbox, n int, seq uint64) error {
 				last = o.entries[k-1].seq
 			}
 			kind := OutboxKind(se.Kind)
+			dest := api.QueueKey{Region: se.DestRegion, Account: se.DestAccount, Name: se.DestName}
 			switch {
 			case se.Seq <= last || se.Seq > seq:
 				return errNoOutbox
+			case kind == OutboxUnlink && len(se.Record) == 0:
+				o.entries = append(o.entries, outboxEntry{seq: se.Seq, kind: kind, dest: dest})
+				continue
 			case kind != OutboxDeadLetter && kind != OutboxMoveBack:
-				return fmt.Errorf("outbox entry %d: unknown kind %d", se.Seq, se.Kind)
+				return fmt.Errorf("outbox entry %d: unknown kind %d, or an unlink with a message", se.Seq, se.Kind)
 			}
 			rr := recordReader{buf: se.Record, version: snapVersion}
 			var d decodedMessage
@@ -608,8 +654,7 @@ func (rs *restorer) outboxEntries(o *outbox, n int, seq uint64) error {
 			if err != nil {
 				return fmt.Errorf("outbox entry %d: %w", se.Seq, err)
 			}
-			o.entries = append(o.entries, outboxEntry{seq: se.Seq, kind: kind, m: m,
-				dest: api.QueueKey{Region: se.DestRegion, Account: se.DestAccount, Name: se.DestName}})
+			o.entries = append(o.entries, outboxEntry{seq: se.Seq, kind: kind, m: m, dest: dest})
 		}
 	}
 	return nil

@@ -33,7 +33,7 @@ func pendingIDs(t *testing.T, e *Engine, q api.QueueKey, de *Engine, dest api.Qu
 	}
 	var out []string
 	for _, en := range qu.outbox.entries {
-		if en.seq <= taken {
+		if en.seq <= taken || en.m == nil {
 			continue
 		}
 		p, err := readPayload(e.bodyStore(), e.ms, en.m)
@@ -389,4 +389,78 @@ func TestSpanningFenceNeeded(t *testing.T) {
 		}
 		h.internal(k, &FenceQueueRequest{Move: "m-" + k.Name, Spanning: true})
 	}
+}
+
+// TestSourceLeavingIsUnlinked: a queue of another engine that stops naming
+// a dead-letter queue (its RedrivePolicy removed, or the queue deleted)
+// tells it through its outbox, and the dead-letter queue lists it no more.
+func TestSourceLeavingIsUnlinked(t *testing.T) {
+	for _, how := range []string{"policy removed", "queue deleted"} {
+		t.Run(how, func(t *testing.T) {
+			a, b, q, dlq := partedPair(t)
+			sources := func() []string {
+				return b.must(dlq, &api.ListDeadLetterSourceQueuesRequest{QueueUrl: dlq.Path()}).(*api.ListDeadLetterSourceQueuesResult).QueueUrls
+			}
+			if got := sources(); !slices.Equal(got, []string{q.Path()}) {
+				t.Fatalf("sources before = %v", got)
+			}
+			if how == "policy removed" {
+				a.must(q, &api.SetQueueAttributesRequest{QueueUrl: q.Path(), Attributes: map[string]string{api.AttrRedrivePolicy: ""}})
+			} else {
+				a.must(q, &api.DeleteQueueRequest{QueueUrl: q.Path()})
+			}
+			restoreHarness(t, a) // the notice survives a snapshot
+			rel := &relayer{t: t, hosts: []*harness{a, b}, log: t.Logf}
+			rel.run(false)
+			if got := sources(); len(got) != 0 {
+				t.Fatalf("sources after = %v, want none", got)
+			}
+			if a.e.HasOutbox() {
+				t.Fatal("the outbox still holds the notice")
+			}
+		})
+	}
+}
+
+// FuzzTakeMessages feeds fifoq:TakeMessages arbitrary entries: a record
+// of any bytes, of any kind and number, to a FIFO and a standard queue. A
+// take must never panic; a refused one leaves the engine as it was, and
+// an accepted one leaves an engine that works, snapshots and restores.
+func FuzzTakeMessages(f *testing.F) {
+	seedT := &testing.T{}
+	a, _, q, _ := partedPair(seedT)
+	deadLetterAll(seedT, a, q, 2)
+	batches, err := a.e.Outboxes(1 << 20)
+	if err != nil || len(batches) != 1 {
+		f.Fatalf("Outboxes = %v, %v", batches, err)
+	}
+	for _, m := range batches[0].Take.Messages {
+		f.Add(true, uint8(m.Kind), m.Seq, m.Record)
+		f.Add(false, uint8(m.Kind), m.Seq, m.Record)
+	}
+	f.Add(true, uint8(OutboxUnlink), uint64(1), []byte{})
+	f.Add(true, uint8(OutboxMoveBack), uint64(7), []byte("\x01\x02junk"))
+	f.Fuzz(func(t *testing.T, fifo bool, kind uint8, seq uint64, record []byte) {
+		h := newHarness(t)
+		dest := h.fifoQueue("dead.fifo", nil)
+		if !fifo {
+			dest = h.createQueue("dead", nil)
+		}
+		before := snapshotBytes(t, h.e)
+		src := api.QueueKey{Account: testAccount, Name: "src"}
+		_, err := h.raw(dest, &TakeMessagesRequest{Source: src, SourceArn: src.ARN(testRegion), Created: 1, Fifo: fifo,
+			Messages: []OutboxMessage{{Seq: seq, Kind: OutboxKind(kind), Record: record}}})
+		if err != nil {
+			if after := snapshotBytes(t, h.e); !bytes.Equal(before, after) {
+				t.Fatalf("a refused take (%v) changed the engine", err)
+			}
+			return
+		}
+		got := snapshotBytes(t, h.e)
+		e2 := New(Config{Region: testRegion})
+		if err := e2.Restore(bytes.NewReader(got)); err != nil {
+			t.Fatalf("the snapshot of an engine after a take does not restore: %v", err)
+		}
+		exercise(h.e)
+	})
 }

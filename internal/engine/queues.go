@@ -106,6 +106,9 @@ func (e *Engine) deleteQueue(cmd *Command, now int64) (api.Response, error) {
 	}
 	delete(e.queues, q.key)
 	e.dropBodies(q)
+	if rp := q.attrs.redrive; rp != nil && q.redriveRemote {
+		e.unlinkRemote(q, rp.key)
+	}
 	e.orphanOutbox(q)
 	e.due.Remove(q)
 	e.pruneDeleted(now)
@@ -159,6 +162,9 @@ func (e *Engine) setQueueAttributes(cmd *Command, r *api.SetQueueAttributesReque
 	q.attrs = attrs
 	q.modifiedAt = now
 	e.indexRedrive(q, old)
+	if old != nil && q.redriveRemote && (attrs.redrive == nil || attrs.redrive.key != old.key) {
+		e.unlinkRemote(q, old.key)
+	}
 	return api.Empty{}, nil
 }
 

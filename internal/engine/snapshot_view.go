@@ -401,7 +401,9 @@ func (v *SnapshotView) writeOutbox(enc *gob.Encoder, entries []outboxEntry, lock
 			en := entries[0]
 			entries = entries[1:]
 			w.buf = nil
-			w.message(v.asTaken(en.m), false)
+			if en.m != nil {
+				w.message(v.asTaken(en.m), false)
+			}
 			size += len(w.buf)
 			c.Entries = append(c.Entries, snapOutboxEntry{Seq: en.seq, DestRegion: en.dest.Region, DestAccount: en.dest.Account,
 				DestName: en.dest.Name, Kind: uint8(en.kind), Record: w.buf})
