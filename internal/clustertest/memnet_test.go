@@ -96,6 +96,15 @@ func TestMovesOverFaultyNetwork(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	startWorkload(ctx, &wg, w, seed)
+	// Beside it, a queue whose messages are dead-lettered all the time,
+	// to a dead-letter queue that the rounds below move about too.
+	rw := newRedriveWorkload(t, c)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rw.run(ctx, seed+3000)
+	}()
+	redriveMoves := 0
 
 	var took []time.Duration
 	faults := map[string]int{}
@@ -156,6 +165,20 @@ func TestMovesOverFaultyNetwork(t *testing.T) {
 		if fault == "none" || fault == "resets" {
 			took = append(took, time.Since(start))
 		}
+		if rng.Intn(2) == 0 {
+			// One of the redrive's two queues moves: they are apart
+			// about two rounds in three.
+			name, url := "redrive-src.fifo", rw.srcURL
+			if rng.Intn(2) == 0 {
+				name, url = "redrive-dead.fifo", rw.dlqURL
+			}
+			at := c.shardOf(name)
+			dest := 1 + (at+rng.Intn(3))%4
+			t.Logf("round %d: move %s from shard %d to shard %d", round, name, at, dest)
+			c.retrying("move "+name, func() error { return c.move(url, dest) })
+			c.waitQueueIn(name, dest)
+			redriveMoves++
+		}
 	}
 	if len(took) > 0 {
 		slices.Sort(took)
@@ -168,6 +191,8 @@ func TestMovesOverFaultyNetwork(t *testing.T) {
 	drainedAt := w.drain(t, rand.New(rand.NewSource(seed+2000)))
 	r := &run{seed: seed, checkTimeout: 10 * time.Second}
 	checkFailoverHistory(t, r, w, drainedAt)
+	t.Logf("the redrive's queues moved %d times", redriveMoves)
+	r.problems = append(r.problems, rw.check(t)...)
 	if len(r.problems) > 0 {
 		t.Errorf("history check failed (seed %d):\n  %s", seed, strings.Join(r.problems, "\n  "))
 	}
