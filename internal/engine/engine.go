@@ -98,6 +98,8 @@ type Engine struct {
 	// orphans holds the outboxes of queues deleted while their outbox
 	// held messages (outbox.go).
 	orphans map[outboxSource]*orphan
+	// outboxed counts the entries of every outbox, the orphans' too.
+	outboxed int
 
 	// running lists the running message move tasks, oldest first.
 	running []*moveTask

@@ -322,8 +322,10 @@ func (e *Engine) advance(t *moveTask, now int64, budget *int64) (behind bool) {
 			break
 		}
 		dst, remote, reason := e.moveDestination(t, src, m)
-		if dst != nil && len(src.outbox.entries) > 0 {
-			// Messages on their way to other queues are not overtaken.
+		if dst != nil && (dst.fence != "" || len(src.outbox.entries) > 0) {
+			// A queue that is leaving this engine (its image is taken
+			// already) is reached through the outbox, and messages on
+			// their way to other queues are not overtaken.
 			dst, remote = nil, dst.key
 		}
 		switch {

@@ -90,6 +90,11 @@ type outboxEntry struct {
 
 // outboxSource names one incarnation of a queue that sends to outboxes:
 // a queue deleted and created again numbers its entries from 1 again.
+// Its creation time tells incarnations apart; two share one only if the
+// queue was deleted and created again within one nanosecond of the
+// engine's time, which stands still only while a new leader's clock is
+// behind its predecessor's (bounded by the cluster's clock checks).
+// Entries of the second could then be taken for the first's.
 type outboxSource struct {
 	key     api.QueueKey
 	created int64
@@ -126,6 +131,7 @@ func (e *Engine) toOutbox(q *queue, m *message, dest api.QueueKey, kind OutboxKi
 	}
 	q.remove(m)
 	q.outbox.push(m, dest, kind)
+	e.outboxed++
 	return true
 }
 
@@ -135,6 +141,7 @@ func (e *Engine) toOutbox(q *queue, m *message, dest api.QueueKey, kind OutboxKi
 func (e *Engine) unlinkRemote(q *queue, dest api.QueueKey) {
 	if !q.outbox.full() {
 		q.outbox.push(nil, dest, OutboxUnlink)
+		e.outboxed++
 	}
 	q.redriveRemote = false
 }
@@ -200,69 +207,94 @@ type OutboxBatch struct {
 	Take    *TakeMessagesRequest
 }
 
-// Outboxes returns, for every outbox that holds entries (of a queue, or
-// of a queue since deleted), the run of its oldest entries bound for one
-// destination: at most maxTakeMessages entries, and records of at most
-// maxBytes bytes past the first. It reads the messages' bodies back from
-// the store. Like Snapshot, it changes nothing and must not run
-// concurrently with Apply.
-func (e *Engine) Outboxes(maxBytes int) ([]OutboxBatch, error) {
-	var out []OutboxBatch
-	add := func(src outboxSource, arn string, fifo bool, o *outbox) error {
-		if len(o.entries) == 0 {
-			return nil
-		}
-		dest := o.entries[0].dest
-		b := OutboxBatch{Source: src.key, Created: src.created, Dest: dest,
-			Take: &TakeMessagesRequest{Source: src.key, SourceArn: arn, Created: src.created, Fifo: fifo}}
-		size := 0
-		w := recordWriter{ms: e.ms, bodies: e.bodyStore()}
-		for _, en := range o.entries {
-			if en.dest != dest || len(b.Take.Messages) == maxTakeMessages || (size > 0 && size >= maxBytes) {
-				break
-			}
-			w.buf = nil
-			if en.m != nil {
-				w.message(en.m, false)
-			}
-			if w.err != nil {
-				return fmt.Errorf("engine: outbox of %s: %w", src.key, w.err)
-			}
-			size += len(w.buf)
-			b.Take.Messages = append(b.Take.Messages, OutboxMessage{Seq: en.seq, Kind: en.kind, Record: w.buf})
-			b.Through = en.seq
-		}
-		out = append(out, b)
+// OutboxHead is an outbox that holds entries: its queue's incarnation,
+// and where its oldest entry goes.
+type OutboxHead struct {
+	Source  api.QueueKey
+	Created int64
+	Dest    api.QueueKey
+}
+
+// OutboxHeads returns every outbox that holds entries, of a queue or of a
+// queue since deleted, in a fixed order. It reads no body: a relay reads
+// the entries of one at a time (OutboxBatch). Like Snapshot, it changes
+// nothing and must not run concurrently with Apply.
+func (e *Engine) OutboxHeads() []OutboxHead {
+	if e.outboxed == 0 {
 		return nil
 	}
+	var out []OutboxHead
 	for _, k := range slices.SortedFunc(maps.Keys(e.queues), compareRegionKeys) {
-		q := e.queues[k]
-		if err := add(outboxSource{key: k, created: q.createdAt}, q.arn, q.fifo, &q.outbox); err != nil {
-			return nil, err
+		if q := e.queues[k]; len(q.outbox.entries) > 0 {
+			out = append(out, OutboxHead{Source: k, Created: q.createdAt, Dest: q.outbox.entries[0].dest})
 		}
 	}
 	for _, src := range e.orphanOrder() {
-		o := e.orphans[src]
-		if err := add(src, o.arn, o.fifo, &o.box); err != nil {
+		out = append(out, OutboxHead{Source: src.key, Created: src.created, Dest: e.orphans[src].box.entries[0].dest})
+	}
+	return out
+}
+
+// OutboxBatch returns the run of the oldest entries of the outbox of
+// queue source's incarnation created at created that are bound for one
+// destination: at most maxTakeMessages entries, and records of at most
+// maxBytes bytes past the first; false if that outbox holds none. It
+// reads the messages' bodies back from the store. Like Snapshot, it
+// changes nothing and must not run concurrently with Apply.
+func (e *Engine) OutboxBatch(source api.QueueKey, created int64, maxBytes int) (OutboxBatch, bool, error) {
+	src := outboxSource{key: source, created: created}
+	var o *outbox
+	var arn string
+	var fifo bool
+	if q := e.queues[source]; q != nil && q.createdAt == created {
+		o, arn, fifo = &q.outbox, q.arn, q.fifo
+	} else if or := e.orphans[src]; or != nil {
+		o, arn, fifo = &or.box, or.arn, or.fifo
+	}
+	if o == nil || len(o.entries) == 0 {
+		return OutboxBatch{}, false, nil
+	}
+	dest := o.entries[0].dest
+	b := OutboxBatch{Source: source, Created: created, Dest: dest,
+		Take: &TakeMessagesRequest{Source: source, SourceArn: arn, Created: created, Fifo: fifo}}
+	size := 0
+	w := recordWriter{ms: e.ms, bodies: e.bodyStore()}
+	for _, en := range o.entries {
+		if en.dest != dest || len(b.Take.Messages) == maxTakeMessages || (size > 0 && size >= maxBytes) {
+			break
+		}
+		w.buf = nil
+		if en.m != nil {
+			w.message(en.m, false)
+		}
+		if w.err != nil {
+			return OutboxBatch{}, false, fmt.Errorf("engine: outbox of %s: %w", source, w.err)
+		}
+		size += len(w.buf)
+		b.Take.Messages = append(b.Take.Messages, OutboxMessage{Seq: en.seq, Kind: en.kind, Record: w.buf})
+		b.Through = en.seq
+	}
+	return b, true, nil
+}
+
+// Outboxes returns OutboxBatch of every outbox OutboxHeads returns.
+func (e *Engine) Outboxes(maxBytes int) ([]OutboxBatch, error) {
+	var out []OutboxBatch
+	for _, h := range e.OutboxHeads() {
+		b, ok, err := e.OutboxBatch(h.Source, h.Created, maxBytes)
+		if err != nil {
 			return nil, err
+		}
+		if ok {
+			out = append(out, b)
 		}
 	}
 	return out, nil
 }
 
 // HasOutbox reports whether some outbox holds entries: whether a relay has
-// work. It changes nothing and costs O(queues).
-func (e *Engine) HasOutbox() bool {
-	if len(e.orphans) > 0 {
-		return true
-	}
-	for _, q := range e.queues {
-		if len(q.outbox.entries) > 0 {
-			return true
-		}
-	}
-	return false
-}
+// work. It changes nothing and costs O(1): a server asks at every receive.
+func (e *Engine) HasOutbox() bool { return e.outboxed > 0 }
 
 // orphanOrder returns the orphaned outboxes' sources in a fixed order.
 func (e *Engine) orphanOrder() []outboxSource {
@@ -301,7 +333,10 @@ func (e *Engine) takeMessages(cmd *Command, r *TakeMessagesRequest, now int64) (
 	case len(r.Messages) > maxTakeMessages:
 		return nil, api.ErrInvalidParameterValue("At most %d messages are taken at once.", maxTakeMessages)
 	case r.Fifo != d.fifo:
-		return nil, api.ErrInvalidParameterValue("Queue %s is not of the type of queue %s.", d.key.Name, r.Source.Name)
+		// A queue of the other type took the name since (a redrive
+		// joins two queues of one type): the queue the messages were
+		// bound for does not exist, and the relay gives them back.
+		return nil, api.ErrQueueDoesNotExist()
 	case r.Source == d.key:
 		return nil, api.ErrInvalidParameterValue("A queue takes no messages from itself.")
 	}
@@ -428,6 +463,7 @@ func (e *Engine) settleOutbox(cmd *Command, r *SettleOutboxRequest, now int64) (
 	src := outboxSource{key: cmd.Queue, created: r.Created}
 	if q := e.queues[cmd.Queue]; q != nil && q.createdAt == r.Created {
 		gone := q.outbox.settle(r.Through)
+		e.outboxed -= len(gone)
 		if r.Returned && len(gone) > 0 {
 			e.process(q, now)
 			for _, en := range gone {
@@ -443,7 +479,9 @@ func (e *Engine) settleOutbox(cmd *Command, r *SettleOutboxRequest, now int64) (
 	}
 	if o := e.orphans[src]; o != nil {
 		// Returned or taken, the messages of a deleted queue end here.
-		for _, en := range o.box.settle(r.Through) {
+		gone := o.box.settle(r.Through)
+		e.outboxed -= len(gone)
+		for _, en := range gone {
 			e.endEntry(en)
 		}
 		if len(o.box.entries) == 0 {
@@ -513,6 +551,7 @@ func (e *Engine) orphanOutbox(q *queue) {
 // dropOutbox ends every message of an outbox, whose queue leaves the
 // engine by a move: the image took them along.
 func (e *Engine) dropOutbox(o *outbox) {
+	e.outboxed -= len(o.entries)
 	for _, en := range o.entries {
 		e.endEntry(en)
 	}
@@ -562,6 +601,10 @@ func (e *Engine) joined(q *queue) {
 
 // errNoOutbox is returned for outbox state a snapshot holds wrongly.
 var errNoOutbox = errors.New("outbox entries out of order")
+
+// maxOutboxSeq bounds the entry numbers a snapshot may give an outbox, far
+// above what any queue numbers, so that they never wrap.
+const maxOutboxSeq = 1 << 62
 
 // outboxState restores what a queue's section holds of the outbox: its
 // entries, which follow its records, and its records of other engines'
@@ -637,10 +680,13 @@ func (rs *restorer) outboxEntries(o *outbox, n int, seq uint64) error {
 			kind := OutboxKind(se.Kind)
 			dest := api.QueueKey{Region: se.DestRegion, Account: se.DestAccount, Name: se.DestName}
 			switch {
-			case se.Seq <= last || se.Seq > seq:
+			case se.Seq <= last || se.Seq > seq || seq > maxOutboxSeq:
 				return errNoOutbox
+			case dest.Name == "" || dest.Account == "":
+				return fmt.Errorf("outbox entry %d names no queue", se.Seq)
 			case kind == OutboxUnlink && len(se.Record) == 0:
 				o.entries = append(o.entries, outboxEntry{seq: se.Seq, kind: kind, dest: dest})
+				rs.e.outboxed++
 				continue
 			case kind != OutboxDeadLetter && kind != OutboxMoveBack:
 				return fmt.Errorf("outbox entry %d: unknown kind %d, or an unlink with a message", se.Seq, se.Kind)
@@ -655,6 +701,7 @@ func (rs *restorer) outboxEntries(o *outbox, n int, seq uint64) error {
 				return fmt.Errorf("outbox entry %d: %w", se.Seq, err)
 			}
 			o.entries = append(o.entries, outboxEntry{seq: se.Seq, kind: kind, m: m, dest: dest})
+			rs.e.outboxed++
 		}
 	}
 	return nil

@@ -45,6 +45,22 @@ func pendingIDs(t *testing.T, e *Engine, q api.QueueKey, de *Engine, dest api.Qu
 	return out
 }
 
+// checkOutboxed checks the engine's count of outbox entries, which
+// HasOutbox answers from, against the outboxes.
+func checkOutboxed(t *testing.T, e *Engine) {
+	t.Helper()
+	n := 0
+	for _, q := range e.queues {
+		n += len(q.outbox.entries)
+	}
+	for _, o := range e.orphans {
+		n += len(o.box.entries)
+	}
+	if n != e.outboxed {
+		t.Fatalf("the engine counts %d outbox entries, its outboxes hold %d", e.outboxed, n)
+	}
+}
+
 // moveBetween moves queue q from one harness's engine to another's, as a
 // cluster moves a queue between shards, spanning redrives.
 func moveBetween(t *testing.T, from, to *harness, q api.QueueKey, move string) {
@@ -84,6 +100,9 @@ func (r *relayer) hostOf(q api.QueueKey) *harness {
 // may misbehave.
 func (r *relayer) run(faults bool) {
 	r.t.Helper()
+	for _, h := range r.hosts {
+		checkOutboxed(r.t, h.e)
+	}
 	for _, src := range r.hosts {
 		batches, err := src.e.Outboxes(1 << 20)
 		if err != nil {
@@ -463,4 +482,51 @@ func FuzzTakeMessages(f *testing.F) {
 		}
 		exercise(h.e)
 	})
+}
+
+// TestDeadLetterWhileTheDeadLetterQueueMoves: a message dead-lettered to a
+// dead-letter queue of the same engine that is fenced for a move (its
+// image taken already) goes through the outbox, and reaches the queue
+// where it went; one returned by a move task to a fenced queue alike.
+func TestDeadLetterWhileTheDeadLetterQueueMoves(t *testing.T) {
+	a, b := newHarness(t), newHarness(t)
+	b.ids = 1_000_000
+	dlq := a.fifoQueue("dead.fifo", nil)
+	q := a.fifoQueue("q.fifo", map[string]string{
+		api.AttrContentBasedDeduplication: "true",
+		api.AttrRedrivePolicy:             fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, dlq.ARN(testRegion)),
+	})
+	a.internal(dlq, &FenceQueueRequest{Move: "m", Spanning: true})
+	var image bytes.Buffer
+	if err := a.e.ExportQueue(dlq, "m", &image); err != nil {
+		t.Fatal(err)
+	}
+	deadLetterAll(t, a, q, 2)
+	b.now = a.now
+	b.internal(dlq, &InstallQueueRequest{Move: "m", Image: image.Bytes()})
+	a.internal(dlq, &DropQueueRequest{Move: "m"})
+	rel := &relayer{t: t, hosts: []*harness{a, b}, log: t.Logf}
+	rel.run(false)
+	if c := b.counts(dlq); c != [3]int{2, 0, 0} {
+		t.Fatalf("dead-letter queue counts %v after its move, want the 2 messages dead-lettered during it", c)
+	}
+
+	// Back: q joins the dead-letter queue in b; a move task there returns
+	// the messages to q while q is fenced for a move back to a.
+	moveBetween(t, a, b, q, "m2")
+	b.must(api.QueueKey{}, &api.StartMessageMoveTaskRequest{SourceArn: dlq.ARN(testRegion)})
+	b.internal(q, &FenceQueueRequest{Move: "m3", Spanning: true})
+	image.Reset()
+	if err := b.e.ExportQueue(q, "m3", &image); err != nil {
+		t.Fatal(err)
+	}
+	b.advance(10_000_000_000)
+	b.internal(api.QueueKey{}, &TickRequest{Moves: DefaultTickMoves})
+	a.now = b.now
+	a.internal(q, &InstallQueueRequest{Move: "m3", Image: image.Bytes()})
+	b.internal(q, &DropQueueRequest{Move: "m3"})
+	rel.run(false)
+	if got := a.receive(q, 10, 30); !slices.Equal(bodies(got), []string{"m0", "m1"}) {
+		t.Fatalf("received %v from the queue after the move task, want m0 and m1", bodies(got))
+	}
 }

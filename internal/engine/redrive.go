@@ -106,10 +106,11 @@ func (e *Engine) deadLetter(q *queue, m *message, now int64) bool {
 		return false
 	}
 	d := e.queues[rp.key]
-	if rp.key != q.key && (d == nil && q.redriveRemote || d != nil && d.fifo == q.fifo && len(q.outbox.entries) > 0) {
+	if rp.key != q.key && (d == nil && q.redriveRemote || d != nil && d.fifo == q.fifo && (d.fence != "" || len(q.outbox.entries) > 0)) {
 		// The dead-letter queue lives in another engine (outbox.go); or
-		// it is here again, and messages the queue let go before are
-		// still on their way to it, which this one must not overtake.
+		// it is leaving this one (its image is taken already); or it is
+		// here again, and messages the queue let go before are still on
+		// their way to it, which this one must not overtake.
 		return e.toOutbox(q, m, rp.key, OutboxDeadLetter)
 	}
 	if d == nil || d == q || d.fifo != q.fifo {

@@ -36,6 +36,10 @@ const (
 	// answers that for a moment, and a queue moving between shards is in
 	// neither for a moment.
 	relayMissingFor = 10 * time.Second
+	// relayTakeWait bounds one take, its leader's election included: a
+	// destination that takes longer is tried again later, after the
+	// others.
+	relayTakeWait = 5 * time.Second
 )
 
 // outboxRelay carries the outboxes of the groups this node leads. It
@@ -50,15 +54,27 @@ type outboxRelay struct {
 	cancel  context.CancelFunc
 	stopped sync.WaitGroup
 	once    sync.Once
-	// missing holds, per destination, when it first answered that it
-	// does not exist; only the relay's goroutine touches it.
-	missing map[api.QueueKey]time.Time
+	// dests is what the relay knows of each destination it is sending
+	// to; only the relay's goroutine touches it.
+	dests map[api.QueueKey]*relayDest
 }
+
+// relayDest is a destination the relay has met trouble with.
+type relayDest struct {
+	missingSince time.Time // when it first answered that it does not exist, in a row
+	failures     int       // takes refused or unanswered in a row
+	next         time.Time // no take before then
+	seen         bool      // an outbox sent to it in this pass
+}
+
+// relayBackoff bounds the pause before the relay tries a destination that
+// failed again.
+const relayBackoff = 10 * time.Second
 
 func newOutboxRelay(s *Server) *outboxRelay {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &outboxRelay{s: s, wake: make(chan struct{}, 1), quit: make(chan struct{}), ctx: ctx, cancel: cancel,
-		missing: map[api.QueueKey]time.Time{}}
+		dests: map[api.QueueKey]*relayDest{}}
 }
 
 // start runs the relay; outboxes restored from the log are relayed at
@@ -113,12 +129,25 @@ func (r *outboxRelay) run() {
 // relayAll relays every outbox of the groups this node leads once, and
 // reports whether one still holds messages.
 func (r *outboxRelay) relayAll() (left bool) {
+	for _, d := range r.dests {
+		d.seen = false
+	}
 	for _, g := range r.s.allGroups() {
+		if r.ctx.Err() != nil {
+			return false
+		}
 		if !g.leads() || !groupHasOutbox(g) {
 			continue
 		}
 		r.relayGroup(g)
 		left = left || groupHasOutbox(g)
+	}
+	// A destination no outbox sends to now (its messages went, or the
+	// queue or the leadership did) starts afresh if it comes back.
+	for k, d := range r.dests {
+		if !d.seen {
+			delete(r.dests, k)
+		}
 	}
 	return left
 }
@@ -130,48 +159,84 @@ func groupHasOutbox(g *group) (yes bool) {
 }
 
 // relayGroup carries, for each outbox of g, its oldest entries bound for
-// one destination.
+// one destination, unless that destination is waited for.
 func (r *outboxRelay) relayGroup(g *group) {
 	s := r.s
-	var batches []engine.OutboxBatch
-	var err error
-	g.log.Read(func(e *engine.Engine) { batches, err = e.Outboxes(relayBytes) })
-	if err != nil {
-		// A body that cannot be read back: the store's own checks stop
-		// the node if its disk fails; until then, try again.
-		s.logger.Warn("outbox relay: reading an outbox", "err", err)
-		return
-	}
-	for _, b := range batches {
+	var heads []engine.OutboxHead
+	g.log.Read(func(e *engine.Engine) { heads = e.OutboxHeads() })
+	for _, h := range heads {
+		if r.ctx.Err() != nil {
+			return
+		}
+		d := r.dests[h.Dest]
+		if d == nil {
+			d = &relayDest{}
+			r.dests[h.Dest] = d
+		}
+		d.seen = true
+		if time.Now().Before(d.next) {
+			continue
+		}
+		var b engine.OutboxBatch
+		var ok bool
+		var err error
+		// One batch at a time under the read lock: its bodies are read
+		// back from the store, and Apply waits meanwhile.
+		g.log.Read(func(e *engine.Engine) { b, ok, err = e.OutboxBatch(h.Source, h.Created, relayBytes) })
+		if err != nil {
+			// A body that cannot be read back: the store's own checks
+			// stop the node if its disk fails; until then, try again.
+			s.logger.Warn("outbox relay: reading an outbox", "queue", h.Source, "err", err)
+			r.failed(d)
+			continue
+		}
+		if !ok {
+			continue
+		}
 		settle := &engine.SettleOutboxRequest{Created: b.Created, Through: b.Through}
-		err := r.take(b)
+		err = r.take(b)
 		switch {
 		case err == nil:
-			delete(r.missing, b.Dest)
+			d.missingSince, d.failures, d.next = time.Time{}, 0, time.Time{}
 		case errCode(err) == "QueueDoesNotExist":
-			first, seen := r.missing[b.Dest]
-			if !seen {
-				r.missing[b.Dest] = time.Now()
+			if d.missingSince.IsZero() {
+				d.missingSince = time.Now()
+			}
+			if time.Since(d.missingSince) < relayMissingFor {
+				d.next = time.Now().Add(relayRetry)
 				continue
 			}
-			if time.Since(first) < relayMissingFor {
-				continue
-			}
-			delete(r.missing, b.Dest)
 			s.logger.Warn("outbox relay: the destination does not exist; its messages go back to their queue",
 				"queue", b.Source, "destination", b.Dest, "messages", len(b.Take.Messages))
 			settle.Returned = true
+			d.missingSince = time.Time{}
 		default:
-			if r.ctx.Err() == nil {
-				s.logger.Debug("outbox relay: the destination did not take the messages", "queue", b.Source, "destination", b.Dest, "err", err)
+			d.missingSince = time.Time{}
+			r.failed(d)
+			if r.ctx.Err() == nil && d.failures%20 == 0 {
+				s.logger.Warn("outbox relay: the destination does not take the messages", "queue", b.Source,
+					"destination", b.Dest, "tries", d.failures, "err", err)
 			}
 			continue
 		}
+		ctx, cancel := context.WithTimeout(r.ctx, stepWait)
 		cmd := &engine.Command{Time: s.now().UnixNano(), Queue: b.Source, Request: settle, Entropy: newEntropy()}
-		if _, err := s.apply(withGroup(r.ctx, g), cmd); err != nil && r.ctx.Err() == nil {
+		if _, err := s.apply(withGroup(ctx, g), cmd); err != nil && r.ctx.Err() == nil {
+			// The next pass, or the next leader, sends the entries
+			// again, and the destination takes nothing twice.
 			s.logger.Debug("outbox relay: settling", "queue", b.Source, "err", err)
 		}
+		cancel()
 	}
+}
+
+// failed notes a take that failed, and when to try the destination again:
+// backing off, so that an unreachable shard holds up the other
+// destinations little.
+func (r *outboxRelay) failed(d *relayDest) {
+	d.failures++
+	pause := relayRetry << min(d.failures, 6)
+	d.next = time.Now().Add(min(pause, relayBackoff))
 }
 
 // take applies b's fifoq:TakeMessages at the leader of the destination's
@@ -183,7 +248,7 @@ func (r *outboxRelay) take(b engine.OutboxBatch) error {
 		s.shards.Forget(b.Dest)
 		id = s.shards.Of(b.Dest)
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, stepWait)
+	ctx, cancel := context.WithTimeout(r.ctx, relayTakeWait)
 	defer cancel()
 	return s.MoveSteps().Step(ctx, id, b.Dest, b.Take)
 }

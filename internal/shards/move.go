@@ -361,6 +361,10 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 		return err
 	}
 	s.cfg.Logger.Info("shards: moved a queue", "queue", q, "from", m.from, "to", m.to, "move", m.id)
+	// Noted here, not only by Move: a move this leader resumed for a
+	// deposed driver gets its quiet time too, or the balancer could
+	// move the queue straight back.
+	s.noteMoved(q, time.Now())
 	s.tell("moved")
 	return nil
 }

@@ -123,7 +123,11 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 	}
 
 	// The install's answer is lost: the move stays recorded, and the
-	// next drive (the leader's resumeMoves) finishes it.
+	// next drive (the leader's resumeMoves) finishes it, and tells the
+	// balancer the queue just moved, as a move it drove from the start.
+	set.movedMu.Lock()
+	delete(set.moved, q)
+	set.movedMu.Unlock()
 	steps.failInstall.Store(1)
 	back := to%3 + 1
 	if _, err := set.Move(ctx, q, back); err == nil {
@@ -136,6 +140,9 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 	set.resumeMoves()
 	if set.Of(q) != back || queueIn(set, to, q) || !queueIn(set, back, q) {
 		t.Fatalf("after the resumed move: map says %d, want %d", set.Of(q), back)
+	}
+	if !set.recentlyMoved(q, time.Now()) {
+		t.Fatal("a resumed move left the queue to the balancer at once")
 	}
 	var left []string
 	host.Read(func(e *engine.Engine) { left = e.MetaKeys(movePrefix) })
