@@ -48,7 +48,11 @@ import (
 // Record keys of moves.
 const (
 	movePrefix = "shards/move/"
-	epochKey   = "shards/epoch"
+	// movedPrefix keys when a queue last finished a move
+	// ("shards/moved/ACCOUNT/REGION/NAME" = Unix ns), for the balancer of
+	// whichever node leads next (recentlyMoved).
+	movedPrefix = "shards/moved/"
+	epochKey    = "shards/epoch"
 )
 
 // MaxMoveImage bounds the image of a queue that moves: it is carried in
@@ -117,6 +121,11 @@ func parseMove(v string) (moveRecord, bool) {
 // moveKey is the record of a move of q.
 func moveKey(q api.QueueKey) string {
 	return movePrefix + q.Account + "/" + q.Region + "/" + q.Name
+}
+
+// movedKey is the key of when q last finished a move.
+func movedKey(q api.QueueKey) string {
+	return movedPrefix + q.Account + "/" + q.Region + "/" + q.Name
 }
 
 // parseQueueRecordKey reads the queue of a record key after its prefix.
@@ -196,12 +205,42 @@ func (s *Set) noteMoved(q api.QueueKey, now time.Time) {
 	s.moved[q] = now
 }
 
-// recentlyMoved reports whether q moved less than movedQuiet before now.
+// recentlyMoved reports whether q moved less than movedQuiet before now:
+// by this node's record, or by the first group's (a move an earlier
+// leader finished).
 func (s *Set) recentlyMoved(q api.QueueKey, now time.Time) bool {
 	s.movedMu.Lock()
-	defer s.movedMu.Unlock()
 	at, ok := s.moved[q]
-	return ok && now.Sub(at) < movedQuiet
+	s.movedMu.Unlock()
+	if ok && now.Sub(at) < movedQuiet {
+		return true
+	}
+	var v string
+	s.host.Read(func(e *engine.Engine) { v = e.Meta(movedKey(q)) })
+	n, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && now.Sub(time.Unix(0, n)) < movedQuiet
+}
+
+// maxMovedPrunes bounds the records of past moves one balancing round
+// removes.
+const maxMovedPrunes = 16
+
+// pruneMoved removes the first group's records of moves older than
+// movedQuiet, a few a round.
+func (s *Set) pruneMoved(ctx context.Context, now time.Time) {
+	var old []string
+	s.host.Read(func(e *engine.Engine) {
+		for _, k := range e.MetaKeys(movedPrefix) {
+			if n, err := strconv.ParseInt(e.Meta(k), 10, 64); err != nil || now.Sub(time.Unix(0, n)) >= movedQuiet {
+				old = append(old, k)
+			}
+		}
+	})
+	for _, k := range old[:min(len(old), maxMovedPrunes)] {
+		if _, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: k}}); err != nil {
+			return
+		}
+	}
 }
 
 // newMoveID names a move: unique, so that a step of one move is never
@@ -363,8 +402,11 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 	s.cfg.Logger.Info("shards: moved a queue", "queue", q, "from", m.from, "to", m.to, "move", m.id)
 	// Noted here, not only by Move: a move this leader resumed for a
 	// deposed driver gets its quiet time too, or the balancer could
-	// move the queue straight back.
-	s.noteMoved(q, time.Now())
+	// move the queue straight back. And noted in the first group, for
+	// the next leader's balancer: best effort, as the quiet time is.
+	now := time.Now()
+	s.noteMoved(q, now)
+	_, _ = s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: movedKey(q), Value: strconv.FormatInt(now.UnixNano(), 10)}})
 	s.tell("moved")
 	return nil
 }
@@ -528,6 +570,7 @@ func (s *Set) balanceQueues(st Steps) {
 		held[placement.ShardID(id)] = names
 	}
 	now := time.Now()
+	s.pruneMoved(ctx, now)
 	for q, at := range s.movedForLoad {
 		if now.Sub(at) >= loadMoveQuiet {
 			delete(s.movedForLoad, q)

@@ -527,11 +527,28 @@ func TestBalancerLeavesAMovedQueue(t *testing.T) {
 	if _, err := set.Move(ctx, moved, 2); err != nil {
 		t.Fatal(err)
 	}
+	// The balancer of a leader that did not drive the move knows it from
+	// the first group's record (the in-memory soak met one that did not,
+	// and moved the queue straight back).
+	set.movedMu.Lock()
+	clear(set.moved)
+	set.movedMu.Unlock()
 	set.balanceQueues(steps) // shard 1 holds none, shard 2 three
 	if got := set.Of(moved); got != 2 {
 		t.Fatalf("the balancer moved the queue just moved to shard 2 on to shard %d", got)
 	}
 	if set.Of(busy[0]) != 1 && set.Of(busy[1]) != 1 {
 		t.Fatalf("the balancer did not even the counts out with another queue: busy-a in %d, busy-b in %d", set.Of(busy[0]), set.Of(busy[1]))
+	}
+	// Records of moves past their quiet time are removed.
+	old := time.Now().Add(-movedQuiet - time.Second).UnixNano()
+	if _, err := host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: movedKey(moved), Value: strconv.FormatInt(old, 10)}}); err != nil {
+		t.Fatal(err)
+	}
+	set.pruneMoved(ctx, time.Now())
+	var v string
+	host.Read(func(e *engine.Engine) { v = e.Meta(movedKey(moved)) })
+	if v != "" {
+		t.Fatalf("a record of a move past its quiet time is left: %q", v)
 	}
 }
