@@ -3,6 +3,7 @@ package replog
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -195,21 +196,34 @@ func (l *Raft) transferLeadership(timeout time.Duration) error {
 const clockOffHandOver = 5 * time.Second
 
 // awaitTransfer waits for a leadership transfer, up to timeout, or until
-// the log closes.
+// the log closes. Raft may never answer a transfer it took just before
+// it stopped: the goroutine reading the future is then left, as for an
+// entry (awaitUntil).
 func (l *Raft) awaitTransfer(f raft.Future, timeout time.Duration) error {
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	t := time.NewTimer(timeout)
+	stop := make(chan struct{})
+	var why error
+	var once sync.Once
+	end := func(err error) { once.Do(func() { why = err; close(stop) }) }
+	t := time.AfterFunc(timeout, func() { end(fmt.Errorf("not done within %v", timeout)) })
 	defer t.Stop()
-	select {
-	case err := <-done:
+	answered := make(chan struct{})
+	defer close(answered)
+	go func() {
+		select {
+		case <-l.quit:
+			end(ErrClosed)
+		case <-answered:
+		}
+	}()
+	if err := awaitUntil(f, stop, errTransferEnded); err != errTransferEnded {
 		return err
-	case <-t.C:
-		return fmt.Errorf("not done within %v", timeout)
-	case <-l.quit:
-		return ErrClosed
 	}
+	return why // written before stop closed
 }
+
+// errTransferEnded is awaitUntil's answer to awaitTransfer when its wait
+// ended first: awaitTransfer says why.
+var errTransferEnded = errors.New("the wait for the transfer ended")
 
 // leaveTimeout bounds how long a leader whose state machine stopped tries
 // to hand its leadership over before it stops anyway.

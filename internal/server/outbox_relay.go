@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -43,17 +42,10 @@ const (
 )
 
 // outboxRelay carries the outboxes of the groups this node leads. It
-// sleeps on a channel while no outbox holds anything.
+// sleeps while no outbox holds anything.
 type outboxRelay struct {
-	s    *Server
-	wake chan struct{}
-	quit chan struct{}
-	// ctx ends at stop, so that a step waiting on a log or a member that
-	// no longer answers does not hold up the server's shutdown.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	stopped sync.WaitGroup
-	once    sync.Once
+	s *Server
+	wakeLoop
 	// dests is what the relay knows of each destination it is sending
 	// to; only the relay's goroutine touches it.
 	dests map[api.QueueKey]*relayDest
@@ -72,58 +64,13 @@ type relayDest struct {
 const relayBackoff = 10 * time.Second
 
 func newOutboxRelay(s *Server) *outboxRelay {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &outboxRelay{s: s, wake: make(chan struct{}, 1), quit: make(chan struct{}), ctx: ctx, cancel: cancel,
-		dests: map[api.QueueKey]*relayDest{}}
+	return &outboxRelay{s: s, wakeLoop: newWakeLoop(), dests: map[api.QueueKey]*relayDest{}}
 }
 
 // start runs the relay; outboxes restored from the log are relayed at
 // once.
 func (r *outboxRelay) start() {
-	r.once.Do(func() {
-		r.stopped.Add(1)
-		go r.run()
-		r.kick()
-	})
-}
-
-// kick tells the relay that an outbox may hold messages.
-func (r *outboxRelay) kick() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (r *outboxRelay) stop() {
-	select {
-	case <-r.quit:
-	default:
-		close(r.quit)
-	}
-	r.cancel()
-	r.stopped.Wait()
-}
-
-func (r *outboxRelay) run() {
-	defer r.stopped.Done()
-	timer := time.NewTimer(relayRetry)
-	defer timer.Stop()
-	for {
-		select {
-		case <-r.wake:
-		case <-r.quit:
-			return
-		}
-		for r.relayAll() {
-			timer.Reset(relayRetry)
-			select {
-			case <-timer.C:
-			case <-r.quit:
-				return
-			}
-		}
-	}
+	r.wakeLoop.start(func() (bool, time.Duration) { return r.relayAll(), relayRetry })
 }
 
 // relayAll relays every outbox of the groups this node leads once, and
