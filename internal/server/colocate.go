@@ -12,18 +12,22 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 )
 
-// Keeping the queues a redrive joins in one shard. The engine moves a
-// message to a dead-letter queue, and a message move task moves messages
-// between queues, within one group: so, with shards, a request that would
-// join two queues of two shards (SetQueueAttributes naming a dead-letter
-// queue, StartMessageMoveTask naming a destination) first moves one of
-// them beside the other, as CreateQueue places a new queue beside its
-// dead-letter queue. The queue the request is on moves if it can, else
-// its partner; a queue that is itself in a redrive, or has move tasks,
-// does not move (engine.FenceQueueRequest), and if neither can, the
-// request goes on and the engine refuses it as SQS would a dead-letter
-// queue it cannot reach. The move is the first group leader's to drive
-// (internal/shards/move.go): asked over the node-to-node port
+// Bringing together the queues a request joins. SetQueueAttributes
+// checks the dead-letter queue its RedrivePolicy names (type, allow
+// policy) where that queue is, and a message move task with a
+// DestinationArn moves messages within one group: so, with shards, a
+// request that would join two queues of two shards (SetQueueAttributes
+// naming a dead-letter queue, StartMessageMoveTask naming a destination)
+// first moves one of them beside the other, as CreateQueue places a new
+// queue beside its dead-letter queue. The queue the policy is set on, or
+// the task's destination, moves if it can, else its partner; a queue with
+// move tasks does not move, nor one in a redrive before the cluster
+// writes log entry format 10 (engine.FenceQueueRequest), and if neither
+// can, the request goes on and the engine refuses it as SQS would a
+// dead-letter queue it cannot reach. Once together, the two may be
+// parted again by later moves: the engine's outboxes then carry what
+// spans them (engine/outbox.go). The move is the first group leader's to
+// drive (internal/shards/move.go): asked over the node-to-node port
 // (POST /cluster/colocate) from another node.
 
 // partnerOf returns the queue req would join to its own queue q in a

@@ -85,7 +85,14 @@ func (s *Server) routeShard(ctx context.Context, r *http.Request, in api.Scope, 
 		return s.placeQueue(ctx, q, s.deadLetterQueueOf(cq))
 	}
 	if with, joins := s.partnerOf(req); joins && !fromPeer(r) {
-		if err := s.colocate(ctx, q, with); err != nil {
+		first, second := q, with
+		if _, task := req.(*api.StartMessageMoveTaskRequest); task {
+			// The task's destination goes beside the dead-letter
+			// queue, rather than the dead-letter queue away from the
+			// queues it serves.
+			first, second = with, q
+		}
+		if err := s.colocate(ctx, first, second); err != nil {
 			return 0, err
 		}
 	}
