@@ -19,9 +19,10 @@ import (
 // message goes into its queue's outbox instead, in the same apply that
 // would have moved it, and a relay outside the engine carries it over:
 //
-//  1. The relay reads the oldest entries of an outbox (Outboxes, on the
-//     source group's leader) and applies a TakeMessagesRequest in the
-//     destination's group: the destination takes each entry whose
+//  1. The relay reads the oldest entries of an outbox (OutboxHeads and
+//     OutboxBatch, on the source group's leader) and applies a
+//     TakeMessagesRequest in the destination's group: the destination
+//     takes each entry whose
 //     number is above the highest it has taken from that source
 //     (takenRecord), so that a relay that retries after a kill, or a
 //     second relay after a leadership change, adds nothing twice.
@@ -275,21 +276,6 @@ func (e *Engine) OutboxBatch(source api.QueueKey, created int64, maxBytes int) (
 		b.Through = en.seq
 	}
 	return b, true, nil
-}
-
-// Outboxes returns OutboxBatch of every outbox OutboxHeads returns.
-func (e *Engine) Outboxes(maxBytes int) ([]OutboxBatch, error) {
-	var out []OutboxBatch
-	for _, h := range e.OutboxHeads() {
-		b, ok, err := e.OutboxBatch(h.Source, h.Created, maxBytes)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, b)
-		}
-	}
-	return out, nil
 }
 
 // HasOutbox reports whether some outbox holds entries: whether a relay has
