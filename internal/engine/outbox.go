@@ -428,17 +428,24 @@ func (q *queue) pruneTaken(now int64) {
 // record, with a serial of this engine and its body in this engine's
 // store. The caller puts it in a queue.
 func (e *Engine) adoptOutboxMessage(d *decodedMessage) *message {
-	rr := recordReader{bodies: e.bodyStore()}
-	rr.keep(d, d.body, d.section)
 	e.serial++
 	d.m.serial = e.serial
+	return e.keepDecoded(d, string(d.dlqSource))
+}
+
+// keepDecoded makes the message a decoded outbox record holds, with the
+// serial d names and dlqSource as its DeadLetterQueueSourceArn, and puts
+// its body in the engine's store.
+func (e *Engine) keepDecoded(d *decodedMessage, dlqSource string) *message {
+	rr := recordReader{bodies: e.bodyStore()}
+	rr.keep(d, d.body, d.section)
 	m := e.ms.adopt(&d.m, d.group, d.sender, d.recv)
 	e.ms.setExt(m, newMsgExt(d.id, msgExt{
 		storedAttrs: d.storedAttrs,
 		attrs:       d.attrs,
 		md5Attrs:    d.md5Attrs,
 		traceHeader: d.traceHeader,
-		dlqSource:   string(d.dlqSource),
+		dlqSource:   dlqSource,
 		sentBefore:  d.m.enqueuedAt - d.sentAt,
 	}))
 	return m
@@ -703,17 +710,7 @@ func (rs *restorer) outboxMessage(d *decodedMessage) (*message, error) {
 	if d.m.serial == 0 || d.m.serial > e.serial {
 		return nil, fmt.Errorf("serial %d out of range (latest %d)", d.m.serial, e.serial)
 	}
-	rr := recordReader{bodies: e.bodyStore()}
-	rr.keep(d, d.body, d.section)
-	m := e.ms.adopt(&d.m, d.group, d.sender, d.recv)
-	e.ms.setExt(m, newMsgExt(d.id, msgExt{
-		storedAttrs: d.storedAttrs,
-		attrs:       d.attrs,
-		md5Attrs:    d.md5Attrs,
-		traceHeader: d.traceHeader,
-		dlqSource:   rs.intern(d.dlqSource),
-		sentBefore:  d.m.enqueuedAt - d.sentAt,
-	}))
+	m := e.keepDecoded(d, rs.intern(d.dlqSource))
 	rs.serials = append(rs.serials, m.serial)
 	rs.outboxed++
 	return m, nil
