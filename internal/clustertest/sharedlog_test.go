@@ -108,7 +108,12 @@ func TestSharedLogWaitsForTheFormat(t *testing.T) {
 		t.Fatalf("the node that joined a cluster writing format 9: replicas in the shared log %v, with logs of their own %v, shared log made: %v; want every replica in the shared log",
 			shared, own, hasShared)
 	}
-	for _, nd := range c.nodes {
+	// The members that ran throughout keep their replicas' own logs. The
+	// upgraded one is not asked: its restart is what lets the cluster
+	// raise its format, and whether it opens its replicas before or after
+	// the raise is a race, either side of which is right (after it, they
+	// move into its shared log, as for the restart below).
+	for _, nd := range c.nodes[:2] {
 		if _, own, _ := replicaLogs(t, nd); len(own) != 3 {
 			t.Fatalf("%s's replicas from before the upgrade with logs of their own: %v; want all 3 kept while it runs", nd.id, own)
 		}
