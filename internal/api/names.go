@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -15,10 +16,40 @@ import (
 // written into logs and snapshots before queues had regions name the same
 // queues as they did, and a key never needs the home region to be compared.
 // A key made from a region that may be the home one goes through InRegion.
+//
+// Part numbers a partition of a queue split by the hash of its message
+// groups (a high-throughput FIFO queue on a cluster with shards: see
+// GroupHash): each partition is a queue of its own in the engine, with the
+// queue's ARN, URL and attributes. Every queue is partition 0 until it is
+// split, so a key that names no partition names the queue as it always
+// has.
 type QueueKey struct {
 	Region  string
 	Account string
 	Name    string
+	// Part is left out of JSON when 0, so that a key of a queue never
+	// split is written as it always was, and read by every fifoq.
+	Part uint32 `json:",omitempty"`
+}
+
+// Whole returns the key of the queue k is a partition of: k with Part 0.
+func (k QueueKey) Whole() QueueKey {
+	k.Part = 0
+	return k
+}
+
+// GroupHash is the hash of a message group id that places the group in a
+// partition of a split queue: the high 32 bits of its FNV-1a 64-bit hash.
+// It never changes: every replica of every version must place a group
+// alike.
+func GroupHash(group string) uint32 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(group); i++ {
+		h ^= uint64(group[i])
+		h *= prime
+	}
+	return uint32(h >> 32)
 }
 
 // InRegion returns k in the given region, home being the server's own:
@@ -33,11 +64,17 @@ func (k QueueKey) InRegion(region, home string) QueueKey {
 
 // String returns the path of the queue's URL without the leading slash:
 // "ACCOUNT/NAME" in the home region, "REGION/ACCOUNT/NAME" in another.
+//
+// A partition other than 0 adds "#PART".
 func (k QueueKey) String() string {
+	s := k.Account + "/" + k.Name
 	if k.Region != "" {
-		return k.Region + "/" + k.Account + "/" + k.Name
+		s = k.Region + "/" + s
 	}
-	return k.Account + "/" + k.Name
+	if k.Part != 0 {
+		s += "#" + strconv.FormatUint(uint64(k.Part), 10)
+	}
+	return s
 }
 
 // Path returns the path of the queue's URL: "/ACCOUNT/NAME", SQS's form,

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"hash/fnv"
 	"net/url"
 	"slices"
 	"strings"
@@ -157,5 +158,32 @@ func TestQueueRegions(t *testing.T) {
 		if IsRegionName(bad) {
 			t.Errorf("IsRegionName(%q) = true", bad)
 		}
+	}
+}
+
+// TestGroupHash pins GroupHash to the high half of FNV-1a 64 (hash/fnv):
+// partitions of split queues are placed by it, so it may never change.
+func TestGroupHash(t *testing.T) {
+	for _, g := range []string{"", "g", "order-42", "日本", strings.Repeat("x", 128)} {
+		h := fnv.New64a()
+		h.Write([]byte(g))
+		if got, want := GroupHash(g), uint32(h.Sum64()>>32); got != want {
+			t.Errorf("GroupHash(%q) = %d, want %d", g, got, want)
+		}
+	}
+	// Two values written down, so that a change of both functions
+	// together fails too.
+	if GroupHash("") != 0xcbf29ce4 || GroupHash("g") != 0xaf63da4c {
+		t.Errorf("GroupHash(\"\") = %#x, GroupHash(\"g\") = %#x", GroupHash(""), GroupHash("g"))
+	}
+}
+
+func TestQueueKeyPart(t *testing.T) {
+	k := QueueKey{Account: "000000000000", Name: "q.fifo", Part: 3}
+	if k.String() != "000000000000/q.fifo#3" || k.Whole().String() != "000000000000/q.fifo" {
+		t.Errorf("String = %q, Whole().String = %q", k.String(), k.Whole().String())
+	}
+	if k.Path() != k.Whole().Path() || k.ARN("us-east-1") != k.Whole().ARN("us-east-1") {
+		t.Errorf("a partition's path %q or ARN %q is not its queue's", k.Path(), k.ARN("us-east-1"))
 	}
 }

@@ -151,8 +151,8 @@ func TestRollingUpgrade(t *testing.T) {
 }
 
 // newestFormat is the newest log entry format of the fifoq under test
-// (replog's entryFormatVersion): 10, the outbox's commands.
-const newestFormat = 10
+// (replog's entryFormatVersion): 11, partitions of split queues.
+const newestFormat = 11
 
 // createInRegion creates a standard queue through nd with a client that
 // signs for region, and returns its URL.

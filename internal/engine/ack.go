@@ -11,6 +11,9 @@ func (e *Engine) deleteMessage(cmd *Command, r *api.DeleteMessageRequest, now in
 	if err != nil {
 		return nil, err
 	}
+	if !q.ownsHandle(r.ReceiptHandle) {
+		return nil, errQueueMoving() // another partition's group (split.go)
+	}
 	if err := e.deleteOne(q, r.ReceiptHandle); err != nil {
 		return nil, err
 	}
@@ -21,6 +24,11 @@ func (e *Engine) deleteMessageBatch(cmd *Command, r *api.DeleteMessageBatchReque
 	q, err := e.queueFor(cmd, now)
 	if err != nil {
 		return nil, err
+	}
+	for i := range r.Entries {
+		if !q.ownsHandle(r.Entries[i].ReceiptHandle) {
+			return nil, errQueueMoving() // another partition's group (split.go)
+		}
 	}
 	res := &api.DeleteMessageBatchResult{Successful: []api.BatchResultEntry{}, Failed: []api.BatchResultErrorEntry{}}
 	for i, en := range r.Entries {
@@ -81,6 +89,9 @@ func (e *Engine) changeMessageVisibility(cmd *Command, r *api.ChangeMessageVisib
 	if err != nil {
 		return nil, err
 	}
+	if !q.ownsHandle(r.ReceiptHandle) {
+		return nil, errQueueMoving() // another partition's group (split.go)
+	}
 	if err := e.changeVisibilityOne(q, r.ReceiptHandle, r.VisibilityTimeout, now); err != nil {
 		return nil, err
 	}
@@ -91,6 +102,11 @@ func (e *Engine) changeMessageVisibilityBatch(cmd *Command, r *api.ChangeMessage
 	q, err := e.queueFor(cmd, now)
 	if err != nil {
 		return nil, err
+	}
+	for i := range r.Entries {
+		if !q.ownsHandle(r.Entries[i].ReceiptHandle) {
+			return nil, errQueueMoving() // another partition's group (split.go)
+		}
 	}
 	res := &api.ChangeMessageVisibilityBatchResult{Successful: []api.BatchResultEntry{}, Failed: []api.BatchResultErrorEntry{}}
 	for i, en := range r.Entries {

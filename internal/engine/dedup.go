@@ -216,6 +216,16 @@ func (t *dedupTable) messageID(r *dedupRecord) msgID {
 	return msgID{uuid: r.uuid}
 }
 
+// each calls f with every live record, oldest first, and its MessageId.
+func (t *dedupTable) each(f func(r *dedupRecord, id msgID)) {
+	for i := range t.n {
+		r := &t.recs[t.wrap(t.head+i)]
+		if r.at != superseded {
+			f(r, t.messageID(r))
+		}
+	}
+}
+
 // push appends r, whose time is no earlier than any record's, with
 // MessageId id, superseding the record of the same key if there is one.
 func (t *dedupTable) push(r dedupRecord, id msgID) {

@@ -92,10 +92,20 @@ func (q *queue) refreshGroup(g *fifoGroup) {
 // nextSeq returns the next sequence number of a FIFO queue: derived from
 // the command time (so numbers are large and leave gaps between commands),
 // strictly increasing within the queue, and 20 decimal digits long like
-// SQS's until the year 2236.
+// SQS's until the year 2236. A split queue's partition (split.go) ends
+// its numbers with its partition number, so that two partitions never
+// give the same one.
 func (q *queue) nextSeq(now int64) uint64 {
 	const base = 10_000_000_000_000_000_000 // 10^19: makes the numbers 20 digits
 	v := base + uint64(max(now, 0))
+	if q.split {
+		part := uint64(q.key.Part)
+		if v = v - v%partDigits + part; v <= q.lastSeq {
+			v = q.lastSeq - q.lastSeq%partDigits + partDigits + part
+		}
+		q.lastSeq = v
+		return v
+	}
 	if v <= q.lastSeq {
 		v = q.lastSeq + 1
 	}

@@ -13,18 +13,24 @@ import (
 //
 //	version (1 byte) | queue tag (4) | message serial (8) | receipt nonce (8)
 //
-// in unpadded URL-safe base64. The queue tag binds the handle to one
+// in unpadded URL-safe base64; a split queue's (split.go) is of version 2,
+// and adds its group's api.GroupHash (4), for a router to find the
+// partition that holds the group. The queue tag binds the handle to one
 // incarnation of one queue, the serial finds the message, and the nonce,
 // drawn from the receiving command's entropy, tells the current receive
 // from older ones and cannot be guessed.
 const (
-	handleVersion = 1
-	handleLen     = 1 + 4 + 8 + 8
+	handleVersion      = 1
+	handleLen          = 1 + 4 + 8 + 8
+	splitHandleVersion = 2
+	splitHandleLen     = handleLen + 4
 )
 
 // queueTag identifies one incarnation of a queue: a queue deleted and
 // created again under the same name gets another tag, so handles of the
-// old queue are rejected rather than resolved against the new one.
+// old queue are rejected rather than resolved against the new one. The
+// partitions of a split queue, made at one creation time, differ by their
+// numbers.
 func queueTag(key api.QueueKey, createdAt int64) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(key.Account))
@@ -32,6 +38,10 @@ func queueTag(key api.QueueKey, createdAt int64) uint32 {
 	h.Write([]byte(key.Name))
 	h.Write([]byte{0})
 	h.Write([]byte(strconv.FormatInt(createdAt, 10)))
+	if key.Part != 0 {
+		h.Write([]byte{0})
+		h.Write([]byte(strconv.FormatUint(uint64(key.Part), 10)))
+	}
 	return h.Sum32()
 }
 
@@ -44,17 +54,59 @@ func encodeHandle(tag uint32, serial, nonce uint64) string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// decodeHandle parses a receipt handle; ok is false if it is malformed.
-func decodeHandle(s string) (tag uint32, serial, nonce uint64, ok bool) {
-	if base64.RawURLEncoding.DecodedLen(len(s)) != handleLen {
-		return 0, 0, 0, false
+// handleOf returns the receipt handle of m's receive of nonce in q under
+// tag (q's own, or one it had before a move): of version 2 in a split
+// queue.
+func (q *queue) handleOf(tag uint32, serial, nonce uint64, m *message) string {
+	if !q.split {
+		return encodeHandle(tag, serial, nonce)
 	}
-	var b [handleLen]byte
-	n, err := base64.RawURLEncoding.Decode(b[:], []byte(s))
-	if err != nil || n != handleLen || b[0] != handleVersion {
+	var b [splitHandleLen]byte
+	b[0] = splitHandleVersion
+	binary.BigEndian.PutUint32(b[1:5], tag)
+	binary.BigEndian.PutUint64(b[5:13], serial)
+	binary.BigEndian.PutUint64(b[13:21], nonce)
+	binary.BigEndian.PutUint32(b[21:25], api.GroupHash(q.ms.group(m)))
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// decodeHandle parses a receipt handle of either version; ok is false if
+// it is malformed.
+func decodeHandle(s string) (tag uint32, serial, nonce uint64, ok bool) {
+	b, ok := handleBytes(s)
+	if !ok {
 		return 0, 0, 0, false
 	}
 	return binary.BigEndian.Uint32(b[1:5]), binary.BigEndian.Uint64(b[5:13]), binary.BigEndian.Uint64(b[13:21]), true
+}
+
+// handleBytes decodes a receipt handle of either version.
+func handleBytes(s string) ([]byte, bool) {
+	var b [splitHandleLen]byte
+	switch base64.RawURLEncoding.DecodedLen(len(s)) {
+	case handleLen, splitHandleLen:
+	default:
+		return nil, false
+	}
+	n, err := base64.RawURLEncoding.Decode(b[:], []byte(s))
+	switch {
+	case err != nil:
+		return nil, false
+	case n == handleLen && b[0] == handleVersion, n == splitHandleLen && b[0] == splitHandleVersion:
+		return b[:n], true
+	}
+	return nil, false
+}
+
+// HandleGroupHash returns the api.GroupHash a receipt handle of a split
+// queue carries, and false for any other handle: where a router sends a
+// request naming it.
+func HandleGroupHash(h string) (uint32, bool) {
+	b, ok := handleBytes(h)
+	if !ok || len(b) != splitHandleLen {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(b[21:25]), true
 }
 
 // lookup resolves a receipt handle of queue q. It returns the message (nil

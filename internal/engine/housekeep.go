@@ -64,8 +64,8 @@ type HousekeepResult struct {
 const DefaultHousekeepLimit = 10_000
 
 // NewInternalRequest returns a zero internal request (TickRequest,
-// HousekeepRequest, SetMetaRequest, the move requests of move.go and the
-// outbox requests of outbox.go) of action a, ready to be decoded into, and false if a
+// HousekeepRequest, SetMetaRequest, the move requests of move.go, the
+// outbox requests of outbox.go and SplitQueueRequest) of action a, ready to be decoded into, and false if a
 // names none. The log decodes its entries with it.
 func NewInternalRequest(a api.Action) (api.Request, bool) {
 	switch a {
@@ -87,6 +87,8 @@ func NewInternalRequest(a api.Action) (api.Request, bool) {
 		return &TakeMessagesRequest{}, true
 	case ActionSettleOutbox:
 		return &SettleOutboxRequest{}, true
+	case ActionSplitQueue:
+		return &SplitQueueRequest{}, true
 	}
 	return nil, false
 }

@@ -207,7 +207,7 @@ func (q *queue) fifoGroupInfo(g *fifoGroup, t, limit int64) GroupInfo {
 	}
 	if h := holder(g, t, limit); h != nil {
 		info.Owner = &GroupOwner{
-			ReceiptHandle: encodeHandle(q.handleTag, h.serial, q.ms.nonce(h)),
+			ReceiptHandle: q.handleOf(q.handleTag, h.serial, q.ms.nonce(h), h),
 			AttemptID:     q.attemptOf(h),
 			ReceivedAt:    q.ms.receivedAt(h),
 			VisibleAt:     h.visibleAt,

@@ -148,6 +148,10 @@ func (e *Engine) startMessageMoveTask(cmd *Command, r *api.StartMessageMoveTaskR
 		if dst.fence != "" {
 			return nil, errQueueMoving()
 		}
+		if dst.split {
+			// A task moves messages by key, not yet by group (split.go).
+			return nil, api.ErrInvalidParameterValue("The destination queue is split into partitions.")
+		}
 		if dst == src {
 			return nil, api.ErrInvalidParameterValue("Source queue arn and destination queue arn cannot be the same.")
 		}
@@ -401,6 +405,10 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, a
 	}
 	if d.fifo != src.fifo {
 		return nil, api.QueueKey{}, "InvalidParameterValue: the source queue " + e.ms.dlqSource(m) + " is not of the dead-letter queue's type."
+	}
+	if !d.ownsGroup(e.ms.group(m)) {
+		// A task moves messages by key, not yet by group (split.go).
+		return nil, api.QueueKey{}, "InvalidParameterValue: the source queue " + e.ms.dlqSource(m) + " is split into partitions; give a DestinationArn."
 	}
 	return d, api.QueueKey{}, ""
 }

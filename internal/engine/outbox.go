@@ -304,7 +304,7 @@ func snapKeysOf(a, b map[api.QueueKey]struct{}, self api.QueueKey) []snapKey {
 	slices.SortFunc(keys, compareRegionKeys)
 	var out []snapKey
 	for _, k := range keys {
-		out = append(out, snapKey{Region: k.Region, Account: k.Account, Name: k.Name})
+		out = append(out, snapKey{Region: k.Region, Account: k.Account, Name: k.Name, Part: k.Part})
 	}
 	return out
 }
@@ -614,13 +614,13 @@ func (rs *restorer) outboxState(q *queue, sq *snapQueue) error {
 		if q.remoteSources == nil {
 			q.remoteSources = map[api.QueueKey]struct{}{}
 		}
-		q.remoteSources[api.QueueKey{Region: k.Region, Account: k.Account, Name: k.Name}] = struct{}{}
+		q.remoteSources[api.QueueKey{Region: k.Region, Account: k.Account, Name: k.Name, Part: k.Part}] = struct{}{}
 	}
 	for _, t := range sq.Taken {
 		if q.taken == nil {
 			q.taken = map[outboxSource]takenRecord{}
 		}
-		src := outboxSource{key: api.QueueKey{Region: t.Region, Account: t.Account, Name: t.Name}, created: t.Created}
+		src := outboxSource{key: api.QueueKey{Region: t.Region, Account: t.Account, Name: t.Name, Part: t.Part}, created: t.Created}
 		if _, dup := q.taken[src]; dup || t.Through == 0 {
 			return fmt.Errorf("record of what was taken from %s twice, or empty", src.key)
 		}
@@ -635,7 +635,7 @@ func (rs *restorer) orphan() error {
 	if err := rs.dec.Decode(&so); err != nil {
 		return fmt.Errorf("decoding: %w", err)
 	}
-	src := outboxSource{key: api.QueueKey{Region: so.Region, Account: so.Account, Name: so.Name}, created: so.Created}
+	src := outboxSource{key: api.QueueKey{Region: so.Region, Account: so.Account, Name: so.Name, Part: so.Part}, created: so.Created}
 	e := rs.e
 	switch {
 	case e.orphans[src] != nil:

@@ -39,6 +39,12 @@ type queue struct {
 	movedIn string
 	past    []pastTag
 
+	// A partition of a split queue (split.go): split is set once the
+	// queue has been split, and it then holds the message groups whose
+	// api.GroupHash is in [lo, hi).
+	split  bool
+	lo, hi uint64
+
 	// applied counts the commands applied on the queue since this engine
 	// was made or restored: a measure of its load (CommandsApplied), kept
 	// out of snapshots.

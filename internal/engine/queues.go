@@ -155,6 +155,11 @@ func (e *Engine) setQueueAttributes(cmd *Command, r *api.SetQueueAttributesReque
 			return nil, err
 		}
 	}
+	if q.split && attrs.DeduplicationScope != scopeMessageGroup {
+		// One deduplication id would span the partitions (split.go):
+		// the queue's partitions are merged back first.
+		return nil, api.ErrInvalidParameterValue("Queue %s is split into partitions by message group: its DeduplicationScope stays messageGroup.", q.key.Name)
+	}
 	old := q.attrs.redrive
 	if q.fifo && attrs.DeduplicationScope != q.attrs.DeduplicationScope {
 		q.prevDedupScope, q.dedupScopeChanged = q.dedupScope(now), now
@@ -277,7 +282,7 @@ func (e *Engine) getQueueURL(cmd *Command, r *api.GetQueueUrlRequest) (api.Respo
 func (e *Engine) listQueues(cmd *Command, r *api.ListQueuesRequest) (api.Response, error) {
 	var names []string
 	for k := range e.queues {
-		if k.Account == cmd.Caller && k.Region == cmd.Region && strings.HasPrefix(k.Name, r.QueueNamePrefix) {
+		if k.Part == 0 && k.Account == cmd.Caller && k.Region == cmd.Region && strings.HasPrefix(k.Name, r.QueueNamePrefix) {
 			names = append(names, k.Name)
 		}
 	}

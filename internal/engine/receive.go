@@ -34,7 +34,7 @@ func (e *Engine) receiveMessage(cmd *Command, r *api.ReceiveMessageRequest, now 
 			res := sel.result(q, got)
 			if rec := q.attempts[r.ReceiveRequestAttemptId]; rec.tag != 0 {
 				for i := range res.Messages {
-					res.Messages[i].ReceiptHandle = encodeHandle(rec.tag, rec.handles[i], rec.nonces[i])
+					res.Messages[i].ReceiptHandle = q.handleOf(rec.tag, rec.handles[i], rec.nonces[i], got[i])
 				}
 			}
 			return res, nil
@@ -48,7 +48,10 @@ func (e *Engine) receiveMessage(cmd *Command, r *api.ReceiveMessageRequest, now 
 			return nil, err
 		}
 	}
-	if q.fifo && r.ReceiveRequestAttemptId != "" && len(got) > 0 {
+	if q.fifo && r.ReceiveRequestAttemptId != "" && (len(got) > 0 || q.split) {
+		// A partition of a split queue records an attempt that found
+		// nothing too: a router that retries it over every partition
+		// then gets the same messages (split.go).
 		q.recordAttempt(r.ReceiveRequestAttemptId, now, got)
 	}
 	if vis == 0 && len(got) > 0 {
@@ -203,7 +206,7 @@ func (s *selection) render(q *queue, m *message) api.Message {
 	}
 	out := api.Message{
 		MessageId:     q.ms.messageID(m, p.head).String(),
-		ReceiptHandle: encodeHandle(q.handleTag, m.serial, q.ms.nonce(m)),
+		ReceiptHandle: q.handleOf(q.handleTag, m.serial, q.ms.nonce(m), m),
 		MD5OfBody:     p.head.bodyMD5(),
 		Body:          p.body,
 	}

@@ -26,6 +26,10 @@ func (e *Engine) checkRedrive(src api.QueueKey, srcArn string, fifo bool, raw st
 	if d.fence != "" {
 		return errQueueMoving()
 	}
+	if d.split {
+		// What is dead-lettered goes by key, not yet by group (split.go).
+		return invalid("Dead letter target is split into partitions.")
+	}
 	if key.Account != src.Account {
 		return invalid("Dead-letter target owner should be same as the source.")
 	}
@@ -143,9 +147,12 @@ func (e *Engine) listDeadLetterSourceQueues(cmd *Command, r *api.ListDeadLetterS
 	byName := map[string]api.QueueKey{}
 	var names []string
 	for k := range e.dlqSources[q.key] {
-		// Sources are in the dead-letter queue's account; the name orders them.
-		byName[k.Name] = k
-		names = append(names, k.Name)
+		// Sources are in the dead-letter queue's account; the name orders
+		// them, and names a split queue once.
+		if _, dup := byName[k.Name]; !dup {
+			byName[k.Name] = k.Whole()
+			names = append(names, k.Name)
+		}
 	}
 	for k := range q.remoteSources {
 		if _, dup := byName[k.Name]; !dup {

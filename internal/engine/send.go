@@ -142,6 +142,9 @@ func (e *Engine) sendMessage(cmd *Command, r *api.SendMessageRequest, now int64)
 	if err != nil {
 		return nil, err
 	}
+	if r.MessageGroupId != "" && !q.ownsGroup(r.MessageGroupId) {
+		return nil, errQueueMoving() // another partition's group (split.go)
+	}
 	out, err := e.send(q, cmd, 0, sendInput{
 		body: r.MessageBody, attrs: r.MessageAttributes, sysAttrs: r.MessageSystemAttributes,
 		delay: r.DelaySeconds, dedupID: r.MessageDeduplicationId, groupID: r.MessageGroupId,
@@ -172,6 +175,11 @@ func (e *Engine) sendMessageBatch(cmd *Command, r *api.SendMessageBatchRequest, 
 	if q.fifo {
 		if err := api.ValidateFIFOSendBatch(r.Entries, q.attrs.ContentBasedDeduplication); err != nil {
 			return nil, err
+		}
+		for i := range r.Entries {
+			if g := r.Entries[i].MessageGroupId; g != "" && !q.ownsGroup(g) {
+				return nil, errQueueMoving() // another partition's group (split.go)
+			}
 		}
 	}
 	res := &api.SendMessageBatchResult{Successful: []api.SendMessageBatchResultEntry{}, Failed: []api.BatchResultErrorEntry{}}

@@ -103,6 +103,7 @@ type snapHeader struct {
 type snapKey struct {
 	Region        string // absent (empty) in the engine's own region
 	Account, Name string
+	Part          uint32 // absent (0) but for a partition of a split queue
 }
 
 // snapTaken is a takenRecord: what a queue took from the outbox of the
@@ -110,6 +111,7 @@ type snapKey struct {
 type snapTaken struct {
 	Region        string
 	Account, Name string
+	Part          uint32
 	Created       int64
 	Through       uint64
 	At            int64
@@ -134,6 +136,7 @@ type snapOutboxEntry struct {
 type snapOrphan struct {
 	Region        string
 	Account, Name string
+	Part          uint32
 	Arn           string
 	Created       int64
 	Fifo          bool
@@ -146,6 +149,7 @@ type snapOrphan struct {
 type snapMoved struct {
 	Region        string // absent (empty) in the engine's own region
 	Account, Name string
+	Part          uint32
 	Move          string
 	Until         int64
 }
@@ -165,6 +169,7 @@ type snapPastTag struct {
 type snapDeletion struct {
 	Region        string // absent (empty) in the engine's own region
 	Account, Name string
+	Part          uint32
 	At            int64
 	Until         int64
 }
@@ -190,6 +195,12 @@ type snapQueue struct {
 	Purged        bool
 	PurgedAt      int64
 	LastSeq       uint64
+
+	// A partition of a split queue (split.go): its number, and the range
+	// of group hashes it holds; all absent for a queue never split.
+	Part   uint32
+	Split  bool
+	Lo, Hi uint64
 
 	// The DeduplicationScope change still propagating (queue
 	// prevDedupScope, dedupScopeChanged); absent in older snapshots.
@@ -326,7 +337,7 @@ func compareRegionKeys(a, b api.QueueKey) int {
 }
 
 func compareKeys(a, b api.QueueKey) int {
-	return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.Name, b.Name))
+	return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Part, b.Part))
 }
 
 // snapHeader builds the engine-wide part of the snapshot.
@@ -336,7 +347,7 @@ func (e *Engine) snapHeader(queues int) (*snapHeader, error) {
 	// deleted again); only those the map still points to matter.
 	for _, d := range e.deletedLog.live() {
 		if cur, ok := e.deleted[d.key]; ok && cur == d {
-			h.Deleted = append(h.Deleted, snapDeletion{Region: d.key.Region, Account: d.key.Account, Name: d.key.Name, At: d.at, Until: d.until})
+			h.Deleted = append(h.Deleted, snapDeletion{Region: d.key.Region, Account: d.key.Account, Name: d.key.Name, Part: d.key.Part, At: d.at, Until: d.until})
 		}
 	}
 	for _, t := range e.running {
@@ -354,7 +365,7 @@ func (e *Engine) snapHeader(queues int) (*snapHeader, error) {
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(e.moved), compareRegionKeys) {
 		m := e.moved[k]
-		h.Moved = append(h.Moved, snapMoved{Region: k.Region, Account: k.Account, Name: k.Name, Move: m.move, Until: m.until})
+		h.Moved = append(h.Moved, snapMoved{Region: k.Region, Account: k.Account, Name: k.Name, Part: k.Part, Move: m.move, Until: m.until})
 	}
 	h.Orphans = len(e.orphans)
 	return h, nil

@@ -208,7 +208,7 @@ func (rs *restorer) engineRecords(h *snapHeader) error {
 	}
 	e.meta = h.Meta
 	for _, m := range h.Moved {
-		key := api.QueueKey{Region: m.Region, Account: m.Account, Name: m.Name}
+		key := api.QueueKey{Region: m.Region, Account: m.Account, Name: m.Name, Part: m.Part}
 		if _, dup := e.moved[key]; dup || e.queues[key] != nil || checkMoveID(m.Move) != nil {
 			return fmt.Errorf("moved-away record of %s: queue exists, listed twice or no move", key)
 		}
@@ -216,7 +216,7 @@ func (rs *restorer) engineRecords(h *snapHeader) error {
 	}
 	var last int64
 	for i, d := range h.Deleted {
-		key := api.QueueKey{Region: d.Region, Account: d.Account, Name: d.Name}
+		key := api.QueueKey{Region: d.Region, Account: d.Account, Name: d.Name, Part: d.Part}
 		if _, dup := e.deleted[key]; dup || e.queues[key] != nil {
 			return fmt.Errorf("deletion record of %s: queue exists or deleted twice", key)
 		}
@@ -307,7 +307,7 @@ const maxRestoreHint = 1 << 21
 // one its ARN names: snapshots have always held the ARN, and a snapshot
 // from before queues had regions names the engine's own in it.
 func (rs *restorer) queueKey(sq *snapQueue) api.QueueKey {
-	key := api.QueueKey{Account: sq.Account, Name: sq.Name}
+	key := api.QueueKey{Account: sq.Account, Name: sq.Name, Part: sq.Part}
 	if region, _, ok := api.ParseQueueARN(sq.Arn); ok {
 		key = key.InRegion(region, rs.e.cfg.Region)
 	}
@@ -344,6 +344,14 @@ func (rs *restorer) newQueue(sq *snapQueue) (*queue, error) {
 	}
 	for _, t := range sq.Tags {
 		q.tags[t.Key] = t.Value
+	}
+	if sq.Split {
+		if !sq.Fifo || sq.Part > MaxPart || sq.Lo >= sq.Hi || sq.Hi > hashEnd {
+			return nil, fmt.Errorf("partition %d of [%d, %d) is not one of a split FIFO queue", sq.Part, sq.Lo, sq.Hi)
+		}
+		q.split, q.lo, q.hi = true, sq.Lo, sq.Hi
+	} else if sq.Part != 0 {
+		return nil, fmt.Errorf("partition %d of a queue never split", sq.Part)
 	}
 	q.fence, q.movedIn = sq.Fence, sq.MovedIn
 	if len(sq.Past) > maxPastTags {

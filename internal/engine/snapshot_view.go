@@ -198,7 +198,7 @@ func (e *Engine) captureSnapshot() (*SnapshotView, error) {
 	for _, src := range e.orphanOrder() {
 		o := e.orphans[src]
 		v.orphans = append(v.orphans, orphanView{
-			so: &snapOrphan{Region: src.key.Region, Account: src.key.Account, Name: src.key.Name, Arn: o.arn,
+			so: &snapOrphan{Region: src.key.Region, Account: src.key.Account, Name: src.key.Name, Part: src.key.Part, Arn: o.arn,
 				Created: src.created, Fifo: o.fifo, OutboxSeq: o.box.seq, Outboxed: len(o.box.entries)},
 			entries: slices.Clone(o.box.entries),
 		})
@@ -216,6 +216,10 @@ func captureQueue(q *queue) queueView {
 		Purged: q.purged, PurgedAt: q.purgedAt, LastSeq: q.lastSeq,
 		PrevDedupScope: q.prevDedupScope, DedupScopeChanged: q.dedupScopeChanged,
 		Messages: q.stored(),
+		Part:     q.key.Part,
+	}
+	if q.split {
+		sq.Split, sq.Lo, sq.Hi = true, q.lo, q.hi
 	}
 	// Attribute values are replaced, never changed in place, but the
 	// list is a slice the view must not share.
@@ -231,7 +235,7 @@ func captureQueue(q *queue) queueView {
 	sq.RemoteSources = snapKeysOf(q.remoteSources, nil, q.key)
 	for _, src := range slices.SortedFunc(maps.Keys(q.taken), compareSources) {
 		r := q.taken[src]
-		sq.Taken = append(sq.Taken, snapTaken{Region: src.key.Region, Account: src.key.Account, Name: src.key.Name,
+		sq.Taken = append(sq.Taken, snapTaken{Region: src.key.Region, Account: src.key.Account, Name: src.key.Name, Part: src.key.Part,
 			Created: src.created, Through: r.through, At: r.at})
 	}
 	for _, p := range q.past {

@@ -46,18 +46,22 @@ import (
 //     (engine.TakeMessagesRequest, SettleOutboxRequest), or a
 //     fifoq:FenceQueue that spans redrives ("spanning"): how a queue and
 //     its dead-letter queue live in two shards.
+//   - Version 11: version 10, and a command names its queue's partition
+//     (api.QueueKey.Part), and may be a fifoq:SplitQueue
+//     (engine.SplitQueueRequest): how one FIFO queue is spread over
+//     several shards.
 //
 // Every version is still read, so that older logs replay. Which version a
 // node writes is the cluster's choice, not the binary's: see format.go.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1 to 10)
+//	byte     version (1 to 11)
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command
 //	  bytes    the command as JSON (wireCommand, codec_v1to3.go; versions 1 to 3) or in
-//	           the binary layout of versions 4 to 10
+//	           the binary layout of versions 4 to 11
 //	4 bytes  CRC-32C of everything before it, big-endian
 //
 // Every version, present and future, keeps the first byte as the version
@@ -73,7 +77,7 @@ import (
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 10
+const entryFormatVersion = 11
 
 // minVersionSetMeta is the first version in which a command may be a
 // fifoq:SetMeta.
@@ -110,6 +114,19 @@ func needsOutbox(c *engine.Command) bool {
 		return r.Spanning
 	}
 	return false
+}
+
+// minVersionPartitions is the first version in which a command names its
+// queue's partition, or may be a fifoq:SplitQueue (needsPartitions).
+const minVersionPartitions = 11
+
+// needsPartitions reports whether c names a partition of a split queue or
+// splits one: what only an engine that knows partitions may apply.
+func needsPartitions(c *engine.Command) bool {
+	if t, ok := c.Request.(*engine.TakeMessagesRequest); ok && t.Source.Part != 0 {
+		return true // its source key, in JSON, names the partition
+	}
+	return c.Queue.Part != 0 || c.Request.Action() == engine.ActionSplitQueue
 }
 
 // isOutboxAction reports whether a is one of the outbox's requests.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 //	uvarint  Entropy
 //	varint   RecreateDelay, PurgeDelay (ns)
 //	string   Region, Queue.Region (version 6 and later only)
+//	uvarint  Queue.Part (version 11 and later only)
 //	byte     request layout (reqJSON, reqSend, ...)
 //	...      the request in that layout
 //
@@ -157,6 +159,11 @@ func appendCommand(b []byte, c *engine.Command, version byte) (out []byte, asJSO
 		b = appendString(b, c.Queue.Region)
 	} else if c.Region != "" || c.Queue.Region != "" {
 		return nil, false, fmt.Errorf("a command in region %q on queue %s needs entry format version %d", c.Region, c.Queue, minVersionRegions)
+	}
+	if version >= minVersionPartitions {
+		b = binary.AppendUvarint(b, uint64(c.Queue.Part))
+	} else if c.Queue.Part != 0 {
+		return nil, false, fmt.Errorf("a command on partition %d of queue %s needs entry format version %d", c.Queue.Part, c.Queue.Whole(), minVersionPartitions)
 	}
 	switch r := c.Request.(type) {
 	case *api.SendMessageRequest:
@@ -421,6 +428,13 @@ func decodeBinaryCommand(b []byte, version byte) (*engine.Command, error) {
 		c.Region = r.string("region")
 		c.Queue.Region = r.string("queue region")
 	}
+	if version >= minVersionPartitions {
+		part := r.uvarint("queue partition")
+		if part > math.MaxUint32 {
+			return nil, fmt.Errorf("queue partition %d out of range", part)
+		}
+		c.Queue.Part = uint32(part)
+	}
 	layout := r.byte("request layout")
 	if r.err != nil {
 		return nil, r.err
@@ -487,7 +501,7 @@ func decodeBinaryCommand(b []byte, version byte) (*engine.Command, error) {
 		c.Request = q
 	case reqJSON:
 		if action == engine.ActionSetMeta && !readsSetMeta(version) || isMoveAction(action) && version < minVersionMoves ||
-			isOutboxAction(action) && version < minVersionOutbox {
+			isOutboxAction(action) && version < minVersionOutbox || action == engine.ActionSplitQueue && version < minVersionPartitions {
 			return nil, fmt.Errorf("action %s in a version %d entry", action, version)
 		}
 		req, ok := engine.NewInternalRequest(action)

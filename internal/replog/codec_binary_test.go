@@ -97,7 +97,7 @@ func TestBinaryCodecExact(t *testing.T) {
 func TestBinaryLayoutsCoverEveryField(t *testing.T) {
 	want := map[reflect.Type][]string{
 		reflect.TypeOf(engine.Command{}): {"Time", "Caller", "Region", "Queue", "Request", "MessageIDs", "Entropy", "RecreateDelay", "PurgeDelay"},
-		reflect.TypeOf(api.QueueKey{}):   {"Region", "Account", "Name"},
+		reflect.TypeOf(api.QueueKey{}):   {"Region", "Account", "Name", "Part"},
 		reflect.TypeOf(api.SendMessageRequest{}): {"QueueUrl", "MessageBody", "DelaySeconds", "MessageAttributes", "MessageSystemAttributes",
 			"MessageDeduplicationId", "MessageGroupId", "MessageDeduplicationIdSet", "MessageGroupIdSet"},
 		reflect.TypeOf(api.SendMessageBatchRequest{}): {"QueueUrl", "Entries"},

@@ -225,3 +225,45 @@ func TestOutboxNeedsFormat10(t *testing.T) {
 		t.Fatalf("a fence that does not span: commandFormat = %d, want %d", got, minVersionMoves)
 	}
 }
+
+// TestPartitionsNeedFormat11 checks that a command on a partition of a
+// split queue, a split, and an outbox take from a partition are written
+// only in entries of version 11 (which carry the partition), are read back
+// with their partition, and are refused in an entry labelled older.
+func TestPartitionsNeedFormat11(t *testing.T) {
+	q := api.QueueKey{Account: "000000000000", Name: "q.fifo"}
+	p := q
+	p.Part = 3
+	for _, cmd := range []*engine.Command{
+		{Time: 1, Queue: p, Request: &api.SendMessageRequest{QueueUrl: q.Path(), MessageBody: "b", MessageGroupId: "g", MessageGroupIdSet: true}},
+		{Time: 1, Queue: p, Request: &api.DeleteQueueRequest{QueueUrl: q.Path()}},
+		{Time: 1, Queue: q, Request: &engine.SplitQueueRequest{At: 1 << 31, Part: 3}},
+		{Time: 1, Queue: q, Request: &engine.TakeMessagesRequest{Source: p, Created: 1}},
+	} {
+		if got := commandFormat(cmd); got != minVersionPartitions {
+			t.Fatalf("%T on %s: commandFormat = %d, want %d", cmd.Request, cmd.Queue, got, minVersionPartitions)
+		}
+		if _, _, err := encodeEntryHeld([]*engine.Command{cmd}, minVersionOutbox); err == nil {
+			t.Fatalf("%T on %s went into a version %d entry", cmd.Request, cmd.Queue, minVersionOutbox)
+		}
+		data, _, err := encodeEntryHeld([]*engine.Command{cmd}, minVersionPartitions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeEntry(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].Queue != cmd.Queue {
+			t.Fatalf("%T: decoded queue %+v, want %+v", cmd.Request, got[0].Queue, cmd.Queue)
+		}
+		old := append([]byte{minVersionOutbox}, data[1:len(data)-4]...)
+		old = binary.BigEndian.AppendUint32(old, crc32.Checksum(old, castagnoli))
+		if cmds, err := decodeEntry(old); err == nil && cmds[0].Queue == cmd.Queue {
+			t.Fatalf("%T on %s read whole from a version %d entry", cmd.Request, cmd.Queue, minVersionOutbox)
+		}
+	}
+	if got := commandFormat(&engine.Command{Queue: q, Request: &api.DeleteQueueRequest{QueueUrl: q.Path()}}); got != minVersionBinary {
+		t.Fatalf("a command on a queue never split: commandFormat = %d, want %d", got, minVersionBinary)
+	}
+}

@@ -119,8 +119,9 @@ func genStrp(s string) *string { return &s }
 func genIntp(i int) *int       { return &i }
 
 var (
-	genFIFO = api.QueueKey{Account: genAccount, Name: "jobs.fifo"}
-	genStd  = api.QueueKey{Account: genAccount, Name: "events"}
+	genFIFO  = api.QueueKey{Account: genAccount, Name: "jobs.fifo"}
+	genStd   = api.QueueKey{Account: genAccount, Name: "events"}
+	genPart7 = api.QueueKey{Account: genAccount, Name: "jobs.fifo", Part: 7}
 )
 
 // genCommands are the commands every entry fixture holds: the actions with
@@ -176,7 +177,8 @@ func genEmptyDedupID(t0 int64) *engine.Command {
 // version 6) commands in another region than the server's, (from
 // version 7) a fifoq:SetMeta that sets its key only if absent, and (from
 // version 8) the steps of a queue's move. Version 9 adds nothing to the
-// layout; version 10 adds the outbox's commands and a spanning fence.
+// layout; version 10 adds the outbox's commands and a spanning fence;
+// version 11 a command on a partition of a split queue, and the split.
 func writeCurrentEntryFixture(t *testing.T) {
 	const t0 = 1764400000_000000000
 	eu := api.QueueKey{Region: "eu-west-1", Account: genAccount, Name: "jobs.fifo"}
@@ -201,6 +203,12 @@ func writeCurrentEntryFixture(t *testing.T) {
 			Created: t0, Fifo: true, Messages: []engine.OutboxMessage{{Seq: 1, Kind: engine.OutboxDeadLetter, Record: []byte("a message record")}}}},
 		&engine.Command{Time: t0 + 41e6, Queue: genFIFO, Request: &engine.SettleOutboxRequest{Created: t0, Through: 1}},
 		&engine.Command{Time: t0 + 42e6, Queue: genFIFO, Request: &engine.SettleOutboxRequest{Created: t0, Through: 2, Returned: true}},
+		&engine.Command{Time: t0 + 43e6, Queue: genFIFO, Request: &engine.SplitQueueRequest{At: 1 << 31, Part: 7}},
+		&engine.Command{Time: t0 + 44e6, Caller: genAccount, Queue: genPart7, MessageIDs: []string{"m-7"}, Entropy: 20,
+			Request: &api.SendMessageRequest{QueueUrl: genFIFO.Path(), MessageBody: "in partition 7", MessageGroupId: "g7", MessageGroupIdSet: true,
+				MessageDeduplicationId: "d7", MessageDeduplicationIdSet: true}},
+		&engine.Command{Time: t0 + 45e6, Queue: eu, Request: &engine.TakeMessagesRequest{Source: genPart7, SourceArn: "arn:aws:sqs:us-east-1:" + genAccount + ":" + genFIFO.Name,
+			Created: t0, Fifo: true, Messages: []engine.OutboxMessage{{Seq: 1, Kind: engine.OutboxDeadLetter, Record: []byte("a message record")}}}},
 	)
 	data, _, err := encodeEntryHeld(cmds, entryFormatVersion)
 	if err != nil {

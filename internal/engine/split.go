@@ -1,0 +1,318 @@
+package engine
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// Splitting a FIFO queue by the hash of its message groups: how one busy
+// queue is spread over several shards (docs/cluster.md, "One busy FIFO
+// queue over many shards: partitions"). Every guarantee of a FIFO queue
+// whose deduplication is scoped to the message group holds per group, so
+// the queue can be cut by ranges of api.GroupHash into partitions, each a
+// queue of this engine keyed by the queue's key and a partition number
+// (api.QueueKey.Part), with the queue's ARN, URL and attributes. Every
+// queue is partition 0, owning every hash, until it is split.
+//
+// SplitQueueRequest cuts a partition in two at one log index: the groups
+// of the upper part of its range, with their messages in every state,
+// deduplication records, the messages of their receive attempt records and
+// the handles already handed out for them, become a new partition in the
+// same engine; no body is copied. A router outside the engine places each
+// partition (moving it, as any queue, with move.go's steps) and sends each
+// request to the partition of its group. Once split, a partition:
+//
+//   - answers a send, or a receipt handle, of a group outside its range
+//     with IsQueueMoving's error, so that a router whose map is stale
+//     learns the new one and retries;
+//   - ends its sequence numbers with its partition number (the last four
+//     decimal digits), so that they stay unique across the queue, and
+//     starts above the number its parent had reached, so that a group's
+//     numbers keep increasing;
+//   - hands out receipt handles that carry their group's hash
+//     (HandleGroupHash), for a router to find the partition that holds the
+//     group after later splits and moves;
+//   - records a receive attempt that returned nothing, so that a receive
+//     made of several partitions' answers gets the same messages again
+//     when retried with the same ReceiveRequestAttemptId.
+//
+// A queue that is a dead-letter queue, the destination of a running move
+// task or the source of one, or whose outbox holds messages, is not split
+// (yet): what reaches it by key would have to be sent on by group. Nor is
+// one whose deduplication is scoped to the queue, which one deduplication
+// id spans groups.
+
+// SplitQueueRequest is an internal request, never sent by clients: it
+// splits the command's queue (a partition: Part in the command's key) at
+// hash At, which must fall strictly inside its range. The groups whose
+// hash is At or more become partition Part of the same queue. Splitting
+// again the same way changes nothing.
+type SplitQueueRequest struct {
+	At   uint32 `json:"at"`
+	Part uint32 `json:"part"`
+}
+
+// ActionSplitQueue is the action of SplitQueueRequest. It is not an SQS
+// action.
+const ActionSplitQueue api.Action = "fifoq:SplitQueue"
+
+// Action implements api.Request.
+func (*SplitQueueRequest) Action() api.Action { return ActionSplitQueue }
+
+const (
+	// hashEnd is one past the largest api.GroupHash: the end of the last
+	// partition's range.
+	hashEnd = 1 << 32
+	// partDigits is the power of ten below which a split queue's
+	// sequence numbers hold its partition number.
+	partDigits = 10_000
+	// MaxPart is the largest partition number.
+	MaxPart = partDigits - 1
+)
+
+// Partition describes a partition of a split queue, as PartitionOf
+// returns it: the groups whose api.GroupHash is in [Lo, Hi) are its.
+type Partition struct {
+	Split  bool // false: the queue was never split, and owns every hash
+	Lo, Hi uint64
+}
+
+// PartitionOf returns the range of hashes queue key (a partition) owns,
+// and false if the engine holds no such queue. It changes nothing.
+func (e *Engine) PartitionOf(key api.QueueKey) (Partition, bool) {
+	q := e.queues[key]
+	if q == nil {
+		return Partition{}, false
+	}
+	lo, hi := q.span()
+	return Partition{Split: q.split, Lo: lo, Hi: hi}, true
+}
+
+// span returns the range of hashes q owns.
+func (q *queue) span() (lo, hi uint64) {
+	if !q.split {
+		return 0, hashEnd
+	}
+	return q.lo, q.hi
+}
+
+// owns reports whether the group of hash h belongs in q.
+func (q *queue) owns(h uint32) bool {
+	return !q.split || uint64(h) >= q.lo && uint64(h) < q.hi
+}
+
+// ownsGroup reports whether group belongs in q.
+func (q *queue) ownsGroup(group string) bool {
+	return !q.split || q.owns(api.GroupHash(group))
+}
+
+// ownsHandle reports whether the receipt handle h may name a message of q:
+// false only for a handle of a split queue's that carries the hash of a
+// group of another partition. Anything else is left to lookup.
+func (q *queue) ownsHandle(h string) bool {
+	if !q.split {
+		return true
+	}
+	hash, ok := HandleGroupHash(h)
+	return !ok || q.owns(hash)
+}
+
+// splitQueue applies a SplitQueueRequest.
+func (e *Engine) splitQueue(cmd *Command, r *SplitQueueRequest, now int64) (api.Response, error) {
+	q, err := e.queueFor(cmd, now)
+	if err != nil {
+		return nil, err
+	}
+	key := q.key
+	key.Part = r.Part
+	if n := e.queues[key]; n != nil && q.split && n.split && q.hi == uint64(r.At) && n.lo == uint64(r.At) {
+		return api.Empty{}, nil // split so already
+	}
+	if err := e.splittable(q, key, r.At, now); err != nil {
+		return nil, err
+	}
+	lo, hi := q.span()
+	n := newQueue(key, e.cfg.Region, true, q.attrs, q.createdAt)
+	n.bodies, n.due, n.cow, n.ms = q.bodies, q.due, q.cow, q.ms
+	n.modifiedAt, n.purgedAt, n.purged, n.lastSeq = q.modifiedAt, q.purgedAt, q.purged, q.lastSeq
+	n.prevDedupScope, n.dedupScopeChanged = q.prevDedupScope, q.dedupScopeChanged
+	maps.Copy(n.tags, q.tags)
+	n.redriveRemote = q.redriveRemote
+	if len(q.taken) > 0 {
+		n.taken = maps.Clone(q.taken)
+	}
+	q.split, q.lo, q.hi = true, lo, uint64(r.At)
+	n.split, n.lo, n.hi = true, uint64(r.At), hi
+
+	// The groups that leave, then their messages in arrival order (a
+	// FIFO queue's arrival list holds every message, in sequence order),
+	// so that the new partition's list is in order too.
+	leaving := map[string]bool{}
+	for id := range q.groups {
+		if !q.owns(api.GroupHash(id)) {
+			leaving[id] = true
+		}
+	}
+	moved := map[uint64]uint64{}
+	for m := q.arrivalHead; m != nil && len(leaving) > 0; {
+		next := m.anext
+		if leaving[q.ms.group(m)] {
+			q.remove(m)
+			n.adopt(m)
+			if n.handles[m.serial] == m {
+				moved[m.serial] = m.serial
+			}
+		}
+		m = next
+	}
+
+	// Handles handed out for the messages that left still name them:
+	// by this partition's tag, and by the tags it had before its moves.
+	for _, p := range q.past {
+		n.past = append(n.past, pastTag{tag: p.tag, until: p.until, serials: maps.Clone(p.serials)})
+	}
+	// Even with none moved: a handle of a message deleted before the
+	// split is then a handle of a message that no longer exists, as it
+	// was, rather than a handle of another queue.
+	n.past = append([]pastTag{{tag: q.handleTag, until: now + pastTagLife, serials: moved}}, n.past...)
+
+	// A deduplication record's key is a digest of its group and id, so
+	// its group is not known: both halves keep every record. A record in
+	// the wrong half is never matched, as no message of its group is sent
+	// there, and is dropped with the others at the end of its interval.
+	q.dedup.each(func(r *dedupRecord, id msgID) { n.dedup.push(*r, id) })
+	splitAttempts(q, n)
+
+	e.queues[key] = n
+	e.indexRedrive(n, nil)
+	q.refreshDue()
+	n.refreshDue()
+	e.wake(q.key)
+	e.wake(n.key)
+	return api.Empty{}, nil
+}
+
+// splittable returns why q may not be split at hash at into the partition
+// key, or nil.
+func (e *Engine) splittable(q *queue, key api.QueueKey, at uint32, now int64) error {
+	lo, hi := q.span()
+	switch {
+	case !q.fifo:
+		return api.ErrUnsupportedOperation("Queue %s is not a FIFO queue: only FIFO queues are split.", q.key.Name)
+	case key.Part == 0 || key.Part > MaxPart:
+		return api.ErrInvalidParameterValue("A new partition is numbered 1 to %d.", MaxPart)
+	case e.queues[key] != nil:
+		return api.ErrInvalidParameterValue("Partition %d of queue %s exists already.", key.Part, q.key.Name)
+	case uint64(at) <= lo || uint64(at) >= hi:
+		return api.ErrInvalidParameterValue("Hash %d is not inside partition %d of queue %s, which holds [%d, %d).", at, q.key.Part, q.key.Name, lo, hi)
+	case q.fence != "":
+		return errQueueMoving()
+	case q.dedupScope(now) != scopeMessageGroup:
+		return api.ErrUnsupportedOperation("Queue %s deduplicates across its message groups (DeduplicationScope queue): it cannot be split.", q.key.Name)
+	case len(q.tasks) > 0 || e.isDeadLetterQueue(q.key):
+		return api.ErrUnsupportedOperation("Queue %s is a dead-letter queue or has message move tasks: it is not split.", q.key.Name)
+	case len(q.outbox.entries) > 0:
+		return api.ErrServiceUnavailable("Queue %s has messages on their way to other queues; retry once they are delivered.", q.key.Name)
+	case len(q.past) >= maxPastTags:
+		return api.ErrServiceUnavailable("Queue %s honours %d past receipt handle tags already; retry once they expire.", q.key.Name, len(q.past))
+	}
+	for _, t := range e.running {
+		if t.dest.Whole() == q.key.Whole() {
+			return api.ErrUnsupportedOperation("Queue %s is the destination of a running message move task: it is not split.", q.key.Name)
+		}
+	}
+	return nil
+}
+
+// adopt stores m, taken from another partition of the same engine with
+// every field as it was: in flight, delayed or visible, its receive count,
+// serial and sequence number kept.
+func (q *queue) adopt(m *message) {
+	if q.ms.handleable(m) {
+		q.handles[m.serial] = m
+	}
+	m.aprev, m.anext = q.arrivalTail, nil
+	if q.arrivalTail != nil {
+		q.arrivalTail.anext = m
+	} else {
+		q.arrivalHead = m
+	}
+	q.arrivalTail = m
+	switch m.state {
+	case stateVisible:
+		q.nVisible++
+	case stateDelayed:
+		q.nDelayed++
+		q.timers.Push(m)
+	case stateInflight:
+		q.nInflight++
+		q.timers.Push(m)
+	}
+	g := q.fifoGroupOf(q.ms.group(m))
+	g.pushBack(m)
+	if m.state == stateInflight {
+		g.inflight++
+	}
+	q.refreshGroup(g)
+}
+
+// splitAttempts shares q's receive attempt records between q and the
+// partition n just split from it: a record keeps, in each, the messages it
+// holds there, and says, where it holds none, that the attempt returned
+// nothing there. A record with a message in neither (deleted since) can no
+// longer be replayed, and stays with q as it is. Records never change once
+// made (a snapshot view may hold them), so the shares are new records.
+func splitAttempts(q, n *queue) {
+	live := q.attemptLog.live()
+	if len(live) == 0 {
+		return
+	}
+	var keep ring[*attemptRecord]
+	kept := make(map[string]*attemptRecord, len(q.attempts))
+	for _, rec := range live {
+		if q.attempts[rec.id] != rec {
+			continue
+		}
+		var mine, theirs []int
+		for i, s := range rec.serials {
+			switch {
+			case q.handles[s] != nil:
+				mine = append(mine, i)
+			case n.handles[s] != nil:
+				theirs = append(theirs, i)
+			}
+		}
+		r := rec
+		if len(theirs) > 0 && len(mine)+len(theirs) == len(rec.serials) {
+			r = rec.subset(mine)
+		}
+		keep.Push(r)
+		kept[r.id] = r
+		r = rec.subset(theirs)
+		if r.tag == 0 && len(theirs) > 0 {
+			// A retry hands out the handles the receive did, which name
+			// the messages by this partition's tag.
+			r.tag, r.handles = q.handleTag, slices.Clone(r.serials)
+		}
+		n.attempts[r.id] = r
+		n.attemptLog.Push(r)
+	}
+	q.attempts, q.attemptLog, q.attemptDrops = kept, keep, 0
+}
+
+// subset returns a copy of rec holding the messages at positions idx.
+func (rec *attemptRecord) subset(idx []int) *attemptRecord {
+	r := &attemptRecord{id: rec.id, at: rec.at, tag: rec.tag, serials: make([]uint64, len(idx)), nonces: make([]uint64, len(idx))}
+	if rec.tag != 0 {
+		r.handles = make([]uint64, len(idx))
+	}
+	for j, i := range idx {
+		r.serials[j], r.nonces[j] = rec.serials[i], rec.nonces[i]
+		if rec.tag != 0 {
+			r.handles[j] = rec.handles[i]
+		}
+	}
+	return r
+}

@@ -1,0 +1,368 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// htAttrs are the attributes of a high-throughput FIFO queue, the kind a
+// router splits.
+var htAttrs = map[string]string{api.AttrDeduplicationScope: "messageGroup", api.AttrFifoThroughputLimit: "perMessageGroupId", api.AttrVisibilityTimeout: "30"}
+
+// partitionOf returns, of parts, the partition that owns group.
+func partitionOf(t *testing.T, e *Engine, parts []api.QueueKey, group string) api.QueueKey {
+	t.Helper()
+	h := uint64(api.GroupHash(group))
+	for _, p := range parts {
+		r, ok := e.PartitionOf(p)
+		if !ok {
+			t.Fatalf("no partition %s", p)
+		}
+		if h >= r.Lo && h < r.Hi {
+			return p
+		}
+	}
+	t.Fatalf("no partition of %v holds group %q (hash %d)", parts, group, h)
+	return api.QueueKey{}
+}
+
+func part(q api.QueueKey, n uint32) api.QueueKey {
+	q.Part = n
+	return q
+}
+
+// TestSplitQueue splits a FIFO queue with messages visible and in flight,
+// deduplication records and a receive attempt, and checks that every
+// group's state went whole to the partition that owns it: counts, order,
+// handles handed out before the split, deduplication, the attempt's retry,
+// sequence numbers, the refusal of another partition's groups, and a
+// snapshot's round trip.
+func TestSplitQueue(t *testing.T) {
+	h := newHarness(t)
+	q := h.fifoQueue("ht.fifo", htAttrs)
+	var groups []string
+	seqs := map[string][]string{} // by group, in send order
+	ids := map[string]string{}    // MessageId by dedup id
+	for i := range 20 {
+		g := "g" + strconv.Itoa(i)
+		groups = append(groups, g)
+		for j := range 3 {
+			d := fmt.Sprintf("%s-%d", g, j)
+			res := h.sendFIFO(q, d, g, d)
+			seqs[g] = append(seqs[g], res.SequenceNumber)
+			ids[d] = res.MessageId
+		}
+	}
+	ten := 10
+	first := h.must(q, &api.ReceiveMessageRequest{QueueUrl: q.Path(), MaxNumberOfMessages: &ten, ReceiveRequestAttemptId: "attempt-1",
+		MessageSystemAttributeNames: []string{"All"}}).(*api.ReceiveMessageResult).Messages
+	if len(first) != 10 {
+		t.Fatalf("received %d messages, want 10", len(first))
+	}
+	more := h.receive(q, 10, 30)
+	inflight := append(slices.Clone(first), more...)
+	before := h.counts(q)
+
+	if _, err := h.raw(q, &SplitQueueRequest{At: 1 << 31, Part: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p1 := part(q, 1)
+	if _, err := h.raw(q, &SplitQueueRequest{At: 1 << 31, Part: 1}); err != nil {
+		t.Fatalf("the same split again: %v", err)
+	}
+	parts := []api.QueueKey{q, p1}
+	if r, _ := h.e.PartitionOf(q); !r.Split || r.Lo != 0 || r.Hi != 1<<31 {
+		t.Fatalf("partition 0 holds %+v", r)
+	}
+	if r, _ := h.e.PartitionOf(p1); !r.Split || r.Lo != 1<<31 || r.Hi != 1<<32 {
+		t.Fatalf("partition 1 holds %+v", r)
+	}
+	c0, c1 := h.counts(q), h.counts(p1)
+	if c0[0]+c1[0] != before[0] || c0[1]+c1[1] != before[1] || c0[1]+c1[1] != len(inflight) {
+		t.Fatalf("counts after the split %v + %v, before %v", c0, c1, before)
+	}
+	if c0[0] == 0 || c1[0] == 0 {
+		t.Fatalf("counts after the split %v and %v: want groups in both halves", c0, c1)
+	}
+
+	// A group belongs to one partition: the other refuses its sends.
+	for _, g := range groups {
+		own := partitionOf(t, h.e, parts, g)
+		other := parts[1-slices.Index(parts, own)]
+		_, err := h.do(other, &api.SendMessageRequest{QueueUrl: q.Path(), MessageBody: "x", MessageGroupId: g, MessageDeduplicationId: "new-" + g})
+		if !IsQueueMoving(err) {
+			t.Fatalf("send of %s to the partition that does not own it: %v, want IsQueueMoving", g, err)
+		}
+		// A duplicate of a message sent before the split is known where
+		// its group went.
+		d := g + "-2"
+		res := h.sendFIFO(own, d, g, d)
+		if res.MessageId != ids[d] || res.SequenceNumber != seqs[g][2] {
+			t.Fatalf("duplicate of %s in %s: id %s seq %s, want %s %s", d, own, res.MessageId, res.SequenceNumber, ids[d], seqs[g][2])
+		}
+		res = h.sendFIFO(own, "after-"+g, g, "after-"+g)
+		if n, _ := strconv.ParseUint(res.SequenceNumber, 10, 64); n%partDigits != uint64(own.Part) || len(res.SequenceNumber) != 20 {
+			t.Fatalf("sequence number %s in partition %d", res.SequenceNumber, own.Part)
+		}
+		if !seqLess(seqs[g][2], res.SequenceNumber) {
+			t.Fatalf("group %s: sequence number %s after %s", g, res.SequenceNumber, seqs[g][2])
+		}
+		seqs[g] = append(seqs[g], res.SequenceNumber)
+	}
+
+	// The attempt's retry, made of both partitions' answers, is the
+	// first receive.
+	var retried []string
+	for _, p := range parts {
+		got := h.must(p, &api.ReceiveMessageRequest{QueueUrl: q.Path(), MaxNumberOfMessages: &ten, ReceiveRequestAttemptId: "attempt-1"}).(*api.ReceiveMessageResult).Messages
+		for _, m := range got {
+			retried = append(retried, m.MessageId)
+		}
+	}
+	var want []string
+	for _, m := range first {
+		want = append(want, m.MessageId)
+	}
+	if !slices.Equal(retried, want) {
+		t.Fatalf("retry of the attempt over the partitions returned %v, want %v", retried, want)
+	}
+
+	// The snapshot of split partitions restores to the same bytes.
+	snap := snapshotBytes(t, h.e)
+	restoreHarness(t, h)
+	if again := snapshotBytes(t, h.e); !bytes.Equal(snap, again) {
+		t.Fatal("a restored engine's snapshot differs from the one it was restored from")
+	}
+
+	// Handles handed out before the split delete their messages where
+	// the group now is; a split queue's handles name their group's hash.
+	for _, m := range inflight {
+		own := partitionOf(t, h.e, parts, m.Attributes[api.MsgAttrMessageGroupId])
+		if err := h.deleteMsg(own, m.ReceiptHandle); err != nil {
+			t.Fatalf("delete of %s in %s by a handle from before the split: %v", m.Body, own, err)
+		}
+	}
+	drained := map[string][]string{}
+	for _, p := range parts {
+		for {
+			got := h.receive(p, 10, 30)
+			if len(got) == 0 {
+				break
+			}
+			for _, m := range got {
+				g := m.Attributes[api.MsgAttrMessageGroupId]
+				if partitionOf(t, h.e, parts, g) != p {
+					t.Fatalf("partition %d handed out a message of group %s", p.Part, g)
+				}
+				if hash, ok := HandleGroupHash(m.ReceiptHandle); !ok || hash != api.GroupHash(g) {
+					t.Fatalf("handle of a split queue's message carries hash %d (%v), want %d", hash, ok, api.GroupHash(g))
+				}
+				other := parts[1-slices.Index(parts, p)]
+				if err := h.changeVis(other, m.ReceiptHandle, 10); !IsQueueMoving(err) {
+					t.Fatalf("the other partition's answer to the handle: %v, want IsQueueMoving", err)
+				}
+				drained[g] = append(drained[g], m.Attributes[api.MsgAttrSequenceNumber])
+				if err := h.deleteMsg(p, m.ReceiptHandle); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, m := range inflight {
+		g := m.Attributes[api.MsgAttrMessageGroupId]
+		seqs[g] = slices.DeleteFunc(seqs[g], func(s string) bool { return s == m.Attributes[api.MsgAttrSequenceNumber] })
+	}
+	for _, g := range groups {
+		if !slices.Equal(drained[g], seqs[g]) {
+			t.Fatalf("group %s drained %v, want %v", g, drained[g], seqs[g])
+		}
+	}
+	if res := h.must(q, &api.ListQueuesRequest{}).(*api.ListQueuesResult); len(res.QueueUrls) != 1 {
+		t.Fatalf("ListQueues lists %v: want the split queue once", res.QueueUrls)
+	}
+}
+
+// seqLess compares two sequence numbers of 20 digits.
+func seqLess(a, b string) bool { return len(a) < len(b) || len(a) == len(b) && a < b }
+
+// TestSplitRefusals checks what a split refuses: queues whose messages do
+// not go by group, hashes outside the partition, a partition number in
+// use, and queues that messages reach by key.
+func TestSplitRefusals(t *testing.T) {
+	h := newHarness(t)
+	std := h.createQueue("std", nil)
+	byQueue := h.fifoQueue("byqueue.fifo", nil)
+	ht := h.fifoQueue("ht.fifo", htAttrs)
+	dlq := h.fifoQueue("dlq.fifo", htAttrs)
+	h.fifoQueue("src.fifo", map[string]string{api.AttrRedrivePolicy: `{"deadLetterTargetArn":"` + dlq.ARN(testRegion) + `","maxReceiveCount":"2"}`})
+	for _, c := range []struct {
+		q    api.QueueKey
+		req  *SplitQueueRequest
+		code string
+	}{
+		{std, &SplitQueueRequest{At: 10, Part: 1}, "UnsupportedOperation"},
+		{byQueue, &SplitQueueRequest{At: 10, Part: 1}, "UnsupportedOperation"},
+		{ht, &SplitQueueRequest{At: 0, Part: 1}, "InvalidParameterValue"},
+		{ht, &SplitQueueRequest{At: 10, Part: 0}, "InvalidParameterValue"},
+		{ht, &SplitQueueRequest{At: 10, Part: MaxPart + 1}, "InvalidParameterValue"},
+		{dlq, &SplitQueueRequest{At: 10, Part: 1}, "UnsupportedOperation"},
+	} {
+		_, err := h.raw(c.q, c.req)
+		wantCode(t, err, c.code)
+	}
+	if _, err := h.raw(ht, &SplitQueueRequest{At: 1 << 30, Part: 5}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.raw(ht, &SplitQueueRequest{At: 1 << 29, Part: 5})
+	wantCode(t, err, "InvalidParameterValue") // partition 5 exists
+	_, err = h.raw(ht, &SplitQueueRequest{At: 1 << 31, Part: 6})
+	wantCode(t, err, "InvalidParameterValue") // outside partition 0's range now
+	_, err = h.raw(part(ht, 5), &SplitQueueRequest{At: 1 << 31, Part: 6})
+	if err != nil {
+		t.Fatalf("split of partition 5 inside its range: %v", err)
+	}
+	// A split queue is no dead-letter queue, nor deduplicates by queue.
+	_, err = h.do(std, &api.SetQueueAttributesRequest{QueueUrl: std.Path(), Attributes: map[string]string{
+		api.AttrRedrivePolicy: `{"deadLetterTargetArn":"` + ht.ARN(testRegion) + `","maxReceiveCount":"2"}`}})
+	wantCode(t, err, "InvalidParameterValue")
+	_, err = h.do(ht, &api.SetQueueAttributesRequest{QueueUrl: ht.Path(), Attributes: map[string]string{
+		api.AttrFifoThroughputLimit: "perQueue", api.AttrDeduplicationScope: "queue"}})
+	wantCode(t, err, "InvalidParameterValue")
+}
+
+// TestSplitRandom runs a random FIFO workload over a queue that is split
+// at random moments into up to eight partitions, each command sent to the
+// partition of its group as a router would, with snapshot round trips in
+// between; at the end every group holds exactly the messages sent and not
+// deleted, in the order sent, and no group ever had two messages in
+// flight at once or one handed out behind one in flight.
+func TestSplitRandom(t *testing.T) {
+	for seed := range uint64(20) {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) { splitRandom(t, seed) })
+	}
+}
+
+func splitRandom(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 38))
+	h := newHarness(t)
+	q := h.fifoQueue("ht.fifo", htAttrs)
+	parts := []api.QueueKey{q}
+	type sent struct{ body, seq string }
+	live := map[string][]sent{}         // by group: sent and not deleted, in order
+	out := map[string]int{}             // by group: how many of live are in flight
+	current := map[string]api.Message{} // by handle: the receives not over
+	var handles []api.Message           // every message handed out
+	nextPart := uint32(1)
+	for step := range 400 {
+		g := "g" + strconv.Itoa(rng.IntN(12))
+		switch op := rng.IntN(10); {
+		case op < 4:
+			d := fmt.Sprintf("m%d", step)
+			own := partitionOf(t, h.e, parts, g)
+			res := h.sendFIFO(own, d, g, d)
+			if l := live[g]; len(l) > 0 && !seqLess(l[len(l)-1].seq, res.SequenceNumber) {
+				t.Fatalf("step %d: group %s got sequence number %s after %s", step, g, res.SequenceNumber, l[len(l)-1].seq)
+			}
+			live[g] = append(live[g], sent{d, res.SequenceNumber})
+		case op < 7:
+			p := parts[rng.IntN(len(parts))]
+			seen := map[string]bool{}
+			for _, m := range h.receive(p, 1+rng.IntN(10), 30) {
+				mg := m.Attributes[api.MsgAttrMessageGroupId]
+				if partitionOf(t, h.e, parts, mg) != p {
+					t.Fatalf("step %d: partition %d handed out group %s", step, p.Part, mg)
+				}
+				if !seen[mg] && out[mg] != 0 {
+					t.Fatalf("step %d: group %s handed out %s with %d in flight", step, mg, m.Body, out[mg])
+				}
+				seen[mg] = true
+				if l := live[mg]; out[mg] >= len(l) || l[out[mg]].body != m.Body {
+					t.Fatalf("step %d: group %s handed out %s, want the next of %v after %d in flight", step, mg, m.Body, l, out[mg])
+				}
+				out[mg]++
+				current[m.ReceiptHandle] = m
+				handles = append(handles, m)
+			}
+		case op < 9 && len(handles) > 0:
+			m := handles[rng.IntN(len(handles))]
+			mg := m.Attributes[api.MsgAttrMessageGroupId]
+			own := partitionOf(t, h.e, parts, mg)
+			err := h.deleteMsg(own, m.ReceiptHandle)
+			_, isCurrent := current[m.ReceiptHandle]
+			switch {
+			case err != nil && isCurrent:
+				t.Fatalf("step %d: delete of %s in flight in %d: %v", step, m.Body, own.Part, err)
+			case err != nil:
+				wantCode(t, err, "InvalidParameterValue") // its receive is over
+			case isCurrent:
+				i := slices.IndexFunc(live[mg], func(s sent) bool { return s.body == m.Body })
+				if i < 0 || i >= out[mg] {
+					t.Fatalf("step %d: deleted %s, not among group %s's %d in flight of %v", step, m.Body, mg, out[mg], live[mg])
+				}
+				live[mg] = slices.Delete(live[mg], i, i+1)
+				out[mg]--
+				delete(current, m.ReceiptHandle)
+			default:
+				if slices.ContainsFunc(live[mg], func(s sent) bool { return s.body == m.Body }) {
+					t.Fatalf("step %d: a stale handle of %s deleted it", step, m.Body)
+				}
+			}
+		case op == 9:
+			// Split a random partition at a random hash inside it.
+			p := parts[rng.IntN(len(parts))]
+			r, _ := h.e.PartitionOf(p)
+			if r.Hi-r.Lo < 2 || nextPart > 8 {
+				continue
+			}
+			at := uint32(r.Lo + 1 + rng.Uint64N(r.Hi-r.Lo-1))
+			if _, err := h.raw(p, &SplitQueueRequest{At: at, Part: nextPart}); err != nil {
+				t.Fatalf("step %d: split of %d at %d: %v", step, p.Part, at, err)
+			}
+			parts = append(parts, part(q, nextPart))
+			nextPart++
+			if rng.IntN(2) == 0 {
+				restoreHarness(t, h)
+			}
+		}
+		if rng.IntN(25) == 0 {
+			// Visibility timeouts run out: every receive is over.
+			h.advance(31 * time.Second)
+			clear(out)
+			clear(current)
+		}
+	}
+	h.advance(31 * time.Second)
+	for _, p := range parts {
+		for {
+			got := h.receive(p, 10, 30)
+			if len(got) == 0 {
+				break
+			}
+			for _, m := range got {
+				g := m.Attributes[api.MsgAttrMessageGroupId]
+				if l := live[g]; len(l) == 0 || l[0].body != m.Body || l[0].seq != m.Attributes[api.MsgAttrSequenceNumber] {
+					t.Fatalf("drain of partition %d: group %s gave %s (%s), want the first of %v", p.Part, g, m.Body, m.Attributes[api.MsgAttrSequenceNumber], l)
+				}
+				live[g] = live[g][1:]
+				if err := h.deleteMsg(p, m.ReceiptHandle); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for g, l := range live {
+		if len(l) > 0 {
+			t.Fatalf("group %s kept %v after the drain", g, l)
+		}
+	}
+	if len(parts) < 3 {
+		t.Logf("seed %d: only %d partitions", seed, len(parts))
+	}
+}
