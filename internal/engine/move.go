@@ -24,8 +24,9 @@ import (
 //  1. FenceQueueRequest on the source: from then on every request on the
 //     queue is answered with a retryable ServiceUnavailable (IsQueueMoving),
 //     so its state stops changing. A queue that takes part in a dead-letter
-//     redrive or a message move task is not moved: those span queues, and
-//     the queue's partner would be left behind.
+//     redrive or a running message move task is not moved: those span
+//     queues, and the queue's partner would be left behind (unless the
+//     fence says otherwise: Spanning, Ended).
 //  2. ExportQueue on the source's leader: the fenced queue as an image,
 //     the snapshot format holding that one queue, with its bodies.
 //  3. InstallQueueRequest on the target: the queue again, with every
@@ -54,6 +55,12 @@ type FenceQueueRequest struct {
 	// outbox must never apply such a fence, so a log writes it only in a
 	// format every member reads.
 	Spanning bool `json:"spanning,omitempty"`
+	// Ended lets the move take a queue whose message move tasks have all
+	// ended: their records (ListMessageMoveTasks) go with it in its
+	// image. Without it, a queue that ever ran a task is not moved. An
+	// engine that refuses such a queue must never apply such a fence, so
+	// a log writes it only in a format every member reads.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // UnfenceQueueRequest is an internal request: it lifts the fence of the
@@ -186,7 +193,7 @@ func (e *Engine) fenceQueue(cmd *Command, r *FenceQueueRequest, now int64) (api.
 	case q.fence != "":
 		return nil, api.ErrServiceUnavailable("%s%s", fencedByPrefix, q.fence)
 	}
-	if err := e.movable(q, r.Spanning); err != nil {
+	if err := e.movable(q, r.Spanning, r.Ended); err != nil {
 		return nil, err
 	}
 	e.process(q, now)
@@ -198,14 +205,14 @@ func (e *Engine) fenceQueue(cmd *Command, r *FenceQueueRequest, now int64) (api.
 
 // movable refuses to fence a queue whose state spans other queues: one
 // in a redrive, unless spanning (outbox.go), and one with message move
-// tasks.
-func (e *Engine) movable(q *queue, spanning bool) error {
+// tasks, unless ended and none of them runs.
+func (e *Engine) movable(q *queue, spanning, ended bool) error {
 	switch {
 	case q.attrs.redrive != nil && !spanning:
 		return api.ErrUnsupportedOperation("Queue %s has a RedrivePolicy: its dead-letter queue would be left behind.", q.key.Name)
 	case e.isDeadLetterQueue(q.key) && !spanning:
 		return api.ErrUnsupportedOperation("Queue %s is a dead-letter queue of other queues.", q.key.Name)
-	case len(q.tasks) > 0:
+	case len(q.tasks) > 0 && (!ended || slices.ContainsFunc(q.tasks, func(t *moveTask) bool { return t.status == api.MoveTaskRunning })):
 		return api.ErrUnsupportedOperation("Queue %s has message move tasks.", q.key.Name)
 	}
 	for _, t := range e.running {

@@ -16,6 +16,13 @@ import (
 // its own, so that the serials the moved messages had are taken there.
 func moveQueue(t *testing.T, h *harness, move string, qs ...api.QueueKey) {
 	t.Helper()
+	moveQueueWith(t, h, &FenceQueueRequest{Move: move}, qs...)
+}
+
+// moveQueueWith is moveQueue with the fence given.
+func moveQueueWith(t *testing.T, h *harness, fence *FenceQueueRequest, qs ...api.QueueKey) {
+	t.Helper()
+	move := fence.Move
 	target := New(Config{Region: testRegion})
 	var targetBodies *testBodies
 	if harnessBodies {
@@ -29,11 +36,11 @@ func moveQueue(t *testing.T, h *harness, move string, qs ...api.QueueKey) {
 	}
 
 	for _, q := range qs {
-		if _, err := h.raw(q, &FenceQueueRequest{Move: move}); err != nil {
+		if _, err := h.raw(q, fence); err != nil {
 			t.Fatalf("fence: %v", err)
 		}
 		// A second fence for the same move is a repeat, and changes nothing.
-		if _, err := h.raw(q, &FenceQueueRequest{Move: move}); err != nil {
+		if _, err := h.raw(q, fence); err != nil {
 			t.Fatalf("fence again: %v", err)
 		}
 		var image bytes.Buffer

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -423,6 +424,43 @@ func TestSpanningFenceNeeded(t *testing.T) {
 			t.Fatalf("fence of %s without Spanning: %v, want UnsupportedOperation", k.Name, err)
 		}
 		h.internal(k, &FenceQueueRequest{Move: "m-" + k.Name, Spanning: true})
+	}
+}
+
+// TestFenceOfEndedMoveTasks: a dead-letter queue whose move task is
+// running is not moved, whatever the fence; once the task has ended, a
+// fence that takes ended tasks (Ended) moves it, its task list with it.
+// (The queues a task returns messages to may move meanwhile: the outbox
+// reaches them, TestDeadLetterWhileTheDeadLetterQueueMoves.)
+func TestFenceOfEndedMoveTasks(t *testing.T) {
+	h := newHarness(t)
+	dlq := h.fifoQueue("dead.fifo", nil)
+	q := h.fifoQueue("q.fifo", map[string]string{api.AttrContentBasedDeduplication: "true",
+		api.AttrRedrivePolicy: fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, dlq.ARN(testRegion)),
+	})
+	deadLetterAll(t, h, q, 3)
+	one := 1
+	h.must(api.QueueKey{}, &api.StartMessageMoveTaskRequest{SourceArn: dlq.ARN(testRegion), MaxNumberOfMessagesPerSecond: &one})
+	if _, err := h.raw(dlq, &FenceQueueRequest{Move: "m1", Spanning: true, Ended: true}); errCode(err) != "UnsupportedOperation" {
+		t.Fatalf("fence of a queue with a running task: %v, want UnsupportedOperation", err)
+	}
+	h.advance(10_000_000_000)
+	h.internal(api.QueueKey{}, &TickRequest{Moves: DefaultTickMoves})
+	list := func() []api.ListMessageMoveTasksResultEntry {
+		return h.must(api.QueueKey{}, &api.ListMessageMoveTasksRequest{SourceArn: dlq.ARN(testRegion)}).(*api.ListMessageMoveTasksResult).Results
+	}
+	if l := list(); len(l) != 1 || l[0].Status != api.MoveTaskCompleted {
+		t.Fatalf("tasks after 10 s: %+v, want one completed", l)
+	}
+	if _, err := h.raw(dlq, &FenceQueueRequest{Move: "m2", Spanning: true}); errCode(err) != "UnsupportedOperation" {
+		t.Fatalf("fence without Ended of a queue whose task ended: %v, want UnsupportedOperation", err)
+	}
+	h.internal(dlq, &FenceQueueRequest{Move: "m2", Spanning: true, Ended: true})
+	h.internal(dlq, &UnfenceQueueRequest{Move: "m2"})
+	before := list()
+	moveQueueWith(t, h, &FenceQueueRequest{Move: "m3", Spanning: true, Ended: true}, dlq)
+	if after := list(); !reflect.DeepEqual(after, before) {
+		t.Fatalf("tasks after the move: %+v, want %+v", after, before)
 	}
 }
 

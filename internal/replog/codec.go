@@ -49,7 +49,8 @@ import (
 //   - Version 11: version 10, and a command names its queue's partition
 //     (api.QueueKey.Part), and may be a fifoq:SplitQueue
 //     (engine.SplitQueueRequest): how one FIFO queue is spread over
-//     several shards.
+//     several shards; and a fifoq:FenceQueue may take a queue whose
+//     message move tasks have ended ("ended").
 //
 // Every version is still read, so that older logs replay. Which version a
 // node writes is the cluster's choice, not the binary's: see format.go.
@@ -117,14 +118,22 @@ func needsOutbox(c *engine.Command) bool {
 }
 
 // minVersionPartitions is the first version in which a command names its
-// queue's partition, or may be a fifoq:SplitQueue (needsPartitions).
+// queue's partition, or may be a fifoq:SplitQueue or a fence of a queue
+// whose move tasks ended (needsPartitions).
 const minVersionPartitions = 11
 
 // needsPartitions reports whether c names a partition of a split queue or
 // splits one: what only an engine that knows partitions may apply.
 func needsPartitions(c *engine.Command) bool {
-	if t, ok := c.Request.(*engine.TakeMessagesRequest); ok && t.Source.Part != 0 {
-		return true // its source key, in JSON, names the partition
+	switch r := c.Request.(type) {
+	case *engine.TakeMessagesRequest:
+		if r.Source.Part != 0 {
+			return true // its source key, in JSON, names the partition
+		}
+	case *engine.FenceQueueRequest:
+		if r.Ended {
+			return true // a fence that takes a queue whose move tasks ended
+		}
 	}
 	return c.Queue.Part != 0 || c.Request.Action() == engine.ActionSplitQueue
 }

@@ -178,7 +178,8 @@ func genEmptyDedupID(t0 int64) *engine.Command {
 // version 7) a fifoq:SetMeta that sets its key only if absent, and (from
 // version 8) the steps of a queue's move. Version 9 adds nothing to the
 // layout; version 10 adds the outbox's commands and a spanning fence;
-// version 11 a command on a partition of a split queue, and the split.
+// version 11 a command on a partition of a split queue, the split, and a
+// fence of a queue whose move tasks ended.
 func writeCurrentEntryFixture(t *testing.T) {
 	const t0 = 1764400000_000000000
 	eu := api.QueueKey{Region: "eu-west-1", Account: genAccount, Name: "jobs.fifo"}
@@ -204,6 +205,7 @@ func writeCurrentEntryFixture(t *testing.T) {
 		&engine.Command{Time: t0 + 41e6, Queue: genFIFO, Request: &engine.SettleOutboxRequest{Created: t0, Through: 1}},
 		&engine.Command{Time: t0 + 42e6, Queue: genFIFO, Request: &engine.SettleOutboxRequest{Created: t0, Through: 2, Returned: true}},
 		&engine.Command{Time: t0 + 43e6, Queue: genFIFO, Request: &engine.SplitQueueRequest{At: 1 << 31, Part: 7}},
+		&engine.Command{Time: t0 + 43e6 + 1, Queue: genStd, Request: &engine.FenceQueueRequest{Move: "move-4", Spanning: true, Ended: true}},
 		&engine.Command{Time: t0 + 44e6, Caller: genAccount, Queue: genPart7, MessageIDs: []string{"m-7"}, Entropy: 20,
 			Request: &api.SendMessageRequest{QueueUrl: genFIFO.Path(), MessageBody: "in partition 7", MessageGroupId: "g7", MessageGroupIdSet: true,
 				MessageDeduplicationId: "d7", MessageDeduplicationIdSet: true}},

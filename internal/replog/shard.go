@@ -287,6 +287,11 @@ func (l *Raft) WritesMoves() bool { return byte(l.format.Load()) >= minVersionMo
 // parted.
 func (l *Raft) WritesOutbox() bool { return byte(l.format.Load()) >= minVersionOutbox }
 
+// WritesPartitions reports whether this node writes the log entry format
+// that names partitions of split queues, and fences queues whose message
+// move tasks ended (format 11).
+func (l *Raft) WritesPartitions() bool { return byte(l.format.Load()) >= minVersionPartitions }
+
 // WritesSharedLog reports whether the cluster writes the log entry format
 // that says every member keeps its new shard replicas in its node's
 // shared log (format 9): until then a node keeps each in a log of its

@@ -21,8 +21,9 @@ import (
 // first moves one of them beside the other, as CreateQueue places a new
 // queue beside its dead-letter queue. The queue the policy is set on, or
 // the task's destination, moves if it can, else its partner; a queue with
-// move tasks does not move, nor one in a redrive before the cluster
-// writes log entry format 10 (engine.FenceQueueRequest), and if neither
+// a running move task does not move, nor one in a redrive before the
+// cluster writes log entry format 10, nor one whose tasks have ended
+// before it writes 11 (engine.FenceQueueRequest), and if neither
 // can, the request goes on and the engine refuses it as SQS would a
 // dead-letter queue it cannot reach. Once together, the two may be
 // parted again by later moves: the engine's outboxes then carry what

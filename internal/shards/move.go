@@ -342,15 +342,16 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 	if at != m.to {
 		// Once every member keeps outboxes, a queue in a redrive moves
 		// too: its dead-letter queue, or its sources, are then reached
-		// through the outboxes (engine/outbox.go).
-		fence := &engine.FenceQueueRequest{Move: m.id, Spanning: s.host.WritesOutbox()}
+		// through the outboxes (engine/outbox.go); and once every member
+		// reads format 11, so does a queue whose move tasks have ended.
+		fence := &engine.FenceQueueRequest{Move: m.id, Spanning: s.host.WritesOutbox(), Ended: s.host.WritesPartitions()}
 		err := step(m.from, fence)
-		if ae := (*api.Error)(nil); !fence.Spanning && errors.As(err, &ae) && ae.Code == "UnsupportedOperation" {
+		if ae := (*api.Error)(nil); !(fence.Spanning && fence.Ended) && errors.As(err, &ae) && ae.Code == "UnsupportedOperation" {
 			// A cluster of one raises its format only when a command
-			// needs it: a spanning fence does, where every member
-			// reads it. Where one does not (a rolling upgrade), the
-			// queue stays where it is, refused as before.
-			fence.Spanning = true
+			// needs it: these fences do, where every member reads
+			// them. Where one does not (a rolling upgrade), the queue
+			// stays where it is, refused as before.
+			fence.Spanning, fence.Ended = true, true
 			if err2 := step(m.from, fence); err2 == nil || abandon(err2) {
 				err = err2
 			}
