@@ -160,8 +160,8 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 	}
 
 	// A queue with a redrive policy moves, away from its dead-letter
-	// queue (engine/outbox.go); a queue with message move tasks is not
-	// moved, and stays served.
+	// queue (engine/outbox.go); a queue with a running message move task
+	// is not moved, and stays served.
 	dlq, src := queue("dlq"), queue("src")
 	dlqShard, _ := set.Place(ctx, dlq, nil, "")
 	create(t, host, set, dlqShard, dlq)
@@ -182,8 +182,26 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 		Request: &api.StartMessageMoveTaskRequest{SourceArn: "arn:aws:sqs:us-east-1:000000000000:dlq"}}); err != nil {
 		t.Fatalf("a move task on a dead-letter queue whose source is in another shard: %v", err)
 	}
+	// That task had nothing to move and has ended: its queue moves. One
+	// still running, with messages left at one a second, keeps it.
+	if _, err := set.Move(ctx, dlq, dlqShard%3+1); err != nil || set.Of(dlq) != dlqShard%3+1 {
+		t.Fatalf("moving a queue whose move task ended: %v (map says %d)", err, set.Of(dlq))
+	}
+	dlqShard = dlqShard%3 + 1
+	gd, _ = set.Shard(dlqShard)
+	dest := queue("dest")
+	create(t, host, set, dlqShard, dest)
+	for i := range 5 {
+		send(t, gd, dlq, "to move "+strconv.Itoa(i))
+	}
+	one := 1
+	if _, err := gd.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: dlq.Account,
+		Request: &api.StartMessageMoveTaskRequest{SourceArn: "arn:aws:sqs:us-east-1:000000000000:dlq",
+			DestinationArn: "arn:aws:sqs:us-east-1:000000000000:dest", MaxNumberOfMessagesPerSecond: &one}}); err != nil {
+		t.Fatalf("a move task to a queue of the same shard: %v", err)
+	}
 	if _, err := set.Move(ctx, dlq, dlqShard%3+1); err == nil || !strings.Contains(err.Error(), "move tasks") {
-		t.Fatalf("moving a queue with message move tasks: %v", err)
+		t.Fatalf("moving a queue with a running message move task: %v", err)
 	}
 	send(t, gd, dlq, "still served")
 	host.Read(func(e *engine.Engine) { left = e.MetaKeys(movePrefix) })
@@ -192,8 +210,8 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if results["moved"] != 4 || results["abandoned"] != 1 {
-		t.Fatalf("moves told = %v, want 4 moved and 1 abandoned", results)
+	if results["moved"] != 5 || results["abandoned"] != 1 {
+		t.Fatalf("moves told = %v, want 5 moved and 1 abandoned", results)
 	}
 }
 
