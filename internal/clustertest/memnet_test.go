@@ -378,27 +378,38 @@ func (c *memCluster) replace(nd *memNode) {
 	// its replica's removal, which waits for the shard to have a leader:
 	// one wedged by hashicorp/raft #696 is stopped after 30 s or more and
 	// restarted, and several may be at once.
-	c.retryingFor("remove "+nd.id, 3*time.Minute, func() error {
-		for _, via := range c.running() {
-			if via == nd {
-				continue
-			}
-			status, answer, err := memAdmin(http.MethodDelete, via, "/cluster/members/"+nd.id, nil)
-			if err == nil && (status == http.StatusOK || status == http.StatusNotFound) {
-				return nil
-			}
-			if err == nil {
-				err = fmt.Errorf("%s: %d: %s", via.id, status, answer)
-			}
-			return err
-		}
-		return errors.New("no member runs")
-	})
+	c.retryingFor("remove "+nd.id, 3*time.Minute, func() error { return c.removeMember(nd) })
 	c.stop(nd, 0)
 	// As an operator does before a second removal, wait until the shards
 	// have moved its replicas to the other members: two members removed
 	// from a shard of three at once would leave it no quorum.
 	c.waitNoReplicaOn(nd.id)
+	c.rejoin(nd)
+}
+
+// removeMember asks a running member other than nd to remove nd from the
+// cluster, as fifoq cluster remove does.
+func (c *memCluster) removeMember(nd *memNode) error {
+	for _, via := range c.running() {
+		if via == nd {
+			continue
+		}
+		status, answer, err := memAdmin(http.MethodDelete, via, "/cluster/members/"+nd.id, nil)
+		if err == nil && (status == http.StatusOK || status == http.StatusNotFound) {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("%s: %d: %s", via.id, status, answer)
+		}
+		return err
+	}
+	return errors.New("no member runs")
+}
+
+// rejoin starts nd, removed and stopped, with an empty data dir, and
+// has it join the cluster again, as fifoq serve --join does.
+func (c *memCluster) rejoin(nd *memNode) {
+	c.t.Helper()
 	nd.dir, nd.join = c.t.TempDir(), true
 	c.start(nd)
 	nd.mu.Lock()
@@ -407,23 +418,23 @@ func (c *memCluster) replace(nd *memNode) {
 	body, _ := json.Marshal(map[string]string{"id": nd.id, "raft_addr": nd.raftAddr, "incarnation": inc, "region": "us-east-1"})
 	c.t.Logf("%s joins again, incarnation %s", nd.id, inc)
 	c.retrying("join "+nd.id, func() error {
+		err := errors.New("no member runs")
 		for _, via := range c.running() {
-			if via == nd {
+			if via == nd || c.net.Cut(via.raftAddr, nd.raftAddr) {
 				continue
 			}
-			status, answer, err := memAdmin(http.MethodPost, via, "/cluster/members", body)
-			if err == nil && status == http.StatusOK {
+			status, answer, e := memAdmin(http.MethodPost, via, "/cluster/members", body)
+			if e == nil && status == http.StatusOK {
 				// What fifoq serve --join does once it is added.
 				nd.mu.Lock()
 				defer nd.mu.Unlock()
 				return nd.n.Raft.Admitted()
 			}
-			if err == nil {
+			if err = e; err == nil {
 				err = fmt.Errorf("%s: %d: %s", via.id, status, answer)
 			}
-			return err
 		}
-		return errors.New("no member runs")
+		return err
 	})
 }
 

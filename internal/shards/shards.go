@@ -585,17 +585,20 @@ func (s *Set) closeUnwanted() {
 // removal but not told that it committed, asks its shard's leader.
 const askLeaderEvery = 2 * time.Second
 
-// stillMember says whether this node's replica l of shard id is still in
-// its shard's membership as committed. A leader knows; a follower is sent
-// its own removal, but the leader stops replicating to it then and never
-// tells it the removal committed, so a follower whose latest membership
-// leaves it out asks the shard's leader (at most every askLeaderEvery).
+// stillMember says whether this node's replica l of shard id, which the
+// map moved away, is still in its shard's membership as committed. A
+// leader knows. A follower is sent its own removal once, and the leader
+// stops replicating to it then: it is never told that the removal
+// committed, and a follower cut off at that moment never even learns of
+// the removal, its latest membership still counting it. So a follower
+// asks the shard's leader (at most every askLeaderEvery), whatever its
+// own membership says.
 func (s *Set) stillMember(id uint32, l *replog.Raft) bool {
 	if !l.IsMember() {
 		return false
 	}
 	st := s.steps.Load()
-	if l.Leading() || l.InLatestMembership() || st == nil {
+	if l.Leading() || st == nil {
 		return true
 	}
 	s.mu.Lock()
