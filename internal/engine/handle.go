@@ -113,6 +113,13 @@ func HandleGroupHash(h string) (uint32, bool) {
 // if it no longer exists in q: deleted, expired, purged or moved) and the
 // nonce the handle carries, or ReceiptHandleIsInvalid if the handle is
 // malformed or belongs to another queue.
+//
+// In a split queue (split.go), a handle handed out before the queue's
+// first split carries no group hash, so a router cannot tell which
+// partition holds its message: one whose message is not here answers
+// IsQueueMoving's error, for the router to ask the other partitions
+// (and to take the handle for one of a message gone once none has it),
+// rather than a success that would leave the message in flight.
 func (q *queue) lookup(handle string) (*message, uint64, error) {
 	tag, serial, nonce, ok := decodeHandle(handle)
 	if !ok || nonce == 0 {
@@ -125,7 +132,13 @@ func (q *queue) lookup(handle string) (*message, uint64, error) {
 			return nil, 0, api.ErrReceiptHandleIsInvalid(handle)
 		}
 	}
-	return q.handles[serial], nonce, nil
+	m := q.handles[serial]
+	if m == nil && q.split {
+		if _, hashed := HandleGroupHash(handle); !hashed {
+			return nil, 0, errQueueMoving()
+		}
+	}
+	return m, nonce, nil
 }
 
 // errHandleExpired is SQS's answer, for FIFO queues, to a receipt handle

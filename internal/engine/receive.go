@@ -48,10 +48,7 @@ func (e *Engine) receiveMessage(cmd *Command, r *api.ReceiveMessageRequest, now 
 			return nil, err
 		}
 	}
-	if q.fifo && r.ReceiveRequestAttemptId != "" && (len(got) > 0 || q.split) {
-		// A partition of a split queue records an attempt that found
-		// nothing too: a router that retries it over every partition
-		// then gets the same messages (split.go).
+	if q.fifo && r.ReceiveRequestAttemptId != "" && len(got) > 0 {
 		q.recordAttempt(r.ReceiveRequestAttemptId, now, got)
 	}
 	if vis == 0 && len(got) > 0 {

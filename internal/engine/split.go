@@ -33,10 +33,17 @@ import (
 //     numbers keep increasing;
 //   - hands out receipt handles that carry their group's hash
 //     (HandleGroupHash), for a router to find the partition that holds the
-//     group after later splits and moves;
-//   - records a receive attempt that returned nothing, so that a receive
-//     made of several partitions' answers gets the same messages again
-//     when retried with the same ReceiveRequestAttemptId.
+//     group after later splits and moves; a handle from before the
+//     queue's first split, which carries none, is answered with
+//     IsQueueMoving's error by a partition that does not hold its message
+//     (lookup).
+//
+// A receive attempt record is shared by the halves, each keeping the
+// messages it holds (splitAttempts). A partition that holds none of an
+// attempt's messages keeps no record of it: a retry there is a new
+// receive, which may return messages the first did not. Recording the
+// empty answer instead would make every receive with that attempt id
+// answer nothing there for the attempt's five minutes, whatever arrives.
 //
 // A queue that is a dead-letter queue, the destination of a running move
 // task or the source of one, or whose outbox holds messages, is not split
@@ -203,8 +210,10 @@ func (e *Engine) splittable(q *queue, key api.QueueKey, at uint32, now int64) er
 		return api.ErrUnsupportedOperation("Queue %s is not a FIFO queue: only FIFO queues are split.", q.key.Name)
 	case key.Part == 0 || key.Part > MaxPart:
 		return api.ErrInvalidParameterValue("A new partition is numbered 1 to %d.", MaxPart)
-	case e.queues[key] != nil:
-		return api.ErrInvalidParameterValue("Partition %d of queue %s exists already.", key.Part, q.key.Name)
+	case e.queues[key] != nil || e.knows(key):
+		// A partition deleted or moved away leaves records under its key
+		// for a while, and the new one would be made at the same time.
+		return api.ErrInvalidParameterValue("Partition %d of queue %s exists already, or did lately.", key.Part, q.key.Name)
 	case uint64(at) <= lo || uint64(at) >= hi:
 		return api.ErrInvalidParameterValue("Hash %d is not inside partition %d of queue %s, which holds [%d, %d).", at, q.key.Part, q.key.Name, lo, hi)
 	case q.fence != "":
@@ -224,6 +233,22 @@ func (e *Engine) splittable(q *queue, key api.QueueKey, at uint32, now int64) er
 		}
 	}
 	return nil
+}
+
+// knows reports whether the engine keeps records of a queue key that is
+// gone: deleted lately, moved away lately, or with an outbox left behind.
+func (e *Engine) knows(key api.QueueKey) bool {
+	_, deleted := e.deleted[key]
+	_, moved := e.moved[key]
+	if deleted || moved {
+		return true
+	}
+	for src := range e.orphans {
+		if src.key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // adopt stores m, taken from another partition of the same engine with
@@ -260,10 +285,11 @@ func (q *queue) adopt(m *message) {
 
 // splitAttempts shares q's receive attempt records between q and the
 // partition n just split from it: a record keeps, in each, the messages it
-// holds there, and says, where it holds none, that the attempt returned
-// nothing there. A record with a message in neither (deleted since) can no
-// longer be replayed, and stays with q as it is. Records never change once
-// made (a snapshot view may hold them), so the shares are new records.
+// holds there, and is dropped where it holds none, so that a retry there
+// is a new receive. A record with a message in neither (deleted since)
+// can no longer be replayed, and stays with q as it is, as it would in the
+// queue unsplit. Records never change once made (a snapshot view may hold
+// them), so the shares are new records.
 func splitAttempts(q, n *queue) {
 	live := q.attemptLog.live()
 	if len(live) == 0 {
@@ -284,14 +310,18 @@ func splitAttempts(q, n *queue) {
 				theirs = append(theirs, i)
 			}
 		}
-		r := rec
-		if len(theirs) > 0 && len(mine)+len(theirs) == len(rec.serials) {
-			r = rec.subset(mine)
+		if len(theirs) == 0 || len(mine)+len(theirs) < len(rec.serials) {
+			keep.Push(rec)
+			kept[rec.id] = rec
+			continue
 		}
-		keep.Push(r)
-		kept[r.id] = r
-		r = rec.subset(theirs)
-		if r.tag == 0 && len(theirs) > 0 {
+		if len(mine) > 0 {
+			r := rec.subset(mine)
+			keep.Push(r)
+			kept[r.id] = r
+		}
+		r := rec.subset(theirs)
+		if r.tag == 0 {
 			// A retry hands out the handles the receive did, which name
 			// the messages by this partition's tag.
 			r.tag, r.handles = q.handleTag, slices.Clone(r.serials)

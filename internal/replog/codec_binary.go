@@ -525,6 +525,9 @@ func decodeBinaryCommand(b []byte, version byte) (*engine.Command, error) {
 			return nil, fmt.Errorf("a fence spanning redrives in a version %d entry", version)
 		}
 		c.Request = req
+		if version < minVersionPartitions && needsPartitions(c) {
+			return nil, fmt.Errorf("a %s request of partitions in a version %d entry", action, version)
+		}
 	}
 	if r.err != nil {
 		return nil, fmt.Errorf("%s command: %w", action, r.err)
