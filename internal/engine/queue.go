@@ -172,13 +172,7 @@ func (q *queue) insert(m *message, now int64) {
 		q.handles[m.serial] = m
 	}
 	if q.arrivalTail == nil || m.enqueuedAt >= q.arrivalTail.enqueuedAt {
-		m.aprev, m.anext = q.arrivalTail, nil
-		if q.arrivalTail != nil {
-			q.arrivalTail.anext = m
-		} else {
-			q.arrivalHead = m
-		}
-		q.arrivalTail = m
+		q.appendArrival(m)
 	} else {
 		q.aged.Push(m)
 	}
@@ -204,6 +198,32 @@ func (q *queue) insert(m *message, now int64) {
 		t.pushBack(m)
 	}
 	q.refreshTenant(t)
+}
+
+// appendArrival links m at the end of the arrival list.
+func (q *queue) appendArrival(m *message) {
+	m.aprev, m.anext = q.arrivalTail, nil
+	if q.arrivalTail != nil {
+		q.arrivalTail.anext = m
+	} else {
+		q.arrivalHead = m
+	}
+	q.arrivalTail = m
+}
+
+// countStored counts m, stored as it is, in its state's count, and puts
+// it in the timer heap if it waits for a time.
+func (q *queue) countStored(m *message) {
+	switch m.state {
+	case stateVisible:
+		q.nVisible++
+	case stateDelayed:
+		q.nDelayed++
+		q.timers.Push(m)
+	case stateInflight:
+		q.nInflight++
+		q.timers.Push(m)
+	}
 }
 
 // discard deletes m from the queue for good (it expired): remove, its

@@ -174,24 +174,9 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	if d.aged {
 		q.aged.Push(m)
 	} else {
-		m.aprev = q.arrivalTail
-		if q.arrivalTail != nil {
-			q.arrivalTail.anext = m
-		} else {
-			q.arrivalHead = m
-		}
-		q.arrivalTail = m
+		q.appendArrival(m)
 	}
-	switch m.state {
-	case stateVisible:
-		q.nVisible++
-	case stateDelayed:
-		q.nDelayed++
-		q.timers.Push(m)
-	case stateInflight:
-		q.nInflight++
-		q.timers.Push(m)
-	}
+	q.countStored(m)
 	// The group's id is shared by its messages, as when they were sent.
 	if q.fifo {
 		g := q.groups[string(d.group)]

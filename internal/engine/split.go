@@ -258,23 +258,8 @@ func (q *queue) adopt(m *message) {
 	if q.ms.handleable(m) {
 		q.handles[m.serial] = m
 	}
-	m.aprev, m.anext = q.arrivalTail, nil
-	if q.arrivalTail != nil {
-		q.arrivalTail.anext = m
-	} else {
-		q.arrivalHead = m
-	}
-	q.arrivalTail = m
-	switch m.state {
-	case stateVisible:
-		q.nVisible++
-	case stateDelayed:
-		q.nDelayed++
-		q.timers.Push(m)
-	case stateInflight:
-		q.nInflight++
-		q.timers.Push(m)
-	}
+	q.appendArrival(m)
+	q.countStored(m)
 	g := q.fifoGroupOf(q.ms.group(m))
 	g.pushBack(m)
 	if m.state == stateInflight {
