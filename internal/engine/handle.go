@@ -61,12 +61,17 @@ func (q *queue) handleOf(tag uint32, serial, nonce uint64, m *message) string {
 	if !q.split {
 		return encodeHandle(tag, serial, nonce)
 	}
+	return encodeSplitHandle(tag, serial, nonce, api.GroupHash(q.ms.group(m)))
+}
+
+// encodeSplitHandle encodes a handle of version 2, carrying hash.
+func encodeSplitHandle(tag uint32, serial, nonce uint64, hash uint32) string {
 	var b [splitHandleLen]byte
 	b[0] = splitHandleVersion
 	binary.BigEndian.PutUint32(b[1:5], tag)
 	binary.BigEndian.PutUint64(b[5:13], serial)
 	binary.BigEndian.PutUint64(b[13:21], nonce)
-	binary.BigEndian.PutUint32(b[21:25], api.GroupHash(q.ms.group(m)))
+	binary.BigEndian.PutUint32(b[21:25], hash)
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 

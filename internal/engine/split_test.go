@@ -445,3 +445,66 @@ func TestSplitEdges(t *testing.T) {
 	h.internal(q, &SplitQueueRequest{At: lowest, Part: 2})
 	restoreHarness(t, h)
 }
+
+// FuzzReceiptHandles feeds arbitrary receipt handles, of both versions, to
+// the delete and visibility change of a queue never split and of the two
+// partitions of a split one: each answers with success, an invalid or
+// expired handle, or (a split queue's partition) the retryable moving
+// error, never anything else, and a handle that decodes is the one its
+// fields encode.
+func FuzzReceiptHandles(f *testing.F) {
+	h := newHarness(&testing.T{})
+	plain := h.fifoQueue("plain.fifo", htAttrs)
+	split := h.fifoQueue("split.fifo", htAttrs)
+	for i := range 4 {
+		g := "g" + strconv.Itoa(i)
+		h.sendFIFO(plain, g, g, g)
+		h.sendFIFO(split, g, g, g)
+	}
+	for _, m := range h.receive(plain, 10, 30) {
+		f.Add(m.ReceiptHandle)
+	}
+	if _, err := h.raw(split, &SplitQueueRequest{At: 1 << 31, Part: 1}); err != nil {
+		f.Fatal(err)
+	}
+	parts := []api.QueueKey{split, part(split, 1)}
+	for _, p := range parts {
+		for _, m := range h.receive(p, 10, 30) {
+			f.Add(m.ReceiptHandle)
+		}
+	}
+	f.Add("")
+	f.Add("AQ")
+	f.Fuzz(func(t *testing.T, handle string) {
+		h.t = t
+		if tag, serial, nonce, ok := decodeHandle(handle); ok {
+			// A handle that decodes is the one its fields encode (or
+			// another spelling of it, which base64 allows).
+			hash, hashed := HandleGroupHash(handle)
+			again := encodeHandle(tag, serial, nonce)
+			if hashed {
+				again = encodeSplitHandle(tag, serial, nonce, hash)
+			}
+			tag2, serial2, nonce2, _ := decodeHandle(again)
+			hash2, hashed2 := HandleGroupHash(again)
+			if tag2 != tag || serial2 != serial || nonce2 != nonce || hash2 != hash || hashed2 != hashed {
+				t.Fatalf("handle %q decodes to (%d, %d, %d, %d) and its encoding %q to (%d, %d, %d, %d)", handle, tag, serial, nonce, hash, again, tag2, serial2, nonce2, hash2)
+			}
+		}
+		for _, q := range append([]api.QueueKey{plain}, parts...) {
+			vis := 0
+			for _, req := range []api.Request{
+				&api.DeleteMessageRequest{QueueUrl: q.Path(), ReceiptHandle: handle},
+				&api.ChangeMessageVisibilityRequest{QueueUrl: q.Path(), ReceiptHandle: handle, VisibilityTimeout: &vis},
+			} {
+				_, err := h.raw(q, req)
+				switch {
+				case err == nil, IsQueueMoving(err) && q != plain:
+				case errCode(err) == "ReceiptHandleIsInvalid", errCode(err) == "InvalidParameterValue":
+				default:
+					t.Fatalf("%s of %q on %s: %v", req.Action(), handle, q, err)
+				}
+			}
+		}
+	})
+}
