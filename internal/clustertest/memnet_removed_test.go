@@ -64,8 +64,15 @@ func TestReplicaRemovedWhileCutOffIsClosed(t *testing.T) {
 	// One of the others, not the first group's leader, is cut off; m4
 	// joins again with an empty data dir, and the map gives it replicas,
 	// one taken from each of the others (each holds four of twelve).
-	lead := c.leaderOf(0)
-	var cut *memNode
+	var lead, cut *memNode
+	deadline := time.Now().Add(30 * time.Second)
+	for lead == nil || lead == leaving {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first group has no leader among the members left 30 s after %s's removal", leaving.id)
+		}
+		time.Sleep(100 * time.Millisecond)
+		lead = c.leaderOf(0)
+	}
 	for _, nd := range c.nodes[:3] {
 		if nd != lead {
 			cut = nd
@@ -79,7 +86,7 @@ func TestReplicaRemovedWhileCutOffIsClosed(t *testing.T) {
 	// Wait, as the members that reach each other see it, until a shard's
 	// leader no longer counts the member cut off among its replicas.
 	var removed []uint32
-	deadline := time.Now().Add(90 * time.Second)
+	deadline = time.Now().Add(90 * time.Second)
 	for len(removed) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("no shard removed %s's replica within 90 s of %s joining", cut.id, leaving.id)

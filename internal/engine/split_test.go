@@ -453,30 +453,42 @@ func TestSplitEdges(t *testing.T) {
 // error, never anything else, and a handle that decodes is the one its
 // fields encode.
 func FuzzReceiptHandles(f *testing.F) {
-	h := newHarness(&testing.T{})
-	plain := h.fifoQueue("plain.fifo", htAttrs)
-	split := h.fifoQueue("split.fifo", htAttrs)
-	for i := range 4 {
-		g := "g" + strconv.Itoa(i)
-		h.sendFIFO(plain, g, g, g)
-		h.sendFIFO(split, g, g, g)
-	}
-	for _, m := range h.receive(plain, 10, 30) {
-		f.Add(m.ReceiptHandle)
-	}
-	if _, err := h.raw(split, &SplitQueueRequest{At: 1 << 31, Part: 1}); err != nil {
-		f.Fatal(err)
-	}
-	parts := []api.QueueKey{split, part(split, 1)}
-	for _, p := range parts {
-		for _, m := range h.receive(p, 10, 30) {
-			f.Add(m.ReceiptHandle)
+	// Every input meets the same state, made afresh (the harness is
+	// deterministic, so the seeds' handles are valid in each).
+	setup := func(t *testing.T) (h *harness, qs []api.QueueKey, handles []string) {
+		h = newHarness(t)
+		plain := h.fifoQueue("plain.fifo", htAttrs)
+		split := h.fifoQueue("split.fifo", htAttrs)
+		for i := range 4 {
+			g := "g" + strconv.Itoa(i)
+			h.sendFIFO(plain, g, g, g)
+			h.sendFIFO(split, g, g, g)
 		}
+		for _, m := range h.receive(plain, 10, 30) {
+			handles = append(handles, m.ReceiptHandle)
+		}
+		h.internal(split, &SplitQueueRequest{At: 1 << 31, Part: 1})
+		qs = []api.QueueKey{plain, split, part(split, 1)}
+		for _, p := range qs[1:] {
+			for _, m := range h.receive(p, 10, 30) {
+				handles = append(handles, m.ReceiptHandle)
+			}
+		}
+		return h, qs, handles
+	}
+	seedT := &testing.T{}
+	_, _, seeds := setup(seedT)
+	if seedT.Failed() || len(seeds) != 8 {
+		f.Fatalf("the setup handed out %d handles", len(seeds))
+	}
+	for _, s := range seeds {
+		f.Add(s)
 	}
 	f.Add("")
 	f.Add("AQ")
 	f.Fuzz(func(t *testing.T, handle string) {
-		h.t = t
+		h, qs, _ := setup(t)
+		plain := qs[0]
 		if tag, serial, nonce, ok := decodeHandle(handle); ok {
 			// A handle that decodes is the one its fields encode (or
 			// another spelling of it, which base64 allows).
@@ -491,7 +503,7 @@ func FuzzReceiptHandles(f *testing.F) {
 				t.Fatalf("handle %q decodes to (%d, %d, %d, %d) and its encoding %q to (%d, %d, %d, %d)", handle, tag, serial, nonce, hash, again, tag2, serial2, nonce2, hash2)
 			}
 		}
-		for _, q := range append([]api.QueueKey{plain}, parts...) {
+		for _, q := range qs {
 			vis := 0
 			for _, req := range []api.Request{
 				&api.DeleteMessageRequest{QueueUrl: q.Path(), ReceiptHandle: handle},

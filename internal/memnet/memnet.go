@@ -175,19 +175,6 @@ func (n *Network) Isolate(addr string, others []string) {
 	n.wakeAll()
 }
 
-// Reconnect ends the partitions of addr from every other node: what
-// waited on them is read, in order. Others stay.
-func (n *Network) Reconnect(addr string) {
-	n.mu.Lock()
-	for l := range n.cut {
-		if l.a == addr || l.b == addr {
-			delete(n.cut, l)
-		}
-	}
-	n.mu.Unlock()
-	n.wakeAll()
-}
-
 // Heal ends every partition: what waited is read, in order.
 func (n *Network) Heal() {
 	n.mu.Lock()

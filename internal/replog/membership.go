@@ -61,11 +61,19 @@ func (l *Raft) Members() ([]Member, error) {
 // Members answers the membership Raft uses, which a leader changes as it
 // appends a change: what a removal waits for is this one.
 func (l *Raft) CommittedMembers() ([]Member, bool) {
+	members, _, ok := l.CommittedMembersAt()
+	return members, ok
+}
+
+// CommittedMembersAt is CommittedMembers, with the index of the log entry
+// (or snapshot) that committed the membership: of two answers, the one of
+// the higher index is the newer.
+func (l *Raft) CommittedMembersAt() ([]Member, uint64, bool) {
 	c := l.fsm.committedConf.Load()
 	if c == nil {
-		return nil, false
+		return nil, 0, false
 	}
-	return l.membersOf(c.servers), true
+	return l.membersOf(c.servers), c.index, true
 }
 
 // membersOf returns the members of a configuration, sorted by id, with

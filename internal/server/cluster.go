@@ -625,7 +625,7 @@ func (s *Server) holding(ctx context.Context, id string) ([]uint32, error) {
 		if slices.Contains(held, sh) {
 			continue
 		}
-		members, ok := s.shardMembersByLeader(ctx, sh)
+		members, _, ok := s.shardMembersByLeader(ctx, sh)
 		if !ok || slices.ContainsFunc(members, func(m replog.Member) bool { return m.ID == id }) {
 			held = append(held, sh)
 		}
@@ -636,13 +636,17 @@ func (s *Server) holding(ctx context.Context, id string) ([]uint32, error) {
 
 // shardMembersByLeader returns shard sh's membership as its leader last
 // committed it, asking the replicas the map wants (this node's own, if it
-// holds one, without asking); ok is false if none of them answers as
-// leader. Not the membership the leader uses: it changes as the leader
-// appends a removal, which may never commit, and a member removed on its
-// word left shards with a voter gone.
-func (s *Server) shardMembersByLeader(ctx context.Context, sh uint32) (members []replog.Member, ok bool) {
+// holds one, without asking), with the index of the entry that committed
+// it; ok is false if none of them answers as leader. Not the membership
+// the leader uses: it changes as the leader appends a removal, which may
+// never commit, and a member removed on its word left shards with a voter
+// gone. A replica that calls itself leader may be one deposed a moment
+// ago, or one elected that has not yet applied what its predecessors
+// committed: the index tells a caller whose own committed membership is
+// newer to believe its own.
+func (s *Server) shardMembersByLeader(ctx context.Context, sh uint32) (members []replog.Member, index uint64, ok bool) {
 	if l, held := s.shards.Shard(sh); held && l.Leading() {
-		return l.CommittedMembers()
+		return l.CommittedMembersAt()
 	}
 	for _, p := range s.shards.Replicas(sh) {
 		if p.ID == s.status.NodeID() {
@@ -654,11 +658,11 @@ func (s *Server) shardMembersByLeader(ctx context.Context, sh uint32) (members [
 		}
 		for _, st := range theirs.Shards {
 			if st.Shard == sh && st.Held && st.LeaderID == p.ID && len(st.Members) > 0 {
-				return st.Members, true
+				return st.Members, st.MembersIndex, true
 			}
 		}
 	}
-	return nil, false
+	return nil, 0, false
 }
 
 // awaitOtherLeader waits, until ctx ends, for another member than this

@@ -34,6 +34,7 @@ type RaftLog interface {
 	DialPeer(ctx context.Context, raftAddr string) (net.Conn, error)
 	Members() ([]replog.Member, error)
 	CommittedMembers() ([]replog.Member, bool)
+	CommittedMembersAt() ([]replog.Member, uint64, bool)
 	AddVoter(ctx context.Context, id, raftAddr, incarnation string) error
 	RemoveServer(ctx context.Context, id string) error
 	Status() replog.NodeStatus

@@ -257,6 +257,8 @@ type ShardStatus struct {
 	// Members is the group's membership as last committed, as this
 	// replica knows it (none while it knows none).
 	Members []replog.Member `json:"members,omitempty"`
+	// MembersIndex is the index of the log entry that committed Members.
+	MembersIndex uint64 `json:"members_index,omitempty"`
 	// Queues are the group's queues, "ACCOUNT/NAME" (or
 	// "REGION/ACCOUNT/NAME" outside the node's region), sorted.
 	Queues []string `json:"queues"`
@@ -300,7 +302,7 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 			if g.raft.Clustered() {
 				// As committed: a removal waits for it (holding), and a
 				// change a leader appended may never commit.
-				st.Members, _ = g.raft.CommittedMembers()
+				st.Members, st.MembersIndex, _ = g.raft.CommittedMembersAt()
 			}
 		}
 		var stats []engine.QueueStats
@@ -362,6 +364,7 @@ func (s *Server) fillFromReplica(ctx context.Context, st *ShardStatus) {
 			if sh.Shard == st.Shard && sh.Held {
 				st.Via, st.LeaderID, st.State, st.Term, st.Idle = p.ID, sh.LeaderID, sh.State, sh.Term, sh.Idle
 				st.CommitIndex, st.AppliedIndex, st.Members, st.Queues, st.Fenced, st.Commands = sh.CommitIndex, sh.AppliedIndex, sh.Members, sh.Queues, sh.Fenced, sh.Commands
+				st.MembersIndex = sh.MembersIndex
 				return
 			}
 		}

@@ -52,7 +52,7 @@ func (s *Server) MoveSteps() interface {
 	Export(ctx context.Context, id uint32, q api.QueueKey, move string) ([]byte, error)
 	Queues(ctx context.Context, id uint32) (map[api.QueueKey]uint64, error)
 	Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error)
-	Members(ctx context.Context, id uint32) ([]replog.Member, bool)
+	Members(ctx context.Context, id uint32) ([]replog.Member, uint64, bool)
 } {
 	return moveSteps{s}
 }
@@ -80,7 +80,7 @@ func (m moveSteps) Fenced(ctx context.Context, id uint32) (map[api.QueueKey]stri
 
 // Members returns group id's membership as its leader last committed it
 // (shardMembersByLeader).
-func (m moveSteps) Members(ctx context.Context, id uint32) ([]replog.Member, bool) {
+func (m moveSteps) Members(ctx context.Context, id uint32) ([]replog.Member, uint64, bool) {
 	return m.s.shardMembersByLeader(ctx, id)
 }
 

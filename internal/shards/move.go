@@ -80,8 +80,9 @@ type Steps interface {
 	// move of each, as one of its replicas has them.
 	Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error)
 	// Members returns group id's membership as its leader last committed
-	// it, and whether its leader answered.
-	Members(ctx context.Context, id uint32) ([]replog.Member, bool)
+	// it, the index of the entry that committed it, and whether its
+	// leader answered.
+	Members(ctx context.Context, id uint32) ([]replog.Member, uint64, bool)
 }
 
 // SetSteps gives the Set what carries moves out. Until it is given, this

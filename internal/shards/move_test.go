@@ -63,8 +63,8 @@ func (l *localSteps) Fenced(ctx context.Context, id uint32) (map[api.QueueKey]st
 	return out, nil
 }
 
-func (l *localSteps) Members(ctx context.Context, id uint32) ([]replog.Member, bool) {
-	return l.group(id).CommittedMembers()
+func (l *localSteps) Members(ctx context.Context, id uint32) ([]replog.Member, uint64, bool) {
+	return l.group(id).CommittedMembersAt()
 }
 
 // queueIn reports whether shard id's engine holds q.

@@ -592,7 +592,11 @@ const askLeaderEvery = 2 * time.Second
 // committed, and a follower cut off at that moment never even learns of
 // the removal, its latest membership still counting it. So a follower
 // asks the shard's leader (at most every askLeaderEvery), whatever its
-// own membership says.
+// own membership says, and believes an answer only as new as the
+// membership it has seen committed itself: a replica that calls itself
+// leader may lag (deposed a moment ago, or elected and not yet caught
+// up), and a membership from before this replica was added would close a
+// voter.
 func (s *Set) stillMember(id uint32, l *replog.Raft) bool {
 	if !l.IsMember() {
 		return false
@@ -613,9 +617,12 @@ func (s *Set) stillMember(id uint32, l *replog.Raft) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), askLeaderEvery)
 	defer cancel()
-	members, ok := (*st).Members(ctx, id)
+	members, index, ok := (*st).Members(ctx, id)
+	if _, mine, known := l.CommittedMembersAt(); !ok || known && index < mine {
+		return true
+	}
 	self := s.host.NodeID()
-	return !ok || slices.ContainsFunc(members, func(m replog.Member) bool { return m.ID == self })
+	return slices.ContainsFunc(members, func(m replog.Member) bool { return m.ID == self })
 }
 
 // extend writes the records of the shards up to the configured count
