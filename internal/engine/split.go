@@ -3,6 +3,7 @@ package engine
 import (
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -184,6 +185,9 @@ func (e *Engine) splitQueue(cmd *Command, r *SplitQueueRequest, now int64) (api.
 	// split is then a handle of a message that no longer exists, as it
 	// was, rather than a handle of another queue.
 	n.past = append([]pastTag{{tag: q.handleTag, until: now + pastTagLife, serials: moved}}, n.past...)
+	// Its own tag differs from every tag it honours (a snapshot holding
+	// one twice does not restore).
+	n.handleTag = newHandleTag(n, "split "+strconv.FormatUint(uint64(r.Part), 10))
 
 	// A deduplication record's key is a digest of its group and id, so
 	// its group is not known: both halves keep every record. A record in
