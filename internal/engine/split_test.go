@@ -158,31 +158,20 @@ func TestSplitQueue(t *testing.T) {
 		}
 	}
 	drained := map[string][]string{}
-	for _, p := range parts {
-		for {
-			got := h.receive(p, 10, 30)
-			if len(got) == 0 {
-				break
-			}
-			for _, m := range got {
-				g := m.Attributes[api.MsgAttrMessageGroupId]
-				if partitionOf(t, h.e, parts, g) != p {
-					t.Fatalf("partition %d handed out a message of group %s", p.Part, g)
-				}
-				if hash, ok := HandleGroupHash(m.ReceiptHandle); !ok || hash != api.GroupHash(g) {
-					t.Fatalf("handle of a split queue's message carries hash %d (%v), want %d", hash, ok, api.GroupHash(g))
-				}
-				other := parts[1-slices.Index(parts, p)]
-				if err := h.changeVis(other, m.ReceiptHandle, 10); !IsQueueMoving(err) {
-					t.Fatalf("the other partition's answer to the handle: %v, want IsQueueMoving", err)
-				}
-				drained[g] = append(drained[g], m.Attributes[api.MsgAttrSequenceNumber])
-				if err := h.deleteMsg(p, m.ReceiptHandle); err != nil {
-					t.Fatal(err)
-				}
-			}
+	drainPartitions(t, h, parts, func(p api.QueueKey, m api.Message) {
+		g := m.Attributes[api.MsgAttrMessageGroupId]
+		if partitionOf(t, h.e, parts, g) != p {
+			t.Fatalf("partition %d handed out a message of group %s", p.Part, g)
 		}
-	}
+		if hash, ok := HandleGroupHash(m.ReceiptHandle); !ok || hash != api.GroupHash(g) {
+			t.Fatalf("handle of a split queue's message carries hash %d (%v), want %d", hash, ok, api.GroupHash(g))
+		}
+		other := parts[1-slices.Index(parts, p)]
+		if err := h.changeVis(other, m.ReceiptHandle, 10); !IsQueueMoving(err) {
+			t.Fatalf("the other partition's answer to the handle: %v, want IsQueueMoving", err)
+		}
+		drained[g] = append(drained[g], m.Attributes[api.MsgAttrSequenceNumber])
+	})
 	for _, m := range inflight {
 		g := m.Attributes[api.MsgAttrMessageGroupId]
 		seqs[g] = slices.DeleteFunc(seqs[g], func(s string) bool { return s == m.Attributes[api.MsgAttrSequenceNumber] })
@@ -219,6 +208,22 @@ func routeDelete(t *testing.T, h *harness, parts []api.QueueKey, handle string) 
 		}
 	}
 	return api.QueueKey{}, nil
+}
+
+// drainPartitions receives every message of each partition in turn,
+// hands each to check, then deletes it, until the partition is empty.
+func drainPartitions(t *testing.T, h *harness, parts []api.QueueKey, check func(p api.QueueKey, m api.Message)) {
+	t.Helper()
+	for _, p := range parts {
+		for got := h.receive(p, 10, 30); len(got) > 0; got = h.receive(p, 10, 30) {
+			for _, m := range got {
+				check(p, m)
+				if err := h.deleteMsg(p, m.ReceiptHandle); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 }
 
 // seqLess compares two sequence numbers of 20 digits.
@@ -372,24 +377,13 @@ func splitRandom(t *testing.T, seed uint64) {
 		}
 	}
 	h.advance(31 * time.Second)
-	for _, p := range parts {
-		for {
-			got := h.receive(p, 10, 30)
-			if len(got) == 0 {
-				break
-			}
-			for _, m := range got {
-				g := m.Attributes[api.MsgAttrMessageGroupId]
-				if l := live[g]; len(l) == 0 || l[0].body != m.Body || l[0].seq != m.Attributes[api.MsgAttrSequenceNumber] {
-					t.Fatalf("drain of partition %d: group %s gave %s (%s), want the first of %v", p.Part, g, m.Body, m.Attributes[api.MsgAttrSequenceNumber], l)
-				}
-				live[g] = live[g][1:]
-				if err := h.deleteMsg(p, m.ReceiptHandle); err != nil {
-					t.Fatal(err)
-				}
-			}
+	drainPartitions(t, h, parts, func(p api.QueueKey, m api.Message) {
+		g := m.Attributes[api.MsgAttrMessageGroupId]
+		if l := live[g]; len(l) == 0 || l[0].body != m.Body || l[0].seq != m.Attributes[api.MsgAttrSequenceNumber] {
+			t.Fatalf("drain of partition %d: group %s gave %s (%s), want the first of %v", p.Part, g, m.Body, m.Attributes[api.MsgAttrSequenceNumber], l)
 		}
-	}
+		live[g] = live[g][1:]
+	})
 	for g, l := range live {
 		if len(l) > 0 {
 			t.Fatalf("group %s kept %v after the drain", g, l)
