@@ -17,9 +17,14 @@ import (
 type msgArena struct {
 	chunks []*msgChunk
 	byAddr []int // indexes of chunks, in the order of their addresses
-	hint   int   // the chunk chunkOf or at found last: the next record is likely in it
-	lowest int   // no chunk below it has a free record
-	live   int   // records handed out and not freed
+	// hint is the chunk chunkOf or at found last: the next record is
+	// likely in it. Atomic, as readers under the log's read lock (a
+	// move's export, a snapshot being written) look up records at once;
+	// a hint another reader changed is only a worse guess, which both
+	// check before they use it.
+	hint   atomic.Int64
+	lowest int // no chunk below it has a free record
+	live   int // records handed out and not freed
 	// counter is where the arena counts the memory it holds outside the
 	// heap: outsideHeap if nil (a test gives one of its own).
 	counter *atomic.Int64
@@ -152,8 +157,8 @@ func (a *msgArena) alloc() *message {
 // bytes a record would spend on it.
 func (a *msgArena) chunkOf(m *message) int {
 	p := uintptr(unsafe.Pointer(m))
-	if a.hint < len(a.chunks) && a.chunks[a.hint].holds(p) {
-		return a.hint
+	if h := int(a.hint.Load()); h < len(a.chunks) && a.chunks[h].holds(p) {
+		return h
 	}
 	i, found := slices.BinarySearchFunc(a.byAddr, p, func(k int, p uintptr) int { return cmp.Compare(a.chunks[k].start, p) })
 	if !found {
@@ -162,8 +167,8 @@ func (a *msgArena) chunkOf(m *message) int {
 	if i < 0 || !a.chunks[a.byAddr[i]].holds(p) {
 		panic("engine: a message record outside the arena")
 	}
-	a.hint = a.byAddr[i]
-	return a.hint
+	a.hint.Store(int64(a.byAddr[i]))
+	return a.byAddr[i]
 }
 
 // holds reports whether address p is in c's records.
@@ -182,14 +187,14 @@ func (a *msgArena) placeOf(m *message) uint64 {
 
 // at returns the record at place p (see placeOf).
 func (a *msgArena) at(p uint64) *message {
-	i := a.hint
+	i := int(a.hint.Load())
 	if c := a.chunks[i]; p < uint64(c.first) || p >= uint64(c.first+len(c.recs)) {
 		var found bool
 		i, found = slices.BinarySearchFunc(a.chunks, p, func(c *msgChunk, p uint64) int { return cmp.Compare(uint64(c.first), p) })
 		if !found {
 			i--
 		}
-		a.hint = i
+		a.hint.Store(int64(i))
 	}
 	return &a.chunks[i].recs[p-uint64(a.chunks[i].first)]
 }
@@ -240,7 +245,8 @@ func (a *msgArena) unmapAll() {
 			countOutside(a.outside(), -c.bytes())
 		}
 	}
-	a.chunks, a.byAddr, a.hint = nil, nil, 0
+	a.chunks, a.byAddr = nil, nil
+	a.hint.Store(0)
 }
 
 // poisonFreed, set by the package's tests, fills freed records with a

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"bytes"
+	"io"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -127,4 +130,59 @@ func TestConcurrentReads(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestConcurrentExports exports one fenced queue from two goroutines at
+// once, as two members' requests for a move's image do on one replica,
+// each under the log's read lock, beside a snapshot view being written (a
+// Raft snapshot's Persist): readers of the message arena must write
+// nothing they share (go test -race). The queue's records are spread over
+// several of the arena's chunks, so that lookups go from one to another.
+func TestConcurrentExports(t *testing.T) {
+	h := newHarness(t)
+	q := h.fifoQueue("q.fifo", map[string]string{api.AttrContentBasedDeduplication: "true"})
+	other := h.fifoQueue("other.fifo", map[string]string{api.AttrContentBasedDeduplication: "true"})
+	for i := range 600 {
+		h.sendFIFO(q, "m"+strconv.Itoa(i), "g"+strconv.Itoa(i%4), "")
+		h.sendFIFO(other, "o"+strconv.Itoa(i), "g", "")
+	}
+	if _, err := h.raw(q, &FenceQueueRequest{Move: "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	view, err := h.e.BeginSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Release()
+	var mu sync.RWMutex // the log's lock: readers and the view share it
+	images := make([][]byte, 2)
+	var wg sync.WaitGroup
+	for i := range images {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				var b bytes.Buffer
+				mu.RLock()
+				err := h.e.ExportQueue(q, "m1", &b)
+				mu.RUnlock()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				images[i] = b.Bytes()
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, err := view.WriteTo(io.Discard, mu.RLocker()); err != nil {
+			t.Error(err)
+		}
+	}()
+	wg.Wait()
+	if !bytes.Equal(images[0], images[1]) || len(images[0]) == 0 {
+		t.Fatalf("two exports of one queue differ: %d and %d bytes", len(images[0]), len(images[1]))
+	}
 }
