@@ -322,6 +322,8 @@ func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
 		return e.settleOutbox(cmd, r, now)
 	case *SplitQueueRequest:
 		return e.splitQueue(cmd, r, now)
+	case *MergeQueueRequest:
+		return e.mergeQueue(cmd, r, now)
 	case *api.CreateQueueRequest:
 		return e.createQueue(cmd, r, now)
 	case *api.DeleteQueueRequest:

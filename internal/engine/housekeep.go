@@ -65,7 +65,8 @@ const DefaultHousekeepLimit = 10_000
 
 // NewInternalRequest returns a zero internal request (TickRequest,
 // HousekeepRequest, SetMetaRequest, the move requests of move.go, the
-// outbox requests of outbox.go and SplitQueueRequest) of action a, ready to be decoded into, and false if a
+// outbox requests of outbox.go, SplitQueueRequest and
+// MergeQueueRequest) of action a, ready to be decoded into, and false if a
 // names none. The log decodes its entries with it.
 func NewInternalRequest(a api.Action) (api.Request, bool) {
 	switch a {
@@ -89,6 +90,8 @@ func NewInternalRequest(a api.Action) (api.Request, bool) {
 		return &SettleOutboxRequest{}, true
 	case ActionSplitQueue:
 		return &SplitQueueRequest{}, true
+	case ActionMergeQueue:
+		return &MergeQueueRequest{}, true
 	}
 	return nil, false
 }

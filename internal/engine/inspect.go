@@ -131,7 +131,8 @@ type PeekOptions struct {
 
 // Peek returns the first messages of queue q at time now, oldest first (in
 // the order their retention period began, which for a FIFO queue is
-// sequence order; within a group of a FIFO queue, the group's order),
+// sequence order but in one merged from partitions; within a group of a
+// FIFO queue, the group's order),
 // whatever their state, without receiving them: no receive count,
 // visibility or group lock changes. It returns false if there is no such
 // queue. Its cost is that of the messages returned plus those that

@@ -125,8 +125,7 @@ var ErrExportQueueGone = errors.New("the queue was deleted during the export")
 // (at most MaxListMessages), rendered as ListMessages renders them, and
 // advances cur; done is true once every message has been returned. It
 // returns false if there is no such queue. Messages come in the order of
-// the queue's arrival list (for a FIFO queue, sequence order, so each
-// group's order), then those moved into a standard queue with their
+// the queue's arrival list (for a FIFO queue, each group's order), then those moved into a standard queue with their
 // original enqueue time. A message sent after the export began may or may
 // not be returned; none is returned twice. Each page costs what its
 // messages cost: the cursor resumes where it stopped, unless its last

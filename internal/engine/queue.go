@@ -8,7 +8,7 @@ import (
 
 // queue is one queue: its configuration, its messages and the indexes over
 // them. The state a snapshot has to keep is the configuration, the messages
-// with their fields (FIFO: in sequence order; standard: with the order of
+// with their fields (FIFO: in each group's order; standard: with the order of
 // each tenant's visible list, the only order that is not derived from
 // message fields), the deduplication and receive attempt records, the move
 // tasks and the counters (lastSeq, purgedAt). The maps, heaps, arrival list

@@ -283,7 +283,7 @@ type snapTask struct {
 // chunk's gob value rather than fill MessageData and DedupData.
 type snapChunk struct {
 	Messages    int    // message records in MessageData
-	MessageData []byte // in the order of the queue's arrival list (FIFO: sequence order), then the aged heap's
+	MessageData []byte // in the order of the queue's arrival list (FIFO: each group's order), then the aged heap's
 	Dedups      int    // deduplication records in DedupData
 	DedupData   []byte // oldest first, the order in which they expire
 	Attempts    []snapAttempt

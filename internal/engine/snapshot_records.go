@@ -146,13 +146,17 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 	case m.state > stateInflight:
 		return fmt.Errorf("unknown state %d", m.state)
 	case q.fifo && d.aged:
-		return errors.New("aged message in a FIFO queue") // FIFO arrival order is sequence order
-	case q.fifo && (m.seq <= ld.lastSeq || m.seq > q.lastSeq):
-		return fmt.Errorf("sequence number %d out of order", m.seq)
+		return errors.New("aged message in a FIFO queue") // FIFO arrival order is each group's order
+	case q.fifo && m.seq > q.lastSeq:
+		return fmt.Errorf("sequence number %d above the queue's last, %d", m.seq, q.lastSeq)
+	case q.fifo && q.groups[string(d.group)] != nil && m.seq <= q.groups[string(d.group)].tail.seq:
+		// A queue's arrival list is in sequence order but for one merged
+		// from partitions (split.go), whose lists are merged in time
+		// order: each group's messages come from one of them.
+		return fmt.Errorf("sequence number %d out of order in its group", m.seq)
 	case !d.aged && q.arrivalTail != nil && m.enqueuedAt < q.arrivalTail.enqueuedAt:
 		return errors.New("arrival list out of time order")
 	}
-	ld.lastSeq = m.seq
 	m = rs.e.ms.adopt(m, d.group, d.sender, d.recv)
 	rs.e.ms.setExt(m, newMsgExt(d.id, msgExt{
 		attrs:       d.attrs,

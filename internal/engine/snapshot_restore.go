@@ -265,8 +265,7 @@ func (rs *restorer) engineRecords(h *snapHeader) error {
 // queueLoad tracks what a queue's section has delivered so far.
 type queueLoad struct {
 	msgs, dedups, attempts, ordered int
-	lastSeq                         uint64 // FIFO: sequence numbers must increase
-	lastDedup, lastAttempt          int64  // records must be in time order
+	lastDedup, lastAttempt          int64 // records must be in time order
 	// Standard queues: the visible messages, which the tenant order
 	// records name by serial; sorted by serial at the first of those.
 	visible []*message

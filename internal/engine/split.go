@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -51,6 +52,20 @@ import (
 // (yet): what reaches it by key would have to be sent on by group. Nor is
 // one whose deduplication is scoped to the queue, which one deduplication
 // id spans groups.
+//
+// MergeQueueRequest joins two adjacent partitions of one engine, the
+// reverse of a split: their arrival lists are merged in time order (each
+// group's messages come from one side, in its order; across groups, a
+// burst can run one side's sequence numbers ahead of the other's clock,
+// so the merged list need not be in sequence order), their deduplication
+// and receive attempt records are joined, and the partition that stays
+// honours the handles the other handed out. A partition 0 that owns
+// every hash again is a queue never split.
+//
+// Each split or merge leaves the partition that results honouring one
+// more past handle tag (for pastTagLife): a queue split and merged many
+// times within half a day is refused further ones, with a retryable
+// error, once maxPastTags would be passed.
 
 // SplitQueueRequest is an internal request, never sent by clients: it
 // splits the command's queue (a partition: Part in the command's key) at
@@ -155,8 +170,9 @@ func (e *Engine) splitQueue(cmd *Command, r *SplitQueueRequest, now int64) (api.
 	n.split, n.lo, n.hi = true, uint64(r.At), hi
 
 	// The groups that leave, then their messages in arrival order (a
-	// FIFO queue's arrival list holds every message, in sequence order),
-	// so that the new partition's list is in order too.
+	// FIFO queue's arrival list holds every message, in time order and in
+	// each group's order), so that the new partition's list is in order
+	// too.
 	leaving := map[string]bool{}
 	for id := range q.groups {
 		if !q.owns(api.GroupHash(id)) {
@@ -259,10 +275,16 @@ func (e *Engine) knows(key api.QueueKey) bool {
 // every field as it was: in flight, delayed or visible, its receive count,
 // serial and sequence number kept.
 func (q *queue) adopt(m *message) {
+	q.appendArrival(m)
+	q.adoptLinked(m)
+}
+
+// adoptLinked is adopt, for a message already linked into q's arrival
+// list.
+func (q *queue) adoptLinked(m *message) {
 	if q.ms.handleable(m) {
 		q.handles[m.serial] = m
 	}
-	q.appendArrival(m)
 	q.countStored(m)
 	g := q.fifoGroupOf(q.ms.group(m))
 	g.pushBack(m)
@@ -334,4 +356,256 @@ func (rec *attemptRecord) subset(idx []int) *attemptRecord {
 		}
 	}
 	return r
+}
+
+// MergeQueueRequest is an internal request, never sent by clients: it
+// merges partition Part of the command's queue into the command's
+// partition, the one whose range ends where Part's begins; both must be
+// in this engine. Part's groups, with their messages in every state,
+// deduplication and receive attempt records, become the command
+// partition's, which honours the receipt handles Part handed out; Part is
+// gone, and a request that reaches it by a stale map is answered with
+// IsQueueMoving's error. Merging a partition that is gone already
+// changes nothing. A partition 0 that owns every hash once more is a queue
+// never split: its handles and sequence numbers are a whole queue's.
+type MergeQueueRequest struct {
+	Part uint32 `json:"part"`
+}
+
+// ActionMergeQueue is the action of MergeQueueRequest. It is not an SQS
+// action.
+const ActionMergeQueue api.Action = "fifoq:MergeQueue"
+
+// Action implements api.Request.
+func (*MergeQueueRequest) Action() api.Action { return ActionMergeQueue }
+
+// mergeQueue applies a MergeQueueRequest.
+func (e *Engine) mergeQueue(cmd *Command, r *MergeQueueRequest, now int64) (api.Response, error) {
+	p, err := e.queueFor(cmd, now)
+	if err != nil {
+		return nil, err
+	}
+	key := p.key
+	key.Part = r.Part
+	n := e.queues[key]
+	if n == nil {
+		if m, ok := e.moved[key]; ok && m.move == mergeMarker(p.key.Part) {
+			return api.Empty{}, nil // merged so already
+		}
+	}
+	if err := e.mergeable(p, n, key); err != nil {
+		return nil, err
+	}
+	past, err := mergedPast(p, n, now)
+	if err != nil {
+		return nil, err
+	}
+
+	// The two arrival lists are each in time order (a FIFO queue's is in
+	// sequence order too); the merged one is in time order, and each
+	// group's messages, all from one side, keep their order.
+	var moving []*message
+	for m := n.arrivalHead; m != nil; m = m.anext {
+		moving = append(moving, m)
+	}
+	at := p.arrivalHead
+	for _, m := range moving {
+		n.remove(m)
+		for at != nil && at.enqueuedAt <= m.enqueuedAt {
+			at = at.anext
+		}
+		p.adoptBefore(m, at)
+	}
+	p.past = past
+	p.hi = n.hi
+	p.lastSeq = max(p.lastSeq, n.lastSeq)
+	p.modifiedAt = max(p.modifiedAt, n.modifiedAt)
+	if n.purgedAt > p.purgedAt {
+		p.purgedAt, p.purged = n.purgedAt, n.purged
+	}
+	for src, t := range n.taken {
+		if mine, ok := p.taken[src]; !ok || t.through > mine.through {
+			if p.taken == nil {
+				p.taken = map[outboxSource]takenRecord{}
+			}
+			p.taken[src] = t
+		}
+	}
+	mergeDedup(p, n)
+	mergeAttempts(p, n)
+	if p.key.Part == 0 && p.lo == 0 && p.hi == hashEnd {
+		p.split = false
+	}
+
+	delete(e.queues, n.key)
+	e.unindexRedrive(n)
+	e.due.Remove(n)
+	e.pruneMoved(now)
+	e.moved[n.key] = movedAway{key: n.key, move: mergeMarker(p.key.Part), until: now + movedMarkerLife}
+	p.refreshDue()
+	e.wake(p.key)
+	e.wake(n.key)
+	return api.Empty{}, nil
+}
+
+// mergeMarker names, in the record a merged partition leaves behind, the
+// merge into partition part: what a retry of the merge recognises.
+func mergeMarker(part uint32) string { return "merge into " + strconv.FormatUint(uint64(part), 10) }
+
+// mergeable returns why partition n (key) may not be merged into p, or nil.
+func (e *Engine) mergeable(p, n *queue, key api.QueueKey) error {
+	switch {
+	case key.Part == p.key.Part || key.Part > MaxPart:
+		return api.ErrInvalidParameterValue("Partition %d cannot be merged into partition %d.", key.Part, p.key.Part)
+	case n == nil:
+		return api.ErrInvalidParameterValue("Partition %d of queue %s is not here.", key.Part, p.key.Name)
+	case !p.split || !n.split || p.hi != n.lo:
+		return api.ErrInvalidParameterValue("Partition %d of queue %s does not begin where partition %d ends.", key.Part, p.key.Name, p.key.Part)
+	case p.fence != "" || n.fence != "":
+		return errQueueMoving()
+	case len(n.outbox.entries) > 0:
+		return api.ErrServiceUnavailable("Queue %s has messages on their way to other queues; retry once they are delivered.", n.key.Name)
+	case len(n.tasks) > 0:
+		return api.ErrUnsupportedOperation("Partition %d of queue %s has message move tasks.", key.Part, n.key.Name)
+	}
+	return nil
+}
+
+// mergedPast returns the past handle tags p honours once n is merged into
+// it: its own, n's tag (naming the messages n hands over by their
+// serials, which a merge within one engine keeps), and n's, each tag once;
+// p's own tag, which n may honour from before it was split from p, is not
+// past. It refuses a merge that would keep more than maxPastTags.
+func mergedPast(p, n *queue, now int64) ([]pastTag, error) {
+	p.prunePast(now)
+	n.prunePast(now)
+	mine := map[uint64]uint64{}
+	for s := range n.handles {
+		mine[s] = s
+	}
+	out := make([]pastTag, 0, len(p.past)+len(n.past)+1)
+	out = append(out, pastTag{tag: n.handleTag, until: now + pastTagLife, serials: mine})
+	for _, t := range append(slices.Clone(p.past), n.past...) {
+		if t.tag == p.handleTag {
+			continue
+		}
+		i := slices.IndexFunc(out, func(o pastTag) bool { return o.tag == t.tag })
+		if i < 0 {
+			out = append(out, pastTag{tag: t.tag, until: t.until, serials: maps.Clone(t.serials)})
+			continue
+		}
+		// Both halves kept the tags from before the split: the same
+		// serials, each mapped to where its message went.
+		out[i].until = max(out[i].until, t.until)
+		maps.Copy(out[i].serials, t.serials)
+	}
+	if len(out) > maxPastTags {
+		return nil, api.ErrServiceUnavailable("Queue %s would honour %d past receipt handle tags; retry once some expire.", p.key.Name, len(out))
+	}
+	return out, nil
+}
+
+// adoptBefore stores m, taken from another partition of the same engine as
+// adopt does, in the arrival list before at (at its end if at is nil).
+func (q *queue) adoptBefore(m *message, at *message) {
+	if at == nil {
+		q.adopt(m)
+		return
+	}
+	m.aprev, m.anext = at.aprev, at
+	if at.aprev != nil {
+		at.aprev.anext = m
+	} else {
+		q.arrivalHead = m
+	}
+	at.aprev = m
+	q.adoptLinked(m)
+}
+
+// mergeDedup gives p the deduplication records of both p and n, in time
+// order. A record both kept since the split is held once; of two records
+// of one key, the later (the earlier expired before it was made).
+func mergeDedup(p, n *queue) {
+	type rec struct {
+		r  dedupRecord
+		id msgID
+	}
+	var all []rec
+	seen := map[dedupKey]int{}
+	add := func(r *dedupRecord, id msgID) {
+		if i, ok := seen[r.key]; ok {
+			if r.at > all[i].r.at {
+				all[i] = rec{*r, id}
+			}
+			return
+		}
+		seen[r.key] = len(all)
+		all = append(all, rec{*r, id})
+	}
+	p.dedup.each(add)
+	n.dedup.each(add)
+	slices.SortStableFunc(all, func(a, b rec) int { return cmp.Compare(a.r.at, b.r.at) })
+	// A new table: an open snapshot view may read the old ones' buffers.
+	var t dedupTable
+	t.reserve(len(all))
+	for _, r := range all {
+		t.push(r.r, r.id)
+	}
+	p.dedup = t
+}
+
+// mergeAttempts gives p the receive attempt records of both p and n. An
+// attempt a receive made over both partitions, or one made before the
+// split that each kept a share of, becomes one record of every message
+// the shares hold; its retry hands out p's receipt handles for them,
+// which name the same messages as those the receive handed out. Records
+// never change once made (a snapshot view may hold them): the merged ones
+// are new.
+func mergeAttempts(p, n *queue) {
+	byID := map[string]*attemptRecord{}
+	var order []string
+	add := func(rec *attemptRecord) {
+		have := byID[rec.id]
+		if have == nil {
+			byID[rec.id] = rec
+			order = append(order, rec.id)
+			return
+		}
+		both := &attemptRecord{id: rec.id, at: min(have.at, rec.at)}
+		for _, r := range []*attemptRecord{have, rec} {
+			for i, s := range r.serials {
+				if !slices.Contains(both.serials, s) {
+					both.serials = append(both.serials, s)
+					both.nonces = append(both.nonces, r.nonces[i])
+				}
+			}
+		}
+		byID[rec.id] = both
+	}
+	for _, rec := range p.attemptLog.live() {
+		if p.attempts[rec.id] == rec {
+			add(rec)
+		}
+	}
+	for _, rec := range n.attemptLog.live() {
+		if n.attempts[rec.id] != rec {
+			continue
+		}
+		if rec.tag == 0 {
+			// Its retry hands out the handles n did, by n's tag, which p
+			// now honours.
+			rec = &attemptRecord{id: rec.id, at: rec.at, serials: rec.serials, nonces: rec.nonces, tag: n.handleTag, handles: slices.Clone(rec.serials)}
+		}
+		add(rec)
+	}
+	recs := make([]*attemptRecord, len(order))
+	for i, id := range order {
+		recs[i] = byID[id]
+	}
+	slices.SortStableFunc(recs, func(a, b *attemptRecord) int { return cmp.Compare(a.at, b.at) })
+	var log ring[*attemptRecord]
+	for _, rec := range recs {
+		log.Push(rec)
+	}
+	p.attempts, p.attemptLog, p.attemptDrops = byID, log, 0
 }

@@ -2,10 +2,13 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -226,6 +229,13 @@ func drainPartitions(t *testing.T, h *harness, parts []api.QueueKey, check func(
 	}
 }
 
+// tooManyTags reports whether err is a split's or merge's refusal to keep
+// more past receipt handle tags than a queue honours.
+func tooManyTags(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae.Code == "ServiceUnavailable" && strings.Contains(ae.Message, "past receipt handle tags")
+}
+
 // seqLess compares two sequence numbers of 20 digits.
 func seqLess(a, b string) bool { return len(a) < len(b) || len(a) == len(b) && a < b }
 
@@ -275,9 +285,9 @@ func TestSplitRefusals(t *testing.T) {
 }
 
 // TestSplitRandom runs a random FIFO workload over a queue that is split
-// at random moments into up to eight partitions, each command sent to the
-// partition of its group as a router would, with snapshot round trips in
-// between; at the end every group holds exactly the messages sent and not
+// at random moments into up to eight partitions, and whose adjacent
+// partitions are merged at others, each command sent to the partition of
+// its group as a router would, with snapshot round trips in between; at the end every group holds exactly the messages sent and not
 // deleted, in the order sent, and no group ever had two messages in
 // flight at once or one handed out behind one in flight.
 func TestSplitRandom(t *testing.T) {
@@ -289,7 +299,11 @@ func TestSplitRandom(t *testing.T) {
 func splitRandom(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 38))
 	h := newHarness(t)
-	q := h.fifoQueue("ht.fifo", htAttrs)
+	// Past handle tags run out now and then (12 hours), and the messages
+	// must outlive them: the longest retention.
+	attrs := maps.Clone(htAttrs)
+	attrs[api.AttrMessageRetentionPeriod] = "1209600"
+	q := h.fifoQueue("ht.fifo", attrs)
 	parts := []api.QueueKey{q}
 	type sent struct{ body, seq string }
 	live := map[string][]sent{}         // by group: sent and not deleted, in order
@@ -297,7 +311,8 @@ func splitRandom(t *testing.T, seed uint64) {
 	current := map[string]api.Message{} // by handle: the receives not over
 	var handles []api.Message           // every message handed out
 	nextPart := uint32(1)
-	for step := range 400 {
+	merges := 0
+	for step := range 600 {
 		g := "g" + strconv.Itoa(rng.IntN(12))
 		switch op := rng.IntN(10); {
 		case op < 4:
@@ -352,15 +367,40 @@ func splitRandom(t *testing.T, seed uint64) {
 					t.Fatalf("step %d: a stale handle of %s deleted it", step, m.Body)
 				}
 			}
+		case op == 9 && len(parts) > 1 && rng.IntN(3) == 0:
+			// Merge a random partition with the one after it.
+			p := parts[rng.IntN(len(parts))]
+			r, _ := h.e.PartitionOf(p)
+			i := slices.IndexFunc(parts, func(n api.QueueKey) bool { nr, _ := h.e.PartitionOf(n); return nr.Lo == r.Hi })
+			if i < 0 {
+				continue
+			}
+			n := parts[i]
+			if _, err := h.raw(p, &MergeQueueRequest{Part: n.Part}); tooManyTags(err) {
+				continue // too many past handle tags: until some expire
+			} else if err != nil {
+				t.Fatalf("step %d: merge of %d into %d: %v", step, n.Part, p.Part, err)
+			}
+			parts = slices.Delete(parts, i, i+1)
+			g := "g" + strconv.Itoa(rng.IntN(12))
+			if _, err := h.do(n, &api.SendMessageRequest{QueueUrl: q.Path(), MessageBody: "x", MessageGroupId: g, MessageDeduplicationId: "x"}); !IsQueueMoving(err) {
+				t.Fatalf("step %d: a send to partition %d, merged away: %v", step, n.Part, err)
+			}
+			merges++
+			if rng.IntN(2) == 0 {
+				restoreHarness(t, h)
+			}
 		case op == 9:
 			// Split a random partition at a random hash inside it.
 			p := parts[rng.IntN(len(parts))]
 			r, _ := h.e.PartitionOf(p)
-			if r.Hi-r.Lo < 2 || nextPart > 8 {
+			if r.Hi-r.Lo < 2 || len(parts) >= 8 {
 				continue
 			}
 			at := uint32(r.Lo + 1 + rng.Uint64N(r.Hi-r.Lo-1))
-			if _, err := h.raw(p, &SplitQueueRequest{At: at, Part: nextPart}); err != nil {
+			if _, err := h.raw(p, &SplitQueueRequest{At: at, Part: nextPart}); tooManyTags(err) {
+				continue // too many past handle tags: until some expire
+			} else if err != nil {
 				t.Fatalf("step %d: split of %d at %d: %v", step, p.Part, at, err)
 			}
 			parts = append(parts, part(q, nextPart))
@@ -370,7 +410,14 @@ func splitRandom(t *testing.T, seed uint64) {
 			}
 		}
 		if rng.IntN(25) == 0 {
-			// Visibility timeouts run out: every receive is over.
+			// Visibility timeouts run out: every receive is over. Now
+			// and then past handle tags run out too, which a queue split
+			// and merged often honours many of.
+			if rng.IntN(8) == 0 {
+				// Handles older than a past tag's life are no handles.
+				h.advance(time.Duration(pastTagLife))
+				handles = nil
+			}
 			h.advance(31 * time.Second)
 			clear(out)
 			clear(current)
@@ -389,9 +436,7 @@ func splitRandom(t *testing.T, seed uint64) {
 			t.Fatalf("group %s kept %v after the drain", g, l)
 		}
 	}
-	if len(parts) < 3 {
-		t.Logf("seed %d: only %d partitions", seed, len(parts))
-	}
+	t.Logf("seed %d: %d splits, %d merges, %d partitions at the end", seed, nextPart-1, merges, len(parts))
 }
 
 // TestSplitEdges covers what a review found the split got wrong: a

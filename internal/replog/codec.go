@@ -47,10 +47,11 @@ import (
 //     fifoq:FenceQueue that spans redrives ("spanning"): how a queue and
 //     its dead-letter queue live in two shards.
 //   - Version 11: version 10, and a command names its queue's partition
-//     (api.QueueKey.Part), and may be a fifoq:SplitQueue
-//     (engine.SplitQueueRequest): how one FIFO queue is spread over
-//     several shards; and a fifoq:FenceQueue may take a queue whose
-//     message move tasks have ended ("ended").
+//     (api.QueueKey.Part), and may be a fifoq:SplitQueue or
+//     fifoq:MergeQueue (engine.SplitQueueRequest, MergeQueueRequest):
+//     how one FIFO queue is spread over several shards; and a
+//     fifoq:FenceQueue may take a queue whose message move tasks have
+//     ended ("ended").
 //
 // Every version is still read, so that older logs replay. Which version a
 // node writes is the cluster's choice, not the binary's: see format.go.
@@ -118,12 +119,12 @@ func needsOutbox(c *engine.Command) bool {
 }
 
 // minVersionPartitions is the first version in which a command names its
-// queue's partition, or may be a fifoq:SplitQueue or a fence of a queue
-// whose move tasks ended (needsPartitions).
+// queue's partition, or may be a fifoq:SplitQueue or fifoq:MergeQueue or
+// a fence of a queue whose move tasks ended (needsPartitions).
 const minVersionPartitions = 11
 
 // needsPartitions reports whether c names a partition of a split queue or
-// splits one: what only an engine that knows partitions may apply.
+// splits or merges one: what only an engine that knows partitions may apply.
 func needsPartitions(c *engine.Command) bool {
 	switch r := c.Request.(type) {
 	case *engine.TakeMessagesRequest:
@@ -135,7 +136,13 @@ func needsPartitions(c *engine.Command) bool {
 			return true // a fence that takes a queue whose move tasks ended
 		}
 	}
-	return c.Queue.Part != 0 || c.Request.Action() == engine.ActionSplitQueue
+	return c.Queue.Part != 0 || isPartitionAction(c.Request.Action())
+}
+
+// isPartitionAction reports whether a splits or merges partitions of a
+// queue.
+func isPartitionAction(a api.Action) bool {
+	return a == engine.ActionSplitQueue || a == engine.ActionMergeQueue
 }
 
 // isOutboxAction reports whether a is one of the outbox's requests.

@@ -227,9 +227,9 @@ func TestOutboxNeedsFormat10(t *testing.T) {
 }
 
 // TestPartitionsNeedFormat11 checks that a command on a partition of a
-// split queue, a split, a fence of a queue whose move tasks ended, and an
-// outbox take from a partition are written
-// only in entries of version 11 (which carry the partition), are read back
+// split queue, a split, a merge, a fence of a queue whose move tasks
+// ended, and an outbox take from a partition are written only in entries
+// of version 11 (which carry the partition), are read back
 // with their partition, and are refused in an entry labelled older.
 func TestPartitionsNeedFormat11(t *testing.T) {
 	q := api.QueueKey{Account: "000000000000", Name: "q.fifo"}
@@ -239,6 +239,7 @@ func TestPartitionsNeedFormat11(t *testing.T) {
 		{Time: 1, Queue: p, Request: &api.SendMessageRequest{QueueUrl: q.Path(), MessageBody: "b", MessageGroupId: "g", MessageGroupIdSet: true}},
 		{Time: 1, Queue: p, Request: &api.DeleteQueueRequest{QueueUrl: q.Path()}},
 		{Time: 1, Queue: q, Request: &engine.SplitQueueRequest{At: 1 << 31, Part: 3}},
+		{Time: 1, Queue: q, Request: &engine.MergeQueueRequest{Part: 3}},
 		{Time: 1, Queue: q, Request: &engine.FenceQueueRequest{Move: "m", Spanning: true, Ended: true}},
 		{Time: 1, Queue: q, Request: &engine.TakeMessagesRequest{Source: p, Created: 1}},
 	} {

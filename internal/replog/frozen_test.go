@@ -211,6 +211,7 @@ func writeCurrentEntryFixture(t *testing.T) {
 				MessageDeduplicationId: "d7", MessageDeduplicationIdSet: true}},
 		&engine.Command{Time: t0 + 45e6, Queue: eu, Request: &engine.TakeMessagesRequest{Source: genPart7, SourceArn: "arn:aws:sqs:us-east-1:" + genAccount + ":" + genFIFO.Name,
 			Created: t0, Fifo: true, Messages: []engine.OutboxMessage{{Seq: 1, Kind: engine.OutboxDeadLetter, Record: []byte("a message record")}}}},
+		&engine.Command{Time: t0 + 46e6, Queue: genFIFO, Request: &engine.MergeQueueRequest{Part: 7}},
 	)
 	data, _, err := encodeEntryHeld(cmds, entryFormatVersion)
 	if err != nil {
