@@ -128,9 +128,12 @@ type Set struct {
 	held *held
 	// unwanted: since when each open replica is no longer wanted here;
 	// askedLeader: when each last asked its shard's leader whether its
-	// removal committed (stillMember).
+	// removal committed, leaderSaid what it last answered (not yet acted
+	// on), and asking which asks are under way (stillMember).
 	unwanted    map[uint32]time.Time
 	askedLeader map[uint32]time.Time
+	leaderSaid  map[uint32]leaderAnswer
+	asking      map[uint32]bool
 	running     atomic.Bool // some shard is open
 
 	// memberAddrs are the members' Raft addresses (refreshAddrs).
@@ -201,7 +204,8 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, unwanted: map[uint32]time.Time{}, askedLeader: map[uint32]time.Time{}, quit: make(chan struct{}),
+	s := &Set{cfg: cfg, host: host, open: map[uint32]*replog.Raft{}, unwanted: map[uint32]time.Time{}, askedLeader: map[uint32]time.Time{},
+		leaderSaid: map[uint32]leaderAnswer{}, asking: map[uint32]bool{}, quit: make(chan struct{}),
 		halted: make(chan struct{}), unwatch: map[uint32]chan struct{}{}, unmovable: map[api.QueueKey]time.Time{},
 		movedForLoad:     map[api.QueueKey]time.Time{},
 		moved:            map[api.QueueKey]time.Time{},
@@ -539,6 +543,7 @@ func (s *Set) closeUnwanted() {
 		if s.wantedHere(id) {
 			s.mu.Lock()
 			delete(s.unwanted, id)
+			delete(s.leaderSaid, id)
 			s.mu.Unlock()
 			continue
 		}
@@ -582,8 +587,16 @@ func (s *Set) closeUnwanted() {
 }
 
 // askLeaderEvery is how often a replica the map moved away, sent its
-// removal but not told that it committed, asks its shard's leader.
+// removal but not told that it committed, asks its shard's leader, and
+// how long an answer is believed.
 const askLeaderEvery = 2 * time.Second
+
+// leaderAnswer is what a shard's leader answered a replica the map moved
+// away: whether the replica is out of the committed membership.
+type leaderAnswer struct {
+	out bool
+	at  time.Time
+}
 
 // stillMember says whether this node's replica l of shard id, which the
 // map moved away, is still in its shard's membership as committed. A
@@ -596,7 +609,9 @@ const askLeaderEvery = 2 * time.Second
 // membership it has seen committed itself: a replica that calls itself
 // leader may lag (deposed a moment ago, or elected and not yet caught
 // up), and a membership from before this replica was added would close a
-// voter.
+// voter. The ask runs beside the follow loop (askLeader), which acts on
+// its answer at its next turn: a leader cut off takes the ask's whole
+// timeout, which the loop must not wait out once per replica.
 func (s *Set) stillMember(id uint32, l *replog.Raft) bool {
 	if !l.IsMember() {
 		return false
@@ -606,23 +621,42 @@ func (s *Set) stillMember(id uint32, l *replog.Raft) bool {
 		return true
 	}
 	s.mu.Lock()
-	last := s.askedLeader[id]
-	ask := time.Since(last) >= askLeaderEvery
-	if ask {
-		s.askedLeader[id] = time.Now()
+	defer s.mu.Unlock()
+	if a, ok := s.leaderSaid[id]; ok {
+		delete(s.leaderSaid, id)
+		if a.out && time.Since(a.at) < askLeaderEvery {
+			return false
+		}
 	}
-	s.mu.Unlock()
-	if !ask {
-		return true
+	if !s.asking[id] && time.Since(s.askedLeader[id]) >= askLeaderEvery {
+		s.asking[id], s.askedLeader[id] = true, time.Now()
+		s.wg.Add(1)
+		go s.askLeader(id, l, *st)
 	}
+	return true
+}
+
+// askLeader asks shard id's leader for its committed membership, for
+// stillMember, and keeps whether it leaves this node's replica l out.
+func (s *Set) askLeader(id uint32, l *replog.Raft, st Steps) {
+	defer s.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), askLeaderEvery)
 	defer cancel()
-	members, index, ok := (*st).Members(ctx, id)
-	if _, mine, known := l.CommittedMembersAt(); !ok || known && index < mine {
-		return true
-	}
+	go func() {
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	members, index, ok := st.Members(ctx, id)
+	_, mine, known := l.CommittedMembersAt()
 	self := s.host.NodeID()
-	return slices.ContainsFunc(members, func(m replog.Member) bool { return m.ID == self })
+	out := ok && (!known || index >= mine) && !slices.ContainsFunc(members, func(m replog.Member) bool { return m.ID == self })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.asking, id)
+	s.leaderSaid[id] = leaderAnswer{out: out, at: time.Now()}
 }
 
 // extend writes the records of the shards up to the configured count
