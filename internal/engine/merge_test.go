@@ -42,13 +42,12 @@ func TestMergeQueue(t *testing.T) {
 			send(q, g, fmt.Sprintf("%s-%d", g, j))
 		}
 	}
-	ten := 10
-	receiveAttempt := func(p api.QueueKey, id string) []api.Message {
+	receiveAttempt := func(p api.QueueKey, id string, max int) []api.Message {
 		t.Helper()
-		return h.must(p, &api.ReceiveMessageRequest{QueueUrl: q.Path(), MaxNumberOfMessages: &ten, ReceiveRequestAttemptId: id,
+		return h.must(p, &api.ReceiveMessageRequest{QueueUrl: q.Path(), MaxNumberOfMessages: &max, ReceiveRequestAttemptId: id,
 			MessageSystemAttributeNames: []string{"All"}}).(*api.ReceiveMessageResult).Messages
 	}
-	before := receiveAttempt(q, "before") // made whole, shared by the split
+	before := receiveAttempt(q, "before", 10) // made whole, shared by the split
 
 	var hashes []uint32
 	for _, g := range groups {
@@ -91,10 +90,12 @@ func TestMergeQueue(t *testing.T) {
 	if last := sent[burstGroup][len(sent[burstGroup])-1]; !seqLess(seqs[laterGroup+"-later"], seqs[last]) {
 		t.Fatalf("the later send got %s, the burst %s: want the burst ahead", seqs[laterGroup+"-later"], seqs[last])
 	}
-	inP1 := receiveAttempt(p1, "in-1")
+	inP1 := receiveAttempt(p1, "in-1", 10)
+	// A receive over both partitions, as a router makes it: of at most
+	// ten messages in all.
 	var across []api.Message
 	for _, p := range parts {
-		across = append(across, receiveAttempt(p, "across")...)
+		across = append(across, receiveAttempt(p, "across", 5)...)
 	}
 	if len(before) == 0 || len(inP1) == 0 || len(across) == 0 {
 		t.Fatalf("receives before the merge: %d, %d, %d messages", len(before), len(inP1), len(across))
@@ -128,7 +129,7 @@ func TestMergeQueue(t *testing.T) {
 		id   string
 		want []api.Message
 	}{{"before", before}, {"in-1", inP1}, {"across", across}} {
-		got := receiveAttempt(q, c.id)
+		got := receiveAttempt(q, c.id, 10)
 		if g, w := sortedIDs(got), sortedIDs(c.want); !slices.Equal(g, w) {
 			t.Fatalf("retry of attempt %s after the merge: %v, want %v", c.id, g, w)
 		}
@@ -249,5 +250,228 @@ func TestMergeRefusals(t *testing.T) {
 	_, err = h.raw(q, &MergeQueueRequest{Part: 1})
 	if !IsQueueMoving(err) {
 		t.Fatalf("merge of a fenced partition: %v, want IsQueueMoving", err)
+	}
+}
+
+// mergeSetup makes a high-throughput FIFO queue with 20 groups of 2
+// messages, receives them all (handles of the whole queue, v1), and
+// returns the split point at the median group hash.
+func mergeSetup(t *testing.T, h *harness) (q api.QueueKey, msgs []api.Message, at uint32) {
+	q = h.fifoQueue("ht.fifo", htAttrs)
+	var hashes []uint32
+	for i := range 20 {
+		g := "g" + strconv.Itoa(i)
+		hashes = append(hashes, api.GroupHash(g))
+		for j := range 2 {
+			d := fmt.Sprintf("%s-%d", g, j)
+			h.sendFIFO(q, d, g, d)
+			h.advance(time.Millisecond)
+		}
+	}
+	for got := h.receive(q, 10, 3600); len(got) > 0; got = h.receive(q, 10, 3600) {
+		msgs = append(msgs, got...)
+	}
+	slices.Sort(hashes)
+	return q, msgs, hashes[len(hashes)/2]
+}
+
+// TestMergeAfterMoveBack: partition 1 is moved to another engine and
+// back (the balancer's "idle partitions are brought into one shard and
+// merged"), then merged into partition 0, which never moved. Handles the
+// whole queue handed out before the split must still act on their
+// messages.
+func TestMergeAfterMoveBack(t *testing.T) {
+	a := newHarness(t)
+	b := newHarness(t)
+	b.ids = 1_000_000
+	q, msgs, at := mergeSetup(t, a)
+	a.internal(q, &SplitQueueRequest{At: at, Part: 1})
+	p1 := part(q, 1)
+	moveBetween(t, a, b, p1, "out")
+	moveBetween(t, b, a, p1, "back")
+	a.now = max(a.now, b.now)
+	// Before the merge partition 1 honours them.
+	for _, m := range msgs {
+		if partitionOf(t, a.e, []api.QueueKey{q, p1}, m.Attributes[api.MsgAttrMessageGroupId]) != p1 {
+			continue
+		}
+		if err := a.changeVis(p1, m.ReceiptHandle, 3600); err != nil {
+			t.Fatalf("before the merge, partition 1: %v", err)
+		}
+	}
+	a.internal(q, &MergeQueueRequest{Part: 1})
+	// Every delete succeeds, and deletes its message.
+	for _, m := range msgs {
+		if err := a.deleteMsg(q, m.ReceiptHandle); err != nil {
+			t.Fatalf("delete of %s after the merge: %v", m.Body, err)
+		}
+	}
+	if c := a.counts(q); c != [3]int{0, 0, 0} {
+		t.Fatalf("after deleting all %d messages by their handles, partition 0 holds %v (visible, in flight, delayed)", len(msgs), c)
+	}
+}
+
+// TestMergeAfterPartition0MovedBack: the queue was moved once before
+// its split (a past tag every partition carries); partition 0 is moved away
+// and back, partition 1 stays, then 1 is merged into 0. Handles from before
+// the first move must still act on their messages.
+func TestMergeAfterPartition0MovedBack(t *testing.T) {
+	a := newHarness(t)
+	b := newHarness(t)
+	c := newHarness(t)
+	b.ids, c.ids = 1_000_000, 2_000_000
+	q, msgs, at := mergeSetup(t, a)
+	// Some serials taken in b, so that serials differ.
+	other := b.fifoQueue("other.fifo", map[string]string{api.AttrContentBasedDeduplication: "true"})
+	for i := range 5 {
+		b.sendFIFO(other, "f"+strconv.Itoa(i), "g", "")
+	}
+	moveBetween(t, a, b, q, "first")
+	b.internal(q, &SplitQueueRequest{At: at, Part: 1})
+	moveBetween(t, b, c, q, "out")
+	moveBetween(t, c, b, q, "back")
+	b.now = max(b.now, c.now)
+	for _, m := range msgs {
+		p := partitionOf(t, b.e, []api.QueueKey{q, part(q, 1)}, m.Attributes[api.MsgAttrMessageGroupId])
+		if err := b.changeVis(p, m.ReceiptHandle, 3600); err != nil {
+			t.Fatalf("before the merge, %s in %v: %v", m.Body, p, err)
+		}
+	}
+	b.internal(q, &MergeQueueRequest{Part: 1})
+	bad := 0
+	for _, m := range msgs {
+		if err := b.changeVis(q, m.ReceiptHandle, 3600); err != nil {
+			bad++
+			t.Logf("after the merge, %s: %v", m.Body, err)
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d handles from before the first move no longer act on their message after the merge", bad, len(msgs))
+	}
+}
+
+// TestMergeThenPartitionNumberReused: a partition dead-letters through its outbox to
+// a dead-letter queue in another engine, is merged away, and its number is
+// used again by a later split (allowed once its ten-minute record is gone).
+// The new partition numbers its outbox from 1 again under the same
+// (key, createdAt) source: the dead-letter queue takes nothing.
+func TestMergeThenPartitionNumberReused(t *testing.T) {
+	a, b := newHarness(t), newHarness(t)
+	b.ids = 1_000_000
+	dlq := a.fifoQueue("dead.fifo", nil)
+	attrs := map[string]string{
+		api.AttrDeduplicationScope: "messageGroup", api.AttrFifoThroughputLimit: "perMessageGroupId",
+		api.AttrContentBasedDeduplication: "true",
+		api.AttrRedrivePolicy:             fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, dlq.ARN(testRegion)),
+	}
+	q := a.fifoQueue("q.fifo", attrs)
+	moveBetween(t, a, b, dlq, "m-dlq")
+	at := uint32(1 << 31)
+	var g string
+	for i := 0; ; i++ {
+		if g = "g" + strconv.Itoa(i); api.GroupHash(g) >= at {
+			break
+		}
+	}
+	r := &relayer{t: t, hosts: []*harness{a, b}, log: t.Logf}
+	deadLetterIn := func(p api.QueueKey, body string) {
+		a.sendFIFO(p, body, g, "")
+		if got := a.receive(p, 1, 0); len(got) != 1 {
+			t.Fatalf("receive: %d", len(got))
+		}
+		if got := a.receive(p, 10, 30); len(got) != 0 {
+			t.Fatalf("a receive past maxReceiveCount returned %d", len(got))
+		}
+		r.run(false)
+	}
+	p1 := part(q, 1)
+	a.internal(q, &SplitQueueRequest{At: at, Part: 1})
+	deadLetterIn(p1, "first")
+	a.internal(q, &MergeQueueRequest{Part: 1})
+	a.advance(11 * time.Minute)
+	// Any later drop or merge in the engine prunes the expired record.
+	x := a.fifoQueue("x.fifo", nil)
+	moveBetween(t, a, b, x, "m-x")
+	a.internal(q, &SplitQueueRequest{At: at, Part: 1})
+	deadLetterIn(p1, "second")
+	b.now = a.now
+	if c := b.counts(dlq); c[0] != 2 {
+		t.Fatalf("dead-letter queue holds %v, want 2 visible (first and second)", c)
+	}
+}
+
+// TestMergeUnderOpenView: a view taken before a merge writes the
+// bytes a snapshot at that moment wrote, whatever the merge and the
+// commands after it change.
+func TestMergeUnderOpenView(t *testing.T) {
+	h := newHarness(t)
+	q, msgs, at := mergeSetup(t, h)
+	h.internal(q, &SplitQueueRequest{At: at, Part: 1})
+	parts := []api.QueueKey{q, part(q, 1)}
+	ten := 10
+	for i := range 20 {
+		g := "g" + strconv.Itoa(i)
+		p := partitionOf(t, h.e, parts, g)
+		d := g + "-x"
+		h.sendFIFO(p, d, g, d)
+		h.advance(time.Millisecond)
+	}
+	for _, p := range parts {
+		h.must(p, &api.ReceiveMessageRequest{QueueUrl: q.Path(), MaxNumberOfMessages: &ten, ReceiveRequestAttemptId: "a"})
+	}
+	before := snapshotBytes(t, h.e)
+	v, err := h.e.BeginSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.internal(q, &MergeQueueRequest{Part: 1})
+	for i := range 200 {
+		g := "g" + strconv.Itoa(i%20)
+		d := g + "-y" + strconv.Itoa(i)
+		h.sendFIFO(q, d, g, d)
+	}
+	for _, m := range msgs[:10] {
+		h.changeVis(q, m.ReceiptHandle, 0)
+		h.deleteMsg(q, m.ReceiptHandle)
+	}
+	h.receive(q, 10, 30)
+	var b bytes.Buffer
+	if _, err := v.WriteTo(&b, noLock{}); err != nil {
+		t.Fatal(err)
+	}
+	v.Release()
+	if !bytes.Equal(b.Bytes(), before) {
+		t.Fatalf("the view taken before the merge wrote other bytes (%d vs %d)", b.Len(), len(before))
+	}
+	restoreHarness(t, h)
+}
+
+// TestInstallRetryAfterMerge: the mover that brought partition 1 here
+// repeats its install (a retry after a lost answer, which move.go says is
+// safe) after the partition was merged into 0: the image comes back as
+// partition 1, every message of it now held twice.
+func TestInstallRetryAfterMerge(t *testing.T) {
+	a := newHarness(t)
+	b := newHarness(t)
+	b.ids = 1_000_000
+	q, _, at := mergeSetup(t, a)
+	a.internal(q, &SplitQueueRequest{At: at, Part: 1})
+	p1 := part(q, 1)
+	moveBetween(t, a, b, p1, "out")
+	// moveBetween from b back to a, keeping the image.
+	a.now = max(a.now, b.now)
+	b.internal(p1, &FenceQueueRequest{Move: "back", Spanning: true})
+	var image bytes.Buffer
+	if err := b.e.ExportQueue(p1, "back", &image); err != nil {
+		t.Fatal(err)
+	}
+	a.internal(p1, &InstallQueueRequest{Move: "back", Image: image.Bytes()})
+	b.internal(p1, &DropQueueRequest{Move: "back"})
+	a.internal(q, &MergeQueueRequest{Part: 1})
+	total := a.counts(q)
+	_, err := a.raw(p1, &InstallQueueRequest{Move: "back", Image: image.Bytes()})
+	if err == nil {
+		c := a.counts(p1)
+		t.Fatalf("a repeated install after the merge succeeded: partition 1 holds %v again, partition 0 %v", c, total)
 	}
 }

@@ -233,8 +233,10 @@ func (e *Engine) unfenceQueue(cmd *Command, r *UnfenceQueueRequest) (api.Respons
 }
 
 func checkMoveID(id string) error {
-	if id == "" || len(id) > maxMoveID {
-		return api.ErrInvalidParameterValue("A move is named by 1 to %d bytes.", maxMoveID)
+	if id == "" || len(id) > maxMoveID || strings.Contains(id, " ") {
+		// Its records name it among other fields, apart by spaces; so do
+		// a merge's markers (isMergeMarker).
+		return api.ErrInvalidParameterValue("A move is named by 1 to %d bytes, none a space.", maxMoveID)
 	}
 	return nil
 }
@@ -290,6 +292,12 @@ func (e *Engine) installQueue(cmd *Command, r *InstallQueueRequest, now int64) (
 			return api.Empty{}, nil
 		}
 		return nil, api.ErrQueueNameExists(cmd.Queue.Name)
+	}
+	if m, ok := e.moved[cmd.Queue]; ok && m.until > now && isMergeMarker(m.move) {
+		// A partition merged into another here lately: an install of it
+		// now can only be a stale mover's retry of the move that brought
+		// it, which would make its messages twice.
+		return nil, api.ErrInvalidParameterValue("Partition %d of queue %s was merged into another lately.", cmd.Queue.Part, cmd.Queue.Name)
 	}
 	if err := VerifySnapshot(bytes.NewReader(r.Image)); err != nil {
 		return nil, api.ErrInvalidParameterValue("The queue image is damaged: %v", err)

@@ -147,8 +147,8 @@ func (rs *restorer) message(q *queue, d *decodedMessage, ld *queueLoad) error {
 		return fmt.Errorf("unknown state %d", m.state)
 	case q.fifo && d.aged:
 		return errors.New("aged message in a FIFO queue") // FIFO arrival order is each group's order
-	case q.fifo && m.seq > q.lastSeq:
-		return fmt.Errorf("sequence number %d above the queue's last, %d", m.seq, q.lastSeq)
+	case q.fifo && (m.seq == 0 || m.seq > q.lastSeq):
+		return fmt.Errorf("sequence number %d out of range (the queue's last is %d)", m.seq, q.lastSeq)
 	case q.fifo && q.groups[string(d.group)] != nil && m.seq <= q.groups[string(d.group)].tail.seq:
 		// A queue's arrival list is in sequence order but for one merged
 		// from partitions (split.go), whose lists are merged in time

@@ -209,7 +209,7 @@ func (rs *restorer) engineRecords(h *snapHeader) error {
 	e.meta = h.Meta
 	for _, m := range h.Moved {
 		key := api.QueueKey{Region: m.Region, Account: m.Account, Name: m.Name, Part: m.Part}
-		if _, dup := e.moved[key]; dup || e.queues[key] != nil || checkMoveID(m.Move) != nil {
+		if _, dup := e.moved[key]; dup || e.queues[key] != nil || checkMoveID(m.Move) != nil && !isMergeMarker(m.Move) {
 			return fmt.Errorf("moved-away record of %s: queue exists, listed twice or no move", key)
 		}
 		e.moved[key] = movedAway{key: key, move: m.Move, until: m.Until}

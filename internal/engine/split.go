@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -163,6 +164,11 @@ func (e *Engine) splitQueue(cmd *Command, r *SplitQueueRequest, now int64) (api.
 	n.prevDedupScope, n.dedupScopeChanged = q.prevDedupScope, q.dedupScopeChanged
 	maps.Copy(n.tags, q.tags)
 	n.redriveRemote = q.redriveRemote
+	// The new partition is a new outbox source: numbering its entries on
+	// from its parent's keeps them above any a partition of the same
+	// number made before took (the destination's taken records outlive
+	// the partition's).
+	n.outbox.seq = q.outbox.seq
 	if len(q.taken) > 0 {
 		n.taken = maps.Clone(q.taken)
 	}
@@ -396,14 +402,15 @@ func (e *Engine) mergeQueue(cmd *Command, r *MergeQueueRequest, now int64) (api.
 	if err := e.mergeable(p, n, key); err != nil {
 		return nil, err
 	}
-	past, err := mergedPast(p, n, now)
+	past, retag, err := mergedPast(p, n, now)
 	if err != nil {
 		return nil, err
 	}
 
-	// The two arrival lists are each in time order (a FIFO queue's is in
-	// sequence order too); the merged one is in time order, and each
-	// group's messages, all from one side, keep their order.
+	// The two arrival lists are each in time order, and in serial order
+	// among messages of one time (a FIFO queue's is in sequence order
+	// too); the merged one is in (time, serial) order, and each group's
+	// messages, all from one side, keep their order.
 	var moving []*message
 	for m := n.arrivalHead; m != nil; m = m.anext {
 		moving = append(moving, m)
@@ -411,14 +418,21 @@ func (e *Engine) mergeQueue(cmd *Command, r *MergeQueueRequest, now int64) (api.
 	at := p.arrivalHead
 	for _, m := range moving {
 		n.remove(m)
-		for at != nil && at.enqueuedAt <= m.enqueuedAt {
+		for at != nil && (at.enqueuedAt < m.enqueuedAt || at.enqueuedAt == m.enqueuedAt && at.serial < m.serial) {
 			at = at.anext
 		}
 		p.adoptBefore(m, at)
 	}
+	oldTag := p.handleTag
 	p.past = past
+	if retag {
+		// p's own tag now names some messages by other serials: it is a
+		// past tag, and p hands out a new one.
+		p.handleTag = newHandleTag(p, "merge "+strconv.FormatUint(uint64(n.key.Part), 10))
+	}
 	p.hi = n.hi
 	p.lastSeq = max(p.lastSeq, n.lastSeq)
+	p.outbox.seq = max(p.outbox.seq, n.outbox.seq)
 	p.modifiedAt = max(p.modifiedAt, n.modifiedAt)
 	if n.purgedAt > p.purgedAt {
 		p.purgedAt, p.purged = n.purgedAt, n.purged
@@ -432,7 +446,7 @@ func (e *Engine) mergeQueue(cmd *Command, r *MergeQueueRequest, now int64) (api.
 		}
 	}
 	mergeDedup(p, n)
-	mergeAttempts(p, n)
+	mergeAttempts(p, n, oldTag)
 	if p.key.Part == 0 && p.lo == 0 && p.hi == hashEnd {
 		p.split = false
 	}
@@ -450,7 +464,13 @@ func (e *Engine) mergeQueue(cmd *Command, r *MergeQueueRequest, now int64) (api.
 
 // mergeMarker names, in the record a merged partition leaves behind, the
 // merge into partition part: what a retry of the merge recognises.
-func mergeMarker(part uint32) string { return "merge into " + strconv.FormatUint(uint64(part), 10) }
+func mergeMarker(part uint32) string { return mergePrefix + strconv.FormatUint(uint64(part), 10) }
+
+// mergePrefix begins every mergeMarker; no move's name holds a space.
+const mergePrefix = "merge into "
+
+// isMergeMarker reports whether a moved record's move is a merge's.
+func isMergeMarker(move string) bool { return strings.HasPrefix(move, mergePrefix) }
 
 // mergeable returns why partition n (key) may not be merged into p, or nil.
 func (e *Engine) mergeable(p, n *queue, key api.QueueKey) error {
@@ -472,37 +492,70 @@ func (e *Engine) mergeable(p, n *queue, key api.QueueKey) error {
 }
 
 // mergedPast returns the past handle tags p honours once n is merged into
-// it: its own, n's tag (naming the messages n hands over by their
-// serials, which a merge within one engine keeps), and n's, each tag once;
-// p's own tag, which n may honour from before it was split from p, is not
-// past. It refuses a merge that would keep more than maxPastTags.
-func mergedPast(p, n *queue, now int64) ([]pastTag, error) {
+// it, newest first, and whether p's own tag must become one of them (and
+// p take a new one). They are p's and n's, each tag once, and n's own
+// tag, naming the messages n hands over by their serials, which a merge
+// within one engine keeps.
+//
+// Of a tag both honour (one from before the split), each keeps the
+// serials of the messages on its side as they are now: a side moved away
+// and back since has its messages under new serials, and the other
+// side's entries for them name serials gone for good (an engine never
+// reuses one). So an entry naming a message either side holds wins. Of
+// p's own tag, n may honour entries too (it was p's when n was split
+// off): when n moved since, they name n's messages by new serials, and
+// p's tag must then map those while naming p's own messages directly,
+// which only a past tag does.
+//
+// It refuses a merge that would keep more than maxPastTags.
+func mergedPast(p, n *queue, now int64) ([]pastTag, bool, error) {
 	p.prunePast(now)
 	n.prunePast(now)
-	mine := map[uint64]uint64{}
-	for s := range n.handles {
-		mine[s] = s
-	}
-	out := make([]pastTag, 0, len(p.past)+len(n.past)+1)
-	out = append(out, pastTag{tag: n.handleTag, until: now + pastTagLife, serials: mine})
-	for _, t := range append(slices.Clone(p.past), n.past...) {
-		if t.tag == p.handleTag {
-			continue
-		}
-		i := slices.IndexFunc(out, func(o pastTag) bool { return o.tag == t.tag })
+	live := func(s uint64) bool { return p.handles[s] != nil || n.handles[s] != nil }
+	var out []pastTag
+	add := func(tag uint32, until int64, serials map[uint64]uint64) {
+		i := slices.IndexFunc(out, func(o pastTag) bool { return o.tag == tag })
 		if i < 0 {
-			out = append(out, pastTag{tag: t.tag, until: t.until, serials: maps.Clone(t.serials)})
-			continue
+			out = append(out, pastTag{tag: tag, until: until, serials: maps.Clone(serials)})
+			return
 		}
-		// Both halves kept the tags from before the split: the same
-		// serials, each mapped to where its message went.
-		out[i].until = max(out[i].until, t.until)
-		maps.Copy(out[i].serials, t.serials)
+		out[i].until = max(out[i].until, until)
+		for old, cur := range serials {
+			if have, ok := out[i].serials[old]; !ok || !live(have) && live(cur) {
+				out[i].serials[old] = cur
+			}
+		}
+	}
+	identity := func(handles map[uint64]*message) map[uint64]uint64 {
+		m := make(map[uint64]uint64, len(handles))
+		for s := range handles {
+			m[s] = s
+		}
+		return m
+	}
+	retag := n.handleTag == p.handleTag // never made so, but cheap to be safe from
+	for _, t := range n.past {
+		for old, cur := range t.serials {
+			if t.tag == p.handleTag && old != cur && n.handles[cur] != nil {
+				retag = true
+			}
+		}
+	}
+	add(n.handleTag, now+pastTagLife, identity(n.handles))
+	if retag {
+		add(p.handleTag, now+pastTagLife, identity(p.handles))
+	}
+	for _, t := range slices.Concat(p.past, n.past) {
+		if t.tag != p.handleTag || retag {
+			add(t.tag, t.until, t.serials)
+		}
 	}
 	if len(out) > maxPastTags {
-		return nil, api.ErrServiceUnavailable("Queue %s would honour %d past receipt handle tags; retry once some expire.", p.key.Name, len(out))
+		return nil, false, api.ErrServiceUnavailable("Queue %s would honour %d past receipt handle tags; retry once some expire.", p.key.Name, len(out))
 	}
-	return out, nil
+	// Newest first, as a move that carries them keeps the first ones.
+	slices.SortStableFunc(out, func(a, b pastTag) int { return cmp.Compare(b.until, a.until) })
+	return out, retag, nil
 }
 
 // adoptBefore stores m, taken from another partition of the same engine as
@@ -554,14 +607,15 @@ func mergeDedup(p, n *queue) {
 	p.dedup = t
 }
 
-// mergeAttempts gives p the receive attempt records of both p and n. An
+// mergeAttempts gives p the receive attempt records of both p and n (p's
+// tag before the merge was oldTag). An
 // attempt a receive made over both partitions, or one made before the
 // split that each kept a share of, becomes one record of every message
 // the shares hold; its retry hands out p's receipt handles for them,
 // which name the same messages as those the receive handed out. Records
 // never change once made (a snapshot view may hold them): the merged ones
 // are new.
-func mergeAttempts(p, n *queue) {
+func mergeAttempts(p, n *queue, oldTag uint32) {
 	byID := map[string]*attemptRecord{}
 	var order []string
 	add := func(rec *attemptRecord) {
@@ -569,6 +623,12 @@ func mergeAttempts(p, n *queue) {
 		if have == nil {
 			byID[rec.id] = rec
 			order = append(order, rec.id)
+			return
+		}
+		if len(have.serials)+len(rec.serials) > api.MaxReceiveMessages {
+			// Two receives that shared an attempt id: a retry returns
+			// no more than one receive may, so the first stands alone;
+			// the other's messages wait out their visibility timeout.
 			return
 		}
 		both := &attemptRecord{id: rec.id, at: min(have.at, rec.at)}
@@ -583,9 +643,15 @@ func mergeAttempts(p, n *queue) {
 		byID[rec.id] = both
 	}
 	for _, rec := range p.attemptLog.live() {
-		if p.attempts[rec.id] == rec {
-			add(rec)
+		if p.attempts[rec.id] != rec {
+			continue
 		}
+		if rec.tag == 0 && oldTag != p.handleTag {
+			// p took a new tag: the retry hands out the handles the
+			// receive did, by the old one.
+			rec = &attemptRecord{id: rec.id, at: rec.at, serials: rec.serials, nonces: rec.nonces, tag: oldTag, handles: slices.Clone(rec.serials)}
+		}
+		add(rec)
 	}
 	for _, rec := range n.attemptLog.live() {
 		if n.attempts[rec.id] != rec {
