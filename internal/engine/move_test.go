@@ -427,7 +427,7 @@ func TestPastTagsAreBounded(t *testing.T) {
 	if err := h.changeVis(q, got[0].ReceiptHandle, 600); err != nil {
 		t.Fatalf("a handle after %d moves: %v", maxPastTags, err)
 	}
-	moveQueue(t, h, "one more", q)
+	moveQueue(t, h, "one-more", q)
 	if err := h.changeVis(q, got[1].ReceiptHandle, 600); errCode(err) != "ReceiptHandleIsInvalid" {
 		t.Fatalf("a handle after %d moves: %v, want ReceiptHandleIsInvalid", maxPastTags+1, err)
 	}

@@ -65,8 +65,8 @@ import (
 //
 // Each split or merge leaves the partition that results honouring one
 // more past handle tag (for pastTagLife): a queue split and merged many
-// times within half a day is refused further ones, with a retryable
-// error, once maxPastTags would be passed.
+// times within half a day is refused further ones (UnsupportedOperation)
+// until some expire, once maxPastTags would be passed.
 
 // SplitQueueRequest is an internal request, never sent by clients: it
 // splits the command's queue (a partition: Part in the command's key) at
@@ -251,7 +251,7 @@ func (e *Engine) splittable(q *queue, key api.QueueKey, at uint32, now int64) er
 	case len(q.outbox.entries) > 0:
 		return api.ErrServiceUnavailable("Queue %s has messages on their way to other queues; retry once they are delivered.", q.key.Name)
 	case len(q.past) >= maxPastTags:
-		return api.ErrServiceUnavailable("Queue %s honours %d past receipt handle tags already; retry once they expire.", q.key.Name, len(q.past))
+		return api.ErrUnsupportedOperation("Queue %s honours %d past receipt handle tags already: it is not split until some expire.", q.key.Name, len(q.past))
 	}
 	for _, t := range e.running {
 		if t.dest.Whole() == q.key.Whole() {
@@ -551,7 +551,7 @@ func mergedPast(p, n *queue, now int64) ([]pastTag, bool, error) {
 		}
 	}
 	if len(out) > maxPastTags {
-		return nil, false, api.ErrServiceUnavailable("Queue %s would honour %d past receipt handle tags; retry once some expire.", p.key.Name, len(out))
+		return nil, false, api.ErrUnsupportedOperation("Queue %s would honour %d past receipt handle tags: it is not merged until some expire.", p.key.Name, len(out))
 	}
 	// Newest first, as a move that carries them keeps the first ones.
 	slices.SortStableFunc(out, func(a, b pastTag) int { return cmp.Compare(b.until, a.until) })

@@ -233,7 +233,7 @@ func drainPartitions(t *testing.T, h *harness, parts []api.QueueKey, check func(
 // more past receipt handle tags than a queue honours.
 func tooManyTags(err error) bool {
 	var ae *api.Error
-	return errors.As(err, &ae) && ae.Code == "ServiceUnavailable" && strings.Contains(ae.Message, "past receipt handle tags")
+	return errors.As(err, &ae) && ae.Code == "UnsupportedOperation" && strings.Contains(ae.Message, "past receipt handle tags")
 }
 
 // seqLess compares two sequence numbers of 20 digits.

@@ -1,6 +1,7 @@
 package replog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/third_party/raftnet"
 )
 
@@ -291,6 +293,14 @@ func (l *Raft) WritesOutbox() bool { return byte(l.format.Load()) >= minVersionO
 // that names partitions of split queues, and fences queues whose message
 // move tasks ended (format 11).
 func (l *Raft) WritesPartitions() bool { return byte(l.format.Load()) >= minVersionPartitions }
+
+// EnsurePartitions makes the cluster write the log entry format of
+// partitions (format 11), as the first command that needs it does, or
+// says why it cannot yet (a member reads only older formats): called on
+// the first group's leader before a split writes its first record.
+func (l *Raft) EnsurePartitions(ctx context.Context) error {
+	return l.formatFor(ctx, &engine.Command{Request: &engine.SplitQueueRequest{}}, minVersionPartitions)
+}
 
 // WritesSharedLog reports whether the cluster writes the log entry format
 // that says every member keeps its new shard replicas in its node's

@@ -273,7 +273,8 @@ func (s *Server) serveMoveStep(w http.ResponseWriter, r *http.Request) {
 	req, ok := engine.NewInternalRequest(d.Action)
 	switch d.Action {
 	case engine.ActionFenceQueue, engine.ActionUnfenceQueue, engine.ActionInstallQueue, engine.ActionDropQueue,
-		engine.ActionTakeMessages, engine.ActionSettleOutbox: // the outbox relay's (outbox_relay.go)
+		engine.ActionTakeMessages, engine.ActionSettleOutbox, // the outbox relay's (outbox_relay.go)
+		engine.ActionSplitQueue, engine.ActionMergeQueue: // a split's (shards/partitions.go)
 	default:
 		ok = false
 	}

@@ -64,8 +64,9 @@ const MaxMoveImage = 32 << 20
 // for. The server implements it.
 type Steps interface {
 	// Step applies the move step req (an engine.FenceQueueRequest,
-	// UnfenceQueueRequest, InstallQueueRequest or DropQueueRequest) to
-	// queue q in group id, at that group's leader.
+	// UnfenceQueueRequest, InstallQueueRequest or DropQueueRequest; or a
+	// split's, engine.SplitQueueRequest or MergeQueueRequest) to queue q
+	// in group id, at that group's leader.
 	Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error
 	// Export returns the image of queue q, fenced for the move named
 	// move in group id, from a replica of that group that applied that
@@ -120,22 +121,38 @@ func parseMove(v string) (moveRecord, bool) {
 }
 
 // moveKey is the record of a move of q.
-func moveKey(q api.QueueKey) string {
-	return movePrefix + q.Account + "/" + q.Region + "/" + q.Name
-}
+func moveKey(q api.QueueKey) string { return movePrefix + recordName(q) }
 
 // movedKey is the key of when q last finished a move.
-func movedKey(q api.QueueKey) string {
-	return movedPrefix + q.Account + "/" + q.Region + "/" + q.Name
+func movedKey(q api.QueueKey) string { return movedPrefix + recordName(q) }
+
+// recordName names queue q in the keys of its records:
+// "ACCOUNT/REGION/NAME", and "#PART" after it for a partition of a split
+// queue other than its first (partitions.go); no queue name holds a '#'.
+func recordName(q api.QueueKey) string {
+	name := q.Account + "/" + q.Region + "/" + q.Name
+	if q.Part != 0 {
+		name += "#" + strconv.FormatUint(uint64(q.Part), 10)
+	}
+	return name
 }
 
-// parseQueueRecordKey reads the queue of a record key after its prefix.
+// parseQueueRecordKey reads the queue of a record key after its prefix
+// (recordName).
 func parseQueueRecordKey(rest string) (api.QueueKey, bool) {
 	parts := strings.SplitN(rest, "/", 3)
 	if len(parts) != 3 || parts[0] == "" || parts[2] == "" {
 		return api.QueueKey{}, false
 	}
-	return api.QueueKey{Account: parts[0], Region: parts[1], Name: parts[2]}, true
+	q := api.QueueKey{Account: parts[0], Region: parts[1], Name: parts[2]}
+	if name, part, found := strings.Cut(q.Name, "#"); found {
+		n, err := strconv.ParseUint(part, 10, 32)
+		if err != nil || n == 0 || n > engine.MaxPart || name == "" {
+			return api.QueueKey{}, false
+		}
+		q.Name, q.Part = name, uint32(n)
+	}
+	return q, true
 }
 
 // ErrMoveUnderWay is Move's refusal of a queue that is moving already.
@@ -172,6 +189,9 @@ func (s *Set) Move(ctx context.Context, q api.QueueKey, to uint32) (uint32, erro
 	}
 	if from == to {
 		return from, nil
+	}
+	if s.meta(splitKey(q)) != "" {
+		return from, ErrSplitUnderWay // moved once it is split or merged
 	}
 	m := moveRecord{id: newMoveID(), from: from, to: to}
 	if err := s.setOnce(ctx, moveKey(q), m.String()); err != nil {

@@ -156,6 +156,9 @@ type Set struct {
 	// queues created together spread rather than all going to the
 	// emptiest shard of the moment.
 	placeMu sync.Mutex
+	// partsMu keeps this node to one split or merge at a time
+	// (partitions.go).
+	partsMu sync.Mutex
 	// unmovable: until when the balancer passes over each queue that
 	// would not move; lastQueueBalance: when it last looked. Both only
 	// touched by the goroutine resuming moves, as is lastCommands.
@@ -243,6 +246,7 @@ func (s *Set) follow() {
 				defer s.wg.Done()
 				defer s.resuming.Store(false)
 				s.resumeMoves()
+				s.resumeSplits()
 				if st := s.steps.Load(); st != nil && time.Since(s.lastFenceSweep) >= fenceSweepEvery {
 					s.lastFenceSweep = time.Now()
 					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -861,10 +865,9 @@ func (s *Set) setOnce(ctx context.Context, key, value string) error {
 	return err
 }
 
-// queueKey is the record of q's shard.
-func queueKey(q api.QueueKey) string {
-	return queuePrefix + q.Account + "/" + q.Region + "/" + q.Name
-}
+// queueKey is the record of q's shard (of a partition's, for a partition
+// of a split queue: recordName).
+func queueKey(q api.QueueKey) string { return queuePrefix + recordName(q) }
 
 // Of returns the shard q lives in by this node's copy of the map: 0 (the
 // first group) for a queue it has no record of. The copy may lag the
