@@ -279,35 +279,53 @@ func (s *Set) resumeMoves() {
 	if st == nil || !s.host.Leading() {
 		return
 	}
-	type pending struct {
-		q api.QueueKey
-		m moveRecord
-	}
-	var moves []pending
-	s.host.Read(func(e *engine.Engine) {
-		for _, k := range e.MetaKeys(movePrefix) {
-			q, ok := parseQueueRecordKey(strings.TrimPrefix(k, movePrefix))
-			m, ok2 := parseMove(e.Meta(k))
-			if ok && ok2 {
-				moves = append(moves, pending{q, m})
-			}
+	for _, r := range s.recorded(movePrefix) {
+		m, ok := parseMove(r.value)
+		if !ok {
+			continue
 		}
-	})
-	for _, p := range moves {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		go func() { // a closing Set stops the move where it is
-			select {
-			case <-s.quit:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		err := s.drive(ctx, *st, p.q, p.m)
+		ctx, cancel := s.untilQuit(30 * time.Second)
+		err := s.drive(ctx, *st, r.q, m)
 		if err != nil && !errors.Is(err, errNotLeading) && ctx.Err() == nil {
-			s.cfg.Logger.Warn("shards: a queue's move did not finish yet", "queue", p.q, "move", p.m.id, "from", p.m.from, "to", p.m.to, "err", err)
+			s.cfg.Logger.Warn("shards: a queue's move did not finish yet", "queue", r.q, "move", m.id, "from", m.from, "to", m.to, "err", err)
 		}
 		cancel()
 	}
+}
+
+// queueRecord is a record of the first group's state about a queue.
+type queueRecord struct {
+	q     api.QueueKey
+	value string
+}
+
+// recorded returns the records under prefix whose key names a queue
+// (parseQueueRecordKey), in the order of their keys.
+func (s *Set) recorded(prefix string) []queueRecord {
+	var out []queueRecord
+	s.host.Read(func(e *engine.Engine) {
+		for _, k := range e.MetaKeys(prefix) {
+			if q, ok := parseQueueRecordKey(strings.TrimPrefix(k, prefix)); ok {
+				out = append(out, queueRecord{q, e.Meta(k)})
+			}
+		}
+	})
+	return out
+}
+
+// untilQuit returns a context that ends after timeout, or once the Set
+// closes: what a drive of a move or split, or a question to a shard's
+// leader, runs in, so that a closing Set stops it where it is.
+func (s *Set) untilQuit(timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	go func() {
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // errAbandoned says a move was given up, and why.

@@ -323,34 +323,17 @@ func (s *Set) resumeSplits() {
 	if s.steps.Load() == nil || !s.host.Leading() {
 		return
 	}
-	type pending struct {
-		q   api.QueueKey
-		rec splitRecord
-	}
-	var todo []pending
-	s.host.Read(func(e *engine.Engine) {
-		for _, k := range e.MetaKeys(splitPrefix) {
-			q, ok := parseQueueRecordKey(strings.TrimPrefix(k, splitPrefix))
-			rec, ok2 := parseSplit(e.Meta(k))
-			if ok && ok2 {
-				todo = append(todo, pending{q, rec})
-			}
+	for _, r := range s.recorded(splitPrefix) {
+		rec, ok := parseSplit(r.value)
+		if !ok {
+			continue
 		}
-	})
-	for _, p := range todo {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		go func() { // a closing Set stops the split where it is
-			select {
-			case <-s.quit:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		ctx, cancel := s.untilQuit(30 * time.Second)
 		s.partsMu.Lock()
-		err := s.driveSplit(ctx, p.q, p.rec)
+		err := s.driveSplit(ctx, r.q, rec)
 		s.partsMu.Unlock()
 		if err != nil && !errors.Is(err, errNotLeading) && ctx.Err() == nil {
-			s.cfg.Logger.Warn("shards: a queue's split or merge did not finish yet", "queue", p.q, "step", p.rec.String(), "err", err)
+			s.cfg.Logger.Warn("shards: a queue's split or merge did not finish yet", "queue", r.q, "step", rec.String(), "err", err)
 		}
 		cancel()
 	}

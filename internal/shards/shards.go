@@ -644,15 +644,8 @@ func (s *Set) stillMember(id uint32, l *replog.Raft) bool {
 // stillMember, and keeps whether it leaves this node's replica l out.
 func (s *Set) askLeader(id uint32, l *replog.Raft, st Steps) {
 	defer s.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), askLeaderEvery)
+	ctx, cancel := s.untilQuit(askLeaderEvery)
 	defer cancel()
-	go func() {
-		select {
-		case <-s.quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	members, index, ok := st.Members(ctx, id)
 	_, mine, known := l.CommittedMembersAt()
 	self := s.host.NodeID()
