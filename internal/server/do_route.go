@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
 )
 
 // Do's routing on a node with shards. A request that Do carries out for
@@ -31,7 +32,10 @@ const clusterDoPath = "/cluster/do"
 // doRouted is the body of POST /cluster/do: a typed request of account's,
 // for the group shard, in the AWS JSON form of its action.
 type doRouted struct {
-	Shard   uint32          `json:"shard"`
+	Shard uint32 `json:"shard"`
+	// Part is the partition of a split queue it is for (0: the queue's
+	// first, or a queue never split).
+	Part    uint32          `json:"part,omitempty"`
 	Account string          `json:"account"`
 	Action  api.Action      `json:"action"`
 	Request json.RawMessage `json:"request"`
@@ -65,6 +69,7 @@ func (s *Server) doSharded(ctx context.Context, in api.Scope, q api.QueueKey, re
 		}
 		return s.do(withGroup(ctx, g), in, req)
 	}
+	q.Part = s.partitionOf(q, req)
 	id := s.shards.Of(q)
 	if cq, ok := req.(*api.CreateQueueRequest); ok {
 		if err := api.Validate(req); err != nil {
@@ -88,13 +93,13 @@ func (s *Server) doSharded(ctx context.Context, in api.Scope, q api.QueueKey, re
 		}
 		g, held := s.groupByID(id)
 		if held && g.leads() {
-			return s.do(withGroup(ctx, g), in, req)
+			return s.do(withPart(withGroup(ctx, g), q.Part), in, req)
 		}
 		member, addr := s.leaderOf(id, held, g, route)
 		if addr == "" {
 			continue // an election: ask again
 		}
-		resp, err := s.doAt(ctx, held, g, member, addr, id, in.Account, req)
+		resp, err := s.doAt(ctx, held, g, member, addr, id, q.Part, in.Account, req)
 		var mis *misdirectedError
 		if !errors.As(err, &mis) {
 			return resp, err
@@ -105,16 +110,16 @@ func (s *Server) doSharded(ctx context.Context, in api.Scope, q api.QueueKey, re
 	return nil, api.ErrServiceUnavailable("The leader of the queue's shard could not be found; retry.")
 }
 
-// doAt sends a request of account's for group id to its leader member,
-// at raftAddr, and returns its answer; a *misdirectedError if that member
-// does not lead the group. g is this node's replica of the group, if
-// held.
-func (s *Server) doAt(ctx context.Context, held bool, g *group, member, raftAddr string, id uint32, account string, req api.Request) (api.Response, error) {
+// doAt sends a request of account's for group id, on partition part of
+// its queue, to the group's leader member, at raftAddr, and returns its
+// answer; a *misdirectedError if that member does not lead the group. g
+// is this node's replica of the group, if held.
+func (s *Server) doAt(ctx context.Context, held bool, g *group, member, raftAddr string, id, part uint32, account string, req api.Request) (api.Response, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, api.ErrInternalFailure("Could not encode the request: %v", err)
 	}
-	routed, _ := json.Marshal(doRouted{Shard: id, Account: account, Action: req.Action(), Request: body})
+	routed, _ := json.Marshal(doRouted{Shard: id, Part: part, Account: account, Action: req.Action(), Request: body})
 	var a doAnswer
 	var undecoded error
 	err = s.askLeader(ctx, id, held, g, member, raftAddr, http.MethodPost, clusterDoPath, routed, func(resp *http.Response) error {
@@ -215,14 +220,21 @@ func (s *Server) serveClusterDo(w http.ResponseWriter, r *http.Request) {
 	}
 	in := api.Scope{Account: d.Account}
 	id := d.Shard
-	if q, named := s.queueOfRequest(in, req); named && s.shards.Of(q) != 0 {
-		id = s.shards.Of(q) // this node's map is as new as the sender's, or newer
+	if d.Part > engine.MaxPart {
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("no partition %d", d.Part))
+		return
+	}
+	if q, named := s.queueOfRequest(in, req); named {
+		q.Part = d.Part
+		if at := s.shards.Of(q); at != 0 {
+			id = at // this node's map is as new as the sender's, or newer
+		}
 	}
 	g, leads := s.leaderHere(w, id)
 	if !leads {
 		return
 	}
-	resp, err := s.do(withGroup(r.Context(), g), in, req)
+	resp, err := s.do(withPart(withGroup(r.Context(), g), d.Part), in, req)
 	var a doAnswer
 	if err != nil {
 		a.Error = api.AsError(err)

@@ -51,6 +51,10 @@ type Shards interface {
 	// Forget drops what the node cached of q's shard: a group answered
 	// that q moved.
 	Forget(q api.QueueKey)
+	// PartOf returns the partition of queue q that holds the message
+	// group of hash h (api.GroupHash), by this node's copy of the map: 0
+	// for a queue never split (internal/shards/partitions.go).
+	PartOf(q api.QueueKey, h uint32) uint32
 	// Drain marks member id leaving, so that the map moves its replicas
 	// to the other members, and returns the shards the map still wants
 	// a replica of on it. Only on the first group's leader

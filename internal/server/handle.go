@@ -261,6 +261,7 @@ func (s *Server) doRequest(ctx context.Context, in api.Scope, req api.Request) (
 		if err != nil {
 			return nil, err
 		}
+		q.Part = partOf(ctx) // a split queue's partition (partition_route.go)
 		cmd.Queue = q
 	}
 	if err := s.authorize(ctx, in, req, cmd.Queue); err != nil {

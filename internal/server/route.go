@@ -70,19 +70,21 @@ func (e *misdirectedError) Error() string {
 const maxRoutes = 4
 
 // routeShard returns the shard that serves req, on a node with shards,
+// and the partition of its queue it is served on (partition_route.go),
 // placing the queue first if req creates one. A forwarded request is
-// routed as its forwarder said (hintGroup) when this node's map does not
-// name the queue.
-func (s *Server) routeShard(ctx context.Context, r *http.Request, in api.Scope, req api.Request) (uint32, error) {
+// routed as its forwarder said (hintGroup, hintPart) when this node's map
+// does not name the queue, or its partition.
+func (s *Server) routeShard(ctx context.Context, r *http.Request, in api.Scope, req api.Request) (uint32, uint32, error) {
 	q, named := s.queueOfRequest(in, req)
 	if !named {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if cq, ok := req.(*api.CreateQueueRequest); ok && !fromPeer(r) {
 		if err := api.Validate(req); err != nil {
-			return 0, err // answered where it arrived, without placing
+			return 0, 0, err // answered where it arrived, without placing
 		}
-		return s.placeQueue(ctx, q, s.deadLetterQueueOf(cq))
+		id, err := s.placeQueue(ctx, q, s.deadLetterQueueOf(cq))
+		return id, 0, err
 	}
 	if with, joins := s.partnerOf(req); joins && !fromPeer(r) {
 		first, second := q, with
@@ -93,14 +95,18 @@ func (s *Server) routeShard(ctx context.Context, r *http.Request, in api.Scope, 
 			first, second = with, q
 		}
 		if err := s.colocate(ctx, first, second); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
+	}
+	q.Part = s.partitionOf(q, req)
+	if q.Part == 0 && fromPeer(r) {
+		q.Part = hintPart(r)
 	}
 	id := s.shards.Of(q)
 	if id == 0 && fromPeer(r) {
 		id = hintGroup(r)
 	}
-	return id, nil
+	return id, q.Part, nil
 }
 
 // hintGroup returns the group a forwarded request was routed to.
@@ -118,12 +124,19 @@ func hintGroup(r *http.Request) uint32 {
 // (handled true: the answer is written). A request another node
 // forwarded is served here or answered 421 (servePeerRouted).
 func (s *Server) serveInGroup(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte, in api.Scope, req api.Request) (context.Context, bool, error) {
-	id, err := s.routeShard(ctx, r, in, req)
+	if !fromPeer(r) {
+		r.Header.Del(hdrPart) // a member's word, never a client's
+	}
+	id, part, err := s.routeShard(ctx, r, in, req)
 	if err != nil {
 		return ctx, false, err
 	}
+	ctx = withPart(ctx, part)
 	if fromPeer(r) {
 		return s.servePeerRouted(ctx, r, id)
+	}
+	if part != 0 {
+		r.Header.Set(hdrPart, strconv.FormatUint(uint64(part), 10)) // forwarded with it
 	}
 	for route := 0; route < maxRoutes; route++ {
 		if route > 0 {

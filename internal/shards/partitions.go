@@ -157,6 +157,43 @@ func (s *Set) Layout(q api.QueueKey) (Layout, bool) {
 	return parseLayout(v)
 }
 
+// PartOf returns the partition of queue q (whatever q.Part) that holds
+// the group of hash h, by this node's copy of the map: 0 for a queue never
+// split, or merged back whole. Every request for a message group asks it:
+// a layout read is cached while the map's epoch is the one it was read
+// with (a split or merge flips the epoch with the layout).
+func (s *Set) PartOf(q api.QueueKey, h uint32) uint32 {
+	q.Part = 0
+	epoch := s.epoch.Load()
+	if v, ok := s.layouts.Load(q); ok {
+		if c := v.(cachedLayout); epoch != nil && c.epoch == *epoch {
+			return c.partOf(h)
+		}
+	}
+	var rec, at string
+	s.host.Read(func(e *engine.Engine) { rec, at = e.Meta(partsKey(q)), e.Meta(epochKey) })
+	c := cachedLayout{epoch: at}
+	if l, ok := parseLayout(rec); ok && len(l.Parts) > 1 {
+		c.layout = &l
+	}
+	s.layouts.Store(q, c)
+	return c.partOf(h)
+}
+
+// cachedLayout is a queue's layout as PartOf read it (nil: whole), with
+// the map's epoch then.
+type cachedLayout struct {
+	layout *Layout
+	epoch  string
+}
+
+func (c cachedLayout) partOf(h uint32) uint32 {
+	if c.layout == nil {
+		return 0
+	}
+	return c.layout.PartOf(h)
+}
+
 // splitRecord is a split's or merge's record in the first group's state.
 type splitRecord struct {
 	merge bool
@@ -449,6 +486,7 @@ func (s *Set) driveSplit(ctx context.Context, q api.QueueKey, rec splitRecord) e
 	}
 	s.Forget(q)
 	s.Forget(other)
+	s.layouts.Delete(q.Whole())
 	if err := s.setMeta(ctx, splitKey(q), ""); err != nil {
 		return err
 	}

@@ -145,6 +145,9 @@ type Set struct {
 	// cached under another epoch is read again.
 	placed sync.Map
 	epoch  atomic.Pointer[string]
+	// layouts caches the layouts of split queues read (partitions.go),
+	// as placed caches records: api.QueueKey → cachedLayout.
+	layouts sync.Map
 
 	// steps carries moves out (SetSteps); moveMu keeps this node to one
 	// move at a time, and resuming says a resumeMoves runs.

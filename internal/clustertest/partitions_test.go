@@ -1,0 +1,163 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
+	fifoqnode "github.com/fifoq/fifoq/internal/node"
+)
+
+// node returns nd's running node, or nil.
+func (nd *memNode) node() *fifoqnode.Node {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.n
+}
+
+// TestSplitQueueRoutesByGroup splits a high-throughput FIFO queue of a
+// cluster with shards into two partitions, moves one to another shard,
+// and sends messages of many groups through every member, then deletes
+// messages by their handles the same way: each request that names one
+// group must reach the partition holding it, wherever the member it
+// arrived at is, so that every send and delete succeeds and each
+// partition holds exactly its groups' messages.
+func TestSplitQueueRoutesByGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three in-process members; skipped in -short mode")
+	}
+	c := newMemCluster(t, 3, 3, 38)
+	defer func() {
+		if t.Failed() {
+			for _, nd := range c.nodes {
+				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
+			}
+		}
+	}()
+	c.waitShards(4)
+	url := c.createQueue("ht.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
+	q := api.QueueKey{Account: "000000000000", Name: "ht.fifo"}
+	from := uint32(c.shardOf("ht.fifo"))
+
+	// The first group's leader splits it at 2^31 and moves partition 1
+	// to another shard.
+	one := q
+	one.Part = 1
+	to := from%3 + 1
+	c.retrying("split", func() error {
+		lead := c.leaderOf(0)
+		if lead == nil {
+			return fmt.Errorf("no leader of the first group")
+		}
+		n := lead.node()
+		if n == nil {
+			return fmt.Errorf("%s is not running", lead.id)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if n.Shards.Of(one) == 0 {
+			if _, err := n.Shards.Split(ctx, q, 1<<31); err != nil {
+				return err
+			}
+		}
+		_, err := n.Shards.Move(ctx, one, to)
+		return err
+	})
+
+	const groups = 40
+	var handles []string
+	for i := range groups {
+		g := "g" + strconv.Itoa(i)
+		via := c.nodes[i%len(c.nodes)]
+		cl := newClient(via.httpAddr, 10*time.Second)
+		c.retrying("send via "+via.id, func() error {
+			_, err := cl.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(g),
+				MessageGroupId: aws.String(g), MessageDeduplicationId: aws.String(g)})
+			return err
+		})
+	}
+
+	// Each partition holds its groups' messages, read at its shard's
+	// leader; their handles, received there, carry their group's hash.
+	want := map[uint32]int{}
+	for i := range groups {
+		if api.GroupHash("g"+strconv.Itoa(i)) < 1<<31 {
+			want[0]++
+		} else {
+			want[1]++
+		}
+	}
+	for part, shard := range map[uint32]uint32{0: from, 1: to} {
+		key := q
+		key.Part = part
+		var got []api.Message
+		c.retrying(fmt.Sprintf("receive in partition %d", part), func() error {
+			lead := c.leaderOf(shard)
+			if lead == nil || lead.node() == nil {
+				return fmt.Errorf("no leader of shard %d", shard)
+			}
+			l, ok := lead.node().Shards.Shard(shard)
+			if !ok {
+				return fmt.Errorf("%s holds no replica of shard %d", lead.id, shard)
+			}
+			got = got[:0]
+			for range groups {
+				ten, vis := 10, 600
+				res, err := l.Apply(context.Background(), &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Queue: key,
+					Request: &api.ReceiveMessageRequest{QueueUrl: q.Path(), MaxNumberOfMessages: &ten, VisibilityTimeout: &vis}})
+				if err != nil {
+					return err
+				}
+				msgs := res.(*api.ReceiveMessageResult).Messages
+				if len(msgs) == 0 {
+					break
+				}
+				got = append(got, msgs...)
+			}
+			return nil
+		})
+		if len(got) != want[part] {
+			t.Fatalf("partition %d holds %d messages, want %d", part, len(got), want[part])
+		}
+		for _, m := range got {
+			if h, ok := engine.HandleGroupHash(m.ReceiptHandle); !ok || h != api.GroupHash(m.Body) {
+				t.Fatalf("a handle of partition %d carries hash %d (%v), want group %s's", part, h, ok, m.Body)
+			}
+			handles = append(handles, m.ReceiptHandle)
+		}
+	}
+
+	// Deletes by handle, through every member, reach the partitions.
+	for i, h := range handles {
+		via := c.nodes[i%len(c.nodes)]
+		cl := newClient(via.httpAddr, 10*time.Second)
+		c.retrying("delete via "+via.id, func() error {
+			_, err := cl.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(h)})
+			return err
+		})
+	}
+	for part, shard := range map[uint32]uint32{0: from, 1: to} {
+		key := q
+		key.Part = part
+		c.retrying(fmt.Sprintf("count partition %d", part), func() error {
+			lead := c.leaderOf(shard)
+			if lead == nil || lead.node() == nil {
+				return fmt.Errorf("no leader of shard %d", shard)
+			}
+			l, _ := lead.node().Shards.Shard(shard)
+			var n int
+			l.Read(func(e *engine.Engine) { n, _ = e.StoredMessages(key) })
+			if n != 0 {
+				t.Fatalf("partition %d holds %d messages after every delete", part, n)
+			}
+			return nil
+		})
+	}
+}
