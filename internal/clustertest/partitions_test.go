@@ -3,12 +3,14 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -24,11 +26,12 @@ func (nd *memNode) node() *fifoqnode.Node {
 
 // TestSplitQueueRoutesByGroup splits a high-throughput FIFO queue of a
 // cluster with shards into two partitions, moves one to another shard,
-// and sends messages of many groups through every member, then deletes
-// messages by their handles the same way: each request that names one
-// group must reach the partition holding it, wherever the member it
-// arrived at is, so that every send and delete succeeds and each
-// partition holds exactly its groups' messages.
+// and sends messages of many groups through every member, one by one and
+// in batches over both partitions, then deletes messages by their handles
+// the same way: each request that names one group must reach the
+// partition holding it, and each batch be carried out in both, wherever
+// the member it arrived at is, so that every send and delete succeeds and
+// each partition holds exactly its groups' messages.
 func TestSplitQueueRoutesByGroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
@@ -84,11 +87,43 @@ func TestSplitQueueRoutesByGroup(t *testing.T) {
 		})
 	}
 
+	// Batches over both partitions, answered as one, entries in order.
+	var batched []string
+	for b := range 4 {
+		var entries []types.SendMessageBatchRequestEntry
+		for i := range 10 {
+			g := fmt.Sprintf("b%d-%d", b, i)
+			batched = append(batched, g)
+			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String("e" + strconv.Itoa(i)), MessageBody: aws.String(g),
+				MessageGroupId: aws.String(g), MessageDeduplicationId: aws.String(g)})
+		}
+		via := c.nodes[b%len(c.nodes)]
+		cl := newClient(via.httpAddr, 10*time.Second)
+		c.retrying("batch via "+via.id, func() error {
+			out, err := cl.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+			if err != nil {
+				return err
+			}
+			if len(out.Failed) != 0 || len(out.Successful) != len(entries) {
+				t.Fatalf("batch via %s: %d failed, %d of %d succeeded", via.id, len(out.Failed), len(out.Successful), len(entries))
+			}
+			for i, e := range out.Successful {
+				if *e.Id != "e"+strconv.Itoa(i) {
+					t.Fatalf("batch via %s answered entry %s at %d", via.id, *e.Id, i)
+				}
+			}
+			return nil
+		})
+	}
+
 	// Each partition holds its groups' messages, read at its shard's
 	// leader; their handles, received there, carry their group's hash.
 	want := map[uint32]int{}
 	for i := range groups {
-		if api.GroupHash("g"+strconv.Itoa(i)) < 1<<31 {
+		batched = append(batched, "g"+strconv.Itoa(i))
+	}
+	for _, g := range batched {
+		if api.GroupHash(g) < 1<<31 {
 			want[0]++
 		} else {
 			want[1]++
@@ -108,7 +143,7 @@ func TestSplitQueueRoutesByGroup(t *testing.T) {
 				return fmt.Errorf("%s holds no replica of shard %d", lead.id, shard)
 			}
 			got = got[:0]
-			for range groups {
+			for range len(batched) {
 				ten, vis := 10, 600
 				res, err := l.Apply(context.Background(), &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Queue: key,
 					Request: &api.ReceiveMessageRequest{QueueUrl: q.Path(), MaxNumberOfMessages: &ten, VisibilityTimeout: &vis}})
@@ -134,12 +169,30 @@ func TestSplitQueueRoutesByGroup(t *testing.T) {
 		}
 	}
 
-	// Deletes by handle, through every member, reach the partitions.
-	for i, h := range handles {
+	// Deletes by handle, through every member, reach the partitions: one
+	// by one, and in batches of both partitions' handles.
+	rand.New(rand.NewPCG(38, 38)).Shuffle(len(handles), func(i, j int) { handles[i], handles[j] = handles[j], handles[i] })
+	single, inBatches := handles[:groups], handles[groups:]
+	for i, h := range single {
 		via := c.nodes[i%len(c.nodes)]
 		cl := newClient(via.httpAddr, 10*time.Second)
 		c.retrying("delete via "+via.id, func() error {
 			_, err := cl.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(h)})
+			return err
+		})
+	}
+	for b := 0; b < len(inBatches); b += 10 {
+		var entries []types.DeleteMessageBatchRequestEntry
+		for i, h := range inBatches[b:min(b+10, len(inBatches))] {
+			entries = append(entries, types.DeleteMessageBatchRequestEntry{Id: aws.String("d" + strconv.Itoa(i)), ReceiptHandle: aws.String(h)})
+		}
+		via := c.nodes[b/10%len(c.nodes)]
+		cl := newClient(via.httpAddr, 10*time.Second)
+		c.retrying("delete batch via "+via.id, func() error {
+			out, err := cl.DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+			if err == nil && (len(out.Failed) != 0 || len(out.Successful) != len(entries)) {
+				t.Fatalf("delete batch via %s: %d failed, %d of %d succeeded", via.id, len(out.Failed), len(out.Successful), len(entries))
+			}
 			return err
 		})
 	}

@@ -55,6 +55,9 @@ type Shards interface {
 	// group of hash h (api.GroupHash), by this node's copy of the map: 0
 	// for a queue never split (internal/shards/partitions.go).
 	PartOf(q api.QueueKey, h uint32) uint32
+	// IsSplit reports whether queue q is split into partitions, by this
+	// node's copy of the map.
+	IsSplit(q api.QueueKey) bool
 	// Drain marks member id leaving, so that the map moves its replicas
 	// to the other members, and returns the shards the map still wants
 	// a replica of on it. Only on the first group's leader

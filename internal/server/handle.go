@@ -85,6 +85,18 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	traceHeaderAttribute(req, r.Header.Get("X-Amzn-Trace-Id"))
 	// A request a follower forwarded is answered as the follower saw it.
 	ctx := withTransport(r.Context(), forwardedSecure(r))
+	if s.sharded() && !fromPeer(r) {
+		// A batch over several partitions of a split queue is carried out
+		// in each, from here (partition_route.go).
+		if resp, spans, err := s.serveSpanningBatch(ctx, rec.scope, req); spans {
+			if err != nil {
+				fail(api.AsError(err))
+				return
+			}
+			writeAnswer(sw, r, proto, req.Action(), resp, rec.id)
+			return
+		}
+	}
 	if s.sharded() {
 		var forwarded bool
 		ctx, forwarded, err = s.serveInGroup(ctx, sw, r, body, rec.scope, req)
@@ -119,10 +131,16 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		rewriteQueueURLs(resp, forwardedBase(r))
 	}
 	defer s.holdAnswer(resp)()
-	if proto == protocol.Query && protocol.WantsQueryJSON(r) && protocol.WriteQueryJSON(sw, req.Action(), resp, rec.id) {
+	writeAnswer(sw, r, proto, req.Action(), resp, rec.id)
+}
+
+// writeAnswer writes the answer to request r of the given action, in the
+// protocol it came in (AWS Query answered in JSON where it asks so).
+func writeAnswer(w http.ResponseWriter, r *http.Request, proto protocol.Protocol, action api.Action, resp api.Response, id string) {
+	if proto == protocol.Query && protocol.WantsQueryJSON(r) && protocol.WriteQueryJSON(w, action, resp, id) {
 		return
 	}
-	protocol.WriteResponse(sw, proto, req.Action(), resp, rec.id)
+	protocol.WriteResponse(w, proto, action, resp, id)
 }
 
 // reserveBody counts a request's body against MaxBodyBytesInFlight before

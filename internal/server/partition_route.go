@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -64,7 +66,7 @@ func hintPart(r *http.Request) uint32 {
 // holding the message group it names, if it names one, by this node's
 // copy of the map; 0 for anything else, and for a queue never split.
 func (s *Server) partitionOf(q api.QueueKey, req api.Request) uint32 {
-	if s.shards == nil {
+	if s.shards == nil || !s.shards.IsSplit(q) {
 		return 0
 	}
 	var hashes []uint32
@@ -108,4 +110,175 @@ func (s *Server) partitionOf(q api.QueueKey, req api.Request) uint32 {
 		}
 	}
 	return part
+}
+
+// serveSpanningBatch carries out a batch on a split queue whose entries
+// fall in several partitions, and reports whether req was one: split
+// into one batch per partition, each carried out in its partition's
+// shard as the typed request (doSharded: over the node-to-node port, so
+// only between members that trust each other), the batches at once, and
+// answered as one batch, its entries in the order sent. The batch is
+// validated whole first, so that what SQS refuses of a batch (ids not
+// distinct, too many entries, too long) is refused whole. A batch that
+// fails in one partition fails whole, for the client to send it again:
+// what it did in the other partitions is repeated safely (a FIFO send is
+// deduplicated, and a delete or visibility change by the same handle does
+// the same thing again).
+func (s *Server) serveSpanningBatch(ctx context.Context, in api.Scope, req api.Request) (api.Response, bool, error) {
+	if !isMessageBatch(req) {
+		return nil, false, nil
+	}
+	q, named := s.queueOfRequest(in, req)
+	if !named {
+		return nil, false, nil
+	}
+	ids, parts := s.batchPartitions(q, req)
+	if len(parts) < 2 {
+		return nil, false, nil
+	}
+	if err := api.Validate(req); err != nil {
+		return nil, true, err
+	}
+	type answer struct {
+		resp api.Response
+		err  error
+	}
+	answers := make([]answer, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i].resp, answers[i].err = s.doSharded(ctx, in, q, subBatch(req, p.entries))
+		}()
+	}
+	wg.Wait()
+	for _, a := range answers {
+		if a.err != nil {
+			return nil, true, a.err
+		}
+	}
+	rank := func(id string) int { return ids[id] }
+	switch req.(type) {
+	case *api.SendMessageBatchRequest:
+		out := &api.SendMessageBatchResult{}
+		for _, a := range answers {
+			r := a.resp.(*api.SendMessageBatchResult)
+			out.Successful = append(out.Successful, r.Successful...)
+			out.Failed = append(out.Failed, r.Failed...)
+		}
+		slices.SortFunc(out.Successful, func(a, b api.SendMessageBatchResultEntry) int { return rank(a.Id) - rank(b.Id) })
+		slices.SortFunc(out.Failed, func(a, b api.BatchResultErrorEntry) int { return rank(a.Id) - rank(b.Id) })
+		return out, true, nil
+	default:
+		var ok []api.BatchResultEntry
+		var failed []api.BatchResultErrorEntry
+		for _, a := range answers {
+			switch r := a.resp.(type) {
+			case *api.DeleteMessageBatchResult:
+				ok, failed = append(ok, r.Successful...), append(failed, r.Failed...)
+			case *api.ChangeMessageVisibilityBatchResult:
+				ok, failed = append(ok, r.Successful...), append(failed, r.Failed...)
+			}
+		}
+		slices.SortFunc(ok, func(a, b api.BatchResultEntry) int { return rank(a.Id) - rank(b.Id) })
+		slices.SortFunc(failed, func(a, b api.BatchResultErrorEntry) int { return rank(a.Id) - rank(b.Id) })
+		if _, del := req.(*api.DeleteMessageBatchRequest); del {
+			return &api.DeleteMessageBatchResult{Successful: ok, Failed: failed}, true, nil
+		}
+		return &api.ChangeMessageVisibilityBatchResult{Successful: ok, Failed: failed}, true, nil
+	}
+}
+
+// isMessageBatch reports whether req is a batch of messages' actions.
+func isMessageBatch(req api.Request) bool {
+	switch req.(type) {
+	case *api.SendMessageBatchRequest, *api.DeleteMessageBatchRequest, *api.ChangeMessageVisibilityBatchRequest:
+		return true
+	}
+	return false
+}
+
+// batchPart is the entries of a batch (by their positions) that go to
+// one partition.
+type batchPart struct {
+	part    uint32
+	entries []int
+}
+
+// batchPartitions returns, for a batch on queue q, the position of each
+// entry by its Id, and the partitions its entries go to, in the order
+// each first appears: one for a batch that is no batch or a queue never
+// split. An entry whose handle carries no group's hash goes to partition
+// 0, which has its message or says it moved.
+func (s *Server) batchPartitions(q api.QueueKey, req api.Request) (map[string]int, []batchPart) {
+	if !isMessageBatch(req) || s.shards == nil || !s.shards.IsSplit(q) {
+		return nil, nil
+	}
+	var hashes []uint32
+	var hashed []bool
+	var ids []string
+	handle := func(id, h string) {
+		hash, ok := engine.HandleGroupHash(h)
+		ids, hashes, hashed = append(ids, id), append(hashes, hash), append(hashed, ok)
+	}
+	switch r := req.(type) {
+	case *api.SendMessageBatchRequest:
+		for _, e := range r.Entries {
+			ids, hashes, hashed = append(ids, e.Id), append(hashes, api.GroupHash(e.MessageGroupId)), append(hashed, true)
+		}
+	case *api.DeleteMessageBatchRequest:
+		for _, e := range r.Entries {
+			handle(e.Id, e.ReceiptHandle)
+		}
+	case *api.ChangeMessageVisibilityBatchRequest:
+		for _, e := range r.Entries {
+			handle(e.Id, e.ReceiptHandle)
+		}
+	}
+	var parts []batchPart
+	pos := map[string]int{}
+	for i, h := range hashes {
+		pos[ids[i]] = i
+		var part uint32
+		if hashed[i] {
+			part = s.shards.PartOf(q, h)
+		}
+		j := slices.IndexFunc(parts, func(p batchPart) bool { return p.part == part })
+		if j < 0 {
+			parts = append(parts, batchPart{part: part})
+			j = len(parts) - 1
+		}
+		parts[j].entries = append(parts[j].entries, i)
+	}
+	return pos, parts
+}
+
+// subBatch returns a copy of batch req holding the entries at positions
+// idx, in their order.
+func subBatch(req api.Request, idx []int) api.Request {
+	switch r := req.(type) {
+	case *api.SendMessageBatchRequest:
+		out := *r
+		out.Entries = nil
+		for _, i := range idx {
+			out.Entries = append(out.Entries, r.Entries[i])
+		}
+		return &out
+	case *api.DeleteMessageBatchRequest:
+		out := *r
+		out.Entries = nil
+		for _, i := range idx {
+			out.Entries = append(out.Entries, r.Entries[i])
+		}
+		return &out
+	case *api.ChangeMessageVisibilityBatchRequest:
+		out := *r
+		out.Entries = nil
+		for _, i := range idx {
+			out.Entries = append(out.Entries, r.Entries[i])
+		}
+		return &out
+	}
+	return req
 }

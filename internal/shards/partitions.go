@@ -162,12 +162,21 @@ func (s *Set) Layout(q api.QueueKey) (Layout, bool) {
 // split, or merged back whole. Every request for a message group asks it:
 // a layout read is cached while the map's epoch is the one it was read
 // with (a split or merge flips the epoch with the layout).
-func (s *Set) PartOf(q api.QueueKey, h uint32) uint32 {
+func (s *Set) PartOf(q api.QueueKey, h uint32) uint32 { return s.cachedLayout(q).partOf(h) }
+
+// IsSplit reports whether queue q (whatever q.Part) is split into
+// partitions, by this node's copy of the map: what a request asks first,
+// so that one on a queue never split costs no more.
+func (s *Set) IsSplit(q api.QueueKey) bool { return s.cachedLayout(q).layout != nil }
+
+// cachedLayout returns q's layout as this node's map has it, read again
+// only once the map's epoch changed since it was read.
+func (s *Set) cachedLayout(q api.QueueKey) cachedLayout {
 	q.Part = 0
 	epoch := s.epoch.Load()
 	if v, ok := s.layouts.Load(q); ok {
 		if c := v.(cachedLayout); epoch != nil && c.epoch == *epoch {
-			return c.partOf(h)
+			return c
 		}
 	}
 	var rec, at string
@@ -177,7 +186,7 @@ func (s *Set) PartOf(q api.QueueKey, h uint32) uint32 {
 		c.layout = &l
 	}
 	s.layouts.Store(q, c)
-	return c.partOf(h)
+	return c
 }
 
 // cachedLayout is a queue's layout as PartOf read it (nil: whole), with
