@@ -13,6 +13,9 @@
 //     the one node restored, named without an address ("ID"): that
 //     node's replica exists already, and a member is reached at its
 //     address in the first group's membership.
+//   - "shards/N/first": the incarnations of shard N's first replicas,
+//     written just before "shards/N": only those data dirs bootstrap it
+//     (a member replaced since waits to be added, bootReplicas).
 //   - "shards/N/want": the replicas shard N is to have now, its first
 //     the node the map prefers to lead it; absent, the first replicas.
 //     The first group's leader rewrites it as the cluster's voters change
@@ -162,6 +165,9 @@ type Set struct {
 	// partsMu keeps this node to one split or merge at a time
 	// (partitions.go).
 	partsMu sync.Mutex
+	// extendSince is when this node first tried to add shards to the map
+	// (extend, in the follow loop only).
+	extendSince time.Time
 	// unmovable: until when the balancer passes over each queue that
 	// would not move; lastQueueBalance: when it last looked. Both only
 	// touched by the goroutine resuming moves, as is lastCommands.
@@ -446,7 +452,7 @@ func (s *Set) openNamed() error {
 		}
 		cfg := s.cfg.Shard
 		cfg.Dir = dir
-		cfg.Shard = &replog.ShardConfig{ID: id, Host: s.host, Replicas: replicas, Want: func() []replog.Peer { return s.Replicas(id) }, Log: shared}
+		cfg.Shard = &replog.ShardConfig{ID: id, Host: s.host, Replicas: s.bootReplicas(id, replicas), Want: func() []replog.Peer { return s.Replicas(id) }, Log: shared}
 		if s.cfg.Observe != nil {
 			cfg.Observer = s.cfg.Observe(id)
 		}
@@ -693,16 +699,74 @@ func (s *Set) extend() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	incarnations := map[placement.NodeID]string{placement.NodeID(s.host.NodeID()): s.host.Incarnation()}
+	if members, err := s.host.Members(); err == nil {
+		for _, m := range members {
+			if m.Incarnation != "" {
+				incarnations[placement.NodeID(m.ID)] = m.Incarnation
+			}
+		}
+	}
+	if s.extendSince.IsZero() {
+		s.extendSince = time.Now()
+	}
 	for _, sh := range m.Shards[1:] {
 		id := uint32(sh.ID)
 		if _, ok := have[id]; ok {
 			continue
+		}
+		// The incarnations first, so that a node that reads the shard's
+		// record reads them too (bootReplicas). The leader learns its
+		// members' within a second of their hellos: it waits for them a
+		// while (a member down at the start has none to give), then
+		// makes the shard without.
+		first := make([]string, len(sh.Replicas))
+		for i, n := range sh.Replicas {
+			if incarnations[n] == "" && time.Since(s.extendSince) < incarnationWait {
+				return nil
+			}
+			first[i] = string(n) + "=" + incarnations[n]
+		}
+		if err := s.setOnce(ctx, firstKey(id), strings.Join(first, ",")); err != nil {
+			return err
 		}
 		if err := s.setOnce(ctx, shardPrefix+strconv.FormatUint(uint64(id), 10), peerList(sh.Replicas, addr)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// incarnationWait bounds how long extend waits to learn the incarnations
+// of a new shard's first replicas before it makes the shard without them.
+const incarnationWait = 30 * time.Second
+
+// firstKey is the record of the incarnations of shard id's first
+// replicas, "ID=INCARNATION,..." (an incarnation unknown is empty),
+// written with the shard's record.
+func firstKey(id uint32) string { return shardPrefix + strconv.FormatUint(uint64(id), 10) + "/first" }
+
+// bootReplicas returns the first replicas of shard id this node opens its
+// replica with (replicas, from the map): a replica with no state
+// bootstraps the shard with them if this node is among them. Only the
+// data dir that was among them may: a member whose data dir was replaced
+// since (a new incarnation, rejoined under the same id) and whom the map
+// gives a replica of the shard again must wait to be added, as any new
+// replica does, or it would start the shard anew beside the one running,
+// with a membership long gone, and refuse the votes of the replicas it
+// does not know. A shard made before its first replicas' incarnations were
+// recorded is opened as before.
+func (s *Set) bootReplicas(id uint32, replicas []replog.Peer) []replog.Peer {
+	var rec string
+	s.host.Read(func(e *engine.Engine) { rec = e.Meta(firstKey(id)) })
+	self, mine := s.host.NodeID(), s.host.Incarnation()
+	for _, item := range strings.Split(rec, ",") {
+		node, inc, _ := strings.Cut(item, "=")
+		if node == self && inc != "" && inc != mine {
+			return slices.DeleteFunc(slices.Clone(replicas), func(p replog.Peer) bool { return p.ID == self })
+		}
+	}
+	return replicas
 }
 
 // voters returns the first group's voters that may hold replicas (all

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -284,6 +285,37 @@ func TestParseRecord(t *testing.T) {
 	for _, bad := range []string{"n3", "n1=nowhere", "a b"} {
 		if got, err := s.parseRecord(bad); err == nil {
 			t.Errorf("parseRecord(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
+// TestReplacedMemberDoesNotBootstrap checks who bootstraps a shard: its
+// first replicas' data dirs, whose incarnations the map records with the
+// shard; a member replaced since (another incarnation under the same id)
+// waits to be added, and a shard made before the incarnations were
+// recorded is opened as before.
+func TestReplacedMemberDoesNotBootstrap(t *testing.T) {
+	host, set := openMember(t, t.TempDir(), 2)
+	self := replog.Peer{ID: "n1", Addr: "a1"}
+	other := replog.Peer{ID: "n2", Addr: "a2"}
+	if v := set.meta(firstKey(1)); v != "n1="+host.Incarnation() {
+		t.Fatalf("shard 1's first replicas' incarnations recorded as %q, want n1=%s", v, host.Incarnation())
+	}
+	for _, c := range []struct {
+		rec  string
+		boot bool
+	}{
+		{"", true}, // a shard from before the record
+		{"n1=" + host.Incarnation() + ",n2=x", true}, // this data dir
+		{"n1=,n2=x", true},                           // an incarnation unknown then
+		{"n1=another,n2=x", false},                   // a data dir replaced since
+	} {
+		if err := set.setMeta(t.Context(), firstKey(7), c.rec); err != nil {
+			t.Fatal(err)
+		}
+		got := set.bootReplicas(7, []replog.Peer{self, other})
+		if boots := slices.ContainsFunc(got, func(p replog.Peer) bool { return p.ID == "n1" }); boots != c.boot || !slices.Contains(got, other) {
+			t.Fatalf("record %q: boot replicas %v, want n1 among them: %v", c.rec, got, c.boot)
 		}
 	}
 }
