@@ -190,11 +190,15 @@ func (s *Set) Move(ctx context.Context, q api.QueueKey, to uint32) (uint32, erro
 	if from == to {
 		return from, nil
 	}
+	m := moveRecord{id: newMoveID(), from: from, to: to}
+	s.recordMu.Lock()
 	if s.meta(splitKey(q)) != "" {
+		s.recordMu.Unlock()
 		return from, ErrSplitUnderWay // moved once it is split or merged
 	}
-	m := moveRecord{id: newMoveID(), from: from, to: to}
-	if err := s.setOnce(ctx, moveKey(q), m.String()); err != nil {
+	err := s.setOnce(ctx, moveKey(q), m.String())
+	s.recordMu.Unlock()
+	if err != nil {
 		return from, err
 	}
 	var v string

@@ -328,6 +328,8 @@ func (s *Set) partsReady(ctx context.Context) error {
 // record writes rec, the split or merge of partition q, unless another is
 // under way, or one of the partitions it changes (touched) moves.
 func (s *Set) record(ctx context.Context, q api.QueueKey, rec splitRecord, touched ...api.QueueKey) error {
+	s.recordMu.Lock()
+	defer s.recordMu.Unlock()
 	for _, t := range touched {
 		if s.meta(moveKey(t)) != "" {
 			return ErrMoveUnderWay

@@ -163,8 +163,11 @@ type Set struct {
 	// emptiest shard of the moment.
 	placeMu sync.Mutex
 	// partsMu keeps this node to one split or merge at a time
-	// (partitions.go).
-	partsMu sync.Mutex
+	// (partitions.go); recordMu makes the check that a partition neither
+	// moves nor splits already, and the record that it now does, one
+	// step, so that a partition never has both records.
+	partsMu  sync.Mutex
+	recordMu sync.Mutex
 	// extendSince is when this node first tried to add shards to the map
 	// (extend, in the follow loop only).
 	extendSince time.Time
