@@ -25,11 +25,12 @@ import (
 // to (hdrPart); a layout that lags only sends a group to a partition
 // that no longer holds it, which answers the retryable moving error.
 //
-// What names no single group, or several (receives, batches across
-// partitions, handles from before the queue's first split, the queue's
-// attributes), still goes to partition 0: routing those over every
-// partition is the next step, and until it is built nothing splits a
-// queue outside the tests.
+// A batch whose entries fall in several partitions is split where it
+// arrives (serveSpanningBatch). What names no single group (receives,
+// handles from before the queue's first split, the queue's attributes)
+// still goes to partition 0: routing those over every partition is the
+// next step, and until it is built nothing splits a queue outside the
+// tests.
 
 // hdrPart names, on a request forwarded to another member, the partition
 // of a split queue it was routed to; absent for partition 0.
