@@ -70,47 +70,30 @@ func (s *Server) partitionOf(q api.QueueKey, req api.Request) uint32 {
 	if s.shards == nil || !s.shards.IsSplit(q) {
 		return 0
 	}
-	var hashes []uint32
-	unhashed := false // a receipt handle that carries no group's hash
-	handle := func(h string) {
-		hash, ok := engine.HandleGroupHash(h)
-		unhashed = unhashed || !ok
-		hashes = append(hashes, hash)
-	}
+	var h string
 	switch r := req.(type) {
 	case *api.SendMessageRequest:
-		if r.MessageGroupId != "" {
-			hashes = append(hashes, api.GroupHash(r.MessageGroupId))
+		if r.MessageGroupId == "" {
+			return 0
 		}
-	case *api.SendMessageBatchRequest:
-		for _, e := range r.Entries {
-			hashes = append(hashes, api.GroupHash(e.MessageGroupId))
-		}
+		return s.shards.PartOf(q, api.GroupHash(r.MessageGroupId))
 	case *api.DeleteMessageRequest:
-		handle(r.ReceiptHandle)
+		h = r.ReceiptHandle
 	case *api.ChangeMessageVisibilityRequest:
-		handle(r.ReceiptHandle)
-	case *api.DeleteMessageBatchRequest:
-		for _, e := range r.Entries {
-			handle(e.ReceiptHandle)
+		h = r.ReceiptHandle
+	default:
+		if _, parts := s.batchPartitions(q, req); len(parts) == 1 {
+			return parts[0].part
 		}
-	case *api.ChangeMessageVisibilityBatchRequest:
-		for _, e := range r.Entries {
-			handle(e.ReceiptHandle)
-		}
+		return 0 // no group, or several partitions' groups
 	}
-	if len(hashes) == 0 || unhashed {
+	hash, ok := engine.HandleGroupHash(h)
+	if !ok {
 		// A handle of a queue never split, or from before its first
 		// split: partition 0 has its message, or says it moved.
 		return 0
 	}
-	part := s.shards.PartOf(q, hashes[0])
-	for _, h := range hashes[1:] {
-		if s.shards.PartOf(q, h) != part {
-			return 0 // several partitions' groups: not routed by group yet
-		}
-	}
-	return part
+	return s.shards.PartOf(q, hash)
 }
 
 // serveSpanningBatch carries out a batch on a split queue whose entries
@@ -216,17 +199,30 @@ func (s *Server) batchPartitions(q api.QueueKey, req api.Request) (map[string]in
 	if !isMessageBatch(req) || s.shards == nil || !s.shards.IsSplit(q) {
 		return nil, nil
 	}
-	var hashes []uint32
-	var hashed []bool
-	var ids []string
+	pos := map[string]int{}
+	var parts []batchPart
+	n := 0 // entries seen
+	add := func(id string, part uint32) {
+		pos[id] = n
+		j := slices.IndexFunc(parts, func(p batchPart) bool { return p.part == part })
+		if j < 0 {
+			parts = append(parts, batchPart{part: part})
+			j = len(parts) - 1
+		}
+		parts[j].entries = append(parts[j].entries, n)
+		n++
+	}
 	handle := func(id, h string) {
-		hash, ok := engine.HandleGroupHash(h)
-		ids, hashes, hashed = append(ids, id), append(hashes, hash), append(hashed, ok)
+		var part uint32
+		if hash, ok := engine.HandleGroupHash(h); ok {
+			part = s.shards.PartOf(q, hash)
+		}
+		add(id, part)
 	}
 	switch r := req.(type) {
 	case *api.SendMessageBatchRequest:
 		for _, e := range r.Entries {
-			ids, hashes, hashed = append(ids, e.Id), append(hashes, api.GroupHash(e.MessageGroupId)), append(hashed, true)
+			add(e.Id, s.shards.PartOf(q, api.GroupHash(e.MessageGroupId)))
 		}
 	case *api.DeleteMessageBatchRequest:
 		for _, e := range r.Entries {
@@ -236,21 +232,6 @@ func (s *Server) batchPartitions(q api.QueueKey, req api.Request) (map[string]in
 		for _, e := range r.Entries {
 			handle(e.Id, e.ReceiptHandle)
 		}
-	}
-	var parts []batchPart
-	pos := map[string]int{}
-	for i, h := range hashes {
-		pos[ids[i]] = i
-		var part uint32
-		if hashed[i] {
-			part = s.shards.PartOf(q, h)
-		}
-		j := slices.IndexFunc(parts, func(p batchPart) bool { return p.part == part })
-		if j < 0 {
-			parts = append(parts, batchPart{part: part})
-			j = len(parts) - 1
-		}
-		parts[j].entries = append(parts[j].entries, i)
 	}
 	return pos, parts
 }
@@ -261,25 +242,25 @@ func subBatch(req api.Request, idx []int) api.Request {
 	switch r := req.(type) {
 	case *api.SendMessageBatchRequest:
 		out := *r
-		out.Entries = nil
-		for _, i := range idx {
-			out.Entries = append(out.Entries, r.Entries[i])
-		}
+		out.Entries = pick(r.Entries, idx)
 		return &out
 	case *api.DeleteMessageBatchRequest:
 		out := *r
-		out.Entries = nil
-		for _, i := range idx {
-			out.Entries = append(out.Entries, r.Entries[i])
-		}
+		out.Entries = pick(r.Entries, idx)
 		return &out
 	case *api.ChangeMessageVisibilityBatchRequest:
 		out := *r
-		out.Entries = nil
-		for _, i := range idx {
-			out.Entries = append(out.Entries, r.Entries[i])
-		}
+		out.Entries = pick(r.Entries, idx)
 		return &out
 	}
 	return req
+}
+
+// pick returns the items of all at positions idx, in their order.
+func pick[E any](all []E, idx []int) []E {
+	out := make([]E, len(idx))
+	for i, j := range idx {
+		out[i] = all[j]
+	}
+	return out
 }

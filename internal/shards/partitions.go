@@ -264,7 +264,7 @@ func (s *Set) Split(ctx context.Context, q api.QueueKey, at uint32) (uint32, err
 	if s.Of(q) == 0 {
 		return 0, ErrNoPartition
 	}
-	l, _ := s.layoutOrWhole(q)
+	l := s.layoutOrWhole(q)
 	i := slices.IndexFunc(l.Parts, func(p PartRange) bool { return p.Part == q.Part })
 	if i < 0 {
 		return 0, ErrNoPartition
@@ -345,12 +345,12 @@ func (s *Set) record(ctx context.Context, q api.QueueKey, rec splitRecord, touch
 }
 
 // layoutOrWhole returns q's layout, or that of a whole queue, which is
-// partition 0 alone; and whether it is split.
-func (s *Set) layoutOrWhole(q api.QueueKey) (Layout, bool) {
+// partition 0 alone.
+func (s *Set) layoutOrWhole(q api.QueueKey) Layout {
 	if l, ok := s.Layout(q); ok {
-		return l, len(l.Parts) > 1
+		return l
 	}
-	return Layout{Next: 1, Parts: []PartRange{{Part: 0, Lo: 0}}}, false
+	return Layout{Next: 1, Parts: []PartRange{{Part: 0, Lo: 0}}}
 }
 
 // meta reads a record of the first group's state.
@@ -434,7 +434,7 @@ func (s *Set) driveSplit(ctx context.Context, q api.QueueKey, rec splitRecord) e
 	s.Forget(q)
 	s.Forget(other)
 	shard := s.Of(q)
-	l, _ := s.layoutOrWhole(q)
+	l := s.layoutOrWhole(q)
 	i := slices.IndexFunc(l.Parts, func(p PartRange) bool { return p.Part == q.Part })
 	if shard == 0 || i < 0 {
 		// The queue is gone, or the partition merged away: nothing to do.
