@@ -192,6 +192,10 @@ type clusterState struct {
 	// clampWarned: the leader said it held command times back, since the
 	// last check of its clock.
 	clampWarned atomic.Bool
+	// match is how far each follower's log matches this leader's, for a
+	// shard (nil for a node's first group, whose new members' catch-up
+	// the server checks: internal/server's promote).
+	match *replicaMatch
 }
 
 // tune sets Raft's timing for a network of nodes.

@@ -111,6 +111,7 @@ func (o *opening) openShardNetwork() error {
 	if err != nil {
 		return err
 	}
+	match := &replicaMatch{}
 	trans := raftnet.NewNetworkTransportWithConfig(&raftnet.NetworkTransportConfig{
 		Stream:            layer,
 		MaxPool:           3,
@@ -119,10 +120,11 @@ func (o *opening) openShardNetwork() error {
 		Logger:            o.hlog,
 		SendBufferSize:    shardStreamBuffer,
 		ReceiveBufferSize: shardStreamBuffer,
+		OnAppendEntries:   match.observe,
 	})
 	o.addr, o.transport = raft.ServerAddress(host.cluster.cfg.RaftAddr), trans
 	o.cluster = &clusterState{cfg: host.cluster.cfg, mux: host.cluster.mux, trans: trans, changed: make(chan struct{}),
-		learn: make(chan struct{}, 1), clockOff: host.cluster.clockOff, peersOff: host.cluster.peersOff}
+		learn: make(chan struct{}, 1), clockOff: host.cluster.clockOff, peersOff: host.cluster.peersOff, match: match}
 	o.undo.push(func() { trans.Close() })
 	return nil
 }
@@ -188,10 +190,11 @@ func (l *Raft) wanted() (map[raft.ServerID]raft.Server, error) {
 //     added before it is removed would have to catch up before the
 //     group could commit again (its quorum would count the dead
 //     replica);
-//  2. a wanted replica is added (or its address corrected);
+//  2. a wanted replica is added (or its address corrected), without a
+//     vote, and made a voter once it has caught up (replicaMatch);
 //  3. a replica no longer wanted is removed, after the one that replaces
-//     it was added: a move between two live nodes keeps the group's
-//     quorum whole. A leader that is itself no longer wanted hands its
+//     it votes: a move between two live nodes keeps the group's quorum
+//     whole. A leader that is itself no longer wanted hands its
 //     leadership to a wanted replica first.
 func (l *Raft) matchWanted() error {
 	want, err := l.wanted()
@@ -224,17 +227,33 @@ func (l *Raft) matchWanted() error {
 			return l.logChange("remove the replica of a departed or unreachable node", id, l.raft.RemoveServer(id, 0, timeout).Error())
 		}
 	}
+	waiting := false
 	for _, id := range sortedIDs(want) {
 		w := want[id]
 		h, ok := have[id]
 		switch {
 		case ok && h.Address == w.Address && h.Suffrage == w.Suffrage:
 			continue
-		case w.Suffrage == raft.Voter:
-			return l.logChange("add voter", id, l.raft.AddVoter(id, w.Address, 0, timeout).Error())
+		case ok && h.Address == w.Address && w.Suffrage == raft.Voter:
+			caught, at, target := l.cluster.match.caughtUp(id, l.raft.CurrentTerm(), l.raft.LastIndex())
+			if !caught {
+				l.logger.Debug("shard: a new replica is catching up before it votes", "node_id", id, "matched", at, "target", target)
+				waiting = true
+				continue
+			}
+			return l.logChange("make a caught-up replica a voter", id, l.raft.AddVoter(id, w.Address, 0, timeout).Error())
+		case ok && h.Suffrage == raft.Voter:
+			return l.logChange("correct a voter's address", id, l.raft.AddVoter(id, w.Address, 0, timeout).Error())
 		default:
+			// A replica joins without a vote, whatever it is wanted
+			// as: a voter once it has caught up (replicaMatch).
 			return l.logChange("add non-voter", id, l.raft.AddNonvoter(id, w.Address, 0, timeout).Error())
 		}
+	}
+	if waiting {
+		// A replica no longer wanted stays until the one that replaces
+		// it votes: the group keeps as many voters meanwhile.
+		return nil
 	}
 	for _, id := range sortedIDs(have) {
 		if _, ok := want[id]; ok {

@@ -343,3 +343,92 @@ func TestNoLeadershipHandedToAnUnreachableMember(t *testing.T) {
 		t.Fatal("the leader lost its leadership to a refused hand-over")
 	}
 }
+
+// TestShardAddsAReplicaAsANonvoterUntilItCatchesUp: a shard's map wants a
+// replica on a node that does not yet hold it (its replica not open, as
+// on a node still starting, or one whose first snapshot is on its way).
+// The leader adds it without a vote, and makes it a voter only once it
+// has caught up: added as a voter at once, it would count in the group's
+// quorum while it could not answer, and the loss of one more replica
+// would stop every write (as a 350-move soak found: a shard leaderless
+// for good after its leader crashed beside such a change).
+func TestShardAddsAReplicaAsANonvoterUntilItCatchesUp(t *testing.T) {
+	base := startCluster(t, 4, nil)
+	nodes := make([]*shardNode, len(base))
+	var all []Peer
+	for i, nd := range base {
+		all = append(all, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
+		nodes[i] = &shardNode{testNode: nd}
+	}
+	first := all[:3]
+	var want atomic.Pointer[[]Peer]
+	want.Store(&first)
+	openShard := func(nd *shardNode) {
+		nd.openShardsWith(t, 1, first, func(cfg *RaftConfig) { cfg.Shard.Want = func() []Peer { return *want.Load() } })
+	}
+	for _, nd := range nodes[:3] {
+		openShard(nd)
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.close()
+		}
+	})
+	c := newClock()
+	leader := shardLeader(t, nodes[:3], 1)
+	createFIFO(t, leader, c)
+	send(t, leader, c, 0)
+
+	// The map wants n4's replica too, which is not open: the leader adds
+	// it, and it must not vote.
+	want.Store(&all)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ms, _ := shardLeader(t, nodes[:3], 1).Members()
+		var n4 *Member
+		for i := range ms {
+			if ms[i].ID == "n4" {
+				n4 = &ms[i]
+			}
+		}
+		if n4 != nil && n4.Voter {
+			t.Fatalf("the shard made n4 a voter before its replica held anything: members %v", ms)
+		}
+		if n4 != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shard did not add n4's replica in 20 s: members %v", ms)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second) // a few of the leader's rounds: still no vote
+	if ms, _ := shardLeader(t, nodes[:3], 1).Members(); slices.Contains(memberIDs(ms), "n4") {
+		t.Fatalf("the shard made n4 a voter before its replica held anything: members %v", ms)
+	}
+
+	// One of the three replicas stops: the two left are still a quorum
+	// of the shard's voters, and take writes.
+	leader = shardLeader(t, nodes[:3], 1)
+	var live []*shardNode
+	stopped := false
+	for _, nd := range nodes[:3] {
+		if !stopped && nd.shards[0] != leader {
+			nd.shards[0].Close()
+			stopped = true
+			continue
+		}
+		live = append(live, nd)
+	}
+	send(t, shardLeader(t, live, 1), c, 1)
+
+	// n4 opens its replica: it catches up, and then votes.
+	openShard(nodes[3])
+	live = append(live, nodes[3])
+	waitShardMembers(t, live, 1, "n1", "n2", "n3", "n4")
+	l := shardLeader(t, live, 1)
+	waitApplied(t, &testNode{id: "n4", log: nodes[3].shards[0]}, l.raft.LastIndex())
+	if got := queueDepth(&testNode{log: nodes[3].shards[0]}); got != 2 {
+		t.Fatalf("n4's replica holds %d messages, want 2", got)
+	}
+}

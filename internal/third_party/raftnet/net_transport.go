@@ -114,6 +114,8 @@ type NetworkTransport struct {
 
 	// fifoq: the sizes of the streams' buffers (NetworkTransportConfig).
 	sendBufferSize, receiveBufferSize int
+	// fifoq: called with every answered AppendEntries (NetworkTransportConfig).
+	onAppendEntries func(id raft.ServerID, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse)
 }
 
 // NetworkTransportConfig encapsulates configuration for the network transport layer.
@@ -178,6 +180,13 @@ type NetworkTransportConfig struct {
 	// (connSendBufferSize, connReceiveBufferSize). A message larger than
 	// a buffer passes through it in pieces, on the wire as upstream's.
 	SendBufferSize, ReceiveBufferSize int
+
+	// fifoq: OnAppendEntries, if not nil, is called with every
+	// AppendEntries request this transport sent and the follower's
+	// answer, as the answer arrives (also through a pipeline), so that a
+	// leader can learn how far each follower's log matches its own,
+	// which hashicorp/raft keeps to itself. It must not block.
+	OnAppendEntries func(id raft.ServerID, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse)
 }
 
 // ServerAddressProvider is a target address to which we invoke an RPC when establishing a connection
@@ -209,6 +218,7 @@ func (n *netConn) Release() error {
 type netPipeline struct {
 	conn  *netConn
 	trans *NetworkTransport
+	id    raft.ServerID // fifoq: the follower, for onAppendEntries
 
 	doneCh       chan raft.AppendFuture
 	inprogressCh chan *appendFuture
@@ -248,6 +258,7 @@ func NewNetworkTransportWithConfig(
 		msgpackUseNewTimeFormat: config.MsgpackUseNewTimeFormat,
 		sendBufferSize:          config.SendBufferSize,
 		receiveBufferSize:       config.ReceiveBufferSize,
+		onAppendEntries:         config.OnAppendEntries,
 	}
 	if trans.sendBufferSize <= 0 {
 		trans.sendBufferSize = connSendBufferSize
@@ -478,12 +489,18 @@ func (n *NetworkTransport) AppendEntriesPipeline(id raft.ServerID, target raft.S
 	}
 
 	// Create the pipeline
-	return newNetPipeline(n, conn, n.maxInFlight), nil
+	p := newNetPipeline(n, conn, n.maxInFlight)
+	p.id = id
+	return p, nil
 }
 
 // AppendEntries implements the Transport interface.
 func (n *NetworkTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	return n.genericRPC(id, target, rpcAppendEntries, args, resp)
+	err := n.genericRPC(id, target, rpcAppendEntries, args, resp)
+	if err == nil && n.onAppendEntries != nil {
+		n.onAppendEntries(id, args, resp)
+	}
+	return err
 }
 
 // RequestVote implements the Transport interface.
@@ -864,6 +881,9 @@ func (n *netPipeline) decodeResponses() {
 			}
 
 			_, err := decodeResponse(n.conn, future.resp)
+			if err == nil && n.trans.onAppendEntries != nil {
+				n.trans.onAppendEntries(n.id, future.args, future.resp)
+			}
 			future.respond(err)
 			select {
 			case n.doneCh <- future:
