@@ -24,6 +24,41 @@ func (nd *memNode) node() *fifoqnode.Node {
 	return nd.n
 }
 
+// splitHTQueue creates high-throughput FIFO queue name in c (of 3 nodes
+// and 3 shards), splits it at 2^31 and moves partition 1 to another shard
+// than partition 0's; it returns the queue's URL and key, and the shards
+// of partitions 0 and 1.
+func (c *memCluster) splitHTQueue(name string) (url string, q api.QueueKey, from, to uint32) {
+	c.t.Helper()
+	c.waitShards(4)
+	url = c.createQueue(name, map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
+	q = api.QueueKey{Account: "000000000000", Name: name}
+	from = uint32(c.shardOf(name))
+	one := q
+	one.Part = 1
+	to = from%3 + 1
+	c.retrying("split", func() error {
+		lead := c.leaderOf(0)
+		if lead == nil {
+			return fmt.Errorf("no leader of the first group")
+		}
+		n := lead.node()
+		if n == nil {
+			return fmt.Errorf("%s is not running", lead.id)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if n.Shards.Of(one) == 0 {
+			if _, err := n.Shards.Split(ctx, q, 1<<31); err != nil {
+				return err
+			}
+		}
+		_, err := n.Shards.Move(ctx, one, to)
+		return err
+	})
+	return url, q, from, to
+}
+
 // TestSplitQueueRoutesByGroup splits a high-throughput FIFO queue of a
 // cluster with shards into two partitions, moves one to another shard,
 // and sends messages of many groups through every member, one by one and
@@ -44,35 +79,7 @@ func TestSplitQueueRoutesByGroup(t *testing.T) {
 			}
 		}
 	}()
-	c.waitShards(4)
-	url := c.createQueue("ht.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
-	q := api.QueueKey{Account: "000000000000", Name: "ht.fifo"}
-	from := uint32(c.shardOf("ht.fifo"))
-
-	// The first group's leader splits it at 2^31 and moves partition 1
-	// to another shard.
-	one := q
-	one.Part = 1
-	to := from%3 + 1
-	c.retrying("split", func() error {
-		lead := c.leaderOf(0)
-		if lead == nil {
-			return fmt.Errorf("no leader of the first group")
-		}
-		n := lead.node()
-		if n == nil {
-			return fmt.Errorf("%s is not running", lead.id)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if n.Shards.Of(one) == 0 {
-			if _, err := n.Shards.Split(ctx, q, 1<<31); err != nil {
-				return err
-			}
-		}
-		_, err := n.Shards.Move(ctx, one, to)
-		return err
-	})
+	url, q, from, to := c.splitHTQueue("ht.fifo")
 
 	const groups = 40
 	var handles []string
@@ -212,5 +219,172 @@ func TestSplitQueueRoutesByGroup(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// TestSplitQueueReceivesFromEveryPartition: a receive of a split queue,
+// through any member, reaches every partition (each in its own shard),
+// never returns more than it may, returns again what it returned to a
+// retry of its ReceiveRequestAttemptId, and a long poll is woken by a
+// message sent to any partition.
+func TestSplitQueueReceivesFromEveryPartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three in-process members; skipped in -short mode")
+	}
+	c := newMemCluster(t, 3, 3, 39)
+	defer func() {
+		if t.Failed() {
+			for _, nd := range c.nodes {
+				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
+			}
+		}
+	}()
+	url, _, _, _ := c.splitHTQueue("ht.fifo")
+	clients := make([]*sqs.Client, len(c.nodes))
+	for i, nd := range c.nodes {
+		clients[i] = newClient(nd.httpAddr, 30*time.Second)
+	}
+	// Two messages in each of 20 groups, of both partitions.
+	const groups = 20
+	sent := map[string][]string{}
+	var inOne, inTwo int
+	for i := range groups {
+		g := "g" + strconv.Itoa(i)
+		if api.GroupHash(g) < 1<<31 {
+			inOne++
+		} else {
+			inTwo++
+		}
+		for k := range 2 {
+			body := fmt.Sprintf("%s-%d", g, k)
+			sent[g] = append(sent[g], body)
+			c.retrying("send "+body, func() error {
+				_, err := clients[i%len(clients)].SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url),
+					MessageBody: aws.String(body), MessageGroupId: aws.String(g), MessageDeduplicationId: aws.String(body)})
+				return err
+			})
+		}
+	}
+	if inOne == 0 || inTwo == 0 {
+		t.Fatalf("the groups fall in one partition only (%d and %d)", inOne, inTwo)
+	}
+
+	// A receive with an attempt id, and its retry through another
+	// member: the same messages.
+	receive := func(via int, in *sqs.ReceiveMessageInput) []types.Message {
+		t.Helper()
+		var out *sqs.ReceiveMessageOutput
+		c.retrying(fmt.Sprintf("receive via %s", c.nodes[via].id), func() error {
+			var err error
+			out, err = clients[via].ReceiveMessage(context.Background(), in)
+			return err
+		})
+		if max := int(in.MaxNumberOfMessages); len(out.Messages) > max || (max == 0 && len(out.Messages) > 1) {
+			t.Fatalf("a receive of at most %d returned %d messages", max, len(out.Messages))
+		}
+		return out.Messages
+	}
+	withGroup := []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId}
+	first := receive(0, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 300,
+		ReceiveRequestAttemptId: aws.String("attempt-1"), MessageSystemAttributeNames: withGroup})
+	again := receive(1, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 300,
+		ReceiveRequestAttemptId: aws.String("attempt-1"), MessageSystemAttributeNames: withGroup})
+	if len(first) == 0 {
+		t.Fatal("a receive of a queue holding 40 messages returned none")
+	}
+	handles := func(ms []types.Message) map[string]bool {
+		out := map[string]bool{}
+		for _, m := range ms {
+			out[*m.ReceiptHandle] = true
+		}
+		return out
+	}
+	for h := range handles(first) {
+		if !handles(again)[h] {
+			t.Fatalf("the retry of attempt-1 returned %d messages without one of the %d first returned", len(again), len(first))
+		}
+	}
+
+	// Everything else, through every member, in batches of 10 and one
+	// by one: each group's messages in order, each message once.
+	got := map[string][]string{}
+	take := func(ms []types.Message) {
+		for _, m := range ms {
+			g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+			got[g] = append(got[g], *m.Body)
+		}
+		var entries []types.DeleteMessageBatchRequestEntry
+		for i, m := range ms {
+			entries = append(entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		if len(entries) > 0 {
+			c.retrying("delete", func() error {
+				_, err := clients[0].DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+				return err
+			})
+		}
+	}
+	take(first)
+	for i := 0; countAll(got) < 2*groups; i++ {
+		if i > 200 {
+			t.Fatalf("after 200 receives, got %d of %d messages", countAll(got), 2*groups)
+		}
+		max := int32(10)
+		if i%2 == 1 {
+			max = 1
+		}
+		take(receive(i%len(clients), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: max, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: withGroup}))
+	}
+	for g, want := range sent {
+		if fmt.Sprint(got[g]) != fmt.Sprint(want) {
+			t.Fatalf("group %s received %v, want %v", g, got[g], want)
+		}
+	}
+
+	// A long poll of the empty queue is woken by a message sent, a
+	// moment later, to a group of either partition.
+	for _, g := range []string{firstGroupIn(true), firstGroupIn(false)} {
+		done := make(chan []types.Message, 1)
+		go func() {
+			out, err := clients[2].ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), WaitTimeSeconds: 20})
+			if err != nil {
+				t.Errorf("long poll: %v", err)
+			}
+			if out == nil {
+				done <- nil
+				return
+			}
+			done <- out.Messages
+		}()
+		time.Sleep(time.Second)
+		c.retrying("send to "+g, func() error {
+			_, err := clients[0].SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url),
+				MessageBody: aws.String("late"), MessageGroupId: aws.String(g), MessageDeduplicationId: aws.String("late-" + g)})
+			return err
+		})
+		if ms := <-done; len(ms) != 1 || *ms[0].Body != "late" {
+			t.Fatalf("a long poll of the split queue, sent a message of group %s while it waited, returned %d messages", g, len(ms))
+		}
+	}
+}
+
+// countAll counts the messages of every group.
+func countAll(m map[string][]string) int {
+	n := 0
+	for _, v := range m {
+		n += len(v)
+	}
+	return n
+}
+
+// firstGroupIn returns a group name whose hash falls in the first half
+// (low) or the second.
+func firstGroupIn(low bool) string {
+	for i := 0; ; i++ {
+		g := "late" + strconv.Itoa(i)
+		if (api.GroupHash(g) < 1<<31) == low {
+			return g
+		}
 	}
 }

@@ -35,7 +35,11 @@ type doRouted struct {
 	Shard uint32 `json:"shard"`
 	// Part is the partition of a split queue it is for (0: the queue's
 	// first, or a queue never split).
-	Part    uint32          `json:"part,omitempty"`
+	Part uint32 `json:"part,omitempty"`
+	// Peek makes a ReceiveMessage a peek: it takes nothing, and answers
+	// Receivable once its partition may have a message to take
+	// (partition_receive.go).
+	Peek    bool            `json:"peek,omitempty"`
 	Account string          `json:"account"`
 	Action  api.Action      `json:"action"`
 	Request json.RawMessage `json:"request"`
@@ -48,8 +52,10 @@ type doAnswer struct {
 	Result      json.RawMessage `json:"result,omitempty"`
 	Error       *api.Error      `json:"error,omitempty"`
 	Misdirected bool            `json:"misdirected,omitempty"`
-	Group       uint32          `json:"group,omitempty"`
-	Leader      string          `json:"leader,omitempty"`
+	// Receivable answers a peek whose partition may have a message.
+	Receivable bool   `json:"receivable,omitempty"`
+	Group      uint32 `json:"group,omitempty"`
+	Leader     string `json:"leader,omitempty"`
 }
 
 // doSharded carries out Do's request on a node with shards: in the group
@@ -62,14 +68,28 @@ type doAnswer struct {
 // refused with a retryable error for a group held elsewhere: placing a
 // queue in a shard this node could not reach would leave it uncreatable.
 func (s *Server) doSharded(ctx context.Context, in api.Scope, q api.QueueKey, req api.Request) (api.Response, error) {
-	if !s.cluster.PeersAuthenticated() && s.verifier != nil && !s.verifier.Store.Empty() {
+	return s.doOnPart(ctx, in, q, s.partitionOf(q, req), req)
+}
+
+// routesTyped reports whether the members carry out each other's typed
+// requests (serveClusterDo takes them): what doSharded needs to reach a
+// group held elsewhere.
+func (s *Server) routesTyped() bool {
+	return s.cluster.PeersAuthenticated() || s.verifier == nil || s.verifier.Store.Empty()
+}
+
+// doOnPart is doSharded on partition part of queue q, whatever the request
+// names: how a request that names no one message group of a split queue
+// is asked of each partition (partition_route.go).
+func (s *Server) doOnPart(ctx context.Context, in api.Scope, q api.QueueKey, part uint32, req api.Request) (api.Response, error) {
+	if !s.routesTyped() {
 		g, held := s.groupByID(s.shards.Of(q))
 		if !held {
 			return nil, api.ErrServiceUnavailable("The queue's shard has no replica on this node, and the members have no mutual TLS to carry the request to one (--raft-tls-*); ask a node that holds one (fifoq cluster shards).")
 		}
 		return s.do(withGroup(ctx, g), in, req)
 	}
-	q.Part = s.partitionOf(q, req)
+	q.Part = part
 	id := s.shards.Of(q)
 	if cq, ok := req.(*api.CreateQueueRequest); ok {
 		if err := api.Validate(req); err != nil {
@@ -119,7 +139,7 @@ func (s *Server) doAt(ctx context.Context, held bool, g *group, member, raftAddr
 	if err != nil {
 		return nil, api.ErrInternalFailure("Could not encode the request: %v", err)
 	}
-	routed, _ := json.Marshal(doRouted{Shard: id, Part: part, Account: account, Action: req.Action(), Request: body})
+	routed, _ := json.Marshal(doRouted{Shard: id, Part: part, Peek: peeking(ctx), Account: account, Action: req.Action(), Request: body})
 	var a doAnswer
 	var undecoded error
 	err = s.askLeader(ctx, id, held, g, member, raftAddr, http.MethodPost, clusterDoPath, routed, func(resp *http.Response) error {
@@ -138,6 +158,8 @@ func (s *Server) doAt(ctx context.Context, held bool, g *group, member, raftAddr
 	switch {
 	case a.Misdirected:
 		return nil, &misdirectedError{group: a.Group, leader: a.Leader}
+	case a.Receivable:
+		return receivable{}, nil
 	case a.Error != nil:
 		return nil, a.Error
 	}
@@ -234,9 +256,15 @@ func (s *Server) serveClusterDo(w http.ResponseWriter, r *http.Request) {
 	if !leads {
 		return
 	}
-	resp, err := s.do(withPart(withGroup(r.Context(), g), d.Part), in, req)
+	ctx := withPart(withGroup(r.Context(), g), d.Part)
+	if d.Peek {
+		ctx = withPeek(ctx)
+	}
+	resp, err := s.do(ctx, in, req)
 	var a doAnswer
-	if err != nil {
+	if _, ok := resp.(receivable); ok && err == nil {
+		a.Receivable = true
+	} else if err != nil {
 		a.Error = api.AsError(err)
 	} else if a.Result, err = json.Marshal(resp); err != nil {
 		a.Error = api.ErrInternalFailure("Could not encode the result: %v", err)

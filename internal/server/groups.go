@@ -58,6 +58,10 @@ type Shards interface {
 	// IsSplit reports whether queue q is split into partitions, by this
 	// node's copy of the map.
 	IsSplit(q api.QueueKey) bool
+	// Parts returns the partitions of queue q in the order of their
+	// ranges, by this node's copy of the map: nil for a queue never
+	// split.
+	Parts(q api.QueueKey) []uint32
 	// Drain marks member id leaving, so that the map moves its replicas
 	// to the other members, and returns the shards the map still wants
 	// a replica of on it. Only on the first group's leader

@@ -26,11 +26,12 @@ import (
 // that no longer holds it, which answers the retryable moving error.
 //
 // A batch whose entries fall in several partitions is split where it
-// arrives (serveSpanningBatch). What names no single group (receives,
-// handles from before the queue's first split, the queue's attributes)
-// still goes to partition 0: routing those over every partition is the
-// next step, and until it is built nothing splits a queue outside the
-// tests.
+// arrives (serveSpanningBatch), and a receive asks every partition with
+// one long-poll deadline (partition_receive.go). The other actions that
+// name no single group (handles from before the queue's first split, the
+// queue's attributes, purge, deletion) still go to partition 0: routing
+// those over every partition is the next step, and until it is built
+// nothing splits a queue outside the tests.
 
 // hdrPart names, on a request forwarded to another member, the partition
 // of a split queue it was routed to; absent for partition 0.

@@ -84,6 +84,12 @@ func (s *Server) receiveUntil(ctx context.Context, cmd *engine.Command, req *api
 			}
 			continue
 		}
+		if take && peeking(ctx) {
+			// A peek of a split queue's receive (partition_receive.go):
+			// it takes nothing, and says the partition has something.
+			s.leaveWaiting(ctx, w, cmd.Queue)
+			return receivable{}, nil
+		}
 		if take {
 			if w != nil {
 				s.notifier.taking(w, s.receiveSpread(ctx, cmd.Queue, req.MaxNumberOfMessages))

@@ -169,6 +169,22 @@ func (s *Set) PartOf(q api.QueueKey, h uint32) uint32 { return s.cachedLayout(q)
 // so that one on a queue never split costs no more.
 func (s *Set) IsSplit(q api.QueueKey) bool { return s.cachedLayout(q).layout != nil }
 
+// Parts returns the partitions of queue q (whatever q.Part) in the order
+// of their ranges, by this node's copy of the map: nil for a queue never
+// split, or merged back whole. What no one message group names (a
+// receive, the queue's counts) is asked of each.
+func (s *Set) Parts(q api.QueueKey) []uint32 {
+	c := s.cachedLayout(q)
+	if c.layout == nil {
+		return nil
+	}
+	out := make([]uint32, len(c.layout.Parts))
+	for i, p := range c.layout.Parts {
+		out[i] = p.Part
+	}
+	return out
+}
+
 // cachedLayout returns q's layout as this node's map has it, read again
 // only once the map's epoch changed since it was read.
 func (s *Set) cachedLayout(q api.QueueKey) cachedLayout {

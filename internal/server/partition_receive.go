@@ -1,0 +1,216 @@
+package server
+
+import (
+	"context"
+	"hash/fnv"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// A receive on a split queue (docs/cluster.md, "One busy FIFO queue over
+// many shards: partitions"). A ReceiveMessage names no message group, so
+// the member it reaches asks every partition, each in its own shard, as
+// one long poll with one deadline:
+//
+//   - a sweep asks the partitions one after another without waiting,
+//     each for what the receive may still take (MaxNumberOfMessages less
+//     what the partitions before gave), and answers once any gave
+//     messages: a receive never takes more than it may return, since a
+//     message taken and not returned would stay in flight, its group
+//     locked, until its visibility timeout;
+//   - finding none, it waits on every partition at once with a peek: a
+//     long poll that takes nothing and answers as soon as its partition
+//     may have a message to take (receivable). The first peek to answer
+//     starts a new sweep at its partition; the others end. A peek holds
+//     a long-poll slot on its partition's leader as a receive does.
+//
+// A sweep starts at a partition picked at random, so that the consumers
+// of a queue spread over its partitions, or, for a FIFO receive with a
+// ReceiveRequestAttemptId, picked by the attempt id: its retry asks the
+// partitions in the same order, each answering again what it recorded
+// for the attempt (a partition that gave nothing recorded nothing, as in
+// SQS), so that it returns the messages the lost answer held, and perhaps
+// more from a partition that had none then, within the same count.
+
+// peekCtxKey marks, in a request's context, a receive that only peeks.
+type peekCtxKey struct{}
+
+// withPeek returns ctx making its receive a peek.
+func withPeek(ctx context.Context) context.Context {
+	return context.WithValue(ctx, peekCtxKey{}, true)
+}
+
+// peeking reports whether ctx makes its receive a peek.
+func peeking(ctx context.Context) bool {
+	p, _ := ctx.Value(peekCtxKey{}).(bool)
+	return p
+}
+
+// receivable is a peek's answer when its partition may hold a message to
+// take; a peek that found none in its wait answers an empty receive.
+type receivable struct{}
+
+// serveSpanningReceive carries out a ReceiveMessage on a split queue over
+// its partitions, and reports whether req was one. Only where the members
+// carry out each other's typed requests (routesTyped); elsewhere the
+// receive goes to the queue's first partition alone.
+func (s *Server) serveSpanningReceive(ctx context.Context, in api.Scope, req api.Request) (api.Response, bool, error) {
+	r, ok := req.(*api.ReceiveMessageRequest)
+	if !ok || !s.routesTyped() {
+		return nil, false, nil
+	}
+	q, named := s.queueOfRequest(in, req)
+	if !named {
+		return nil, false, nil
+	}
+	parts := s.shards.Parts(q)
+	if len(parts) < 2 {
+		return nil, false, nil
+	}
+	if err := api.Validate(req); err != nil {
+		return nil, true, err
+	}
+	wait, err := s.spanningWait(ctx, in, q, r)
+	if err != nil {
+		return nil, true, err
+	}
+	deadline := s.now().Add(wait)
+	max := 1
+	if r.MaxNumberOfMessages != nil {
+		max = *r.MaxNumberOfMessages
+	}
+	order := sweepOrder(parts, r.ReceiveRequestAttemptId)
+	out := &api.ReceiveMessageResult{}
+	for {
+		err := s.sweepParts(ctx, in, q, r, order, max, out)
+		switch {
+		case len(out.Messages) > 0:
+			return out, true, nil
+		case err != nil:
+			return nil, true, err
+		}
+		remaining := deadline.Sub(s.now())
+		if remaining <= 0 {
+			return out, true, nil
+		}
+		first, ok := s.peekParts(ctx, in, q, r.QueueUrl, order, remaining)
+		if !ok {
+			return out, true, nil
+		}
+		order = startAt(order, first)
+	}
+}
+
+// spanningWait is the receive's WaitTimeSeconds, or the queue's
+// ReceiveMessageWaitTimeSeconds (its first partition's) when it gives
+// none.
+func (s *Server) spanningWait(ctx context.Context, in api.Scope, q api.QueueKey, r *api.ReceiveMessageRequest) (time.Duration, error) {
+	if r.WaitTimeSeconds != nil {
+		return time.Duration(*r.WaitTimeSeconds) * time.Second, nil
+	}
+	resp, err := s.doOnPart(ctx, in, q, 0, &api.GetQueueAttributesRequest{QueueUrl: r.QueueUrl, AttributeNames: []string{api.AttrReceiveMessageWaitTimeSeconds}})
+	if err != nil {
+		return 0, err
+	}
+	secs := 0
+	for _, c := range resp.(*api.GetQueueAttributesResult).Attributes[api.AttrReceiveMessageWaitTimeSeconds] {
+		if c < '0' || c > '9' {
+			break
+		}
+		secs = secs*10 + int(c-'0')
+	}
+	return time.Duration(secs) * time.Second, nil
+}
+
+// sweepParts asks each partition in order, without waiting, for what the
+// receive may still take, until it has max messages; it adds what they
+// give to out, and returns the first error met (a partition moving, or
+// whose shard is electing): the caller answers it only if no partition
+// gave anything.
+func (s *Server) sweepParts(ctx context.Context, in api.Scope, q api.QueueKey, r *api.ReceiveMessageRequest, order []uint32, max int, out *api.ReceiveMessageResult) error {
+	var first error
+	for _, p := range order {
+		left := max - len(out.Messages)
+		if left <= 0 {
+			break
+		}
+		noWait := 0
+		sub := *r
+		sub.MaxNumberOfMessages, sub.WaitTimeSeconds = &left, &noWait
+		resp, err := s.doOnPart(ctx, in, q, p, &sub)
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		if res, ok := resp.(*api.ReceiveMessageResult); ok {
+			out.Messages = append(out.Messages, res.Messages...)
+		}
+	}
+	return first
+}
+
+// peekParts waits up to wait on every partition at once for one that may
+// have a message to take, and returns the first that answered so; false
+// if none did in the wait (or none could wait: a leader out of long-poll
+// slots answers at once, as a short poll).
+func (s *Server) peekParts(ctx context.Context, in api.Scope, q api.QueueKey, queueURL string, order []uint32, wait time.Duration) (uint32, bool) {
+	pctx, cancel := context.WithTimeout(withPeek(ctx), wait)
+	defer cancel()
+	secs := int((wait + time.Second - 1) / time.Second)
+	secs = min(secs, api.MaxWaitTimeSeconds)
+	ready := make(chan uint32, len(order))
+	var wg sync.WaitGroup
+	for _, p := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			one := 1
+			resp, err := s.doOnPart(pctx, in, q, p, &api.ReceiveMessageRequest{QueueUrl: queueURL, MaxNumberOfMessages: &one, WaitTimeSeconds: &secs})
+			if _, ok := resp.(receivable); ok && err == nil {
+				ready <- p
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case p := <-ready:
+		cancel()
+		<-done
+		return p, true
+	case <-done:
+		select {
+		case p := <-ready:
+			return p, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// sweepOrder is the order a receive asks parts in: from a partition picked
+// by the receive's attempt id, if it has one, else at random.
+func sweepOrder(parts []uint32, attemptID string) []uint32 {
+	start := rand.IntN(len(parts))
+	if attemptID != "" {
+		h := fnv.New32a()
+		h.Write([]byte(attemptID))
+		start = int(h.Sum32() % uint32(len(parts)))
+	}
+	return append(append([]uint32(nil), parts[start:]...), parts[:start]...)
+}
+
+// startAt returns order rotated to start at part.
+func startAt(order []uint32, part uint32) []uint32 {
+	for i, p := range order {
+		if p == part {
+			return append(append([]uint32(nil), order[i:]...), order[:i]...)
+		}
+	}
+	return order
+}
