@@ -2,9 +2,11 @@ package clustertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,11 +29,15 @@ func (nd *memNode) node() *fifoqnode.Node {
 // splitHTQueue creates high-throughput FIFO queue name in c (of 3 nodes
 // and 3 shards), splits it at 2^31 and moves partition 1 to another shard
 // than partition 0's; it returns the queue's URL and key, and the shards
-// of partitions 0 and 1.
-func (c *memCluster) splitHTQueue(name string) (url string, q api.QueueKey, from, to uint32) {
+// of partitions 0 and 1. before, if not nil, is called with the URL
+// before the split.
+func (c *memCluster) splitHTQueue(name string, before func(url string)) (url string, q api.QueueKey, from, to uint32) {
 	c.t.Helper()
 	c.waitShards(4)
 	url = c.createQueue(name, map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
+	if before != nil {
+		before(url)
+	}
 	q = api.QueueKey{Account: "000000000000", Name: name}
 	from = uint32(c.shardOf(name))
 	one := q
@@ -79,7 +85,7 @@ func TestSplitQueueRoutesByGroup(t *testing.T) {
 			}
 		}
 	}()
-	url, q, from, to := c.splitHTQueue("ht.fifo")
+	url, q, from, to := c.splitHTQueue("ht.fifo", nil)
 
 	const groups = 40
 	var handles []string
@@ -239,7 +245,7 @@ func TestSplitQueueReceivesFromEveryPartition(t *testing.T) {
 			}
 		}
 	}()
-	url, _, _, _ := c.splitHTQueue("ht.fifo")
+	url, _, _, _ := c.splitHTQueue("ht.fifo", nil)
 	clients := make([]*sqs.Client, len(c.nodes))
 	for i, nd := range c.nodes {
 		clients[i] = newClient(nd.httpAddr, 30*time.Second)
@@ -387,4 +393,183 @@ func firstGroupIn(low bool) string {
 			return g
 		}
 	}
+}
+
+// TestSplitQueueWideActions: what acts on a split queue as a whole reaches
+// every partition, through any member: GetQueueAttributes sums the
+// partitions' counts, receipt handles from before the split delete their
+// messages wherever they went, SetQueueAttributes and TagQueue change
+// every partition, PurgeQueue empties them all (and is refused as in
+// progress right after), and DeleteQueue deletes them all.
+func TestSplitQueueWideActions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three in-process members; skipped in -short mode")
+	}
+	c := newMemCluster(t, 3, 3, 40)
+	defer func() {
+		if t.Failed() {
+			for _, nd := range c.nodes {
+				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
+			}
+		}
+	}()
+	clients := make([]*sqs.Client, len(c.nodes))
+	for i, nd := range c.nodes {
+		clients[i] = newClient(nd.httpAddr, 30*time.Second)
+	}
+	// Before the split: 2 messages in each of 10 groups, the first of
+	// each received (its handle carries no group's hash).
+	const groups = 10
+	var early []string
+	url, q, from, to := c.splitHTQueue("wide.fifo", func(url string) {
+		for i := range groups {
+			g := "g" + strconv.Itoa(i)
+			for k := range 2 {
+				body := fmt.Sprintf("%s-%d", g, k)
+				c.retrying("send "+body, func() error {
+					_, err := clients[0].SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url),
+						MessageBody: aws.String(body), MessageGroupId: aws.String(g), MessageDeduplicationId: aws.String(body)})
+					return err
+				})
+			}
+		}
+		for len(early) < groups {
+			var out *sqs.ReceiveMessageOutput
+			c.retrying("receive before the split", func() error {
+				var err error
+				out, err = clients[0].ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 600})
+				return err
+			})
+			for _, m := range out.Messages {
+				if _, hashed := engine.HandleGroupHash(*m.ReceiptHandle); hashed {
+					t.Fatal("a handle of a queue never split carries a group's hash")
+				}
+				early = append(early, *m.ReceiptHandle)
+			}
+		}
+	})
+	partsOf := map[uint32]uint32{0: from, 1: to}
+	// atPart carries req out on partition part at its shard's leader.
+	atPart := func(part uint32, req api.Request) (api.Response, error) {
+		key := q
+		key.Part = part
+		var resp api.Response
+		var err error
+		c.retrying(fmt.Sprintf("ask partition %d", part), func() error {
+			lead := c.leaderOf(partsOf[part])
+			if lead == nil || lead.node() == nil {
+				return fmt.Errorf("no leader of shard %d", partsOf[part])
+			}
+			l, ok := lead.node().Shards.Shard(partsOf[part])
+			if !ok {
+				return fmt.Errorf("%s holds no replica of shard %d", lead.id, partsOf[part])
+			}
+			resp, err = l.Apply(context.Background(), &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Queue: key, Request: req})
+			if engine.IsQueueMoving(err) {
+				return err
+			}
+			return nil
+		})
+		return resp, err
+	}
+	counts := func(via int) (visible, inflight int) {
+		t.Helper()
+		var out *sqs.GetQueueAttributesOutput
+		c.retrying("get attributes", func() error {
+			var err error
+			out, err = clients[via].GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+				AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+			return err
+		})
+		visible, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+		inflight, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+		return visible, inflight
+	}
+	for via := range clients {
+		if v, f := counts(via); v != groups || f != groups {
+			t.Fatalf("GetQueueAttributes via %s: %d visible, %d in flight; want %d and %d", c.nodes[via].id, v, f, groups, groups)
+		}
+	}
+	perPart := map[uint32]int{}
+	for part := range partsOf {
+		resp, err := atPart(part, &api.GetQueueAttributesRequest{QueueUrl: q.Path(), AttributeNames: []string{api.AttrApproximateNumberOfMessages}})
+		if err != nil {
+			t.Fatalf("partition %d's attributes: %v", part, err)
+		}
+		perPart[part], _ = strconv.Atoi(resp.(*api.GetQueueAttributesResult).Attributes[api.AttrApproximateNumberOfMessages])
+	}
+	if perPart[0] == 0 || perPart[1] == 0 {
+		t.Fatalf("the groups' messages fall in one partition only: %v", perPart)
+	}
+
+	// The handles from before the split delete their messages, in
+	// whichever partition they are now, through every member; a second
+	// delete by one succeeds too, and a visibility change by it is
+	// refused as of a message gone.
+	for i, h := range early {
+		c.retrying("delete by an early handle", func() error {
+			_, err := clients[i%len(clients)].DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(h)})
+			return err
+		})
+	}
+	if _, err := clients[1].DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(early[0])}); err != nil {
+		t.Fatalf("a second delete by a handle from before the split: %v", err)
+	}
+	_, err := clients[2].ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(early[0]), VisibilityTimeout: 5})
+	if err == nil || !strings.Contains(err.Error(), "InvalidParameterValue") {
+		t.Fatalf("a visibility change by the handle of a message deleted: %v, want InvalidParameterValue", err)
+	}
+	if v, f := counts(2); v != groups || f != 0 {
+		t.Fatalf("after deleting the received: %d visible, %d in flight; want %d and 0", v, f, groups)
+	}
+
+	// Attributes and tags reach every partition.
+	c.retrying("set attributes", func() error {
+		_, err := clients[1].SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url),
+			Attributes: map[string]string{"VisibilityTimeout": "77"}})
+		return err
+	})
+	c.retrying("tag", func() error {
+		_, err := clients[2].TagQueue(context.Background(), &sqs.TagQueueInput{QueueUrl: aws.String(url), Tags: map[string]string{"team": "blue"}})
+		return err
+	})
+	for part := range partsOf {
+		resp, err := atPart(part, &api.GetQueueAttributesRequest{QueueUrl: q.Path(), AttributeNames: []string{api.AttrVisibilityTimeout}})
+		if err != nil || resp.(*api.GetQueueAttributesResult).Attributes[api.AttrVisibilityTimeout] != "77" {
+			t.Fatalf("partition %d's VisibilityTimeout after SetQueueAttributes: %v %v", part, resp, err)
+		}
+		resp, err = atPart(part, &api.ListQueueTagsRequest{QueueUrl: q.Path()})
+		if err != nil || resp.(*api.ListQueueTagsResult).Tags["team"] != "blue" {
+			t.Fatalf("partition %d's tags after TagQueue: %v %v", part, resp, err)
+		}
+	}
+
+	// A purge empties every partition; another right after is refused.
+	c.retrying("purge", func() error {
+		_, err := clients[0].PurgeQueue(context.Background(), &sqs.PurgeQueueInput{QueueUrl: aws.String(url)})
+		return err
+	})
+	if v, f := counts(1); v != 0 || f != 0 {
+		t.Fatalf("after a purge: %d visible, %d in flight", v, f)
+	}
+	if _, err := clients[1].PurgeQueue(context.Background(), &sqs.PurgeQueueInput{QueueUrl: aws.String(url)}); err == nil || !strings.Contains(err.Error(), "PurgeQueueInProgress") {
+		t.Fatalf("a purge right after a purge: %v, want PurgeQueueInProgress", err)
+	}
+
+	// Deletion reaches every partition.
+	c.retrying("delete the queue", func() error {
+		_, err := clients[2].DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+		return err
+	})
+	for part := range partsOf {
+		if _, err := atPart(part, &api.GetQueueAttributesRequest{QueueUrl: q.Path()}); !isQueueDoesNotExist(err) {
+			t.Fatalf("partition %d after DeleteQueue: %v, want QueueDoesNotExist", part, err)
+		}
+	}
+}
+
+// isQueueDoesNotExist reports whether err is the engine's QueueDoesNotExist.
+func isQueueDoesNotExist(err error) bool {
+	var e *api.Error
+	return errors.As(err, &e) && e.Code == "QueueDoesNotExist"
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"hash/fnv"
 	"strconv"
 
@@ -140,7 +141,7 @@ func (q *queue) lookup(handle string) (*message, uint64, error) {
 	m := q.handles[serial]
 	if m == nil && q.split {
 		if _, hashed := HandleGroupHash(handle); !hashed {
-			return nil, 0, errQueueMoving()
+			return nil, 0, errHandleElsewhere()
 		}
 	}
 	return m, nonce, nil
@@ -154,6 +155,28 @@ func (q *queue) lookup(handle string) (*message, uint64, error) {
 func errHandleExpired(handle string) error {
 	return api.ErrInvalidParameterValue("Value %s for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.", handle)
 }
+
+// handleElsewhereMessage is the message of errHandleElsewhere.
+const handleElsewhereMessage = "This partition of the queue does not hold the message of the receipt handle; another may."
+
+// errHandleElsewhere is a split queue's partition's answer to a receipt
+// handle from before the queue's first split (it carries no group's hash)
+// whose message it does not hold: the message may be in another
+// partition, or gone. A router tries each partition (IsHandleElsewhere).
+func errHandleElsewhere() error { return api.ErrServiceUnavailable(handleElsewhereMessage) }
+
+// IsHandleElsewhere reports whether err is a partition's answer to a
+// handle from before its queue's first split whose message it does not
+// hold: another partition may hold it, and if none does, the message is
+// gone (ErrMessageNotAvailable).
+func IsHandleElsewhere(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae.Code == "ServiceUnavailable" && ae.Message == handleElsewhereMessage
+}
+
+// ErrMessageNotAvailable is the answer to ChangeMessageVisibility with
+// the receipt handle of a message that no longer exists.
+func ErrMessageNotAvailable(handle string) error { return errNotAvailable(handle) }
 
 // errNotAvailable is SQS's answer to ChangeMessageVisibility with the
 // receipt handle of a message that no longer exists (LocalStack's

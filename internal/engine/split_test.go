@@ -206,7 +206,7 @@ func routeDelete(t *testing.T, h *harness, parts []api.QueueKey, handle string) 
 		t.Fatalf("no partition holds hash %d", hash)
 	}
 	for _, p := range parts {
-		if err := h.deleteMsg(p, handle); !IsQueueMoving(err) {
+		if err := h.deleteMsg(p, handle); !IsHandleElsewhere(err) {
 			return p, err
 		}
 	}
@@ -471,8 +471,8 @@ func TestSplitEdges(t *testing.T) {
 		}
 		// Its handle, from before the split, is not one of a message gone
 		// in partition 0; partition 1 deletes it.
-		if err := h.deleteMsg(q, m.ReceiptHandle); !IsQueueMoving(err) {
-			t.Fatalf("partition 0's answer to the handle of a message now in partition 1: %v, want IsQueueMoving", err)
+		if err := h.deleteMsg(q, m.ReceiptHandle); !IsHandleElsewhere(err) || IsQueueMoving(err) {
+			t.Fatalf("partition 0's answer to the handle of a message now in partition 1: %v, want IsHandleElsewhere", err)
 		}
 		if err := h.deleteMsg(p1, m.ReceiptHandle); err != nil {
 			t.Fatalf("partition 1's answer to the handle of its message: %v", err)

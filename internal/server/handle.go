@@ -86,14 +86,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	// A request a follower forwarded is answered as the follower saw it.
 	ctx := withTransport(r.Context(), forwardedSecure(r))
 	if s.sharded() && !fromPeer(r) {
-		// A batch over several partitions of a split queue is carried out
-		// in each, from here (partition_route.go), and a receive of one
-		// asks each (partition_receive.go).
-		serve := s.serveSpanningBatch
-		if _, ok := req.(*api.ReceiveMessageRequest); ok {
-			serve = s.serveSpanningReceive
-		}
-		if resp, spans, err := serve(ctx, rec.scope, req); spans {
+		// What spans several partitions of a split queue is carried out
+		// in each, from here (serveOverParts).
+		if resp, spans, err := s.serveOverParts(ctx, rec.scope, req); spans {
 			if err != nil {
 				fail(api.AsError(err))
 				return

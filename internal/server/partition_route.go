@@ -25,13 +25,26 @@ import (
 // to (hdrPart); a layout that lags only sends a group to a partition
 // that no longer holds it, which answers the retryable moving error.
 //
-// A batch whose entries fall in several partitions is split where it
-// arrives (serveSpanningBatch), and a receive asks every partition with
-// one long-poll deadline (partition_receive.go). The other actions that
-// name no single group (handles from before the queue's first split, the
-// queue's attributes, purge, deletion) still go to partition 0: routing
-// those over every partition is the next step, and until it is built
-// nothing splits a queue outside the tests.
+// What spans partitions is carried out where it arrives (serveOverParts):
+// a batch whose entries fall in several is split (serveSpanningBatch), a
+// receive asks every partition with one long-poll deadline
+// (partition_receive.go), and the queue's attributes, purge, deletion,
+// tags and permissions, and handles from before the queue's first split,
+// reach every partition (partition_wide.go).
+
+// serveOverParts carries out, from this member, a request on a split
+// queue that spans several of its partitions, and reports whether req was
+// one; any other request is routed to the one partition it names, or to
+// partition 0.
+func (s *Server) serveOverParts(ctx context.Context, in api.Scope, req api.Request) (api.Response, bool, error) {
+	switch req.(type) {
+	case *api.ReceiveMessageRequest:
+		return s.serveSpanningReceive(ctx, in, req)
+	case *api.SendMessageBatchRequest, *api.DeleteMessageBatchRequest, *api.ChangeMessageVisibilityBatchRequest:
+		return s.serveSpanningBatch(ctx, in, req)
+	}
+	return s.serveQueueWide(ctx, in, req)
+}
 
 // hdrPart names, on a request forwarded to another member, the partition
 // of a split queue it was routed to; absent for partition 0.
