@@ -69,6 +69,16 @@ func (m *replicaMatch) observe(id raft.ServerID, args *raft.AppendEntriesRequest
 	}
 }
 
+// forget drops what was learnt of replica id: it is added anew (perhaps
+// on a node whose data dir was replaced), removed, or made a voter, so
+// that nothing learnt of an earlier replica by its id promotes the next.
+func (m *replicaMatch) forget(id raft.ServerID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.matched, id)
+	delete(m.target, id)
+}
+
 // caughtUp reports whether follower id, waiting to vote, has caught up
 // with this leader (of term, whose log ends at last): whether it holds
 // every entry the leader had when it first asked (a later ask sets no

@@ -221,6 +221,13 @@ func (l *Raft) matchWanted() error {
 		have[s.ID] = s
 	}
 	self := raft.ServerID(l.cfg.NodeID)
+	for id := range want {
+		if h, ok := have[id]; !ok || h.Suffrage == raft.Voter || h.Address != want[id].Address {
+			// Not a replica waiting to vote: what was learnt of one
+			// by its id is of an earlier replica.
+			l.cluster.match.forget(id)
+		}
+	}
 	const timeout = 10 * time.Second
 	for _, id := range sortedIDs(have) {
 		if _, ok := want[id]; !ok && id != self && (!members[id] || l.cluster.isUnheard(id)) {

@@ -308,6 +308,7 @@ func (s *Server) registerCluster(mux *http.ServeMux) {
 	mux.HandleFunc("POST /cluster/members", s.serveClusterAdd)
 	mux.HandleFunc("DELETE /cluster/members/{id}", s.serveClusterRemove)
 	mux.HandleFunc("POST /cluster/place", s.servePlace)
+	mux.HandleFunc("POST /cluster/unsplit", s.serveUnsplit)
 	mux.HandleFunc("GET /cluster/shards", s.serveClusterShards)
 	mux.HandleFunc("POST /cluster/list", s.serveClusterList)
 	mux.HandleFunc("GET "+clusterBackupPath, s.serveClusterBackup)

@@ -62,6 +62,13 @@ type Shards interface {
 	// ranges, by this node's copy of the map: nil for a queue never
 	// split.
 	Parts(q api.QueueKey) []uint32
+	// Unsplit forgets the partitions of queue q, deleted in every one,
+	// so that a queue created again by its name starts whole. Only on
+	// the first group's leader.
+	Unsplit(ctx context.Context, q api.QueueKey) error
+	// Splitting reports whether a partition of queue q splits or merges
+	// now, by this node's copy of the map.
+	Splitting(q api.QueueKey) bool
 	// Drain marks member id leaving, so that the map moves its replicas
 	// to the other members, and returns the shards the map still wants
 	// a replica of on it. Only on the first group's leader

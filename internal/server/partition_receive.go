@@ -28,12 +28,18 @@ import (
 //     a long-poll slot on its partition's leader as a receive does.
 //
 // A sweep starts at a partition picked at random, so that the consumers
-// of a queue spread over its partitions, or, for a FIFO receive with a
-// ReceiveRequestAttemptId, picked by the attempt id: its retry asks the
-// partitions in the same order, each answering again what it recorded
-// for the attempt (a partition that gave nothing recorded nothing, as in
-// SQS), so that it returns the messages the lost answer held, and perhaps
-// more from a partition that had none then, within the same count.
+// of a queue spread over its partitions, and the next at the partition
+// whose peek answered. A FIFO receive with a ReceiveRequestAttemptId
+// starts every sweep at a partition picked by the attempt id instead: its
+// retry asks the partitions in the same order, each answering again what
+// it recorded for the attempt (a partition that gave nothing recorded
+// nothing, as in SQS), so that it returns the messages the lost answer
+// held. Not always: a partition before them in the order that has
+// messages now, and had none then, gives them first, and the retry then
+// returns more than MaxNumberOfMessages (a partition answers its record
+// whole), or, with the count filled before the partition that recorded
+// the attempt, does not return its messages, which stay in flight until
+// their visibility timeout, as a lost answer's do in SQS.
 
 // peekCtxKey marks, in a request's context, a receive that only peeks.
 type peekCtxKey struct{}
@@ -48,6 +54,10 @@ func peeking(ctx context.Context) bool {
 	p, _ := ctx.Value(peekCtxKey{}).(bool)
 	return p
 }
+
+// peekRetryPause is how long a peek that failed (its partition's leader
+// changed, or could not be reached) waits before it waits again.
+const peekRetryPause = 100 * time.Millisecond
 
 // receivable is a peek's answer when its partition may hold a message to
 // take; a peek that found none in its wait answers an empty receive.
@@ -73,18 +83,14 @@ func (s *Server) serveSpanningReceive(ctx context.Context, in api.Scope, req api
 	if err := api.Validate(req); err != nil {
 		return nil, true, err
 	}
-	wait, err := s.spanningWait(ctx, in, q, r)
-	if err != nil {
-		return nil, true, err
-	}
-	deadline := s.now().Add(wait)
 	max := 1
 	if r.MaxNumberOfMessages != nil {
 		max = *r.MaxNumberOfMessages
 	}
 	order := sweepOrder(parts, r.ReceiveRequestAttemptId)
 	out := &api.ReceiveMessageResult{}
-	for {
+	var deadline time.Time
+	for sweep := 0; ; sweep++ {
 		err := s.sweepParts(ctx, in, q, r, order, max, out)
 		switch {
 		case len(out.Messages) > 0:
@@ -92,26 +98,45 @@ func (s *Server) serveSpanningReceive(ctx context.Context, in api.Scope, req api
 		case err != nil:
 			return nil, true, err
 		}
+		if sweep == 0 {
+			// Found nothing, and allowed to receive (a caller who is not
+			// was refused by the sweep): how long to wait.
+			wait, err := s.spanningWait(ctx, in, q, r)
+			if err != nil {
+				return nil, true, err
+			}
+			deadline = s.now().Add(wait)
+		}
 		remaining := deadline.Sub(s.now())
 		if remaining <= 0 {
 			return out, true, nil
 		}
-		first, ok := s.peekParts(ctx, in, q, r.QueueUrl, order, remaining)
+		first, got, ok := s.peekParts(ctx, in, q, r.QueueUrl, order, remaining)
+		if len(got) > 0 {
+			out.Messages = got
+			return out, true, nil
+		}
 		if !ok {
 			return out, true, nil
 		}
-		order = startAt(order, first)
+		if r.ReceiveRequestAttemptId == "" {
+			// Without an attempt id, start where the message is; with
+			// one, keep the order its retry will walk.
+			order = startAt(order, first)
+		}
 	}
 }
 
 // spanningWait is the receive's WaitTimeSeconds, or the queue's
 // ReceiveMessageWaitTimeSeconds (its first partition's) when it gives
-// none.
+// none, read as the queue's owner: a caller allowed to receive need not
+// be allowed to read the queue's attributes.
 func (s *Server) spanningWait(ctx context.Context, in api.Scope, q api.QueueKey, r *api.ReceiveMessageRequest) (time.Duration, error) {
 	if r.WaitTimeSeconds != nil {
 		return time.Duration(*r.WaitTimeSeconds) * time.Second, nil
 	}
-	resp, err := s.doOnPart(ctx, in, q, 0, &api.GetQueueAttributesRequest{QueueUrl: r.QueueUrl, AttributeNames: []string{api.AttrReceiveMessageWaitTimeSeconds}})
+	owner := api.Scope{Account: q.Account, Region: in.Region}
+	resp, err := s.doOnPart(ctx, owner, q, 0, &api.GetQueueAttributesRequest{QueueUrl: r.QueueUrl, AttributeNames: []string{api.AttrReceiveMessageWaitTimeSeconds}})
 	if err != nil {
 		return 0, err
 	}
@@ -157,12 +182,16 @@ func (s *Server) sweepParts(ctx context.Context, in api.Scope, q api.QueueKey, r
 // peekParts waits up to wait on every partition at once for one that may
 // have a message to take, and returns the first that answered so; false
 // if none did in the wait (or none could wait: a leader out of long-poll
-// slots answers at once, as a short poll).
-func (s *Server) peekParts(ctx context.Context, in api.Scope, q api.QueueKey, queueURL string, order []uint32, wait time.Duration) (uint32, bool) {
+// slots answers at once, as a short poll). A member that does not know
+// peeks (of a version before them) makes a real receive of one message:
+// what such receives took is returned (got), since a message taken and not
+// returned would stay in flight.
+func (s *Server) peekParts(ctx context.Context, in api.Scope, q api.QueueKey, queueURL string, order []uint32, wait time.Duration) (first uint32, got []api.Message, ok bool) {
 	pctx, cancel := context.WithTimeout(withPeek(ctx), wait)
 	defer cancel()
 	secs := int((wait + time.Second - 1) / time.Second)
 	secs = min(secs, api.MaxWaitTimeSeconds)
+	var mu sync.Mutex
 	ready := make(chan uint32, len(order))
 	var wg sync.WaitGroup
 	for _, p := range order {
@@ -170,25 +199,50 @@ func (s *Server) peekParts(ctx context.Context, in api.Scope, q api.QueueKey, qu
 		go func() {
 			defer wg.Done()
 			one := 1
-			resp, err := s.doOnPart(pctx, in, q, p, &api.ReceiveMessageRequest{QueueUrl: queueURL, MaxNumberOfMessages: &one, WaitTimeSeconds: &secs})
-			if _, ok := resp.(receivable); ok && err == nil {
-				ready <- p
+			var resp api.Response
+			for {
+				var err error
+				resp, err = s.doOnPart(pctx, in, q, p, &api.ReceiveMessageRequest{QueueUrl: queueURL, MaxNumberOfMessages: &one, WaitTimeSeconds: &secs})
+				if err == nil {
+					break
+				}
+				// The partition's leader changed under the peek, or
+				// could not be reached: wait on the next one, until the
+				// deadline.
+				select {
+				case <-pctx.Done():
+					return
+				case <-time.After(peekRetryPause):
+				}
 			}
+			switch r := resp.(type) {
+			case receivable:
+			case *api.ReceiveMessageResult:
+				if len(r.Messages) == 0 {
+					return
+				}
+				mu.Lock()
+				got = append(got, r.Messages...)
+				mu.Unlock()
+			default:
+				return
+			}
+			ready <- p
 		}()
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
-	case p := <-ready:
+	case first = <-ready:
 		cancel()
 		<-done
-		return p, true
+		return first, got, true
 	case <-done:
 		select {
-		case p := <-ready:
-			return p, true
+		case first = <-ready:
+			return first, got, true
 		default:
-			return 0, false
+			return 0, got, false
 		}
 	}
 }

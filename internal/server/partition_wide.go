@@ -1,10 +1,17 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -27,7 +34,9 @@ import (
 //     every partition refused it so (one purged moments ago, by an answer
 //     the client did not see, is done);
 //   - DeleteQueue: in every partition at once, a partition already gone
-//     counting as deleted;
+//     counting as deleted; once every partition is gone, the first
+//     group's leader forgets the partitions (forgetParts), so that a
+//     queue created again by the name starts whole;
 //   - DeleteMessage and ChangeMessageVisibility by a handle from before the
 //     queue's first split (it names no group): tried in partition 0, then in
 //     each other partition while they answer that they know no such handle.
@@ -60,6 +69,12 @@ func (s *Server) serveQueueWide(ctx context.Context, in api.Scope, req api.Reque
 	if err := api.Validate(req); err != nil {
 		return nil, true, err
 	}
+	_, reads := req.(*api.GetQueueAttributesRequest)
+	if !reads && s.shards.Splitting(q) {
+		// Between a split in the engine and the layout naming the new
+		// partition, the change would miss it.
+		return nil, true, api.ErrServiceUnavailable("A partition of the queue is being split or merged; retry.")
+	}
 	switch r := req.(type) {
 	case *api.DeleteMessageRequest:
 		return s.tryEachPart(ctx, in, q, parts, req, r.ReceiptHandle)
@@ -67,6 +82,12 @@ func (s *Server) serveQueueWide(ctx context.Context, in api.Scope, req api.Reque
 		return s.tryEachPart(ctx, in, q, parts, req, r.ReceiptHandle)
 	}
 	answers := s.askEveryPart(ctx, in, q, parts, req)
+	if now := s.shards.Parts(q); !reads && len(now) > 1 && !slices.Equal(now, parts) {
+		// The layout changed meanwhile (this node's copy of the map
+		// caught up): the same change again, in every partition now.
+		parts = now
+		answers = s.askEveryPart(ctx, in, q, parts, req)
+	}
 	switch req.(type) {
 	case *api.GetQueueAttributesRequest:
 		resp, err := sumCounts(answers)
@@ -86,9 +107,18 @@ func (s *Server) serveQueueWide(ctx context.Context, in api.Scope, req api.Reque
 			}
 		}
 	case *api.DeleteQueueRequest:
-		for i := 1; i < len(answers); i++ {
-			if isQueueGone(answers[i].err) {
+		gone := true
+		for i, a := range answers {
+			gone = gone && (a.err == nil || isQueueGone(a.err))
+			if i > 0 && isQueueGone(a.err) {
 				answers[i] = partAnswer{resp: api.Empty{}}
+			}
+		}
+		if gone {
+			// Deleted in every partition (by this request, or by one
+			// whose answer was lost): the map forgets the partitions.
+			if err := s.forgetParts(ctx, q); err != nil {
+				return nil, true, api.ErrServiceUnavailable("The queue was deleted, and its partitions could not be forgotten (%v); retry.", err)
 			}
 		}
 	}
@@ -98,6 +128,53 @@ func (s *Server) serveQueueWide(ctx context.Context, in api.Scope, req api.Reque
 		}
 	}
 	return answers[0].resp, true, nil
+}
+
+// forgetParts has the first group's leader forget the partitions of q,
+// deleted in every one: here if this node leads it, else asked over the
+// node-to-node port (POST /cluster/unsplit).
+func (s *Server) forgetParts(ctx context.Context, q api.QueueKey) error {
+	if s.first.leads() {
+		return s.shards.Unsplit(ctx, q)
+	}
+	_, addr := s.cluster.Leader()
+	if addr == "" {
+		return errors.New("the cluster has no leader now")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	b, _ := json.Marshal(q.Whole())
+	resp, err := s.askPeer(ctx, http.MethodPost, addr, "/cluster/unsplit", bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("the first group's leader: %w", err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// serveUnsplit forgets the partitions of a queue deleted in every one,
+// for another member (forgetParts), where the first group is led. Only
+// from a member that may have other members carry its requests out
+// (trustedPeerEndpoint): forgetting the partitions of a queue that still
+// has them would leave their messages where no request is routed.
+func (s *Server) serveUnsplit(w http.ResponseWriter, r *http.Request) {
+	if !s.trustedPeerEndpoint(w, r, "forgetting a deleted queue's partitions") {
+		return
+	}
+	var q api.QueueKey
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&q); err != nil || q.Name == "" || q.Account == "" {
+		writeJSONError(w, http.StatusBadRequest, "want a queue key")
+		return
+	}
+	if !s.first.leads() {
+		writeJSONError(w, http.StatusServiceUnavailable, "this node does not lead the cluster's first group")
+		return
+	}
+	if err := s.shards.Unsplit(r.Context(), q); err != nil {
+		writeJSONError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
 }
 
 // partAnswer is one partition's answer.
@@ -137,6 +214,10 @@ func (s *Server) tryEachPart(ctx context.Context, in api.Scope, q api.QueueKey, 
 		if !engine.IsHandleElsewhere(err) {
 			return resp, true, err
 		}
+	}
+	if now := s.shards.Parts(q); !slices.Equal(now, parts) {
+		// A partition this node's map did not have may hold it.
+		return nil, true, api.ErrServiceUnavailable("The queue's partitions changed; retry.")
 	}
 	if _, del := req.(*api.DeleteMessageRequest); del {
 		return api.Empty{}, true, nil

@@ -185,6 +185,27 @@ func (s *Set) Parts(q api.QueueKey) []uint32 {
 	return out
 }
 
+// Splitting reports whether a partition of queue q (whatever q.Part)
+// splits or merges now, by this node's copy of the map: between the
+// engine's split and the layout that names the new partition, what is
+// asked of every partition would miss it.
+func (s *Set) Splitting(q api.QueueKey) bool {
+	q = q.Whole()
+	l, split := s.Layout(q)
+	if !split {
+		l = Layout{Parts: []PartRange{{Part: 0}}}
+	}
+	busy := false
+	s.host.Read(func(e *engine.Engine) {
+		for _, p := range l.Parts {
+			key := q
+			key.Part = p.Part
+			busy = busy || e.Meta(splitKey(key)) != ""
+		}
+	})
+	return busy
+}
+
 // cachedLayout returns q's layout as this node's map has it, read again
 // only once the map's epoch changed since it was read.
 func (s *Set) cachedLayout(q api.QueueKey) cachedLayout {
@@ -324,6 +345,69 @@ func (s *Set) Merge(ctx context.Context, q api.QueueKey, part uint32) error {
 		return err
 	}
 	return s.driveSplit(ctx, q, rec)
+}
+
+// Unsplit forgets the partitions of queue q (whatever q.Part), deleted in
+// every one: its layout becomes partition 0 alone, keeping the number the
+// next partition would take (numbers are not reused in a name's life),
+// and the other partitions' records go, so that a queue created again by
+// the name starts whole in partition 0's shard. Only on the first group's
+// leader; refused while a partition of q splits, merges or moves
+// (ErrSplitUnderWay, ErrMoveUnderWay). A leader killed between the layout
+// and the records leaves records of partitions no layout names, which
+// nothing routes to.
+func (s *Set) Unsplit(ctx context.Context, q api.QueueKey) error {
+	if err := s.partsReady(ctx); err != nil {
+		return err
+	}
+	s.partsMu.Lock()
+	defer s.partsMu.Unlock()
+	s.moveMu.Lock()
+	defer s.moveMu.Unlock()
+	q = q.Whole()
+	l, split := s.Layout(q)
+	if !split || len(l.Parts) < 2 {
+		return nil
+	}
+	if err := s.noStepOn(q, l); err != nil {
+		return err
+	}
+	if err := s.setMeta(ctx, partsKey(q), Layout{Next: l.Next, Parts: []PartRange{{Part: 0}}}.String()); err != nil {
+		return err
+	}
+	for _, p := range l.Parts[1:] {
+		key := q
+		key.Part = p.Part
+		if err := s.setMeta(ctx, queueKey(key), ""); err != nil {
+			return err
+		}
+		s.Forget(key)
+	}
+	if err := s.setMeta(ctx, epochKey, newMoveID()); err != nil {
+		return err
+	}
+	s.Forget(q)
+	s.layouts.Delete(q)
+	s.cfg.Logger.Info("shards: forgot the partitions of a deleted queue", "queue", q, "parts", len(l.Parts))
+	return nil
+}
+
+// noStepOn returns why no partition of q's layout l may change now: one
+// splits, merges or moves.
+func (s *Set) noStepOn(q api.QueueKey, l Layout) error {
+	s.recordMu.Lock()
+	defer s.recordMu.Unlock()
+	for _, p := range l.Parts {
+		key := q
+		key.Part = p.Part
+		switch {
+		case s.meta(splitKey(key)) != "":
+			return ErrSplitUnderWay
+		case s.meta(moveKey(key)) != "":
+			return ErrMoveUnderWay
+		}
+	}
+	return nil
 }
 
 // partsReady checks that this node may split and merge partitions now,
