@@ -520,12 +520,25 @@ func TestSplitQueueWideActions(t *testing.T) {
 	// whichever partition they are now, through every member; a second
 	// delete by one succeeds too, and a visibility change by it is
 	// refused as of a message gone.
-	for i, h := range early {
+	for i, h := range early[:groups/2] {
 		c.retrying("delete by an early handle", func() error {
 			_, err := clients[i%len(clients)].DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(h)})
 			return err
 		})
 	}
+	// The others in one batch, beside a handle of a message gone.
+	var entries []types.DeleteMessageBatchRequestEntry
+	for i, h := range early[groups/2:] {
+		entries = append(entries, types.DeleteMessageBatchRequestEntry{Id: aws.String("e" + strconv.Itoa(i)), ReceiptHandle: aws.String(h)})
+	}
+	entries = append(entries, types.DeleteMessageBatchRequestEntry{Id: aws.String("gone"), ReceiptHandle: aws.String(early[0])})
+	c.retrying("delete a batch of early handles", func() error {
+		out, err := clients[1].DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		if err == nil && (len(out.Failed) != 0 || len(out.Successful) != len(entries)) {
+			t.Fatalf("a batch of handles from before the split: %d failed (%v), %d of %d succeeded", len(out.Failed), out.Failed, len(out.Successful), len(entries))
+		}
+		return err
+	})
 	if _, err := clients[1].DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(early[0])}); err != nil {
 		t.Fatalf("a second delete by a handle from before the split: %v", err)
 	}

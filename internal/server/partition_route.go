@@ -40,7 +40,12 @@ func (s *Server) serveOverParts(ctx context.Context, in api.Scope, req api.Reque
 	switch req.(type) {
 	case *api.ReceiveMessageRequest:
 		return s.serveSpanningReceive(ctx, in, req)
-	case *api.SendMessageBatchRequest, *api.DeleteMessageBatchRequest, *api.ChangeMessageVisibilityBatchRequest:
+	case *api.DeleteMessageBatchRequest, *api.ChangeMessageVisibilityBatchRequest:
+		if resp, spans, err := s.serveOldHandleBatch(ctx, in, req); spans {
+			return resp, spans, err
+		}
+		return s.serveSpanningBatch(ctx, in, req)
+	case *api.SendMessageBatchRequest:
 		return s.serveSpanningBatch(ctx, in, req)
 	}
 	return s.serveQueueWide(ctx, in, req)

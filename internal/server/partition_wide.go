@@ -39,7 +39,9 @@ import (
 //     queue created again by the name starts whole;
 //   - DeleteMessage and ChangeMessageVisibility by a handle from before the
 //     queue's first split (it names no group): tried in partition 0, then in
-//     each other partition while they answer that they know no such handle.
+//     each other partition while they answer that they know no such handle;
+//     their batches holding such a handle, entry by entry
+//     (serveOldHandleBatch).
 //
 // As batches and receives, they are carried out from the member where they
 // arrive, so only where the members carry out each other's typed requests
@@ -128,6 +130,81 @@ func (s *Server) serveQueueWide(ctx context.Context, in api.Scope, req api.Reque
 		}
 	}
 	return answers[0].resp, true, nil
+}
+
+// serveOldHandleBatch carries out a DeleteMessageBatch or
+// ChangeMessageVisibilityBatch of a split queue that holds a handle from
+// before the queue's first split, and reports whether req was one: entry
+// by entry, each as its single action, routed by its handle's group or
+// tried in every partition (tryEachPart), and answered as one batch. An
+// entry's error is its failure, as in a batch carried out whole, but for
+// one that is the whole queue's (it does not exist, the caller may not,
+// the shard cannot answer now), which fails the batch.
+func (s *Server) serveOldHandleBatch(ctx context.Context, in api.Scope, req api.Request) (api.Response, bool, error) {
+	type entry struct {
+		id, handle string
+		vis        *int
+	}
+	var entries []entry
+	var url string
+	switch r := req.(type) {
+	case *api.DeleteMessageBatchRequest:
+		url = r.QueueUrl
+		for _, e := range r.Entries {
+			entries = append(entries, entry{id: e.Id, handle: e.ReceiptHandle})
+		}
+	case *api.ChangeMessageVisibilityBatchRequest:
+		url = r.QueueUrl
+		for _, e := range r.Entries {
+			entries = append(entries, entry{id: e.Id, handle: e.ReceiptHandle, vis: e.VisibilityTimeout})
+		}
+	default:
+		return nil, false, nil
+	}
+	if !slices.ContainsFunc(entries, func(e entry) bool { _, hashed := engine.HandleGroupHash(e.handle); return !hashed }) || !s.routesTyped() {
+		return nil, false, nil
+	}
+	q, named := s.queueOfRequest(in, req)
+	if !named {
+		return nil, false, nil
+	}
+	parts := s.shards.Parts(q)
+	if len(parts) < 2 {
+		return nil, false, nil
+	}
+	if err := api.Validate(req); err != nil {
+		return nil, true, err
+	}
+	if s.shards.Splitting(q) {
+		return nil, true, api.ErrServiceUnavailable("A partition of the queue is being split or merged; retry.")
+	}
+	_, del := req.(*api.DeleteMessageBatchRequest)
+	ok, failed := []api.BatchResultEntry{}, []api.BatchResultErrorEntry{}
+	for _, e := range entries {
+		var one api.Request = &api.ChangeMessageVisibilityRequest{QueueUrl: url, ReceiptHandle: e.handle, VisibilityTimeout: e.vis}
+		if del {
+			one = &api.DeleteMessageRequest{QueueUrl: url, ReceiptHandle: e.handle}
+		}
+		var err error
+		if _, hashed := engine.HandleGroupHash(e.handle); hashed {
+			_, err = s.doSharded(ctx, in, q, one)
+		} else {
+			_, _, err = s.tryEachPart(ctx, in, q, parts, one, e.handle)
+		}
+		if err != nil {
+			ae := api.AsError(err)
+			if ae.Status >= 500 || isQueueGone(err) || ae.Code == "AccessDenied" {
+				return nil, true, err
+			}
+			failed = append(failed, api.BatchError(e.id, ae))
+			continue
+		}
+		ok = append(ok, api.BatchResultEntry{Id: e.id})
+	}
+	if del {
+		return &api.DeleteMessageBatchResult{Successful: ok, Failed: failed}, true, nil
+	}
+	return &api.ChangeMessageVisibilityBatchResult{Successful: ok, Failed: failed}, true, nil
 }
 
 // forgetParts has the first group's leader forget the partitions of q,
