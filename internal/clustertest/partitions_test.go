@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -504,6 +506,19 @@ func TestSplitQueueWideActions(t *testing.T) {
 			t.Fatalf("GetQueueAttributes via %s: %d visible, %d in flight; want %d and %d", c.nodes[via].id, v, f, groups, groups)
 		}
 	}
+	// Each member's metrics show the queue once, its counts the sums of
+	// the partitions it holds a replica of: here, with every shard on
+	// every member, all of them.
+	for _, nd := range c.nodes {
+		c.retrying("metrics of "+nd.id, func() error {
+			series := queueSeries(nd.httpAddr, "wide.fifo")
+			if len(series["fifoq_queue_messages_visible"]) != 1 || series["fifoq_queue_messages_visible"][0] != groups ||
+				len(series["fifoq_queue_messages_not_visible"]) != 1 || series["fifoq_queue_messages_not_visible"][0] != groups {
+				return fmt.Errorf("%s's metrics of the queue: %v", nd.id, series)
+			}
+			return nil
+		})
+	}
 	perPart := map[uint32]int{}
 	for part := range partsOf {
 		resp, err := atPart(part, &api.GetQueueAttributesRequest{QueueUrl: q.Path(), AttributeNames: []string{api.AttrApproximateNumberOfMessages}})
@@ -630,4 +645,28 @@ func TestSplitQueueWideActions(t *testing.T) {
 func isQueueDoesNotExist(err error) bool {
 	var e *api.Error
 	return errors.As(err, &e) && e.Code == "QueueDoesNotExist"
+}
+
+// queueSeries returns the values of every fifoq_queue_* series of queue
+// name on the /metrics of the node at httpAddr, by metric name.
+func queueSeries(httpAddr, name string) map[string][]float64 {
+	out := map[string][]float64{}
+	hc := &http.Client{Timeout: 2 * time.Second}
+	resp, err := hc.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasPrefix(series, "fifoq_queue_") || !strings.Contains(series, `queue="`+name+`"`) {
+			continue
+		}
+		metric, _, _ := strings.Cut(series, "{")
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out[metric] = append(out[metric], v)
+		}
+	}
+	return out
 }

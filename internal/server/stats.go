@@ -161,18 +161,33 @@ func (s *Server) queueFigures(dst []metrics.QueueFigures) []metrics.QueueFigures
 	for _, g := range s.allGroups() {
 		g.log.Read(func(e *engine.Engine) { stats = e.AppendQueueStats(stats, now.UnixNano()) })
 	}
+	// A queue may be in several of this node's groups at once: the
+	// partitions of a split queue, or a queue being moved between two
+	// shards this node holds. It is one queue to its metrics: one series,
+	// its counts the sums (docs/cluster.md, partitions).
+	at := map[api.QueueKey]int{}
 	for _, st := range stats {
-		c := s.stats.snapshot(st.Queue)
-		f := metrics.QueueFigures{
-			Region: cmp.Or(st.Queue.Region, s.cfg.Region), Account: st.Queue.Account, Name: st.Queue.Name,
-			Visible: st.Visible, NotVisible: st.NotVisible, Delayed: st.Delayed,
+		whole := st.Queue.Whole()
+		var oldest time.Duration
+		if st.OldestAt != 0 {
+			oldest = max(now.Sub(time.Unix(0, st.OldestAt)), 0)
+		}
+		if i, seen := at[whole]; seen {
+			f := &dst[i]
+			f.Visible += st.Visible
+			f.NotVisible += st.NotVisible
+			f.Delayed += st.Delayed
+			f.OldestAge = max(f.OldestAge, oldest)
+			continue
+		}
+		c := s.stats.snapshot(whole)
+		at[whole] = len(dst)
+		dst = append(dst, metrics.QueueFigures{
+			Region: cmp.Or(whole.Region, s.cfg.Region), Account: whole.Account, Name: whole.Name,
+			Visible: st.Visible, NotVisible: st.NotVisible, Delayed: st.Delayed, OldestAge: oldest,
 			Sent: c.Sent, SentBytes: c.SentBytes, Received: c.Received,
 			Deleted: c.Deleted, EmptyReceives: c.EmptyReceives,
-		}
-		if st.OldestAt != 0 {
-			f.OldestAge = max(now.Sub(time.Unix(0, st.OldestAt)), 0)
-		}
-		dst = append(dst, f)
+		})
 	}
 	return dst
 }
