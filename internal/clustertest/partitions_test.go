@@ -519,6 +519,21 @@ func TestSplitQueueWideActions(t *testing.T) {
 			return nil
 		})
 	}
+	// So does a request a node makes for itself (the console's, Do).
+	c.retrying("Do's GetQueueAttributes", func() error {
+		n := c.nodes[1].node()
+		if n == nil {
+			return fmt.Errorf("%s is not running", c.nodes[1].id)
+		}
+		resp, err := n.Server.Do(context.Background(), q.Account, &api.GetQueueAttributesRequest{QueueUrl: q.Path(), AttributeNames: []string{api.AttrApproximateNumberOfMessages}})
+		if err != nil {
+			return err
+		}
+		if got := resp.(*api.GetQueueAttributesResult).Attributes[api.AttrApproximateNumberOfMessages]; got != strconv.Itoa(groups) {
+			t.Fatalf("Do's GetQueueAttributes counts %s visible, want %d", got, groups)
+		}
+		return nil
+	})
 	perPart := map[uint32]int{}
 	for part := range partsOf {
 		resp, err := atPart(part, &api.GetQueueAttributesRequest{QueueUrl: q.Path(), AttributeNames: []string{api.AttrApproximateNumberOfMessages}})

@@ -211,6 +211,11 @@ func (s *Server) holdAnswer(resp api.Response) (release func()) {
 func (s *Server) Do(ctx context.Context, account string, req api.Request) (api.Response, error) {
 	in := api.Scope{Account: account}
 	if s.sharded() {
+		// What spans a split queue's partitions is carried out in each
+		// (serveOverParts), as for a client's request.
+		if resp, spans, err := s.serveOverParts(ctx, in, req); spans {
+			return resp, err
+		}
 		if q, ok := s.queueOfRequest(in, req); ok {
 			return s.doSharded(ctx, in, q, req)
 		}
