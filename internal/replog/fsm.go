@@ -103,6 +103,9 @@ type fsm struct {
 	// store, for a snapshot Raft installs (it hands Restore the bytes
 	// alone).
 	snapshotConfig func() (index uint64, c raft.Configuration, ok bool)
+	// restores tells the log store of every restore (storeGate's
+	// keepAfterInstall).
+	restores restoreMark
 }
 
 // committedConfiguration is a membership the group committed, and the
@@ -412,6 +415,9 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // the whole snapshot has been read and checked.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	err := f.restore(rc, false)
+	if err == nil {
+		f.restores.restored()
+	}
 	if err == nil && f.snapshotConfig != nil {
 		// Raft restores the newest snapshot of the store, the one it has
 		// just written.

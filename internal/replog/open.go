@@ -310,7 +310,7 @@ func (o *opening) logStore() raft.LogStore {
 	}
 	// Outermost, so that an entry counts as stored only once every layer
 	// beneath has returned without error.
-	return &storeGate{LogStore: store, fsm: o.fsm, faults: o.faults}
+	return &storeGate{LogStore: store, fsm: o.fsm, faults: o.faults, snaps: o.store, restores: &o.fsm.restores}
 }
 
 // watchRaft learns when Raft stops, whether by a storage fault, by Close

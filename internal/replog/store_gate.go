@@ -1,6 +1,10 @@
 package replog
 
-import "github.com/hashicorp/raft"
+import (
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
 
 // storeGate is the log store Raft is given on every node: it passes each
 // call to the store beneath and, once a write of entries returns without
@@ -17,10 +21,26 @@ type storeGate struct {
 	raft.LogStore
 	fsm    *fsm
 	faults *faultStop
+	// snaps is Raft's snapshot store, and restores says when the state
+	// machine last restored a snapshot: what keepAfterInstall needs.
+	snaps    raft.SnapshotStore
+	restores *restoreMark
+}
+
+// restoreMark says whether the state machine restored a snapshot since
+// the log store last took entries.
+type restoreMark struct{ since atomic.Bool }
+
+// restored marks a restore (the state machine's Restore calls it).
+func (m *restoreMark) restored() {
+	if m != nil {
+		m.since.Store(true)
+	}
 }
 
 // StoreLog implements raft.LogStore.
 func (s *storeGate) StoreLog(log *raft.Log) error {
+	s.appending()
 	if err := s.LogStore.StoreLog(log); err != nil {
 		return s.faults.fail("append to the log", err)
 	}
@@ -30,6 +50,7 @@ func (s *storeGate) StoreLog(log *raft.Log) error {
 
 // StoreLogs implements raft.LogStore.
 func (s *storeGate) StoreLogs(logs []*raft.Log) error {
+	s.appending()
 	if err := s.LogStore.StoreLogs(logs); err != nil {
 		return s.faults.fail("append to the log", err)
 	}
@@ -41,15 +62,73 @@ func (s *storeGate) StoreLogs(logs []*raft.Log) error {
 
 // DeleteRange implements raft.LogStore.
 func (s *storeGate) DeleteRange(min, max uint64) error {
+	if s.keepAfterInstall(min, max) {
+		return nil
+	}
 	if err := s.LogStore.DeleteRange(min, max); err != nil {
 		return s.faults.fail("remove log entries", err)
 	}
 	return nil
 }
 
+// appending clears the restore mark: entries taken after a restore.
+func (s *storeGate) appending() {
+	if s.restores != nil {
+		s.restores.since.Store(false)
+	}
+}
+
+// keepAfterInstall reports whether DeleteRange(min, max) is hashicorp/raft
+// emptying the log just after a follower installed a snapshot (its
+// removeOldLogs, for a monotonic store) of a log that runs past the
+// snapshot and holds the snapshot's last entry, and keeps the log if so.
+//
+// Raft's rule for an installed snapshot keeps such a log: its entries
+// after the snapshot agree with the leader's (the log matching property).
+// hashicorp/raft empties it, yet keeps its own count of the log's last
+// entry, the old one past the snapshot; the follower then takes the
+// leader's next entries after that count, and on the next commit panics
+// reading the entries in between, which it no longer has (hashicorp/raft
+// issue #697). Kept, the log is what Raft counts.
+//
+// It is that call only: the whole log deleted, after the state machine
+// restored a snapshot and before the store took another entry, the
+// newest snapshot's last entry inside the log and not its last, with the
+// snapshot's term. A deletion of a conflicting suffix that happens to be
+// the whole log cannot look so: the log agrees with the leader up to the
+// snapshot's entry, so a conflict lies after it, not at the log's first.
+// A restore the operator asked for (raft.Restore) sets Raft's count to
+// its snapshot's index, past the log's end, and the log is emptied.
+func (s *storeGate) keepAfterInstall(min, max uint64) bool {
+	if s.snaps == nil || s.restores == nil || !s.restores.since.Load() {
+		return false
+	}
+	first, err := s.LogStore.FirstIndex()
+	if err != nil || first == 0 || min > first {
+		return false
+	}
+	last, err := s.LogStore.LastIndex()
+	if err != nil || max != last {
+		return false
+	}
+	metas, err := s.snaps.List()
+	if err != nil || len(metas) == 0 {
+		return false
+	}
+	snap := metas[0]
+	if snap.Index < first || snap.Index >= last {
+		return false
+	}
+	var at raft.Log
+	if err := s.LogStore.GetLog(snap.Index, &at); err != nil || at.Term != snap.Term {
+		return false
+	}
+	return true
+}
+
 // stored marks the held entry whose bytes log carries as on disk.
 func (s *storeGate) stored(log *raft.Log) {
-	if log.Type != raft.LogCommand {
+	if log.Type != raft.LogCommand || s.fsm == nil {
 		return
 	}
 	if e := s.fsm.peek(log.Data); e != nil {
