@@ -3,7 +3,9 @@ package replog
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -69,9 +71,21 @@ func (countSnapshot) Release() {}
 // reading an entry it no longer has (hashicorp/raft issue #697; an
 // in-memory soak's members crashed so at its 640th move).
 func TestInstalledSnapshotKeepsTheLogAfterIt(t *testing.T) {
+	t.Run("entries", func(t *testing.T) { installPastTheLog(t, false) })
+	// A membership change in the log kept past the snapshot, which
+	// hashicorp/raft would not read: the node stops, for its restart to
+	// read it.
+	t.Run("membership", func(t *testing.T) { installPastTheLog(t, true) })
+}
+
+// installPastTheLog has a follower whose log holds entries 1..20 (entry
+// 15 a membership change, if membership) install a snapshot at 12, then
+// take entries after 20 and their commit.
+func installPastTheLog(t *testing.T, membership bool) {
 	mark := &restoreMark{}
 	snaps := raft.NewInmemSnapshotStore()
-	store := &storeGate{LogStore: monotonicStore{raft.NewInmemStore()}, snaps: snaps, restores: mark}
+	faults := newFaultStop(slog.New(slog.DiscardHandler), t.TempDir())
+	store := &storeGate{LogStore: monotonicStore{raft.NewInmemStore()}, snaps: snaps, restores: mark, faults: faults}
 	fsm := &countFSM{restores: mark}
 	_, ftrans := raft.NewInmemTransport("f")
 	_, ltrans := raft.NewInmemTransport("l")
@@ -82,24 +96,28 @@ func TestInstalledSnapshotKeepsTheLogAfterIt(t *testing.T) {
 	conf.HeartbeatTimeout = 10 * time.Second
 	conf.ElectionTimeout = 10 * time.Second
 	conf.LeaderLeaseTimeout = 10 * time.Second
-	conf.Logger = nil
 	r, err := raft.NewRaft(conf, fsm, store, raft.NewInmemStore(), snaps, ftrans)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Shutdown()
 
+	servers := raft.Configuration{Servers: []raft.Server{{ID: "l", Address: "l"}, {ID: "f", Address: "f"}}}
 	entries := func(from, to uint64) []*raft.Log {
 		var out []*raft.Log
 		for i := from; i <= to; i++ {
-			out = append(out, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte("x")})
+			e := &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte("x")}
+			if membership && i == 15 {
+				e.Type, e.Data = raft.LogConfiguration, raft.EncodeConfiguration(servers)
+			}
+			out = append(out, e)
 		}
 		return out
 	}
+	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("l"), Addr: []byte("l")}
 	appendEntries := func(prev uint64, es []*raft.Log, commit uint64) {
 		t.Helper()
-		req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("l"), Addr: []byte("l")}, Term: 1,
-			PrevLogEntry: prev, PrevLogTerm: 1, Entries: es, LeaderCommitIndex: commit}
+		req := &raft.AppendEntriesRequest{RPCHeader: header, Term: 1, PrevLogEntry: prev, PrevLogTerm: 1, Entries: es, LeaderCommitIndex: commit}
 		if prev == 0 {
 			req.PrevLogTerm = 0
 		}
@@ -115,24 +133,32 @@ func TestInstalledSnapshotKeepsTheLogAfterIt(t *testing.T) {
 	// The leader sends it its snapshot at 12.
 	var data bytes.Buffer
 	_ = binary.Write(&data, binary.BigEndian, uint64(12))
-	servers := raft.Configuration{Servers: []raft.Server{{ID: "l", Address: "l"}, {ID: "f", Address: "f"}}}
-	req := &raft.InstallSnapshotRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("l"), Addr: []byte("l")}, SnapshotVersion: raft.SnapshotVersionMax,
+	req := &raft.InstallSnapshotRequest{RPCHeader: header, SnapshotVersion: raft.SnapshotVersionMax,
 		Term: 1, LastLogIndex: 12, LastLogTerm: 1, Configuration: raft.EncodeConfiguration(servers), ConfigurationIndex: 1, Size: int64(data.Len())}
 	var sresp raft.InstallSnapshotResponse
 	if err := ltrans.InstallSnapshot("f", "f", req, &sresp, &data); err != nil || !sresp.Success {
 		t.Fatalf("install the snapshot: success %v, %v", sresp.Success, err)
 	}
-
-	// Its log still ends at 20: the leader's next entries follow it, and
-	// their commit applies 13..22.
-	appendEntries(20, entries(21, 22), 22)
-	waitFor(t, "the follower applies 22", func() bool { return r.AppliedIndex() == 22 })
-	for i := uint64(13); i <= 22; i++ {
+	for i := uint64(12); i <= 20; i++ {
 		var e raft.Log
 		if err := store.GetLog(i, &e); err != nil {
-			t.Fatalf("entry %d: %v", i, err)
+			t.Fatalf("entry %d after the install: %v", i, err)
 		}
 	}
+	if membership {
+		if !errors.Is(faults.err(), errMembershipPastInstall) {
+			t.Fatalf("a log kept with a membership change past the snapshot: the node's fault is %v, want errMembershipPastInstall", faults.err())
+		}
+		return
+	}
+	if err := faults.err(); err != nil {
+		t.Fatalf("the node stopped: %v", err)
+	}
+
+	// The leader sends what follows its snapshot; the follower holds
+	// 13..20 already, takes 21 and 22, and the commit applies 13..22.
+	appendEntries(12, entries(13, 22), 22)
+	waitFor(t, "the follower applies 22", func() bool { return r.AppliedIndex() == 22 })
 }
 
 // waitFor waits up to 10 s for cond.

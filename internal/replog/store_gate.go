@@ -1,6 +1,7 @@
 package replog
 
 import (
+	"errors"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
@@ -62,7 +63,10 @@ func (s *storeGate) StoreLogs(logs []*raft.Log) error {
 
 // DeleteRange implements raft.LogStore.
 func (s *storeGate) DeleteRange(min, max uint64) error {
-	if s.keepAfterInstall(min, max) {
+	if at, keep := s.keepAfterInstall(min, max); keep {
+		if s.holdsMembership(at+1, max) && s.faults != nil {
+			s.faults.halt(errMembershipPastInstall)
+		}
 		return nil
 	}
 	if err := s.LogStore.DeleteRange(min, max); err != nil {
@@ -83,13 +87,21 @@ func (s *storeGate) appending() {
 // removeOldLogs, for a monotonic store) of a log that runs past the
 // snapshot and holds the snapshot's last entry, and keeps the log if so.
 //
-// Raft's rule for an installed snapshot keeps such a log: its entries
-// after the snapshot agree with the leader's (the log matching property).
+// Raft's rule for an installed snapshot keeps such a log (its entries up
+// to the snapshot's are the leader's, by the log matching property; those
+// after it are checked against the leader's as they are sent again).
 // hashicorp/raft empties it, yet keeps its own count of the log's last
 // entry, the old one past the snapshot; the follower then takes the
 // leader's next entries after that count, and on the next commit panics
 // reading the entries in between, which it no longer has (hashicorp/raft
-// issue #697). Kept, the log is what Raft counts.
+// issue #697). Kept, the log is what Raft counts. It returns the
+// snapshot's index.
+//
+// hashicorp/raft reads a membership change only from an entry new to the
+// log, or from the log when it starts: one in the log kept past the
+// snapshot it would not see, and it would go on with the snapshot's
+// membership. So a log kept with one stops the node
+// (errMembershipPastInstall), for its restart to read it.
 //
 // It is that call only: the whole log deleted, after the state machine
 // restored a snapshot and before the store took another entry, the
@@ -99,32 +111,48 @@ func (s *storeGate) appending() {
 // snapshot's entry, so a conflict lies after it, not at the log's first.
 // A restore the operator asked for (raft.Restore) sets Raft's count to
 // its snapshot's index, past the log's end, and the log is emptied.
-func (s *storeGate) keepAfterInstall(min, max uint64) bool {
+func (s *storeGate) keepAfterInstall(min, max uint64) (uint64, bool) {
 	if s.snaps == nil || s.restores == nil || !s.restores.since.Load() {
-		return false
+		return 0, false
 	}
 	first, err := s.LogStore.FirstIndex()
 	if err != nil || first == 0 || min > first {
-		return false
+		return 0, false
 	}
 	last, err := s.LogStore.LastIndex()
 	if err != nil || max != last {
-		return false
+		return 0, false
 	}
 	metas, err := s.snaps.List()
 	if err != nil || len(metas) == 0 {
-		return false
+		return 0, false
 	}
 	snap := metas[0]
 	if snap.Index < first || snap.Index >= last {
-		return false
+		return 0, false
 	}
 	var at raft.Log
 	if err := s.LogStore.GetLog(snap.Index, &at); err != nil || at.Term != snap.Term {
-		return false
+		return 0, false
 	}
-	return true
+	return snap.Index, true
 }
+
+// holdsMembership reports whether the log's entries from..to hold a
+// membership change (or could not be read).
+func (s *storeGate) holdsMembership(from, to uint64) bool {
+	for i := from; i <= to; i++ {
+		var e raft.Log
+		if err := s.LogStore.GetLog(i, &e); err != nil || e.Type == raft.LogConfiguration {
+			return true
+		}
+	}
+	return false
+}
+
+// errMembershipPastInstall stops a node that kept its log past a snapshot
+// it installed, with a membership change in it (keepAfterInstall).
+var errMembershipPastInstall = errors.New("a group of this node kept its log past a snapshot it installed, and the log holds a membership change that hashicorp/raft reads only when it starts (its issue #697): restart the node")
 
 // stored marks the held entry whose bytes log carries as on disk.
 func (s *storeGate) stored(log *raft.Log) {
