@@ -69,19 +69,12 @@ type receivable struct{}
 // receive goes to the queue's first partition alone.
 func (s *Server) serveSpanningReceive(ctx context.Context, in api.Scope, req api.Request) (api.Response, bool, error) {
 	r, ok := req.(*api.ReceiveMessageRequest)
-	if !ok || !s.routesTyped() {
+	if !ok {
 		return nil, false, nil
 	}
-	q, named := s.queueOfRequest(in, req)
-	if !named {
-		return nil, false, nil
-	}
-	parts := s.shards.Parts(q)
-	if len(parts) < 2 {
-		return nil, false, nil
-	}
-	if err := api.Validate(req); err != nil {
-		return nil, true, err
+	q, parts, spans, err := s.spanningQueue(in, req)
+	if !spans || err != nil {
+		return nil, spans, err
 	}
 	max := 1
 	if r.MaxNumberOfMessages != nil {

@@ -51,6 +51,26 @@ func (s *Server) serveOverParts(ctx context.Context, in api.Scope, req api.Reque
 	return s.serveQueueWide(ctx, in, req)
 }
 
+// spanningQueue returns the split queue req names and its partitions, by
+// this node's copy of the map, and whether req is one this member carries
+// out over them: false for a queue never split, or where the members do
+// not carry out each other's typed requests (routesTyped). A request so
+// carried out is validated whole first (err), before any partition is
+// asked.
+func (s *Server) spanningQueue(in api.Scope, req api.Request) (q api.QueueKey, parts []uint32, spans bool, err error) {
+	if !s.routesTyped() {
+		return q, nil, false, nil
+	}
+	q, named := s.queueOfRequest(in, req)
+	if !named {
+		return q, nil, false, nil
+	}
+	if parts = s.shards.Parts(q); len(parts) < 2 {
+		return q, nil, false, nil
+	}
+	return q, parts, true, api.Validate(req)
+}
+
 // hdrPart names, on a request forwarded to another member, the partition
 // of a split queue it was routed to; absent for partition 0.
 const hdrPart = "X-Fifoq-Part"

@@ -57,19 +57,9 @@ func (s *Server) serveQueueWide(ctx context.Context, in api.Scope, req api.Reque
 	default:
 		return nil, false, nil
 	}
-	if !s.routesTyped() {
-		return nil, false, nil
-	}
-	q, named := s.queueOfRequest(in, req)
-	if !named {
-		return nil, false, nil
-	}
-	parts := s.shards.Parts(q)
-	if len(parts) < 2 {
-		return nil, false, nil
-	}
-	if err := api.Validate(req); err != nil {
-		return nil, true, err
+	q, parts, spans, err := s.spanningQueue(in, req)
+	if !spans || err != nil {
+		return nil, spans, err
 	}
 	_, reads := req.(*api.GetQueueAttributesRequest)
 	if !reads && s.shards.Splitting(q) {
@@ -161,19 +151,12 @@ func (s *Server) serveOldHandleBatch(ctx context.Context, in api.Scope, req api.
 	default:
 		return nil, false, nil
 	}
-	if !slices.ContainsFunc(entries, func(e entry) bool { _, hashed := engine.HandleGroupHash(e.handle); return !hashed }) || !s.routesTyped() {
+	if !slices.ContainsFunc(entries, func(e entry) bool { _, hashed := engine.HandleGroupHash(e.handle); return !hashed }) {
 		return nil, false, nil
 	}
-	q, named := s.queueOfRequest(in, req)
-	if !named {
-		return nil, false, nil
-	}
-	parts := s.shards.Parts(q)
-	if len(parts) < 2 {
-		return nil, false, nil
-	}
-	if err := api.Validate(req); err != nil {
-		return nil, true, err
+	q, parts, spans, err := s.spanningQueue(in, req)
+	if !spans || err != nil {
+		return nil, spans, err
 	}
 	if s.shards.Splitting(q) {
 		return nil, true, api.ErrServiceUnavailable("A partition of the queue is being split or merged; retry.")
