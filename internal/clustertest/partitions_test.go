@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -666,22 +664,11 @@ func isQueueDoesNotExist(err error) bool {
 // name on the /metrics of the node at httpAddr, by metric name.
 func queueSeries(httpAddr, name string) map[string][]float64 {
 	out := map[string][]float64{}
-	hc := &http.Client{Timeout: 2 * time.Second}
-	resp, err := hc.Get("http://" + httpAddr + "/metrics")
-	if err != nil {
-		return out
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		series, value, ok := strings.Cut(line, " ")
-		if !ok || !strings.HasPrefix(series, "fifoq_queue_") || !strings.Contains(series, `queue="`+name+`"`) {
-			continue
-		}
+	for series, v := range scrapeMetrics(httpAddr, func(series string) bool {
+		return strings.HasPrefix(series, "fifoq_queue_") && strings.Contains(series, `queue="`+name+`"`)
+	}) {
 		metric, _, _ := strings.Cut(series, "{")
-		if v, err := strconv.ParseFloat(value, 64); err == nil {
-			out[metric] = append(out[metric], v)
-		}
+		out[metric] = append(out[metric], v)
 	}
 	return out
 }

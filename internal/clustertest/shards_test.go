@@ -219,9 +219,16 @@ func (c *cluster) shardLeader(name string) *node {
 // shows, by series (name and labels, as written), or none if it did not
 // answer.
 func shardMetrics(nd *node) map[string]float64 {
+	return scrapeMetrics(nd.httpAddr, func(series string) bool { return strings.HasPrefix(series, "fifoq_shard_") })
+}
+
+// scrapeMetrics returns the series of the /metrics of the node at
+// httpAddr that keep takes, by series (name and labels, as written), or
+// none if it did not answer.
+func scrapeMetrics(httpAddr string, keep func(series string) bool) map[string]float64 {
 	out := map[string]float64{}
 	hc := &http.Client{Timeout: 2 * time.Second}
-	resp, err := hc.Get("http://" + nd.httpAddr + "/metrics")
+	resp, err := hc.Get("http://" + httpAddr + "/metrics")
 	if err != nil {
 		return out
 	}
@@ -229,7 +236,7 @@ func shardMetrics(nd *node) map[string]float64 {
 	b, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(b), "\n") {
 		series, value, ok := strings.Cut(line, " ")
-		if !ok || !strings.HasPrefix(series, "fifoq_shard_") {
+		if !ok || strings.HasPrefix(series, "#") || !keep(series) {
 			continue
 		}
 		if v, err := strconv.ParseFloat(value, 64); err == nil {

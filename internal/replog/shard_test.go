@@ -239,24 +239,10 @@ func TestShardsFollowTheClustersMembership(t *testing.T) {
 // would count the dead replica, and every write would wait for the new
 // one to catch up. No configuration in the shard's log may name both.
 func TestShardReplacesAnUnreachableReplicaFirst(t *testing.T) {
-	base := startCluster(t, 4, nil)
-	nodes := make([]*shardNode, len(base))
-	var all []Peer
-	for i, nd := range base {
-		all = append(all, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
-		nodes[i] = &shardNode{testNode: nd}
-	}
-	first := all[:3]
-	var want atomic.Pointer[[]Peer]
-	want.Store(&first)
+	nodes, all, want, openShard := startWantedShard(t)
 	for _, nd := range nodes {
-		nd.openShardsWith(t, 1, first, func(cfg *RaftConfig) { cfg.Shard.Want = func() []Peer { return *want.Load() } })
+		openShard(nd)
 	}
-	t.Cleanup(func() {
-		for _, nd := range nodes {
-			nd.close()
-		}
-	})
 	c := newClock()
 	leader := shardLeader(t, nodes, 1)
 	createFIFO(t, leader, c)
@@ -300,6 +286,34 @@ func TestShardReplacesAnUnreachableReplicaFirst(t *testing.T) {
 		}
 	}
 	send(t, l, c, 1)
+}
+
+// startWantedShard starts the first groups of four nodes, and returns
+// them, their peers, the replicas shard 1 is to have (want: the first
+// three until the test says otherwise) and a function that opens a node's
+// replica of shard 1, whose first replicas are the first three. The nodes
+// close when the test ends.
+func startWantedShard(t *testing.T) ([]*shardNode, []Peer, *atomic.Pointer[[]Peer], func(*shardNode)) {
+	t.Helper()
+	base := startCluster(t, 4, nil)
+	nodes := make([]*shardNode, len(base))
+	var all []Peer
+	for i, nd := range base {
+		all = append(all, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
+		nodes[i] = &shardNode{testNode: nd}
+	}
+	first := all[:3]
+	want := &atomic.Pointer[[]Peer]{}
+	want.Store(&first)
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.close()
+		}
+	})
+	open := func(nd *shardNode) {
+		nd.openShardsWith(t, 1, first, func(cfg *RaftConfig) { cfg.Shard.Want = func() []Peer { return *want.Load() } })
+	}
+	return nodes, all, want, open
 }
 
 // peersAsMembers returns peers as voting members, sorted by id.
@@ -353,27 +367,10 @@ func TestNoLeadershipHandedToAnUnreachableMember(t *testing.T) {
 // would stop every write (as a 350-move soak found: a shard leaderless
 // for good after its leader crashed beside such a change).
 func TestShardAddsAReplicaAsANonvoterUntilItCatchesUp(t *testing.T) {
-	base := startCluster(t, 4, nil)
-	nodes := make([]*shardNode, len(base))
-	var all []Peer
-	for i, nd := range base {
-		all = append(all, Peer{ID: nd.id, Addr: nd.cfg.Cluster.RaftAddr})
-		nodes[i] = &shardNode{testNode: nd}
-	}
-	first := all[:3]
-	var want atomic.Pointer[[]Peer]
-	want.Store(&first)
-	openShard := func(nd *shardNode) {
-		nd.openShardsWith(t, 1, first, func(cfg *RaftConfig) { cfg.Shard.Want = func() []Peer { return *want.Load() } })
-	}
+	nodes, all, want, openShard := startWantedShard(t)
 	for _, nd := range nodes[:3] {
 		openShard(nd)
 	}
-	t.Cleanup(func() {
-		for _, nd := range nodes {
-			nd.close()
-		}
-	})
 	c := newClock()
 	leader := shardLeader(t, nodes[:3], 1)
 	createFIFO(t, leader, c)
