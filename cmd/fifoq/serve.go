@@ -232,6 +232,10 @@ func nodeConfig(opts serveOptions, cfg *config.File, set serveSettings, ln net.L
 		}
 		nc.Cluster = &node.Cluster{Raft: *rc, AdvertiseURL: opts.cluster.advertise(ln, opts.tlsCert != "")}
 		nc.Shards = int(opts.cluster.shards)
+		nc.PartitionSplitRate = float64(opts.cluster.partitionSplitRate)
+		if opts.cluster.partitionSplitRate == 0 {
+			nc.PartitionSplitRate = -1 // the user's 0 is never; the node's, the default
+		}
 	}
 	return nc, nil
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/fifoq/fifoq/internal/shards"
 	"io"
 	"log/slog"
 	"net"
@@ -43,6 +44,9 @@ type clusterOptions struct {
 	// beside its first group (node.Config.Shards): a count, or
 	// node.ShardsAuto.
 	shards shardCount
+	// partitionSplitRate is the commands a second above which a
+	// partition of a high-throughput FIFO queue splits (0: never).
+	partitionSplitRate int
 }
 
 // shardCount is --shards's value: 1 to maxShards, or "auto"
@@ -87,6 +91,7 @@ func (c *clusterOptions) define(fs *flag.FlagSet) {
 	fs.DurationVar(&c.maxClockOffset, "max-clock-offset", server.DefaultMaxClockOffset, "how far a member's wall clock may be off the majority's before it refuses to lead (queue time is the leader's clock); keep clocks synchronised with NTP")
 	c.shards = node.ShardsAuto
 	fs.Var(&c.shards, "shards", "how many Raft groups (shards) hold a cluster's new queues, each on three nodes and led where the map spreads them, beside the first group (which keeps the shard map and the queues made before); each new queue goes to the shard holding the fewest queues, the least busy of those; auto: one per voting member, added as members join (none for a server alone); 1 keeps every queue in the first group; shards are added, never removed")
+	fs.IntVar(&c.partitionSplitRate, "partition-split-rate", shards.DefaultSplitRate, "commands a second above which a partition of a high-throughput FIFO queue (FifoThroughputLimit perMessageGroupId), busy so for two rounds of balancing in a row, splits in two and one half moves to another shard; 0: never (such a queue is still spread at creation, one partition per shard)")
 	fs.BoolVar(&c.insecure, "raft-insecure", false, "allow --raft-addr beyond loopback without --raft-tls-*: anyone who can reach the port can send Raft messages that rewrite every node's state")
 }
 
@@ -131,6 +136,9 @@ func (c *clusterOptions) check(inMemory bool) error {
 	}
 	if n != 0 && n != 3 {
 		return errors.New("--raft-tls-cert, --raft-tls-key and --raft-tls-ca go together")
+	}
+	if c.partitionSplitRate < 0 {
+		return fmt.Errorf("--partition-split-rate %d: give 0 (never) or a positive rate", c.partitionSplitRate)
 	}
 	if c.maxClockOffset <= 0 {
 		return fmt.Errorf("--max-clock-offset %v: give a positive duration", c.maxClockOffset)

@@ -206,6 +206,8 @@ type memCluster struct {
 	peers  []replog.Peer
 	shards int
 	logs   string // the members' logs' directory
+	// spread is the members' fifoqnode.Config.PartitionSpread.
+	spread time.Duration
 }
 
 // memNode is one in-process member: its SQS endpoint listens on loopback
@@ -227,11 +229,24 @@ type memNode struct {
 
 // newMemCluster starts n members with the given shards.
 func newMemCluster(t *testing.T, n, shards int, seed int64) *memCluster {
+	return startMemCluster(t, n, shards, seed, 0)
+}
+
+// newHandSplitCluster is newMemCluster for a test that splits and moves
+// a queue's partitions by hand: the first group's leader spreads no
+// high-throughput queue itself.
+func newHandSplitCluster(t *testing.T, n, shards int, seed int64) *memCluster {
+	return startMemCluster(t, n, shards, seed, -1)
+}
+
+// startMemCluster starts n members with the given shards, spreading
+// high-throughput queues as spread says (fifoqnode.Config.PartitionSpread).
+func startMemCluster(t *testing.T, n, shards int, seed int64, spread time.Duration) *memCluster {
 	logs := *flagMemLogs
 	if logs == "" {
 		logs = t.TempDir()
 	}
-	c := &memCluster{t: t, net: memnet.New(seed), shards: shards, logs: logs}
+	c := &memCluster{t: t, net: memnet.New(seed), shards: shards, logs: logs, spread: spread}
 	for i := range n {
 		nd := &memNode{id: fmt.Sprintf("m%d", i+1), raftAddr: fmt.Sprintf("10.77.0.%d:9325", i+1), httpAddr: freeAddr(t),
 			dir: t.TempDir(), logPath: filepath.Join(logs, fmt.Sprintf("m%d.log", i+1))}
@@ -278,7 +293,7 @@ func (c *memCluster) startErr(nd *memNode) error {
 	if nd.join {
 		rc.Peers, rc.Join = nil, true
 	}
-	n, err := fifoqnode.Open(fifoqnode.Config{DataDir: nd.dir, NodeID: nd.id, Logger: logger, Shards: c.shards,
+	n, err := fifoqnode.Open(fifoqnode.Config{DataDir: nd.dir, NodeID: nd.id, Logger: logger, Shards: c.shards, PartitionSpread: c.spread,
 		Cluster: &fifoqnode.Cluster{AdvertiseURL: "http://" + nd.httpAddr, Raft: rc}})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", nd.id, err)

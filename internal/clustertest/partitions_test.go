@@ -91,7 +91,7 @@ func TestSplitQueueRoutesByGroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}
-	c := newMemCluster(t, 3, 3, 38)
+	c := newHandSplitCluster(t, 3, 3, 38)
 	defer func() {
 		if t.Failed() {
 			for _, nd := range c.nodes {
@@ -251,7 +251,7 @@ func TestSplitQueueReceivesFromEveryPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}
-	c := newMemCluster(t, 3, 3, 39)
+	c := newHandSplitCluster(t, 3, 3, 39)
 	defer func() {
 		if t.Failed() {
 			for _, nd := range c.nodes {
@@ -419,7 +419,7 @@ func TestSplitQueueWideActions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}
-	c := newMemCluster(t, 3, 3, 40)
+	c := newHandSplitCluster(t, 3, 3, 40)
 	defer func() {
 		if t.Failed() {
 			for _, nd := range c.nodes {

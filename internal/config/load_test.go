@@ -212,6 +212,7 @@ raft_tls:
 raft_insecure: true
 max_clock_offset: 250ms
 shards: 3
+partition_split_rate: 500
 single_region: true
 `
 
@@ -227,6 +228,7 @@ var goodFileSettings = map[string]string{
 	"join": "http://10.0.0.2:9324", "advertise_url": "http://10.0.0.1:9324",
 	"raft_tls.cert": "/etc/fifoq/tls/node.pem", "raft_tls.key": "/etc/fifoq/tls/node-key.pem", "raft_tls.ca": "/etc/fifoq/tls/ca.pem",
 	"raft_insecure": "true", "max_clock_offset": "250ms", "shards": "3",
+	"partition_split_rate": "500",
 }
 
 // TestParseGoodFile checks what a file with every kind of entry loads as.

@@ -82,6 +82,7 @@ var Settings = []Setting{
 	{Key: "raft_insecure", Flag: "raft-insecure", Env: "FIFOQ_RAFT_INSECURE", Kind: Bool},
 	{Key: "max_clock_offset", Flag: "max-clock-offset", Env: "FIFOQ_MAX_CLOCK_OFFSET", Kind: Duration},
 	{Key: "shards", Flag: "shards", Env: "FIFOQ_SHARDS", Kind: Count},
+	{Key: "partition_split_rate", Flag: "partition-split-rate", Env: "FIFOQ_PARTITION_SPLIT_RATE", Kind: Int},
 }
 
 // The config file's own flag and environment variable.

@@ -19,7 +19,7 @@ type serveFlags struct {
 	inMemory, insecure, logJSON, logReq bool
 	raftInsecure, singleRegion          bool
 	maxClockOffset                      time.Duration
-	shards                              int
+	shards, partitionSplitRate          int
 	recreateDelay, purgeDelay           time.Duration
 	maxMemory, bodyFileSize             string
 	cluster                             [8]string
@@ -52,6 +52,7 @@ func newServeFlags(t *testing.T, args ...string) *serveFlags {
 	f.fs.BoolVar(&f.raftInsecure, "raft-insecure", false, "")
 	f.fs.DurationVar(&f.maxClockOffset, "max-clock-offset", 500*time.Millisecond, "")
 	f.fs.IntVar(&f.shards, "shards", 1, "")
+	f.fs.IntVar(&f.partitionSplitRate, "partition-split-rate", 300, "")
 	f.fs.StringVar(&f.config, "config", "", "")
 	if err := f.fs.Parse(args); err != nil {
 		t.Fatal(err)

@@ -35,6 +35,34 @@ func (e *Engine) CommandsApplied() map[api.QueueKey]uint64 {
 	return out
 }
 
+// QueueLoad is what a balancer reads of one queue of an engine
+// (QueueLoads).
+type QueueLoad struct {
+	// Applied is as CommandsApplied.
+	Applied uint64
+	// HighThroughput: the queue is a FIFO queue in high-throughput mode
+	// (FifoThroughputLimit perMessageGroupId, which SQS allows only with
+	// DeduplicationScope messageGroup): one a cluster spreads over
+	// partitions.
+	HighThroughput bool
+}
+
+// QueueLoads returns every queue this engine holds with its load and
+// mode: CommandsApplied, with whether each is high-throughput.
+func (e *Engine) QueueLoads() map[api.QueueKey]QueueLoad {
+	out := make(map[api.QueueKey]QueueLoad, len(e.queues))
+	for k, q := range e.queues {
+		out[k] = QueueLoad{Applied: q.applied, HighThroughput: q.highThroughput()}
+	}
+	return out
+}
+
+// highThroughput reports whether q is a FIFO queue in high-throughput
+// mode.
+func (q *queue) highThroughput() bool {
+	return q.fifo && q.attrs.FifoThroughputLimit == limitPerMessageGrp
+}
+
 // QueueStats returns the figures of queue q as of time now, and false if
 // there is no such queue. Like Read, it accounts for the delays,
 // visibility timeouts and retention periods that ran out by now without

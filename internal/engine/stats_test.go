@@ -158,3 +158,31 @@ func TestCommandsApplied(t *testing.T) {
 		t.Fatalf("CommandsApplied(busy) = %d in a restored engine; want 0", got)
 	}
 }
+
+// TestQueueLoadsSayWhichQueuesAreHighThroughput: only a FIFO queue whose
+// throughput limit is per message group is high-throughput, from its
+// creation or from a SetQueueAttributes that switches it on, and no
+// longer once switched off.
+func TestQueueLoadsSayWhichQueuesAreHighThroughput(t *testing.T) {
+	h := newHarness(t)
+	ht := h.createQueue("ht.fifo", map[string]string{api.AttrFifoQueue: "true",
+		api.AttrDeduplicationScope: "messageGroup", api.AttrFifoThroughputLimit: "perMessageGroupId"})
+	plain := h.createQueue("plain.fifo", map[string]string{api.AttrFifoQueue: "true"})
+	std := h.createQueue("std", nil)
+	h.must(ht, &api.SendMessageRequest{QueueUrl: ht.Path(), MessageBody: "m", MessageGroupId: "g", MessageDeduplicationId: "d"})
+	loads := h.e.QueueLoads()
+	if l := loads[ht]; !l.HighThroughput || l.Applied != 1 {
+		t.Errorf("QueueLoads()[ht.fifo] = %+v; want high-throughput, 1 applied", l)
+	}
+	if loads[plain].HighThroughput || loads[std].HighThroughput {
+		t.Errorf("QueueLoads() calls a plain FIFO or a standard queue high-throughput: %+v %+v", loads[plain], loads[std])
+	}
+	h.must(plain, &api.SetQueueAttributesRequest{QueueUrl: plain.Path(), Attributes: map[string]string{
+		api.AttrDeduplicationScope: "messageGroup", api.AttrFifoThroughputLimit: "perMessageGroupId"}})
+	h.must(ht, &api.SetQueueAttributesRequest{QueueUrl: ht.Path(), Attributes: map[string]string{
+		api.AttrFifoThroughputLimit: "perQueue"}})
+	loads = h.e.QueueLoads()
+	if !loads[plain].HighThroughput || loads[ht].HighThroughput {
+		t.Errorf("after switching: plain.fifo %+v, ht.fifo %+v; want the other way round", loads[plain], loads[ht])
+	}
+}

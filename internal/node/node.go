@@ -70,6 +70,14 @@ type Config struct {
 	// join. A member runs the shards the cluster has, whatever its own
 	// setting.
 	Shards int
+	// PartitionSplitRate is the commands a second above which a partition
+	// of a high-throughput FIFO queue splits in two (shards.Config's
+	// SplitRate: shards.DefaultSplitRate if 0, never if negative);
+	// PartitionSpread, how often high-throughput queues are spread over
+	// the shards (shards.Config's Spread: negative, never, for tests that
+	// split queues by hand).
+	PartitionSplitRate float64
+	PartitionSpread    time.Duration
 
 	// Logger receives the node's log lines (slog.Default() if nil).
 	Logger *slog.Logger
@@ -239,7 +247,8 @@ func (n *Node) openShards(cfg Config) error {
 	}
 	sc := replog.RaftConfig{Logger: cfg.Logger, MinFreeBytes: cfg.MinFreeBytes, SnapshotBytes: cfg.SnapshotBytes,
 		BodyFileSize: cfg.BodyFileSize, RestoreHeapBytes: cfg.RestoreHeapBytes}
-	shc := shards.Config{Count: cfg.Shards, Dir: cfg.DataDir, Shard: sc, Logger: cfg.Logger}
+	shc := shards.Config{Count: cfg.Shards, Dir: cfg.DataDir, Shard: sc, Logger: cfg.Logger,
+		SplitRate: cfg.PartitionSplitRate, Spread: cfg.PartitionSpread}
 	if cfg.Metrics != nil {
 		// Each shard's body store and snapshots are its own.
 		obs := cfg.Metrics.LogObserver()

@@ -287,6 +287,10 @@ type ShardStatus struct {
 	// it was started (engine.CommandsApplied), which the balancer reads
 	// as the queues' loads; absent for a queue with none.
 	Commands map[string]uint64 `json:"commands,omitempty"`
+	// HighThroughput names the queues in high-throughput FIFO mode
+	// (engine.QueueLoad), which the first group's leader spreads over
+	// partitions; absent when none is.
+	HighThroughput []string `json:"high_throughput,omitempty"`
 }
 
 // ShardsStatus is GET /cluster/shards's answer: every group this node
@@ -325,19 +329,23 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 		}
 		var stats []engine.QueueStats
 		var fenced map[api.QueueKey]string
-		var applied map[api.QueueKey]uint64
+		var loads map[api.QueueKey]engine.QueueLoad
 		g.log.Read(func(e *engine.Engine) {
-			stats, fenced, applied = e.AppendQueueStats(nil, now), e.Fenced(), e.CommandsApplied()
+			stats, fenced, loads = e.AppendQueueStats(nil, now), e.Fenced(), e.QueueLoads()
 		})
-		for q, n := range applied {
-			if n == 0 {
+		for q, l := range loads {
+			if l.HighThroughput {
+				st.HighThroughput = append(st.HighThroughput, q.String())
+			}
+			if l.Applied == 0 {
 				continue
 			}
 			if st.Commands == nil {
 				st.Commands = map[string]uint64{}
 			}
-			st.Commands[q.String()] = n
+			st.Commands[q.String()] = l.Applied
 		}
+		slices.Sort(st.HighThroughput)
 		for q, move := range fenced {
 			if st.Fenced == nil {
 				st.Fenced = map[string]string{}

@@ -50,7 +50,7 @@ type moveSteps struct{ s *Server }
 func (s *Server) MoveSteps() interface {
 	Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error
 	Export(ctx context.Context, id uint32, q api.QueueKey, move string) ([]byte, error)
-	Queues(ctx context.Context, id uint32) (map[api.QueueKey]uint64, error)
+	Queues(ctx context.Context, id uint32) (map[api.QueueKey]engine.QueueLoad, error)
 	Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error)
 	Members(ctx context.Context, id uint32) ([]replog.Member, uint64, bool)
 } {
@@ -84,22 +84,29 @@ func (m moveSteps) Members(ctx context.Context, id uint32) ([]replog.Member, uin
 	return m.s.shardMembersByLeader(ctx, id)
 }
 
-// Queues returns the queues group id holds: as this node's replica has
-// them, or as one of its replicas says (GET /cluster/shards?local).
-func (m moveSteps) Queues(ctx context.Context, id uint32) (map[api.QueueKey]uint64, error) {
+// Queues returns the queues group id holds, with their loads and modes:
+// as this node's replica has them, or as one of its replicas says (GET
+// /cluster/shards?local).
+func (m moveSteps) Queues(ctx context.Context, id uint32) (map[api.QueueKey]engine.QueueLoad, error) {
 	s := m.s
 	if g, held := s.groupByID(id); held {
-		var out map[api.QueueKey]uint64
-		g.log.Read(func(e *engine.Engine) { out = e.CommandsApplied() })
+		var out map[api.QueueKey]engine.QueueLoad
+		g.log.Read(func(e *engine.Engine) { out = e.QueueLoads() })
 		return out, nil
 	}
 	sh, err := s.askShardOf(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[api.QueueKey]uint64, len(sh.Queues))
+	out := make(map[api.QueueKey]engine.QueueLoad, len(sh.Queues))
 	for _, name := range sh.Queues {
-		out[queueOfString(name)] = sh.Commands[name]
+		out[queueOfString(name)] = engine.QueueLoad{Applied: sh.Commands[name]}
+	}
+	for _, name := range sh.HighThroughput {
+		if l, ok := out[queueOfString(name)]; ok {
+			l.HighThroughput = true
+			out[queueOfString(name)] = l
+		}
 	}
 	return out, nil
 }
@@ -125,14 +132,22 @@ func (s *Server) askShardOf(ctx context.Context, id uint32) (*ShardStatus, error
 }
 
 // queueOfString reads api.QueueKey.String's form back: "ACCOUNT/NAME", or
-// "REGION/ACCOUNT/NAME" in a region other than the server's.
+// "REGION/ACCOUNT/NAME" in a region other than the server's, either with
+// "#PART" for a partition other than 0 (no queue name holds a "#").
 func queueOfString(s string) api.QueueKey {
+	var part uint32
+	if rest, p, ok := strings.Cut(s, "#"); ok {
+		n, err := strconv.ParseUint(p, 10, 32)
+		if err == nil {
+			s, part = rest, uint32(n)
+		}
+	}
 	parts := strings.Split(s, "/")
 	if len(parts) == 3 {
-		return api.QueueKey{Region: parts[0], Account: parts[1], Name: parts[2]}
+		return api.QueueKey{Region: parts[0], Account: parts[1], Name: parts[2], Part: part}
 	}
 	account, name, _ := strings.Cut(s, "/")
-	return api.QueueKey{Account: account, Name: name}
+	return api.QueueKey{Account: account, Name: name, Part: part}
 }
 
 // stepWait bounds how long a step waits for its group's leader.

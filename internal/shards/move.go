@@ -74,9 +74,10 @@ type Steps interface {
 	Export(ctx context.Context, id uint32, q api.QueueKey, move string) ([]byte, error)
 	// Queues returns the queues group id holds, as one of its replicas
 	// has them, each with the commands that replica applied on it since it
-	// started (engine.CommandsApplied): the balancer compares two readings
-	// to tell a busy queue from an idle one.
-	Queues(ctx context.Context, id uint32) (map[api.QueueKey]uint64, error)
+	// started and whether it is high-throughput (engine.QueueLoads): the
+	// balancer compares two readings to tell a busy queue from an idle
+	// one, and spreads high-throughput queues over partitions (spread.go).
+	Queues(ctx context.Context, id uint32) (map[api.QueueKey]engine.QueueLoad, error)
 	// Fenced returns the queues of group id fenced for a move, with the
 	// move of each, as one of its replicas has them.
 	Fenced(ctx context.Context, id uint32) (map[api.QueueKey]string, error)
@@ -600,16 +601,18 @@ func (s *Set) balanceQueues(st Steps) {
 	held := map[placement.ShardID][]string{}
 	keys := map[string]api.QueueKey{}
 	commands := map[shardQueue]uint64{}
+	highThroughput := map[shardQueue]bool{}
 	for _, id := range ids {
 		qs, err := st.Queues(ctx, id)
 		if err != nil {
 			return // a shard that cannot be counted is not balanced against
 		}
 		names := make([]string, 0, len(qs))
-		for q, n := range qs {
+		for q, l := range qs {
 			names = append(names, q.String())
 			keys[q.String()] = q
-			commands[shardQueue{id, q}] = n
+			commands[shardQueue{id, q}] = l.Applied
+			highThroughput[shardQueue{id, q}] = l.HighThroughput
 		}
 		held[placement.ShardID(id)] = names
 	}
@@ -623,7 +626,10 @@ func (s *Set) balanceQueues(st Steps) {
 	skip := func(q string) bool {
 		until, unmovable := s.unmovable[keys[q]]
 		moved, recent := s.movedForLoad[keys[q]]
-		return (unmovable && now.Before(until)) || (recent && now.Sub(moved) < loadMoveQuiet) || s.recentlyMoved(keys[q], now)
+		// A split queue's partitions are placed by spreadQueues and
+		// splitHot: moved by count or load, two could land in one shard.
+		return (unmovable && now.Before(until)) || (recent && now.Sub(moved) < loadMoveQuiet) || s.recentlyMoved(keys[q], now) ||
+			s.IsSplit(keys[q].Whole())
 	}
 	// The first group takes no new queue; those it kept from before the
 	// cluster had shards go, one a round, to the emptiest shard.
@@ -638,6 +644,23 @@ func (s *Set) balanceQueues(st Steps) {
 	load, since := s.queueLoads(commands, now)
 	loadOf := func(q string) uint64 { return load[keys[q]] }
 	s.noteShardRates(held, loadOf, since, now)
+	if split := s.splitRate(); split > 0 && s.cfg.Spread >= 0 && since > 0 {
+		hot := map[api.QueueKey]uint32{}
+		for sq, ok := range highThroughput {
+			if ok && float64(load[sq.queue])/since.Seconds() >= split && s.Of(sq.queue) == sq.shard {
+				hot[sq.queue] = sq.shard
+			}
+		}
+		rate := map[uint32]float64{}
+		if r := s.shardRates.Load(); r != nil {
+			for id, v := range r.rate {
+				rate[uint32(id)] = v
+			}
+		}
+		if s.splitHot(ctx, hot, ids, rate) {
+			return // one change a round: the next reads the loads anew
+		}
+	}
 	why := "to even out the shards' queue counts"
 	mv, ok := placement.BalanceQueues(held, skip, loadOf)
 	if !ok {

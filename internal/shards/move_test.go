@@ -50,10 +50,10 @@ func (l *localSteps) Export(ctx context.Context, id uint32, q api.QueueKey, move
 	return buf.Bytes(), err
 }
 
-func (l *localSteps) Queues(ctx context.Context, id uint32) (map[api.QueueKey]uint64, error) {
+func (l *localSteps) Queues(ctx context.Context, id uint32) (map[api.QueueKey]engine.QueueLoad, error) {
 	g := l.group(id)
-	var out map[api.QueueKey]uint64
-	g.Read(func(e *engine.Engine) { out = e.CommandsApplied() })
+	var out map[api.QueueKey]engine.QueueLoad
+	g.Read(func(e *engine.Engine) { out = e.QueueLoads() })
 	return out, nil
 }
 

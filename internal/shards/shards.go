@@ -110,6 +110,15 @@ type Config struct {
 	// queues the shards hold, moving one at a time (balanceQueues):
 	// DefaultQueueBalance if 0, never if negative.
 	QueueBalance time.Duration
+	// Spread is how often the first group's leader spreads
+	// high-throughput queues over partitions and gathers those no longer
+	// in the mode (spreadQueues): every spreadEvery if 0, never if
+	// negative (a test that splits queues by hand).
+	Spread time.Duration
+	// SplitRate is the commands a second above which a partition of a
+	// high-throughput FIFO queue splits in two (spread.go):
+	// DefaultSplitRate if 0, never if negative.
+	SplitRate float64
 }
 
 // Set is a node's shards beside its first group.
@@ -186,6 +195,14 @@ type Set struct {
 	loadCandidate  placement.QueueMove
 	movedForLoad   map[api.QueueKey]time.Time
 	lastFenceSweep time.Time
+	// unspreadable: until when spreadQueues passes over each queue whose
+	// split, merge or move was refused; hotParts: how many rounds of
+	// balancing in a row each partition was busier than the split rate;
+	// lastSpread: when spreadQueues last looked. All touched by that
+	// goroutine only (spread.go).
+	unspreadable map[api.QueueKey]time.Time
+	hotParts     map[api.QueueKey]int
+	lastSpread   time.Time
 	// moved: when each queue last moved, by whatever asked (the balancer,
 	// a redrive's colocation, an operator); written by Move, read by the
 	// balancer, which leaves such a queue where it went (movedMu).
@@ -223,6 +240,8 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 		leaderSaid: map[uint32]leaderAnswer{}, asking: map[uint32]bool{}, quit: make(chan struct{}),
 		halted: make(chan struct{}), unwatch: map[uint32]chan struct{}{}, unmovable: map[api.QueueKey]time.Time{},
 		movedForLoad:     map[api.QueueKey]time.Time{},
+		unspreadable:     map[api.QueueKey]time.Time{},
+		hotParts:         map[api.QueueKey]int{},
 		moved:            map[api.QueueKey]time.Time{},
 		lastQueueBalance: time.Now()}
 	h, err := loadHeld(cfg.Dir)
@@ -269,6 +288,10 @@ func (s *Set) follow() {
 				if st := s.steps.Load(); st != nil && every > 0 && time.Since(s.lastQueueBalance) >= every {
 					s.lastQueueBalance = time.Now()
 					s.balanceQueues(*st)
+				}
+				if st := s.steps.Load(); st != nil && s.cfg.Spread >= 0 && time.Since(s.lastSpread) >= cmp.Or(s.cfg.Spread, spreadEvery) {
+					s.lastSpread = time.Now()
+					s.spreadQueues(*st)
 				}
 			}()
 		}

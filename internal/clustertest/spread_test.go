@@ -1,0 +1,168 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/fifoq/fifoq/internal/api"
+)
+
+// waitLayout waits until every member's map has queue q in want
+// partitions, each in a shard of its own (the shards of the first group
+// excluded), and returns the shards.
+func (c *memCluster) waitLayout(q api.QueueKey, want int) []uint32 {
+	c.t.Helper()
+	var shards []uint32
+	for _, nd := range c.nodes {
+		c.retrying(fmt.Sprintf("%s's map has %s in %d partitions", nd.id, q.Name, want), func() error {
+			n := nd.node()
+			if n == nil {
+				return fmt.Errorf("%s is not running", nd.id)
+			}
+			parts := n.Shards.Parts(q)
+			if parts == nil {
+				parts = []uint32{0} // whole
+			}
+			seen := map[uint32]bool{}
+			shards = shards[:0]
+			for _, p := range parts {
+				k := q
+				k.Part = p
+				id := n.Shards.Of(k)
+				if id == 0 || seen[id] {
+					return fmt.Errorf("partitions %v: partition %d is in shard %d, with another or in the first group", parts, p, id)
+				}
+				seen[id] = true
+				shards = append(shards, id)
+			}
+			if len(parts) != want {
+				return fmt.Errorf("partitions %v, want %d", parts, want)
+			}
+			return nil
+		})
+	}
+	return shards
+}
+
+// TestHighThroughputQueueSpreadsAndGathers creates a high-throughput FIFO
+// queue in a cluster of three shards and sends to it at once: with no
+// one asking, the first group's leader splits it into one partition per
+// shard, each in a shard of its own, while the messages arrive. Every
+// message is then received once, in its group's order. Switched to
+// perQueue throughput, the queue is gathered back into one partition,
+// with the messages it held. A plain FIFO queue beside it stays whole.
+func TestHighThroughputQueueSpreadsAndGathers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three in-process members; skipped in -short mode")
+	}
+	c := newMemCluster(t, 3, 3, 41)
+	defer func() {
+		if t.Failed() {
+			for _, nd := range c.nodes {
+				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(40))
+			}
+		}
+	}()
+	c.waitShards(4)
+	url := c.createQueue("ht.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
+	c.createQueue("plain.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup"})
+	q := api.QueueKey{Account: "000000000000", Name: "ht.fifo"}
+	plain := api.QueueKey{Account: "000000000000", Name: "plain.fifo"}
+	clients := make([]*sqs.Client, len(c.nodes))
+	for i, nd := range c.nodes {
+		clients[i] = newClient(nd.httpAddr, 30*time.Second)
+	}
+
+	// Two messages in each of 30 groups, sent while the queue spreads.
+	const groups = 30
+	sent := map[string][]string{}
+	send := func(g string, k int) {
+		body := fmt.Sprintf("%s-%d", g, k)
+		sent[g] = append(sent[g], body)
+		c.retrying("send "+body, func() error {
+			_, err := clients[k%len(clients)].SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url),
+				MessageBody: aws.String(body), MessageGroupId: aws.String(g), MessageDeduplicationId: aws.String(body)})
+			return err
+		})
+	}
+	for i := range groups {
+		send("g"+strconv.Itoa(i), 0)
+	}
+	shards := c.waitLayout(q, 3)
+	t.Logf("ht.fifo spread over shards %v", shards)
+	for i := range groups {
+		send("g"+strconv.Itoa(i), 1)
+	}
+	if parts := c.nodes[0].node().Shards.Parts(plain); parts != nil {
+		t.Fatalf("the plain FIFO queue has partitions %v", parts)
+	}
+
+	withGroup := []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId}
+	got := map[string][]string{}
+	// drain receives, through every member in turn, and deletes until
+	// want messages in all came.
+	drain := func(want int) {
+		t.Helper()
+		for i := 0; countAll(got) < want; i++ {
+			if i > 300 {
+				t.Fatalf("after 300 receives, got %d of %d messages", countAll(got), want)
+			}
+			var out *sqs.ReceiveMessageOutput
+			c.retrying("receive", func() error {
+				var err error
+				out, err = clients[i%len(clients)].ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url),
+					MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageSystemAttributeNames: withGroup})
+				return err
+			})
+			for _, m := range out.Messages {
+				g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+				got[g] = append(got[g], *m.Body)
+				c.retrying("delete", func() error {
+					_, err := clients[0].DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
+					return err
+				})
+			}
+		}
+	}
+	drain(2 * groups)
+	for g, want := range sent {
+		if fmt.Sprint(got[g]) != fmt.Sprint(want) {
+			t.Fatalf("group %s received %v, want %v", g, got[g], want)
+		}
+	}
+
+	// Switched out of high throughput, with messages in it: gathered
+	// into partition 0, which holds them all.
+	for i := range groups {
+		send("g"+strconv.Itoa(i), 2)
+	}
+	c.retrying("switch to perQueue", func() error {
+		_, err := clients[1].SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url),
+			Attributes: map[string]string{"FifoThroughputLimit": "perQueue"}})
+		return err
+	})
+	c.waitLayout(q, 1)
+	drain(3 * groups)
+	for g, want := range sent {
+		if fmt.Sprint(got[g]) != fmt.Sprint(want) {
+			t.Fatalf("after the gathering, group %s received %v, want %v", g, got[g], want)
+		}
+	}
+	var attrs *sqs.GetQueueAttributesOutput
+	c.retrying("attributes", func() error {
+		var err error
+		attrs, err = clients[2].GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+		return err
+	})
+	if a := attrs.Attributes; a["ApproximateNumberOfMessages"] != "0" || a["ApproximateNumberOfMessagesNotVisible"] != "0" {
+		t.Fatalf("the drained queue's counts: %v", a)
+	}
+}
