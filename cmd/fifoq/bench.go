@@ -32,6 +32,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, endpoint, region, standard, asJSON, quiet, ceiling, metrics, clientKind := o.cfg, o.endpoint, o.region, o.standard, o.asJSON, o.quiet, o.ceiling, o.metrics, o.clientKind
 	cfg.FIFO = !standard
+	endpoints := strings.Split(endpoint, ",")
+	endpoint = endpoints[0]
 	if clientKind != "sdk" && clientKind != "lean" {
 		fmt.Fprintf(stderr, "fifoq bench: --client must be sdk or lean, not %q\n", clientKind)
 		return 2
@@ -72,12 +74,16 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "fifoq bench: target phase (%s)\n", endpoint)
 		}
 	}
-	client, err := benchClient(ctx, clientKind, endpoint, region, cfg.Producers+cfg.Consumers)
-	if err != nil {
-		fmt.Fprintf(stderr, "fifoq bench: %v\n", err)
-		return 1
+	var clients []bench.API
+	for _, e := range endpoints {
+		client, err := benchClient(ctx, clientKind, e, region, cfg.Producers+cfg.Consumers)
+		if err != nil {
+			fmt.Fprintf(stderr, "fifoq bench: %v\n", err)
+			return 1
+		}
+		clients = append(clients, client)
 	}
-	res, err := bench.Run(ctx, client, cfg)
+	res, err := bench.RunOver(ctx, clients, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "fifoq bench: %v\n", err)
 		return 1
@@ -121,7 +127,7 @@ type benchOptions struct {
 func benchFlagSet(o *benchOptions, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("fifoq bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.endpoint, "endpoint", "http://127.0.0.1:9324", "SQS endpoint URL")
+	fs.StringVar(&o.endpoint, "endpoint", "http://127.0.0.1:9324", "SQS endpoint URL; several, comma-separated, for the nodes of one cluster: producer and consumer i each use the i-th (mod their number), and the queue is created through the first")
 	fs.StringVar(&o.region, "region", "us-east-1", "region to sign requests for")
 	fs.DurationVar(&o.cfg.Duration, "duration", 10*time.Second, "how long producers send")
 	fs.IntVar(&o.cfg.Producers, "producers", 4, "concurrent producers")
@@ -130,6 +136,7 @@ func benchFlagSet(o *benchOptions, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.cfg.Batch, "batch", 10, "messages per send (1 uses SendMessage, 2-10 SendMessageBatch)")
 	fs.IntVar(&o.cfg.BodySize, "body-size", 256, "message body size in bytes")
 	fs.BoolVar(&o.standard, "standard", false, "use a standard queue instead of a FIFO queue")
+	fs.BoolVar(&o.cfg.HighThroughput, "high-throughput", false, "make the FIFO queue high-throughput (DeduplicationScope messageGroup, FifoThroughputLimit perMessageGroupId), which a cluster spreads over partitions")
 	fs.StringVar(&o.cfg.QueueName, "queue", "", "name of the queue to create (default: a fresh name)")
 	fs.BoolVar(&o.cfg.KeepQueue, "keep-queue", false, "do not delete the queue afterwards")
 	fs.DurationVar(&o.cfg.DrainTimeout, "drain-timeout", 30*time.Second, "how long to wait for the last messages after producers stop")

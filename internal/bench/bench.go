@@ -37,6 +37,10 @@ type Config struct {
 	BodySize int
 	// FIFO makes the bench queue a FIFO queue.
 	FIFO bool
+	// HighThroughput makes the FIFO queue a high-throughput one
+	// (DeduplicationScope messageGroup, FifoThroughputLimit
+	// perMessageGroupId), which a cluster spreads over partitions.
+	HighThroughput bool
 	// QueueName names the queue to create; empty picks a fresh name.
 	QueueName string
 	// KeepQueue leaves the queue behind instead of deleting it at the end.
@@ -78,6 +82,8 @@ func (c *Config) Validate() error {
 		return errors.New("batch must be between 1 and 10")
 	case c.Groups < 0:
 		return errors.New("groups must not be negative")
+	case c.HighThroughput && !c.FIFO:
+		return errors.New("only a FIFO queue is high-throughput")
 	case c.FIFO && c.Groups < 1:
 		return errors.New("a FIFO queue needs at least 1 group")
 	case c.BodySize < minBodySize:
@@ -94,6 +100,18 @@ func (c *Config) Validate() error {
 
 // Run creates the bench queue, runs the load, verifies it, and returns the result.
 func Run(ctx context.Context, client API, cfg Config) (*Result, error) {
+	return RunOver(ctx, []API{client}, cfg)
+}
+
+// RunOver is Run with clients of several endpoints of one cluster:
+// producer and consumer i each go through clients[i mod len(clients)],
+// and the queue is created and deleted through the first. A consumer
+// deletes through the client it received through.
+func RunOver(ctx context.Context, clients []API, cfg Config) (*Result, error) {
+	if len(clients) == 0 {
+		return nil, errors.New("no client")
+	}
+	client := clients[0]
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -111,6 +129,9 @@ func Run(ctx context.Context, client API, cfg Config) (*Result, error) {
 	if cfg.FIFO {
 		attrs["FifoQueue"] = "true"
 	}
+	if cfg.HighThroughput {
+		attrs["DeduplicationScope"], attrs["FifoThroughputLimit"] = "messageGroup", "perMessageGroupId"
+	}
 	created, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 	if err != nil {
 		return nil, fmt.Errorf("create queue %s: %w", name, err)
@@ -124,14 +145,14 @@ func Run(ctx context.Context, client API, cfg Config) (*Result, error) {
 		}()
 	}
 
-	r := &run{cfg: cfg, client: client, queueURL: queueURL, ledger: newLedger(cfg.FIFO), pacer: newPacer(cfg.Rate)}
+	r := &run{cfg: cfg, clients: clients, queueURL: queueURL, ledger: newLedger(cfg.FIFO), pacer: newPacer(cfg.Rate)}
 	return r.execute(ctx)
 }
 
 // run is one bench run in progress.
 type run struct {
 	cfg      Config
-	client   API
+	clients  []API // producer or consumer i uses clients[i mod len]
 	queueURL string
 	ledger   *ledger
 	pacer    *pacer      // nil: no rate cap
@@ -168,7 +189,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 		consumers.Add(1)
 		go func() {
 			defer consumers.Done()
-			r.consume(ctx, stopConsuming)
+			r.consume(ctx, stopConsuming, r.clients[c%len(r.clients)])
 		}()
 	}
 	progressDone := make(chan struct{})
@@ -237,6 +258,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 // acknowledgement before the next send, so within one group the order of
 // its messages is the order of their numbers.
 func (r *run) produce(ctx context.Context, stopAt time.Time, p int) {
+	client := r.clients[p%len(r.clients)]
 	seq := 0
 	for ctx.Err() == nil && time.Now().Before(stopAt) {
 		n := r.cfg.Batch
@@ -247,7 +269,7 @@ func (r *run) produce(ctx context.Context, stopAt time.Time, p int) {
 		}
 		r.pacer.wait(ctx, n)
 		began := time.Now()
-		ok := r.send(ctx, msgs)
+		ok := r.send(ctx, client, msgs)
 		if ctx.Err() != nil && !ok {
 			return
 		}
@@ -278,10 +300,10 @@ func (r *run) newMessage(p, seq int) outgoing {
 }
 
 // send sends msgs and records those acknowledged. It reports whether all were.
-func (r *run) send(ctx context.Context, msgs []outgoing) bool {
+func (r *run) send(ctx context.Context, client API, msgs []outgoing) bool {
 	if len(msgs) == 1 {
 		m := msgs[0]
-		_, err := r.client.SendMessage(ctx, &sqs.SendMessageInput{
+		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{
 			QueueUrl: aws.String(r.queueURL), MessageBody: aws.String(m.body),
 			MessageGroupId: optional(m.group), MessageDeduplicationId: optional(m.dedup),
 		})
@@ -300,7 +322,7 @@ func (r *run) send(ctx context.Context, msgs []outgoing) bool {
 			MessageGroupId: optional(m.group), MessageDeduplicationId: optional(m.dedup),
 		}
 	}
-	out, err := r.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
+	out, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
 	if err != nil {
 		r.sendFailed(ctx, err)
 		return false
@@ -329,7 +351,7 @@ func (r *run) sendFailed(ctx context.Context, err error) {
 }
 
 // consume receives and deletes messages until stop is closed or ctx ends.
-func (r *run) consume(ctx context.Context, stop <-chan struct{}) {
+func (r *run) consume(ctx context.Context, stop <-chan struct{}, client API) {
 	for ctx.Err() == nil {
 		select {
 		case <-stop:
@@ -344,7 +366,7 @@ func (r *run) consume(ctx context.Context, stop <-chan struct{}) {
 			// groups locked, until the visibility timeout.
 			in.ReceiveRequestAttemptId = aws.String(strconv.FormatInt(r.attempts.Add(1), 10))
 		}
-		out, err := r.client.ReceiveMessage(ctx, in)
+		out, err := client.ReceiveMessage(ctx, in)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.recvErrs.Add(1)
@@ -370,7 +392,7 @@ func (r *run) consume(ctx context.Context, stop <-chan struct{}) {
 			r.received.Add(1)
 			entries = append(entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
 		}
-		out2, err := r.client.DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
+		out2, err := client.DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
 		if err != nil {
 			r.recvErrs.Add(1)
 			r.firstErr.CompareAndSwap(nil, "delete: "+err.Error())

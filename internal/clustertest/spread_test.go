@@ -166,3 +166,101 @@ func TestHighThroughputQueueSpreadsAndGathers(t *testing.T) {
 		t.Fatalf("the drained queue's counts: %v", a)
 	}
 }
+
+// TestPartitionMovesFromAShardTheLeaderDoesNotHold moves a partition
+// other than 0 out of a shard of which the first group's leader holds no
+// replica, so that the leader asks one of the shard's replicas for the
+// partition's image (GET /cluster/export-queue): the image must be the
+// partition's, not partition 0's, and the move must end with the
+// partition's messages in its new shard.
+func TestPartitionMovesFromAShardTheLeaderDoesNotHold(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four in-process members; skipped in -short mode")
+	}
+	c := newHandSplitCluster(t, 4, 4, 42)
+	defer func() {
+		if t.Failed() {
+			for _, nd := range c.nodes {
+				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
+			}
+		}
+	}()
+	c.waitShards(5)
+	url := c.createQueue("far.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
+	q := api.QueueKey{Account: "000000000000", Name: "far.fifo"}
+	one := q
+	one.Part = 1
+	cl := newClient(c.nodes[0].httpAddr, 30*time.Second)
+	const groups = 20
+	for i := range groups {
+		g := "g" + strconv.Itoa(i)
+		c.retrying("send "+g, func() error {
+			_, err := cl.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(g),
+				MessageGroupId: aws.String(g), MessageDeduplicationId: aws.String(g)})
+			return err
+		})
+	}
+	var far, to uint32
+	c.retrying("put the queue where the leader holds no replica, split it, move partition 1", func() error {
+		lead := c.leaderOf(0)
+		if lead == nil {
+			return fmt.Errorf("no leader of the first group")
+		}
+		n := lead.node()
+		if n == nil {
+			return fmt.Errorf("%s is not running", lead.id)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		far, to = 0, 0
+		for _, id := range n.Shards.Named() {
+			held := false
+			for _, p := range n.Shards.Replicas(id) {
+				held = held || p.ID == lead.id
+			}
+			if !held && far == 0 {
+				far = id
+			} else if held && to == 0 {
+				to = id
+			}
+		}
+		if far == 0 || to == 0 {
+			return fmt.Errorf("every shard has a replica on %s, or none does", lead.id)
+		}
+		if _, err := n.Shards.Move(ctx, q, far); err != nil {
+			return fmt.Errorf("move partition 0 to shard %d: %w", far, err)
+		}
+		if n.Shards.Of(one) == 0 {
+			if _, err := n.Shards.Split(ctx, q, 1<<31); err != nil {
+				return fmt.Errorf("split: %w", err)
+			}
+		}
+		if _, err := n.Shards.Move(ctx, one, to); err != nil {
+			return fmt.Errorf("move partition 1 from shard %d to %d: %w", far, to, err)
+		}
+		return nil
+	})
+	t.Logf("partition 0 in shard %d, partition 1 moved to shard %d", far, to)
+	got := map[string][]string{}
+	for i := 0; countAll(got) < groups; i++ {
+		if i > 100 {
+			t.Fatalf("after 100 receives, got %d of %d messages", countAll(got), groups)
+		}
+		var out *sqs.ReceiveMessageOutput
+		c.retrying("receive", func() error {
+			var err error
+			out, err = cl.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
+				WaitTimeSeconds: 1, MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId}})
+			return err
+		})
+		for _, m := range out.Messages {
+			g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+			got[g] = append(got[g], *m.Body)
+		}
+	}
+	for i := range groups {
+		if g := "g" + strconv.Itoa(i); fmt.Sprint(got[g]) != fmt.Sprint([]string{g}) {
+			t.Fatalf("group %s received %v", g, got[g])
+		}
+	}
+}

@@ -252,7 +252,7 @@ func (m moveSteps) Export(ctx context.Context, id uint32, q api.QueueKey, move s
 			lastErr = fmt.Errorf("the map names no replica of shard %d", id)
 			continue
 		}
-		v := url.Values{"shard": {strconv.FormatUint(uint64(id), 10)}, "account": {q.Account}, "region": {q.Region}, "name": {q.Name}, "move": {move}}
+		v := url.Values{"shard": {strconv.FormatUint(uint64(id), 10)}, "account": {q.Account}, "region": {q.Region}, "name": {q.Name}, "part": {strconv.FormatUint(uint64(q.Part), 10)}, "move": {move}}
 		resp, err := s.askPeer(ctx, http.MethodGet, replicas[try%len(replicas)].Addr, exportQueuePath+"?"+v.Encode(), nil)
 		if err != nil {
 			lastErr = err
@@ -331,6 +331,16 @@ func (s *Server) serveExportQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := api.QueueKey{Account: qv.Get("account"), Region: qv.Get("region"), Name: qv.Get("name")}
+	if p := qv.Get("part"); p != "" {
+		// Absent from an older member's ask, which moves whole queues
+		// only.
+		n, err := strconv.ParseUint(p, 10, 32)
+		if err != nil {
+			writeJSONError(w, http.StatusBadRequest, "want ?part=N")
+			return
+		}
+		q.Part = uint32(n)
+	}
 	var buf bytes.Buffer
 	g.log.Read(func(e *engine.Engine) { err = e.ExportQueue(q, qv.Get("move"), &buf) })
 	if err != nil {
