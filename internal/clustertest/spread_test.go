@@ -52,12 +52,13 @@ func (c *memCluster) waitLayout(q api.QueueKey, want int) []uint32 {
 }
 
 // TestHighThroughputQueueSpreadsAndGathers creates a high-throughput FIFO
-// queue in a cluster of three shards and sends to it at once: with no
-// one asking, the first group's leader splits it into one partition per
-// shard, each in a shard of its own, while the messages arrive. Every
+// queue in a cluster of three shards and sends to it at once and on:
+// with no one asking, the first group's leader splits it into one
+// partition per shard, each in a shard of its own, while the messages
+// arrive. Every
 // message is then received once, in its group's order. Switched to
-// perQueue throughput, the queue is gathered back into one partition,
-// with the messages it held. A plain FIFO queue beside it stays whole.
+// perQueue throughput and the queue's deduplication scope, the queue is
+// gathered back into one partition, with the messages it held. A plain FIFO queue beside it stays whole.
 func TestHighThroughputQueueSpreadsAndGathers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
@@ -80,25 +81,50 @@ func TestHighThroughputQueueSpreadsAndGathers(t *testing.T) {
 		clients[i] = newClient(nd.httpAddr, 30*time.Second)
 	}
 
-	// Two messages in each of 30 groups, sent while the queue spreads.
+	// Messages in 30 groups, sent in rounds, through every member in
+	// turn, from before the queue spreads until it has.
 	const groups = 30
 	sent := map[string][]string{}
-	send := func(g string, k int) {
+	send := func(g string, k int) error {
 		body := fmt.Sprintf("%s-%d", g, k)
-		sent[g] = append(sent[g], body)
-		c.retrying("send "+body, func() error {
-			_, err := clients[k%len(clients)].SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url),
-				MessageBody: aws.String(body), MessageGroupId: aws.String(g), MessageDeduplicationId: aws.String(body)})
-			return err
-		})
+		var err error
+		for try := 0; try < 100; try++ {
+			if _, err = clients[k%len(clients)].SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url),
+				MessageBody: aws.String(body), MessageGroupId: aws.String(g), MessageDeduplicationId: aws.String(body)}); err == nil {
+				sent[g] = append(sent[g], body)
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return fmt.Errorf("send %s: %w", body, err)
 	}
-	for i := range groups {
-		send("g"+strconv.Itoa(i), 0)
-	}
+	stop, done := make(chan struct{}), make(chan error, 1)
+	rounds := 0
+	go func() {
+		for k := 0; ; k++ {
+			for i := range groups {
+				if err := send("g"+strconv.Itoa(i), k); err != nil {
+					done <- err
+					return
+				}
+			}
+			select {
+			case <-stop:
+				rounds = k + 1
+				done <- nil
+				return
+			default:
+			}
+		}
+	}()
 	shards := c.waitLayout(q, 3)
-	t.Logf("ht.fifo spread over shards %v", shards)
-	for i := range groups {
-		send("g"+strconv.Itoa(i), 1)
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ht.fifo spread over shards %v while %d rounds of sends ran", shards, rounds)
+	if rounds < 2 {
+		t.Fatalf("the queue spread within %d round of sends: the test sent nothing while it spread", rounds)
 	}
 	if parts := c.nodes[0].node().Shards.Parts(plain); parts != nil {
 		t.Fatalf("the plain FIFO queue has partitions %v", parts)
@@ -131,25 +157,29 @@ func TestHighThroughputQueueSpreadsAndGathers(t *testing.T) {
 			}
 		}
 	}
-	drain(2 * groups)
+	drain(countAll(sent))
 	for g, want := range sent {
 		if fmt.Sprint(got[g]) != fmt.Sprint(want) {
 			t.Fatalf("group %s received %v, want %v", g, got[g], want)
 		}
 	}
 
-	// Switched out of high throughput, with messages in it: gathered
+	// Switched out of high throughput, with messages in it, as SQS lets
+	// any such queue (localstack test_sqs.snapshot.json:
+	// test_fifo_change_to_regular_throughput_after_creation): gathered
 	// into partition 0, which holds them all.
 	for i := range groups {
-		send("g"+strconv.Itoa(i), 2)
+		if err := send("g"+strconv.Itoa(i), rounds); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.retrying("switch to perQueue", func() error {
 		_, err := clients[1].SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url),
-			Attributes: map[string]string{"FifoThroughputLimit": "perQueue"}})
+			Attributes: map[string]string{"FifoThroughputLimit": "perQueue", "DeduplicationScope": "queue"}})
 		return err
 	})
 	c.waitLayout(q, 1)
-	drain(3 * groups)
+	drain(countAll(sent))
 	for g, want := range sent {
 		if fmt.Sprint(got[g]) != fmt.Sprint(want) {
 			t.Fatalf("after the gathering, group %s received %v, want %v", g, got[g], want)
@@ -164,6 +194,11 @@ func TestHighThroughputQueueSpreadsAndGathers(t *testing.T) {
 	})
 	if a := attrs.Attributes; a["ApproximateNumberOfMessages"] != "0" || a["ApproximateNumberOfMessagesNotVisible"] != "0" {
 		t.Fatalf("the drained queue's counts: %v", a)
+	}
+	for _, nd := range c.nodes {
+		if parts := nd.node().Shards.Parts(plain); parts != nil {
+			t.Fatalf("%s: the plain FIFO queue has partitions %v", nd.id, parts)
+		}
 	}
 }
 

@@ -155,13 +155,14 @@ func (e *Engine) setQueueAttributes(cmd *Command, r *api.SetQueueAttributesReque
 			return nil, err
 		}
 	}
-	if q.split && attrs.DeduplicationScope != scopeMessageGroup {
-		// One deduplication id would span the partitions (split.go):
-		// the queue's partitions are merged back first.
-		return nil, api.ErrInvalidParameterValue("Queue %s is split into partitions by message group: its DeduplicationScope stays messageGroup.", q.key.Name)
-	}
 	old := q.attrs.redrive
 	if q.fifo && attrs.DeduplicationScope != q.attrs.DeduplicationScope {
+		// A split queue may turn to the queue's scope too, as SQS lets
+		// any high-throughput queue: the change takes
+		// dedupScopePropagation to take effect, time in which a cluster
+		// gathers the partitions of a queue out of high-throughput mode
+		// back into one (shards/spread.go). Until it has, each partition
+		// deduplicates across its own groups only.
 		q.prevDedupScope, q.dedupScopeChanged = q.dedupScope(now), now
 	}
 	q.attrs = attrs

@@ -242,6 +242,16 @@ func (e *Engine) splittable(q *queue, key api.QueueKey, at uint32, now int64) er
 		return api.ErrInvalidParameterValue("Partition %d of queue %s exists already, or did lately.", key.Part, q.key.Name)
 	case uint64(at) <= lo || uint64(at) >= hi:
 		return api.ErrInvalidParameterValue("Hash %d is not inside partition %d of queue %s, which holds [%d, %d).", at, q.key.Part, q.key.Name, lo, hi)
+	}
+	return e.splitRefusal(q, now)
+}
+
+// splitRefusal returns why q may not be split now, whatever the hash and
+// the new partition's number, or nil.
+func (e *Engine) splitRefusal(q *queue, now int64) error {
+	switch {
+	case !q.fifo:
+		return api.ErrUnsupportedOperation("Queue %s is not a FIFO queue: only FIFO queues are split.", q.key.Name)
 	case q.fence != "":
 		return errQueueMoving()
 	case q.dedupScope(now) != scopeMessageGroup:

@@ -275,13 +275,25 @@ func TestSplitRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatalf("split of partition 5 inside its range: %v", err)
 	}
-	// A split queue is no dead-letter queue, nor deduplicates by queue.
+	// A split queue is no dead-letter queue.
 	_, err = h.do(std, &api.SetQueueAttributesRequest{QueueUrl: std.Path(), Attributes: map[string]string{
 		api.AttrRedrivePolicy: `{"deadLetterTargetArn":"` + ht.ARN(testRegion) + `","maxReceiveCount":"2"}`}})
 	wantCode(t, err, "InvalidParameterValue")
-	_, err = h.do(ht, &api.SetQueueAttributesRequest{QueueUrl: ht.Path(), Attributes: map[string]string{
-		api.AttrFifoThroughputLimit: "perQueue", api.AttrDeduplicationScope: "queue"}})
-	wantCode(t, err, "InvalidParameterValue")
+	// It may turn to the queue's deduplication scope, as SQS lets any
+	// high-throughput queue (localstack test_sqs.snapshot.json:
+	// test_fifo_change_to_regular_throughput_after_creation): by group
+	// for dedupScopePropagation, time for a cluster to gather it, and
+	// it is split no further.
+	if _, err = h.do(ht, &api.SetQueueAttributesRequest{QueueUrl: ht.Path(), Attributes: map[string]string{
+		api.AttrFifoThroughputLimit: "perQueue", api.AttrDeduplicationScope: "queue"}}); err != nil {
+		t.Fatalf("a split queue turned to the queue's deduplication scope: %v", err)
+	}
+	if l := h.e.QueueLoads(h.now)[ht]; l.HighThroughput {
+		t.Fatalf("a queue turned to perQueue still reads as high-throughput: %+v", l)
+	}
+	h.advance(dedupScopePropagation)
+	_, err = h.raw(ht, &SplitQueueRequest{At: 1 << 20, Part: 7})
+	wantCode(t, err, "UnsupportedOperation")
 }
 
 // TestSplitRandom runs a random FIFO workload over a queue that is split

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+
 	"github.com/fifoq/fifoq/internal/api"
 )
 
@@ -45,14 +47,44 @@ type QueueLoad struct {
 	// DeduplicationScope messageGroup): one a cluster spreads over
 	// partitions.
 	HighThroughput bool
+	// Splittable: a SplitQueueRequest at a hash inside the queue's range
+	// would be carried out now (not a dead-letter queue, no move task,
+	// no outbox, deduplicating by group, not fenced...). Only reported
+	// for a high-throughput queue.
+	Splittable bool
+	// SplitAt is the hash that halves the queue's message groups holding
+	// messages now (the median of their hashes, of a sample where they
+	// are many), where a split would part its load; 0 when fewer than
+	// two groups hold messages, which no split parts. Only reported for
+	// a high-throughput queue.
+	SplitAt uint32
+	// Sent: a message was ever sent to the queue (its sequence numbers
+	// began). A cluster spreads a high-throughput queue once it is used:
+	// one made to be a dead-letter queue, which a split queue cannot be,
+	// is named so before anything reaches it. Only reported for a
+	// high-throughput queue.
+	Sent bool
 }
 
+// splitAtSample bounds the groups whose hashes QueueLoads sorts for a
+// queue's SplitAt: a sample's median is as good a cut, at a bounded cost.
+const splitAtSample = 1024
+
 // QueueLoads returns every queue this engine holds with its load and
-// mode: CommandsApplied, with whether each is high-throughput.
-func (e *Engine) QueueLoads() map[api.QueueKey]QueueLoad {
+// mode as of time now: CommandsApplied, with whether each is
+// high-throughput, and for those whether and where they would split.
+// Which groups a large queue's SplitAt samples varies from call to call
+// (map order): it is a reading, not state.
+func (e *Engine) QueueLoads(now int64) map[api.QueueKey]QueueLoad {
 	out := make(map[api.QueueKey]QueueLoad, len(e.queues))
 	for k, q := range e.queues {
-		out[k] = QueueLoad{Applied: q.applied, HighThroughput: q.highThroughput()}
+		l := QueueLoad{Applied: q.applied, HighThroughput: q.highThroughput()}
+		if l.HighThroughput {
+			l.Splittable = e.splitRefusal(q, now) == nil
+			l.SplitAt = q.medianGroupHash()
+			l.Sent = q.lastSeq > 0
+		}
+		out[k] = l
 	}
 	return out
 }
@@ -61,6 +93,30 @@ func (e *Engine) QueueLoads() map[api.QueueKey]QueueLoad {
 // mode.
 func (q *queue) highThroughput() bool {
 	return q.fifo && q.attrs.FifoThroughputLimit == limitPerMessageGrp
+}
+
+// medianGroupHash returns the hash above which half of q's groups holding
+// messages fall (of a sample of splitAtSample of them), or 0 if fewer
+// than two groups hold messages or they share one hash.
+func (q *queue) medianGroupHash() uint32 {
+	if len(q.groups) < 2 {
+		return 0
+	}
+	hashes := make([]uint32, 0, min(len(q.groups), splitAtSample))
+	for id := range q.groups {
+		if len(hashes) == splitAtSample {
+			break
+		}
+		hashes = append(hashes, api.GroupHash(id))
+	}
+	slices.Sort(hashes)
+	// The cut is the first hash of the upper half: at least one group
+	// falls on each side unless every hash is the lowest.
+	at := hashes[len(hashes)/2]
+	if at == hashes[0] {
+		return 0
+	}
+	return at
 }
 
 // QueueStats returns the figures of queue q as of time now, and false if

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -170,7 +172,7 @@ func TestQueueLoadsSayWhichQueuesAreHighThroughput(t *testing.T) {
 	plain := h.createQueue("plain.fifo", map[string]string{api.AttrFifoQueue: "true"})
 	std := h.createQueue("std", nil)
 	h.must(ht, &api.SendMessageRequest{QueueUrl: ht.Path(), MessageBody: "m", MessageGroupId: "g", MessageDeduplicationId: "d"})
-	loads := h.e.QueueLoads()
+	loads := h.e.QueueLoads(h.now)
 	if l := loads[ht]; !l.HighThroughput || l.Applied != 1 {
 		t.Errorf("QueueLoads()[ht.fifo] = %+v; want high-throughput, 1 applied", l)
 	}
@@ -181,8 +183,45 @@ func TestQueueLoadsSayWhichQueuesAreHighThroughput(t *testing.T) {
 		api.AttrDeduplicationScope: "messageGroup", api.AttrFifoThroughputLimit: "perMessageGroupId"}})
 	h.must(ht, &api.SetQueueAttributesRequest{QueueUrl: ht.Path(), Attributes: map[string]string{
 		api.AttrFifoThroughputLimit: "perQueue"}})
-	loads = h.e.QueueLoads()
+	loads = h.e.QueueLoads(h.now)
 	if !loads[plain].HighThroughput || loads[ht].HighThroughput {
 		t.Errorf("after switching: plain.fifo %+v, ht.fifo %+v; want the other way round", loads[plain], loads[ht])
+	}
+}
+
+// TestQueueLoadsSayWhereToSplit: a high-throughput queue is splittable
+// until it is a dead-letter queue, and its SplitAt halves the groups
+// holding messages, none while one group holds them all.
+func TestQueueLoadsSayWhereToSplit(t *testing.T) {
+	h := newHarness(t)
+	ht := h.createQueue("ht.fifo", map[string]string{api.AttrFifoQueue: "true",
+		api.AttrDeduplicationScope: "messageGroup", api.AttrFifoThroughputLimit: "perMessageGroupId"})
+	for i := range 3 {
+		h.sendFIFO(ht, "m", "only", "d"+strconv.Itoa(i))
+	}
+	if l := h.e.QueueLoads(h.now)[ht]; !l.Splittable || l.SplitAt != 0 {
+		t.Fatalf("one group's queue: %+v; want splittable, no SplitAt (one group cannot be parted)", l)
+	}
+	var hashes []uint32
+	for i := range 41 {
+		g := "g" + strconv.Itoa(i)
+		h.sendFIFO(ht, "m", g, g)
+		hashes = append(hashes, api.GroupHash(g))
+	}
+	hashes = append(hashes, api.GroupHash("only"))
+	at := h.e.QueueLoads(h.now)[ht].SplitAt
+	below := 0
+	for _, x := range hashes {
+		if x < at {
+			below++
+		}
+	}
+	if below != len(hashes)/2 {
+		t.Fatalf("SplitAt %d leaves %d of %d groups below it; want half", at, below, len(hashes))
+	}
+	h.createQueue("src.fifo", map[string]string{api.AttrFifoQueue: "true",
+		api.AttrRedrivePolicy: fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, ht.ARN(testRegion))})
+	if l := h.e.QueueLoads(h.now)[ht]; l.Splittable {
+		t.Fatalf("a dead-letter queue: %+v; want not splittable", l)
 	}
 }

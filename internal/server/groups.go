@@ -287,10 +287,18 @@ type ShardStatus struct {
 	// it was started (engine.CommandsApplied), which the balancer reads
 	// as the queues' loads; absent for a queue with none.
 	Commands map[string]uint64 `json:"commands,omitempty"`
-	// HighThroughput names the queues in high-throughput FIFO mode
-	// (engine.QueueLoad), which the first group's leader spreads over
-	// partitions; absent when none is.
-	HighThroughput []string `json:"high_throughput,omitempty"`
+	// HighThroughput are the queues in high-throughput FIFO mode, which
+	// the first group's leader spreads over partitions, with whether and
+	// where each would split (engine.QueueLoad); absent when none is.
+	HighThroughput map[string]SplitReading `json:"high_throughput,omitempty"`
+}
+
+// SplitReading is what a shard's replica says of one high-throughput
+// queue's partition: engine.QueueLoad's Splittable, SplitAt and Sent.
+type SplitReading struct {
+	Splittable bool   `json:"splittable,omitempty"`
+	SplitAt    uint32 `json:"split_at,omitempty"`
+	Sent       bool   `json:"sent,omitempty"`
 }
 
 // ShardsStatus is GET /cluster/shards's answer: every group this node
@@ -331,11 +339,14 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 		var fenced map[api.QueueKey]string
 		var loads map[api.QueueKey]engine.QueueLoad
 		g.log.Read(func(e *engine.Engine) {
-			stats, fenced, loads = e.AppendQueueStats(nil, now), e.Fenced(), e.QueueLoads()
+			stats, fenced, loads = e.AppendQueueStats(nil, now), e.Fenced(), e.QueueLoads(now)
 		})
 		for q, l := range loads {
 			if l.HighThroughput {
-				st.HighThroughput = append(st.HighThroughput, q.String())
+				if st.HighThroughput == nil {
+					st.HighThroughput = map[string]SplitReading{}
+				}
+				st.HighThroughput[q.String()] = SplitReading{Splittable: l.Splittable, SplitAt: l.SplitAt, Sent: l.Sent}
 			}
 			if l.Applied == 0 {
 				continue
@@ -345,7 +356,6 @@ func (s *Server) serveClusterShards(w http.ResponseWriter, r *http.Request) {
 			}
 			st.Commands[q.String()] = l.Applied
 		}
-		slices.Sort(st.HighThroughput)
 		for q, move := range fenced {
 			if st.Fenced == nil {
 				st.Fenced = map[string]string{}

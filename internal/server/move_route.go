@@ -91,7 +91,8 @@ func (m moveSteps) Queues(ctx context.Context, id uint32) (map[api.QueueKey]engi
 	s := m.s
 	if g, held := s.groupByID(id); held {
 		var out map[api.QueueKey]engine.QueueLoad
-		g.log.Read(func(e *engine.Engine) { out = e.QueueLoads() })
+		now := s.now().UnixNano()
+		g.log.Read(func(e *engine.Engine) { out = e.QueueLoads(now) })
 		return out, nil
 	}
 	sh, err := s.askShardOf(ctx, id)
@@ -102,9 +103,9 @@ func (m moveSteps) Queues(ctx context.Context, id uint32) (map[api.QueueKey]engi
 	for _, name := range sh.Queues {
 		out[queueOfString(name)] = engine.QueueLoad{Applied: sh.Commands[name]}
 	}
-	for _, name := range sh.HighThroughput {
+	for name, r := range sh.HighThroughput {
 		if l, ok := out[queueOfString(name)]; ok {
-			l.HighThroughput = true
+			l.HighThroughput, l.Splittable, l.SplitAt, l.Sent = true, r.Splittable, r.SplitAt, r.Sent
 			out[queueOfString(name)] = l
 		}
 	}

@@ -601,7 +601,7 @@ func (s *Set) balanceQueues(st Steps) {
 	held := map[placement.ShardID][]string{}
 	keys := map[string]api.QueueKey{}
 	commands := map[shardQueue]uint64{}
-	highThroughput := map[shardQueue]bool{}
+	readings := map[shardQueue]engine.QueueLoad{}
 	for _, id := range ids {
 		qs, err := st.Queues(ctx, id)
 		if err != nil {
@@ -612,7 +612,7 @@ func (s *Set) balanceQueues(st Steps) {
 			names = append(names, q.String())
 			keys[q.String()] = q
 			commands[shardQueue{id, q}] = l.Applied
-			highThroughput[shardQueue{id, q}] = l.HighThroughput
+			readings[shardQueue{id, q}] = l
 		}
 		held[placement.ShardID(id)] = names
 	}
@@ -645,10 +645,10 @@ func (s *Set) balanceQueues(st Steps) {
 	loadOf := func(q string) uint64 { return load[keys[q]] }
 	s.noteShardRates(held, loadOf, since, now)
 	if split := s.splitRate(); split > 0 && s.cfg.Spread >= 0 && since > 0 {
-		hot := map[api.QueueKey]uint32{}
-		for sq, ok := range highThroughput {
-			if ok && float64(load[sq.queue])/since.Seconds() >= split && s.Of(sq.queue) == sq.shard {
-				hot[sq.queue] = sq.shard
+		hot := map[api.QueueKey]hotPart{}
+		for sq, r := range readings {
+			if r.HighThroughput && r.Splittable && r.SplitAt != 0 && float64(load[sq.queue])/since.Seconds() >= split && s.Of(sq.queue) == sq.shard {
+				hot[sq.queue] = hotPart{shard: sq.shard, at: r.SplitAt}
 			}
 		}
 		rate := map[uint32]float64{}

@@ -53,7 +53,8 @@ func (l *localSteps) Export(ctx context.Context, id uint32, q api.QueueKey, move
 func (l *localSteps) Queues(ctx context.Context, id uint32) (map[api.QueueKey]engine.QueueLoad, error) {
 	g := l.group(id)
 	var out map[api.QueueKey]engine.QueueLoad
-	g.Read(func(e *engine.Engine) { out = e.QueueLoads() })
+	now := time.Now().UnixNano()
+	g.Read(func(e *engine.Engine) { out = e.QueueLoads(now) })
 	return out, nil
 }
 

@@ -282,6 +282,9 @@ var (
 	// ErrNotBeside: the partitions to merge are in two shards: one must
 	// move first.
 	ErrNotBeside = errors.New("shards: the partitions to merge are in two shards")
+	// ErrTooManyParts: the queue has made as many partitions as its name
+	// may in its life (engine.MaxPart; numbers are not reused).
+	ErrTooManyParts = errors.New("shards: the queue has made the most partitions it may")
 )
 
 // Split splits partition q (q.Part) of a queue at hash at, which must
@@ -310,7 +313,7 @@ func (s *Set) Split(ctx context.Context, q api.QueueKey, at uint32) (uint32, err
 		return 0, ErrNoPartition
 	}
 	if l.Next > engine.MaxPart {
-		return 0, fmt.Errorf("shards: queue %s has made %d partitions, the most it may", q.Name, engine.MaxPart)
+		return 0, fmt.Errorf("%w: queue %s has made %d", ErrTooManyParts, q.Name, engine.MaxPart)
 	}
 	rec := splitRecord{part: l.Next, at: at}
 	if err := s.record(ctx, q, rec, q); err != nil {
@@ -372,6 +375,12 @@ func (s *Set) Unsplit(ctx context.Context, q api.QueueKey) error {
 	if err := s.noStepOn(q, l); err != nil {
 		return err
 	}
+	return s.forgetLayout(ctx, q, l)
+}
+
+// forgetLayout makes q's layout l partition 0 alone, as Unsplit says,
+// with partsMu and moveMu held.
+func (s *Set) forgetLayout(ctx context.Context, q api.QueueKey, l Layout) error {
 	if err := s.setMeta(ctx, partsKey(q), Layout{Next: l.Next, Parts: []PartRange{{Part: 0}}}.String()); err != nil {
 		return err
 	}

@@ -243,7 +243,7 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 		unspreadable:     map[api.QueueKey]time.Time{},
 		hotParts:         map[api.QueueKey]int{},
 		moved:            map[api.QueueKey]time.Time{},
-		lastQueueBalance: time.Now()}
+		lastQueueBalance: time.Now(), lastSpread: time.Now()}
 	h, err := loadHeld(cfg.Dir)
 	if err != nil {
 		return nil, err

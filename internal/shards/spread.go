@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -18,18 +19,32 @@ import (
 // partitions of partitions.go can carry it; the first group's leader,
 // which drives splits and moves, decides when to make them:
 //
-//   - spreadQueues, every spreadEvery: a high-throughput queue with fewer
+//   - spreadQueues, every spreadEvery: a high-throughput queue that has
+//     had a message sent to it (so that one made to be a dead-letter
+//     queue, which a split queue cannot be, is named so first) with fewer
 //     partitions than there are shards has its widest partition split at
 //     the middle of its range, and the new half moved to a shard holding
 //     none of the queue's partitions, until every shard holds one; one
 //     made before the cluster had that many shards is so spread further as
-//     shards are added. A queue switched out of the mode is gathered back
-//     into one partition: its last partition moved beside the one before
-//     it and merged into it, until partition 0 is left alone.
+//     shards are added. A split queue out of the mode (switched back to
+//     perQueue: splits are made only here) is gathered back into one
+//     partition: its last partition moved beside the one before it and
+//     merged into it, until partition 0 is left alone.
 //   - splitHot, in the balancer's rounds (balanceQueues): a partition of a
 //     high-throughput queue busier than SplitRate commands a second two
-//     rounds in a row splits in two, and its new half moves to the least
-//     loaded shard, up to maxPartsPerShard partitions of the queue a shard.
+//     rounds in a row splits in two where it halves the groups holding
+//     messages (engine.QueueLoad's SplitAt: a partition whose load is one
+//     group is not split, which would part nothing), and its new half
+//     moves to the least loaded shard, up to maxPartsPerShard partitions
+//     of the queue a shard.
+//
+// A queue the engine would refuse to split (engine.QueueLoad's
+// Splittable: a dead-letter queue, one with move tasks or messages in its
+// outbox, one that changed its DeduplicationScope a moment ago) is not
+// asked to: a refused split would still take a partition number. A split,
+// merge or move that fails leaves the queue alone for a while
+// (unspreadableFor, or retryAfter for a failure of a moment), so that a
+// queue that cannot be spread is not retried every few seconds.
 //
 // The balancer's own moves by count and by load leave the partitions of
 // split queues alone: they would crowd two partitions of one queue into
@@ -56,10 +71,14 @@ const DefaultSplitRate = 300
 const maxPartsPerShard = 4
 
 // unspreadableFor is how long a queue whose split, merge or move was
-// refused is passed over by spreadQueues (a dead-letter queue, a queue
-// with move tasks, one split and merged so often that it honours its most
-// past handle tags).
-const unspreadableFor = 10 * time.Minute
+// refused is passed over by spreadQueues (one split and merged so often
+// that it honours its most past handle tags, or made its most
+// partitions); retryAfter, one whose step failed otherwise (a shard
+// without a leader, a move under way).
+const (
+	unspreadableFor = 10 * time.Minute
+	retryAfter      = 30 * time.Second
+)
 
 // splitRate is the rate above which splitHot splits a partition; 0: never.
 func (s *Set) splitRate() float64 {
@@ -84,7 +103,7 @@ func (s *Set) spreadQueues(st Steps) {
 	ctx, cancel := s.untilQuit(time.Minute)
 	defer cancel()
 	holding := map[uint32]int{}
-	mode := map[api.QueueKey]bool{}
+	loads := map[api.QueueKey]engine.QueueLoad{}
 	for _, id := range ids {
 		qs, err := st.Queues(ctx, id)
 		if err != nil {
@@ -92,42 +111,131 @@ func (s *Set) spreadQueues(st Steps) {
 		}
 		holding[id] = len(qs)
 		for q, l := range qs {
-			if q.Part == 0 && s.Of(q) == id {
-				mode[q] = l.HighThroughput
+			if s.Of(q) == id {
+				loads[q] = l
 			}
 		}
 	}
+	s.dropOrphans(ctx, st, loads)
 	now := time.Now()
+	for q := range s.unspreadable {
+		if !now.Before(s.unspreadable[q]) {
+			delete(s.unspreadable, q)
+		}
+	}
 	for _, q := range slices.SortedFunc(func(yield func(api.QueueKey) bool) {
-		for q := range mode {
-			if !yield(q) {
+		for q := range loads {
+			if q.Part == 0 && !yield(q) {
 				return
 			}
 		}
 	}, compareKeys) {
-		if until, ok := s.unspreadable[q]; ok && now.Before(until) {
+		if _, ok := s.unspreadable[q]; ok {
 			continue
 		}
 		var err error
 		switch {
-		case mode[q]:
-			err = s.spread(ctx, q, ids, holding)
+		case loads[q].HighThroughput && loads[q].Sent:
+			err = s.spread(ctx, q, ids, holding, loads)
 		case s.IsSplit(q):
 			err = s.gather(ctx, q)
 		}
 		if err == nil || ctx.Err() != nil || !s.host.Leading() {
 			continue
 		}
-		if refused(err) || errors.Is(err, errAbandoned) {
-			s.unspreadable[q] = now.Add(unspreadableFor)
+		wait := retryAfter
+		if refused(err) || errors.Is(err, errAbandoned) || errors.Is(err, ErrTooManyParts) {
+			wait = unspreadableFor
 		}
-		s.cfg.Logger.Warn("shards: a high-throughput queue's partitions did not spread or gather", "queue", q, "err", err)
+		s.unspreadable[q] = now.Add(wait)
+		s.cfg.Logger.Warn("shards: a high-throughput queue's partitions did not spread or gather", "queue", q, "retry_in", wait, "err", err)
 	}
-	for q, until := range s.unspreadable {
-		if !now.Before(until) {
-			delete(s.unspreadable, q)
+}
+
+// dropOrphans drops the partitions a deleted queue left: a split queue
+// deleted through a member whose copy of the map did not have the split
+// yet (one created high-throughput and deleted a moment later) was
+// deleted in partition 0 alone, and its other partitions, with their
+// messages, would stay where a queue created again by the name routes
+// its groups. Such a queue's layout names partitions while its partition
+// 0 is gone. Its other partitions are fenced and dropped, as moved away,
+// and the layout forgotten (forgetLayout). loads are the queues the
+// shards hold, as read this round; each finding is checked again at the
+// shard's leader, with no split, merge or move under way, before anything
+// is dropped. A queue created again by the name before that (possible
+// only with the recreate delay turned off: SQS's 60 seconds leave the
+// leader time) keeps the old partitions' groups routed to them.
+func (s *Set) dropOrphans(ctx context.Context, st Steps, loads map[api.QueueKey]engine.QueueLoad) {
+	for _, r := range s.recorded(partsPrefix) {
+		q := r.q.Whole()
+		l, ok := parseLayout(r.value)
+		if _, alive := loads[q]; alive || !ok || len(l.Parts) < 2 || s.Of(q) == 0 {
+			continue
+		}
+		if err := s.dropOrphan(ctx, st, q); err != nil {
+			s.cfg.Logger.Warn("shards: the partitions a deleted queue left were not dropped yet", "queue", q, "err", err)
 		}
 	}
+}
+
+// dropOrphan checks again, at its shard's leader, that split queue q's
+// partition 0 is gone, and drops its other partitions and forgets its
+// layout if so.
+func (s *Set) dropOrphan(ctx context.Context, st Steps, q api.QueueKey) error {
+	s.partsMu.Lock()
+	defer s.partsMu.Unlock()
+	s.moveMu.Lock()
+	defer s.moveMu.Unlock()
+	if err := s.host.ReadBarrier(ctx); err != nil {
+		return err
+	}
+	s.Forget(q)
+	s.layouts.Delete(q)
+	l, split := s.Layout(q)
+	if !split || len(l.Parts) < 2 {
+		return nil
+	}
+	if err := s.noStepOn(q, l); err != nil {
+		return nil // not now: a split, merge or move will end first
+	}
+	// The round's reading may be a lagging replica's: the shard's leader
+	// is asked, through its log, with a split it refuses without a
+	// change (partition 0 is no new partition) if the queue is there.
+	probe := &engine.SplitQueueRequest{}
+	if err := st.Step(ctx, s.Of(q), q, probe); !isQueueGone(err) {
+		return err // alive (refused), or not known now
+	}
+	for _, p := range l.Parts[1:] {
+		k := q
+		k.Part = p.Part
+		s.Forget(k)
+		at := s.Of(k)
+		if at == 0 {
+			continue
+		}
+		if !s.host.Leading() {
+			return errNotLeading
+		}
+		move := newMoveID()
+		fence := &engine.FenceQueueRequest{Move: move, Spanning: s.host.WritesOutbox(), Ended: s.host.WritesPartitions()}
+		if err := st.Step(ctx, at, k, fence); isQueueGone(err) {
+			continue // dropped by an earlier try
+		} else if err != nil {
+			return fmt.Errorf("fence partition %d in shard %d: %w", p.Part, at, err)
+		}
+		if err := st.Step(ctx, at, k, &engine.DropQueueRequest{Move: move}); err != nil {
+			return fmt.Errorf("drop partition %d in shard %d: %w", p.Part, at, err)
+		}
+	}
+	s.cfg.Logger.Warn("shards: dropped the partitions a deleted queue left", "queue", q, "parts", len(l.Parts)-1)
+	return s.forgetLayout(ctx, q, l)
+}
+
+// isQueueGone reports whether err is the engine's answer for a queue it
+// does not hold.
+func isQueueGone(err error) bool {
+	var e *api.Error
+	return errors.As(err, &e) && e.Code == api.ErrQueueDoesNotExist().Code
 }
 
 // compareKeys orders queue keys by their names in the map.
@@ -136,7 +244,7 @@ func compareKeys(a, b api.QueueKey) int { return cmp.Compare(a.String(), b.Strin
 // spread splits and moves q's partitions until each shard of ids holds
 // one, or holds one as far as the partitions go (holding: the queues each
 // shard holds, which breaks ties, kept up to date).
-func (s *Set) spread(ctx context.Context, q api.QueueKey, ids []uint32, holding map[uint32]int) error {
+func (s *Set) spread(ctx context.Context, q api.QueueKey, ids []uint32, holding map[uint32]int, loads map[api.QueueKey]engine.QueueLoad) error {
 	for range 2 * len(ids) {
 		l := s.layoutOrWhole(q)
 		per := s.partsPerShard(q, l)
@@ -153,12 +261,21 @@ func (s *Set) spread(ctx context.Context, q api.QueueKey, ids []uint32, holding 
 			if s.Of(k) == 0 {
 				return nil // in the first group: it is drained to a shard first
 			}
+			if r, ok := loads[k]; !ok || !r.Splittable {
+				// Not now (a dead-letter queue, an outbox to empty), or
+				// not read this round (made by the last step): the next
+				// round reads it again.
+				return nil
+			}
 			n, err := s.Split(ctx, k, uint32(lo+(hi-lo)/2))
 			if err != nil {
 				return err
 			}
 			part = q
 			part.Part = n
+			// Made of a splittable partition with its attributes: as
+			// splittable, until the next round reads it.
+			loads[part] = loads[k]
 			holding[s.Of(k)]++
 		} else {
 			// As many partitions as shards, or more, but one shard
@@ -203,13 +320,22 @@ func (s *Set) gather(ctx context.Context, q api.QueueKey) error {
 	return nil
 }
 
+// hotPart is a partition busier than the split rate in a round of
+// balancing: its shard, and where it would split (engine.QueueLoad's
+// SplitAt).
+type hotPart struct {
+	shard uint32
+	at    uint32
+}
+
 // splitHot splits a partition of a high-throughput queue that was busier
 // than the split rate in two rounds of balancing in a row (hot: the
-// partitions busier than it this round, with their shards), and moves its
-// new half to the shard of the least load (rate, commands a second) that
-// holds the fewest of the queue's partitions. It makes at most one split
-// a round, and reports whether it made one.
-func (s *Set) splitHot(ctx context.Context, hot map[api.QueueKey]uint32, ids []uint32, rate map[uint32]float64) bool {
+// partitions busier than it this round that could be split), at the hash
+// that halves its groups, and moves its new half to the shard holding the
+// fewest of the queue's partitions, of the least load (rate, commands a
+// second) of those. It makes at most one split a round, and reports
+// whether it made one.
+func (s *Set) splitHot(ctx context.Context, hot map[api.QueueKey]hotPart, ids []uint32, rate map[uint32]float64) bool {
 	for q := range s.hotParts {
 		if _, ok := hot[q]; !ok {
 			delete(s.hotParts, q)
@@ -217,6 +343,7 @@ func (s *Set) splitHot(ctx context.Context, hot map[api.QueueKey]uint32, ids []u
 	}
 	var pick api.QueueKey
 	found := false
+	now := time.Now()
 	for _, q := range slices.SortedFunc(func(yield func(api.QueueKey) bool) {
 		for q := range hot {
 			if !yield(q) {
@@ -228,7 +355,7 @@ func (s *Set) splitHot(ctx context.Context, hot map[api.QueueKey]uint32, ids []u
 		if s.hotParts[q] < 2 || found {
 			continue
 		}
-		if until, ok := s.unspreadable[q.Whole()]; ok && time.Now().Before(until) {
+		if until, ok := s.unspreadable[q.Whole()]; ok && now.Before(until) {
 			continue
 		}
 		if len(s.Parts(q)) >= maxPartsPerShard*len(ids) {
@@ -245,16 +372,18 @@ func (s *Set) splitHot(ctx context.Context, hot map[api.QueueKey]uint32, ids []u
 	if i < 0 {
 		return false
 	}
-	lo, hi := l.span(i)
-	if hi-lo < 2 {
-		return false
+	at := hot[pick].at
+	if lo, hi := l.span(i); uint64(at) <= lo || uint64(at) >= hi {
+		return false // read before a change of the layout
 	}
-	n, err := s.Split(ctx, pick, uint32(lo+(hi-lo)/2))
+	n, err := s.Split(ctx, pick, at)
 	if err != nil {
-		if refused(err) {
-			s.unspreadable[pick.Whole()] = time.Now().Add(unspreadableFor)
+		wait := retryAfter
+		if refused(err) || errors.Is(err, ErrTooManyParts) {
+			wait = unspreadableFor
 		}
-		s.cfg.Logger.Warn("shards: a busy partition did not split", "queue", pick, "err", err)
+		s.unspreadable[pick.Whole()] = now.Add(wait)
+		s.cfg.Logger.Warn("shards: a busy partition did not split", "queue", pick, "retry_in", wait, "err", err)
 		return false
 	}
 	half := pick
@@ -264,7 +393,7 @@ func (s *Set) splitHot(ctx context.Context, hot map[api.QueueKey]uint32, ids []u
 	to := slices.MinFunc(ids, func(a, b uint32) int {
 		return cmp.Or(cmp.Compare(len(per[a]), len(per[b])), cmp.Compare(rate[a], rate[b]), cmp.Compare(a, b))
 	})
-	s.cfg.Logger.Info("shards: split a busy partition", "queue", pick, "new", n, "shard", from, "to", to)
+	s.cfg.Logger.Info("shards: split a busy partition", "queue", pick, "new", n, "at", at, "shard", from, "to", to)
 	if to != from {
 		if _, err := s.Move(ctx, half, to); err != nil {
 			s.cfg.Logger.Warn("shards: a busy partition's new half did not move", "queue", half, "to", to, "err", err)

@@ -11,23 +11,28 @@ import (
 )
 
 // TestSpreadAndSplitBusyPartitions: a high-throughput FIFO queue created
-// in one shard of three is spread by spreadQueues over all three, one
-// partition in each, its messages with it; a plain FIFO queue beside it
-// is left whole. A partition then busier than the split rate in two
+// in one shard of three and sent to is spread by spreadQueues over all
+// three, one partition in each, its messages with it; a plain FIFO queue
+// beside it, and a high-throughput one nothing was sent to, are left
+// whole. A partition then busier than the split rate in two
 // rounds of balancing in a row (not one: a burst) splits in two, and its
 // new half moves to another shard.
 func TestSpreadAndSplitBusyPartitions(t *testing.T) {
-	_, set := openMember(t, t.TempDir(), 3, func(c *Config) { c.QueueBalance, c.SplitRate = -1, 1 })
+	_, set := openMember(t, t.TempDir(), 3, func(c *Config) {
+		// The test spreads and balances by hand: the follow loop's own
+		// rounds would race its sends and readings.
+		c.QueueBalance, c.Spread, c.SplitRate = -1, time.Hour, 1
+	})
 	steps := &localSteps{set: set}
 	set.SetSteps(steps)
 	ctx := context.Background()
-	ht, plain := queue("ht.fifo"), queue("plain.fifo")
-	for _, q := range []api.QueueKey{ht, plain} {
+	ht, plain, unused := queue("ht.fifo"), queue("plain.fifo"), queue("unused.fifo")
+	for _, q := range []api.QueueKey{ht, plain, unused} {
 		if err := set.setOnce(ctx, queueKey(q), "1"); err != nil {
 			t.Fatal(err)
 		}
 		attrs := map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup"}
-		if q == ht {
+		if q != plain {
 			attrs["FifoThroughputLimit"] = "perMessageGroupId"
 		}
 		g, _ := set.Shard(1)
@@ -75,6 +80,11 @@ func TestSpreadAndSplitBusyPartitions(t *testing.T) {
 	if set.IsSplit(plain) {
 		t.Fatal("the plain FIFO queue was split")
 	}
+	// Nothing was sent to it: it may yet be named a dead-letter queue,
+	// which a split queue cannot be.
+	if set.IsSplit(unused) {
+		t.Fatal("a high-throughput queue nothing was sent to was split")
+	}
 
 	// Only partition 0's groups are busy.
 	var busy []string
@@ -96,12 +106,98 @@ func TestSpreadAndSplitBusyPartitions(t *testing.T) {
 	}
 	round() // busy twice in a row
 	l, _ = set.Layout(ht)
-	if len(l.Parts) != 4 || l.Parts[0].Part != 0 || l.Parts[1].Part != 3 || l.Parts[1].Lo != l.Parts[2].Lo/2 {
-		t.Fatalf("after partition 0 was busy two rounds, the layout is %q; want it split at the middle of its range", l.String())
+	if len(l.Parts) != 4 || l.Parts[0].Part != 0 || l.Parts[1].Part != 3 || l.Parts[1].Lo == 0 || l.Parts[1].Lo >= l.Parts[2].Lo {
+		t.Fatalf("after partition 0 was busy two rounds, the layout is %q; want it split inside its range", l.String())
 	}
 	zero, three := ht, ht
 	three.Part = 3
 	if set.Of(three) == set.Of(zero) {
 		t.Fatalf("the busy partition's new half stayed in its shard %d", set.Of(zero))
+	}
+	for _, k := range []api.QueueKey{zero, three} {
+		g, _ := set.Shard(set.Of(k))
+		var n int
+		g.Read(func(e *engine.Engine) { n, _ = e.StoredMessages(k) })
+		if n == 0 {
+			t.Fatalf("partition %d holds no message: the split parted no groups", k.Part)
+		}
+	}
+
+	// A queue whose load is one group is not split: nothing would part.
+	one := queue("one.fifo")
+	if err := set.setOnce(ctx, queueKey(one), "2"); err != nil {
+		t.Fatal(err)
+	}
+	g2, _ := set.Shard(2)
+	if _, err := g2.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: one.Account, Entropy: 1, Request: &api.CreateQueueRequest{QueueName: one.Name,
+		Attributes: map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		for range 5 {
+			sendFIFO(one, "the-one")
+		}
+		set.balanceQueues(steps)
+	}
+	if set.IsSplit(one) {
+		l, _ := set.Layout(one)
+		t.Fatalf("a queue busy with one group was split: %q", l.String())
+	}
+}
+
+// TestSpreadQueueDeletedInPartitionZeroAlone: a split queue deleted
+// through a member whose map did not have the split yet is deleted in
+// partition 0 alone. The first group's leader finds the partitions it
+// left, drops them with their messages, and forgets the layout, so that
+// a queue created again by the name starts whole.
+func TestSpreadQueueDeletedInPartitionZeroAlone(t *testing.T) {
+	_, set := openMember(t, t.TempDir(), 3, func(c *Config) { c.QueueBalance, c.Spread = -1, time.Hour })
+	steps := &localSteps{set: set}
+	set.SetSteps(steps)
+	ctx := context.Background()
+	q := queue("gone.fifo")
+	if err := set.setOnce(ctx, queueKey(q), "1"); err != nil {
+		t.Fatal(err)
+	}
+	g1, _ := set.Shard(1)
+	if _, err := g1.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Entropy: 1, Request: &api.CreateQueueRequest{QueueName: q.Name,
+		Attributes: map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		grp := "g" + strconv.Itoa(i)
+		if _, err := g1.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Queue: q, MessageIDs: []string{"m-" + grp},
+			Request: &api.SendMessageRequest{QueueUrl: q.Path(), MessageBody: grp, MessageGroupId: grp, MessageDeduplicationId: grp}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set.spreadQueues(steps)
+	l, _ := set.Layout(q)
+	if len(l.Parts) != 3 {
+		t.Fatalf("layout %q, want 3 partitions", l.String())
+	}
+	// Spreading again changes nothing.
+	set.spreadQueues(steps)
+	if again, _ := set.Layout(q); again.String() != l.String() {
+		t.Fatalf("a second round changed the layout %q to %q", l.String(), again.String())
+	}
+
+	g, _ := set.Shard(set.Of(q))
+	if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Queue: q, Request: &api.DeleteQueueRequest{QueueUrl: q.Path()}}); err != nil {
+		t.Fatal(err)
+	}
+	set.spreadQueues(steps)
+	if set.IsSplit(q) {
+		l, _ := set.Layout(q)
+		t.Fatalf("the deleted queue's layout is still %q", l.String())
+	}
+	for _, p := range l.Parts[1:] {
+		k := q
+		k.Part = p.Part
+		for _, id := range set.Named() {
+			if queueIn(set, id, k) {
+				t.Fatalf("partition %d of the deleted queue is still in shard %d", p.Part, id)
+			}
+		}
 	}
 }
