@@ -22,8 +22,9 @@ import (
 //   - spreadQueues, every spreadEvery: a high-throughput queue that has
 //     had a message sent to it (so that one made to be a dead-letter
 //     queue, which a split queue cannot be, is named so first) with fewer
-//     partitions than there are shards has its widest partition split at
-//     the middle of its range, and the new half moved to a shard holding
+//     partitions than there are shards has its widest partition split
+//     (a shard's share of the hashes off it, or in the middle if it is
+//     narrower than two shares), and the new part moved to a shard holding
 //     none of the queue's partitions, until every shard holds one; one
 //     made before the cluster had that many shards is so spread further as
 //     shards are added. A split queue out of the mode (switched back to
@@ -256,6 +257,13 @@ func (s *Set) spread(ctx context.Context, q api.QueueKey, ids []uint32, holding 
 		if len(l.Parts) < len(ids) {
 			i := widest(l)
 			lo, hi := l.span(i)
+			// A partition twice as wide as a shard's share of the hashes
+			// or more gives a share away; else it is halved. A queue
+			// spread from whole so ends in equal shares.
+			at := lo + (hi-lo)/2
+			if share := uint64(1<<32) / uint64(len(ids)); hi-lo >= 2*share {
+				at = lo + share
+			}
 			k := q
 			k.Part = l.Parts[i].Part
 			if s.Of(k) == 0 {
@@ -267,7 +275,7 @@ func (s *Set) spread(ctx context.Context, q api.QueueKey, ids []uint32, holding 
 				// round reads it again.
 				return nil
 			}
-			n, err := s.Split(ctx, k, uint32(lo+(hi-lo)/2))
+			n, err := s.Split(ctx, k, uint32(at))
 			if err != nil {
 				return err
 			}

@@ -60,8 +60,8 @@ func TestSpreadAndSplitBusyPartitions(t *testing.T) {
 
 	set.spreadQueues(steps)
 	l, ok := set.Layout(ht)
-	if !ok || len(l.Parts) != 3 {
-		t.Fatalf("after spreading, ht.fifo's layout is %q (%v), want 3 partitions", l.String(), ok)
+	if want := "3 0:0 1431655765:1 2863311530:2"; !ok || l.String() != want {
+		t.Fatalf("after spreading, ht.fifo's layout is %q (%v), want %q: three equal shares", l.String(), ok, want)
 	}
 	per := set.partsPerShard(ht, l)
 	if len(per[1]) != 1 || len(per[2]) != 1 || len(per[3]) != 1 {
