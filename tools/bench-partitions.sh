@@ -50,7 +50,12 @@ for i in $(seq 1 "$nodes"); do
   mkdir -p "$cg"
   echo 100000 > "$cg/cpu.cfs_period_us"
   echo $((quota * 1000)) > "$cg/cpu.cfs_quota_us"
-  bash -c "echo \$\$ > $cg/cgroup.procs; exec $bin serve --listen 127.0.0.1:$((base + i)) --data-dir $work/d$i \
+  # With PROFILE set to a directory (and a fifoq built with -tags
+  # fifoq_pprof), each node serves Go's profiles, and a CPU profile of
+  # every node over the bench is written there.
+  pprof_env=""
+  if [ -n "${PROFILE:-}" ]; then pprof_env="FIFOQ_PPROF_ADDR=127.0.0.1:$((base + 200 + i))"; fi
+  bash -c "echo \$\$ > $cg/cgroup.procs; exec env $pprof_env $bin serve --listen 127.0.0.1:$((base + i)) --data-dir $work/d$i \
     --node-id n$i --raft-addr 127.0.0.1:$((base + 100 + i)) --peers $peers" > "$work/n$i.log" 2>&1 &
   pids+=($!)
 done
@@ -75,8 +80,27 @@ curl -s "http://127.0.0.1:$((base + 1))/cluster/shards" | python3 -c '
 import json,sys
 d=json.load(sys.stdin)
 print("placed:", " ".join("shard%d:%s" % (s["shard"], ",".join(q.split("/")[-1] for q in s.get("queues") or [] if "part-" in q)) for s in d["shards"] if any("part-" in q for q in s.get("queues") or [])))'
+# Each server's CPU over the bench, from its /metrics.
+cpu() {
+  for i in $(seq 1 "$nodes"); do
+    curl -s "http://127.0.0.1:$((base + i))/metrics" | awk '/^process_cpu_seconds_total/ {print $2}'
+  done | tr '\n' ' '
+}
+cpu_before=$(cpu)
+t0=$(date +%s.%N)
+if [ -n "${PROFILE:-}" ]; then
+  mkdir -p "$PROFILE"
+  for i in $(seq 1 "$nodes"); do
+    curl -s -o "$PROFILE/$mode-n$i.pprof" "http://127.0.0.1:$((base + 200 + i))/debug/pprof/profile?seconds=$((secs - 2))" &
+  done
+fi
 $bin bench --endpoint "$endpoints" --queue "$queue" "${ht[@]}" --duration "${secs}s" --batch 10 --producers "$clients" --consumers "$clients" \
   --groups 256 --client lean --metrics off --json --quiet > "$work/bench.json" 2> "$work/bench.err" || true
+cpu_after=$(cpu)
+t1=$(date +%s.%N)
+python3 -c 'import sys
+b, a, secs = sys.argv[1].split(), sys.argv[2].split(), float(sys.argv[4]) - float(sys.argv[3])
+print("server cpu (share of a core over the bench): " + " ".join("n%d:%.2f" % (i + 1, (float(y) - float(x)) / secs) for i, (x, y) in enumerate(zip(b, a))))' "$cpu_before" "$cpu_after" "$t0" "$t1" || true
 python3 -c '
 import json,sys
 d=json.load(open(sys.argv[1]))

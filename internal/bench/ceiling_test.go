@@ -174,3 +174,44 @@ func TestResourcesMetricsUnavailable(t *testing.T) {
 		t.Fatalf("resources %+v, want no server CPU and a note", res.Resources)
 	}
 }
+
+// countingAPI counts the sends and receives made through it.
+type countingAPI struct {
+	API
+	sends, receives atomic.Int64
+}
+
+func (c *countingAPI) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	c.sends.Add(1)
+	return c.API.SendMessageBatch(ctx, in, opts...)
+}
+
+func (c *countingAPI) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	c.receives.Add(1)
+	return c.API.ReceiveMessage(ctx, in, opts...)
+}
+
+// TestRunOverSpreadsTheClients: with several clients (a cluster's
+// endpoints), every client carries sends and receives, the run verifies
+// clean, and a high-throughput queue is asked for with its attributes.
+func TestRunOverSpreadsTheClients(t *testing.T) {
+	base := ceilingClient(t)
+	clients := []*countingAPI{{API: base}, {API: base}, {API: base}}
+	apis := []API{clients[0], clients[1], clients[2]}
+	cfg := Config{FIFO: true, HighThroughput: true, Groups: 16, Batch: 10, Duration: 500 * time.Millisecond, Producers: 3, Consumers: 3, BodySize: 200}
+	res, err := RunOver(context.Background(), apis, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() || res.Sent == 0 {
+		t.Fatalf("sent %d, first error %q, verification %+v", res.Sent, res.FirstError, res.Verification)
+	}
+	for i, c := range clients {
+		if c.sends.Load() == 0 || c.receives.Load() == 0 {
+			t.Errorf("client %d carried %d sends and %d receives; want some of each", i, c.sends.Load(), c.receives.Load())
+		}
+	}
+	if err := (&Config{HighThroughput: true, Groups: 1, Batch: 1, Duration: time.Second, Producers: 1, Consumers: 1, BodySize: 200}).Validate(); err == nil {
+		t.Error("a standard queue asked to be high-throughput passed validation")
+	}
+}
