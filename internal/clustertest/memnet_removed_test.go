@@ -43,13 +43,7 @@ func TestReplicaRemovedWhileCutOffIsClosed(t *testing.T) {
 	}
 	testenv.Long(t, "four in-process members, one cut off while the map moves its replicas away, about 40 s")
 	c := newMemCluster(t, 4, 4, 38)
-	defer func() {
-		if t.Failed() {
-			for _, nd := range c.nodes {
-				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
-			}
-		}
-	}()
+	c.logTailsOnFailure(30)
 	c.waitShards(5)
 
 	// m4 leaves, and the others take its replicas (four each of twelve).

@@ -78,13 +78,7 @@ func TestMovesOverFaultyNetwork(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	c := newMemCluster(t, 5, 4, seed)
 	c.net.SetLatency(0, 2*time.Millisecond)
-	defer func() {
-		if t.Failed() {
-			for _, nd := range c.nodes {
-				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
-			}
-		}
-	}()
+	c.logTailsOnFailure(30)
 	c.waitShards(5)
 
 	queueURL := c.createQueue("moved.fifo", map[string]string{"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))})
@@ -268,6 +262,18 @@ func startMemCluster(t *testing.T, n, shards int, seed int64, spread time.Durati
 		}
 	})
 	return c
+}
+
+// logTailsOnFailure has the test, if it fails, log the last lines of
+// every member's log.
+func (c *memCluster) logTailsOnFailure(lines int) {
+	c.t.Cleanup(func() {
+		if c.t.Failed() {
+			for _, nd := range c.nodes {
+				c.t.Logf("log tail of %s:\n%s", nd.id, nd.tail(lines))
+			}
+		}
+	})
 }
 
 // start opens nd from its data dir and serves it, unless it runs.

@@ -92,13 +92,7 @@ func TestSplitQueueRoutesByGroup(t *testing.T) {
 		t.Skip("three in-process members; skipped in -short mode")
 	}
 	c := newHandSplitCluster(t, 3, 3, 38)
-	defer func() {
-		if t.Failed() {
-			for _, nd := range c.nodes {
-				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
-			}
-		}
-	}()
+	c.logTailsOnFailure(30)
 	url, q, from, to := c.splitHTQueue("ht.fifo", nil)
 
 	const groups = 40
@@ -252,13 +246,7 @@ func TestSplitQueueReceivesFromEveryPartition(t *testing.T) {
 		t.Skip("three in-process members; skipped in -short mode")
 	}
 	c := newHandSplitCluster(t, 3, 3, 39)
-	defer func() {
-		if t.Failed() {
-			for _, nd := range c.nodes {
-				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
-			}
-		}
-	}()
+	c.logTailsOnFailure(30)
 	url, _, _, _ := c.splitHTQueue("ht.fifo", nil)
 	clients := make([]*sqs.Client, len(c.nodes))
 	for i, nd := range c.nodes {
@@ -420,13 +408,7 @@ func TestSplitQueueWideActions(t *testing.T) {
 		t.Skip("three in-process members; skipped in -short mode")
 	}
 	c := newHandSplitCluster(t, 3, 3, 40)
-	defer func() {
-		if t.Failed() {
-			for _, nd := range c.nodes {
-				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
-			}
-		}
-	}()
+	c.logTailsOnFailure(30)
 	clients := make([]*sqs.Client, len(c.nodes))
 	for i, nd := range c.nodes {
 		clients[i] = newClient(nd.httpAddr, 30*time.Second)

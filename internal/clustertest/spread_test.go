@@ -55,22 +55,16 @@ func (c *memCluster) waitLayout(q api.QueueKey, want int) []uint32 {
 // queue in a cluster of three shards and sends to it at once and on:
 // with no one asking, the first group's leader splits it into one
 // partition per shard, each in a shard of its own, while the messages
-// arrive. Every
-// message is then received once, in its group's order. Switched to
-// perQueue throughput and the queue's deduplication scope, the queue is
-// gathered back into one partition, with the messages it held. A plain FIFO queue beside it stays whole.
+// arrive. Every message is then received once, in its group's order.
+// Switched to perQueue throughput and the queue's deduplication scope,
+// the queue is gathered back into one partition, with the messages it
+// held. A plain FIFO queue beside it stays whole.
 func TestHighThroughputQueueSpreadsAndGathers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}
 	c := newMemCluster(t, 3, 3, 41)
-	defer func() {
-		if t.Failed() {
-			for _, nd := range c.nodes {
-				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(40))
-			}
-		}
-	}()
+	c.logTailsOnFailure(40)
 	c.waitShards(4)
 	url := c.createQueue("ht.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
 	c.createQueue("plain.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup"})
@@ -213,13 +207,7 @@ func TestPartitionMovesFromAShardTheLeaderDoesNotHold(t *testing.T) {
 		t.Skip("four in-process members; skipped in -short mode")
 	}
 	c := newHandSplitCluster(t, 4, 4, 42)
-	defer func() {
-		if t.Failed() {
-			for _, nd := range c.nodes {
-				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
-			}
-		}
-	}()
+	c.logTailsOnFailure(30)
 	c.waitShards(5)
 	url := c.createQueue("far.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
 	q := api.QueueKey{Account: "000000000000", Name: "far.fifo"}
