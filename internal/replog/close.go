@@ -104,6 +104,7 @@ func (l *Raft) shutdown() {
 	// still open.
 	l.drain()
 	l.markStopped()
+	l.stable.close() // a heartbeat still on the transport's goroutine writes nothing now
 	if werr := l.wal.Close(); werr != nil && err == nil {
 		err = fmt.Errorf("close log: %w", werr)
 	}

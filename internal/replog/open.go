@@ -92,12 +92,13 @@ func OpenRaft(cfg RaftConfig) (_ *Raft, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := raft.NewRaft(rc, o.fsm, o.logStore(), o.wal, o.store, o.transport)
+	stable := &stableGate{StableStore: o.wal}
+	r, err := raft.NewRaft(rc, o.fsm, o.logStore(), stable, o.store, o.transport)
 	if err != nil {
 		return nil, fmt.Errorf("start log in %s: %w", cfg.Dir, err)
 	}
 	l = &Raft{
-		cfg: o.cfg, logger: cfg.Logger, raft: r, fsm: o.fsm, wal: o.wal, snaps: o.snaps, store: o.store, lock: o.dirLock, cluster: o.cluster,
+		cfg: o.cfg, logger: cfg.Logger, raft: r, fsm: o.fsm, wal: o.wal, stable: stable, snaps: o.snaps, store: o.store, lock: o.dirLock, cluster: o.cluster,
 		submit:   make(chan *pending, 4096),
 		inflight: make(chan struct{}, maxInflightEntries),
 		quit:     make(chan struct{}),

@@ -165,6 +165,9 @@ type Raft struct {
 	raft   *raft.Raft
 	fsm    *fsm
 	wal    durableLog
+	// stable is the gate Raft writes its term and vote through, closed
+	// before wal (stable_gate.go).
+	stable *stableGate
 	snaps  *raft.FileSnapshotStore
 	store  *snapshotStore // snaps as Raft opens them: bodies put back in
 	lock   *dirLock
