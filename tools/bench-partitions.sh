@@ -15,7 +15,11 @@
 # batches of 10, send-receive-delete, verified (nothing lost, nothing
 # twice, order kept per group). Needs root (cgroups) and a built fifoq on
 # PATH or in $FIFOQ. With KEEP set to a directory, the bench's JSON result
-# and the servers' logs are copied there.
+# and the servers' logs are copied there. SPLIT_RATE, if set, is the
+# servers' --partition-split-rate (a low one makes busy partitions split
+# during the bench, whose send latencies then show the pause); CLIENT is
+# the bench's client, lean by default (sdk retries what a split refuses,
+# as an application's SDK does).
 set -euo pipefail
 mode=${1:?mode: ht or plain}
 nodes=${2:-6}
@@ -56,7 +60,7 @@ for i in $(seq 1 "$nodes"); do
   pprof_env=""
   if [ -n "${PROFILE:-}" ]; then pprof_env="FIFOQ_PPROF_ADDR=127.0.0.1:$((base + 200 + i))"; fi
   bash -c "echo \$\$ > $cg/cgroup.procs; exec env $pprof_env $bin serve --listen 127.0.0.1:$((base + i)) --data-dir $work/d$i \
-    --node-id n$i --raft-addr 127.0.0.1:$((base + 100 + i)) --peers $peers" > "$work/n$i.log" 2>&1 &
+    --node-id n$i --raft-addr 127.0.0.1:$((base + 100 + i)) --peers $peers ${SPLIT_RATE:+--partition-split-rate $SPLIT_RATE}" > "$work/n$i.log" 2>&1 &
   pids+=($!)
 done
 # Let the shards be created and their leaders spread (a node hands a
@@ -95,7 +99,7 @@ if [ -n "${PROFILE:-}" ]; then
   done
 fi
 $bin bench --endpoint "$endpoints" --queue "$queue" "${ht[@]}" --duration "${secs}s" --batch 10 --producers "$clients" --consumers "$clients" \
-  --groups 256 --client lean --metrics off --json --quiet > "$work/bench.json" 2> "$work/bench.err" || true
+  --groups 256 --client "${CLIENT:-lean}" --metrics off --json --quiet > "$work/bench.json" 2> "$work/bench.err" || true
 cpu_after=$(cpu)
 t1=$(date +%s.%N)
 python3 -c 'import sys
@@ -105,5 +109,6 @@ python3 -c '
 import json,sys
 d=json.load(open(sys.argv[1]))
 print("mode=%s nodes=%s quota=%s%% rate=%d msg/s verified=%s errors=%d first_error=%s" % (sys.argv[2], sys.argv[3], sys.argv[4],
-  round(d["receive_per_second"]), d["verification"]["ok"], d["send_errors"] + d["receive_errors"], d.get("first_error", "")))' \
+  round(d["receive_per_second"]), d["verification"]["ok"], d["send_errors"] + d["receive_errors"], d.get("first_error", "")))
+print("send latency ms: " + " ".join("%s=%s" % (k, v) for k, v in sorted(d.get("send_latency_ms", {}).items())))' \
   "$work/bench.json" "$mode" "$nodes" "$quota" || cat "$work/bench.err"
