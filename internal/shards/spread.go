@@ -51,15 +51,17 @@ import (
 // split queues alone: they would crowd two partitions of one queue into
 // one shard, the opposite of a spread.
 //
-// A queue created high-throughput is empty when it is spread, so its
-// splits and moves cost each a few log entries and a fence of moments;
-// the routers keep its clients on the partition that owns each group
-// meanwhile (the moving error, which they retry).
+// A queue is spread as its first messages arrive, when its partitions
+// hold few, so that its splits and moves cost each a few log entries and
+// a fence of moments; a client whose request meets a partition fenced or
+// not yet named by its router's map gets the moving error, which it
+// retries.
 
 // spreadEvery is how often the first group's leader looks for queues to
-// spread or gather: often, so that a queue created high-throughput is
-// spread within seconds of its first messages. A variable for the tests.
-var spreadEvery = 3 * time.Second
+// spread or gather (Config.Spread unless it says otherwise): often, so
+// that a high-throughput queue is spread within seconds of its first
+// message.
+const spreadEvery = 3 * time.Second
 
 // DefaultSplitRate is the commands a second above which a partition of a
 // high-throughput queue splits (Config.SplitRate): about what SQS gives
