@@ -67,8 +67,6 @@ type bodies struct {
 	bufs        sync.Pool
 	// observer, if not nil, is told of the files and of the bodies moved.
 	observer Observer
-	// fileSize is the store's file size.
-	fileSize int64
 	// moveBuf is compact's buffer, and unmovable the files it found a
 	// damaged record in; only the apply goroutine uses them.
 	moveBuf   []byte
@@ -89,7 +87,7 @@ func openBodies(dir string, fileSize int64) (*bodies, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bodies{store: s, fileSize: fileSize}, nil
+	return &bodies{store: s}, nil
 }
 
 // atStart prepares the store for the state a start restores: the records
@@ -193,7 +191,7 @@ func (b *bodies) reclaim(now time.Time, eng *engine.Engine) error {
 		return nil
 	}
 	b.lastReclaim = now
-	_, _, err := b.removeDead()
+	_, _, _, err := b.removeDead()
 	if err == nil {
 		err = b.compact(eng)
 	}
@@ -203,8 +201,8 @@ func (b *bodies) reclaim(now time.Time, eng *engine.Engine) error {
 
 // Files only the newest snapshot still needs are given back once a newer
 // one is taken. The log looks every snapshotForSpaceEvery, and takes one
-// when they hold at least snapshotForSpaceFiles files' worth and a quarter
-// of the store (see Raft.snapshotLoop): a quiet node gives the space of a
+// when they are snapshotForSpaceFiles files or more and a quarter of the
+// store (see Raft.snapshotLoop): a quiet node gives the space of a
 // drained backlog back, and a busy one takes no more snapshots for it.
 const (
 	snapshotForSpaceFiles = 4
@@ -215,21 +213,26 @@ const (
 // reports whether those kept only for the newest snapshot are worth a new
 // one. The caller holds the fsm's write lock.
 func (b *bodies) heldForSnapshot() (bool, error) {
-	held, total, err := b.removeDead()
+	files, held, total, err := b.removeDead()
 	if err != nil || held == 0 {
 		return false, err
 	}
-	return held >= max(snapshotForSpaceFiles*b.fileSize, total/4), nil
+	// Counted in files, not in bytes of full files: a file is closed
+	// when the next body would not fit, a little short of the file
+	// size, so that four held files may never add up to four files'
+	// bytes, and a quiet node would keep them for good.
+	return files >= snapshotForSpaceFiles && held >= total/4, nil
 }
 
 // removeDead removes the files none of whose bodies is referenced, by the
 // engine or by the newest snapshot, unless a snapshot view is open, and
 // returns the bytes of the files kept only for that snapshot and of all
-// the files kept. The caller holds the fsm's write lock; it need not be
-// the appender, since the file appended to is never removed.
-func (b *bodies) removeDead() (held, total int64, err error) {
+// the files kept, with how many files are so held. The caller holds the
+// fsm's write lock; it need not be the appender, since the file appended
+// to is never removed.
+func (b *bodies) removeDead() (files int, held, total int64, err error) {
 	if b.views.Load() > 0 {
-		return 0, 0, nil
+		return 0, 0, 0, nil
 	}
 	b.protectMu.Lock()
 	protected := b.protected
@@ -238,16 +241,17 @@ func (b *bodies) removeDead() (held, total int64, err error) {
 		switch {
 		case f.Live > 0 || f.Active:
 		case protected[f.ID]:
+			files++
 			held += f.Size
 		default:
 			if err := b.store.Remove(f.ID); err != nil {
-				return held, total, err
+				return files, held, total, err
 			}
 			continue
 		}
 		total += f.Size
 	}
-	return held, total, nil
+	return files, held, total, nil
 }
 
 // report tells the observer, if any, of the store's files.
