@@ -9,7 +9,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/fifoq/fifoq/internal/shards"
 	"io"
 	"log/slog"
 	"net"
@@ -24,6 +23,7 @@ import (
 	"github.com/fifoq/fifoq/internal/node"
 	"github.com/fifoq/fifoq/internal/replog"
 	"github.com/fifoq/fifoq/internal/server"
+	"github.com/fifoq/fifoq/internal/shards"
 )
 
 // clusterOptions are the flags that make fifoq serve a cluster member.
@@ -91,7 +91,7 @@ func (c *clusterOptions) define(fs *flag.FlagSet) {
 	fs.DurationVar(&c.maxClockOffset, "max-clock-offset", server.DefaultMaxClockOffset, "how far a member's wall clock may be off the majority's before it refuses to lead (queue time is the leader's clock); keep clocks synchronised with NTP")
 	c.shards = node.ShardsAuto
 	fs.Var(&c.shards, "shards", "how many Raft groups (shards) hold a cluster's new queues, each on three nodes and led where the map spreads them, beside the first group (which keeps the shard map and the queues made before); each new queue goes to the shard holding the fewest queues, the least busy of those; auto: one per voting member, added as members join (none for a server alone); 1 keeps every queue in the first group; shards are added, never removed")
-	fs.IntVar(&c.partitionSplitRate, "partition-split-rate", shards.DefaultSplitRate, "commands a second above which a partition of a high-throughput FIFO queue (FifoThroughputLimit perMessageGroupId), busy so for two rounds of balancing in a row, splits in two and one half moves to another shard; 0: never (such a queue is still spread at creation, one partition per shard)")
+	fs.IntVar(&c.partitionSplitRate, "partition-split-rate", shards.DefaultSplitRate, "commands a second above which a partition of a high-throughput FIFO queue (FifoThroughputLimit perMessageGroupId), busy so for two rounds of balancing in a row, splits in two and one half moves to another shard; 0: never (such a queue is still spread one partition per shard from its first message)")
 	fs.BoolVar(&c.insecure, "raft-insecure", false, "allow --raft-addr beyond loopback without --raft-tls-*: anyone who can reach the port can send Raft messages that rewrite every node's state")
 }
 

@@ -51,6 +51,34 @@ func (c *memCluster) waitLayout(q api.QueueKey, want int) []uint32 {
 	return shards
 }
 
+// drainGroups receives from queue url, through clients in turn, and
+// deletes what it receives, until got holds want messages in all, each
+// body under its group; it fails the test after tries receives.
+func (c *memCluster) drainGroups(clients []*sqs.Client, url string, got map[string][]string, want, tries int) {
+	c.t.Helper()
+	for i := 0; countAll(got) < want; i++ {
+		if i >= tries {
+			c.t.Fatalf("after %d receives, got %d of %d messages", tries, countAll(got), want)
+		}
+		var out *sqs.ReceiveMessageOutput
+		c.retrying("receive", func() error {
+			var err error
+			out, err = clients[i%len(clients)].ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url),
+				MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+				MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId}})
+			return err
+		})
+		for _, m := range out.Messages {
+			g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+			got[g] = append(got[g], *m.Body)
+			c.retrying("delete", func() error {
+				_, err := clients[0].DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
+				return err
+			})
+		}
+	}
+}
+
 // TestHighThroughputQueueSpreadsAndGathers creates a high-throughput FIFO
 // queue in a cluster of three shards and sends to it at once and on:
 // with no one asking, the first group's leader splits it into one
@@ -123,33 +151,8 @@ func TestHighThroughputQueueSpreadsAndGathers(t *testing.T) {
 		t.Fatalf("the plain FIFO queue has partitions %v", parts)
 	}
 
-	withGroup := []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId}
 	got := map[string][]string{}
-	// drain receives, through every member in turn, and deletes until
-	// want messages in all came.
-	drain := func(want int) {
-		t.Helper()
-		for i := 0; countAll(got) < want; i++ {
-			if i > 300 {
-				t.Fatalf("after 300 receives, got %d of %d messages", countAll(got), want)
-			}
-			var out *sqs.ReceiveMessageOutput
-			c.retrying("receive", func() error {
-				var err error
-				out, err = clients[i%len(clients)].ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url),
-					MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageSystemAttributeNames: withGroup})
-				return err
-			})
-			for _, m := range out.Messages {
-				g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
-				got[g] = append(got[g], *m.Body)
-				c.retrying("delete", func() error {
-					_, err := clients[0].DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
-					return err
-				})
-			}
-		}
-	}
+	drain := func(want int) { c.drainGroups(clients, url, got, want, 300) }
 	drain(countAll(sent))
 	for g, want := range sent {
 		if fmt.Sprint(got[g]) != fmt.Sprint(want) {
@@ -264,22 +267,7 @@ func TestPartitionMovesFromAShardTheLeaderDoesNotHold(t *testing.T) {
 	})
 	t.Logf("partition 0 in shard %d, partition 1 moved to shard %d", far, to)
 	got := map[string][]string{}
-	for i := 0; countAll(got) < groups; i++ {
-		if i > 100 {
-			t.Fatalf("after 100 receives, got %d of %d messages", countAll(got), groups)
-		}
-		var out *sqs.ReceiveMessageOutput
-		c.retrying("receive", func() error {
-			var err error
-			out, err = cl.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
-				WaitTimeSeconds: 1, MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId}})
-			return err
-		})
-		for _, m := range out.Messages {
-			g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
-			got[g] = append(got[g], *m.Body)
-		}
-	}
+	c.drainGroups([]*sqs.Client{cl}, url, got, groups, 100)
 	for i := range groups {
 		if g := "g" + strconv.Itoa(i); fmt.Sprint(got[g]) != fmt.Sprint([]string{g}) {
 			t.Fatalf("group %s received %v", g, got[g])
