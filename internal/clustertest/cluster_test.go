@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/fifoq/fifoq/internal/bench"
 	"github.com/fifoq/fifoq/internal/testbin"
 	"github.com/fifoq/fifoq/internal/testenv"
 )
@@ -399,7 +400,9 @@ func newClient(addr string, timeout time.Duration) *sqs.Client {
 		Credentials:      credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint:     aws.String("http://" + addr),
 		RetryMaxAttempts: 1,
-		HTTPClient:       &http.Client{Timeout: timeout},
+		// A single attempt must not lose its answer to the SDK closing
+		// the request body under net/http (see bench.OwnRequestBodies).
+		HTTPClient: bench.OwnRequestBodies(&http.Client{Timeout: timeout}),
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/fifoq/fifoq/internal/bench"
 	"github.com/fifoq/fifoq/internal/integration"
 )
 
@@ -43,7 +44,7 @@ func newSQSAt(t *testing.T, url, keyID, secret string) *sqsClient {
 	c := sqs.NewFromConfig(aws.Config{
 		Region:      integration.Region,
 		Credentials: credentials.NewStaticCredentialsProvider(keyID, secret, ""),
-		HTTPClient:  hc,
+		HTTPClient:  bench.OwnRequestBodies(hc), // see its doc: one attempt must not lose its answer
 		Retryer:     func() aws.Retryer { return aws.NopRetryer{} },
 	}, func(o *sqs.Options) { o.BaseEndpoint = aws.String(url) })
 	return &sqsClient{t: t, c: c, base: url}

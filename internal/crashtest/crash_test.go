@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/fifoq/fifoq/internal/bench"
 	"github.com/fifoq/fifoq/internal/historycheck"
 	"github.com/fifoq/fifoq/internal/testbin"
 	"github.com/fifoq/fifoq/internal/testenv"
@@ -101,7 +102,9 @@ func newClient(addr string) *sqs.Client {
 		// One attempt per call: the test decides what to retry, so that it
 		// knows which outcomes are unknown.
 		RetryMaxAttempts: 1,
-		HTTPClient:       &http.Client{Timeout: 10 * time.Second},
+		// A single attempt must not lose its answer to the SDK closing
+		// the request body under net/http (see bench.OwnRequestBodies).
+		HTTPClient: bench.OwnRequestBodies(&http.Client{Timeout: 10 * time.Second}),
 	})
 }
 

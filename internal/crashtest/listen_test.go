@@ -25,6 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
+
+	"github.com/fifoq/fifoq/internal/bench"
 )
 
 // These tests check how "fifoq serve" guards its network exposure: it
@@ -77,7 +79,7 @@ func signedClient(base string, hc *http.Client, key, secret string) *sqs.Client 
 		Credentials:      credentials.NewStaticCredentialsProvider(key, secret, ""),
 		BaseEndpoint:     aws.String(base),
 		RetryMaxAttempts: 1,
-		HTTPClient:       hc,
+		HTTPClient:       bench.OwnRequestBodies(hc),
 	})
 }
 

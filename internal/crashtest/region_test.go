@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/fifoq/fifoq/internal/bench"
 )
 
 // The admin key of the region tests' servers.
@@ -196,7 +198,7 @@ func TestDataDirKeepsItsRegion(t *testing.T) {
 // with the region tests' admin key.
 func regionClient(addr, region string) *sqs.Client {
 	return sqs.New(sqs.Options{Region: region, Credentials: credentials.NewStaticCredentialsProvider(regionKeyID, regionSecret, ""),
-		BaseEndpoint: aws.String("http://" + addr), RetryMaxAttempts: 1, HTTPClient: plainHTTP()})
+		BaseEndpoint: aws.String("http://" + addr), RetryMaxAttempts: 1, HTTPClient: bench.OwnRequestBodies(plainHTTP())})
 }
 
 // queueARN is the QueueArn attribute of the queue at q.

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/fifoq/fifoq/internal/auth"
+	"github.com/fifoq/fifoq/internal/bench"
 	"github.com/fifoq/fifoq/internal/testbin"
 )
 
@@ -184,7 +185,7 @@ func (r *upgradeRun) start() {
 	p := launchBinary(t, r.bin, r.env, "serve", "--listen", addr, "--data-dir", r.dir)
 	c := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + addr),
 		Credentials: credentials.NewStaticCredentialsProvider(r.keyID, r.secret, ""), RetryMaxAttempts: 1,
-		HTTPClient: plainHTTP(), HTTPSignerV4: skewedSigner{v4.NewSigner(), r.skew}})
+		HTTPClient: bench.OwnRequestBodies(plainHTTP()), HTTPSignerV4: skewedSigner{v4.NewSigner(), r.skew}})
 	p.waitReady(t, func() error { _, err := c.ListQueues(r.ctx, &sqs.ListQueuesInput{}); return err })
 	t.Cleanup(func() {
 		if t.Failed() {
