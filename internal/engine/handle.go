@@ -4,8 +4,10 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -135,13 +137,19 @@ func (q *queue) lookup(handle string) (*message, uint64, error) {
 		// A handle handed out before the queue moved here names the
 		// message by the serial it had there.
 		if serial, ok = q.pastSerial(tag, serial); !ok {
+			if _, hashed := HandleGroupHash(handle); q.split && !hashed {
+				// Another partition may honour the tag: this one
+				// forgot it once it named none of its messages
+				// (trimPast).
+				return nil, 0, errHandleElsewhere(q)
+			}
 			return nil, 0, api.ErrReceiptHandleIsInvalid(handle)
 		}
 	}
 	m := q.handles[serial]
 	if m == nil && q.split {
 		if _, hashed := HandleGroupHash(handle); !hashed {
-			return nil, 0, errHandleElsewhere()
+			return nil, 0, errHandleElsewhere(q)
 		}
 	}
 	return m, nonce, nil
@@ -156,14 +164,21 @@ func errHandleExpired(handle string) error {
 	return api.ErrInvalidParameterValue("Value %s for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.", handle)
 }
 
-// handleElsewhereMessage is the message of errHandleElsewhere.
+// handleElsewhereMessage begins the message of errHandleElsewhere, which
+// goes on to say the hashes the partition holds (HandleElsewhereSpan).
 const handleElsewhereMessage = "This partition of the queue does not hold the message of the receipt handle; another may."
 
-// errHandleElsewhere is a split queue's partition's answer to a receipt
-// handle from before the queue's first split (it carries no group's hash)
-// whose message it does not hold: the message may be in another
-// partition, or gone. A router tries each partition (IsHandleElsewhere).
-func errHandleElsewhere() error { return api.ErrServiceUnavailable(handleElsewhereMessage) }
+// errHandleElsewhere is partition q's answer to a receipt handle from
+// before the queue's first split (it carries no group's hash) whose
+// message it does not hold: the message may be in another partition, or
+// gone. A router tries each partition (IsHandleElsewhere), and takes the
+// message for gone only once the partitions that answered so hold every
+// hash between them (HandleElsewhereSpan): a router's map may lag a split
+// that made a partition it does not know of, which may hold the message.
+func errHandleElsewhere(q *queue) error {
+	lo, hi := q.span()
+	return api.ErrServiceUnavailable("%s It holds the group hashes [%d, %d).", handleElsewhereMessage, lo, hi)
+}
 
 // IsHandleElsewhere reports whether err is a partition's answer to a
 // handle from before its queue's first split whose message it does not
@@ -171,7 +186,18 @@ func errHandleElsewhere() error { return api.ErrServiceUnavailable(handleElsewhe
 // gone (ErrMessageNotAvailable).
 func IsHandleElsewhere(err error) bool {
 	var ae *api.Error
-	return errors.As(err, &ae) && ae.Code == "ServiceUnavailable" && ae.Message == handleElsewhereMessage
+	return errors.As(err, &ae) && ae.Code == "ServiceUnavailable" && strings.HasPrefix(ae.Message, handleElsewhereMessage)
+}
+
+// HandleElsewhereSpan returns the group hashes [lo, hi) that the partition
+// answering err holds, if err is its IsHandleElsewhere answer.
+func HandleElsewhereSpan(err error) (lo, hi uint64, ok bool) {
+	var ae *api.Error
+	if !IsHandleElsewhere(err) || !errors.As(err, &ae) {
+		return 0, 0, false
+	}
+	_, err = fmt.Sscanf(strings.TrimPrefix(ae.Message, handleElsewhereMessage), " It holds the group hashes [%d, %d).", &lo, &hi)
+	return lo, hi, err == nil && lo < hi && hi <= hashEnd
 }
 
 // ErrMessageNotAvailable is the answer to ChangeMessageVisibility with

@@ -477,6 +477,81 @@ func (q *queue) pastSerial(tag uint32, serial uint64) (uint64, bool) {
 	return 0, false
 }
 
+// deadTagGrace is how long a past tag that names no message the partition
+// holds (namesLive) is kept while there is room: long enough for a
+// client's retry of a delete whose answer was lost, made across a split,
+// move or merge, to be answered as the first was (a delete of a message
+// gone succeeds).
+const deadTagGrace = int64(time.Minute)
+
+// namesLive reports whether past tag p names a message that live says is
+// held: if not, every handle it resolves names a message deleted, or
+// received again since (whose old handle has expired), or now in another
+// partition, which honours the tag itself. Forgotten, such a handle
+// answers ReceiptHandleIsInvalid, or, in a split queue without its
+// group's hash, the answer that another partition may hold it, for the
+// router to ask the others (lookup), in place of what it answered with
+// the tag.
+func (p pastTag) namesLive(live func(serial uint64) bool) bool {
+	for _, cur := range p.serials {
+		if cur != 0 && live(cur) {
+			return true
+		}
+	}
+	return false
+}
+
+// holds reports whether q holds the message of serial, handed out or not.
+func (q *queue) holds(serial uint64) bool { return q.handles[serial] != nil }
+
+// livePast returns how many of q's past tags name a message q holds: the
+// ones a split or merge counts against maxPastTags.
+func (q *queue) livePast() int {
+	n := 0
+	for _, p := range q.past {
+		if p.namesLive(q.holds) {
+			n++
+		}
+	}
+	return n
+}
+
+// trimPast drops, of past, the tags that name no message live says is held
+// (namesLive) and were made, or last refreshed, deadTagGrace or more
+// before now; then, while more than maxPastTags are left, the oldest of
+// the others that name none. The tags that name a held message stay,
+// however many: the split or merge that made them checked their count.
+func trimPast(past []pastTag, live func(serial uint64) bool, now int64) []pastTag {
+	past = slices.DeleteFunc(past, func(p pastTag) bool {
+		return !p.namesLive(live) && now-(p.until-pastTagLife) >= deadTagGrace
+	})
+	for len(past) > maxPastTags {
+		oldest := -1
+		for i, p := range past {
+			if !p.namesLive(live) && (oldest < 0 || p.until < past[oldest].until) {
+				oldest = i
+			}
+		}
+		if oldest < 0 {
+			break
+		}
+		past = slices.Delete(past, oldest, oldest+1)
+	}
+	if len(past) == 0 {
+		return nil
+	}
+	return past
+}
+
+// dropDeadPast trims q's past tags (trimPast), after forgetting those
+// whose life has run out. Only a split or merge calls it, as it is
+// applied: entries that only a cluster whose members all trim alike
+// writes.
+func (q *queue) dropDeadPast(now int64) {
+	q.prunePast(now)
+	q.past = trimPast(q.past, q.holds, now)
+}
+
 // prunePast forgets the past tags whose life has run out by now.
 func (q *queue) prunePast(now int64) {
 	if len(q.past) > 0 {

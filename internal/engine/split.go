@@ -64,9 +64,15 @@ import (
 // every hash again is a queue never split.
 //
 // Each split or merge leaves the partition that results honouring one
-// more past handle tag (for pastTagLife): a queue split and merged many
-// times within half a day is refused further ones (UnsupportedOperation)
-// until some expire, once maxPastTags would be passed.
+// more past handle tag (for pastTagLife). It also drops the past tags that
+// name no message the partition holds any more, a minute after they were
+// made, or sooner where more than maxPastTags would be kept (trimPast):
+// their handles could only name messages gone, and a partition of a busy
+// queue, whose messages come and go in seconds, would otherwise run out of
+// tags after a few splits, moves and merges, and stay whole for half a
+// day. A queue split and merged so often that it would honour more than
+// maxPastTags tags that still name messages is refused further ones
+// (UnsupportedOperation) until some expire.
 
 // SplitQueueRequest is an internal request, never sent by clients: it
 // splits the command's queue (a partition: Part in the command's key) at
@@ -207,6 +213,8 @@ func (e *Engine) splitQueue(cmd *Command, r *SplitQueueRequest, now int64) (api.
 	// split is then a handle of a message that no longer exists, as it
 	// was, rather than a handle of another queue.
 	n.past = append([]pastTag{{tag: q.handleTag, until: now + pastTagLife, serials: moved}}, n.past...)
+	q.dropDeadPast(now)
+	n.dropDeadPast(now)
 	// Its own tag differs from every tag it honours (a snapshot holding
 	// one twice does not restore).
 	n.handleTag = newHandleTag(n, "split "+strconv.FormatUint(uint64(r.Part), 10))
@@ -260,8 +268,8 @@ func (e *Engine) splitRefusal(q *queue, now int64) error {
 		return api.ErrUnsupportedOperation("Queue %s is a dead-letter queue or has message move tasks: it is not split.", q.key.Name)
 	case len(q.outbox.entries) > 0:
 		return api.ErrServiceUnavailable("Queue %s has messages on their way to other queues; retry once they are delivered.", q.key.Name)
-	case len(q.past) >= maxPastTags:
-		return api.ErrUnsupportedOperation("Queue %s honours %d past receipt handle tags already: it is not split until some expire.", q.key.Name, len(q.past))
+	case q.livePast() >= maxPastTags:
+		return api.ErrUnsupportedOperation("Queue %s honours %d past receipt handle tags already: it is not split until some expire.", q.key.Name, q.livePast())
 	}
 	for _, t := range e.running {
 		if t.dest.Whole() == q.key.Whole() {
@@ -517,7 +525,8 @@ func (e *Engine) mergeable(p, n *queue, key api.QueueKey) error {
 // p's tag must then map those while naming p's own messages directly,
 // which only a past tag does.
 //
-// It refuses a merge that would keep more than maxPastTags.
+// It refuses a merge that would keep more than maxPastTags that name a
+// message either side holds; of the others, it keeps what trimPast does.
 func mergedPast(p, n *queue, now int64) ([]pastTag, bool, error) {
 	p.prunePast(now)
 	n.prunePast(now)
@@ -560,9 +569,16 @@ func mergedPast(p, n *queue, now int64) ([]pastTag, bool, error) {
 			add(t.tag, t.until, t.serials)
 		}
 	}
-	if len(out) > maxPastTags {
-		return nil, false, api.ErrUnsupportedOperation("Queue %s would honour %d past receipt handle tags: it is not merged until some expire.", p.key.Name, len(out))
+	named := 0
+	for _, t := range out {
+		if t.namesLive(live) {
+			named++
+		}
 	}
+	if named > maxPastTags {
+		return nil, false, api.ErrUnsupportedOperation("Queue %s would honour %d past receipt handle tags: it is not merged until some expire.", p.key.Name, named)
+	}
+	out = trimPast(out, live, now)
 	// Newest first, as a move that carries them keeps the first ones.
 	slices.SortStableFunc(out, func(a, b pastTag) int { return cmp.Compare(b.until, a.until) })
 	return out, retag, nil

@@ -364,8 +364,12 @@ func splitRandom(t *testing.T, seed uint64) {
 				t.Fatalf("step %d: delete of %s in flight in %d: %v", step, m.Body, own.Part, err)
 			case isCurrent && own != partitionOf(t, h.e, parts, mg):
 				t.Fatalf("step %d: %s of group %s deleted in partition %d", step, m.Body, mg, own.Part)
-			case err != nil:
+			case err != nil && slices.ContainsFunc(live[mg], func(s sent) bool { return s.body == m.Body }):
 				wantCode(t, err, "InvalidParameterValue") // its receive is over
+			case err != nil:
+				// Its message is gone, and the handle's tag was
+				// forgotten once it named no message (trimPast).
+				wantCode(t, err, "ReceiptHandleIsInvalid")
 			case isCurrent:
 				i := slices.IndexFunc(live[mg], func(s sent) bool { return s.body == m.Body })
 				if i < 0 || i >= out[mg] {
@@ -483,8 +487,14 @@ func TestSplitEdges(t *testing.T) {
 		}
 		// Its handle, from before the split, is not one of a message gone
 		// in partition 0; partition 1 deletes it.
-		if err := h.deleteMsg(q, m.ReceiptHandle); !IsHandleElsewhere(err) || IsQueueMoving(err) {
+		err := h.deleteMsg(q, m.ReceiptHandle)
+		if !IsHandleElsewhere(err) || IsQueueMoving(err) {
 			t.Fatalf("partition 0's answer to the handle of a message now in partition 1: %v, want IsHandleElsewhere", err)
+		}
+		// It says which hashes it holds, so that a router whose map
+		// lags the split knows that some are held elsewhere.
+		if lo, hi, ok := HandleElsewhereSpan(err); !ok || lo != 0 || hi != uint64(lowest)+1 {
+			t.Fatalf("partition 0's answer %v says it holds [%d, %d) (%v), want [0, %d)", err, lo, hi, ok, uint64(lowest)+1)
 		}
 		if err := h.deleteMsg(p1, m.ReceiptHandle); err != nil {
 			t.Fatalf("partition 1's answer to the handle of its message: %v", err)
@@ -501,7 +511,8 @@ func TestSplitEdges(t *testing.T) {
 // the delete and visibility change of a queue never split and of the two
 // partitions of a split one: each answers with success, an invalid or
 // expired handle, or (a split queue's partition) the retryable moving
-// error, never anything else, and a handle that decodes is the one its
+// error or the answer that another partition may hold the handle's
+// message, never anything else, and a handle that decodes is the one its
 // fields encode.
 func FuzzReceiptHandles(f *testing.F) {
 	// Every input meets the same state, made afresh (the harness is
@@ -562,7 +573,7 @@ func FuzzReceiptHandles(f *testing.F) {
 			} {
 				_, err := h.raw(q, req)
 				switch {
-				case err == nil, IsQueueMoving(err) && q != plain:
+				case err == nil, (IsQueueMoving(err) || IsHandleElsewhere(err)) && q != plain:
 				case errCode(err) == "ReceiptHandleIsInvalid", errCode(err) == "InvalidParameterValue":
 				default:
 					t.Fatalf("%s of %q on %s: %v", req.Action(), handle, q, err)
@@ -570,4 +581,81 @@ func FuzzReceiptHandles(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSplitsAndMergesForgetTagsOfMessagesGone splits a partition off a
+// queue and merges it back again and again, its messages received before
+// each split and deleted after each merge: each merge leaves the queue one
+// more past handle tag, but one that names only messages gone is
+// forgotten by the next split once a minute old (trimPast), so the queue
+// is never refused a split for honouring too many, as a busy queue split,
+// moved and merged many times within half a day once was. A tag that
+// names a message still in flight is kept and counted: with one message
+// a cycle left in flight, the splits are refused once maxPastTags such
+// tags would be passed, and every kept message's handle still deletes it.
+func TestSplitsAndMergesForgetTagsOfMessagesGone(t *testing.T) {
+	var low, high []string // groups below and above the split's hash
+	for i := 0; len(low) < 1 || len(high) < 3*maxPastTags; i++ {
+		g := "g" + strconv.Itoa(i)
+		if api.GroupHash(g) < 1<<31 {
+			low = append(low, g)
+		} else {
+			high = append(high, g)
+		}
+	}
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) {
+			h := newHarness(t)
+			q := h.fifoQueue("ht.fifo", htAttrs)
+			var kept []api.Message
+			refusedAt := -1
+			for cycle := range 3 * maxPastTags {
+				n := strconv.Itoa(cycle)
+				h.sendFIFO(q, "low-"+n, low[0], "low-"+n)
+				h.sendFIFO(q, "high-"+n, high[cycle], "high-"+n)
+				got := h.receive(q, 10, 43200)
+				if len(got) != 2 {
+					t.Fatalf("cycle %d: received %d messages, want 2", cycle, len(got))
+				}
+				p := uint32(cycle + 1)
+				if _, err := h.raw(q, &SplitQueueRequest{At: 1 << 31, Part: p}); tooManyTags(err) {
+					refusedAt = cycle
+					kept = append(kept, got...)
+					break
+				} else if err != nil {
+					t.Fatalf("cycle %d: split: %v", cycle, err)
+				}
+				h.advance(2 * time.Minute)
+				if _, err := h.raw(q, &MergeQueueRequest{Part: p}); err != nil {
+					t.Fatalf("cycle %d: merge: %v", cycle, err)
+				}
+				h.advance(2 * time.Minute)
+				for _, m := range got {
+					if keep && strings.HasPrefix(m.Body, "high-") {
+						kept = append(kept, m)
+						continue
+					}
+					if err := h.deleteMsg(q, m.ReceiptHandle); err != nil {
+						t.Fatalf("cycle %d: delete %s: %v", cycle, m.Body, err)
+					}
+				}
+			}
+			switch {
+			case !keep && refusedAt >= 0:
+				t.Fatalf("with every message deleted, the split of cycle %d was refused for too many past tags", refusedAt)
+			case keep && refusedAt < 0:
+				t.Fatalf("with a message a cycle in flight, %d cycles of splits were never refused: the tags naming them are not counted", 3*maxPastTags)
+			case keep && refusedAt < maxPastTags-2:
+				t.Fatalf("with a message a cycle in flight, the split of cycle %d was refused; want about %d cycles first", refusedAt, maxPastTags)
+			}
+			for _, m := range kept {
+				if err := h.deleteMsg(q, m.ReceiptHandle); err != nil {
+					t.Fatalf("the handle of %s, in flight across every split and merge: %v", m.Body, err)
+				}
+			}
+			if left := h.attrs(q, api.AttrApproximateNumberOfMessagesNotVisible)[api.AttrApproximateNumberOfMessagesNotVisible]; left != "0" {
+				t.Fatalf("after deleting every message, %s are in flight", left)
+			}
+		})
+	}
 }

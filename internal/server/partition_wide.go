@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -262,20 +263,29 @@ func (s *Server) askEveryPart(ctx context.Context, in api.Scope, q api.QueueKey,
 // tryEachPart carries out a delete or visibility change by a handle from
 // before the queue's first split, which names no group, in each partition
 // in turn while they answer that they do not hold its message
-// (engine.IsHandleElsewhere). If none does, the message is gone, and the
+// (engine.IsHandleElsewhere). If none does, and the partitions that said
+// so hold every group hash between them, the message is gone, and the
 // answer is the one a queue never split gives for a handle of a message
-// gone: a delete succeeds, a visibility change is refused.
+// gone: a delete succeeds, a visibility change is refused. If they do not
+// hold every hash, this node's map lags a split that made a partition it
+// does not know yet, which may hold the message: taken for gone, the
+// delete would be acknowledged and the message come back after its
+// visibility timeout. The client is asked to retry.
 func (s *Server) tryEachPart(ctx context.Context, in api.Scope, q api.QueueKey, parts []uint32, req api.Request, handle string) (api.Response, bool, error) {
 	if _, ok := engine.HandleGroupHash(handle); ok {
 		return nil, false, nil // routed to its group's partition
 	}
+	var spans [][2]uint64
 	for _, p := range parts {
 		resp, err := s.doOnPart(ctx, in, q, p, req)
 		if !engine.IsHandleElsewhere(err) {
 			return resp, true, err
 		}
+		if lo, hi, ok := engine.HandleElsewhereSpan(err); ok {
+			spans = append(spans, [2]uint64{lo, hi})
+		}
 	}
-	if now := s.shards.Parts(q); !slices.Equal(now, parts) {
+	if now := s.shards.Parts(q); !slices.Equal(now, parts) || !coverEveryHash(spans) {
 		// A partition this node's map did not have may hold it.
 		return nil, true, api.ErrServiceUnavailable("The queue's partitions changed; retry.")
 	}
@@ -283,6 +293,20 @@ func (s *Server) tryEachPart(ctx context.Context, in api.Scope, q api.QueueKey, 
 		return api.Empty{}, true, nil
 	}
 	return nil, true, engine.ErrMessageNotAvailable(handle)
+}
+
+// coverEveryHash reports whether spans, each a range [lo, hi) of group
+// hashes, cover every hash from 0 to 1<<32 between them.
+func coverEveryHash(spans [][2]uint64) bool {
+	slices.SortFunc(spans, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	next := uint64(0)
+	for _, sp := range spans {
+		if sp[0] > next {
+			return false
+		}
+		next = max(next, sp[1])
+	}
+	return next >= 1<<32
 }
 
 // isPurgeInProgress reports whether err refuses a purge made less than 60
