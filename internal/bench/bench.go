@@ -360,10 +360,13 @@ func (r *run) consume(ctx context.Context, stop <-chan struct{}, client API) {
 		}
 		began := time.Now()
 		in := &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1}
-		if r.cfg.FIFO {
+		if r.cfg.FIFO && retries(client) {
 			// A retried receive (the SDK retries on network errors) must
 			// return the same messages, or they stay in flight, and their
-			// groups locked, until the visibility timeout.
+			// groups locked, until the visibility timeout. A client that
+			// never retries has no use for one, and sends none: a split
+			// queue's receive without one starts at a partition led by
+			// the member it reaches, with one at the attempt's partition.
 			in.ReceiveRequestAttemptId = aws.String(strconv.FormatInt(r.attempts.Add(1), 10))
 		}
 		out, err := client.ReceiveMessage(ctx, in)

@@ -27,6 +27,17 @@ type API interface {
 
 var _ API = (*sqs.Client)(nil)
 
+// retryTeller is implemented by a client that says whether it retries a
+// failed request; one that does not implement it is taken to retry, as
+// the AWS SDK does.
+type retryTeller interface{ Retries() bool }
+
+// retries reports whether c retries a failed request.
+func retries(c API) bool {
+	t, ok := c.(retryTeller)
+	return !ok || t.Retries()
+}
+
 // LeanClient speaks the SQS JSON protocol (AWS JSON 1.0) over plain
 // net/http, without the AWS SDK's middleware stack, retries or signing:
 // one JSON body out, one in. It measures a server with as little client
@@ -47,6 +58,9 @@ func NewLeanClient(endpoint string, workers int) *LeanClient {
 	t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, workers)
 	return &LeanClient{endpoint: strings.TrimSuffix(endpoint, "/") + "/", http: &http.Client{Transport: t}}
 }
+
+// Retries reports false: a LeanClient makes one attempt a request.
+func (c *LeanClient) Retries() bool { return false }
 
 // leanError is an error answer of the server.
 type leanError struct {

@@ -27,19 +27,26 @@ import (
 //     starts a new sweep at its partition; the others end. A peek holds
 //     a long-poll slot on its partition's leader as a receive does.
 //
-// A sweep starts at a partition picked at random, so that the consumers
-// of a queue spread over its partitions, and the next at the partition
-// whose peek answered. A FIFO receive with a ReceiveRequestAttemptId
-// starts every sweep at a partition picked by the attempt id instead: its
-// retry asks the partitions in the same order, each answering again what
-// it recorded for the attempt (a partition that gave nothing recorded
-// nothing, as in SQS), so that it returns the messages the lost answer
-// held. Not always: a partition before them in the order that has
-// messages now, and had none then, gives them first, and the retry then
-// returns more than MaxNumberOfMessages (a partition answers its record
-// whole), or, with the count filled before the partition that recorded
-// the attempt, does not return its messages, which stay in flight until
-// their visibility timeout, as a lost answer's do in SQS.
+// A sweep without a ReceiveRequestAttemptId starts at a partition whose
+// shard this member leads, if it leads any, else at any, picked at random:
+// the consumers of a queue spread over its partitions as they spread over
+// the members, and a receive that finds its messages where it arrived
+// costs no hop to another member, nor does the delete of what it returned,
+// whose handles all name that partition. The next sweep starts at the
+// partition whose peek answered.
+//
+// A FIFO receive with a ReceiveRequestAttemptId starts every sweep at a
+// partition picked by the attempt id instead, whatever member it reaches:
+// its retry, through this member or another, asks the partitions in the
+// same order, each answering again what it recorded for the attempt (a
+// partition that gave nothing recorded nothing, as in SQS), so that it
+// returns the messages the lost answer held. Not always: a partition
+// before them in the order that has messages now, and had none then,
+// gives them first, and the retry then returns more than
+// MaxNumberOfMessages (a partition answers its record whole), or, with the
+// count filled before the partition that recorded the attempt, does not
+// return its messages, which stay in flight until their visibility
+// timeout, as a lost answer's do in SQS.
 
 // peekCtxKey marks, in a request's context, a receive that only peeks.
 type peekCtxKey struct{}
@@ -80,7 +87,7 @@ func (s *Server) serveSpanningReceive(ctx context.Context, in api.Scope, req api
 	if r.MaxNumberOfMessages != nil {
 		max = *r.MaxNumberOfMessages
 	}
-	order := sweepOrder(parts, r.ReceiveRequestAttemptId)
+	order := sweepOrder(parts, r.ReceiveRequestAttemptId, func(p uint32) bool { return s.leadsPart(q, p) })
 	out := &api.ReceiveMessageResult{}
 	var deadline time.Time
 	for sweep := 0; ; sweep++ {
@@ -241,15 +248,35 @@ func (s *Server) peekParts(ctx context.Context, in api.Scope, q api.QueueKey, qu
 }
 
 // sweepOrder is the order a receive asks parts in: from a partition picked
-// by the receive's attempt id, if it has one, else at random.
-func sweepOrder(parts []uint32, attemptID string) []uint32 {
+// by the receive's attempt id, if it has one, so that its retry through any
+// member walks the same order; else from one picked at random among those
+// local says are led here, or among all if none is.
+func sweepOrder(parts []uint32, attemptID string, local func(uint32) bool) []uint32 {
 	start := rand.IntN(len(parts))
 	if attemptID != "" {
 		h := fnv.New32a()
 		h.Write([]byte(attemptID))
 		start = int(h.Sum32() % uint32(len(parts)))
+	} else {
+		n := 0
+		for i, p := range parts {
+			if local(p) {
+				n++
+				if rand.IntN(n) == 0 { // each of the n led here equally likely
+					start = i
+				}
+			}
+		}
 	}
 	return append(append([]uint32(nil), parts[start:]...), parts[:start]...)
+}
+
+// leadsPart reports whether this member leads the shard holding partition
+// part of queue q, by its copy of the map.
+func (s *Server) leadsPart(q api.QueueKey, part uint32) bool {
+	q.Part = part
+	g, held := s.groupByID(s.shards.Of(q))
+	return held && g.leads()
 }
 
 // startAt returns order rotated to start at part.
