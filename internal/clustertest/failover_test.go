@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -332,6 +333,9 @@ type run struct {
 	// one group (--shards 1), so that the queue stays in the group whose
 	// leader the nemesis strikes, rather than the default's shards.
 	shards int
+	// queueAttrs are attributes of the queue under test beside
+	// FifoQueue and its visibility timeout.
+	queueAttrs map[string]string
 	// movable, with shards, leaves the queue under test movable: its
 	// probe queue is then not put beside it by a redrive policy naming
 	// it (a dead-letter queue is not moved).
@@ -365,6 +369,7 @@ func runFailover(t *testing.T, r *run) {
 		}
 	}()
 	attrs := map[string]string{"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))}
+	maps.Copy(attrs, r.queueAttrs)
 	if r.shards > 1 {
 		waitShards(t, c, r.shards+1)
 		c.leaderOfTest = func() *node { return c.shardLeader("failover.fifo") }
