@@ -589,6 +589,7 @@ func (s *Set) driveSplit(ctx context.Context, q api.QueueKey, rec splitRecord) e
 				if err := s.setMeta(ctx, queueKey(other), ""); err != nil {
 					return err
 				}
+				s.Forget(other) // Of cached it under this epoch
 				return s.giveUp(ctx, q, rec, fmt.Errorf("split in shard %d: %w", shard, err))
 			} else if err != nil {
 				return fmt.Errorf("split in shard %d: %w", shard, err)
