@@ -274,3 +274,135 @@ func TestPartitionMovesFromAShardTheLeaderDoesNotHold(t *testing.T) {
 		}
 	}
 }
+
+// TestHighThroughputQueueDeadLettersAndRedrivesBack gives a queue that is
+// spread over three shards a dead-letter queue (a plain FIFO queue, in one
+// shard): messages received more than maxReceiveCount times leave every
+// partition for it, through each partition's outbox; a message move task
+// on the dead-letter queue then returns every message to the spread
+// queue, each to the partition its group hashes to (engine.byGroup and
+// the outbox relay's routeByGroup), where it is received once, in its
+// group's order. Twice: back to the messages' source (no DestinationArn),
+// then to the queue named as the destination.
+func TestHighThroughputQueueDeadLettersAndRedrivesBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three in-process members; skipped in -short mode")
+	}
+	c := newMemCluster(t, 3, 3, 43)
+	c.logTailsOnFailure(40)
+	c.waitShards(4)
+	ctx := context.Background()
+	clients := make([]*sqs.Client, len(c.nodes))
+	for i, nd := range c.nodes {
+		clients[i] = newClient(nd.httpAddr, 30*time.Second)
+	}
+	arnOf := func(url string) string {
+		var out *sqs.GetQueueAttributesOutput
+		c.retrying("QueueArn", func() error {
+			var err error
+			out, err = clients[0].GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+				AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+			return err
+		})
+		return out.Attributes["QueueArn"]
+	}
+	dlqURL := c.createQueue("dead.fifo", map[string]string{"FifoQueue": "true"})
+	dlqArn := arnOf(dlqURL)
+	url := c.createQueue("ht.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId",
+		"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, dlqArn)})
+	q := api.QueueKey{Account: "000000000000", Name: "ht.fifo"}
+
+	// count returns the messages queue url holds, visible or not.
+	count := func(url string) int {
+		var out *sqs.GetQueueAttributesOutput
+		c.retrying("counts", func() error {
+			var err error
+			out, err = clients[1].GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+				AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
+					types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+			return err
+		})
+		a, _ := strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
+		b, _ := strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+		return a + b
+	}
+	const groups = 20
+	for round, dest := range []string{"", arnOf(url)} {
+		// Two messages in each of 20 groups; the first spreads the
+		// queue.
+		sent := map[string][]string{}
+		for k := range 2 {
+			for i := range groups {
+				g := "g" + strconv.Itoa(i)
+				body := fmt.Sprintf("r%d-%s-%d", round, g, k)
+				c.retrying("send "+body, func() error {
+					_, err := clients[(i+k)%len(clients)].SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url),
+						MessageBody: aws.String(body), MessageGroupId: aws.String(g), MessageDeduplicationId: aws.String(body)})
+					return err
+				})
+				sent[g] = append(sent[g], body)
+			}
+		}
+		c.waitLayout(q, 3)
+		if parts := c.nodes[0].node().Shards.Parts(api.QueueKey{Account: q.Account, Name: "dead.fifo"}); parts != nil {
+			t.Fatalf("the dead-letter queue was split: partitions %v", parts)
+		}
+
+		// Each message received once with a visibility timeout of 1 s,
+		// and not deleted, is dead-lettered by the receive that would
+		// take it a second time.
+		for try := 0; count(url) > 0 || count(dlqURL) < 2*groups; try++ {
+			if try > 300 {
+				t.Fatalf("after %d receives the queue holds %d messages and its dead-letter queue %d, of %d", try, count(url), count(dlqURL), 2*groups)
+			}
+			c.retrying("receive to dead-letter", func() error {
+				_, err := clients[try%len(clients)].ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url),
+					MaxNumberOfMessages: 10, VisibilityTimeout: 1, WaitTimeSeconds: 1})
+				return err
+			})
+		}
+		if n := count(dlqURL); n != 2*groups {
+			t.Fatalf("the dead-letter queue holds %d messages, want %d", n, 2*groups)
+		}
+
+		var task *sqs.StartMessageMoveTaskOutput
+		c.retrying("StartMessageMoveTask", func() error {
+			in := &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(dlqArn)}
+			if dest != "" {
+				in.DestinationArn = aws.String(dest)
+			}
+			var err error
+			task, err = clients[2].StartMessageMoveTask(ctx, in)
+			return err
+		})
+		c.retryingFor("the move task to complete", 2*time.Minute, func() error {
+			out, err := clients[0].ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(dlqArn)})
+			if err != nil {
+				return err
+			}
+			for _, r := range out.Results {
+				if aws.ToString(r.TaskHandle) != aws.ToString(task.TaskHandle) && r.TaskHandle != nil {
+					continue
+				}
+				switch s := aws.ToString(r.Status); {
+				case s == "COMPLETED" && r.ApproximateNumberOfMessagesMoved == int64(2*groups):
+					return nil
+				case s == "FAILED" || s == "CANCELLED":
+					t.Fatalf("round %d: the move task ended %s: %s", round, s, aws.ToString(r.FailureReason))
+				}
+				return fmt.Errorf("task %s: %d moved", aws.ToString(r.Status), r.ApproximateNumberOfMessagesMoved)
+			}
+			return fmt.Errorf("no such task among %d", len(out.Results))
+		})
+		got := map[string][]string{}
+		c.drainGroups(clients, url, got, 2*groups, 300)
+		for g, want := range sent {
+			if fmt.Sprint(got[g]) != fmt.Sprint(want) {
+				t.Fatalf("round %d: group %s received %v after the redrive, want %v", round, g, got[g], want)
+			}
+		}
+		if n := count(dlqURL); n != 0 {
+			t.Fatalf("round %d: the dead-letter queue still holds %d messages", round, n)
+		}
+	}
+}

@@ -148,10 +148,6 @@ func (e *Engine) startMessageMoveTask(cmd *Command, r *api.StartMessageMoveTaskR
 		if dst.fence != "" {
 			return nil, errQueueMoving()
 		}
-		if dst.split {
-			// A task moves messages by key, not yet by group (split.go).
-			return nil, api.ErrInvalidParameterValue("The destination queue is split into partitions.")
-		}
 		if dst == src {
 			return nil, api.ErrInvalidParameterValue("Source queue arn and destination queue arn cannot be the same.")
 		}
@@ -376,7 +372,7 @@ func (q *queue) nextMovable() *message {
 func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, api.QueueKey, string) {
 	if t.destArn != "" {
 		if d := e.queues[t.dest]; d != nil {
-			return d, api.QueueKey{}, ""
+			return byGroup(d, e.ms.group(m))
 		}
 		// The bare code, as recorded: localstack test_sqs_move_task.snapshot.json
 		// test_move_task_delete_destination_queue_while_running.
@@ -395,8 +391,13 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, a
 	d := e.queueByARN(e.ms.dlqSource(m))
 	if d == nil {
 		if key, ok := api.QueueOfARN(e.ms.dlqSource(m), e.cfg.Region); ok {
-			if _, remote := src.remoteSources[key]; remote {
-				return nil, key, ""
+			// A partition of the queue that left this engine is one of
+			// the dead-letter queue's remote sources: the queue, whole,
+			// is reached through the outbox.
+			for k := range src.remoteSources {
+				if k.Whole() == key {
+					return nil, key, ""
+				}
 			}
 		}
 	}
@@ -406,11 +407,18 @@ func (e *Engine) moveDestination(t *moveTask, src *queue, m *message) (*queue, a
 	if d.fifo != src.fifo {
 		return nil, api.QueueKey{}, "InvalidParameterValue: the source queue " + e.ms.dlqSource(m) + " is not of the dead-letter queue's type."
 	}
-	if !d.ownsGroup(e.ms.group(m)) {
-		// A task moves messages by key, not yet by group (split.go).
-		return nil, api.QueueKey{}, "InvalidParameterValue: the source queue " + e.ms.dlqSource(m) + " is split into partitions; give a DestinationArn."
+	return byGroup(d, e.ms.group(m))
+}
+
+// byGroup returns d as the queue a task moves a message of group to, or,
+// if d is a partition that does not hold the group, d's key to reach the
+// queue through the outbox: the relay gives the message to the partition
+// that holds its group (server/outbox_relay.go).
+func byGroup(d *queue, group string) (*queue, api.QueueKey, string) {
+	if d.ownsGroup(group) {
+		return d, api.QueueKey{}, ""
 	}
-	return d, api.QueueKey{}, ""
+	return nil, d.key, ""
 }
 
 // moveMessage moves m from src to dst as a new arrival: it keeps its id,

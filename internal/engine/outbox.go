@@ -168,6 +168,11 @@ type OutboxMessage struct {
 	Seq    uint64     `json:"seq"`
 	Kind   OutboxKind `json:"kind"`
 	Record []byte     `json:"record"`
+	// GroupHash is the hash of the message's group (0 for an entry
+	// without a message or a group): what a relay routes a split
+	// destination's entries by. The destination reads the group from
+	// Record, so it is not sent.
+	GroupHash uint32 `json:"-"`
 }
 
 // SettleOutboxRequest is an internal request: the entries numbered up to
@@ -265,14 +270,18 @@ func (e *Engine) OutboxBatch(source api.QueueKey, created int64, maxBytes int) (
 			break
 		}
 		w.buf = nil
+		var hash uint32
 		if en.m != nil {
 			w.message(en.m, false)
+			if g := e.ms.group(en.m); g != "" {
+				hash = api.GroupHash(g)
+			}
 		}
 		if w.err != nil {
 			return OutboxBatch{}, false, fmt.Errorf("engine: outbox of %s: %w", source, w.err)
 		}
 		size += len(w.buf)
-		b.Take.Messages = append(b.Take.Messages, OutboxMessage{Seq: en.seq, Kind: en.kind, Record: w.buf})
+		b.Take.Messages = append(b.Take.Messages, OutboxMessage{Seq: en.seq, Kind: en.kind, Record: w.buf, GroupHash: hash})
 		b.Through = en.seq
 	}
 	return b, true, nil
@@ -362,6 +371,12 @@ func (e *Engine) takeMessages(cmd *Command, r *TakeMessagesRequest, now int64) (
 		}
 		if d.fifo && len(t.d.group) == 0 {
 			return nil, api.ErrInvalidParameterValue("Outbox entry %d has no message group for a FIFO queue.", om.Seq)
+		}
+		if d.split && !d.owns(api.GroupHash(string(t.d.group))) {
+			// The relay's map lags a split or merge of the destination:
+			// it routes the entry again once its map has caught up.
+			lo, hi := d.span()
+			return nil, api.ErrServiceUnavailable("Partition %d of queue %s holds the group hashes [%d, %d), not the group of outbox entry %d.", d.key.Part, d.key.Name, lo, hi, om.Seq)
 		}
 		take = append(take, t)
 	}

@@ -3,11 +3,13 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 )
@@ -582,5 +584,116 @@ func TestDeadLetterWhileTheDeadLetterQueueMoves(t *testing.T) {
 	rel.run(false)
 	if got := a.receive(q, 10, 30); !slices.Equal(bodies(got), []string{"m0", "m1"}) {
 		t.Fatalf("received %v from the queue after the move task, want m0 and m1", bodies(got))
+	}
+}
+
+// TestMoveTaskToSplitSource: a message move task returns each message to
+// the partition of its source that holds its group. A message of a group
+// the partition in the dead-letter queue's engine does not hold goes into
+// the outbox, bound for the queue, with its group's hash for the relay to
+// route it by; so do all after it, which would otherwise overtake it. A
+// partition refuses to take a group it does not hold, and takes it once
+// the entries are given to the partition that does.
+func TestMoveTaskToSplitSource(t *testing.T) {
+	h := newHarness(t)
+	dlq := h.fifoQueue("dead.fifo", nil)
+	attrs := maps.Clone(htAttrs)
+	attrs[api.AttrRedrivePolicy] = fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, dlq.ARN(testRegion))
+	q := h.fifoQueue("ht.fifo", attrs)
+	var groups []string
+	var hashes []uint32
+	for i := range 10 {
+		g := "g" + strconv.Itoa(i)
+		groups = append(groups, g)
+		hashes = append(hashes, api.GroupHash(g))
+		h.sendFIFO(q, g, g, g)
+	}
+	if got := h.receive(q, 10, 0); len(got) != 10 {
+		t.Fatalf("first receive: %d messages", len(got))
+	}
+	if got := h.receive(q, 10, 30); len(got) != 0 {
+		t.Fatalf("a receive past maxReceiveCount returned %d messages", len(got))
+	}
+	slices.Sort(hashes)
+	if _, err := h.raw(q, &SplitQueueRequest{At: hashes[len(hashes)/2], Part: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p1 := part(q, 1)
+	parts := []api.QueueKey{q, p1}
+
+	h.must(api.QueueKey{}, &api.StartMessageMoveTaskRequest{SourceArn: dlq.ARN(testRegion)})
+	h.advance(10 * time.Second)
+	h.internal(api.QueueKey{}, &TickRequest{Moves: DefaultTickMoves})
+	boxed := outboxIDs(t, h.e, dlq)
+	if len(boxed) == 0 {
+		t.Fatal("no message of the other partition's groups went into the outbox")
+	}
+	direct := h.receive(q, 10, 30)
+	if len(direct)+len(boxed) != 10 {
+		t.Fatalf("%d messages moved straight to partition 0 and %d into the outbox, want 10 in all", len(direct), len(boxed))
+	}
+	for _, m := range direct {
+		if partitionOf(t, h.e, parts, m.Body) != q {
+			t.Fatalf("message of group %s moved straight into partition 0, which does not hold it", m.Body)
+		}
+	}
+
+	// The relay's part: each run of entries of one partition's groups
+	// taken there, then settled.
+	taken := map[api.QueueKey][]string{}
+	refused := 0
+	for {
+		batches, err := allOutboxes(h.e, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(batches) == 0 {
+			break
+		}
+		b := batches[0]
+		if b.Source != dlq || b.Dest != q {
+			t.Fatalf("an outbox batch from %s to %s, want from %s to %s", b.Source, b.Dest, dlq, q)
+		}
+		owner := func(m OutboxMessage) api.QueueKey {
+			for _, p := range parts {
+				if r, _ := h.e.PartitionOf(p); uint64(m.GroupHash) >= r.Lo && uint64(m.GroupHash) < r.Hi {
+					return p
+				}
+			}
+			t.Fatalf("no partition holds hash %d", m.GroupHash)
+			return api.QueueKey{}
+		}
+		to := owner(b.Take.Messages[0])
+		n := 1
+		for n < len(b.Take.Messages) && owner(b.Take.Messages[n]) == to {
+			n++
+		}
+		if n < len(b.Take.Messages) {
+			// The whole batch spans both partitions: whichever is asked
+			// refuses it, as a relay whose map lags would be refused.
+			if _, err := h.raw(to, b.Take); errCode(err) != "ServiceUnavailable" {
+				t.Fatalf("a take of groups of two partitions at %s: %v, want ServiceUnavailable", to, err)
+			}
+			refused++
+		}
+		b.Take.Messages = b.Take.Messages[:n]
+		h.internal(to, b.Take)
+		h.internal(dlq, &SettleOutboxRequest{Created: b.Created, Through: b.Take.Messages[n-1].Seq})
+		for _, m := range h.receive(to, 10, 30) {
+			taken[to] = append(taken[to], m.Body)
+		}
+	}
+	for p, bodies := range taken {
+		for _, g := range bodies {
+			if partitionOf(t, h.e, parts, g) != p {
+				t.Fatalf("group %s taken by %s, which does not hold it", g, p)
+			}
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no outbox batch held groups of both partitions: the refusal went untried")
+	}
+	if n := len(direct) + len(taken[q]) + len(taken[p1]); n != 10 || len(taken[p1]) == 0 {
+		t.Fatalf("%d straight, %d taken by partition 0, %d by partition 1; want 10 in all, some in partition 1", len(direct), len(taken[q]), len(taken[p1]))
 	}
 }

@@ -140,6 +140,7 @@ func (r *outboxRelay) relayGroup(g *group) {
 		if !ok {
 			continue
 		}
+		r.routeByGroup(&b)
 		settle := &engine.SettleOutboxRequest{Created: b.Created, Through: b.Through}
 		err = r.take(b)
 		switch {
@@ -184,6 +185,31 @@ func (r *outboxRelay) failed(d *relayDest) {
 	d.failures++
 	pause := relayRetry << min(d.failures, 6)
 	d.next = time.Now().Add(min(pause, relayBackoff))
+}
+
+// routeByGroup cuts b, if its destination is a queue split into
+// partitions by this node's map, to its leading run of entries whose
+// groups one partition holds, and names that partition its destination.
+// A partition keeps, by source, the highest entry number it took; a split
+// gives both halves that record and a merge keeps the higher one. Runs
+// taken whole, each settled before the next is sent, keep that record
+// true: every entry up to the highest number any partition took has been
+// taken by one, so no merge or split makes a partition skip an entry
+// another did not take. A partition whose range the map has wrong refuses
+// the run, and the relay tries again once its map has caught up.
+func (r *outboxRelay) routeByGroup(b *engine.OutboxBatch) {
+	if r.s.shards == nil || !r.s.shards.IsSplit(b.Dest) {
+		return
+	}
+	msgs := b.Take.Messages
+	part := r.s.shards.PartOf(b.Dest, msgs[0].GroupHash)
+	n := 1
+	for n < len(msgs) && r.s.shards.PartOf(b.Dest, msgs[n].GroupHash) == part {
+		n++
+	}
+	b.Take.Messages = msgs[:n]
+	b.Through = msgs[n-1].Seq
+	b.Dest.Part = part
 }
 
 // take applies b's fifoq:TakeMessages at the leader of the destination's
