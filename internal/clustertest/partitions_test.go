@@ -2,9 +2,11 @@ package clustertest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -497,6 +499,35 @@ func TestSplitQueueWideActions(t *testing.T) {
 				return fmt.Errorf("%s's metrics of the queue: %v", nd.id, series)
 			}
 			return nil
+		})
+	}
+	// So does the web console's list of queues.
+	for _, nd := range c.nodes {
+		c.retrying("the console's queues on "+nd.id, func() error {
+			resp, err := http.Get("http://" + nd.httpAddr + "/console/api/queues")
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			var list struct {
+				Queues []struct {
+					Name       string `json:"name"`
+					Visible    int    `json:"visible"`
+					NotVisible int    `json:"notVisible"`
+				} `json:"queues"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+				return err
+			}
+			for _, q := range list.Queues {
+				if q.Name == "wide.fifo" {
+					if q.Visible != groups || q.NotVisible != groups {
+						t.Fatalf("%s's console shows %d visible, %d in flight; want %d and %d", nd.id, q.Visible, q.NotVisible, groups, groups)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("%s's console does not list wide.fifo: %+v", nd.id, list.Queues)
 		})
 	}
 	// So does a request a node makes for itself (the console's, Do).

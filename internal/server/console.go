@@ -53,11 +53,9 @@ func (b consoleBackend) Statuses(account string, queues []api.QueueKey) []consol
 	now := b.s.now().UnixNano()
 	sums := make([]engine.QueueSummary, 0, len(allowed))
 	for _, q := range allowed {
-		b.s.logOf(q).Read(func(e *engine.Engine) {
-			if sum, ok := e.QueueSummary(q, now); ok {
-				sums = append(sums, sum)
-			}
-		})
+		if sum, ok := b.summary(q, now); ok {
+			sums = append(sums, sum)
+		}
 	}
 	out := make([]console.QueueStatus, len(sums))
 	for i, sum := range sums {
@@ -71,6 +69,38 @@ func (b consoleBackend) Statuses(account string, queues []api.QueueKey) []consol
 		}
 	}
 	return out
+}
+
+// summary returns queue q's summary as this node's replicas hold it. A
+// queue split into partitions is one queue to the console, as to its
+// metrics: partition 0's summary, with the message and group counts and
+// the oldest message of every partition this node holds a replica of.
+func (b consoleBackend) summary(q api.QueueKey, now int64) (sum engine.QueueSummary, ok bool) {
+	b.s.logOf(q).Read(func(e *engine.Engine) { sum, ok = e.QueueSummary(q, now) })
+	if !ok || !b.s.sharded() {
+		return sum, ok
+	}
+	for _, p := range b.s.shards.Parts(q) {
+		if p == 0 {
+			continue
+		}
+		key := q
+		key.Part = p
+		var part engine.QueueSummary
+		var held bool
+		b.s.logOf(key).Read(func(e *engine.Engine) { part, held = e.QueueSummary(key, now) })
+		if !held {
+			continue // in a shard this node holds no replica of
+		}
+		sum.Visible += part.Visible
+		sum.NotVisible += part.NotVisible
+		sum.Delayed += part.Delayed
+		sum.Groups += part.Groups
+		if part.OldestAt != 0 && (sum.OldestAt == 0 || part.OldestAt < sum.OldestAt) {
+			sum.OldestAt = part.OldestAt
+		}
+	}
+	return sum, true
 }
 
 // Groups implements console.Backend; it needs the right to read the
