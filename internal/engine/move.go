@@ -124,6 +124,11 @@ const queueMovingMessage = "The queue is moving between the server's groups. Ret
 // errQueueMoving is the answer to any request on a fenced or moved queue.
 func errQueueMoving() error { return api.ErrServiceUnavailable(queueMovingMessage) }
 
+// ErrQueueMoving returns the engine's answer to a request on a queue that
+// is moving, or was moved, split or merged away: for a router that gave up
+// waiting for the queue to arrive where its map will place it.
+func ErrQueueMoving() error { return errQueueMoving() }
+
 // IsQueueMoving reports whether err is the engine's answer to a request on
 // a queue that is being moved, or was moved out of this engine: a router
 // should learn where the queue is now and retry there.

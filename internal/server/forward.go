@@ -277,6 +277,9 @@ func (s *Server) sendForward(ctx context.Context, w http.ResponseWriter, r *http
 			return &misdirectedError{group: uint32(n), leader: resp.Header.Get(hdrLeader)}
 		}
 	}
+	if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(hdrMoving) != "" && s.shards != nil {
+		return errMovedOn
+	}
 	for k, vs := range resp.Header {
 		if !hopHeader(k) && !connectionHeader(resp.Header, k) {
 			w.Header()[k] = vs

@@ -51,6 +51,13 @@ type Shards interface {
 	// Forget drops what the node cached of q's shard: a group answered
 	// that q moved.
 	Forget(q api.QueueKey)
+	// Epoch returns the map's epoch under which the node's cached
+	// records and layouts were read; it changes with every move, split
+	// and merge.
+	Epoch() string
+	// AwaitChange waits until the map's epoch is other than epoch, and
+	// reports whether it changed before deadline and before ctx ended.
+	AwaitChange(ctx context.Context, epoch string, deadline time.Time) bool
 	// PartOf returns the partition of queue q that holds the message
 	// group of hash h (api.GroupHash), by this node's copy of the map: 0
 	// for a queue never split (internal/shards/partitions.go).

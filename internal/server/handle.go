@@ -97,31 +97,18 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.sharded() {
-		var forwarded bool
-		ctx, forwarded, err = s.serveInGroup(ctx, sw, r, body, rec.scope, req)
-		var mis *misdirectedError
-		switch {
-		case errors.As(err, &mis):
-			// Not metered: the forwarder routes the request again.
-			rec.forwarded = true
-			sw.Header().Set(hdrGroup, strconv.FormatUint(uint64(mis.group), 10))
-			sw.Header().Set(hdrLeader, mis.leader)
-			writeJSONError(sw, http.StatusMisdirectedRequest, mis.Error())
-			return
-		case forwarded && err == nil:
-			// The group's leader answered, and metered it.
-			rec.forwarded = true
-			return
-		case err != nil:
-			fail(api.AsError(err))
-			return
-		}
-	}
 	if _, ok := req.(*api.ReceiveMessageRequest); ok {
 		ctx = withReceiveOverride(ctx, r.Header)
 	}
-	resp, err := s.doOrFault(ctx, rec.scope, req)
+	var resp api.Response
+	if s.sharded() {
+		var done bool
+		if resp, done, err = s.serveInShards(ctx, sw, r, body, &rec); done {
+			return
+		}
+	} else {
+		resp, err = s.doOrFault(ctx, rec.scope, req)
+	}
 	if err != nil {
 		fail(api.AsError(err))
 		return
@@ -132,6 +119,96 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.holdAnswer(resp)()
 	writeAnswer(sw, r, proto, req.Action(), resp, rec.id)
+}
+
+// movingWait bounds how long a request refused because its queue is
+// moving between shards (or its partition split or merged) waits for this
+// node's map to show where the queue went, to be routed there, before the
+// client is given the retryable refusal: a partition's move takes about a
+// second (docs/benchmarks.md), and an SDK's retries back off from about as
+// long.
+const movingWait = 3 * time.Second
+
+// hdrMoving marks a forwarded request's answer that refused it, without
+// carrying it out, because its queue is moving, split or merged: the
+// forwarder routes it again once its map has changed (errMovedOn).
+const hdrMoving = "X-Fifoq-Moving"
+
+// errMovedOn is a forwarded request refused under hdrMoving.
+var errMovedOn = errors.New("the queue is moving, split or merged")
+
+// serveInShards serves a request rec on a node with shards: in its queue's
+// group here, or forwarded to that group's leader. It returns the answer
+// of one served here, or done once the answer is written (forwarded,
+// answered by the group's leader; or this node's 421 to a forwarder). A
+// request whose queue answers that it is moving (a move's fence, or a
+// partition that no longer holds the request's group) is routed again as
+// soon as this node's map changes, for up to movingWait: the refusal
+// changed nothing, and the client is spared its backoff. A forwarded one
+// is answered under hdrMoving, for its forwarder to do the same.
+func (s *Server) serveInShards(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte, rec *requestRecord) (api.Response, bool, error) {
+	deadline := time.Now().Add(movingWait)
+	for again := false; ; again = true {
+		epoch := s.shards.Epoch()
+		if again && !fromPeer(r) {
+			// A queue split meanwhile: what now spans its partitions is
+			// carried out in each, as it would have been had it arrived
+			// now.
+			if resp, spans, err := s.serveOverParts(ctx, rec.scope, rec.req); spans {
+				return resp, false, err
+			}
+		}
+		gctx, forwarded, err := s.serveInGroup(ctx, w, r, body, rec.scope, rec.req)
+		var mis *misdirectedError
+		switch {
+		case errors.As(err, &mis):
+			// Not metered: the forwarder routes the request again.
+			rec.forwarded = true
+			w.Header().Set(hdrGroup, strconv.FormatUint(uint64(mis.group), 10))
+			w.Header().Set(hdrLeader, mis.leader)
+			writeJSONError(w, http.StatusMisdirectedRequest, mis.Error())
+			return nil, true, nil
+		case errors.Is(err, errMovedOn):
+			if s.awaitReroute(ctx, epoch, deadline) {
+				continue
+			}
+			return nil, false, engine.ErrQueueMoving()
+		case forwarded && err == nil:
+			// The group's leader answered, and metered it.
+			rec.forwarded = true
+			return nil, true, nil
+		case err != nil:
+			return nil, false, err
+		}
+		resp, err := s.doOrFault(gctx, rec.scope, rec.req)
+		if err != nil && engine.IsQueueMoving(err) {
+			if fromPeer(r) {
+				w.Header().Set(hdrMoving, "1")
+			} else if s.awaitReroute(ctx, epoch, deadline) {
+				continue
+			}
+		}
+		return resp, false, err
+	}
+}
+
+// rerouteEvery bounds how long a request refused because its queue is
+// moving waits for this node's map to change before it is routed again
+// all the same: the member that refused it may be the one whose map lags
+// (it sent the request on to the queue's old shard), and its answer then
+// changes without this node's map.
+const rerouteEvery = 200 * time.Millisecond
+
+// awaitReroute waits until this node's map has changed since epoch, or
+// rerouteEvery has passed, and reports whether a request refused because
+// its queue is moving may be routed again before deadline.
+func (s *Server) awaitReroute(ctx context.Context, epoch string, deadline time.Time) bool {
+	until := time.Now().Add(rerouteEvery)
+	if deadline.Before(until) {
+		until = deadline
+	}
+	s.shards.AwaitChange(ctx, epoch, until)
+	return ctx.Err() == nil && time.Now().Before(deadline)
 }
 
 // writeAnswer writes the answer to request r of the given action, in the

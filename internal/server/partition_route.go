@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -172,7 +173,7 @@ func (s *Server) serveSpanningBatch(ctx context.Context, in api.Scope, req api.R
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			answers[i].resp, answers[i].err = s.doSharded(ctx, in, q, subBatch(req, p.entries))
+			answers[i].resp, answers[i].err = s.doMovingOn(ctx, in, q, subBatch(req, p.entries))
 		}()
 	}
 	wg.Wait()
@@ -210,6 +211,35 @@ func (s *Server) serveSpanningBatch(ctx context.Context, in api.Scope, req api.R
 			return &api.DeleteMessageBatchResult{Successful: ok, Failed: failed}, true, nil
 		}
 		return &api.ChangeMessageVisibilityBatchResult{Successful: ok, Failed: failed}, true, nil
+	}
+}
+
+// movingDeadlineKey keys, in a request's context, when a batch on a split
+// queue stops waiting for its partitions to arrive where they move.
+type movingDeadlineKey struct{}
+
+// doMovingOn carries out req, the part of a batch on split queue q whose
+// entries fall in one partition by this node's map, as doSharded does;
+// while the partition answers that it is moving, split or merged, it is
+// carried out again as soon as this node's map has changed (split over
+// the partitions anew if its entries now fall in several), until
+// movingWait after the batch arrived, as serveInShards does a request:
+// the refusal changed nothing, and the client is spared its backoff.
+func (s *Server) doMovingOn(ctx context.Context, in api.Scope, q api.QueueKey, req api.Request) (api.Response, error) {
+	deadline, ok := ctx.Value(movingDeadlineKey{}).(time.Time)
+	if !ok {
+		deadline = time.Now().Add(movingWait)
+		ctx = context.WithValue(ctx, movingDeadlineKey{}, deadline)
+	}
+	for {
+		epoch := s.shards.Epoch()
+		resp, err := s.doSharded(ctx, in, q, req)
+		if err == nil || !engine.IsQueueMoving(err) || !s.awaitReroute(ctx, epoch, deadline) {
+			return resp, err
+		}
+		if resp, spans, err := s.serveSpanningBatch(ctx, in, req); spans {
+			return resp, err
+		}
 	}
 }
 

@@ -496,6 +496,42 @@ func (s *Set) tell(result string) {
 // answered that q moved: the next request reads the map again.
 func (s *Set) Forget(q api.QueueKey) { s.placed.Delete(q) }
 
+// Epoch returns the map's epoch under which this node's cached records
+// and layouts were read: it changes with every move, split and merge.
+func (s *Set) Epoch() string {
+	if p := s.epoch.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// epochPoll is how often AwaitChange reads the map's epoch.
+const epochPoll = 20 * time.Millisecond
+
+// AwaitChange waits until the map's epoch is other than epoch, reading it
+// afresh every 20 ms rather than at follow's pace, and reports whether it
+// changed before deadline and before ctx ended. A router whose request
+// met a queue moving, split or merged so routes it again as soon as this
+// node has applied the change.
+func (s *Set) AwaitChange(ctx context.Context, epoch string, deadline time.Time) bool {
+	t := time.NewTicker(epochPoll)
+	defer t.Stop()
+	for {
+		s.watchEpoch()
+		if s.Epoch() != epoch {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
 // watchEpoch notes the map's epoch: the records Of cached under another
 // are read again (a move flipped one since).
 func (s *Set) watchEpoch() {
