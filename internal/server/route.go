@@ -250,7 +250,7 @@ func (s *Server) forwardToReplica(w http.ResponseWriter, r *http.Request, body [
 	case errors.Is(err, errNotSent):
 		s.leaders.CompareAndDelete(id, target.ID)
 		return &misdirectedError{group: id}
-	case err != nil && !errors.As(err, &mis):
+	case err != nil && !errors.As(err, &mis) && !errors.Is(err, errMovedOn):
 		// Unanswered: ask the replicas afresh next time, unless the watch
 		// has learnt the new leader.
 		s.leaders.CompareAndDelete(id, target.ID)
