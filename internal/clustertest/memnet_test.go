@@ -687,6 +687,20 @@ func (c *memCluster) retryingFor(what string, d time.Duration, fn func() error) 
 	}
 }
 
+// memberClients returns an SDK client for each member, in c.nodes'
+// order: one attempt per request (newClient), 30 s each.
+func (c *memCluster) memberClients() []*sqs.Client {
+	clients := make([]*sqs.Client, len(c.nodes))
+	for i, nd := range c.nodes {
+		clients[i] = newClient(nd.httpAddr, 30*time.Second)
+	}
+	return clients
+}
+
+// highThroughputFIFO is a high-throughput FIFO queue's attributes at
+// creation, which the first group's leader spreads over the shards.
+var highThroughputFIFO = map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}
+
 // createQueue creates a queue through the first running member, retried
 // while the cluster settles, and returns its URL.
 func (c *memCluster) createQueue(name string, attrs map[string]string) string {

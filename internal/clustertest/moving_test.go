@@ -33,12 +33,9 @@ func TestSendsWaitOutMovingPartitions(t *testing.T) {
 	c := newHandSplitCluster(t, 3, 3, 44)
 	c.logTailsOnFailure(30)
 	c.waitShards(4)
-	url := c.createQueue("moving.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
+	url := c.createQueue("moving.fifo", highThroughputFIFO)
 	q := api.QueueKey{Account: "000000000000", Name: "moving.fifo"}
-	clients := make([]*sqs.Client, len(c.nodes))
-	for i, nd := range c.nodes {
-		clients[i] = newClient(nd.httpAddr, 30*time.Second) // one attempt
-	}
+	clients := c.memberClients()
 
 	const groups = 40
 	var mu sync.Mutex

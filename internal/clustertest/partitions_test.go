@@ -36,7 +36,7 @@ func (nd *memNode) node() *fifoqnode.Node {
 func (c *memCluster) splitHTQueue(name string, before func(url string)) (url string, q api.QueueKey, from, to uint32) {
 	c.t.Helper()
 	c.waitShards(4)
-	url = c.createQueue(name, map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
+	url = c.createQueue(name, highThroughputFIFO)
 	if before != nil {
 		before(url)
 	}
@@ -250,10 +250,7 @@ func TestSplitQueueReceivesFromEveryPartition(t *testing.T) {
 	c := newHandSplitCluster(t, 3, 3, 39)
 	c.logTailsOnFailure(30)
 	url, _, _, _ := c.splitHTQueue("ht.fifo", nil)
-	clients := make([]*sqs.Client, len(c.nodes))
-	for i, nd := range c.nodes {
-		clients[i] = newClient(nd.httpAddr, 30*time.Second)
-	}
+	clients := c.memberClients()
 	// Two messages in each of 20 groups, of both partitions.
 	const groups = 20
 	sent := map[string][]string{}
@@ -411,10 +408,7 @@ func TestSplitQueueWideActions(t *testing.T) {
 	}
 	c := newHandSplitCluster(t, 3, 3, 40)
 	c.logTailsOnFailure(30)
-	clients := make([]*sqs.Client, len(c.nodes))
-	for i, nd := range c.nodes {
-		clients[i] = newClient(nd.httpAddr, 30*time.Second)
-	}
+	clients := c.memberClients()
 	// Before the split: 2 messages in each of 10 groups, the first of
 	// each received (its handle carries no group's hash).
 	const groups = 10

@@ -94,14 +94,11 @@ func TestHighThroughputQueueSpreadsAndGathers(t *testing.T) {
 	c := newMemCluster(t, 3, 3, 41)
 	c.logTailsOnFailure(40)
 	c.waitShards(4)
-	url := c.createQueue("ht.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
+	url := c.createQueue("ht.fifo", highThroughputFIFO)
 	c.createQueue("plain.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup"})
 	q := api.QueueKey{Account: "000000000000", Name: "ht.fifo"}
 	plain := api.QueueKey{Account: "000000000000", Name: "plain.fifo"}
-	clients := make([]*sqs.Client, len(c.nodes))
-	for i, nd := range c.nodes {
-		clients[i] = newClient(nd.httpAddr, 30*time.Second)
-	}
+	clients := c.memberClients()
 
 	// Messages in 30 groups, sent in rounds, through every member in
 	// turn, from before the queue spreads until it has.
@@ -211,7 +208,7 @@ func TestPartitionMovesFromAShardTheLeaderDoesNotHold(t *testing.T) {
 	c := newHandSplitCluster(t, 4, 4, 42)
 	c.logTailsOnFailure(30)
 	c.waitShards(5)
-	url := c.createQueue("far.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
+	url := c.createQueue("far.fifo", highThroughputFIFO)
 	q := api.QueueKey{Account: "000000000000", Name: "far.fifo"}
 	one := q
 	one.Part = 1
@@ -292,10 +289,7 @@ func TestHighThroughputQueueDeadLettersAndRedrivesBack(t *testing.T) {
 	c.logTailsOnFailure(40)
 	c.waitShards(4)
 	ctx := context.Background()
-	clients := make([]*sqs.Client, len(c.nodes))
-	for i, nd := range c.nodes {
-		clients[i] = newClient(nd.httpAddr, 30*time.Second)
-	}
+	clients := c.memberClients()
 	arnOf := func(url string) string {
 		var out *sqs.GetQueueAttributesOutput
 		c.retrying("QueueArn", func() error {

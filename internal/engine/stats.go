@@ -24,6 +24,18 @@ type QueueStats struct {
 	OldestAt int64
 }
 
+// Add adds o's message counts to s's and keeps the older of their oldest
+// messages: one queue's figures over its partitions, or over the copies
+// of a queue that moves between two groups one node holds.
+func (s *QueueStats) Add(o QueueStats) {
+	s.Visible += o.Visible
+	s.NotVisible += o.NotVisible
+	s.Delayed += o.Delayed
+	if o.OldestAt != 0 && (s.OldestAt == 0 || o.OldestAt < s.OldestAt) {
+		s.OldestAt = o.OldestAt
+	}
+}
+
 // CommandsApplied returns every queue this engine holds, with how many
 // commands it applied on each since it was made or restored: the queues'
 // loads, for a balancer that compares them between two moments. The

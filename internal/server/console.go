@@ -92,13 +92,8 @@ func (b consoleBackend) summary(q api.QueueKey, now int64) (sum engine.QueueSumm
 		if !held {
 			continue // in a shard this node holds no replica of
 		}
-		sum.Visible += part.Visible
-		sum.NotVisible += part.NotVisible
-		sum.Delayed += part.Delayed
+		sum.QueueStats.Add(part.QueueStats)
 		sum.Groups += part.Groups
-		if part.OldestAt != 0 && (sum.OldestAt == 0 || part.OldestAt < sum.OldestAt) {
-			sum.OldestAt = part.OldestAt
-		}
 	}
 	return sum, true
 }

@@ -147,7 +147,7 @@ var errMovedOn = errors.New("the queue is moving, split or merged")
 // changed nothing, and the client is spared its backoff. A forwarded one
 // is answered under hdrMoving, for its forwarder to do the same.
 func (s *Server) serveInShards(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte, rec *requestRecord) (api.Response, bool, error) {
-	deadline := time.Now().Add(movingWait)
+	ctx, deadline := movingDeadline(ctx)
 	for again := false; ; again = true {
 		epoch := s.shards.Epoch()
 		if again && !fromPeer(r) {

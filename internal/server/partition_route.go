@@ -214,9 +214,21 @@ func (s *Server) serveSpanningBatch(ctx context.Context, in api.Scope, req api.R
 	}
 }
 
-// movingDeadlineKey keys, in a request's context, when a batch on a split
-// queue stops waiting for its partitions to arrive where they move.
+// movingDeadlineKey keys, in a request's context, when it stops being
+// routed again while its queue moves (movingDeadline).
 type movingDeadlineKey struct{}
+
+// movingDeadline returns when a request refused because its queue is
+// moving stops being routed again: movingWait after it arrived, kept in
+// ctx so that the parts of a batch, and a request carried out over the
+// partitions once its queue split, share the request's bound.
+func movingDeadline(ctx context.Context) (context.Context, time.Time) {
+	if d, ok := ctx.Value(movingDeadlineKey{}).(time.Time); ok {
+		return ctx, d
+	}
+	d := time.Now().Add(movingWait)
+	return context.WithValue(ctx, movingDeadlineKey{}, d), d
+}
 
 // doMovingOn carries out req, the part of a batch on split queue q whose
 // entries fall in one partition by this node's map, as doSharded does;
@@ -226,11 +238,7 @@ type movingDeadlineKey struct{}
 // movingWait after the batch arrived, as serveInShards does a request:
 // the refusal changed nothing, and the client is spared its backoff.
 func (s *Server) doMovingOn(ctx context.Context, in api.Scope, q api.QueueKey, req api.Request) (api.Response, error) {
-	deadline, ok := ctx.Value(movingDeadlineKey{}).(time.Time)
-	if !ok {
-		deadline = time.Now().Add(movingWait)
-		ctx = context.WithValue(ctx, movingDeadlineKey{}, deadline)
-	}
+	ctx, deadline := movingDeadline(ctx)
 	for {
 		epoch := s.shards.Epoch()
 		resp, err := s.doSharded(ctx, in, q, req)

@@ -166,22 +166,23 @@ func (s *Server) queueFigures(dst []metrics.QueueFigures) []metrics.QueueFigures
 	// shards this node holds. It is one queue to its metrics: one series,
 	// its counts the sums (docs/cluster.md, partitions).
 	at := map[api.QueueKey]int{}
+	merged := stats[:0]
 	for _, st := range stats {
-		whole := st.Queue.Whole()
+		st.Queue = st.Queue.Whole()
+		if i, seen := at[st.Queue]; seen {
+			merged[i].Add(st)
+			continue
+		}
+		at[st.Queue] = len(merged)
+		merged = append(merged, st)
+	}
+	for _, st := range merged {
+		whole := st.Queue
 		var oldest time.Duration
 		if st.OldestAt != 0 {
 			oldest = max(now.Sub(time.Unix(0, st.OldestAt)), 0)
 		}
-		if i, seen := at[whole]; seen {
-			f := &dst[i]
-			f.Visible += st.Visible
-			f.NotVisible += st.NotVisible
-			f.Delayed += st.Delayed
-			f.OldestAge = max(f.OldestAge, oldest)
-			continue
-		}
 		c := s.stats.snapshot(whole)
-		at[whole] = len(dst)
 		dst = append(dst, metrics.QueueFigures{
 			Region: cmp.Or(whole.Region, s.cfg.Region), Account: whole.Account, Name: whole.Name,
 			Visible: st.Visible, NotVisible: st.NotVisible, Delayed: st.Delayed, OldestAge: oldest,
