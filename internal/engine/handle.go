@@ -140,8 +140,8 @@ func (q *queue) lookup(handle string) (*message, uint64, error) {
 			if _, hashed := HandleGroupHash(handle); q.split && !hashed {
 				// Another partition may honour the tag: this one
 				// forgot it once it named none of its messages
-				// (trimPast).
-				return nil, 0, errHandleElsewhere(q)
+				// (trimPast), or never had it (another queue's).
+				return nil, 0, errHandleElsewhere(q, false)
 			}
 			return nil, 0, api.ErrReceiptHandleIsInvalid(handle)
 		}
@@ -149,7 +149,7 @@ func (q *queue) lookup(handle string) (*message, uint64, error) {
 	m := q.handles[serial]
 	if m == nil && q.split {
 		if _, hashed := HandleGroupHash(handle); !hashed {
-			return nil, 0, errHandleElsewhere(q)
+			return nil, 0, errHandleElsewhere(q, true)
 		}
 	}
 	return m, nonce, nil
@@ -168,6 +168,10 @@ func errHandleExpired(handle string) error {
 // goes on to say the hashes the partition holds (HandleElsewhereSpan).
 const handleElsewhereMessage = "This partition of the queue does not hold the message of the receipt handle; another may."
 
+// unknownTagMessage ends errHandleElsewhere's message where the partition
+// does not honour the handle's tag (HandleElsewhereKnowsTag).
+const unknownTagMessage = " It does not know the handle's tag."
+
 // errHandleElsewhere is partition q's answer to a receipt handle from
 // before the queue's first split (it carries no group's hash) whose
 // message it does not hold: the message may be in another partition, or
@@ -175,9 +179,26 @@ const handleElsewhereMessage = "This partition of the queue does not hold the me
 // message for gone only once the partitions that answered so hold every
 // hash between them (HandleElsewhereSpan): a router's map may lag a split
 // that made a partition it does not know of, which may hold the message.
-func errHandleElsewhere(q *queue) error {
+// knowsTag says whether q honours the handle's tag: where no partition
+// does, the handle is another queue's, or one whose messages all went
+// long ago, and the router answers ReceiptHandleIsInvalid, as a queue
+// never split answers a tag it does not know.
+func errHandleElsewhere(q *queue, knowsTag bool) error {
 	lo, hi := q.span()
-	return api.ErrServiceUnavailable("%s It holds the group hashes [%d, %d).", handleElsewhereMessage, lo, hi)
+	unknown := ""
+	if !knowsTag {
+		unknown = unknownTagMessage
+	}
+	return api.ErrServiceUnavailable("%s It holds the group hashes [%d, %d).%s", handleElsewhereMessage, lo, hi, unknown)
+}
+
+// HandleElsewhereKnowsTag reports whether err, an IsHandleElsewhere
+// answer, is of a partition that honours the handle's tag. An answer of a
+// member from before the distinction is taken to know it: the message is
+// then taken for gone rather than the handle refused, as it was.
+func HandleElsewhereKnowsTag(err error) bool {
+	var ae *api.Error
+	return IsHandleElsewhere(err) && errors.As(err, &ae) && !strings.HasSuffix(ae.Message, unknownTagMessage)
 }
 
 // IsHandleElsewhere reports whether err is a partition's answer to a

@@ -496,9 +496,28 @@ func TestSplitEdges(t *testing.T) {
 		if lo, hi, ok := HandleElsewhereSpan(err); !ok || lo != 0 || hi != uint64(lowest)+1 {
 			t.Fatalf("partition 0's answer %v says it holds [%d, %d) (%v), want [0, %d)", err, lo, hi, ok, uint64(lowest)+1)
 		}
+		// It honours the handle's tag, so the handle is the queue's own.
+		if !HandleElsewhereKnowsTag(err) {
+			t.Fatalf("partition 0's answer %v says it does not know the tag of a handle of its own from before the split", err)
+		}
 		if err := h.deleteMsg(p1, m.ReceiptHandle); err != nil {
 			t.Fatalf("partition 1's answer to the handle of its message: %v", err)
 		}
+	}
+	// A handle of another queue: neither partition honours its tag, so
+	// that a router answers ReceiptHandleIsInvalid, as a queue never
+	// split does, rather than take it for a message gone.
+	other := h.fifoQueue("other.fifo", htAttrs)
+	h.sendFIFO(other, "g", "o", "o")
+	foreign := h.must(other, &api.ReceiveMessageRequest{QueueUrl: other.Path()}).(*api.ReceiveMessageResult).Messages[0].ReceiptHandle
+	for _, p := range []api.QueueKey{q, p1} {
+		err := h.deleteMsg(p, foreign)
+		if !IsHandleElsewhere(err) || HandleElsewhereKnowsTag(err) {
+			t.Fatalf("partition %d's answer to another queue's handle: %v, want IsHandleElsewhere not knowing the tag", p.Part, err)
+		}
+	}
+	if err := h.deleteMsg(other, foreign); err != nil {
+		t.Fatalf("the other queue's answer to its own handle: %v", err)
 	}
 	h.must(p1, &api.DeleteQueueRequest{QueueUrl: q.Path()})
 	_, err := h.raw(q, &SplitQueueRequest{At: lowest, Part: 1})

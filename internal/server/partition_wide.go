@@ -266,7 +266,9 @@ func (s *Server) askEveryPart(ctx context.Context, in api.Scope, q api.QueueKey,
 // (engine.IsHandleElsewhere). If none does, and the partitions that said
 // so hold every group hash between them, the message is gone, and the
 // answer is the one a queue never split gives for a handle of a message
-// gone: a delete succeeds, a visibility change is refused. If they do not
+// gone: a delete succeeds, a visibility change is refused; or, where none
+// of them honours the handle's tag, the one it gives for a handle not its
+// own: ReceiptHandleIsInvalid. If they do not
 // hold every hash, this node's map lags a split that made a partition it
 // does not know yet, which may hold the message: taken for gone, the
 // delete would be acknowledged and the message come back after its
@@ -276,6 +278,7 @@ func (s *Server) tryEachPart(ctx context.Context, in api.Scope, q api.QueueKey, 
 		return nil, false, nil // routed to its group's partition
 	}
 	var spans [][2]uint64
+	knownTag := false
 	for _, p := range parts {
 		resp, err := s.doOnPart(ctx, in, q, p, req)
 		if !engine.IsHandleElsewhere(err) {
@@ -284,10 +287,16 @@ func (s *Server) tryEachPart(ctx context.Context, in api.Scope, q api.QueueKey, 
 		if lo, hi, ok := engine.HandleElsewhereSpan(err); ok {
 			spans = append(spans, [2]uint64{lo, hi})
 		}
+		knownTag = knownTag || engine.HandleElsewhereKnowsTag(err)
 	}
 	if now := s.shards.Parts(q); !slices.Equal(now, parts) || !coverEveryHash(spans) {
 		// A partition this node's map did not have may hold it.
 		return nil, true, api.ErrServiceUnavailable("The queue's partitions changed; retry.")
+	}
+	if !knownTag {
+		// Another queue's handle, or one whose tag every partition has
+		// forgotten: what a queue never split answers for either.
+		return nil, true, api.ErrReceiptHandleIsInvalid(handle)
 	}
 	if _, del := req.(*api.DeleteMessageRequest); del {
 		return api.Empty{}, true, nil
