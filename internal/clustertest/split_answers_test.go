@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // A split queue answers as a plain one (issue 38: "the recorded AWS
@@ -38,16 +40,22 @@ import (
 // plain one answers as AWS does; the scenario's own checks cite the
 // recordings they rest on.
 
-// splitAndPlain starts three members with three shards and creates a
-// high-throughput FIFO queue, spread over the three, and a plain FIFO
-// queue beside it, each with deduplication by message group (what SQS's
-// high-throughput mode asks), and returns the cluster and the queues'
-// URLs, each empty.
-func splitAndPlain(t *testing.T, suffix string) (c *memCluster, htURL, plainURL string) {
+// splitAndPlainCluster starts three members with three shards, for
+// splitAndPlain's queues.
+func splitAndPlainCluster(t *testing.T) *memCluster {
 	t.Helper()
-	c = newMemCluster(t, 3, 3, 38)
+	c := newMemCluster(t, 3, 3, 38)
 	c.logTailsOnFailure(40)
 	c.waitShards(4)
+	return c
+}
+
+// splitAndPlain creates a high-throughput FIFO queue, spread over the
+// cluster's three shards, and a plain FIFO queue beside it, each with
+// deduplication by message group (what SQS's high-throughput mode asks),
+// and returns the queues' URLs, each empty.
+func (c *memCluster) splitAndPlain(suffix string) (htURL, plainURL string) {
+	c.t.Helper()
 	htURL = c.createQueue("ht-"+suffix+".fifo", highThroughputFIFO)
 	plainURL = c.createQueue("plain-"+suffix+".fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perQueue"})
 	// The first message starts the spread; it is taken off again once
@@ -65,7 +73,7 @@ func splitAndPlain(t *testing.T, suffix string) (c *memCluster, htURL, plainURL 
 		got := map[string][]string{}
 		c.drainGroups(clients, url, got, 1, 60)
 	}
-	return c, htURL, plainURL
+	return htURL, plainURL
 }
 
 // transcript is what a scenario saw, in a form two queues' runs can be
@@ -126,6 +134,9 @@ func errLine(err error) string {
 // differs from the plain queue's.
 func compareTranscripts(t *testing.T, split, plain []string) {
 	t.Helper()
+	if !slices.ContainsFunc(plain, func(l string) bool { return strings.Contains(l, "received in order") }) {
+		t.Fatalf("the plain queue's transcript holds no receive:\n%s", strings.Join(plain, "\n"))
+	}
 	for i := range max(len(split), len(plain)) {
 		var a, b string
 		if i < len(split) {
@@ -143,18 +154,38 @@ func compareTranscripts(t *testing.T, split, plain []string) {
 	}
 }
 
-// TestSplitQueueAnswersAsPlainThroughTheSDK runs the scenario through the
-// AWS SDK for Go v2 (AWS JSON 1.0), each request through the next member
-// in turn.
-func TestSplitQueueAnswersAsPlainThroughTheSDK(t *testing.T) {
+// TestSplitQueueAnswersAsPlain runs the scenario through each real
+// client: the AWS SDK for Go v2 (AWS JSON 1.0), the AWS SDK for Go v1 (AWS
+// Query), boto3 and the AWS CLI, each on a pair of queues of its own in
+// one cluster. A machine without python3 and boto3, or the AWS CLI, skips
+// their parts, and fails them in CI (testenv.ClientMissing).
+func TestSplitQueueAnswersAsPlain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}
-	c, htURL, plainURL := splitAndPlain(t, "sdk")
+	c := splitAndPlainCluster(t)
 	foreign := foreignHandle(t, c)
-	split := sdkScenario(t, c, htURL, foreign)
-	plain := sdkScenario(t, c, plainURL, foreign)
-	compareTranscripts(t, split, plain)
+	t.Run("sdk", func(t *testing.T) {
+		htURL, plainURL := c.splitAndPlain("sdk")
+		compareTranscripts(t, sdkScenario(t, c, htURL, foreign), sdkScenario(t, c, plainURL, foreign))
+	})
+	t.Run("query", func(t *testing.T) {
+		htURL, plainURL := c.splitAndPlain("query")
+		compareTranscripts(t, queryScenario(t, c, htURL, foreign), queryScenario(t, c, plainURL, foreign))
+	})
+	t.Run("boto3", func(t *testing.T) {
+		python := boto3Python(t)
+		htURL, plainURL := c.splitAndPlain("boto3")
+		compareTranscripts(t, boto3Scenario(t, c, python, htURL, foreign), boto3Scenario(t, c, python, plainURL, foreign))
+	})
+	t.Run("cli", func(t *testing.T) {
+		cli, err := exec.LookPath("aws")
+		if err != nil {
+			testenv.ClientMissing(t, "the aws CLI is not installed")
+		}
+		htURL, plainURL := c.splitAndPlain("cli")
+		compareTranscripts(t, cliScenario(t, c, cli, htURL, foreign), cliScenario(t, c, cli, plainURL, foreign))
+	})
 }
 
 // sdkScenario runs the scenario on the queue at url, an empty FIFO queue
@@ -163,6 +194,7 @@ func TestSplitQueueAnswersAsPlainThroughTheSDK(t *testing.T) {
 // It fails the test where the queue breaks what SQS promises whatever
 // its throughput mode.
 func sdkScenario(t *testing.T, c *memCluster, url, foreign string) []string {
+	t.Helper()
 	ctx := context.Background()
 	tr := newTranscript(url)
 	clients := c.memberClients()
