@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -376,6 +377,21 @@ func TestSplitQueueReceivesFromEveryPartition(t *testing.T) {
 	}
 }
 
+// getJSON decodes the JSON answer of a GET of url into v, or says why it
+// could not.
+func getJSON(url string, v any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
 // countAll counts the messages of every group.
 func countAll(m map[string][]string) int {
 	n := 0
@@ -524,6 +540,71 @@ func TestSplitQueueWideActions(t *testing.T) {
 				}
 			}
 			return fmt.Errorf("%s's console does not list wide.fifo: %+v", nd.id, list.Queues)
+		})
+	}
+	// And its pages of the queue's groups, a page at a time, and of its
+	// messages, all or one group's: every partition's.
+	for _, nd := range c.nodes {
+		c.retrying("the console's groups and messages on "+nd.id, func() error {
+			var peek struct {
+				Messages []struct {
+					Body    string `json:"body"`
+					GroupID string `json:"groupId"`
+					State   string `json:"state"`
+				} `json:"messages"`
+			}
+			if err := getJSON("http://"+nd.httpAddr+"/console/api/queues/wide.fifo/messages?limit=100", &peek); err != nil {
+				return err
+			}
+			if len(peek.Messages) != 2*groups {
+				return fmt.Errorf("%s's console peeks %d messages, want %d", nd.id, len(peek.Messages), 2*groups)
+			}
+			held := map[string]bool{} // the groups with a message in flight
+			for _, m := range peek.Messages {
+				if m.State == "inflight" {
+					held[m.GroupID] = true
+				}
+			}
+			for i := range groups {
+				g := "g" + strconv.Itoa(i)
+				if err := getJSON("http://"+nd.httpAddr+"/console/api/queues/wide.fifo/messages?group="+g, &peek); err != nil {
+					return err
+				}
+				if len(peek.Messages) != 2 || peek.Messages[0].Body != g+"-0" || peek.Messages[1].Body != g+"-1" {
+					return fmt.Errorf("%s's console peeks %+v of group %s, want its two messages", nd.id, peek.Messages, g)
+				}
+			}
+			seen := map[string]bool{}
+			var last uint64
+			for after, pages := "", 0; pages == 0 || after != ""; pages++ {
+				var page struct {
+					Total, InFlight int
+					Groups          []struct {
+						ID           string `json:"id"`
+						Messages     int    `json:"messages"`
+						HeadSequence string `json:"headSequence"`
+					} `json:"groups"`
+					Next string `json:"next"`
+				}
+				if err := getJSON("http://"+nd.httpAddr+"/console/api/queues/wide.fifo/groups?limit=4&after="+after, &page); err != nil {
+					return err
+				}
+				if page.Total != groups || page.InFlight != len(held) || pages > groups {
+					return fmt.Errorf("%s's console's groups page %d: %d groups, %d in flight; want %d and %d", nd.id, pages, page.Total, page.InFlight, groups, len(held))
+				}
+				for _, g := range page.Groups {
+					seq, _ := strconv.ParseUint(g.HeadSequence, 10, 64)
+					if seen[g.ID] || g.Messages != 2 || seq <= last {
+						return fmt.Errorf("%s's console's groups page %d: group %s (seen before: %v) with %d messages, head %d after %d", nd.id, pages, g.ID, seen[g.ID], g.Messages, seq, last)
+					}
+					seen[g.ID], last = true, seq
+				}
+				after = page.Next
+			}
+			if len(seen) != groups {
+				return fmt.Errorf("%s's console's groups pages showed %d groups, want %d", nd.id, len(seen), groups)
+			}
+			return nil
 		})
 	}
 	// So does a request a node makes for itself (the console's, Do).

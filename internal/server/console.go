@@ -1,9 +1,12 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/console"
@@ -98,40 +101,100 @@ func (b consoleBackend) summary(q api.QueueKey, now int64) (sum engine.QueueSumm
 	return sum, true
 }
 
+// consoleParts returns the partitions of queue q whose replicas this node
+// holds, as the console reads them: partition 0 (q itself) first; only
+// the one holding group if group is set; just q for a queue never split.
+// Like the summary, the console's pages of a split queue show what this
+// node holds, which on a node with a replica of every shard is all.
+func (b consoleBackend) consoleParts(q api.QueueKey, group *string) []api.QueueKey {
+	if !b.s.sharded() || !b.s.shards.IsSplit(q) {
+		return []api.QueueKey{q}
+	}
+	if group != nil {
+		q.Part = b.s.shards.PartOf(q, api.GroupHash(*group))
+		return []api.QueueKey{q}
+	}
+	var keys []api.QueueKey
+	for _, p := range b.s.shards.Parts(q) {
+		key := q
+		key.Part = p
+		keys = append(keys, key)
+	}
+	return keys
+}
+
 // Groups implements console.Backend; it needs the right to read the
-// queue's attributes.
+// queue's attributes. A split queue's page is merged from its
+// partitions': the cursor, a head's sequence number, orders groups across
+// partitions as within one, since sequence numbers are unique in the
+// queue.
 func (b consoleBackend) Groups(account string, q api.QueueKey, opts engine.GroupsOptions) (page engine.GroupsPage, err error) {
 	if err := b.s.authorizeOn(nil, account, api.ActionGetQueueAttributes, q); err != nil {
 		return page, err
 	}
 	now := b.s.now().UnixNano()
-	ok := false
-	b.s.logOf(q).Read(func(e *engine.Engine) { page, ok = e.Groups(q, now, opts) })
-	if !ok {
+	keys := b.consoleParts(q, opts.Group)
+	found, more := false, false
+	for _, key := range keys {
+		var part engine.GroupsPage
+		ok := false
+		b.s.logOf(key).Read(func(e *engine.Engine) { part, ok = e.Groups(key, now, opts) })
+		if !ok {
+			continue // in a shard this node holds no replica of
+		}
+		if len(keys) == 1 {
+			return part, nil
+		}
+		found = true
+		page.FIFO = part.FIFO
+		page.Total += part.Total
+		page.InFlight += part.InFlight
+		page.Groups = append(page.Groups, part.Groups...)
+		more = more || part.Next != ""
+	}
+	if !found {
 		return page, api.ErrQueueDoesNotExist()
+	}
+	slices.SortFunc(page.Groups, func(a, b engine.GroupInfo) int { return cmp.Compare(a.HeadSequence, b.HeadSequence) })
+	if n := min(max(opts.Limit, 1), engine.MaxInspectGroups); len(page.Groups) > n || more && len(page.Groups) > 0 {
+		page.Groups = page.Groups[:min(n, len(page.Groups))]
+		page.Next = strconv.FormatUint(page.Groups[len(page.Groups)-1].HeadSequence, 10)
 	}
 	return page, nil
 }
 
 // Peek implements console.Backend. Peeking shows message bodies, so it
 // needs the right to receive from the queue, though it receives nothing.
+// A split queue's first messages are merged from its partitions' in
+// sequence order.
 func (b consoleBackend) Peek(account string, q api.QueueKey, opts engine.PeekOptions) (msgs []engine.PeekedMessage, err error) {
 	if err := b.s.authorizeOn(nil, account, api.ActionReceiveMessage, q); err != nil {
 		return nil, err
 	}
 	now := b.s.now().UnixNano()
-	ok := false
-	b.s.logOf(q).Read(func(e *engine.Engine) {
-		msgs, ok = e.Peek(q, now, opts)
-		// Message attribute maps are shared with the engine; copy them
-		// while the lock is held, so that nothing of the engine's is
-		// read after it is released.
-		for i := range msgs {
-			msgs[i].MessageAttributes = maps.Clone(msgs[i].MessageAttributes)
-		}
-	})
-	if !ok {
+	found := false
+	keys := b.consoleParts(q, opts.Group)
+	for _, key := range keys {
+		ok := false
+		b.s.logOf(key).Read(func(e *engine.Engine) {
+			var part []engine.PeekedMessage
+			part, ok = e.Peek(key, now, opts)
+			// Message attribute maps are shared with the engine; copy
+			// them while the lock is held, so that nothing of the
+			// engine's is read after it is released.
+			for i := range part {
+				part[i].MessageAttributes = maps.Clone(part[i].MessageAttributes)
+			}
+			msgs = append(msgs, part...)
+		})
+		found = found || ok
+	}
+	if !found {
 		return nil, api.ErrQueueDoesNotExist()
+	}
+	if len(keys) > 1 {
+		slices.SortFunc(msgs, func(a, b engine.PeekedMessage) int { return cmp.Compare(a.SequenceNumber, b.SequenceNumber) })
+		msgs = msgs[:min(len(msgs), min(max(opts.Limit, 1), engine.MaxPeekMessages))]
 	}
 	return msgs, nil
 }
