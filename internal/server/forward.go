@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -259,7 +260,7 @@ func (s *Server) sendForward(ctx context.Context, w http.ResponseWriter, r *http
 	if s.sharded() {
 		out.Header.Set(hdrGroup, strconv.FormatUint(uint64(id), 10))
 	}
-	resp, err := s.fwd.client.Do(out)
+	resp, answer, err := doForwarded(ctx, s.fwd.client, out)
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
@@ -271,7 +272,6 @@ func (s *Server) sendForward(ctx context.Context, w http.ResponseWriter, r *http
 		}
 		return api.ErrServiceUnavailable("The leader could not be reached or stopped answering (%v); the request may or may not have been carried out: retry.", errors.Unwrap(err))
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusMisdirectedRequest && s.shards != nil {
 		if n, perr := strconv.ParseUint(resp.Header.Get(hdrGroup), 10, 32); perr == nil {
 			return &misdirectedError{group: uint32(n), leader: resp.Header.Get(hdrLeader)}
@@ -285,10 +285,51 @@ func (s *Server) sendForward(ctx context.Context, w http.ResponseWriter, r *http
 			w.Header()[k] = vs
 		}
 	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
+	_, _ = w.Write(answer)
 	return nil
 }
+
+// doForwarded sends out, a request forwarded to a leader, and returns the
+// leader's answer with its body read whole, or an error: never part of an
+// answer, which relayed would reach the client as a complete one cut
+// short. ctx ends the forward until the leader answers (the client gone,
+// or watchForwardTarget giving up on the leader); once it has, a change
+// of leader no longer matters, as what it answered stands, and its body is
+// read within forwardBodyWait.
+func doForwarded(ctx context.Context, client *http.Client, out *http.Request) (*http.Response, []byte, error) {
+	reqCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stopFollowing := context.AfterFunc(ctx, cancel)
+	resp, err := client.Do(out.WithContext(reqCtx))
+	if err != nil {
+		stopFollowing()
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	if stopFollowing() {
+		t := time.AfterFunc(forwardBodyWait, cancel)
+		defer t.Stop()
+	}
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxForwardedAnswer+1))
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("the leader's answer was cut off: %w", err)
+	case len(answer) > maxForwardedAnswer:
+		return nil, nil, fmt.Errorf("the leader's answer is longer than %d bytes", maxForwardedAnswer)
+	}
+	return resp, answer, nil
+}
+
+// forwardBodyWait bounds the reading of a leader's answer once it has
+// begun: its body follows at once, as the leader writes it whole.
+const forwardBodyWait = 30 * time.Second
+
+// maxForwardedAnswer bounds a leader's answer that a follower reads and
+// relays: above the longest an SQS action gives, ten messages of 1 MiB
+// each, escaped for XML.
+const maxForwardedAnswer = 64 << 20
 
 // forwardGrace is how long a forwarded request waits on its leader while
 // this node knows no leader at all: about three election timeouts, time
