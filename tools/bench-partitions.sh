@@ -19,7 +19,8 @@
 # servers' --partition-split-rate (a low one makes busy partitions split
 # during the bench, whose send latencies then show the pause); CLIENT is
 # the bench's client, lean by default (sdk retries what a split refuses,
-# as an application's SDK does).
+# as an application's SDK does). GROUP_RUN, if set, is the bench's
+# --group-run: 10 makes each batch one group's messages.
 set -euo pipefail
 mode=${1:?mode: ht or plain}
 nodes=${2:-6}
@@ -98,7 +99,7 @@ if [ -n "${PROFILE:-}" ]; then
     curl -s -o "$PROFILE/$mode-n$i.pprof" "http://127.0.0.1:$((base + 200 + i))/debug/pprof/profile?seconds=$((secs - 2))" &
   done
 fi
-$bin bench --endpoint "$endpoints" --queue "$queue" "${ht[@]}" --duration "${secs}s" --batch 10 --producers "$clients" --consumers "$clients" \
+$bin bench --endpoint "$endpoints" --queue "$queue" "${ht[@]}" --duration "${secs}s" --batch 10 ${GROUP_RUN:+--group-run $GROUP_RUN} --producers "$clients" --consumers "$clients" \
   --groups 256 --client "${CLIENT:-lean}" --metrics off --json --quiet > "$work/bench.json" 2> "$work/bench.err" || true
 cpu_after=$(cpu)
 t1=$(date +%s.%N)

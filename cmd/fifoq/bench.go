@@ -133,6 +133,7 @@ func benchFlagSet(o *benchOptions, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.cfg.Producers, "producers", 4, "concurrent producers")
 	fs.IntVar(&o.cfg.Consumers, "consumers", 4, "concurrent consumers")
 	fs.IntVar(&o.cfg.Groups, "groups", 16, "message groups (FIFO; with --standard, 0 sends no group)")
+	fs.IntVar(&o.cfg.GroupRun, "group-run", 1, "consecutive messages of a producer sent to one group (with --batch, a batch of one group's messages)")
 	fs.IntVar(&o.cfg.Batch, "batch", 10, "messages per send (1 uses SendMessage, 2-10 SendMessageBatch)")
 	fs.IntVar(&o.cfg.BodySize, "body-size", 256, "message body size in bytes")
 	fs.BoolVar(&o.standard, "standard", false, "use a standard queue instead of a FIFO queue")

@@ -29,6 +29,12 @@ type Config struct {
 	// Groups is the number of message groups messages are spread over (FIFO,
 	// and standard fair queues); 0 sends standard messages without a group.
 	Groups int
+	// GroupRun is how many consecutive messages of a producer go to one
+	// group before the next (1 if below): with GroupRun equal to Batch,
+	// each batch holds one group's messages, as a producer sending an
+	// entity's events together does; with 1, a batch's messages are of as
+	// many groups, which a high-throughput queue splits over partitions.
+	GroupRun int
 	// Batch is the number of messages per send and the most per receive
 	// (1 uses SendMessage, 2-10 SendMessageBatch).
 	Batch int
@@ -254,7 +260,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 }
 
 // produce sends messages until stopAt or until ctx ends. Producer p numbers its messages
-// 0, 1, 2, ... and sends message i to group i mod Groups; it waits for each
+// 0, 1, 2, ... and sends message i to group (i / GroupRun) mod Groups; it waits for each
 // acknowledgement before the next send, so within one group the order of
 // its messages is the order of their numbers.
 func (r *run) produce(ctx context.Context, stopAt time.Time, p int) {
@@ -290,7 +296,7 @@ type outgoing struct {
 func (r *run) newMessage(p, seq int) outgoing {
 	m := outgoing{key: msgKey{producer: p, seq: seq}}
 	if r.cfg.Groups > 0 {
-		m.group = "g" + strconv.Itoa(seq%r.cfg.Groups)
+		m.group = "g" + strconv.Itoa(seq/max(r.cfg.GroupRun, 1)%r.cfg.Groups)
 	}
 	m.body = encodeBody(m.key, m.group, time.Now(), r.cfg.BodySize)
 	if r.cfg.FIFO {
