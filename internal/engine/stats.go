@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -64,6 +65,9 @@ type QueueLoad struct {
 	// no outbox, deduplicating by group, not fenced...). Only reported
 	// for a high-throughput queue.
 	Splittable bool
+	// NotSplittable says why a high-throughput queue is not Splittable,
+	// for an operator reading why it stays whole.
+	NotSplittable string `json:",omitempty"`
 	// SplitAt is the hash that halves the queue's message groups holding
 	// messages now (the median of their hashes, of a sample where they
 	// are many), where a split would part its load; 0 when fewer than
@@ -92,7 +96,12 @@ func (e *Engine) QueueLoads(now int64) map[api.QueueKey]QueueLoad {
 	for k, q := range e.queues {
 		l := QueueLoad{Applied: q.applied, HighThroughput: q.highThroughput()}
 		if l.HighThroughput {
-			l.Splittable = e.splitRefusal(q, now) == nil
+			refusal := e.splitRefusal(q, now)
+			l.Splittable = refusal == nil
+			var ae *api.Error
+			if errors.As(refusal, &ae) {
+				l.NotSplittable = ae.Message
+			}
 			l.SplitAt = q.medianGroupHash()
 			l.Sent = q.lastSeq > 0
 		}

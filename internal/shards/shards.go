@@ -203,6 +203,9 @@ type Set struct {
 	unspreadable map[api.QueueKey]time.Time
 	hotParts     map[api.QueueKey]int
 	lastSpread   time.Time
+	// notSplitNoted: when noteNotSplittable last logged each queue
+	// (touched by that goroutine only).
+	notSplitNoted map[api.QueueKey]time.Time
 	// moved: when each queue last moved, by whatever asked (the balancer,
 	// a redrive's colocation, an operator); written by Move, read by the
 	// balancer, which leaves such a queue where it went (movedMu).
@@ -241,6 +244,7 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 		halted: make(chan struct{}), unwatch: map[uint32]chan struct{}{}, unmovable: map[api.QueueKey]time.Time{},
 		movedForLoad:     map[api.QueueKey]time.Time{},
 		unspreadable:     map[api.QueueKey]time.Time{},
+		notSplitNoted:    map[api.QueueKey]time.Time{},
 		hotParts:         map[api.QueueKey]int{},
 		moved:            map[api.QueueKey]time.Time{},
 		lastQueueBalance: time.Now(), lastSpread: time.Now()}

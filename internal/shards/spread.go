@@ -275,6 +275,9 @@ func (s *Set) spread(ctx context.Context, q api.QueueKey, ids []uint32, holding 
 				// Not now (a dead-letter queue, an outbox to empty), or
 				// not read this round (made by the last step): the next
 				// round reads it again.
+				if ok {
+					s.noteNotSplittable(q, r.NotSplittable)
+				}
 				return nil
 			}
 			n, err := s.Split(ctx, k, uint32(at))
@@ -306,6 +309,19 @@ func (s *Set) spread(ctx context.Context, q api.QueueKey, ids []uint32, holding 
 		holding[empty]++
 	}
 	return nil
+}
+
+// noteNotSplittable logs, at most once every unspreadableFor for each
+// queue, that high-throughput queue q stays whole because its engine
+// refuses to split it, and why (a dead-letter queue, one with message
+// move tasks or messages on their way to other queues): an operator who
+// set the mode otherwise sees nothing of it.
+func (s *Set) noteNotSplittable(q api.QueueKey, why string) {
+	if why == "" || time.Since(s.notSplitNoted[q]) < unspreadableFor {
+		return
+	}
+	s.notSplitNoted[q] = time.Now()
+	s.cfg.Logger.Info("shards: a high-throughput queue is not spread over the shards while it cannot be split", "queue", q, "why", why)
 }
 
 // gather merges q's partitions back into partition 0, last first: the

@@ -1,8 +1,12 @@
 package shards
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,5 +203,66 @@ func TestSpreadQueueDeletedInPartitionZeroAlone(t *testing.T) {
 				t.Fatalf("partition %d of the deleted queue is still in shard %d", p.Part, id)
 			}
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a logger writes to from several
+// goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestSpreadSaysWhyAQueueStaysWhole: a high-throughput FIFO queue that
+// another queue names as its dead-letter queue is not split, which its
+// operator learns from the log, once, with the engine's reason.
+func TestSpreadSaysWhyAQueueStaysWhole(t *testing.T) {
+	var logs lockedBuffer
+	_, set := openMember(t, t.TempDir(), 3, func(c *Config) {
+		c.QueueBalance, c.Spread, c.SplitRate = -1, time.Hour, 1
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	steps := &localSteps{set: set}
+	set.SetSteps(steps)
+	ctx := context.Background()
+	dlq, src := queue("dead.fifo"), queue("src.fifo")
+	g, _ := set.Shard(1)
+	for _, q := range []api.QueueKey{dlq, src} {
+		if err := set.setOnce(ctx, queueKey(q), "1"); err != nil {
+			t.Fatal(err)
+		}
+		attrs := map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}
+		if q == src {
+			attrs["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dead.fifo","maxReceiveCount":"1"}`
+		}
+		if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Entropy: 1,
+			Request: &api.CreateQueueRequest{QueueName: q.Name, Attributes: attrs}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: dlq.Account, Queue: dlq, MessageIDs: []string{"m-1"},
+		Request: &api.SendMessageRequest{QueueUrl: dlq.Path(), MessageBody: "b", MessageGroupId: "g", MessageDeduplicationId: "d"}}); err != nil {
+		t.Fatal(err)
+	}
+	set.spreadQueues(steps)
+	set.spreadQueues(steps)
+	if set.IsSplit(dlq) {
+		t.Fatal("the dead-letter queue was split")
+	}
+	said := strings.Count(logs.String(), "cannot be split")
+	if said != 1 || !strings.Contains(logs.String(), "dead-letter queue") || !strings.Contains(logs.String(), "dead.fifo") {
+		t.Fatalf("the log said %d times why dead.fifo stays whole, want once with the reason:\n%s", said, logs.String())
 	}
 }
