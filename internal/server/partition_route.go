@@ -228,14 +228,22 @@ func (s *Server) serveSpanningBatch(ctx context.Context, in api.Scope, req api.R
 // test_send_batch_missing_deduplication_id_for_fifo_queue,
 // test_send_batch_missing_message_group_id_for_fifo_queue: the answer is an
 // error, so nothing was sent). Whether the queue deduplicates by content
-// is asked of partition 0 only for a batch that needs to know; a
-// SetQueueAttributes that turns it off in between is the one case the
-// check misses, as a change of attributes takes a while to reach all of
-// SQS's hosts too.
+// is asked of partition 0, as the queue's owner (a caller allowed to send
+// need not be allowed to read the attributes), only for a batch that
+// needs to know; a SetQueueAttributes that turns it off in between is the
+// one case the check misses, as a change of attributes takes a while to
+// reach all of SQS's hosts too. A caller this node can tell is not
+// allowed to send (by its replica of partition 0's policy) is refused by
+// the partitions instead, as by a queue never split, which checks access
+// first.
 func (s *Server) validateFIFOBatchWhole(ctx context.Context, in api.Scope, q api.QueueKey, r *api.SendMessageBatchRequest) error {
+	if s.authorizeOn(transportOf(ctx), in.Account, api.ActionSendMessage, q) != nil {
+		return nil
+	}
 	byContent := true // what matters only if an entry names no deduplication id
 	if slices.ContainsFunc(r.Entries, func(e api.SendMessageBatchRequestEntry) bool { return e.MessageDeduplicationId == "" }) {
-		resp, err := s.doOnPart(ctx, in, q, 0, &api.GetQueueAttributesRequest{QueueUrl: r.QueueUrl,
+		owner := api.Scope{Account: q.Account, Region: in.Region}
+		resp, err := s.doOnPart(ctx, owner, q, 0, &api.GetQueueAttributesRequest{QueueUrl: r.QueueUrl,
 			AttributeNames: []string{api.AttrContentBasedDeduplication}})
 		if err != nil {
 			return err
