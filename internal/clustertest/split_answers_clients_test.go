@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -151,44 +150,6 @@ func queryScenario(t *testing.T, c *memCluster, url, foreign string) []string {
 	return tr.lines
 }
 
-// clientEnv is the environment of the AWS CLI and boto3: test
-// credentials, configuration files that do not exist, so that the
-// machine's ~/.aws and AWS_* variables cannot point them elsewhere, and no
-// proxy for loopback.
-func clientEnv(t *testing.T) []string {
-	dir := t.TempDir()
-	env := []string{
-		"AWS_ACCESS_KEY_ID=test",
-		"AWS_SECRET_ACCESS_KEY=test",
-		"AWS_DEFAULT_REGION=us-east-1",
-		"AWS_CONFIG_FILE=" + filepath.Join(dir, "config"),
-		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "credentials"),
-		"AWS_PAGER=",
-		"NO_PROXY=127.0.0.1,localhost",
-		"no_proxy=127.0.0.1,localhost",
-	}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(strings.ToUpper(kv), "NO_PROXY=") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-// boto3Python returns the python3 that has boto3; a test without it
-// fails in CI and skips elsewhere (testenv.ClientMissing).
-func boto3Python(t *testing.T) string {
-	t.Helper()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		testenv.ClientMissing(t, "python3 is not installed")
-	}
-	if err := exec.Command(python, "-c", "import boto3").Run(); err != nil {
-		testenv.ClientMissing(t, "boto3 is not installed")
-	}
-	return python
-}
-
 // boto3Scenario runs testdata/split_answers_boto3.py on the queue at url
 // through the third member, and returns the transcript it prints.
 func boto3Scenario(t *testing.T, c *memCluster, python, url, foreign string) []string {
@@ -196,7 +157,7 @@ func boto3Scenario(t *testing.T, c *memCluster, python, url, foreign string) []s
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, filepath.Join("testdata", "split_answers_boto3.py"), "http://"+c.nodes[2].httpAddr, url, foreign)
-	cmd.Env = clientEnv(t)
+	cmd.Env = testenv.ClientEnv(t)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -215,7 +176,7 @@ func boto3Scenario(t *testing.T, c *memCluster, python, url, foreign string) []s
 func cliScenario(t *testing.T, c *memCluster, cli, url, foreign string) []string {
 	t.Helper()
 	tr := newTranscript(url)
-	env := clientEnv(t)
+	env := testenv.ClientEnv(t)
 	turn := 0
 	// run runs one command and returns what it printed, or the error
 	// line it wrote ("An error occurred (Code) when calling ...").

@@ -174,7 +174,7 @@ func TestSplitQueueAnswersAsPlain(t *testing.T) {
 		compareTranscripts(t, queryScenario(t, c, htURL, foreign), queryScenario(t, c, plainURL, foreign))
 	})
 	t.Run("boto3", func(t *testing.T) {
-		python := boto3Python(t)
+		python := testenv.Boto3Python(t)
 		htURL, plainURL := c.splitAndPlain("boto3")
 		compareTranscripts(t, boto3Scenario(t, c, python, htURL, foreign), boto3Scenario(t, c, python, plainURL, foreign))
 	})

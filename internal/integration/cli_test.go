@@ -13,29 +13,6 @@ import (
 	"github.com/fifoq/fifoq/internal/testenv"
 )
 
-// clientEnv is the environment of the AWS CLI and boto3: test credentials,
-// configuration files that do not exist, so that the machine's ~/.aws and
-// AWS_* variables cannot point them elsewhere, and no proxy for loopback.
-func clientEnv(t *testing.T) []string {
-	dir := t.TempDir()
-	env := []string{
-		"AWS_ACCESS_KEY_ID=test",
-		"AWS_SECRET_ACCESS_KEY=test",
-		"AWS_DEFAULT_REGION=" + Region,
-		"AWS_CONFIG_FILE=" + filepath.Join(dir, "config"),
-		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "credentials"),
-		"AWS_PAGER=",
-		"NO_PROXY=127.0.0.1,localhost",
-		"no_proxy=127.0.0.1,localhost",
-	}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(strings.ToUpper(kv), "NO_PROXY=") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 // TestAWSCLI drives a FIFO queue with the AWS CLI, which speaks AWS JSON
 // through botocore.
 func TestAWSCLI(t *testing.T) {
@@ -45,7 +22,7 @@ func TestAWSCLI(t *testing.T) {
 		testenv.ClientMissing(t, "the aws CLI is not installed")
 	}
 	env := Start(t)
-	procEnv := clientEnv(t)
+	procEnv := testenv.ClientEnv(t)
 	run := func(args ...string) map[string]any {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -130,23 +107,9 @@ print("ok")
 // TestBoto3 drives a FIFO queue with boto3.
 func TestBoto3(t *testing.T) {
 	t.Parallel()
-	python := boto3Python(t)
+	python := testenv.Boto3Python(t)
 	env := Start(t)
 	runPython(t, python, boto3Script, 30*time.Second, env.URL)
-}
-
-// boto3Python returns the python3 that has boto3; a test without it
-// fails in CI and skips elsewhere (testenv.ClientMissing).
-func boto3Python(t *testing.T) string {
-	t.Helper()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		testenv.ClientMissing(t, "python3 is not installed")
-	}
-	if err := exec.Command(python, "-c", "import boto3").Run(); err != nil {
-		testenv.ClientMissing(t, "boto3 is not installed")
-	}
-	return python
 }
 
 // runPython runs script with python and args, in the clients'
@@ -160,7 +123,7 @@ func runPython(t *testing.T, python, script string, timeout time.Duration, args 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, append([]string{path}, args...)...)
-	cmd.Env = clientEnv(t)
+	cmd.Env = testenv.ClientEnv(t)
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Fatalf("python script: %v\n%s", err, out)

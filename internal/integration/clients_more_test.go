@@ -27,7 +27,7 @@ func runSmokeScript(t *testing.T, bin, dir, script string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, script, env.URL)
 	cmd.Dir = abs
-	cmd.Env = clientEnv(t)
+	cmd.Env = testenv.ClientEnv(t)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

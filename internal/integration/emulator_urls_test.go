@@ -108,7 +108,7 @@ print("ok")
 // other emulators' queue URLs.
 func TestEmulatorQueueURLsBoto3AndCLI(t *testing.T) {
 	t.Parallel()
-	python := boto3Python(t)
+	python := testenv.Boto3Python(t)
 	aws, err := exec.LookPath("aws")
 	if err != nil {
 		testenv.ClientMissing(t, "the aws CLI is not installed")
@@ -116,7 +116,7 @@ func TestEmulatorQueueURLsBoto3AndCLI(t *testing.T) {
 	env := Start(t)
 	mustCreate(t, v2Client{env.V2}, "legacy", nil)
 	forms := emulatorURLs(env, "legacy")
-	procEnv := clientEnv(t)
+	procEnv := testenv.ClientEnv(t)
 
 	runPython(t, python, emulatorURLScript, 60*time.Second, env.URL, forms["elasticmq"], forms["localstack"])
 

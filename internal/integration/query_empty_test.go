@@ -83,7 +83,7 @@ func TestQueryEmptyListsDebianBoto3(t *testing.T) {
 	cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, python, path, env.URL, u)
-	cmd.Env = clientEnv(t)
+	cmd.Env = testenv.ClientEnv(t)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("python script: %v\n%s", err, out)
