@@ -101,26 +101,26 @@ func (b consoleBackend) summary(q api.QueueKey, now int64) (sum engine.QueueSumm
 	return sum, true
 }
 
-// consoleParts returns the partitions of queue q whose replicas this node
-// holds, as the console reads them: partition 0 (q itself) first; only
-// the one holding group if group is set; just q for a queue never split.
-// Like the summary, the console's pages of a split queue show what this
-// node holds, which on a node with a replica of every shard is all.
-func (b consoleBackend) consoleParts(q api.QueueKey, group *string) []api.QueueKey {
+// consoleParts returns the partitions of queue q the console reads, and
+// whether q is split: partition 0 (q itself) first; only the one holding
+// group if group is set; just q for a queue never split. Like the
+// summary, the console's pages of a split queue show what this node holds
+// replicas of, which on a node with a replica of every shard is all, and
+// nothing (not an error) where it holds none of them.
+func (b consoleBackend) consoleParts(q api.QueueKey, group *string) (keys []api.QueueKey, split bool) {
 	if !b.s.sharded() || !b.s.shards.IsSplit(q) {
-		return []api.QueueKey{q}
+		return []api.QueueKey{q}, false
 	}
 	if group != nil {
 		q.Part = b.s.shards.PartOf(q, api.GroupHash(*group))
-		return []api.QueueKey{q}
+		return []api.QueueKey{q}, true
 	}
-	var keys []api.QueueKey
 	for _, p := range b.s.shards.Parts(q) {
 		key := q
 		key.Part = p
 		keys = append(keys, key)
 	}
-	return keys
+	return keys, true
 }
 
 // Groups implements console.Backend; it needs the right to read the
@@ -133,7 +133,7 @@ func (b consoleBackend) Groups(account string, q api.QueueKey, opts engine.Group
 		return page, err
 	}
 	now := b.s.now().UnixNano()
-	keys := b.consoleParts(q, opts.Group)
+	keys, split := b.consoleParts(q, opts.Group)
 	found, more := false, false
 	for _, key := range keys {
 		var part engine.GroupsPage
@@ -152,9 +152,10 @@ func (b consoleBackend) Groups(account string, q api.QueueKey, opts engine.Group
 		page.Groups = append(page.Groups, part.Groups...)
 		more = more || part.Next != ""
 	}
-	if !found {
+	if !found && !split {
 		return page, api.ErrQueueDoesNotExist()
 	}
+	page.FIFO = page.FIFO || split // only FIFO queues are split
 	slices.SortFunc(page.Groups, func(a, b engine.GroupInfo) int { return cmp.Compare(a.HeadSequence, b.HeadSequence) })
 	if n := min(max(opts.Limit, 1), engine.MaxInspectGroups); len(page.Groups) > n || more && len(page.Groups) > 0 {
 		page.Groups = page.Groups[:min(n, len(page.Groups))]
@@ -173,7 +174,7 @@ func (b consoleBackend) Peek(account string, q api.QueueKey, opts engine.PeekOpt
 	}
 	now := b.s.now().UnixNano()
 	found := false
-	keys := b.consoleParts(q, opts.Group)
+	keys, split := b.consoleParts(q, opts.Group)
 	for _, key := range keys {
 		ok := false
 		b.s.logOf(key).Read(func(e *engine.Engine) {
@@ -189,7 +190,7 @@ func (b consoleBackend) Peek(account string, q api.QueueKey, opts engine.PeekOpt
 		})
 		found = found || ok
 	}
-	if !found {
+	if !found && !split {
 		return nil, api.ErrQueueDoesNotExist()
 	}
 	if len(keys) > 1 {
