@@ -189,7 +189,7 @@ func TestSplitQueueAnswersAsPlain(t *testing.T) {
 }
 
 // sdkScenario runs the scenario on the queue at url, an empty FIFO queue
-// deduplicating by message group, and returns its transcript; other is
+// deduplicating by message group, and returns its transcript; foreign is
 // the receipt handle of a message of another FIFO queue.
 // It fails the test where the queue breaks what SQS promises whatever
 // its throughput mode.
