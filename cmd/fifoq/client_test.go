@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +28,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // The tests below run the client commands (backup, export, import,
@@ -87,7 +88,7 @@ func startServeBin(t *testing.T, scheme string, client *http.Client, args ...str
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	cmd := exec.Command(fifoq, append([]string{"serve", "--listen", addr, "--data-dir", t.TempDir()}, args...)...)
 	cmd.Env = cleanEnv(t, "FIFOQ_ACCESS_KEY_ID="+clientTestKey, "FIFOQ_SECRET_ACCESS_KEY="+clientTestSecret)
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -120,25 +121,6 @@ func startServeBin(t *testing.T, scheme string, client *http.Client, args ...str
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a subprocess's output copier and
-// the test's reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // sqsFor is an SDK client of the server at endpoint, signing with the

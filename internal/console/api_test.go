@@ -11,13 +11,13 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/auth"
 	"github.com/fifoq/fifoq/internal/integration"
 	"github.com/fifoq/fifoq/internal/server"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // apiClient calls the console's JSON API as the console's page does: with
@@ -461,33 +461,15 @@ func checkOpenHTTP(t *testing.T, env *integration.Env) {
 	}
 }
 
-// logBuffer collects a server's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startWithCredentials starts a server whose credentials are creds, with
 // its log in a buffer, and returns its URL.
-func startWithCredentials(t *testing.T, creds ...auth.Credential) (string, *logBuffer) {
+func startWithCredentials(t *testing.T, creds ...auth.Credential) (string, *testenv.SyncBuffer) {
 	t.Helper()
 	store, err := auth.NewStore(creds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &testenv.SyncBuffer{}
 	srv, err := server.New(server.Config{
 		Account:  integration.Account,
 		Region:   integration.Region,

@@ -635,7 +635,7 @@ func startInCgroup(t *testing.T, cg *memCgroup, logs *os.File, addr, dataDir str
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	p := &fifoqProc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &fifoqProc{cmd: cmd, out: &testenv.SyncBuffer{}, done: make(chan struct{})}
 	out := io.MultiWriter(logs, p.out)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

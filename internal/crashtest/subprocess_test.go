@@ -1,41 +1,21 @@
 package crashtest
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/testbin"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer safe for the writes of a subprocess's
-// output copier and the reads of the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // fifoqProc is one run of the fifoq binary whose output the test reads.
 type fifoqProc struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer // stdout and stderr
+	out  *testenv.SyncBuffer // stdout and stderr
 	done chan struct{}
 	err  error // the exit status, once done is closed
 }
@@ -60,7 +40,7 @@ func launchBinary(t *testing.T, bin string, env []string, args ...string) *fifoq
 		}
 	}
 	cmd.Env = append(cmd.Env, env...)
-	p := &fifoqProc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &fifoqProc{cmd: cmd, out: &testenv.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start fifoq: %v", err)

@@ -7,35 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/fifoq/fifoq/internal/backup"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
-
-// lockedBuffer is a log's output, written from Raft's goroutines and read
-// by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // regionConfig is a test log's configuration in region, logging to out
 // (if not nil).
-func regionConfig(dir, region string, out *lockedBuffer) RaftConfig {
+func regionConfig(dir, region string, out *testenv.SyncBuffer) RaftConfig {
 	cfg := RaftConfig{Dir: dir, Engine: engine.Config{Region: region}, MinFreeBytes: -1, Logger: slog.New(slog.DiscardHandler)}
 	if out != nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(out, nil))
@@ -127,7 +108,7 @@ func TestDataDirWithoutRegionRecordAdopts(t *testing.T) {
 		} else {
 			region = "ap-south-1" // the log cannot tell: the configured one is taken
 		}
-		var out lockedBuffer
+		var out testenv.SyncBuffer
 		l, err = OpenRaft(regionConfig(dir, region, &out))
 		if err != nil {
 			t.Fatalf("a data dir without a region record, snapshot %v, opened in %s: %v", snapshot, region, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/auth"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // requireSignatures returns a verifier that knows one access key, so that
@@ -26,7 +27,7 @@ func requireSignatures(t *testing.T) *auth.Verifier {
 }
 
 // requestLines returns the JSON log lines whose msg is "request".
-func requestLines(t *testing.T, logs *syncBuffer) []map[string]any {
+func requestLines(t *testing.T, logs *testenv.SyncBuffer) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
@@ -51,7 +52,7 @@ func requestLines(t *testing.T, logs *syncBuffer) []map[string]any {
 func TestRequestLog(t *testing.T) {
 	for _, enabled := range []bool{true, false} {
 		t.Run(map[bool]string{true: "on", false: "off"}[enabled], func(t *testing.T) {
-			var logs syncBuffer
+			var logs testenv.SyncBuffer
 			srv, err := New(Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), LogRequests: enabled})
 			if err != nil {
 				t.Fatal(err)

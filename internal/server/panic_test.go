@@ -1,18 +1,17 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/replog"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // panickingLog is a real in-memory log that panics when asked to create
@@ -26,29 +25,11 @@ func (l panickingLog) Apply(ctx context.Context, cmd *engine.Command) (api.Respo
 	return l.Memory.Apply(ctx, cmd)
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's concurrent log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestPanicCostsOneRequest checks that a panic while serving a request
 // becomes a 500 InternalFailure naming the request id, is logged with that
 // id and its stack, and leaves the server serving the next request.
 func TestPanicCostsOneRequest(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	srv, err := New(Config{
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Log:    panickingLog{replog.NewMemory(engine.Config{Region: DefaultRegion})},

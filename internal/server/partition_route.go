@@ -237,11 +237,16 @@ func (s *Server) serveSpanningBatch(ctx context.Context, in api.Scope, req api.R
 // the partitions instead, as by a queue never split, which checks access
 // first.
 func (s *Server) validateFIFOBatchWhole(ctx context.Context, in api.Scope, q api.QueueKey, r *api.SendMessageBatchRequest) error {
+	noGroup := slices.ContainsFunc(r.Entries, func(e api.SendMessageBatchRequestEntry) bool { return e.MessageGroupId == "" })
+	noDedup := slices.ContainsFunc(r.Entries, func(e api.SendMessageBatchRequestEntry) bool { return e.MessageDeduplicationId == "" })
+	if !noGroup && !noDedup {
+		return nil // what a batch of many groups sends: nothing to refuse
+	}
 	if s.authorizeOn(transportOf(ctx), in.Account, api.ActionSendMessage, q) != nil {
 		return nil
 	}
 	byContent := true // what matters only if an entry names no deduplication id
-	if slices.ContainsFunc(r.Entries, func(e api.SendMessageBatchRequestEntry) bool { return e.MessageDeduplicationId == "" }) {
+	if noDedup {
 		owner := api.Scope{Account: q.Account, Region: in.Region}
 		resp, err := s.doOnPart(ctx, owner, q, 0, &api.GetQueueAttributesRequest{QueueUrl: r.QueueUrl,
 			AttributeNames: []string{api.AttrContentBasedDeduplication}})

@@ -1,17 +1,16 @@
 package shards
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // TestSpreadAndSplitBusyPartitions: a high-throughput FIFO queue created
@@ -206,30 +205,11 @@ func TestSpreadQueueDeletedInPartitionZeroAlone(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer a logger writes to from several
-// goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestSpreadSaysWhyAQueueStaysWhole: a high-throughput FIFO queue that
 // another queue names as its dead-letter queue is not split, which its
 // operator learns from the log, once, with the engine's reason.
 func TestSpreadSaysWhyAQueueStaysWhole(t *testing.T) {
-	var logs lockedBuffer
+	var logs testenv.SyncBuffer
 	_, set := openMember(t, t.TempDir(), 3, func(c *Config) {
 		c.QueueBalance, c.Spread, c.SplitRate = -1, time.Hour, 1
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
