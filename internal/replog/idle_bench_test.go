@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,9 +17,10 @@ import (
 )
 
 var (
-	idleGroups = flag.String("idle.groups", "1,16,64", "numbers of Raft groups BenchmarkIdleGroups runs, comma separated")
-	idleWindow = flag.Duration("idle.window", 20*time.Second, "how long BenchmarkIdleGroups measures the idle groups' CPU")
-	idleShared = flag.Bool("idle.shared", false, "BenchmarkIdleShards: each node's shards keep their entries in one shared log (SharedLog), as fifoq's do")
+	idleGroups  = flag.String("idle.groups", "1,16,64", "numbers of Raft groups BenchmarkIdleGroups runs, comma separated")
+	idleWindow  = flag.Duration("idle.window", 20*time.Second, "how long BenchmarkIdleGroups measures the idle groups' CPU")
+	idleProfile = flag.String("idle.cpuprofile", "", "write a CPU profile of each idle window to this path, the benchmark's name appended")
+	idleShared  = flag.Bool("idle.shared", false, "BenchmarkIdleShards: each node's shards keep their entries in one shared log (SharedLog), as fifoq's do")
 )
 
 // BenchmarkIdleGroups measures what an idle Raft group costs as fifoq runs
@@ -171,6 +173,17 @@ func measureIdleGroups(b *testing.B, n int) idleCost {
 // second, and its goroutines, heap and resident memory at the end less
 // before.
 func measureIdleWindow(b *testing.B, before figures) idleCost {
+	if *idleProfile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%s", *idleProfile, strings.ReplaceAll(b.Name(), "/", "_")))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cpu0 := processCPU()
 	start := time.Now()
 	time.Sleep(*idleWindow)
