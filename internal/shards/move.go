@@ -693,7 +693,7 @@ func (s *Set) balanceQueues(st Steps) {
 				rate[uint32(id)] = v
 			}
 		}
-		if s.splitHot(ctx, hot, ids, rate) {
+		if s.splitHot(ctx, hot, ids, rate) || s.mergeIdle(ctx, readings, load, since, ids) {
 			return // one change a round: the next reads the loads anew
 		}
 	}

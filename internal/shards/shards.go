@@ -119,6 +119,10 @@ type Config struct {
 	// high-throughput FIFO queue splits in two (spread.go):
 	// DefaultSplitRate if 0, never if negative.
 	SplitRate float64
+	// MergeIdle is how long a high-throughput queue split by load must
+	// stay quiet before the partitions its load made merge back
+	// (mergeIdle, spread.go): DefaultMergeIdle if 0, never if negative.
+	MergeIdle time.Duration
 }
 
 // Set is a node's shards beside its first group.
@@ -203,6 +207,10 @@ type Set struct {
 	unspreadable map[api.QueueKey]time.Time
 	hotParts     map[api.QueueKey]int
 	lastSpread   time.Time
+	// quietSince: since when each queue with more partitions than the
+	// spread's has been quiet, by the rounds of balancing (mergeIdle;
+	// touched by that goroutine only).
+	quietSince map[api.QueueKey]time.Time
 	// notSplitNoted: when noteNotSplittable last logged each queue
 	// (touched by that goroutine only).
 	notSplitNoted map[api.QueueKey]time.Time
@@ -246,6 +254,7 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 		unspreadable:     map[api.QueueKey]time.Time{},
 		notSplitNoted:    map[api.QueueKey]time.Time{},
 		hotParts:         map[api.QueueKey]int{},
+		quietSince:       map[api.QueueKey]time.Time{},
 		moved:            map[api.QueueKey]time.Time{},
 		lastQueueBalance: time.Now(), lastSpread: time.Now()}
 	h, err := loadHeld(cfg.Dir)

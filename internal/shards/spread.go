@@ -38,6 +38,14 @@ import (
 //     group is not split, which would part nothing), and its new half
 //     moves to the least loaded shard, up to maxPartsPerShard partitions
 //     of the queue a shard.
+//   - mergeIdle, in the same rounds when splitHot made nothing: a
+//     high-throughput queue with more partitions than there are shards
+//     (its load split it past the spread) whose every partition has stayed
+//     below a quarter of SplitRate for MergeIdle merges two adjacent
+//     partitions back into one, a pair a round, until it is spread one
+//     partition per shard again. What is merged comes off a shard that
+//     holds two or more of the queue's partitions, so that the spread
+//     stays whole; the pair merged is the quietest of those.
 //
 // A queue the engine would refuse to split (engine.QueueLoad's
 // Splittable: a dead-letter queue, one with move tasks or messages in its
@@ -68,6 +76,19 @@ const spreadEvery = 3 * time.Second
 // one partition of such a queue (300 transactions a second).
 const DefaultSplitRate = 300
 
+// DefaultMergeIdle is how long a queue split by load must stay quiet
+// before its extra partitions merge back (Config.MergeIdle): long enough
+// that a queue busy in bursts, or through the night's lull, keeps the
+// partitions its day needs, since a merge and the split that undoes it
+// each fence the partitions for a moment and take a partition number.
+const DefaultMergeIdle = 10 * time.Minute
+
+// quietShare is the share of the split rate below which a partition
+// counts as quiet for mergeIdle: well below the rate that split it, so
+// that a queue whose load hovers near the threshold does not split and
+// merge by turns.
+const quietShare = 4
+
 // maxPartsPerShard bounds the partitions splitHot makes of one queue, per
 // shard: past a few per shard a split adds no leader to the queue, only
 // another range to ask in each receive.
@@ -82,6 +103,17 @@ const (
 	unspreadableFor = 10 * time.Minute
 	retryAfter      = 30 * time.Second
 )
+
+// mergeIdleAfter is how long mergeIdle waits; 0: never.
+func (s *Set) mergeIdleAfter() time.Duration {
+	switch {
+	case s.cfg.MergeIdle < 0:
+		return 0
+	case s.cfg.MergeIdle == 0:
+		return DefaultMergeIdle
+	}
+	return s.cfg.MergeIdle
+}
 
 // splitRate is the rate above which splitHot splits a partition; 0: never.
 func (s *Set) splitRate() float64 {
@@ -475,4 +507,119 @@ func mostOf(ids []uint32, per map[uint32][]uint32) (uint32, bool) {
 		}
 	}
 	return best, most >= 2
+}
+
+// mergeIdle merges two adjacent partitions of a high-throughput queue that
+// has more partitions than ids has shards once every one of them has been
+// quiet (below a quarter of the split rate, as load and since say this
+// round's commands) for mergeIdleAfter, and reports whether it changed
+// anything: the pair whose merge moves no partition, else the one whose
+// move takes a partition off a shard holding two or more of the queue's,
+// the quietest of those. A queue's mode is read from its partition 0, and
+// only the shard the map places a partition in is believed about it.
+func (s *Set) mergeIdle(ctx context.Context, readings map[shardQueue]engine.QueueLoad, load map[api.QueueKey]uint64, since time.Duration, ids []uint32) bool {
+	after, split := s.mergeIdleAfter(), s.splitRate()
+	if after == 0 || split == 0 || since <= 0 {
+		return false
+	}
+	quiet := split / quietShare
+	candidates, busy := map[api.QueueKey]bool{}, map[api.QueueKey]bool{}
+	for sq, r := range readings {
+		q := sq.queue
+		if s.Of(q) != sq.shard || !s.IsSplit(q.Whole()) {
+			continue // a replica the map no longer names, or a queue whole
+		}
+		if q.Part == 0 && r.HighThroughput && len(s.Parts(q)) > len(ids) {
+			candidates[q.Whole()] = true
+		}
+		if float64(load[q])/since.Seconds() >= quiet {
+			busy[q.Whole()] = true
+		}
+	}
+	now := time.Now()
+	for q := range s.quietSince {
+		if !candidates[q] || busy[q] {
+			delete(s.quietSince, q)
+		}
+	}
+	for _, q := range slices.SortedFunc(func(yield func(api.QueueKey) bool) {
+		for q := range candidates {
+			if !busy[q] && !yield(q) {
+				return
+			}
+		}
+	}, compareKeys) {
+		first, noted := s.quietSince[q]
+		if !noted {
+			s.quietSince[q] = now
+			continue
+		}
+		if now.Sub(first) < after {
+			continue
+		}
+		if until, ok := s.unspreadable[q]; ok && now.Before(until) {
+			continue
+		}
+		a, b, move, to, ok := s.quietestPair(q, load)
+		if !ok {
+			continue
+		}
+		s.cfg.Logger.Info("shards: merging two partitions of a quiet queue", "queue", a, "merged", b.Part, "quiet_for", now.Sub(first).Round(time.Second))
+		err := s.mergePair(ctx, a, b, move, to)
+		if err != nil {
+			wait := retryAfter
+			if refused(err) {
+				wait = unspreadableFor
+			}
+			s.unspreadable[q] = now.Add(wait)
+			s.cfg.Logger.Warn("shards: two partitions of a quiet queue did not merge", "queue", a, "merged", b.Part, "retry_in", wait, "err", err)
+		}
+		return true // one change a round: the next reads the loads anew
+	}
+	return false
+}
+
+// quietestPair returns the two adjacent partitions of split queue q that
+// mergeIdle merges (b into a), and the one of them to move into the
+// other's shard first (move, to), if they are in two.
+func (s *Set) quietestPair(q api.QueueKey, load map[api.QueueKey]uint64) (a, b, move api.QueueKey, to uint32, found bool) {
+	l := s.layoutOrWhole(q)
+	per := s.partsPerShard(q, l)
+	bestMoves, bestLoad := 0, uint64(0)
+	for i := 0; i+1 < len(l.Parts); i++ {
+		pa, pb := q, q
+		pa.Part, pb.Part = l.Parts[i].Part, l.Parts[i+1].Part
+		sa, sb := s.Of(pa), s.Of(pb)
+		var mv api.QueueKey
+		var dest uint32
+		moves := 1
+		switch {
+		case sa == sb:
+			moves = 0
+		case len(per[sb]) >= 2:
+			mv, dest = pb, sa
+		case len(per[sa]) >= 2:
+			mv, dest = pa, sb
+		default:
+			continue // either would leave a shard without the queue
+		}
+		n := load[pa] + load[pb]
+		if found && (moves > bestMoves || (moves == bestMoves && n >= bestLoad)) {
+			continue
+		}
+		a, b, move, to, found = pa, pb, mv, dest, true
+		bestMoves, bestLoad = moves, n
+	}
+	return a, b, move, to, found
+}
+
+// mergePair moves partition move to shard to, if move names one, and then
+// merges partition b of its queue into a.
+func (s *Set) mergePair(ctx context.Context, a, b, move api.QueueKey, to uint32) error {
+	if move != (api.QueueKey{}) {
+		if _, err := s.Move(ctx, move, to); err != nil {
+			return err
+		}
+	}
+	return s.Merge(ctx, a, b.Part)
 }

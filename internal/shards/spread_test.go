@@ -28,35 +28,12 @@ func TestSpreadAndSplitBusyPartitions(t *testing.T) {
 	})
 	steps := &localSteps{set: set}
 	set.SetSteps(steps)
-	ctx := context.Background()
 	ht, plain, unused := queue("ht.fifo"), queue("plain.fifo"), queue("unused.fifo")
 	for _, q := range []api.QueueKey{ht, plain, unused} {
-		if err := set.setOnce(ctx, queueKey(q), "1"); err != nil {
-			t.Fatal(err)
-		}
-		attrs := map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup"}
-		if q != plain {
-			attrs["FifoThroughputLimit"] = "perMessageGroupId"
-		}
-		g, _ := set.Shard(1)
-		if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Entropy: 1,
-			Request: &api.CreateQueueRequest{QueueName: q.Name, Attributes: attrs}}); err != nil {
-			t.Fatal(err)
-		}
+		createFIFOInShard(t, set, q, 1, q != plain)
 	}
-	sends := 0
-	sendFIFO := func(q api.QueueKey, group string) {
-		t.Helper()
-		k := q
-		k.Part = set.PartOf(q, api.GroupHash(group))
-		g, _ := set.Shard(set.Of(k))
-		sends++
-		body := group + "-" + strconv.Itoa(sends)
-		if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Queue: k, MessageIDs: []string{"m-" + body},
-			Request: &api.SendMessageRequest{QueueUrl: q.Path(), MessageBody: body, MessageGroupId: group, MessageDeduplicationId: body}}); err != nil {
-			t.Fatalf("send to partition %d in shard %d: %v", k.Part, set.Of(k), err)
-		}
-	}
+	f := &fifoSender{t: t, set: set}
+	sendFIFO := f.send
 	for i := range 30 {
 		sendFIFO(ht, "g"+strconv.Itoa(i))
 	}
@@ -70,14 +47,7 @@ func TestSpreadAndSplitBusyPartitions(t *testing.T) {
 	if len(per[1]) != 1 || len(per[2]) != 1 || len(per[3]) != 1 {
 		t.Fatalf("ht.fifo's partitions by shard: %v, want one in each", per)
 	}
-	stored := 0
-	for _, p := range l.Parts {
-		k := ht
-		k.Part = p.Part
-		g, _ := set.Shard(set.Of(k))
-		g.Read(func(e *engine.Engine) { n, _ := e.StoredMessages(k); stored += n })
-	}
-	if stored != 30 {
+	if stored := storedInParts(set, ht); stored != 30 {
 		t.Fatalf("the spread partitions hold %d messages, want 30", stored)
 	}
 	if set.IsSplit(plain) {
@@ -128,14 +98,7 @@ func TestSpreadAndSplitBusyPartitions(t *testing.T) {
 
 	// A queue whose load is one group is not split: nothing would part.
 	one := queue("one.fifo")
-	if err := set.setOnce(ctx, queueKey(one), "2"); err != nil {
-		t.Fatal(err)
-	}
-	g2, _ := set.Shard(2)
-	if _, err := g2.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: one.Account, Entropy: 1, Request: &api.CreateQueueRequest{QueueName: one.Name,
-		Attributes: map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}}}); err != nil {
-		t.Fatal(err)
-	}
+	createFIFOInShard(t, set, one, 2, true)
 	for range 4 {
 		for range 5 {
 			sendFIFO(one, "the-one")
@@ -244,5 +207,151 @@ func TestSpreadSaysWhyAQueueStaysWhole(t *testing.T) {
 	said := strings.Count(logs.String(), "cannot be split")
 	if said != 1 || !strings.Contains(logs.String(), "dead-letter queue") || !strings.Contains(logs.String(), "dead.fifo") {
 		t.Fatalf("the log said %d times why dead.fifo stays whole, want once with the reason:\n%s", said, logs.String())
+	}
+}
+
+// createFIFOInShard creates FIFO queue q (deduplicating by group, and in
+// high-throughput mode if ht) in shard id, as placed there by the map.
+func createFIFOInShard(t *testing.T, set *Set, q api.QueueKey, id uint32, ht bool) {
+	t.Helper()
+	ctx := context.Background()
+	if err := set.setOnce(ctx, queueKey(q), strconv.Itoa(int(id))); err != nil {
+		t.Fatal(err)
+	}
+	attrs := map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup"}
+	if ht {
+		attrs["FifoThroughputLimit"] = "perMessageGroupId"
+	}
+	g, _ := set.Shard(id)
+	if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Entropy: 1,
+		Request: &api.CreateQueueRequest{QueueName: q.Name, Attributes: attrs}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fifoSender sends messages to FIFO queues of set, each straight to the
+// partition and shard the map gives its group, each body distinct.
+type fifoSender struct {
+	t     *testing.T
+	set   *Set
+	sends int
+}
+
+// send sends one message of group to q.
+func (f *fifoSender) send(q api.QueueKey, group string) {
+	f.t.Helper()
+	k := q
+	k.Part = f.set.PartOf(q, api.GroupHash(group))
+	g, _ := f.set.Shard(f.set.Of(k))
+	f.sends++
+	body := group + "-" + strconv.Itoa(f.sends)
+	if _, err := g.Apply(context.Background(), &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Queue: k, MessageIDs: []string{"m-" + body},
+		Request: &api.SendMessageRequest{QueueUrl: q.Path(), MessageBody: body, MessageGroupId: group, MessageDeduplicationId: body}}); err != nil {
+		f.t.Fatalf("send to partition %d in shard %d: %v", k.Part, f.set.Of(k), err)
+	}
+}
+
+// storedInParts returns the messages q's partitions hold, each read in
+// the shard the map places it in.
+func storedInParts(set *Set, q api.QueueKey) int {
+	stored := 0
+	for _, p := range set.layoutOrWhole(q).Parts {
+		k := q
+		k.Part = p.Part
+		g, _ := set.Shard(set.Of(k))
+		g.Read(func(e *engine.Engine) { n, _ := e.StoredMessages(k); stored += n })
+	}
+	return stored
+}
+
+// TestQuietPartitionsMergeBack: a high-throughput queue that its load
+// split past the spread (more partitions than shards) merges the extra
+// partitions back once it has been quiet for MergeIdle, with every
+// message kept, and stays spread one partition per shard; a busy round
+// starts the quiet over, and a queue at its spread merges nothing.
+func TestQuietPartitionsMergeBack(t *testing.T) {
+	_, set := openMember(t, t.TempDir(), 3, func(c *Config) {
+		c.QueueBalance, c.Spread, c.SplitRate, c.MergeIdle = -1, time.Hour, 1, time.Nanosecond
+	})
+	steps := &localSteps{set: set}
+	set.SetSteps(steps)
+	ht := queue("ht.fifo")
+	createFIFOInShard(t, set, ht, 1, true)
+	f := &fifoSender{t: t, set: set}
+	for i := range 30 {
+		f.send(ht, "g"+strconv.Itoa(i))
+	}
+	set.spreadQueues(steps)
+	parts := func() int { l, _ := set.Layout(ht); return len(l.Parts) }
+	if parts() != 3 {
+		t.Fatalf("after spreading, ht.fifo has %d partitions, want 3", parts())
+	}
+	// At its spread, quiet rounds merge nothing.
+	for range 3 {
+		set.balanceQueues(steps)
+	}
+	if parts() != 3 {
+		t.Fatalf("a queue at its spread merged: %d partitions", parts())
+	}
+	// Partition 0 busy two rounds in a row: split past the spread.
+	var busy []string
+	for i := 0; len(busy) < 5; i++ {
+		if g := "b" + strconv.Itoa(i); set.PartOf(ht, api.GroupHash(g)) == 0 {
+			busy = append(busy, g)
+		}
+	}
+	for range 3 {
+		for _, g := range busy {
+			f.send(ht, g)
+		}
+		set.balanceQueues(steps)
+	}
+	if parts() != 4 {
+		t.Fatalf("after two busy rounds ht.fifo has %d partitions, want 4", parts())
+	}
+	want := f.sends
+	// Quiet is noted from the first round every partition is quiet, and
+	// a busy round starts it over.
+	quietRound := func() { set.balanceQueues(steps) }
+	quietRound()
+	if parts() != 4 {
+		t.Fatalf("merged in the first quiet round: %d partitions", parts())
+	}
+	f.send(ht, busy[0])
+	want++
+	set.balanceQueues(steps)
+	if parts() != 4 {
+		t.Fatalf("merged while busy: %d partitions", parts())
+	}
+	quietRound()
+	if parts() != 4 {
+		t.Fatalf("merged in the first quiet round after a busy one: %d partitions", parts())
+	}
+	quietRound()
+	if parts() != 3 {
+		l, _ := set.Layout(ht)
+		t.Fatalf("after two quiet rounds ht.fifo's layout is %q; want the extra partition merged", l.String())
+	}
+	l, _ := set.Layout(ht)
+	if l.Parts[0].Lo != 0 {
+		t.Fatalf("the merged layout %q does not start at hash 0", l.String())
+	}
+	for i := 1; i < len(l.Parts); i++ {
+		if l.Parts[i].Lo <= l.Parts[i-1].Lo {
+			t.Fatalf("the merged layout %q is out of order", l.String())
+		}
+	}
+	per := set.partsPerShard(ht, l)
+	if len(per[1]) != 1 || len(per[2]) != 1 || len(per[3]) != 1 {
+		t.Fatalf("after the merge ht.fifo's partitions by shard are %v, want one in each", per)
+	}
+	if got := storedInParts(set, ht); got != want {
+		t.Fatalf("the partitions hold %d messages after the merge, want %d", got, want)
+	}
+	for range 3 {
+		quietRound()
+	}
+	if parts() != 3 {
+		t.Fatalf("merged past the spread: %d partitions", parts())
 	}
 }
