@@ -375,6 +375,7 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 		return err
 	}
 	s.Forget(q)
+	var took moveTimes
 	at := s.Of(q)
 	if at != m.from && at != m.to {
 		// The record names a shard the queue was not in when the move
@@ -388,6 +389,7 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 		// too: its dead-letter queue, or its sources, are then reached
 		// through the outboxes (engine/outbox.go); and once every member
 		// reads format 11, so does a queue whose move tasks have ended.
+		took.begin()
 		fence := &engine.FenceQueueRequest{Move: m.id, Spanning: s.host.WritesOutbox(), Ended: s.host.WritesPartitions()}
 		err := step(m.from, fence)
 		if ae := (*api.Error)(nil); !(fence.Spanning && fence.Ended) && errors.As(err, &ae) && ae.Code == "UnsupportedOperation" {
@@ -417,6 +419,7 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 			}
 			return fmt.Errorf("fence in shard %d: %w", m.from, err)
 		}
+		took.fence = took.lap()
 		image, err := st.Export(ctx, m.from, q, m.id)
 		if err != nil {
 			return fmt.Errorf("export from shard %d: %w", m.from, err)
@@ -424,12 +427,14 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 		if len(image) > MaxMoveImage {
 			return s.abandon(ctx, q, m, fmt.Errorf("its image is %d bytes, over %d", len(image), MaxMoveImage))
 		}
+		took.export, took.bytes = took.lap(), len(image)
 		if err := step(m.to, &engine.InstallQueueRequest{Move: m.id, Image: image}); err != nil {
 			if abandon(err) {
 				return s.abandon(ctx, q, m, err)
 			}
 			return fmt.Errorf("install in shard %d: %w", m.to, err)
 		}
+		took.install = took.lap()
 		if _, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: queueKey(q), Value: strconv.FormatUint(uint64(m.to), 10)}}); err != nil {
 			return fmt.Errorf("flip the map: %w", err)
 		}
@@ -437,6 +442,7 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 	if _, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: epochKey, Value: m.id}}); err != nil {
 		return fmt.Errorf("flip the map: %w", err)
 	}
+	took.flip = took.lap()
 	s.Forget(q)
 	if err := step(m.from, &engine.DropQueueRequest{Move: m.id}); err != nil {
 		return fmt.Errorf("drop from shard %d: %w", m.from, err)
@@ -444,7 +450,8 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 	if _, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: moveKey(q)}}); err != nil {
 		return err
 	}
-	s.cfg.Logger.Info("shards: moved a queue", "queue", q, "from", m.from, "to", m.to, "move", m.id)
+	s.cfg.Logger.Info("shards: moved a queue", "queue", q, "from", m.from, "to", m.to, "move", m.id,
+		"fenced_for", took.fenced(), "fence", took.fence, "export", took.export, "image_bytes", took.bytes, "install", took.install, "flip", took.flip)
 	// Noted here, not only by Move: a move this leader resumed for a
 	// deposed driver gets its quiet time too, or the balancer could
 	// move the queue straight back. And noted in the first group, for
@@ -455,6 +462,33 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 	s.tell("moved")
 	return nil
 }
+
+// moveTimes is how long each step of a move took that fences its queue,
+// for the log: the queue's clients wait from the fence to the flip, and
+// an operator reading a long pause sees which step made it. All zero for
+// a move resumed past its flip.
+type moveTimes struct {
+	start, last                  time.Time
+	fence, export, install, flip time.Duration
+	bytes                        int
+}
+
+// begin starts the clock at the fence.
+func (t *moveTimes) begin() { t.start = time.Now(); t.last = t.start }
+
+// lap returns the time since the last lap (or begin), 0 if not begun.
+func (t *moveTimes) lap() time.Duration {
+	if t.start.IsZero() {
+		return 0
+	}
+	now := time.Now()
+	d := now.Sub(t.last)
+	t.last = now
+	return d.Round(time.Millisecond)
+}
+
+// fenced returns the time from the fence to the last lap.
+func (t *moveTimes) fenced() time.Duration { return t.last.Sub(t.start).Round(time.Millisecond) }
 
 // abandon gives up move m before the map names its target: the queue
 // stays in its shard, served again. The record says so first, in the
