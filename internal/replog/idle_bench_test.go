@@ -17,10 +17,11 @@ import (
 )
 
 var (
-	idleGroups  = flag.String("idle.groups", "1,16,64", "numbers of Raft groups BenchmarkIdleGroups runs, comma separated")
-	idleWindow  = flag.Duration("idle.window", 20*time.Second, "how long BenchmarkIdleGroups measures the idle groups' CPU")
-	idleProfile = flag.String("idle.cpuprofile", "", "write a CPU profile of each idle window to this path, the benchmark's name appended")
-	idleShared  = flag.Bool("idle.shared", false, "BenchmarkIdleShards: each node's shards keep their entries in one shared log (SharedLog), as fifoq's do")
+	idleGroups   = flag.String("idle.groups", "1,16,64", "numbers of Raft groups BenchmarkIdleGroups runs, comma separated")
+	idleWindow   = flag.Duration("idle.window", 20*time.Second, "how long BenchmarkIdleGroups measures the idle groups' CPU")
+	idleProfile  = flag.String("idle.cpuprofile", "", "write a CPU profile of each idle window to this path, the benchmark's name appended")
+	idleCoalesce = flag.Bool("idle.coalesce", true, "BenchmarkIdleShards: the shards' heartbeats to each peer go coalesced (beats.go), as fifoq's do")
+	idleShared   = flag.Bool("idle.shared", false, "BenchmarkIdleShards: each node's shards keep their entries in one shared log (SharedLog), as fifoq's do")
 )
 
 // BenchmarkIdleGroups measures what an idle Raft group costs as fifoq runs
@@ -78,6 +79,8 @@ func BenchmarkIdleShards(b *testing.B) {
 }
 
 func measureIdleShards(b *testing.B, n int) idleCost {
+	coalesceBeats = *idleCoalesce
+	b.Cleanup(func() { coalesceBeats = true })
 	quiet := slog.New(slog.DiscardHandler)
 	base := startClusterWith(b, 3, nil, func(cfg *RaftConfig) { cfg.Logger = quiet })
 	waitLeader(b, base)
@@ -114,7 +117,22 @@ func measureIdleShards(b *testing.B, n int) idleCost {
 	// Past idleAfter, so that what is measured is an idle shard's pace
 	// (pace.go).
 	time.Sleep(idleAfter + 5*time.Second)
+	var frames0, beats0 uint64
+	for _, nd := range nodes {
+		frames0 += nd.shards[0].cluster.mux.sessions.beats.frames.Load()
+		beats0 += nd.shards[0].cluster.mux.sessions.beats.beats.Load()
+	}
 	cost := measureIdleWindow(b, before)
+	frames, beats := -frames0, -beats0
+	for _, nd := range nodes {
+		frames += nd.shards[0].cluster.mux.sessions.beats.frames.Load()
+		beats += nd.shards[0].cluster.mux.sessions.beats.beats.Load()
+	}
+	b.Logf("%d heartbeats in %d frames", beats, frames)
+	b.ReportMetric(float64(beats)/idleWindow.Seconds()/float64(3*n), "coalesced-beats/s/replica")
+	if frames > 0 {
+		b.ReportMetric(float64(beats)/float64(frames), "beats/frame")
+	}
 	for id := 1; id <= n; id++ {
 		var logs []*Raft
 		for _, nd := range nodes {

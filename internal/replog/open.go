@@ -108,6 +108,7 @@ func OpenRaft(cfg RaftConfig) (_ *Raft, err error) {
 		faults:   o.faults,
 
 		incarnation: o.incarnation,
+		beats:       o.beats,
 	}
 	if cfg.Shard != nil {
 		l.host = cfg.Shard.Host
@@ -169,6 +170,9 @@ type opening struct {
 	addr        raft.ServerAddress
 	transport   raft.Transport
 	cluster     *clusterState // nil for a cluster of one
+	// beats is a shard's transport, whose heartbeats its node coalesces
+	// (beats.go); nil for a node's first group.
+	beats *beatTransport
 }
 
 // lock creates the data dir if need be and locks it.

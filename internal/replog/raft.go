@@ -196,6 +196,9 @@ type Raft struct {
 	transferGuard transferGuard
 	// pace slows an idle shard's heartbeats (pace.go).
 	pace pace
+	// beats is a shard's transport, whose heartbeats go coalesced with
+	// the node's other shards' (beats.go); nil for a first group.
+	beats *beatTransport
 	// handedOver: this node handed its leadership to another as it
 	// stopped (Close).
 	handedOver atomic.Bool

@@ -73,6 +73,11 @@ func (l *Raft) ReadBarrier(ctx context.Context) error {
 		return api.ErrServiceUnavailable("This node does not lead the cluster now; retry.")
 	}
 	index := l.raft.CommitIndex()
+	if l.beats != nil {
+		// The check waits on a round of heartbeats: sent at once, not
+		// gathered with other shards'.
+		defer l.beats.verifying()()
+	}
 	if err := l.raft.VerifyLeader().Error(); err != nil {
 		return api.ErrServiceUnavailable("This node could not confirm its leadership (%v); retry.", err)
 	}

@@ -22,7 +22,8 @@ import (
 // muxSessionHello, whose hello (identity, incarnation, entry format) is
 // checked once, as for any connection to the Raft port, and on which each
 // group's transport opens a stream for each of its own connections. A
-// stream begins with the number of its group, 4 bytes big-endian. Either
+// stream begins with the number of its group, 4 bytes big-endian (or
+// beatStream, for the shards' heartbeats coalesced: beats.go). Either
 // node of a pair may open streams on a session, whoever dialed it; a node
 // dials a peer only when it has no session with it. Two nodes that dial
 // each other at the same moment both keep the session dialed by the node
@@ -52,6 +53,10 @@ type peerSessions struct {
 	all    map[*yamux.Session]struct{}
 	closed bool
 	wg     sync.WaitGroup
+
+	// beats coalesces the shards' heartbeats to each peer (beats.go);
+	// nil (under mu) in tests of a node without, as before it was built.
+	beats *beatHub
 }
 
 func newPeerSessions(m *peerMux) *peerSessions {
@@ -64,8 +69,10 @@ func newPeerSessions(m *peerMux) *peerSessions {
 	conf.StreamOpenTimeout = 10 * time.Second
 	var boot [8]byte
 	_, _ = rand.Read(boot[:]) // never fails (crypto/rand)
-	return &peerSessions{mux: m, conf: conf, boot: hex.EncodeToString(boot[:]), peers: map[string]peerSession{},
+	s := &peerSessions{mux: m, conf: conf, boot: hex.EncodeToString(boot[:]), peers: map[string]peerSession{},
 		groups: map[uint32]*subListener{}, all: map[*yamux.Session]struct{}{}}
+	s.beats = newBeatHub(s)
+	return s
 }
 
 // peerSession is the session streams to a peer are opened on.
@@ -308,9 +315,14 @@ func (s *peerSessions) route(st *yamux.Stream) {
 		return
 	}
 	_ = st.SetReadDeadline(time.Time{})
+	group := binary.BigEndian.Uint32(hdr[:])
 	s.mu.Lock()
-	ln := s.groups[binary.BigEndian.Uint32(hdr[:])]
+	ln, beats := s.groups[group], s.beats
 	s.mu.Unlock()
+	if group == beatStream && beats != nil {
+		beats.serve(st)
+		return
+	}
 	if ln == nil {
 		st.Close()
 		return
@@ -331,6 +343,12 @@ func (s *peerSessions) forget(addr string, sess *yamux.Session) {
 // close ends every session and waits for their goroutines. The port's
 // Close calls it.
 func (s *peerSessions) close() {
+	s.mu.Lock()
+	beats := s.beats
+	s.mu.Unlock()
+	if beats != nil {
+		beats.close()
+	}
 	s.mu.Lock()
 	s.closed = true
 	var all []*yamux.Session

@@ -31,17 +31,48 @@ type sessionNode struct {
 	mux   *peerMux
 	rafts []*raft.Raft
 	fsms  []*counterFSM
+	// beats are the groups' transports when their heartbeats are
+	// coalesced (sessionNodeOpts.coalesce).
+	beats []*beatTransport
+}
+
+// sessionNodeOpts says how startSessionNodeWith builds a node.
+type sessionNodeOpts struct {
+	// coalesce: the groups' heartbeats go through the node's beatHub,
+	// as a fifoq's shards' do (beats.go).
+	coalesce bool
+	// noHub: the node has no beatHub, as a fifoq from before it, and
+	// closes the streams of coalesced heartbeats as a group it does not
+	// know.
+	noHub bool
+	// gather, if not 0, is the hub's gather.
+	gather time.Duration
 }
 
 // startSessionNode opens a port on addr ("127.0.0.1:0" for any) and starts
 // groups Raft groups on it, each over its own stream layer; servers is
 // every group's membership.
 func startSessionNode(t *testing.T, id, addr string, groups int, servers func() []raft.Server) *sessionNode {
+	return startSessionNodeWith(t, id, addr, groups, servers, sessionNodeOpts{})
+}
+
+// startSessionNodeWith is startSessionNode built as opts say.
+func startSessionNodeWith(t *testing.T, id, addr string, groups int, servers func() []raft.Server, opts sessionNodeOpts) *sessionNode {
 	t.Helper()
 	inc := fmt.Sprintf("%x", md5.Sum([]byte(id))) // 32 hex digits, as an incarnation is
 	m, err := newPeerMux(tcpNetwork{}, addr, nil, id, inc, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
+	}
+	hub := m.sessions.beats
+	if opts.gather != 0 {
+		hub.gather = opts.gather
+	}
+	if opts.noHub {
+		m.sessions.mu.Lock()
+		m.sessions.beats = nil
+		m.sessions.mu.Unlock()
+		hub.close()
 	}
 	n := &sessionNode{id: id, mux: m}
 	for g := range groups {
@@ -49,8 +80,13 @@ func startSessionNode(t *testing.T, id, addr string, groups int, servers func() 
 		if err != nil {
 			t.Fatal(err)
 		}
-		trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: layer, MaxPool: 3, Timeout: 2 * time.Second,
+		var trans raft.Transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: layer, MaxPool: 3, Timeout: 2 * time.Second,
 			Logger: hclog.NewNullLogger()})
+		if opts.coalesce {
+			bt := hub.wrap(uint32(g), trans.(beatInner), nil)
+			n.beats = append(n.beats, bt)
+			trans = bt
+		}
 		conf := raft.DefaultConfig()
 		conf.LocalID = raft.ServerID(id)
 		conf.Logger = hclog.NewNullLogger()

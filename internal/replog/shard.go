@@ -122,7 +122,8 @@ func (o *opening) openShardNetwork() error {
 		ReceiveBufferSize: shardStreamBuffer,
 		OnAppendEntries:   match.observe,
 	})
-	o.addr, o.transport = raft.ServerAddress(host.cluster.cfg.RaftAddr), trans
+	o.beats = host.cluster.mux.sessions.beats.wrap(o.cfg.Shard.ID, trans, match.observe)
+	o.addr, o.transport = raft.ServerAddress(host.cluster.cfg.RaftAddr), o.beats
 	o.cluster = &clusterState{cfg: host.cluster.cfg, mux: host.cluster.mux, trans: trans, changed: make(chan struct{}),
 		learn: make(chan struct{}, 1), clockOff: host.cluster.clockOff, peersOff: host.cluster.peersOff, match: match}
 	o.undo.push(func() { trans.Close() })
