@@ -16,6 +16,7 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/replog"
+	"github.com/fifoq/fifoq/internal/shards"
 )
 
 // Carrying a queue's move out. The first group's leader drives a move
@@ -151,6 +152,10 @@ func queueOfString(s string) api.QueueKey {
 	return api.QueueKey{Account: account, Name: name, Part: part}
 }
 
+// errNoLongerDriving answers a step of a move whose driver no longer
+// leads the first group.
+var errNoLongerDriving = api.ErrServiceUnavailable("This node no longer leads the cluster, and leaves the move's step to the one that does; retry.")
+
 // stepWait bounds how long a step waits for its group's leader.
 const stepWait = 15 * time.Second
 
@@ -166,6 +171,11 @@ func (m moveSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req api.
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+		}
+		if !shards.StillDriving(ctx) {
+			// A deposed driver's step tried again could land after the
+			// next leader finished the move (shards.WithDriver).
+			return errNoLongerDriving
 		}
 		g, held := s.groupByID(id)
 		if held && g.leads() {

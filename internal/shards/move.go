@@ -340,6 +340,30 @@ var errAbandoned = errors.New("shards: the move was abandoned")
 // group: the new leader drives the move on from its record.
 var errNotLeading = errors.New("shards: this node no longer leads the first group")
 
+// driverKey keys, in a step's context, the check that the step's driver
+// still leads the first group (WithDriver).
+type driverKey struct{}
+
+// WithDriver returns ctx carrying a step of a move, split or merge that
+// the first group's leader drives, with still, which says whether it
+// leads yet. A Steps implementation that tries a step again (its shard's
+// leader not found, a peer not answering) asks still before every try
+// (StillDriving): a driver deposed meanwhile stops there, and the next
+// leader drives the move on from its record. Its steps going on, for as
+// long as they retry, could land after the move was finished and the
+// queue moved on: an install so late leaves a copy of the queue in a
+// shard the map does not name, which then refuses the queue ever after.
+func WithDriver(ctx context.Context, still func() bool) context.Context {
+	return context.WithValue(ctx, driverKey{}, still)
+}
+
+// StillDriving reports whether the driver of the step ctx carries still
+// leads the first group: true for a step no driver carries (an outbox's).
+func StillDriving(ctx context.Context) bool {
+	still, ok := ctx.Value(driverKey{}).(func() bool)
+	return !ok || still()
+}
+
 // drive takes move m of q from wherever it is to its end (see the steps
 // above). One move at a time on a node; and only while it leads the first
 // group, which it checks before every step, so that a leader deposed in
@@ -347,6 +371,7 @@ var errNotLeading = errors.New("shards: this node no longer leads the first grou
 func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord) error {
 	s.moveMu.Lock()
 	defer s.moveMu.Unlock()
+	ctx = WithDriver(ctx, s.host.Leading)
 	step := func(id uint32, req api.Request) error {
 		if !s.host.Leading() {
 			return errNotLeading
@@ -822,7 +847,7 @@ func (s *Set) liftStaleFences(ctx context.Context, st Steps) {
 			if s.Of(q) != id {
 				req, what = &engine.DropQueueRequest{Move: move}, "dropped a fenced copy of a queue the map puts elsewhere, whose move has no record"
 			}
-			if err := st.Step(ctx, id, q, req); err == nil {
+			if err := st.Step(WithDriver(ctx, s.host.Leading), id, q, req); err == nil {
 				s.cfg.Logger.Warn("shards: "+what, "shard", id, "queue", q, "move", move)
 				delete(seen, ref)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +19,10 @@ import (
 
 // localSteps carries a member's move steps out in the shards it holds,
 // all of them here; failInstall, while above 0, makes an install fail
-// after it was applied, as when the answer is lost.
+// after it was applied, as when the answer is lost. As the server's
+// Steps, it refuses a driver's step whose driver no longer leads; and it
+// refuses one that carries no driver (WithDriver), so that every test
+// here that moves, splits or merges checks the steps carry theirs.
 type localSteps struct {
 	set         *Set
 	failInstall atomic.Int32
@@ -33,7 +37,25 @@ func (l *localSteps) group(id uint32) *replog.Raft {
 	return g
 }
 
+// asDriver is ctx carrying a step a test makes by hand as a driver that
+// leads.
+func asDriver(ctx context.Context) context.Context {
+	return WithDriver(ctx, func() bool { return true })
+}
+
 func (l *localSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req api.Request) error {
+	switch req.(type) {
+	case *engine.FenceQueueRequest, *engine.UnfenceQueueRequest, *engine.InstallQueueRequest, *engine.DropQueueRequest,
+		*engine.SplitQueueRequest, *engine.MergeQueueRequest:
+		// As the server's Steps: a driver's step carries the driver's
+		// check, asked before each try.
+		if _, ok := ctx.Value(driverKey{}).(func() bool); !ok {
+			return fmt.Errorf("a %s step without its driver (WithDriver)", req.Action())
+		}
+		if !StillDriving(ctx) {
+			return errNotLeading
+		}
+	}
 	g := l.group(id)
 	_, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Queue: q, Request: req})
 	if _, ok := req.(*engine.InstallQueueRequest); ok && err == nil && l.failInstall.Add(-1) >= 0 {
@@ -153,7 +175,7 @@ func TestMoveDrivesEveryStep(t *testing.T) {
 
 	// A fence a given-up move left (its driver deposed before it lifted
 	// it) is lifted by the next move of the queue.
-	if err := steps.Step(ctx, back, q, &engine.FenceQueueRequest{Move: "given-up"}); err != nil {
+	if err := steps.Step(asDriver(ctx), back, q, &engine.FenceQueueRequest{Move: "given-up"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := set.Move(ctx, q, to); err != nil || set.Of(q) != to || !queueIn(set, to, q) {
@@ -288,7 +310,7 @@ func TestStaleFenceLifted(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, host, set, id, q)
-	if err := steps.Step(ctx, id, q, &engine.FenceQueueRequest{Move: "nobodys"}); err != nil {
+	if err := steps.Step(asDriver(ctx), id, q, &engine.FenceQueueRequest{Move: "nobodys"}); err != nil {
 		t.Fatal(err)
 	}
 	g, _ := set.Shard(id)
@@ -364,14 +386,14 @@ func TestMoveOfAStaleRecordTouchesNothing(t *testing.T) {
 	create(t, host, set, 1, q)
 	// A move from 1 to 2, carried out to the flip, whose copy in 1 is
 	// left fenced (its drop and record are gone with its driver).
-	if err := steps.Step(ctx, 1, q, &engine.FenceQueueRequest{Move: "m1"}); err != nil {
+	if err := steps.Step(asDriver(ctx), 1, q, &engine.FenceQueueRequest{Move: "m1"}); err != nil {
 		t.Fatal(err)
 	}
 	image, err := steps.Export(ctx, 1, q, "m1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := steps.Step(ctx, 2, q, &engine.InstallQueueRequest{Move: "m1", Image: image}); err != nil {
+	if err := steps.Step(asDriver(ctx), 2, q, &engine.InstallQueueRequest{Move: "m1", Image: image}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: queueKey(q), Value: "2"}}); err != nil {

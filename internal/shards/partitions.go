@@ -532,6 +532,7 @@ func (s *Set) driveSplit(ctx context.Context, q api.QueueKey, rec splitRecord) e
 	if s.meta(splitKey(q)) != rec.String() {
 		return nil // done meanwhile
 	}
+	ctx = WithDriver(ctx, s.host.Leading)
 	step := func(id uint32, req api.Request) error {
 		if !s.host.Leading() {
 			return errNotLeading

@@ -217,6 +217,7 @@ func (s *Set) dropOrphans(ctx context.Context, st Steps, loads map[api.QueueKey]
 // partition 0 is gone, and drops its other partitions and forgets its
 // layout if so.
 func (s *Set) dropOrphan(ctx context.Context, st Steps, q api.QueueKey) error {
+	ctx = WithDriver(ctx, s.host.Leading)
 	s.partsMu.Lock()
 	defer s.partsMu.Unlock()
 	s.moveMu.Lock()
