@@ -18,13 +18,7 @@ func startBeatCluster(t *testing.T, groups int, opts ...sessionNodeOpts) []*sess
 	t.Helper()
 	nodes := make([]*sessionNode, 3)
 	addrs := freeAddrs(t, len(nodes))
-	servers := func() []raft.Server {
-		var s []raft.Server
-		for i, a := range addrs {
-			s = append(s, raft.Server{ID: raft.ServerID(fmt.Sprintf("node-%d", i+1)), Address: raft.ServerAddress(a)})
-		}
-		return s
-	}
+	servers := sessionMembers(addrs)
 	for i := range nodes {
 		o := sessionNodeOpts{coalesce: true}
 		if i < len(opts) {

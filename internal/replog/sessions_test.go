@@ -49,6 +49,18 @@ type sessionNodeOpts struct {
 	gather time.Duration
 }
 
+// sessionMembers is the membership of session nodes node-1, node-2, ...
+// at addrs.
+func sessionMembers(addrs []string) func() []raft.Server {
+	return func() []raft.Server {
+		var s []raft.Server
+		for i, a := range addrs {
+			s = append(s, raft.Server{ID: raft.ServerID(fmt.Sprintf("node-%d", i+1)), Address: raft.ServerAddress(a)})
+		}
+		return s
+	}
+}
+
 // startSessionNode opens a port on addr ("127.0.0.1:0" for any) and starts
 // groups Raft groups on it, each over its own stream layer; servers is
 // every group's membership.
@@ -148,13 +160,7 @@ func TestGroupsShareOneConnectionPerPeer(t *testing.T) {
 	const groups = 16
 	nodes := make([]*sessionNode, 3)
 	addrs := freeAddrs(t, len(nodes))
-	servers := func() []raft.Server {
-		var s []raft.Server
-		for i, a := range addrs {
-			s = append(s, raft.Server{ID: raft.ServerID(fmt.Sprintf("node-%d", i+1)), Address: raft.ServerAddress(a)})
-		}
-		return s
-	}
+	servers := sessionMembers(addrs)
 	for i := range nodes {
 		nodes[i] = startSessionNode(t, fmt.Sprintf("node-%d", i+1), addrs[i], groups, servers)
 	}
