@@ -184,12 +184,20 @@ func newBeatHub(s *peerSessions) *beatHub {
 	return &beatHub{s: s, gather: beatGather, groups: map[uint32]*beatTransport{}, links: map[string]*beatLink{}, quit: make(chan struct{})}
 }
 
-// beat is one heartbeat waiting on a link for its answer.
+// beat is one heartbeat waiting on a link for its answer. The link hands
+// the answer over on done, never into the caller's response: a caller
+// that gave up waiting (the hub closing) sends its heartbeat itself.
 type beat struct {
 	group uint32
 	req   *raft.AppendEntriesRequest
-	resp  *raft.AppendEntriesResponse
-	done  chan error
+	done  chan beatResult
+}
+
+// beatResult is what a link hands a heartbeat's caller: the follower's
+// response, or why there is none.
+type beatResult struct {
+	resp raft.AppendEntriesResponse
+	err  error
 }
 
 // errBeatFallback says a link is not carrying heartbeats now: the caller
@@ -204,13 +212,16 @@ func (h *beatHub) beat(addr string, group uint32, req *raft.AppendEntriesRequest
 	if err != nil {
 		return err
 	}
-	b := &beat{group: group, req: req, resp: resp, done: make(chan error, 1)}
+	b := &beat{group: group, req: req, done: make(chan beatResult, 1)}
 	if err := l.enqueue(b, urgent); err != nil {
 		return err
 	}
 	select {
-	case err := <-b.done:
-		return err
+	case r := <-b.done:
+		if r.err == nil {
+			*resp = r.resp
+		}
+		return r.err
 	case <-h.quit:
 		return errBeatFallback
 	}
@@ -354,7 +365,7 @@ func (l *beatLink) run() {
 			l.offUntil = time.Now().Add(beatFallback)
 			l.mu.Unlock()
 			for _, b := range batch {
-				b.done <- err
+				b.done <- beatResult{err: err}
 			}
 			l.failWaiting(errBeatFallback)
 			l.hub.s.mux.logger.Debug("replog: coalesced heartbeats to a peer failed; sending them one by one for a while", "peer", l.addr, "err", err)
@@ -369,7 +380,7 @@ func (l *beatLink) failWaiting(err error) {
 	l.waiting, l.urgent = nil, false
 	l.mu.Unlock()
 	for _, b := range batch {
-		b.done <- err
+		b.done <- beatResult{err: err}
 	}
 }
 
@@ -397,11 +408,10 @@ func (l *beatLink) exchange(batch []*beat) error {
 	l.hub.beats.Add(uint64(len(batch)))
 	for i, b := range batch {
 		if answers[i].err != "" {
-			b.done <- fmt.Errorf("follower: %s", answers[i].err)
+			b.done <- beatResult{err: fmt.Errorf("follower: %s", answers[i].err)}
 			continue
 		}
-		*b.resp = answers[i].resp
-		b.done <- nil
+		b.done <- beatResult{resp: answers[i].resp}
 	}
 	return nil
 }
