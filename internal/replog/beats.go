@@ -3,7 +3,6 @@ package replog
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -431,16 +430,9 @@ func (l *beatLink) openStream() error {
 	if err != nil {
 		return err
 	}
-	st, err := sess.OpenStream()
+	st, err := openTagged(sess, beatStream, beatTimeout)
 	if err != nil {
 		l.hub.s.forget(l.addr, sess)
-		return err
-	}
-	var hdr [4]byte
-	binary.BigEndian.PutUint32(hdr[:], beatStream)
-	_ = st.SetWriteDeadline(time.Now().Add(beatTimeout))
-	if _, err := st.Write(hdr[:]); err != nil {
-		st.Close()
 		return err
 	}
 	l.stream, l.reader = st, bufio.NewReader(st)

@@ -127,25 +127,18 @@ func (g *groupLayer) Dial(address raft.ServerAddress, timeout time.Duration) (ne
 		case <-ctx.Done():
 		}
 	}()
-	var hdr [4]byte
-	binary.BigEndian.PutUint32(hdr[:], g.id)
 	for attempt := 0; ; attempt++ {
 		sess, err := g.s.session(ctx, string(address))
 		if err != nil {
 			return nil, err
 		}
-		st, err := sess.OpenStream()
+		st, err := openTagged(sess, g.id, timeout)
 		if err == nil {
-			_ = st.SetWriteDeadline(time.Now().Add(timeout))
-			if _, err = st.Write(hdr[:]); err == nil {
-				_ = st.SetWriteDeadline(time.Time{})
-				conn, ok := g.streams.add(st)
-				if !ok {
-					return nil, net.ErrClosed
-				}
-				return conn, nil
+			conn, ok := g.streams.add(st)
+			if !ok {
+				return nil, net.ErrClosed
 			}
-			st.Close()
+			return conn, nil
 		}
 		// The session died under us (the peer restarted, the network
 		// dropped it): forget it, and dial once more.
@@ -154,6 +147,25 @@ func (g *groupLayer) Dial(address raft.ServerAddress, timeout time.Duration) (ne
 			return nil, fmt.Errorf("open a stream to node %s: %w", address, err)
 		}
 	}
+}
+
+// openTagged opens a stream on sess that says tag first (a group's number,
+// or beatStream), within timeout; on an error the stream is closed, and
+// the session is likely dead.
+func openTagged(sess *yamux.Session, tag uint32, timeout time.Duration) (*yamux.Stream, error) {
+	st, err := sess.OpenStream()
+	if err != nil {
+		return nil, err
+	}
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], tag)
+	_ = st.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := st.Write(hdr[:]); err != nil {
+		st.Close()
+		return nil, err
+	}
+	_ = st.SetWriteDeadline(time.Time{})
+	return st, nil
 }
 
 // Accept implements raft.StreamLayer.
