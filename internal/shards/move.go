@@ -856,6 +856,95 @@ func (s *Set) liftStaleFences(ctx context.Context, st Steps) {
 	s.staleFences = seen
 }
 
+// dropStrays, on the first group's leader, drops the unfenced copies of
+// queues that a shard holds and the map puts in another, with no move of
+// the queue under way: what a deposed driver's install leaves when it
+// lands after its successor finished that move and moved the queue on
+// (a step's driver check stops its retries, not a try already in
+// flight). Such a copy is served by no request but is listed by the
+// shard's ListQueues, counted by the balancer, and makes the shard
+// refuse the queue's moves into it (QueueNameExists), for good.
+//
+// The shards are listed before the map and the records are read, after
+// a read barrier: a copy a move had installed by then has its move's
+// record, or is the one the map names once the move flipped it, so a
+// copy with neither is nobody's. It is dropped once it has been seen so
+// for staleFenceAfter, long enough for any step in flight to land: fenced
+// under a move of its own, then dropped under it. No live copy can be
+// fenced so: while the stray stands, no move can install the queue in
+// its shard.
+func (s *Set) dropStrays(ctx context.Context, st Steps) {
+	if !s.host.Leading() {
+		return
+	}
+	held := map[uint32][]api.QueueKey{}
+	seen := map[shardQueue]time.Time{}
+	for _, id := range s.Named() {
+		loads, err := st.Queues(ctx, id)
+		var fenced map[api.QueueKey]string
+		if err == nil {
+			fenced, err = st.Fenced(ctx, id)
+		}
+		if err != nil {
+			// Not known now: keep what was seen of this shard.
+			for ref, since := range s.strays {
+				if ref.shard == id {
+					seen[ref] = since
+				}
+			}
+			continue
+		}
+		for q := range loads {
+			if _, ok := fenced[q]; !ok {
+				held[id] = append(held[id], q)
+			}
+		}
+	}
+	if s.host.ReadBarrier(ctx) != nil {
+		return
+	}
+	now := time.Now()
+	for id, qs := range held {
+		for _, q := range qs {
+			s.Forget(q)
+			if s.Of(q) == id || s.moving(q) {
+				continue
+			}
+			ref := shardQueue{id, q}
+			since, ok := s.strays[ref]
+			if !ok {
+				since = now
+			}
+			seen[ref] = since
+			if now.Sub(since) < staleFenceAfter || !s.host.Leading() {
+				continue
+			}
+			move := newMoveID()
+			dctx := WithDriver(ctx, s.host.Leading)
+			err := st.Step(dctx, id, q, &engine.FenceQueueRequest{Move: move, Spanning: s.host.WritesOutbox(), Ended: s.host.WritesPartitions()})
+			if err == nil {
+				// Left fenced if this fails: liftStaleFences drops it.
+				err = st.Step(dctx, id, q, &engine.DropQueueRequest{Move: move})
+			}
+			if err != nil {
+				s.cfg.Logger.Warn("shards: could not drop a copy of a queue the map puts elsewhere", "shard", id, "queue", q, "err", err)
+				continue
+			}
+			s.cfg.Logger.Warn("shards: dropped a copy of a queue the map puts elsewhere, left by a move's late step", "shard", id, "queue", q, "map", s.Of(q))
+			delete(seen, ref)
+		}
+	}
+	s.strays = seen
+}
+
+// moving reports whether the first group, as this node's replica has it,
+// records a move of q under way.
+func (s *Set) moving(q api.QueueKey) bool {
+	var v string
+	s.host.Read(func(e *engine.Engine) { v = e.Meta(moveKey(q)) })
+	return v != ""
+}
+
 // moveRecorded reports whether the first group, as this node's replica
 // has it, records the move named move of q.
 func (s *Set) moveRecorded(q api.QueueKey, move string) bool {

@@ -424,6 +424,73 @@ func TestMoveOfAStaleRecordTouchesNothing(t *testing.T) {
 	}
 }
 
+// TestLateInstallLeftBehindIsDropped lands a move's install in its
+// target after the move was finished and the queue moved on (a deposed
+// driver's try, held up in the network): the target then holds a copy no
+// map names, which the 1000-move cluster test found refusing the queue's
+// every later move into that shard (QueueNameExists). The first group's
+// leader drops the stray copy, and the queue moves there again with its
+// messages.
+func TestLateInstallLeftBehindIsDropped(t *testing.T) {
+	defer func(d, e time.Duration) { staleFenceAfter, fenceSweepEvery = d, e }(staleFenceAfter, fenceSweepEvery)
+	staleFenceAfter, fenceSweepEvery = time.Second, 200*time.Millisecond
+	host, set := openMember(t, t.TempDir(), 3)
+	steps := &localSteps{set: set}
+	set.SetSteps(steps)
+	ctx := context.Background()
+	q := queue("moved-on")
+	if err := set.setOnce(ctx, queueKey(q), "1"); err != nil {
+		t.Fatal(err)
+	}
+	create(t, host, set, 1, q)
+	first, _ := set.Shard(1)
+	send(t, first, q, "kept")
+	// Move m1, from 1 to 2, carried out whole; its image kept for the
+	// late try.
+	if err := steps.Step(asDriver(ctx), 1, q, &engine.FenceQueueRequest{Move: "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	image, err := steps.Export(ctx, 1, q, "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := steps.Step(asDriver(ctx), 2, q, &engine.InstallQueueRequest{Move: "m1", Image: image}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: queueKey(q), Value: "2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := steps.Step(asDriver(ctx), 1, q, &engine.DropQueueRequest{Move: "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	// The queue moves on to 3; then m1's late install lands in 2.
+	if from, err := set.Move(ctx, q, 3); err != nil || from != 2 {
+		t.Fatalf("Move to 3 = %d, %v", from, err)
+	}
+	if err := steps.Step(asDriver(ctx), 2, q, &engine.InstallQueueRequest{Move: "m1", Image: image}); err != nil {
+		t.Fatalf("the late install: %v", err)
+	}
+	if !queueIn(set, 2, q) {
+		t.Fatal("the late install left no copy in shard 2: the test shows nothing")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for queueIn(set, 2, q) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stray copy in shard 2 was not dropped")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if from, err := set.Move(ctx, q, 2); err != nil || from != 3 {
+		t.Fatalf("Move back to 2 = %d, %v", from, err)
+	}
+	live, _ := set.Shard(2)
+	var n int
+	live.Read(func(e *engine.Engine) { n, _ = e.StoredMessages(q) })
+	if n != 1 || set.Of(q) != 2 {
+		t.Fatalf("shard 2 holds %d messages and the map says %d; want 1 and 2", n, set.Of(q))
+	}
+}
+
 // TestBalancingMovesIdleQueuesFirst fills one shard with three idle
 // queues and a busy one, named to be the first a balancer choosing by
 // name would move: the balancer evens the shards out with the idle ones,

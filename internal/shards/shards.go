@@ -227,6 +227,10 @@ type Set struct {
 	// seen (liftStaleFences; touched only by the goroutine resuming
 	// moves).
 	staleFences map[fenceRef]time.Time
+	// strays: since when each unfenced copy of a queue that the map puts
+	// in another shard was seen (dropStrays; touched only by the
+	// goroutine resuming moves).
+	strays map[shardQueue]time.Time
 
 	// halted is closed once a storage fault or a fence stopped one of the
 	// node's replicas (fault says which and why); unwatch stops the watch
@@ -295,6 +299,7 @@ func (s *Set) follow() {
 					s.lastFenceSweep = time.Now()
 					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 					s.liftStaleFences(ctx, *st)
+					s.dropStrays(ctx, *st)
 					cancel()
 				}
 				every := cmp.Or(s.cfg.QueueBalance, testQueueBalance, DefaultQueueBalance)
