@@ -234,8 +234,12 @@ func (s *Server) leaderOf(id uint32, held bool, g *group, try int) (member, addr
 }
 
 // Export returns queue q's image from a replica of group id that applied
-// the fence of the move named move: this node's if it holds one, else
-// another member's.
+// the fence of the move named move: its leader's first, which applied
+// the fence before the step answered, where a follower has it only once
+// it learns that the entry committed (with the next append, up to a
+// commit timeout later: waiting for that was a tenth of a second of most
+// moves' fences); then this node's replica and the leader's in turn, or,
+// without a replica here, the leader and each replica in turn.
 func (m moveSteps) Export(ctx context.Context, id uint32, q api.QueueKey, move string) ([]byte, error) {
 	s := m.s
 	deadline := time.Now().Add(stepWait)
@@ -248,9 +252,8 @@ func (m moveSteps) Export(ctx context.Context, id uint32, q api.QueueKey, move s
 				return nil, ctx.Err()
 			}
 		}
-		if g, held := s.groupByID(id); held {
-			// The fence was applied by the leader; this replica has it
-			// once it applied as far.
+		g, held := s.groupByID(id)
+		if held && (g.leads() || try%2 == 1) {
 			var buf bytes.Buffer
 			g.log.Read(func(e *engine.Engine) { lastErr = e.ExportQueue(q, move, &buf) })
 			if lastErr == nil {
@@ -258,13 +261,19 @@ func (m moveSteps) Export(ctx context.Context, id uint32, q api.QueueKey, move s
 			}
 			continue
 		}
-		replicas := s.shards.Replicas(id)
-		if len(replicas) == 0 {
-			lastErr = fmt.Errorf("the map names no replica of shard %d", id)
+		var addr string
+		if try%2 == 0 {
+			_, addr = s.leaderOf(id, held, g, try)
+		} else if replicas := s.shards.Replicas(id); len(replicas) > 0 {
+			// Past a leader this node may know wrongly, or that is down.
+			addr = replicas[(try/2)%len(replicas)].Addr
+		}
+		if addr == "" {
+			lastErr = fmt.Errorf("no replica of shard %d known to ask", id)
 			continue
 		}
 		v := url.Values{"shard": {strconv.FormatUint(uint64(id), 10)}, "account": {q.Account}, "region": {q.Region}, "name": {q.Name}, "part": {strconv.FormatUint(uint64(q.Part), 10)}, "move": {move}}
-		resp, err := s.askPeer(ctx, http.MethodGet, replicas[try%len(replicas)].Addr, exportQueuePath+"?"+v.Encode(), nil)
+		resp, err := s.askPeer(ctx, http.MethodGet, addr, exportQueuePath+"?"+v.Encode(), nil)
 		if err != nil {
 			lastErr = err
 			continue
