@@ -1,6 +1,7 @@
 package replog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync/atomic"
@@ -106,6 +107,57 @@ func (l *Raft) Apply(ctx context.Context, cmd *engine.Command) (api.Response, er
 	case <-ctx.Done():
 		return p.outcomeOr(api.ErrInternalFailure("The request ended (%v) before its outcome was known: it may still be applied.", ctx.Err()))
 	}
+}
+
+// ApplyInOrder queues cmds for group commit one after another, so that
+// they are applied in that order, in one log entry or in consecutive
+// ones, and waits for all their results: what two dependent writes cost
+// as one round of Raft rather than two. The error is the first command's
+// that failed; each result is in the slice either way. A command refused
+// before it was queued leaves the ones after it unqueued too.
+func (l *Raft) ApplyInOrder(ctx context.Context, cmds ...*engine.Command) ([]api.Response, error) {
+	if err := l.refusal(); err != nil {
+		return nil, err
+	}
+	for _, cmd := range cmds {
+		if need := commandFormat(cmd); need > byte(l.format.Load()) {
+			if _, raise := formatRaise(cmd); !raise {
+				if err := l.formatFor(ctx, cmd, need); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	queued := make([]*pending, 0, len(cmds))
+	var unqueued error
+	for _, cmd := range cmds {
+		p := &pending{cmd: cmd, done: make(chan applyResult, 1)}
+		select {
+		case l.submit <- p:
+			queued = append(queued, p)
+			continue
+		case <-l.quit:
+			unqueued = errShuttingDown()
+		case <-ctx.Done():
+			unqueued = api.ErrServiceUnavailable("The request ended (%v) while the server was too busy to take its command; it was not applied.", ctx.Err())
+		}
+		break
+	}
+	out := make([]api.Response, len(cmds))
+	var err error
+	for i, p := range queued {
+		var res applyResult
+		select {
+		case res = <-p.done:
+		case <-l.stopped:
+			res.resp, res.err = p.outcomeOr(api.ErrServiceUnavailable("The command log stopped before this request's outcome was known: it may or may not have been applied."))
+		case <-ctx.Done():
+			res.resp, res.err = p.outcomeOr(api.ErrInternalFailure("The request ended (%v) before its outcome was known: it may still be applied.", ctx.Err()))
+		}
+		out[i] = res.resp
+		err = cmp.Or(err, res.err)
+	}
+	return out, cmp.Or(err, unqueued)
 }
 
 // outcomeOr returns p's outcome if it has come, else err: when a wait ends

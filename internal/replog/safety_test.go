@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -577,5 +578,64 @@ func TestHousekeepNeedsVersion3(t *testing.T) {
 	}
 	if _, err := decodeEntry(rawEntry(3, housekeep)); err != nil {
 		t.Fatalf("decodeEntry of a housekeeping command in a version-3 entry: %v", err)
+	}
+}
+
+// TestApplyInOrderKeepsTheOrder applies dependent writes with
+// ApplyInOrder beside other writers: they are applied in the order given
+// (the last value of a key is the last one written), each answered, and a
+// refused one in the middle is the error while those after it are still
+// applied, as queued.
+func TestApplyInOrderKeepsTheOrder(t *testing.T) {
+	l, _ := openTest(t, t.TempDir(), RaftConfig{})
+	defer l.Close()
+	ctx := context.Background()
+	set := func(k, v string) *engine.Command {
+		return &engine.Command{Request: &engine.SetMetaRequest{Key: k, Value: v}}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := l.Apply(ctx, set("other-"+strconv.Itoa(i), strconv.Itoa(n))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for round := range 20 {
+		var cmds []*engine.Command
+		for i := range 10 {
+			cmds = append(cmds, set("ordered", strconv.Itoa(round*10+i)))
+		}
+		out, err := l.ApplyInOrder(ctx, cmds...)
+		if err != nil || len(out) != 10 {
+			t.Fatalf("round %d: %d answers, %v", round, len(out), err)
+		}
+		var got string
+		l.Read(func(e *engine.Engine) { got = e.Meta("ordered") })
+		if want := strconv.Itoa(round*10 + 9); got != want {
+			t.Fatalf("round %d: the key holds %q after the writes; want %q, the last one", round, got, want)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	_, err := l.ApplyInOrder(ctx, set("a", "1"), set("", "refused"), set("b", "2"))
+	if e := (*api.Error)(nil); !errors.As(err, &e) || e.Code != "InvalidParameterValue" {
+		t.Fatalf("around a refused write: %v; want its InvalidParameterValue", err)
+	}
+	var a, b string
+	l.Read(func(e *engine.Engine) { a, b = e.Meta("a"), e.Meta("b") })
+	if a != "1" || b != "2" {
+		t.Fatalf("around a refused write: a=%q b=%q; want both written", a, b)
 	}
 }

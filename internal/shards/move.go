@@ -409,6 +409,7 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 		// queue. Nothing outside the record's move is changed.
 		return s.abandon(ctx, q, m, fmt.Errorf("the map puts the queue in shard %d, not %d", at, m.from))
 	}
+	var flip []*engine.Command
 	if at != m.to {
 		// Once every member keeps outboxes, a queue in a redrive moves
 		// too: its dead-letter queue, or its sources, are then reached
@@ -460,11 +461,12 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 			return fmt.Errorf("install in shard %d: %w", m.to, err)
 		}
 		took.install = took.lap()
-		if _, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: queueKey(q), Value: strconv.FormatUint(uint64(m.to), 10)}}); err != nil {
-			return fmt.Errorf("flip the map: %w", err)
-		}
+		flip = append(flip, &engine.Command{Request: &engine.SetMetaRequest{Key: queueKey(q), Value: strconv.FormatUint(uint64(m.to), 10)}})
 	}
-	if _, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: epochKey, Value: m.id}}); err != nil {
+	// The record and then the epoch, in one round of the first group's
+	// log: the queue's clients wait for it.
+	flip = append(flip, &engine.Command{Request: &engine.SetMetaRequest{Key: epochKey, Value: m.id}})
+	if _, err := s.host.ApplyInOrder(ctx, flip...); err != nil {
 		return fmt.Errorf("flip the map: %w", err)
 	}
 	took.flip = took.lap()
