@@ -928,6 +928,12 @@ func (s *Set) dropStrays(ctx context.Context, st Steps) {
 				// Left fenced if this fails: liftStaleFences drops it.
 				err = st.Step(dctx, id, q, &engine.DropQueueRequest{Move: move})
 			}
+			if _, fenced := engine.FencedBy(err); isQueueGone(err) || fenced {
+				// What was seen was a lagging replica's: the leader has
+				// dropped it, or a move has fenced it.
+				delete(seen, ref)
+				continue
+			}
 			if err != nil {
 				s.cfg.Logger.Warn("shards: could not drop a copy of a queue the map puts elsewhere", "shard", id, "queue", q, "err", err)
 				continue
