@@ -823,11 +823,7 @@ func (s *Set) liftStaleFences(ctx context.Context, st Steps) {
 		fenced, err := st.Fenced(ctx, id)
 		if err != nil {
 			// Not known now: keep what was seen of this shard.
-			for ref, since := range s.staleFences {
-				if ref.id == id {
-					seen[ref] = since
-				}
-			}
+			keepSeen(seen, s.staleFences, func(ref fenceRef) bool { return ref.id == id })
 			continue
 		}
 		for q, move := range fenced {
@@ -889,11 +885,7 @@ func (s *Set) dropStrays(ctx context.Context, st Steps) {
 		}
 		if err != nil {
 			// Not known now: keep what was seen of this shard.
-			for ref, since := range s.strays {
-				if ref.shard == id {
-					seen[ref] = since
-				}
-			}
+			keepSeen(seen, s.strays, func(ref shardQueue) bool { return ref.shard == id })
 			continue
 		}
 		for q := range loads {
@@ -943,6 +935,15 @@ func (s *Set) dropStrays(ctx context.Context, st Steps) {
 		}
 	}
 	s.strays = seen
+}
+
+// keepSeen copies into seen the sightings of was that match.
+func keepSeen[K comparable](seen, was map[K]time.Time, match func(K) bool) {
+	for ref, since := range was {
+		if match(ref) {
+			seen[ref] = since
+		}
+	}
 }
 
 // moving reports whether the first group, as this node's replica has it,

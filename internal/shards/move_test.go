@@ -386,19 +386,7 @@ func TestMoveOfAStaleRecordTouchesNothing(t *testing.T) {
 	create(t, host, set, 1, q)
 	// A move from 1 to 2, carried out to the flip, whose copy in 1 is
 	// left fenced (its drop and record are gone with its driver).
-	if err := steps.Step(asDriver(ctx), 1, q, &engine.FenceQueueRequest{Move: "m1"}); err != nil {
-		t.Fatal(err)
-	}
-	image, err := steps.Export(ctx, 1, q, "m1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := steps.Step(asDriver(ctx), 2, q, &engine.InstallQueueRequest{Move: "m1", Image: image}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: queueKey(q), Value: "2"}}); err != nil {
-		t.Fatal(err)
-	}
+	flipByHand(t, host, steps, q, "m1", 1, 2)
 	live, _ := set.Shard(2)
 	send(t, live, q, "sent to the live copy")
 	// A move recorded with the stale shard 1 as its source.
@@ -447,19 +435,7 @@ func TestLateInstallLeftBehindIsDropped(t *testing.T) {
 	send(t, first, q, "kept")
 	// Move m1, from 1 to 2, carried out whole; its image kept for the
 	// late try.
-	if err := steps.Step(asDriver(ctx), 1, q, &engine.FenceQueueRequest{Move: "m1"}); err != nil {
-		t.Fatal(err)
-	}
-	image, err := steps.Export(ctx, 1, q, "m1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := steps.Step(asDriver(ctx), 2, q, &engine.InstallQueueRequest{Move: "m1", Image: image}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: queueKey(q), Value: "2"}}); err != nil {
-		t.Fatal(err)
-	}
+	image := flipByHand(t, host, steps, q, "m1", 1, 2)
 	if err := steps.Step(asDriver(ctx), 1, q, &engine.DropQueueRequest{Move: "m1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -489,6 +465,28 @@ func TestLateInstallLeftBehindIsDropped(t *testing.T) {
 	if n != 1 || set.Of(q) != 2 {
 		t.Fatalf("shard 2 holds %d messages and the map says %d; want 1 and 2", n, set.Of(q))
 	}
+}
+
+// flipByHand carries move out for queue q from shard from to shard to,
+// as its driver would, up to the flip of the map (the copy in from is
+// left fenced), and returns the move's image.
+func flipByHand(t *testing.T, host *replog.Raft, steps *localSteps, q api.QueueKey, move string, from, to uint32) []byte {
+	t.Helper()
+	ctx := context.Background()
+	if err := steps.Step(asDriver(ctx), from, q, &engine.FenceQueueRequest{Move: move}); err != nil {
+		t.Fatal(err)
+	}
+	image, err := steps.Export(ctx, from, q, move)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := steps.Step(asDriver(ctx), to, q, &engine.InstallQueueRequest{Move: move, Image: image}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: queueKey(q), Value: strconv.FormatUint(uint64(to), 10)}}); err != nil {
+		t.Fatal(err)
+	}
+	return image
 }
 
 // TestBalancingMovesIdleQueuesFirst fills one shard with three idle
