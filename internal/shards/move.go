@@ -831,12 +831,7 @@ func (s *Set) liftStaleFences(ctx context.Context, st Steps) {
 				continue
 			}
 			ref := fenceRef{id, q, move}
-			since, ok := s.staleFences[ref]
-			if !ok {
-				since = now
-			}
-			seen[ref] = since
-			if now.Sub(since) < staleFenceAfter || !s.host.Leading() {
+			if !sightedLong(seen, s.staleFences, ref, now) || !s.host.Leading() {
 				continue
 			}
 			s.Forget(q)
@@ -905,12 +900,7 @@ func (s *Set) dropStrays(ctx context.Context, st Steps) {
 				continue
 			}
 			ref := shardQueue{id, q}
-			since, ok := s.strays[ref]
-			if !ok {
-				since = now
-			}
-			seen[ref] = since
-			if now.Sub(since) < staleFenceAfter || !s.host.Leading() {
+			if !sightedLong(seen, s.strays, ref, now) || !s.host.Leading() {
 				continue
 			}
 			move := newMoveID()
@@ -935,6 +925,18 @@ func (s *Set) dropStrays(ctx context.Context, st Steps) {
 		}
 	}
 	s.strays = seen
+}
+
+// sightedLong notes in seen that ref was seen at now, or since it was
+// first seen in the sweeps before (was), and reports whether that is
+// staleFenceAfter or longer ago.
+func sightedLong[K comparable](seen, was map[K]time.Time, ref K, now time.Time) bool {
+	since, ok := was[ref]
+	if !ok {
+		since = now
+	}
+	seen[ref] = since
+	return now.Sub(since) >= staleFenceAfter
 }
 
 // keepSeen copies into seen the sightings of was that match.

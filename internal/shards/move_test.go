@@ -373,17 +373,8 @@ func TestMoveReadsTheRecordAfresh(t *testing.T) {
 // live copy left alone, and the stale copy dropped once its fence has
 // stood without a record long enough.
 func TestMoveOfAStaleRecordTouchesNothing(t *testing.T) {
-	defer func(d, e time.Duration) { staleFenceAfter, fenceSweepEvery = d, e }(staleFenceAfter, fenceSweepEvery)
-	staleFenceAfter, fenceSweepEvery = time.Second, 200*time.Millisecond
-	host, set := openMember(t, t.TempDir(), 3)
-	steps := &localSteps{set: set}
-	set.SetSteps(steps)
+	host, set, steps, q := sweptQueue(t, "live")
 	ctx := context.Background()
-	q := queue("live")
-	if err := set.setOnce(ctx, queueKey(q), "1"); err != nil {
-		t.Fatal(err)
-	}
-	create(t, host, set, 1, q)
 	// A move from 1 to 2, carried out to the flip, whose copy in 1 is
 	// left fenced (its drop and record are gone with its driver).
 	flipByHand(t, host, steps, q, "m1", 1, 2)
@@ -420,17 +411,8 @@ func TestMoveOfAStaleRecordTouchesNothing(t *testing.T) {
 // leader drops the stray copy, and the queue moves there again with its
 // messages.
 func TestLateInstallLeftBehindIsDropped(t *testing.T) {
-	defer func(d, e time.Duration) { staleFenceAfter, fenceSweepEvery = d, e }(staleFenceAfter, fenceSweepEvery)
-	staleFenceAfter, fenceSweepEvery = time.Second, 200*time.Millisecond
-	host, set := openMember(t, t.TempDir(), 3)
-	steps := &localSteps{set: set}
-	set.SetSteps(steps)
+	host, set, steps, q := sweptQueue(t, "moved-on")
 	ctx := context.Background()
-	q := queue("moved-on")
-	if err := set.setOnce(ctx, queueKey(q), "1"); err != nil {
-		t.Fatal(err)
-	}
-	create(t, host, set, 1, q)
 	first, _ := set.Shard(1)
 	send(t, first, q, "kept")
 	// Move m1, from 1 to 2, carried out whole; its image kept for the
@@ -465,6 +447,25 @@ func TestLateInstallLeftBehindIsDropped(t *testing.T) {
 	if n != 1 || set.Of(q) != 2 {
 		t.Fatalf("shard 2 holds %d messages and the map says %d; want 1 and 2", n, set.Of(q))
 	}
+}
+
+// sweptQueue opens a member with three shards whose leader sweeps for
+// stale fences and stray copies every 200 ms, acting on what it has
+// seen for a second, and creates queue name in shard 1.
+func sweptQueue(t *testing.T, name string) (*replog.Raft, *Set, *localSteps, api.QueueKey) {
+	t.Helper()
+	d, e := staleFenceAfter, fenceSweepEvery
+	t.Cleanup(func() { staleFenceAfter, fenceSweepEvery = d, e })
+	staleFenceAfter, fenceSweepEvery = time.Second, 200*time.Millisecond
+	host, set := openMember(t, t.TempDir(), 3)
+	steps := &localSteps{set: set}
+	set.SetSteps(steps)
+	q := queue(name)
+	if err := set.setOnce(context.Background(), queueKey(q), "1"); err != nil {
+		t.Fatal(err)
+	}
+	create(t, host, set, 1, q)
+	return host, set, steps, q
 }
 
 // flipByHand carries move out for queue q from shard from to shard to,
