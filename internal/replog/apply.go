@@ -84,29 +84,15 @@ func (l *Raft) Apply(ctx context.Context, cmd *engine.Command) (api.Response, er
 	if err := l.refusal(); err != nil {
 		return nil, err
 	}
-	if need := commandFormat(cmd); need > byte(l.format.Load()) {
-		if _, raise := formatRaise(cmd); !raise {
-			if err := l.formatFor(ctx, cmd, need); err != nil {
-				return nil, err
-			}
-		}
+	if err := l.formatReady(ctx, cmd); err != nil {
+		return nil, err
 	}
 	p := &pending{cmd: cmd, done: make(chan applyResult, 1)}
-	select {
-	case l.submit <- p:
-	case <-l.quit:
-		return nil, errShuttingDown()
-	case <-ctx.Done():
-		return nil, api.ErrServiceUnavailable("The request ended (%v) while the server was too busy to take its command; it was not applied.", ctx.Err())
+	if err := l.enqueue(ctx, p); err != nil {
+		return nil, err
 	}
-	select {
-	case res := <-p.done:
-		return res.resp, res.err
-	case <-l.stopped:
-		return p.outcomeOr(api.ErrServiceUnavailable("The command log stopped before this request's outcome was known: it may or may not have been applied."))
-	case <-ctx.Done():
-		return p.outcomeOr(api.ErrInternalFailure("The request ended (%v) before its outcome was known: it may still be applied.", ctx.Err()))
-	}
+	res := l.outcome(ctx, p)
+	return res.resp, res.err
 }
 
 // ApplyInOrder queues cmds for group commit one after another, so that
@@ -120,44 +106,64 @@ func (l *Raft) ApplyInOrder(ctx context.Context, cmds ...*engine.Command) ([]api
 		return nil, err
 	}
 	for _, cmd := range cmds {
-		if need := commandFormat(cmd); need > byte(l.format.Load()) {
-			if _, raise := formatRaise(cmd); !raise {
-				if err := l.formatFor(ctx, cmd, need); err != nil {
-					return nil, err
-				}
-			}
+		if err := l.formatReady(ctx, cmd); err != nil {
+			return nil, err
 		}
 	}
 	queued := make([]*pending, 0, len(cmds))
 	var unqueued error
 	for _, cmd := range cmds {
 		p := &pending{cmd: cmd, done: make(chan applyResult, 1)}
-		select {
-		case l.submit <- p:
-			queued = append(queued, p)
-			continue
-		case <-l.quit:
-			unqueued = errShuttingDown()
-		case <-ctx.Done():
-			unqueued = api.ErrServiceUnavailable("The request ended (%v) while the server was too busy to take its command; it was not applied.", ctx.Err())
+		if unqueued = l.enqueue(ctx, p); unqueued != nil {
+			break
 		}
-		break
+		queued = append(queued, p)
 	}
 	out := make([]api.Response, len(cmds))
 	var err error
 	for i, p := range queued {
-		var res applyResult
-		select {
-		case res = <-p.done:
-		case <-l.stopped:
-			res.resp, res.err = p.outcomeOr(api.ErrServiceUnavailable("The command log stopped before this request's outcome was known: it may or may not have been applied."))
-		case <-ctx.Done():
-			res.resp, res.err = p.outcomeOr(api.ErrInternalFailure("The request ended (%v) before its outcome was known: it may still be applied.", ctx.Err()))
-		}
+		res := l.outcome(ctx, p)
 		out[i] = res.resp
 		err = cmp.Or(err, res.err)
 	}
 	return out, cmp.Or(err, unqueued)
+}
+
+// formatReady makes sure the cluster writes a log entry format that
+// carries cmd, raising it if cmd needs a newer one, or says why not.
+func (l *Raft) formatReady(ctx context.Context, cmd *engine.Command) error {
+	if need := commandFormat(cmd); need > byte(l.format.Load()) {
+		if _, raise := formatRaise(cmd); !raise {
+			return l.formatFor(ctx, cmd, need)
+		}
+	}
+	return nil
+}
+
+// enqueue hands p to the batcher for the next group commit.
+func (l *Raft) enqueue(ctx context.Context, p *pending) error {
+	select {
+	case l.submit <- p:
+		return nil
+	case <-l.quit:
+		return errShuttingDown()
+	case <-ctx.Done():
+		return api.ErrServiceUnavailable("The request ended (%v) while the server was too busy to take its command; it was not applied.", ctx.Err())
+	}
+}
+
+// outcome waits for queued p's result, or for the log to stop or ctx to
+// end, in which cases the command may still be (or have been) applied.
+func (l *Raft) outcome(ctx context.Context, p *pending) applyResult {
+	var res applyResult
+	select {
+	case res = <-p.done:
+	case <-l.stopped:
+		res.resp, res.err = p.outcomeOr(api.ErrServiceUnavailable("The command log stopped before this request's outcome was known: it may or may not have been applied."))
+	case <-ctx.Done():
+		res.resp, res.err = p.outcomeOr(api.ErrInternalFailure("The request ended (%v) before its outcome was known: it may still be applied.", ctx.Err()))
+	}
+	return res
 }
 
 // outcomeOr returns p's outcome if it has come, else err: when a wait ends

@@ -812,13 +812,15 @@ var staleFenceAfter = 30 * time.Second
 // fence is lifted; one the map puts elsewhere is a copy left behind, which
 // is dropped. Each step names the fence's move, which the shard's engine
 // checks as it applies it: a fence lifted or replaced meanwhile is left
-// alone.
-func (s *Set) liftStaleFences(ctx context.Context, st Steps) {
+// alone. It returns the fences it found in each shard it could list, for
+// dropStrays.
+func (s *Set) liftStaleFences(ctx context.Context, st Steps) map[uint32]map[api.QueueKey]string {
 	if !s.host.Leading() || s.host.ReadBarrier(ctx) != nil {
-		return
+		return nil
 	}
 	now := time.Now()
 	seen := map[fenceRef]time.Time{}
+	listed := map[uint32]map[api.QueueKey]string{}
 	for _, id := range s.Named() {
 		fenced, err := st.Fenced(ctx, id)
 		if err != nil {
@@ -826,6 +828,7 @@ func (s *Set) liftStaleFences(ctx context.Context, st Steps) {
 			keepSeen(seen, s.staleFences, func(ref fenceRef) bool { return ref.id == id })
 			continue
 		}
+		listed[id] = fenced
 		for q, move := range fenced {
 			if s.moveRecorded(q, move) {
 				continue
@@ -847,6 +850,7 @@ func (s *Set) liftStaleFences(ctx context.Context, st Steps) {
 		}
 	}
 	s.staleFences = seen
+	return listed
 }
 
 // dropStrays, on the first group's leader, drops the unfenced copies of
@@ -858,15 +862,17 @@ func (s *Set) liftStaleFences(ctx context.Context, st Steps) {
 // shard's ListQueues, counted by the balancer, and makes the shard
 // refuse the queue's moves into it (QueueNameExists), for good.
 //
-// The shards are listed before the map and the records are read, after
-// a read barrier: a copy a move had installed by then has its move's
-// record, or is the one the map names once the move flipped it, so a
-// copy with neither is nobody's. It is dropped once it has been seen so
+// fenced holds the fences liftStaleFences found in each shard it could
+// list, just before: a copy fenced then is not a stray, and one fenced
+// since is left alone by the step below. The shards' queues are listed
+// before the map and the records are read, after a read barrier: a copy
+// a move had installed by then has its move's record, or is the one the
+// map names once the move flipped it, so a copy with neither is nobody's. It is dropped once it has been seen so
 // for staleFenceAfter, long enough for any step in flight to land: fenced
 // under a move of its own, then dropped under it. No live copy can be
 // fenced so: while the stray stands, no move can install the queue in
 // its shard.
-func (s *Set) dropStrays(ctx context.Context, st Steps) {
+func (s *Set) dropStrays(ctx context.Context, st Steps, fenced map[uint32]map[api.QueueKey]string) {
 	if !s.host.Leading() {
 		return
 	}
@@ -874,17 +880,14 @@ func (s *Set) dropStrays(ctx context.Context, st Steps) {
 	seen := map[shardQueue]time.Time{}
 	for _, id := range s.Named() {
 		loads, err := st.Queues(ctx, id)
-		var fenced map[api.QueueKey]string
-		if err == nil {
-			fenced, err = st.Fenced(ctx, id)
-		}
-		if err != nil {
+		shardFences, listed := fenced[id]
+		if err != nil || !listed {
 			// Not known now: keep what was seen of this shard.
 			keepSeen(seen, s.strays, func(ref shardQueue) bool { return ref.shard == id })
 			continue
 		}
 		for q := range loads {
-			if _, ok := fenced[q]; !ok {
+			if _, ok := shardFences[q]; !ok {
 				held[id] = append(held[id], q)
 			}
 		}

@@ -298,8 +298,7 @@ func (s *Set) follow() {
 				if st := s.steps.Load(); st != nil && time.Since(s.lastFenceSweep) >= fenceSweepEvery {
 					s.lastFenceSweep = time.Now()
 					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					s.liftStaleFences(ctx, *st)
-					s.dropStrays(ctx, *st)
+					s.dropStrays(ctx, *st, s.liftStaleFences(ctx, *st))
 					cancel()
 				}
 				every := cmp.Or(s.cfg.QueueBalance, testQueueBalance, DefaultQueueBalance)
