@@ -151,9 +151,11 @@ func TestRemoveTheLeader(t *testing.T) {
 // three shards and credentials, and no TLS between them (on loopback). A
 // request routed to another member for the node itself (POST /cluster/do:
 // the config file's, the console's) names the account it acts as, with
-// no signature, and a shard's backup for another member's fifoq backup
-// (GET /cluster/backup) holds every message of the shard: on a port
-// without TLS, where whoever reaches it could ask, both must be refused,
+// no signature, a move's install (POST /cluster/install-queue) puts a
+// queue with every message in a shard, and a shard's backup for another
+// member's fifoq backup (GET /cluster/backup) holds every message of the
+// shard: on a port without TLS, where whoever reaches it could ask, all
+// must be refused,
 // or the port would let anyone act as any account or read every message,
 // where a forwarded API request still has its signature checked. Such a
 // cluster still declares its config file's queues, in the first group, as
@@ -190,6 +192,16 @@ func TestRoutedRequestNeedsMutualTLSWithCredentials(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("POST /cluster/do on %s's port without TLS, credentials configured: %s %s; want 403", nd.id, resp.Status, answer)
+		}
+		req, _ = http.NewRequest(http.MethodPost, "http://"+nd.raftAddr+"/cluster/install-queue?shard=1&queue=000000000000/taken&move=m", strings.NewReader("an image"))
+		req.Header.Set("X-Fifoq-Forwarded-By", "n1")
+		if resp, err = peerHTTPClient().Do(req); err != nil {
+			t.Fatal(err)
+		}
+		answer, _ = io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("POST /cluster/install-queue on %s's port without TLS, credentials configured: %s %.200s; want 403", nd.id, resp.Status, answer)
 		}
 		req, _ = http.NewRequest(http.MethodGet, "http://"+nd.raftAddr+"/cluster/backup?shard=1", nil)
 		req.Header.Set("X-Fifoq-Forwarded-By", "n1")

@@ -52,18 +52,23 @@ import (
 //     how one FIFO queue is spread over several shards; and a
 //     fifoq:FenceQueue may take a queue whose message move tasks have
 //     ended ("ended").
+//   - Version 12: version 11, and a fifoq:InstallQueue is written in a
+//     binary layout (reqInstall) rather than as JSON: its image, often
+//     hundreds of kilobytes, goes into the log as it is instead of as
+//     base64, which a shard's every replica decoded on its way to the
+//     moved queue's first answer (see minVersionImageBytes).
 //
 // Every version is still read, so that older logs replay. Which version a
 // node writes is the cluster's choice, not the binary's: see format.go.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1 to 11)
+//	byte     version (1 to 12)
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command
 //	  bytes    the command as JSON (wireCommand, codec_v1to3.go; versions 1 to 3) or in
-//	           the binary layout of versions 4 to 11
+//	           the binary layout of versions 4 to 12
 //	4 bytes  CRC-32C of everything before it, big-endian
 //
 // Every version, present and future, keeps the first byte as the version
@@ -79,7 +84,7 @@ import (
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 11
+const entryFormatVersion = 12
 
 // minVersionSetMeta is the first version in which a command may be a
 // fifoq:SetMeta.
@@ -138,6 +143,12 @@ func needsPartitions(c *engine.Command) bool {
 	}
 	return c.Queue.Part != 0 || isPartitionAction(c.Request.Action())
 }
+
+// minVersionImageBytes is the first version in which a fifoq:InstallQueue
+// is written in its binary layout (reqInstall). An install can still go in
+// an older version's entry, as JSON: the cluster's format decides its
+// layout, and nothing waits for the cluster to write this one.
+const minVersionImageBytes = 12
 
 // isPartitionAction reports whether a splits or merges partitions of a
 // queue.

@@ -51,6 +51,9 @@ const (
 	reqReceive
 	reqDelete
 	reqDeleteBatch
+	// reqInstall is a fifoq:InstallQueue's, from version 12
+	// (minVersionImageBytes): the move's name, then the image as it is.
+	reqInstall
 )
 
 // appendString appends a length-prefixed string.
@@ -221,16 +224,28 @@ func appendCommand(b []byte, c *engine.Command, version byte) (out []byte, asJSO
 			b = appendString(b, e.Id)
 			b = appendString(b, e.ReceiptHandle)
 		}
-	default:
-		req, err := json.Marshal(c.Request)
-		if err != nil {
-			return nil, false, fmt.Errorf("encode %s request: %w", c.Request.Action(), err)
+	case *engine.InstallQueueRequest:
+		if version < minVersionImageBytes {
+			return appendJSONRequest(b, c.Request)
 		}
-		b = append(b, reqJSON)
-		b = appendBytes(b, req)
-		return b, true, nil
+		b = append(b, reqInstall)
+		b = appendString(b, r.Move)
+		b = appendBytes(b, r.Image)
+	default:
+		return appendJSONRequest(b, c.Request)
 	}
 	return b, false, nil
+}
+
+// appendJSONRequest appends req as JSON (reqJSON): the layout of every
+// request that has no binary one in the entry's version.
+func appendJSONRequest(b []byte, req api.Request) (out []byte, asJSON bool, err error) {
+	js, err := json.Marshal(req)
+	if err != nil {
+		return nil, false, fmt.Errorf("encode %s request: %w", req.Action(), err)
+	}
+	b = append(b, reqJSON)
+	return appendBytes(b, js), true, nil
 }
 
 // reader decodes version 4's fields from a command's bytes; the first
@@ -394,9 +409,14 @@ func (r *reader) sent(what string) (dedup, group bool) {
 	return f&sentDedupID != 0, f&sentGroupID != 0
 }
 
-// layoutOf is the request layout version 4 uses for an action.
-func layoutOf(a api.Action) byte {
+// layoutOf is the request layout an entry of the given version (4 or
+// later) uses for an action.
+func layoutOf(a api.Action, version byte) byte {
 	switch a {
+	case engine.ActionInstallQueue:
+		if version >= minVersionImageBytes {
+			return reqInstall
+		}
 	case api.ActionSendMessage:
 		return reqSend
 	case api.ActionSendMessageBatch:
@@ -439,7 +459,7 @@ func decodeBinaryCommand(b []byte, version byte) (*engine.Command, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if want := layoutOf(action); layout != want {
+	if want := layoutOf(action, version); layout != want {
 		return nil, fmt.Errorf("%s request in layout %d, not %d", action, layout, want)
 	}
 	switch layout {
@@ -498,6 +518,11 @@ func decodeBinaryCommand(b []byte, version byte) (*engine.Command, error) {
 				q.Entries[i].ReceiptHandle = r.string("receipt handle")
 			}
 		}
+		c.Request = q
+	case reqInstall:
+		q := &engine.InstallQueueRequest{}
+		q.Move = r.string("move")
+		q.Image = r.bytes("image")
 		c.Request = q
 	case reqJSON:
 		if action == engine.ActionSetMeta && !readsSetMeta(version) || isMoveAction(action) && version < minVersionMoves ||

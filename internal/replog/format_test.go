@@ -1,10 +1,12 @@
 package replog
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -268,5 +270,48 @@ func TestPartitionsNeedFormat11(t *testing.T) {
 	}
 	if got := commandFormat(&engine.Command{Queue: q, Request: &api.DeleteQueueRequest{QueueUrl: q.Path()}}); got != minVersionBinary {
 		t.Fatalf("a command on a queue never split: commandFormat = %d, want %d", got, minVersionBinary)
+	}
+}
+
+// TestInstallImageAsBytes checks that a fifoq:InstallQueue goes into an
+// entry of version 12 in its binary layout, the image as it is, and into an
+// older entry as JSON (base64), that both read back as the command given,
+// and that the binary layout is refused in an entry labelled older.
+func TestInstallImageAsBytes(t *testing.T) {
+	image := bytes.Repeat([]byte{0xff, 0, 'i'}, 1000)
+	cmd := &engine.Command{Time: 1, Queue: api.QueueKey{Account: "000000000000", Name: "q.fifo"},
+		Request: &engine.InstallQueueRequest{Move: "m-1", Image: image}}
+	if got := commandFormat(cmd); got != minVersionMoves {
+		t.Fatalf("commandFormat = %d, want %d: an install needs no newer format than a move's", got, minVersionMoves)
+	}
+	sizes := map[byte]int{}
+	for _, version := range []byte{minVersionPartitions, minVersionImageBytes} {
+		data, held, err := encodeEntryHeld([]*engine.Command{cmd}, version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[version] = len(data)
+		got, err := decodeEntry(data)
+		if err != nil {
+			t.Fatalf("version %d: %v", version, err)
+		}
+		if !reflect.DeepEqual(got[0], cmd) || !reflect.DeepEqual(held[0], cmd) {
+			t.Fatalf("version %d: decoded %#v, held %#v, want %#v", version, got[0], held[0], cmd)
+		}
+		if binaryLayout := held[0] == cmd; binaryLayout != (version >= minVersionImageBytes) {
+			t.Fatalf("version %d: the leader applies the command it holds: %v", version, binaryLayout)
+		}
+	}
+	if bin, js := sizes[minVersionImageBytes], sizes[minVersionPartitions]; bin > len(image)+64 || js < len(image)*4/3 {
+		t.Fatalf("an entry of a %d-byte image: %d bytes in version %d, %d in version %d", len(image), bin, minVersionImageBytes, js, minVersionPartitions)
+	}
+	data, _, err := encodeEntryHeld([]*engine.Command{cmd}, minVersionImageBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := append([]byte{minVersionPartitions}, data[1:len(data)-4]...)
+	old = binary.BigEndian.AppendUint32(old, crc32.Checksum(old, castagnoli))
+	if _, err := decodeEntry(old); err == nil {
+		t.Fatalf("an install in the binary layout read from a version %d entry", minVersionPartitions)
 	}
 }

@@ -179,7 +179,8 @@ func genEmptyDedupID(t0 int64) *engine.Command {
 // version 8) the steps of a queue's move. Version 9 adds nothing to the
 // layout; version 10 adds the outbox's commands and a spanning fence;
 // version 11 a command on a partition of a split queue, the split, and a
-// fence of a queue whose move tasks ended.
+// fence of a queue whose move tasks ended; version 12 writes the move's
+// install in its binary layout.
 func writeCurrentEntryFixture(t *testing.T) {
 	const t0 = 1764400000_000000000
 	eu := api.QueueKey{Region: "eu-west-1", Account: genAccount, Name: "jobs.fifo"}

@@ -321,6 +321,12 @@ func (l *Raft) WritesOutbox() bool { return byte(l.format.Load()) >= minVersionO
 // move tasks ended (format 11).
 func (l *Raft) WritesPartitions() bool { return byte(l.format.Load()) >= minVersionPartitions }
 
+// WritesImageBytes reports whether this node writes the log entry format
+// that carries a move's image as bytes (format 12): once it does, every
+// member runs a fifoq that takes an install as the image's bytes over the
+// node-to-node port too.
+func (l *Raft) WritesImageBytes() bool { return byte(l.format.Load()) >= minVersionImageBytes }
+
 // EnsurePartitions makes the cluster write the log entry format of
 // partitions (format 11), as the first command that needs it does, or
 // says why it cannot yet (a member reads only older formats): called on

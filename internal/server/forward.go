@@ -43,6 +43,7 @@ type RaftLog interface {
 	SetPeersClockOff(ids []string)
 	ClockAgreed(wall time.Time)
 	Promote(ctx context.Context, id string) error
+	WritesImageBytes() bool
 }
 
 // replog.Raft is the durable log fifoq runs with.

@@ -22,16 +22,18 @@ import (
 // Carrying a queue's move out. The first group's leader drives a move
 // (internal/shards/move.go); each step is for one group, and is carried
 // out here at that group's leader: applied, if this node leads it, or
-// sent to its leader over the node-to-node port (POST /cluster/move-step).
-// The queue's image is read from a replica of its group that applied the
+// sent to its leader over the node-to-node port (POST /cluster/move-step;
+// an install as the image's bytes, POST /cluster/install-queue, once the
+// cluster writes log entry format 12). The queue's image is read from a replica of its group that applied the
 // fence: this node's, or another's (GET /cluster/export-queue). Both
 // endpoints need what POST /cluster/do needs (trustedPeer): a step moves
 // a queue's every message, and an image holds them.
 
 // Paths of the move endpoints on the node-to-node port.
 const (
-	moveStepPath    = "/cluster/move-step"
-	exportQueuePath = "/cluster/export-queue"
+	moveStepPath     = "/cluster/move-step"
+	exportQueuePath  = "/cluster/export-queue"
+	installQueuePath = "/cluster/install-queue"
 )
 
 // moveStep is the body of POST /cluster/move-step: an internal request of
@@ -164,6 +166,11 @@ func (m moveSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req api.
 	s := m.s
 	deadline := time.Now().Add(stepWait)
 	var lastErr error = api.ErrServiceUnavailable("The leader of shard %d could not be found.", id)
+	// An install goes to another member as the image's bytes, once every
+	// member takes it so: as JSON it would be base64, encoded here and
+	// decoded there, on the way to the moved queue's first answer.
+	install, rawInstall := req.(*engine.InstallQueueRequest)
+	rawInstall = rawInstall && s.first != nil && s.first.raft != nil && s.first.raft.WritesImageBytes()
 	for try := 0; try == 0 || time.Now().Before(deadline); try++ {
 		if try > 0 {
 			select {
@@ -187,15 +194,19 @@ func (m moveSteps) Step(ctx context.Context, id uint32, q api.QueueKey, req api.
 		if addr == "" {
 			continue
 		}
-		body, err := json.Marshal(req)
-		if err != nil {
-			return err
-		}
-		routed, _ := json.Marshal(moveStep{Shard: id, Queue: q, Action: req.Action(), Request: body})
 		var a doAnswer
-		err = s.askLeader(ctx, id, held, g, member, addr, http.MethodPost, moveStepPath, routed, func(resp *http.Response) error {
-			return json.NewDecoder(resp.Body).Decode(&a)
-		})
+		read := func(resp *http.Response) error { return json.NewDecoder(resp.Body).Decode(&a) }
+		var err error
+		if rawInstall {
+			err = s.askLeader(ctx, id, held, g, member, addr, http.MethodPost, installQueueTarget(id, q, install.Move), install.Image, read)
+		} else {
+			var body, routed []byte
+			if body, err = json.Marshal(req); err != nil {
+				return err
+			}
+			routed, _ = json.Marshal(moveStep{Shard: id, Queue: q, Action: req.Action(), Request: body})
+			err = s.askLeader(ctx, id, held, g, member, addr, http.MethodPost, moveStepPath, routed, read)
+		}
 		switch {
 		case err != nil:
 			lastErr = err
@@ -321,16 +332,55 @@ func (s *Server) serveMoveStep(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, "the step: "+err.Error())
 		return
 	}
-	g, leads := s.leaderHere(w, d.Shard)
+	s.applyStep(w, r, d.Shard, d.Queue, req)
+}
+
+// applyStep applies req, a step of a move for queue q, in group id if this
+// node leads it, and answers the outcome (doAnswer); else it answers where
+// to go.
+func (s *Server) applyStep(w http.ResponseWriter, r *http.Request, id uint32, q api.QueueKey, req api.Request) {
+	g, leads := s.leaderHere(w, id)
 	if !leads {
 		return
 	}
-	cmd := &engine.Command{Time: s.now().UnixNano(), Queue: d.Queue, Request: req, Entropy: newEntropy()}
+	cmd := &engine.Command{Time: s.now().UnixNano(), Queue: q, Request: req, Entropy: newEntropy()}
 	var a doAnswer
 	if _, err := s.apply(withGroup(r.Context(), g), cmd); err != nil {
 		a.Error = api.AsError(err)
 	}
 	writeJSON(w, http.StatusOK, a)
+}
+
+// installQueueTarget is the path and query of POST /cluster/install-queue
+// for the install of queue q in group id for the move named move.
+func installQueueTarget(id uint32, q api.QueueKey, move string) string {
+	v := url.Values{"shard": {strconv.FormatUint(uint64(id), 10)}, "queue": {q.String()}, "move": {move}}
+	return installQueuePath + "?" + v.Encode()
+}
+
+// serveInstallQueue applies a move's install another member's driver sent
+// here, the image as the body (installQueueTarget names the rest), if this
+// node leads the install's group; else it answers where to go.
+func (s *Server) serveInstallQueue(w http.ResponseWriter, r *http.Request) {
+	if !s.trustedPeerEndpoint(w, r, "a queue's move") {
+		return
+	}
+	v := r.URL.Query()
+	id, err := strconv.ParseUint(v.Get("shard"), 10, 32)
+	if err != nil || v.Get("queue") == "" || v.Get("move") == "" {
+		writeJSONError(w, http.StatusBadRequest, "want ?shard=, ?queue= and ?move=")
+		return
+	}
+	image, err := io.ReadAll(io.LimitReader(r.Body, maxImageBytes+1))
+	switch {
+	case err != nil:
+		writeJSONError(w, http.StatusBadRequest, "the image: "+err.Error())
+		return
+	case len(image) > maxImageBytes:
+		writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("an image is at most %d bytes", maxImageBytes))
+		return
+	}
+	s.applyStep(w, r, uint32(id), queueOfString(v.Get("queue")), &engine.InstallQueueRequest{Move: v.Get("move"), Image: image})
 }
 
 // serveExportQueue answers the image of a queue fenced for its move
