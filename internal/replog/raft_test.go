@@ -235,6 +235,9 @@ func FuzzDecodeEntry(f *testing.F) {
 			MessageAttributes: map[string]api.MessageAttributeValue{"k": {DataType: "String", StringListValues: []string{"v"}}}}}}},
 		{Time: 3, Request: &api.DeleteMessageBatchRequest{QueueUrl: "/a/b", Entries: []api.DeleteMessageBatchRequestEntry{{Id: "1", ReceiptHandle: "h"}}}}})
 	f.Add(data)
+	// A move's install in its binary layout (version 12).
+	data, _ = encodeEntry([]*engine.Command{{Time: 4, Queue: api.QueueKey{Account: "a", Name: "b"}, Request: &engine.InstallQueueRequest{Move: "m", Image: []byte("FIFOQSNP image")}}})
+	f.Add(data)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = decodeEntry(b)
 	})
