@@ -180,38 +180,24 @@ func TestRoutedRequestNeedsMutualTLSWithCredentials(t *testing.T) {
 	if placed := waitPlaced(t, c, "declared"); placed["declared"] != 0 {
 		t.Fatalf("the config file's queue is in shard %d, which its leader could not reach without TLS", placed["declared"])
 	}
-	body := `{"shard":1,"account":"000000000000","action":"CreateQueue","request":{"QueueName":"through-cluster-do"}}`
+	doBody := `{"shard":1,"account":"000000000000","action":"CreateQueue","request":{"QueueName":"through-cluster-do"}}`
 	for _, nd := range c.nodes {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+nd.raftAddr+"/cluster/do", strings.NewReader(body))
-		req.Header.Set("X-Fifoq-Forwarded-By", "n1")
-		resp, err := peerHTTPClient().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		answer, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Fatalf("POST /cluster/do on %s's port without TLS, credentials configured: %s %s; want 403", nd.id, resp.Status, answer)
-		}
-		req, _ = http.NewRequest(http.MethodPost, "http://"+nd.raftAddr+"/cluster/install-queue?shard=1&queue=000000000000/taken&move=m", strings.NewReader("an image"))
-		req.Header.Set("X-Fifoq-Forwarded-By", "n1")
-		if resp, err = peerHTTPClient().Do(req); err != nil {
-			t.Fatal(err)
-		}
-		answer, _ = io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Fatalf("POST /cluster/install-queue on %s's port without TLS, credentials configured: %s %.200s; want 403", nd.id, resp.Status, answer)
-		}
-		req, _ = http.NewRequest(http.MethodGet, "http://"+nd.raftAddr+"/cluster/backup?shard=1", nil)
-		req.Header.Set("X-Fifoq-Forwarded-By", "n1")
-		if resp, err = peerHTTPClient().Do(req); err != nil {
-			t.Fatal(err)
-		}
-		answer, _ = io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Fatalf("GET /cluster/backup?shard=1 on %s's port without TLS, credentials configured: %s %.200s; want 403", nd.id, resp.Status, answer)
+		for _, ask := range []struct{ method, path, body string }{
+			{http.MethodPost, "/cluster/do", doBody},
+			{http.MethodPost, "/cluster/install-queue?shard=1&queue=000000000000/taken&move=m", "an image"},
+			{http.MethodGet, "/cluster/backup?shard=1", ""},
+		} {
+			req, _ := http.NewRequest(ask.method, "http://"+nd.raftAddr+ask.path, strings.NewReader(ask.body))
+			req.Header.Set("X-Fifoq-Forwarded-By", "n1")
+			resp, err := peerHTTPClient().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("%s %s on %s's port without TLS, credentials configured: %s %.200s; want 403", ask.method, ask.path, nd.id, resp.Status, answer)
+			}
 		}
 	}
 }

@@ -217,8 +217,7 @@ func TestOutboxNeedsFormat10(t *testing.T) {
 		}
 		// The same entry, labelled as version 9, as a damaged or forged
 		// one would be: refused.
-		old := append([]byte{minVersionSharedLog}, data[1:len(data)-4]...)
-		old = binary.BigEndian.AppendUint32(old, crc32.Checksum(old, castagnoli))
+		old := relabelled(data, minVersionSharedLog)
 		if _, err := decodeEntry(old); err == nil {
 			t.Fatalf("%T read from a version %d entry", req, minVersionSharedLog)
 		}
@@ -262,8 +261,7 @@ func TestPartitionsNeedFormat11(t *testing.T) {
 		if got[0].Queue != cmd.Queue {
 			t.Fatalf("%T: decoded queue %+v, want %+v", cmd.Request, got[0].Queue, cmd.Queue)
 		}
-		old := append([]byte{minVersionOutbox}, data[1:len(data)-4]...)
-		old = binary.BigEndian.AppendUint32(old, crc32.Checksum(old, castagnoli))
+		old := relabelled(data, minVersionOutbox)
 		if cmds, err := decodeEntry(old); err == nil && cmds[0].Queue == cmd.Queue {
 			t.Fatalf("%T on %s read whole from a version %d entry", cmd.Request, cmd.Queue, minVersionOutbox)
 		}
@@ -309,9 +307,15 @@ func TestInstallImageAsBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := append([]byte{minVersionPartitions}, data[1:len(data)-4]...)
-	old = binary.BigEndian.AppendUint32(old, crc32.Checksum(old, castagnoli))
+	old := relabelled(data, minVersionPartitions)
 	if _, err := decodeEntry(old); err == nil {
 		t.Fatalf("an install in the binary layout read from a version %d entry", minVersionPartitions)
 	}
+}
+
+// relabelled returns entry data as an entry labelled version, its checksum
+// made again: what a fifoq that reads only version would be given.
+func relabelled(data []byte, version byte) []byte {
+	old := append([]byte{version}, data[1:len(data)-4]...)
+	return binary.BigEndian.AppendUint32(old, crc32.Checksum(old, castagnoli))
 }
