@@ -24,10 +24,11 @@ import (
 // out here at that group's leader: applied, if this node leads it, or
 // sent to its leader over the node-to-node port (POST /cluster/move-step;
 // an install as the image's bytes, POST /cluster/install-queue, once the
-// cluster writes log entry format 12). The queue's image is read from a replica of its group that applied the
-// fence: this node's, or another's (GET /cluster/export-queue). Both
-// endpoints need what POST /cluster/do needs (trustedPeer): a step moves
-// a queue's every message, and an image holds them.
+// cluster writes log entry format 12). The queue's image is read from a
+// replica of its group that applied the fence: this node's, or another's
+// (GET /cluster/export-queue). These endpoints need what POST /cluster/do
+// needs (trustedPeer): a step moves a queue's every message, and an image
+// holds them.
 
 // Paths of the move endpoints on the node-to-node port.
 const (
