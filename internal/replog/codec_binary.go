@@ -35,15 +35,16 @@ import (
 // map or an optional value starts with a uvarint: 0 for nil (absent), else
 // 1 + the number of elements; maps are written in key order, so that the
 // same command always makes the same bytes. The messaging actions, which are
-// nearly all of a busy log, have binary layouts; every other request is its
-// JSON (reqJSON), decoded strictly as in the earlier versions.
+// nearly all of a busy log, have binary layouts, and so has a move's install
+// from version 12 (its image is large); every other request is its JSON
+// (reqJSON), decoded strictly as in the earlier versions.
 //
 // The decoder refuses a layout it does not know, a layout that does not
 // match the action, and any byte left over, like the JSON decoder refuses
 // unknown fields.
 const minVersionBinary = 4
 
-// Request layouts of version 4.
+// Request layouts of version 4, and (reqInstall) of version 12.
 const (
 	reqJSON byte = iota
 	reqSend

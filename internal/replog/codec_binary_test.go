@@ -92,8 +92,9 @@ func TestBinaryCodecExact(t *testing.T) {
 }
 
 // TestBinaryLayoutsCoverEveryField fails when a field is added to a request
-// that version 4 writes in a binary layout, or to Command: the layout must
-// then write it too (as a new format version), or the log would lose it.
+// that an entry writes in a binary layout (from version 4; an install
+// from version 12), or to Command: the layout must then write it too (as a
+// new format version), or the log would lose it.
 func TestBinaryLayoutsCoverEveryField(t *testing.T) {
 	want := map[reflect.Type][]string{
 		reflect.TypeOf(engine.Command{}): {"Time", "Caller", "Region", "Queue", "Request", "MessageIDs", "Entropy", "RecreateDelay", "PurgeDelay"},
