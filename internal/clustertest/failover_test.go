@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -62,6 +63,26 @@ type workload struct {
 	// sendGap, if not 0, is each producer's pause between two sends, so
 	// that a long run's backlog stays drainable.
 	sendGap time.Duration
+
+	mu sync.Mutex
+	// clientErrors are the answers that refused a request as the
+	// client's fault (4xx) when it was not: an SDK does not retry them,
+	// so an application would have failed where the test retried.
+	clientErrors []string
+}
+
+// noteClientError records err, node's answer to op, if it blames the
+// client (a 4xx the request did not earn): the workload sends only
+// requests SQS takes, and a disruption of the cluster (a kill, a move,
+// a split, a stale map) must be answered with a retryable error.
+func (w *workload) noteClientError(op *historycheck.Op, node string, err error) {
+	var re *awshttp.ResponseError
+	if !errors.As(err, &re) || re.HTTPStatusCode() < 400 || re.HTTPStatusCode() >= 500 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.clientErrors = append(w.clientErrors, fmt.Sprintf("%s through %s at %s: %v", op.Kind, node, time.Now().Format("15:04:05.000"), err))
 }
 
 // attempt runs call against node (preferred+try) % n, the next node at
@@ -85,6 +106,7 @@ func (w *workload) attempt(ctx context.Context, preferred int, op *historycheck.
 			return
 		}
 		op.Err = err.Error()
+		w.noteClientError(op, w.ids[i], err)
 		if ctx.Err() != nil {
 			op.Outcome = historycheck.Unknown
 			return
@@ -536,6 +558,9 @@ func checkFailoverHistory(t *testing.T, r *run, w *workload, drainedAt time.Time
 	r.report = historycheck.Check(ops, historycheck.CheckConfig{DedupInterval: 5 * time.Minute, Slack: 20 * time.Millisecond, Timeout: timeout,
 		DrainedAt: drainedAt, VisualizeDir: *flagVisualize})
 	r.problems = r.report.Problems
+	for _, e := range w.clientErrors {
+		r.problems = append(r.problems, "a request refused as the client's fault, which no SQS client retries: "+e)
+	}
 	t.Logf("linearizability: %d groups checked, %d unchecked (porcupine timed out); the check took %v",
 		r.report.Groups, r.report.Unchecked, time.Since(checkStart).Round(time.Millisecond))
 	if sent == 0 {

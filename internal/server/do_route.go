@@ -261,6 +261,9 @@ func (s *Server) serveClusterDo(w http.ResponseWriter, r *http.Request) {
 		ctx = withPeek(ctx)
 	}
 	resp, err := s.do(ctx, in, req)
+	if s.misrouted(ctx, in, req, err) {
+		err = engine.ErrQueueMoving()
+	}
 	var a doAnswer
 	if _, ok := resp.(receivable); ok && err == nil {
 		a.Receivable = true

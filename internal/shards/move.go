@@ -557,13 +557,16 @@ func (s *Set) tell(result string) {
 // answered that q moved: the next request reads the map again.
 func (s *Set) Forget(q api.QueueKey) { s.placed.Delete(q) }
 
-// Epoch returns the map's epoch under which this node's cached records
-// and layouts were read: it changes with every move, split and merge.
-func (s *Set) Epoch() string {
-	if p := s.epoch.Load(); p != nil {
-		return *p
-	}
-	return ""
+// Epoch returns the map's epoch: it changes with every move, split and
+// merge. It is read from this node's copy of the first group's state at
+// every call, as the records and layouts cached under it are checked
+// against it (Of, cachedLayout): a copy noted now and then would let a
+// router pair a layout read before a split or merge with a partition's
+// record read after it, and send a request to a shard that never held
+// its partition.
+func (s *Set) Epoch() (v string) {
+	s.host.Read(func(e *engine.Engine) { v = e.Meta(epochKey) })
+	return v
 }
 
 // epochPoll is how often AwaitChange reads the map's epoch.
@@ -578,7 +581,6 @@ func (s *Set) AwaitChange(ctx context.Context, epoch string, deadline time.Time)
 	t := time.NewTicker(epochPoll)
 	defer t.Stop()
 	for {
-		s.watchEpoch()
 		if s.Epoch() != epoch {
 			return true
 		}
@@ -590,16 +592,6 @@ func (s *Set) AwaitChange(ctx context.Context, epoch string, deadline time.Time)
 			return false
 		case <-t.C:
 		}
-	}
-}
-
-// watchEpoch notes the map's epoch: the records Of cached under another
-// are read again (a move flipped one since).
-func (s *Set) watchEpoch() {
-	var v string
-	s.host.Read(func(e *engine.Engine) { v = e.Meta(epochKey) })
-	if old := s.epoch.Load(); old == nil || *old != v {
-		s.epoch.Store(&v)
 	}
 }
 

@@ -42,13 +42,18 @@ import (
 //     leader killed between the two takes the same number), write NEW's
 //     record naming PART's shard, split PART in its shard at hash AT
 //     (which the engine does once, at one log index, on every replica),
-//     then write the layout naming NEW;
+//     then write the layout naming NEW and flip the map's epoch;
 //   - merge: OTHER must begin where PART ends and be in PART's shard;
-//     merge it into PART in that shard, then write the layout without it
-//     and remove its record.
+//     merge it into PART in that shard, then write the layout without it,
+//     remove its record and flip the epoch.
 //
-// A layout changed flips the map's epoch, as a move does, so that every
-// node reads records and layouts again. Between a split's step in its
+// The layout, the records and the epoch change in one round of the first
+// group's log (setMetas), as a move's record and epoch do, and every node
+// checks what it cached against the epoch its copy holds now (Epoch): a
+// router pairs a layout from before a merge with the records from after
+// it, which no longer name the partition it sends to, only when the flip
+// lands between its two reads, and the server routes such a request again
+// (internal/server, misrouted). Between a split's step in its
 // shard and the layout that names its result, a router sends NEW's groups
 // to PART, which answers the retryable moving error; so does OTHER once
 // merged, until the layout no longer names it.
@@ -210,9 +215,9 @@ func (s *Set) Splitting(q api.QueueKey) bool {
 // only once the map's epoch changed since it was read.
 func (s *Set) cachedLayout(q api.QueueKey) cachedLayout {
 	q.Part = 0
-	epoch := s.epoch.Load()
+	epoch := s.Epoch()
 	if v, ok := s.layouts.Load(q); ok {
-		if c := v.(cachedLayout); epoch != nil && c.epoch == *epoch {
+		if c := v.(cachedLayout); c.epoch == epoch {
 			return c
 		}
 	}
@@ -381,19 +386,19 @@ func (s *Set) Unsplit(ctx context.Context, q api.QueueKey) error {
 // forgetLayout makes q's layout l partition 0 alone, as Unsplit says,
 // with partsMu and moveMu held.
 func (s *Set) forgetLayout(ctx context.Context, q api.QueueKey, l Layout) error {
-	if err := s.setMeta(ctx, partsKey(q), Layout{Next: l.Next, Parts: []PartRange{{Part: 0}}}.String()); err != nil {
+	kv := []string{partsKey(q), Layout{Next: l.Next, Parts: []PartRange{{Part: 0}}}.String()}
+	for _, p := range l.Parts[1:] {
+		key := q
+		key.Part = p.Part
+		kv = append(kv, queueKey(key), "")
+	}
+	if err := s.setMetas(ctx, append(kv, epochKey, newMoveID())...); err != nil {
 		return err
 	}
 	for _, p := range l.Parts[1:] {
 		key := q
 		key.Part = p.Part
-		if err := s.setMeta(ctx, queueKey(key), ""); err != nil {
-			return err
-		}
 		s.Forget(key)
-	}
-	if err := s.setMeta(ctx, epochKey, newMoveID()); err != nil {
-		return err
 	}
 	s.Forget(q)
 	s.layouts.Delete(q)
@@ -471,6 +476,19 @@ func (s *Set) meta(key string) (v string) {
 // setMeta writes a record of the first group's state ("" removes it).
 func (s *Set) setMeta(ctx context.Context, key, value string) error {
 	_, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: key, Value: value}})
+	return err
+}
+
+// setMetas writes records of the first group's state, given as key and
+// value pairs ("" removes one), in order and in one round of its log, the
+// map's epoch last among them: a layout and the records it names change
+// together, as a move flips its record and the epoch together.
+func (s *Set) setMetas(ctx context.Context, kv ...string) error {
+	cmds := make([]*engine.Command, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		cmds = append(cmds, &engine.Command{Request: &engine.SetMetaRequest{Key: kv[i], Value: kv[i+1]}})
+	}
+	_, err := s.host.ApplyInOrder(ctx, cmds...)
 	return err
 }
 
@@ -564,10 +582,7 @@ func (s *Set) driveSplit(ctx context.Context, q api.QueueKey, rec splitRecord) e
 			}
 			l.Parts = slices.Delete(l.Parts, j, j+1)
 		}
-		if err := s.setMeta(ctx, partsKey(q), l.String()); err != nil {
-			return err
-		}
-		if err := s.setMeta(ctx, queueKey(other), ""); err != nil {
+		if err := s.setMetas(ctx, partsKey(q), l.String(), queueKey(other), "", epochKey, newMoveID()); err != nil {
 			return err
 		}
 	} else {
@@ -599,12 +614,9 @@ func (s *Set) driveSplit(ctx context.Context, q api.QueueKey, rec splitRecord) e
 		if !slices.ContainsFunc(l.Parts, func(p PartRange) bool { return p.Part == rec.part }) {
 			l.Parts = slices.Insert(l.Parts, i+1, PartRange{Part: rec.part, Lo: uint64(rec.at)})
 		}
-		if err := s.setMeta(ctx, partsKey(q), l.String()); err != nil {
+		if err := s.setMetas(ctx, partsKey(q), l.String(), epochKey, newMoveID()); err != nil {
 			return err
 		}
-	}
-	if err := s.setMeta(ctx, epochKey, newMoveID()); err != nil {
-		return err
 	}
 	s.Forget(q)
 	s.Forget(other)

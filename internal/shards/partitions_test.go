@@ -192,10 +192,49 @@ func TestSplitAndMergeInTheMap(t *testing.T) {
 	}
 	one := plain
 	one.Part = 1
-	// With the map's epoch noted, a record cached before the refusal
-	// would be read from the cache.
-	set.watchEpoch()
+	// A record cached before the refusal, under the epoch that is
+	// still the map's, would be read from the cache.
 	if v := set.meta(splitKey(plain)); v != "" || set.Of(one) != 0 {
 		t.Fatalf("a refused split left its record %q, or a record of partition 1 (shard %d)", v, set.Of(one))
+	}
+}
+
+// TestCacheFollowsTheEpochAtOnce changes a split queue's layout, a
+// partition's record and the map's epoch as a merge driven by another
+// member does, which this member only applies: the records and layouts it
+// cached are not used a moment longer. A member that noted the epoch only
+// now and then went on routing by the layout from before the merge while
+// reading the records from after it, and sent requests for the partition
+// merged away to the first group, which answered that the queue does not
+// exist.
+func TestCacheFollowsTheEpochAtOnce(t *testing.T) {
+	_, set := openMember(t, t.TempDir(), 3)
+	set.SetSteps(&localSteps{set: set})
+	ctx := context.Background()
+	q := api.QueueKey{Account: "000000000000", Name: "ht.fifo"}
+	shard, err := set.Place(ctx, q, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := set.Shard(shard)
+	if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Entropy: 1, Request: &api.CreateQueueRequest{QueueName: q.Name,
+		Attributes: map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Split(ctx, q, 1<<31); err != nil {
+		t.Fatal(err)
+	}
+	one := q
+	one.Part = 1
+	if parts := set.Parts(q); len(parts) != 2 || set.Of(one) != shard || set.PartOf(q, 3<<30) != 1 {
+		t.Fatalf("after the split: partitions %v, partition 1 in shard %d, hash 3<<30 in partition %d", parts, set.Of(one), set.PartOf(q, 3<<30))
+	}
+	// Cached now. What the merge's driver writes, applied here as a
+	// member applies the first group's log:
+	if err := set.setMetas(ctx, partsKey(q), "2 0:0", queueKey(one), "", epochKey, newMoveID()); err != nil {
+		t.Fatal(err)
+	}
+	if parts, p, at := set.Parts(q), set.PartOf(q, 3<<30), set.Of(one); parts != nil || p != 0 || at != 0 {
+		t.Fatalf("right after the merge's records: partitions %v, hash 3<<30 in partition %d, partition 1 in shard %d; want whole, 0, none", parts, p, at)
 	}
 }

@@ -155,12 +155,11 @@ type Set struct {
 	// memberAddrs are the members' Raft addresses (refreshAddrs).
 	memberAddrs atomic.Pointer[map[string]string]
 
-	// placed caches the records found (api.QueueKey → uint32). A record
-	// changes only when its queue moves (move.go): epoch, the move that
-	// last flipped one, as this node last looked (watchEpoch); a record
-	// cached under another epoch is read again.
+	// placed caches the records found (api.QueueKey → cachedRecord). A
+	// record changes only when its queue moves, splits or merges, which
+	// flips the map's epoch (Epoch): a record cached under another epoch
+	// is read again.
 	placed sync.Map
-	epoch  atomic.Pointer[string]
 	// layouts caches the layouts of split queues read (partitions.go),
 	// as placed caches records: api.QueueKey → cachedLayout.
 	layouts sync.Map
@@ -286,7 +285,6 @@ func (s *Set) follow() {
 	lastBalance := time.Now()
 	for {
 		s.refreshAddrs()
-		s.watchEpoch()
 		if s.host.Leading() && s.resuming.CompareAndSwap(false, true) {
 			// Moves take seconds: they go on beside this loop.
 			s.wg.Add(1)
@@ -979,9 +977,9 @@ func queueKey(q api.QueueKey) string { return queuePrefix + recordName(q) }
 // while the map's epoch is the one it was read with (a move flips a
 // record and the epoch together: move.go).
 func (s *Set) Of(q api.QueueKey) uint32 {
-	epoch := s.epoch.Load()
+	epoch := s.Epoch()
 	if v, ok := s.placed.Load(q); ok {
-		if c := v.(cachedRecord); epoch != nil && c.epoch == *epoch {
+		if c := v.(cachedRecord); c.epoch == epoch {
 			return c.shard
 		}
 	}
