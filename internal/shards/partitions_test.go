@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,5 +237,46 @@ func TestCacheFollowsTheEpochAtOnce(t *testing.T) {
 	}
 	if parts, p, at := set.Parts(q), set.PartOf(q, 3<<30), set.Of(one); parts != nil || p != 0 || at != 0 {
 		t.Fatalf("right after the merge's records: partitions %v, hash 3<<30 in partition %d, partition 1 in shard %d; want whole, 0, none", parts, p, at)
+	}
+}
+
+// BenchmarkRouteLookup is what routing a request of a split queue asks
+// this node's map, from its caches: the partition holding the request's
+// group, then that partition's shard. Each lookup checks the map's epoch
+// in the first group's state (Epoch).
+func BenchmarkRouteLookup(b *testing.B) {
+	// The layout stays as split here: no spreading, no merging back.
+	_, set := openMember(b, b.TempDir(), 3, func(c *Config) { c.Spread, c.MergeIdle = -1, -1 })
+	set.SetSteps(&localSteps{set: set})
+	ctx := context.Background()
+	q := api.QueueKey{Account: "000000000000", Name: "ht.fifo"}
+	shard, err := set.Place(ctx, q, nil, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, _ := set.Shard(shard)
+	if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Entropy: 1, Request: &api.CreateQueueRequest{QueueName: q.Name,
+		Attributes: map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}}}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := set.Split(ctx, q, 1<<31); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond) // a member's periodic work has run since the split
+	var unplaced atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		h := uint32(0)
+		for pb.Next() {
+			h += 0x9e3779b9
+			k := q
+			k.Part = set.PartOf(q, h)
+			if set.Of(k) == 0 {
+				unplaced.Add(1)
+			}
+		}
+	})
+	if n := unplaced.Load(); n != 0 {
+		b.Fatalf("%d lookups found no shard", n)
 	}
 }

@@ -1128,8 +1128,37 @@ func (s *Set) IDs() []uint32 {
 }
 
 // Running reports whether the map names any shard: from then on every
-// request is routed by it.
-func (s *Set) Running() bool { return s.running.Load() }
+// request is routed by it. Until the map is first seen to name one, it is
+// asked at every call, not only at follow's next look: a member restarted
+// reads its map from its log after it opened, and were it elected the
+// first group's leader meanwhile it would carry out requests in the first
+// group, which holds none of the queues placed in shards, and answer that
+// they do not exist.
+func (s *Set) Running() bool {
+	if s.running.Load() {
+		return true
+	}
+	if !s.namesShards() {
+		return false
+	}
+	s.running.Store(true)
+	return true
+}
+
+// namesShards reports whether the map names any shard, without building
+// what named returns: Running asks it at every call on a cluster without
+// shards.
+func (s *Set) namesShards() (names bool) {
+	s.host.Read(func(e *engine.Engine) {
+		for _, k := range e.MetaKeys(shardPrefix) {
+			if _, ok := shardKeyID(k); ok && e.Meta(k) != "" {
+				names = true
+				return
+			}
+		}
+	})
+	return names
+}
 
 // Close closes every shard; the first group is the caller's to close,
 // after.

@@ -18,7 +18,7 @@ import (
 
 // openMember opens a cluster member of one node in dir with count shards
 // beside its first group, and waits until it runs them.
-func openMember(t *testing.T, dir string, count int, tweak ...func(*Config)) (*replog.Raft, *Set) {
+func openMember(t testing.TB, dir string, count int, tweak ...func(*Config)) (*replog.Raft, *Set) {
 	t.Helper()
 	addr := testenv.FreeAddr(t)
 	quiet := slog.New(slog.DiscardHandler)
@@ -260,6 +260,27 @@ func TestNoShardsNoLeaderPreference(t *testing.T) {
 	_, set := openMember(t, t.TempDir(), 0)
 	if prefs := set.PreferredLeaders(); len(prefs) != 0 {
 		t.Fatalf("a cluster without shards prefers leaders %v; want none", prefs)
+	}
+}
+
+// TestRoutesByTheMapOnceItNamesShards: a member's map that comes to name
+// a shard is routed by at once, not at the member's next periodic look. A
+// member restarted reads its map from its log after it opened; one elected
+// the first group's leader meanwhile carried out requests in the first
+// group for up to half a second, and answered that their queues, placed
+// in shards, did not exist.
+func TestRoutesByTheMapOnceItNamesShards(t *testing.T) {
+	_, set := openMember(t, t.TempDir(), 0)
+	if set.Running() {
+		t.Fatal("a map that names no shard is routed by")
+	}
+	// The record of a shard, as the first group's leader writes it and
+	// this member applies it.
+	if err := set.setMetas(t.Context(), shardPrefix+"1", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if !set.Running() {
+		t.Fatal("a map that names a shard is not routed by")
 	}
 }
 
