@@ -149,7 +149,9 @@ func TestHighThroughputQueueSpreadsAndGathers(t *testing.T) {
 	}
 
 	got := map[string][]string{}
-	drain := func(want int) { c.drainGroups(clients, url, got, want, 300) }
+	// A receive takes at most 10: the tries grow with the messages,
+	// whose number grows with the time the spread took.
+	drain := func(want int) { c.drainGroups(clients, url, got, want, max(300, want/3)) }
 	drain(countAll(sent))
 	for g, want := range sent {
 		if fmt.Sprint(got[g]) != fmt.Sprint(want) {
