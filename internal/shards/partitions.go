@@ -480,9 +480,10 @@ func (s *Set) setMeta(ctx context.Context, key, value string) error {
 }
 
 // setMetas writes records of the first group's state, given as key and
-// value pairs ("" removes one), in order and in one round of its log, the
-// map's epoch last among them: a layout and the records it names change
-// together, as a move flips its record and the epoch together.
+// value pairs ("" removes one), in order and in one round of its log (one
+// entry, or consecutive ones), as a move flips its record and the epoch
+// together. Callers name the map's epoch last: a member that reads the
+// new epoch has applied the layout and the records with it.
 func (s *Set) setMetas(ctx context.Context, kv ...string) error {
 	cmds := make([]*engine.Command, 0, len(kv)/2)
 	for i := 0; i+1 < len(kv); i += 2 {
