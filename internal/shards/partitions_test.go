@@ -209,22 +209,8 @@ func TestSplitAndMergeInTheMap(t *testing.T) {
 // merged away to the first group, which answered that the queue does not
 // exist.
 func TestCacheFollowsTheEpochAtOnce(t *testing.T) {
-	_, set := openMember(t, t.TempDir(), 3)
-	set.SetSteps(&localSteps{set: set})
+	set, q, shard := splitInTwo(t)
 	ctx := context.Background()
-	q := api.QueueKey{Account: "000000000000", Name: "ht.fifo"}
-	shard, err := set.Place(ctx, q, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ := set.Shard(shard)
-	if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Entropy: 1, Request: &api.CreateQueueRequest{QueueName: q.Name,
-		Attributes: map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := set.Split(ctx, q, 1<<31); err != nil {
-		t.Fatal(err)
-	}
 	one := q
 	one.Part = 1
 	if parts := set.Parts(q); len(parts) != 2 || set.Of(one) != shard || set.PartOf(q, 3<<30) != 1 {
@@ -245,23 +231,7 @@ func TestCacheFollowsTheEpochAtOnce(t *testing.T) {
 // group, then that partition's shard. Each lookup checks the map's epoch
 // in the first group's state (Epoch).
 func BenchmarkRouteLookup(b *testing.B) {
-	// The layout stays as split here: no spreading, no merging back.
-	_, set := openMember(b, b.TempDir(), 3, func(c *Config) { c.Spread, c.MergeIdle = -1, -1 })
-	set.SetSteps(&localSteps{set: set})
-	ctx := context.Background()
-	q := api.QueueKey{Account: "000000000000", Name: "ht.fifo"}
-	shard, err := set.Place(ctx, q, nil, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, _ := set.Shard(shard)
-	if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Entropy: 1, Request: &api.CreateQueueRequest{QueueName: q.Name,
-		Attributes: map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}}}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := set.Split(ctx, q, 1<<31); err != nil {
-		b.Fatal(err)
-	}
+	set, q, _ := splitInTwo(b)
 	time.Sleep(600 * time.Millisecond) // a member's periodic work has run since the split
 	var unplaced atomic.Int64
 	b.ResetTimer()
@@ -279,4 +249,29 @@ func BenchmarkRouteLookup(b *testing.B) {
 	if n := unplaced.Load(); n != 0 {
 		b.Fatalf("%d lookups found no shard", n)
 	}
+}
+
+// splitInTwo opens a member with three shards that neither spreads nor
+// merges back on its own, and places, creates and splits a high-throughput
+// FIFO queue there at hash 1<<31: the queue, whose two partitions are in
+// the shard returned.
+func splitInTwo(tb testing.TB) (*Set, api.QueueKey, uint32) {
+	tb.Helper()
+	_, set := openMember(tb, tb.TempDir(), 3, func(c *Config) { c.Spread, c.MergeIdle = -1, -1 })
+	set.SetSteps(&localSteps{set: set})
+	ctx := context.Background()
+	q := api.QueueKey{Account: "000000000000", Name: "ht.fifo"}
+	shard, err := set.Place(ctx, q, nil, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g, _ := set.Shard(shard)
+	if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Entropy: 1, Request: &api.CreateQueueRequest{QueueName: q.Name,
+		Attributes: map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}}}); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := set.Split(ctx, q, 1<<31); err != nil {
+		tb.Fatal(err)
+	}
+	return set, q, shard
 }
