@@ -573,7 +573,7 @@ func (s *Set) Epoch() (v string) {
 const epochPoll = 20 * time.Millisecond
 
 // AwaitChange waits until the map's epoch is other than epoch, reading it
-// afresh every 20 ms rather than at follow's pace, and reports whether it
+// every 20 ms, and reports whether it
 // changed before deadline and before ctx ended. A router whose request
 // met a queue moving, split or merged so routes it again as soon as this
 // node has applied the change.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/replog"
 )
 
 // TestLayoutRecords reads and writes layout records and partition record
@@ -62,18 +63,8 @@ func TestLayoutRecords(t *testing.T) {
 // merges with one in another shard.
 func TestSplitAndMergeInTheMap(t *testing.T) {
 	_, set := openMember(t, t.TempDir(), 3)
-	set.SetSteps(&localSteps{set: set})
 	ctx := context.Background()
-	q := api.QueueKey{Account: "000000000000", Name: "ht.fifo"}
-	shard, err := set.Place(ctx, q, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ := set.Shard(shard)
-	if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Entropy: 1, Request: &api.CreateQueueRequest{QueueName: q.Name,
-		Attributes: map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}}}); err != nil {
-		t.Fatal(err)
-	}
+	q, shard, g := createHighThroughput(t, set)
 	for i := range 20 {
 		grp := "g" + strconv.Itoa(i)
 		if _, err := g.Apply(ctx, &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Queue: q, MessageIDs: []string{"m-" + grp},
@@ -258,6 +249,18 @@ func BenchmarkRouteLookup(b *testing.B) {
 func splitInTwo(tb testing.TB) (*Set, api.QueueKey, uint32) {
 	tb.Helper()
 	_, set := openMember(tb, tb.TempDir(), 3, func(c *Config) { c.Spread, c.MergeIdle = -1, -1 })
+	q, shard, _ := createHighThroughput(tb, set)
+	if _, err := set.Split(context.Background(), q, 1<<31); err != nil {
+		tb.Fatal(err)
+	}
+	return set, q, shard
+}
+
+// createHighThroughput gives set steps carried out in this process, and
+// places and creates the high-throughput FIFO queue ht.fifo: the queue,
+// its shard and that shard's log.
+func createHighThroughput(tb testing.TB, set *Set) (api.QueueKey, uint32, *replog.Raft) {
+	tb.Helper()
 	set.SetSteps(&localSteps{set: set})
 	ctx := context.Background()
 	q := api.QueueKey{Account: "000000000000", Name: "ht.fifo"}
@@ -270,8 +273,5 @@ func splitInTwo(tb testing.TB) (*Set, api.QueueKey, uint32) {
 		Attributes: map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}}}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := set.Split(ctx, q, 1<<31); err != nil {
-		tb.Fatal(err)
-	}
-	return set, q, shard
+	return q, shard, g
 }
