@@ -113,7 +113,12 @@ func (s *Server) doOnPart(ctx context.Context, in api.Scope, q api.QueueKey, par
 		}
 		g, held := s.groupByID(id)
 		if held && g.leads() {
-			return s.do(withPart(withGroup(ctx, g), q.Part), in, req)
+			gctx := withPart(withGroup(ctx, g), q.Part)
+			resp, err := s.do(gctx, in, req)
+			if s.misrouted(gctx, in, req, err) {
+				err = engine.ErrQueueMoving()
+			}
+			return resp, err
 		}
 		member, addr := s.leaderOf(id, held, g, route)
 		if addr == "" {

@@ -167,13 +167,30 @@ func (s *Server) groupOf(q api.QueueKey) *group {
 // logOf returns the log of q's group.
 func (s *Server) logOf(q api.QueueKey) replog.Log { return s.groupOf(q).log }
 
-// queueLog returns the log a request served in ctx reads q from: the
-// group the request is served in (withGroup) if q is there, else q's
-// group by this node's map. A request forwarded here was routed by its
-// forwarder's map, which may name a queue just placed or moved before
-// this node has applied that record; the group it was routed to holds
-// the queue, where this node's map would look in another that does not
-// (and answer that it does not exist, or pass over its policy).
+// servedLog returns the log a request served in ctx reads its own queue q
+// from: the group it is served in (withGroup), where its commands apply,
+// so that a read answers as a write would. A queue moved, merged or split
+// away from that group answers there with the retryable moving error (its
+// engine keeps a marker), which sends the request round again; read by
+// this node's map instead, which may have changed since the request was
+// routed, it would answer from another group, the first group's
+// QueueDoesNotExist for a partition merged away. A request served in no
+// group reads q's group by this node's map.
+func (s *Server) servedLog(ctx context.Context, q api.QueueKey) replog.Log {
+	if g, ok := ctx.Value(groupKey{}).(*group); ok {
+		return g.log
+	}
+	return s.groupOf(q).log
+}
+
+// queueLog returns the log a request served in ctx reads queue q's policy
+// from, q being the request's own queue or another it names (a move
+// task's source or destination): the group the request is served in
+// (withGroup) if q is there, else q's group by this node's map. A request
+// forwarded here was routed by its forwarder's map, which may name a
+// queue just placed or moved before this node has applied that record;
+// the group it was routed to holds the queue, where this node's map would
+// look in another that does not (and pass over its policy).
 func (s *Server) queueLog(ctx context.Context, q api.QueueKey) replog.Log {
 	byMap := s.groupOf(q)
 	if g, ok := ctx.Value(groupKey{}).(*group); ok && g != byMap {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
 )
 
 // A receive on a split queue (docs/cluster.md, "One busy FIFO queue over
@@ -87,18 +88,30 @@ func (s *Server) serveSpanningReceive(ctx context.Context, in api.Scope, req api
 	if r.MaxNumberOfMessages != nil {
 		max = *r.MaxNumberOfMessages
 	}
-	order := sweepOrder(parts, r.ReceiveRequestAttemptId, func(p uint32) bool { return s.leadsPart(q, p) })
+	local := func(p uint32) bool { return s.leadsPart(q, p) }
+	order := sweepOrder(parts, r.ReceiveRequestAttemptId, local)
 	out := &api.ReceiveMessageResult{}
+	ctx, rerouteBy := movingDeadline(ctx)
 	var deadline time.Time
-	for sweep := 0; ; sweep++ {
+	for {
+		epoch := s.shards.Epoch()
 		err := s.sweepParts(ctx, in, q, r, order, max, out)
 		switch {
 		case len(out.Messages) > 0:
 			return out, true, nil
+		case engine.IsQueueMoving(err) && s.awaitReroute(ctx, epoch, rerouteBy):
+			// A partition moved, split or merged since the map was
+			// read, and took nothing: ask the partitions the map has
+			// now (partition 0 alone if the queue is whole again).
+			if parts = s.shards.Parts(q); len(parts) == 0 {
+				parts = []uint32{0}
+			}
+			order = sweepOrder(parts, r.ReceiveRequestAttemptId, local)
+			continue
 		case err != nil:
 			return nil, true, err
 		}
-		if sweep == 0 {
+		if deadline.IsZero() {
 			// Found nothing, and allowed to receive (a caller who is not
 			// was refused by the sweep): how long to wait.
 			wait, err := s.spanningWait(ctx, in, q, r)

@@ -213,7 +213,7 @@ func (s *Server) queueSeconds(ctx context.Context, cmd *engine.Command, queueURL
 }
 
 func (s *Server) receiveOutlook(ctx context.Context, q api.QueueKey, now int64, attemptID string) (exists, take bool) {
-	s.queueLog(ctx, q).Read(func(e *engine.Engine) { exists, take = e.ReceiveOutlook(q, now, attemptID) })
+	s.servedLog(ctx, q).Read(func(e *engine.Engine) { exists, take = e.ReceiveOutlook(q, now, attemptID) })
 	return exists, take
 }
 
@@ -222,17 +222,17 @@ func (s *Server) receiveSpread(ctx context.Context, q api.QueueKey, max *int) (n
 	if max != nil {
 		take = *max
 	}
-	s.queueLog(ctx, q).Read(func(e *engine.Engine) { n = e.ReceiveSpread(q, take) })
+	s.servedLog(ctx, q).Read(func(e *engine.Engine) { n = e.ReceiveSpread(q, take) })
 	return n
 }
 
 func (s *Server) receivable(ctx context.Context, q api.QueueKey, now int64) (ok bool) {
-	s.queueLog(ctx, q).Read(func(e *engine.Engine) { ok = e.Receivable(q, now) })
+	s.servedLog(ctx, q).Read(func(e *engine.Engine) { ok = e.Receivable(q, now) })
 	return ok
 }
 
 func (s *Server) nextWake(ctx context.Context, q api.QueueKey, now int64) (at int64, ok bool) {
-	s.queueLog(ctx, q).Read(func(e *engine.Engine) { at, ok = e.NextWake(q, now) })
+	s.servedLog(ctx, q).Read(func(e *engine.Engine) { at, ok = e.NextWake(q, now) })
 	return at, ok
 }
 

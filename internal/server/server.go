@@ -424,9 +424,9 @@ func (s *Server) noteMoving(cmd *engine.Command, err error) {
 	}
 }
 
-// readQueue answers a read-only command from the engine of the group of
-// the queue it names (queueLog).
+// readQueue answers a read-only command from the engine of the group the
+// request is served in (servedLog).
 func (s *Server) readQueue(ctx context.Context, cmd *engine.Command) (resp api.Response, err error) {
-	s.queueLog(ctx, cmd.Queue).Read(func(e *engine.Engine) { resp, err = e.Read(cmd) })
+	s.servedLog(ctx, cmd.Queue).Read(func(e *engine.Engine) { resp, err = e.Read(cmd) })
 	return resp, err
 }
