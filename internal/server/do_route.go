@@ -115,10 +115,7 @@ func (s *Server) doOnPart(ctx context.Context, in api.Scope, q api.QueueKey, par
 		if held && g.leads() {
 			gctx := withPart(withGroup(ctx, g), q.Part)
 			resp, err := s.do(gctx, in, req)
-			if s.misrouted(gctx, in, req, err) {
-				err = engine.ErrQueueMoving()
-			}
-			return resp, err
+			return resp, s.misrouted(gctx, in, req, err)
 		}
 		member, addr := s.leaderOf(id, held, g, route)
 		if addr == "" {
@@ -266,9 +263,7 @@ func (s *Server) serveClusterDo(w http.ResponseWriter, r *http.Request) {
 		ctx = withPeek(ctx)
 	}
 	resp, err := s.do(ctx, in, req)
-	if s.misrouted(ctx, in, req, err) {
-		err = engine.ErrQueueMoving()
-	}
+	err = s.misrouted(ctx, in, req, err)
 	var a doAnswer
 	if _, ok := resp.(receivable); ok && err == nil {
 		a.Receivable = true

@@ -181,9 +181,7 @@ func (s *Server) serveInShards(ctx context.Context, w http.ResponseWriter, r *ht
 			return nil, false, err
 		}
 		resp, err := s.doOrFault(gctx, rec.scope, rec.req)
-		if s.misrouted(gctx, rec.scope, rec.req, err) {
-			err = engine.ErrQueueMoving()
-		}
+		err = s.misrouted(gctx, rec.scope, rec.req, err)
 		if err != nil && engine.IsQueueMoving(err) {
 			if fromPeer(r) {
 				w.Header().Set(hdrMoving, "1")

@@ -109,9 +109,10 @@ func (s *Server) routeShard(ctx context.Context, r *http.Request, in api.Scope, 
 	return id, q.Part, nil
 }
 
-// misrouted reports whether err, the answer of the group ctx serves in
-// to req, says that req's queue does not exist only because the request
-// was routed by another map than this node's copy now: the route of a
+// misrouted returns the answer to give for err, the answer of the group
+// ctx serves in to req: the retryable moving error in place of a
+// QueueDoesNotExist that says only that the request was routed by
+// another map than this node's copy now: the route of a
 // forwarder whose copy lags, or a shard from one member's copy paired
 // with a partition from another's (a 421 names the shard of the partition
 // its sender would have chosen). By this node's copy the partition lives
@@ -120,18 +121,20 @@ func (s *Server) routeShard(ctx context.Context, r *http.Request, in api.Scope, 
 // request is answered as one that met its queue moving, and routed
 // again. A queue whose record is this group's, or that no record names
 // and group 0 answered for, does not exist.
-func (s *Server) misrouted(ctx context.Context, in api.Scope, req api.Request, err error) bool {
+func (s *Server) misrouted(ctx context.Context, in api.Scope, req api.Request, err error) error {
 	var ae *api.Error
 	if err == nil || s.shards == nil || !errors.As(err, &ae) || ae.Code != "QueueDoesNotExist" {
-		return false
+		return err
 	}
 	q, named := s.queueOfRequest(in, req)
 	if !named {
-		return false
+		return err
 	}
 	q.Part = partOf(ctx)
-	at := s.shards.Of(q)
-	return at != s.groupIn(ctx).id || q.Part != 0 && at == 0
+	if at := s.shards.Of(q); at != s.groupIn(ctx).id || q.Part != 0 && at == 0 {
+		return engine.ErrQueueMoving()
+	}
+	return err
 }
 
 // hintGroup returns the group a forwarded request was routed to.

@@ -573,10 +573,9 @@ func (s *Set) Epoch() (v string) {
 const epochPoll = 20 * time.Millisecond
 
 // AwaitChange waits until the map's epoch is other than epoch, reading it
-// every 20 ms, and reports whether it
-// changed before deadline and before ctx ended. A router whose request
-// met a queue moving, split or merged so routes it again as soon as this
-// node has applied the change.
+// every 20 ms, and reports whether it changed before deadline and before
+// ctx ended. A router whose request met a queue moving, split or merged
+// so routes it again as soon as this node has applied the change.
 func (s *Set) AwaitChange(ctx context.Context, epoch string, deadline time.Time) bool {
 	t := time.NewTicker(epochPoll)
 	defer t.Stop()
