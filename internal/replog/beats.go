@@ -249,10 +249,12 @@ func (h *beatHub) rushAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, l := range h.links {
-		select {
-		case l.rush <- struct{}{}:
-		default:
+		l.mu.Lock()
+		if len(l.waiting) > 0 {
+			l.urgent = true
 		}
+		l.mu.Unlock()
+		l.wake()
 	}
 }
 
@@ -280,11 +282,16 @@ type beatLink struct {
 	waiting []*beat
 	// first is when the oldest of waiting came: the gather ends
 	// beatGather after it.
-	first    time.Time
+	first time.Time
+	// urgent says what waits goes at once: an urgent heartbeat waits, or
+	// a leadership check rushed the link.
 	urgent   bool
 	offUntil time.Time // the link failed: heartbeats go one by one till then
-	kick     chan struct{}
-	rush     chan struct{}
+	// kick says a heartbeat came; rush wakes a gather to look at urgent
+	// again. Either may be a wake left from before, which is why run
+	// decides by the fields above and not by which channel woke it.
+	kick chan struct{}
+	rush chan struct{}
 
 	// Only run's goroutine touches the stream.
 	stream *yamux.Stream
@@ -310,12 +317,17 @@ func (l *beatLink) enqueue(b *beat, urgent bool) error {
 	default:
 	}
 	if urgent {
-		select {
-		case l.rush <- struct{}{}:
-		default:
-		}
+		l.wake()
 	}
 	return nil
+}
+
+// wake has a gather under way look at whether it is to end now.
+func (l *beatLink) wake() {
+	select {
+	case l.rush <- struct{}{}:
+	default:
+	}
 }
 
 // run sends the link's frames: once the oldest heartbeat waiting has
@@ -333,10 +345,13 @@ func (l *beatLink) run() {
 			l.failWaiting(errBeatFallback)
 			return
 		}
-		l.mu.Lock()
-		urgent, wait := l.urgent, time.Until(l.first.Add(l.hub.gather))
-		l.mu.Unlock()
-		if !urgent && wait > 0 {
+		for {
+			l.mu.Lock()
+			urgent, wait := l.urgent, time.Until(l.first.Add(l.hub.gather))
+			l.mu.Unlock()
+			if urgent || wait <= 0 {
+				break
+			}
 			gather.Reset(wait)
 			select {
 			case <-gather.C:
@@ -346,10 +361,6 @@ func (l *beatLink) run() {
 				return
 			}
 			gather.Stop()
-		}
-		select { // a rush seen by the gather above, or none
-		case <-l.rush:
-		default:
 		}
 		l.mu.Lock()
 		batch := l.waiting

@@ -176,19 +176,35 @@ func TestGatheredHeartbeatsGoAtOnceWhenRushedOrUrgent(t *testing.T) {
 		}
 	}
 	within("an urgent heartbeat", true, nil)
+	from.mu.Lock()
+	link := from.links[addrs[1]] // made by the heartbeat above
+	from.mu.Unlock()
+	waiting := func() int {
+		link.mu.Lock()
+		defer link.mu.Unlock()
+		return len(link.waiting)
+	}
+	// An urgent heartbeat's wake can reach the link's loop after it has
+	// sent the heartbeat; such a late wake must not send the next
+	// gathering early (a leadership check would otherwise find nothing
+	// waiting to rush, and the gathering would go out before it is due).
+	select {
+	case link.rush <- struct{}{}:
+	default:
+	}
 	within("a gathered heartbeat, rushed by a leadership check", false, func() {
-		// Once it waits on the link (made by the heartbeat above).
-		for {
-			from.mu.Lock()
-			l := from.links[addrs[1]]
-			from.mu.Unlock()
-			l.mu.Lock()
-			n := len(l.waiting)
-			l.mu.Unlock()
-			if n > 0 {
-				break
+		deadline := time.Now().Add(20 * time.Second)
+		for waiting() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the heartbeat never waited on the link")
 			}
 			time.Sleep(time.Millisecond)
+		}
+		// It waits out the gather, however long a wake from before it
+		// had been left.
+		time.Sleep(200 * time.Millisecond)
+		if waiting() != 1 {
+			t.Fatal("a gathered heartbeat went out before its gather ended, and before any check rushed it")
 		}
 		leader.verifying()()
 	})
