@@ -73,7 +73,11 @@ func TestStartRefusesBadOptions(t *testing.T) {
 // becomes visible, so that an Advance made after it reaches it.
 func waitPending(t *testing.T, c *Clock, n int) {
 	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
 	for c.fake.Pending() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fake clock has %d timers pending after 20 s, want %d", c.fake.Pending(), n)
+		}
 		runtime.Gosched()
 		time.Sleep(time.Millisecond)
 	}
@@ -251,7 +255,11 @@ func TestManyServersLeakNothing(t *testing.T) {
 			done <- err
 		}()
 		for longPolls(srv) == 0 {
-			time.Sleep(time.Millisecond)
+			select {
+			case err := <-done:
+				t.Fatalf("the long poll ended before Close: %v", err)
+			case <-time.After(time.Millisecond):
+			}
 		}
 		if err := srv.Close(); err != nil {
 			t.Fatal(err)
