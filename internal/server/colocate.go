@@ -29,7 +29,11 @@ import (
 // parted again by later moves: the engine's outboxes then carry what
 // spans them (engine/outbox.go). The move is the first group leader's to
 // drive (internal/shards/move.go): asked over the node-to-node port
-// (POST /cluster/colocate) from another node.
+// (POST /cluster/colocate) from another node. A dead-letter queue that is
+// split over partitions (a high-throughput queue spread over the shards)
+// is gathered into one partition first (shards.MakeWhole): what is
+// dead-lettered goes to a queue, not to its group's partition, so the
+// engine refuses a split queue as one.
 
 // partnerOf returns the queue req would join to its own queue q in a
 // redrive: the dead-letter queue a SetQueueAttributes names, or a move
@@ -60,14 +64,19 @@ func (s *Server) partnerOf(req api.Request) (api.QueueKey, bool) {
 type colocateRequest struct {
 	Queue api.QueueKey `json:"queue"`
 	With  api.QueueKey `json:"with"`
+	// Whole: With is to be one partition (a dead-letter queue). A
+	// first-group leader of a version without it leaves With split, and
+	// the engine refuses the request as it did then.
+	Whole bool `json:"whole,omitempty"`
 }
 
 // colocate makes q and with live in one shard, moving one of them if
 // they do not and one can move. It fails only when it cannot tell (no
 // leader of the first group, a move that did not finish): with a
 // retryable error, as the request cannot be carried out meanwhile.
-func (s *Server) colocate(ctx context.Context, q, with api.QueueKey) error {
-	if s.shards.Of(q) == s.shards.Of(with) {
+func (s *Server) colocate(ctx context.Context, q, with api.QueueKey, whole bool) error {
+	whole = whole && s.shards.IsSplit(with)
+	if !whole && s.shards.Of(q) == s.shards.Of(with) {
 		return nil
 	}
 	if !s.cluster.PeersAuthenticated() && s.verifier != nil && !s.verifier.Store.Empty() && !s.first.leads() {
@@ -79,9 +88,9 @@ func (s *Server) colocate(ctx context.Context, q, with api.QueueKey) error {
 	for {
 		var err error
 		if s.first.leads() {
-			err = s.colocateHere(ctx, q, with)
+			err = s.colocateHere(ctx, q, with, whole)
 		} else if _, addr := s.cluster.Leader(); addr != "" {
-			b, _ := json.Marshal(colocateRequest{Queue: q, With: with})
+			b, _ := json.Marshal(colocateRequest{Queue: q, With: with, Whole: whole})
 			var resp *http.Response
 			if resp, err = s.askPeer(ctx, http.MethodPost, addr, "/cluster/colocate", bytes.NewReader(b)); err == nil {
 				resp.Body.Close()
@@ -104,10 +113,16 @@ func (s *Server) colocate(ctx context.Context, q, with api.QueueKey) error {
 	}
 }
 
-// colocateHere is colocate on the first group's leader: q moves beside
-// with, or with beside q; a queue that cannot move (or does not exist) is
-// no error, for the engine to answer the request as it can.
-func (s *Server) colocateHere(ctx context.Context, q, with api.QueueKey) error {
+// colocateHere is colocate on the first group's leader: with is gathered
+// into one partition if whole says so, then q moves beside with, or with
+// beside q; a queue that cannot move (or does not exist) is no error, for
+// the engine to answer the request as it can.
+func (s *Server) colocateHere(ctx context.Context, q, with api.QueueKey, whole bool) error {
+	if whole {
+		if err := s.shards.MakeWhole(ctx, with); err != nil {
+			return err
+		}
+	}
 	for _, try := range [][2]api.QueueKey{{q, with}, {with, q}} {
 		s.shards.Forget(try[1]) // as this leader's map has it now
 		to := s.shards.Of(try[1])
@@ -144,7 +159,7 @@ func (s *Server) serveColocate(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
-	if err := s.colocateHere(ctx, c.Queue, c.With); err != nil {
+	if err := s.colocateHere(ctx, c.Queue, c.With, c.Whole); err != nil {
 		writeJSONError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}

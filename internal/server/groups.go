@@ -48,6 +48,10 @@ type Shards interface {
 	// Move moves queue q to shard to and returns the shard it was in.
 	// Only on the first group's leader (internal/shards/move.go).
 	Move(ctx context.Context, q api.QueueKey, to uint32) (uint32, error)
+	// MakeWhole gathers split queue q into one partition, for a request
+	// that names it a dead-letter queue. Only on the first group's
+	// leader (internal/shards/spread.go).
+	MakeWhole(ctx context.Context, q api.QueueKey) error
 	// Forget drops what the node cached of q's shard: a group answered
 	// that q moved.
 	Forget(q api.QueueKey)

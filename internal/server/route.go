@@ -88,13 +88,16 @@ func (s *Server) routeShard(ctx context.Context, r *http.Request, in api.Scope, 
 	}
 	if with, joins := s.partnerOf(req); joins && !fromPeer(r) {
 		first, second := q, with
-		if _, task := req.(*api.StartMessageMoveTaskRequest); task {
+		_, task := req.(*api.StartMessageMoveTaskRequest)
+		if task {
 			// The task's destination goes beside the dead-letter
 			// queue, rather than the dead-letter queue away from the
 			// queues it serves.
 			first, second = with, q
 		}
-		if err := s.colocate(ctx, first, second); err != nil {
+		// A dead-letter queue named by a redrive policy is one
+		// partition; a task's destination may stay split.
+		if err := s.colocate(ctx, first, second, !task); err != nil {
 			return 0, 0, err
 		}
 	}

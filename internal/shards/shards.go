@@ -218,6 +218,9 @@ type Set struct {
 	// balancer, which leaves such a queue where it went (movedMu).
 	movedMu sync.Mutex
 	moved   map[api.QueueKey]time.Time
+	// keptWhole: until when the spread leaves each queue MakeWhole
+	// gathered in one partition (under movedMu, as moved).
+	keptWhole map[api.QueueKey]time.Time
 	// shardRates: each shard's commands applied a second, as the last
 	// round of balancing read them, for Place (written by that goroutine,
 	// read by placements).
@@ -259,6 +262,7 @@ func Open(host *replog.Raft, cfg Config) (*Set, error) {
 		hotParts:         map[api.QueueKey]int{},
 		quietSince:       map[api.QueueKey]time.Time{},
 		moved:            map[api.QueueKey]time.Time{},
+		keptWhole:        map[api.QueueKey]time.Time{},
 		lastQueueBalance: time.Now(), lastSpread: time.Now()}
 	h, err := loadHeld(cfg.Dir)
 	if err != nil {
@@ -1007,11 +1011,20 @@ type cachedRecord struct {
 // node the creation arrived at; "" if unknown) is preferred to lead if it
 // is among them (placement.QueueShard). Only the first group's leader can
 // place; the record is written before the queue is created, so a queue is
-// never in two shards. Placements on one node run one at a time (the
+// never in two shards. A near that is split is gathered into one
+// partition first (MakeWhole): a split queue cannot be a dead-letter
+// queue. Placements on one node run one at a time (the
 // server asks them all of the first group's leader).
 func (s *Set) Place(ctx context.Context, q api.QueueKey, near *api.QueueKey, origin string) (uint32, error) {
 	if id := s.Of(q); id != 0 {
 		return id, nil
+	}
+	if near != nil && s.IsSplit(*near) {
+		// The queue's dead-letter queue, which a split queue cannot
+		// be; gathered before the placement, which waits on none.
+		if err := s.MakeWhole(ctx, *near); err != nil {
+			return 0, api.ErrServiceUnavailable("The dead-letter queue %s could not be gathered into one partition yet (%v); retry.", near.Name, err)
+		}
 	}
 	s.placeMu.Lock()
 	defer s.placeMu.Unlock()

@@ -21,7 +21,8 @@ import (
 //
 //   - spreadQueues, every spreadEvery: a high-throughput queue that has
 //     had a message sent to it (so that one made to be a dead-letter
-//     queue, which a split queue cannot be, is named so first) with fewer
+//     queue, which a split queue cannot be, is named so first; one named
+//     so once split is gathered by MakeWhole) with fewer
 //     partitions than there are shards has its widest partition split
 //     (a shard's share of the hashes off it, or in the middle if it is
 //     narrower than two shares), and the new part moved to a shard holding
@@ -165,7 +166,7 @@ func (s *Set) spreadQueues(st Steps) {
 			}
 		}
 	}, compareKeys) {
-		if _, ok := s.unspreadable[q]; ok {
+		if _, ok := s.unspreadable[q]; ok || s.isKeptWhole(q, now) {
 			continue
 		}
 		var err error
@@ -357,6 +358,49 @@ func (s *Set) noteNotSplittable(q api.QueueKey, why string) {
 	s.cfg.Logger.Info("shards: a high-throughput queue is not spread over the shards while it cannot be split", "queue", q, "why", why)
 }
 
+// keptWholeFor is how long the spread leaves a queue MakeWhole gathered:
+// long enough for the request that needed it whole to name it a
+// dead-letter queue, which the engine then refuses to split.
+const keptWholeFor = time.Minute
+
+// MakeWhole gathers split queue q (whatever q.Part) back into one
+// partition, for a request that names it a dead-letter queue: what is
+// dead-lettered goes to a queue, not to the partition of its group, so
+// the engine refuses a split queue as one (engine/redrive.go). The spread
+// leaves q whole for keptWholeFor, by when the request has named it, and
+// the engine refuses to split a dead-letter queue. Only on the first
+// group's leader; a queue not split is left as it is.
+func (s *Set) MakeWhole(ctx context.Context, q api.QueueKey) error {
+	q = q.Whole()
+	now := time.Now()
+	s.movedMu.Lock()
+	for k, until := range s.keptWhole {
+		if !now.Before(until) {
+			delete(s.keptWhole, k) // one deleted since, say
+		}
+	}
+	s.keptWhole[q] = now.Add(keptWholeFor)
+	s.movedMu.Unlock()
+	if !s.IsSplit(q) {
+		return nil
+	}
+	s.cfg.Logger.Info("shards: gathering a split queue named as a dead-letter queue into one partition", "queue", q)
+	return s.gather(ctx, q)
+}
+
+// isKeptWhole reports whether MakeWhole gathered q a moment ago, which
+// the spread then leaves as it is.
+func (s *Set) isKeptWhole(q api.QueueKey, now time.Time) bool {
+	s.movedMu.Lock()
+	defer s.movedMu.Unlock()
+	until, ok := s.keptWhole[q.Whole()]
+	if ok && !now.Before(until) {
+		delete(s.keptWhole, q.Whole())
+		return false
+	}
+	return ok
+}
+
 // gather merges q's partitions back into partition 0, last first: the
 // last is moved beside the one before it, then merged into it.
 func (s *Set) gather(ctx context.Context, q api.QueueKey) error {
@@ -414,7 +458,7 @@ func (s *Set) splitHot(ctx context.Context, hot map[api.QueueKey]hotPart, ids []
 		if s.hotParts[q] < 2 || found {
 			continue
 		}
-		if until, ok := s.unspreadable[q.Whole()]; ok && now.Before(until) {
+		if until, ok := s.unspreadable[q.Whole()]; ok && now.Before(until) || s.isKeptWhole(q, now) {
 			continue
 		}
 		if len(s.Parts(q)) >= maxPartsPerShard*len(ids) {
