@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,7 +32,9 @@ import (
 //     RemovePermission: carried out in every partition at once, and
 //     answered with the first error (partition 0's first): each is the same
 //     change whatever was done before, so the client's retry finishes what
-//     one partition's failure left undone;
+//     one partition's failure left undone (but for AddPermission and
+//     RemovePermission, which the partitions that took the first refuse,
+//     as SQS refuses a label added twice or removed twice);
 //   - PurgeQueue: in every partition at once; refused as in progress only if
 //     every partition refused it so (one purged moments ago, by an answer
 //     the client did not see, is done);
@@ -43,6 +47,13 @@ import (
 //     each other partition while they answer that they know no such handle;
 //     their batches holding such a handle, entry by entry
 //     (serveOldHandleBatch).
+//
+// A partition that answers that it is moving, split or merged changed
+// nothing: the member asks again, once its map has changed, where the map
+// then puts the partitions that have not answered otherwise (a change,
+// changeEveryPart), or every partition (a read, readEveryPart), until
+// movingWait after the request arrived, so the client sees its queue's
+// moves no more than a request of one partition does.
 //
 // As batches and receives, they are carried out from the member where they
 // arrive, so only where the members carry out each other's typed requests
@@ -65,8 +76,16 @@ func (s *Server) serveQueueWide(ctx context.Context, in api.Scope, req api.Reque
 	_, reads := req.(*api.GetQueueAttributesRequest)
 	if !reads && s.shards.Splitting(q) {
 		// Between a split in the engine and the layout naming the new
-		// partition, the change would miss it.
-		return nil, true, api.ErrServiceUnavailable("A partition of the queue is being split or merged; retry.")
+		// partition, the change would miss it: it waits for the
+		// layout, as a request that meets its partition moving does.
+		var deadline time.Time
+		ctx, deadline = movingDeadline(ctx)
+		for s.shards.Splitting(q) {
+			if !s.awaitReroute(ctx, s.shards.Epoch(), deadline) {
+				return nil, true, api.ErrServiceUnavailable("A partition of the queue is being split or merged; retry.")
+			}
+		}
+		parts = s.partsNow(q)
 	}
 	switch r := req.(type) {
 	case *api.DeleteMessageRequest:
@@ -74,12 +93,11 @@ func (s *Server) serveQueueWide(ctx context.Context, in api.Scope, req api.Reque
 	case *api.ChangeMessageVisibilityRequest:
 		return s.tryEachPart(ctx, in, q, parts, req, r.ReceiptHandle)
 	}
-	answers := s.askEveryPart(ctx, in, q, parts, req)
-	if now := s.shards.Parts(q); !reads && len(now) > 1 && !slices.Equal(now, parts) {
-		// The layout changed meanwhile (this node's copy of the map
-		// caught up): the same change again, in every partition now.
-		parts = now
-		answers = s.askEveryPart(ctx, in, q, parts, req)
+	var answers []partAnswer
+	if reads {
+		answers = s.readEveryPart(ctx, in, q, parts, req)
+	} else {
+		answers = s.changeEveryPart(ctx, in, q, parts, req)
 	}
 	switch req.(type) {
 	case *api.GetQueueAttributesRequest:
@@ -259,6 +277,101 @@ func (s *Server) askEveryPart(ctx context.Context, in api.Scope, q api.QueueKey,
 	wg.Wait()
 	return answers
 }
+
+// readEveryPart reads req (GetQueueAttributes) from every partition of q
+// at once; while one answers that it is moving, split or merged, it reads
+// them all again as soon as this node's map has changed, until movingWait
+// after the request arrived, as serveInShards does a request of one
+// partition: the sums are of one layout's partitions.
+func (s *Server) readEveryPart(ctx context.Context, in api.Scope, q api.QueueKey, parts []uint32, req api.Request) []partAnswer {
+	ctx, deadline := movingDeadline(ctx)
+	for {
+		epoch := s.shards.Epoch()
+		answers := s.askEveryPart(ctx, in, q, parts, req)
+		if !slices.ContainsFunc(answers, partMoving) || !s.awaitReroute(ctx, epoch, deadline) {
+			return answers
+		}
+		parts = s.partsNow(q)
+	}
+}
+
+// changeEveryPart carries out req, a change of the whole queue, in every
+// partition of q at once, and returns the answers, partition 0's first. A
+// partition that answers it is moving, split or merged changed nothing:
+// once this node's map has changed, req is carried out in the
+// partitions the map then names that have not yet answered otherwise (a
+// partition moved, and one a split made meanwhile), until movingWait after
+// the request arrived. Those that answered are not asked again, as
+// AddPermission, say, is refused the second time. A partition merged
+// away is not asked again either: it changed nothing, and the partition
+// it merged into holds the queue's state.
+func (s *Server) changeEveryPart(ctx context.Context, in api.Scope, q api.QueueKey, parts []uint32, req api.Request) []partAnswer {
+	ctx, deadline := movingDeadline(ctx)
+	settled := map[uint32]partAnswer{}
+	last := map[uint32]partAnswer{}
+	todo := parts
+	for {
+		epoch := s.shards.Epoch()
+		for i, a := range s.askEveryPart(ctx, in, q, todo, req) {
+			last[todo[i]] = a
+			if !partMoving(a) {
+				settled[todo[i]] = a
+			}
+		}
+		parts = s.partsNow(q)
+		todo = slices.DeleteFunc(slices.Clone(parts), func(p uint32) bool { _, ok := settled[p]; return ok })
+		if len(todo) == 0 {
+			break
+		}
+		// A partition this node's map did not name (a split it has
+		// caught up with) is asked at once; one still moving once the
+		// map has changed.
+		fresh := slices.ContainsFunc(todo, func(p uint32) bool { _, asked := last[p]; return !asked })
+		if fresh && time.Now().After(deadline) || !fresh && !s.awaitReroute(ctx, epoch, deadline) {
+			break
+		}
+	}
+	took := slices.ContainsFunc(slices.Collect(maps.Values(settled)), func(a partAnswer) bool { return a.err == nil })
+	out := make([]partAnswer, 0, len(last))
+	for _, p := range parts {
+		a, asked := last[p]
+		if !asked {
+			a.err = api.ErrServiceUnavailable("The queue's partitions changed; retry.")
+		}
+		if took && isLabelConflict(a.err) {
+			// A partition split off one that had taken the change
+			// (after it answered) holds it already, or its undoing.
+			a = partAnswer{resp: api.Empty{}}
+		}
+		out = append(out, a)
+	}
+	for _, p := range slices.Sorted(maps.Keys(settled)) {
+		if !slices.Contains(parts, p) {
+			out = append(out, settled[p]) // merged away since it answered
+		}
+	}
+	return out
+}
+
+// isLabelConflict reports whether err refuses an AddPermission because
+// its label is there already, or a RemovePermission because it is not.
+func isLabelConflict(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae.Code == "InvalidParameterValue" && strings.Contains(ae.Message, "for parameter Label is invalid")
+}
+
+// partsNow returns the partitions of q by this node's map now: partition
+// 0 alone for a queue gathered whole meanwhile.
+func (s *Server) partsNow(q api.QueueKey) []uint32 {
+	if parts := s.shards.Parts(q); len(parts) > 0 {
+		return parts
+	}
+	return []uint32{0}
+}
+
+// partMoving reports whether a partition answered that it is moving,
+// split or merged, which changed nothing.
+func partMoving(a partAnswer) bool { return a.err != nil && engine.IsQueueMoving(a.err) }
 
 // tryEachPart carries out a delete or visibility change by a handle from
 // before the queue's first split, which names no group, in each partition
