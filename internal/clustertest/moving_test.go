@@ -28,14 +28,7 @@ import (
 // then received, once. (Refusals of other kinds are allowed: the
 // producers send again, as an SDK's retries would.)
 func TestSendsWaitOutMovingPartitions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three in-process members; skipped in -short mode")
-	}
-	c := newHandSplitCluster(t, 3, 3, 44)
-	c.logTailsOnFailure(30)
-	c.waitShards(4)
-	url := c.createQueue("moving.fifo", highThroughputFIFO)
-	q := api.QueueKey{Account: "000000000000", Name: "moving.fifo"}
+	c, url, q := handSplitQueue(t, 44, "moving.fifo")
 	clients := c.memberClients()
 
 	const groups = 40
@@ -151,14 +144,7 @@ func TestSendsWaitOutMovingPartitions(t *testing.T) {
 // retryable refusal of a change while a split is under way is allowed,
 // as a client retries it.)
 func TestQueueWideRequestsWaitOutMovingPartitions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three in-process members; skipped in -short mode")
-	}
-	c := newHandSplitCluster(t, 3, 3, 45)
-	c.logTailsOnFailure(30)
-	c.waitShards(4)
-	url := c.createQueue("wide.fifo", highThroughputFIFO)
-	q := api.QueueKey{Account: "000000000000", Name: "wide.fifo"}
+	c, url, q := handSplitQueue(t, 45, "wide.fifo")
 	clients := c.memberClients()
 
 	var mu sync.Mutex
@@ -231,6 +217,20 @@ func TestQueueWideRequestsWaitOutMovingPartitions(t *testing.T) {
 	if done == 0 {
 		t.Fatal("no permission was added and removed")
 	}
+}
+
+// handSplitQueue starts three in-process members with three shards that
+// spread no queue by themselves, and creates high-throughput FIFO queue
+// name in them, for a test to split and move by hand (shufflePartitions).
+func handSplitQueue(t *testing.T, seed int64, name string) (*memCluster, string, api.QueueKey) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("three in-process members; skipped in -short mode")
+	}
+	c := newHandSplitCluster(t, 3, 3, seed)
+	c.logTailsOnFailure(30)
+	c.waitShards(4)
+	return c, c.createQueue(name, highThroughputFIFO), api.QueueKey{Account: "000000000000", Name: name}
 }
 
 // shufflePartitions has the first group's leader split partition 0 of
