@@ -96,8 +96,10 @@ func (s *Server) routeShard(ctx context.Context, r *http.Request, in api.Scope, 
 			first, second = with, q
 		}
 		// A dead-letter queue named by a redrive policy is one
-		// partition; a task's destination may stay split.
-		if err := s.colocate(ctx, first, second, !task); err != nil {
+		// partition; a task's destination may stay split. (A standard
+		// queue's is refused anyway: a split queue is FIFO.)
+		whole := !task && strings.HasSuffix(q.Name, ".fifo")
+		if err := s.colocate(ctx, first, second, whole); err != nil {
 			return 0, 0, err
 		}
 	}

@@ -1019,9 +1019,10 @@ func (s *Set) Place(ctx context.Context, q api.QueueKey, near *api.QueueKey, ori
 	if id := s.Of(q); id != 0 {
 		return id, nil
 	}
-	if near != nil && s.IsSplit(*near) {
+	if near != nil && strings.HasSuffix(q.Name, ".fifo") && s.IsSplit(*near) {
 		// The queue's dead-letter queue, which a split queue cannot
-		// be; gathered before the placement, which waits on none.
+		// be; gathered before the placement, which waits on none. (A
+		// standard queue's is refused anyway: a split queue is FIFO.)
 		if err := s.MakeWhole(ctx, *near); err != nil {
 			return 0, api.ErrServiceUnavailable("The dead-letter queue %s could not be gathered into one partition yet (%v); retry.", near.Name, err)
 		}
