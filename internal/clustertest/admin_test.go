@@ -78,9 +78,12 @@ func TestMembershipNeedsAdminKey(t *testing.T) {
 		t.Fatalf("fifoq cluster move with a key that is not an admin key: exit %d\n%s", code, out)
 	}
 	// The shards form a few seconds after the cluster, later on a busy
-	// machine: until then a move is refused for that. A retry is signed
-	// in the next second, as a replay of the last would be refused.
-	deadline := time.Now().Add(30 * time.Second)
+	// machine (and here after a member was removed and added): until then
+	// a move is refused for that. Up to 90 s, as waitShards waits; 30 s
+	// were once too few with other packages' tests running beside it. A
+	// retry is signed in the next second, as a replay of the last would
+	// be refused.
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		code, out := cluster("AKIDADMIN", "admin-secret", "move", url, "1")
 		if strings.Contains(out, "no shards to move a queue between") && time.Now().Before(deadline) {
