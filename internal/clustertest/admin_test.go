@@ -83,7 +83,8 @@ func TestMembershipNeedsAdminKey(t *testing.T) {
 	// were once too few with other packages' tests running beside it. A
 	// retry is signed in the next second, as a replay of the last would
 	// be refused.
-	deadline := time.Now().Add(90 * time.Second)
+	start := time.Now()
+	deadline := start.Add(90 * time.Second)
 	for {
 		code, out := cluster("AKIDADMIN", "admin-secret", "move", url, "1")
 		if strings.Contains(out, "no shards to move a queue between") && time.Now().Before(deadline) {
@@ -91,8 +92,9 @@ func TestMembershipNeedsAdminKey(t *testing.T) {
 			continue
 		}
 		if code == 0 || !strings.Contains(out, "404") || !strings.Contains(out, "no queue") {
-			t.Fatalf("fifoq cluster move of a queue that does not exist, with the admin key: exit %d\n%s", code, out)
+			t.Fatalf("fifoq cluster move of a queue that does not exist, with the admin key, after %v: exit %d\n%s", time.Since(start).Round(time.Second), code, out)
 		}
+		t.Logf("the move was refused for want of shards for %v", time.Since(start).Round(time.Second))
 		break
 	}
 }
