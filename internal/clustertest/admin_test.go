@@ -92,6 +92,9 @@ func TestMembershipNeedsAdminKey(t *testing.T) {
 			continue
 		}
 		if code == 0 || !strings.Contains(out, "404") || !strings.Contains(out, "no queue") {
+			for _, nd := range c.nodes {
+				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(25))
+			}
 			t.Fatalf("fifoq cluster move of a queue that does not exist, with the admin key, after %v: exit %d\n%s", time.Since(start).Round(time.Second), code, out)
 		}
 		t.Logf("the move was refused for want of shards for %v", time.Since(start).Round(time.Second))
