@@ -78,11 +78,13 @@ func TestMembershipNeedsAdminKey(t *testing.T) {
 		t.Fatalf("fifoq cluster move with a key that is not an admin key: exit %d\n%s", code, out)
 	}
 	// The shards form a few seconds after the cluster, later on a busy
-	// machine (and here after a member was removed and added): until then
-	// a move is refused for that. Up to 90 s, as waitShards waits; 30 s
-	// were once too few with other packages' tests running beside it. A
-	// retry is signed in the next second, as a replay of the last would
-	// be refused.
+	// machine: until then a move is refused for that. Where they had not
+	// formed before the member was removed and added again, the first
+	// group's leader waits for that member's incarnation, which it does
+	// not learn, for 30 s (shards' incarnationWait) before it makes them
+	// without: so up to 90 s, as waitShards waits (30 s failed once in
+	// CI's first tier). A retry is signed in the next second, as a replay
+	// of the last would be refused.
 	start := time.Now()
 	deadline := start.Add(90 * time.Second)
 	for {
