@@ -434,14 +434,23 @@ func adminCallSignedAt(t *testing.T, method, url string, body []byte, key auth.C
 
 func TestClusterMembershipOverHTTP(t *testing.T) {
 	nodes := newTestCluster(t, 3, nil)
-	leader := leaderOf(t, nodes)
-	f := followersOf(nodes, leader)[0]
-
+	var leader, f *clusterNode
 	var st ClusterStatus
-	if code, body := adminCall(t, http.MethodGet, f.url+"/cluster/status", nil, auth.Credential{}); code != 200 {
-		t.Fatalf("status: %d %s", code, body)
-	} else if err := json.Unmarshal([]byte(body), &st); err != nil {
-		t.Fatal(err)
+	// A follower names the leader once the leader's first heartbeat has
+	// reached it, a moment after the election (later on a busy machine).
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		leader = leaderOf(t, nodes)
+		f = followersOf(nodes, leader)[0]
+		st = ClusterStatus{}
+		if code, body := adminCall(t, http.MethodGet, f.url+"/cluster/status", nil, auth.Credential{}); code != 200 {
+			t.Fatalf("status: %d %s", code, body)
+		} else if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.LeaderID == leader.id || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if st.LeaderID != leader.id || len(st.Members) != 3 {
 		t.Fatalf("status %+v", st)
