@@ -307,19 +307,18 @@ func (s *Server) readEveryPart(ctx context.Context, in api.Scope, q api.QueueKey
 // it merged into holds the queue's state.
 func (s *Server) changeEveryPart(ctx context.Context, in api.Scope, q api.QueueKey, parts []uint32, req api.Request) []partAnswer {
 	ctx, deadline := movingDeadline(ctx)
-	settled := map[uint32]partAnswer{}
-	last := map[uint32]partAnswer{}
+	last := map[uint32]partAnswer{} // each partition's latest answer
+	answered := func(p uint32) bool { a, asked := last[p]; return asked && !partMoving(a) }
+	took := false // some partition carried req out
 	todo := parts
 	for {
 		epoch := s.shards.Epoch()
 		for i, a := range s.askEveryPart(ctx, in, q, todo, req) {
 			last[todo[i]] = a
-			if !partMoving(a) {
-				settled[todo[i]] = a
-			}
+			took = took || a.err == nil
 		}
 		parts = s.partsNow(q)
-		todo = slices.DeleteFunc(slices.Clone(parts), func(p uint32) bool { _, ok := settled[p]; return ok })
+		todo = slices.DeleteFunc(slices.Clone(parts), answered)
 		if len(todo) == 0 {
 			break
 		}
@@ -331,7 +330,6 @@ func (s *Server) changeEveryPart(ctx context.Context, in api.Scope, q api.QueueK
 			break
 		}
 	}
-	took := slices.ContainsFunc(slices.Collect(maps.Values(settled)), func(a partAnswer) bool { return a.err == nil })
 	out := make([]partAnswer, 0, len(last))
 	for _, p := range parts {
 		a, asked := last[p]
@@ -345,9 +343,9 @@ func (s *Server) changeEveryPart(ctx context.Context, in api.Scope, q api.QueueK
 		}
 		out = append(out, a)
 	}
-	for _, p := range slices.Sorted(maps.Keys(settled)) {
-		if !slices.Contains(parts, p) {
-			out = append(out, settled[p]) // merged away since it answered
+	for _, p := range slices.Sorted(maps.Keys(last)) {
+		if answered(p) && !slices.Contains(parts, p) {
+			out = append(out, last[p]) // merged away since it answered
 		}
 	}
 	return out

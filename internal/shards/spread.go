@@ -393,12 +393,7 @@ func (s *Set) MakeWhole(ctx context.Context, q api.QueueKey) error {
 func (s *Set) isKeptWhole(q api.QueueKey, now time.Time) bool {
 	s.movedMu.Lock()
 	defer s.movedMu.Unlock()
-	until, ok := s.keptWhole[q.Whole()]
-	if ok && !now.Before(until) {
-		delete(s.keptWhole, q.Whole())
-		return false
-	}
-	return ok
+	return now.Before(s.keptWhole[q.Whole()]) // MakeWhole drops those past
 }
 
 // gather merges q's partitions back into partition 0, last first: the
