@@ -151,8 +151,8 @@ func TestRollingUpgrade(t *testing.T) {
 }
 
 // newestFormat is the newest log entry format of the fifoq under test
-// (replog's entryFormatVersion): 12, a move's image in the log as bytes.
-const newestFormat = 12
+// (replog's entryFormatVersion): 13, a backup's hold of departures.
+const newestFormat = 13
 
 // createInRegion creates a standard queue through nd with a client that
 // signs for region, and returns its URL.

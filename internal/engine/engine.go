@@ -86,6 +86,9 @@ type Engine struct {
 
 	// meta is the command log's metadata (meta.go).
 	meta map[string]string
+	// heldUntil is when the last hold of departures in meta ends
+	// (hold.go).
+	heldUntil int64
 
 	// moved holds the queues moved out of the engine whose names still
 	// answer IsQueueMoving (move.go).
@@ -308,6 +311,8 @@ func (e *Engine) apply(cmd *Command, now int64) (api.Response, error) {
 		return e.housekeep(r, now)
 	case *SetMetaRequest:
 		return e.setMeta(r)
+	case *HoldDeparturesRequest:
+		return e.holdDepartures(r, now)
 	case *FenceQueueRequest:
 		return e.fenceQueue(cmd, r, now)
 	case *UnfenceQueueRequest:

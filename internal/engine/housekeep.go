@@ -76,6 +76,8 @@ func NewInternalRequest(a api.Action) (api.Request, bool) {
 		return &HousekeepRequest{}, true
 	case ActionSetMeta:
 		return &SetMetaRequest{}, true
+	case ActionHoldDepartures:
+		return &HoldDeparturesRequest{}, true
 	case ActionFenceQueue:
 		return &FenceQueueRequest{}, true
 	case ActionUnfenceQueue:

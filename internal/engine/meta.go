@@ -11,7 +11,9 @@ import (
 // queues: metadata of the log itself (the cluster's record of its members'
 // incarnations, see internal/replog/identity.go) that must be replicated
 // and snapshotted with the state, and that the engine neither reads nor
-// interprets. SetMetaRequest changes them.
+// interprets. SetMetaRequest changes them. The one exception is the keys
+// under HoldPrefix, which the engine keeps itself (hold.go) and
+// SetMetaRequest may not set.
 
 // SetMetaRequest is an internal request, never sent by clients: it sets
 // the metadata Key to Value, or removes it if Value is empty. With
@@ -35,8 +37,11 @@ const maxMetaKey, maxMetaValue = 256, 4096
 
 // setMeta applies a SetMetaRequest.
 func (e *Engine) setMeta(r *SetMetaRequest) (api.Response, error) {
-	if r.Key == "" || len(r.Key) > maxMetaKey || len(r.Value) > maxMetaValue {
+	switch {
+	case r.Key == "" || len(r.Key) > maxMetaKey || len(r.Value) > maxMetaValue:
 		return nil, api.ErrInvalidParameterValue("A metadata key takes 1 to %d bytes and a value at most %d.", maxMetaKey, maxMetaValue)
+	case strings.HasPrefix(r.Key, HoldPrefix):
+		return nil, api.ErrInvalidParameterValue("Metadata keys under %s are the engine's own.", HoldPrefix)
 	}
 	if r.IfAbsent && e.meta[r.Key] != "" {
 		return api.Empty{}, nil

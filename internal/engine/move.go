@@ -197,6 +197,8 @@ func (e *Engine) fenceQueue(cmd *Command, r *FenceQueueRequest, now int64) (api.
 		return api.Empty{}, nil
 	case q.fence != "":
 		return nil, api.ErrServiceUnavailable("%s%s", fencedByPrefix, q.fence)
+	case e.held(now):
+		return nil, errHeld("a new move of a queue")
 	}
 	if err := e.movable(q, r.Spanning, r.Ended); err != nil {
 		return nil, err
@@ -297,6 +299,9 @@ func (e *Engine) installQueue(cmd *Command, r *InstallQueueRequest, now int64) (
 			return api.Empty{}, nil
 		}
 		return nil, api.ErrQueueNameExists(cmd.Queue.Name)
+	}
+	if e.held(now) {
+		return nil, errHeld("installing a moved queue")
 	}
 	if m, ok := e.moved[cmd.Queue]; ok && m.until > now && isMergeMarker(m.move) {
 		// A partition merged into another here lately: an install of it
@@ -593,6 +598,9 @@ func (e *Engine) dropQueue(cmd *Command, r *DropQueueRequest, now int64) (api.Re
 	}
 	if q.fence != r.Move {
 		return nil, api.ErrInvalidParameterValue("Queue %s is not fenced for move %s.", q.key.Name, r.Move)
+	}
+	if e.held(now) {
+		return nil, errHeld("dropping a moved queue's old copy")
 	}
 	delete(e.queues, q.key)
 	e.partedFrom(q)

@@ -468,6 +468,9 @@ func (e *Engine) keepDecoded(d *decodedMessage, dlqSource string) *message {
 
 // settleOutbox applies a SettleOutboxRequest.
 func (e *Engine) settleOutbox(cmd *Command, r *SettleOutboxRequest, now int64) (api.Response, error) {
+	if e.held(now) {
+		return nil, errHeld("settling an outbox")
+	}
 	src := outboxSource{key: cmd.Queue, created: r.Created}
 	if q := e.queues[cmd.Queue]; q != nil && q.createdAt == r.Created {
 		gone := q.outbox.settle(r.Through)

@@ -207,6 +207,7 @@ func (rs *restorer) engineRecords(h *snapHeader) error {
 		}
 	}
 	e.meta = h.Meta
+	e.heldUntil = e.holdsEnd()
 	for _, m := range h.Moved {
 		key := api.QueueKey{Region: m.Region, Account: m.Account, Name: m.Name, Part: m.Part}
 		if _, dup := e.moved[key]; dup || e.queues[key] != nil || checkMoveID(m.Move) != nil && !isMergeMarker(m.Move) {

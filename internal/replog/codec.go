@@ -57,18 +57,21 @@ import (
 //     hundreds of kilobytes, goes into the log as it is instead of as
 //     base64, which a shard's every replica decoded on its way to the
 //     moved queue's first answer (see minVersionImageBytes).
+//   - Version 13: version 12, and a command may be a fifoq:HoldDepartures
+//     (engine.HoldDeparturesRequest): how a backup of a cluster with
+//     shards keeps what leaves one group for another in one of its parts.
 //
 // Every version is still read, so that older logs replay. Which version a
 // node writes is the cluster's choice, not the binary's: see format.go.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1 to 12)
+//	byte     version (1 to 13)
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command
 //	  bytes    the command as JSON (wireCommand, codec_v1to3.go; versions 1 to 3) or in
-//	           the binary layout of versions 4 to 12
+//	           the binary layout of versions 4 to 13
 //	4 bytes  CRC-32C of everything before it, big-endian
 //
 // Every version, present and future, keeps the first byte as the version
@@ -84,7 +87,7 @@ import (
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 12
+const entryFormatVersion = 13
 
 // minVersionSetMeta is the first version in which a command may be a
 // fifoq:SetMeta.
@@ -149,6 +152,10 @@ func needsPartitions(c *engine.Command) bool {
 // an older version's entry, as JSON: the cluster's format decides its
 // layout, and nothing waits for the cluster to write this one.
 const minVersionImageBytes = 12
+
+// minVersionHold is the first version in which a command may be a
+// fifoq:HoldDepartures.
+const minVersionHold = 13
 
 // isPartitionAction reports whether a splits or merges partitions of a
 // queue.

@@ -527,7 +527,8 @@ func decodeBinaryCommand(b []byte, version byte) (*engine.Command, error) {
 		c.Request = q
 	case reqJSON:
 		if action == engine.ActionSetMeta && !readsSetMeta(version) || isMoveAction(action) && version < minVersionMoves ||
-			isOutboxAction(action) && version < minVersionOutbox || isPartitionAction(action) && version < minVersionPartitions {
+			isOutboxAction(action) && version < minVersionOutbox || isPartitionAction(action) && version < minVersionPartitions ||
+			action == engine.ActionHoldDepartures && version < minVersionHold {
 			return nil, fmt.Errorf("action %s in a version %d entry", action, version)
 		}
 		req, ok := engine.NewInternalRequest(action)

@@ -68,7 +68,7 @@ func decodeJSONCommand(b []byte, version byte) (*engine.Command, error) {
 		return nil, fmt.Errorf(`field "ei" in a version %d entry`, version)
 	}
 	if w.Action == engine.ActionHousekeep && version < minVersionHousekeep || w.Action == engine.ActionSetMeta ||
-		isMoveAction(w.Action) || isOutboxAction(w.Action) || isPartitionAction(w.Action) {
+		isMoveAction(w.Action) || isOutboxAction(w.Action) || isPartitionAction(w.Action) || w.Action == engine.ActionHoldDepartures {
 		return nil, fmt.Errorf("action %s in a version %d entry", w.Action, version)
 	}
 	req, ok := engine.NewInternalRequest(w.Action)

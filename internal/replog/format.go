@@ -88,6 +88,9 @@ func formatRaise(c *engine.Command) (byte, bool) {
 
 // commandFormat is the oldest entry format that can carry c.
 func commandFormat(c *engine.Command) byte {
+	if c.Request.Action() == engine.ActionHoldDepartures {
+		return minVersionHold
+	}
 	if needsPartitions(c) {
 		return minVersionPartitions
 	}

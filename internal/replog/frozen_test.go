@@ -180,7 +180,8 @@ func genEmptyDedupID(t0 int64) *engine.Command {
 // layout; version 10 adds the outbox's commands and a spanning fence;
 // version 11 a command on a partition of a split queue, the split, and a
 // fence of a queue whose move tasks ended; version 12 writes the move's
-// install in its binary layout.
+// install in its binary layout; version 13 adds a backup's hold of
+// departures, set and lifted.
 func writeCurrentEntryFixture(t *testing.T) {
 	const t0 = 1764400000_000000000
 	eu := api.QueueKey{Region: "eu-west-1", Account: genAccount, Name: "jobs.fifo"}
@@ -213,6 +214,8 @@ func writeCurrentEntryFixture(t *testing.T) {
 		&engine.Command{Time: t0 + 45e6, Queue: eu, Request: &engine.TakeMessagesRequest{Source: genPart7, SourceArn: "arn:aws:sqs:us-east-1:" + genAccount + ":" + genFIFO.Name,
 			Created: t0, Fifo: true, Messages: []engine.OutboxMessage{{Seq: 1, Kind: engine.OutboxDeadLetter, Record: []byte("a message record")}}}},
 		&engine.Command{Time: t0 + 46e6, Queue: genFIFO, Request: &engine.MergeQueueRequest{Part: 7}},
+		&engine.Command{Time: t0 + 47e6, Request: &engine.HoldDeparturesRequest{ID: "backup-1", Until: t0 + 120e9}},
+		&engine.Command{Time: t0 + 48e6, Request: &engine.HoldDeparturesRequest{ID: "backup-1"}},
 	)
 	data, _, err := encodeEntryHeld(cmds, entryFormatVersion)
 	if err != nil {
