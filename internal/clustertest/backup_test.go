@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/fifoq/fifoq/internal/server"
 )
@@ -324,4 +325,167 @@ func TestBackupWhileShardsForm(t *testing.T) {
 	c.start(joiner, "")
 	n = backups(15 * time.Second)
 	t.Logf("%d backups as a fourth node joined", n)
+}
+
+// TestBackupKeepsWhatLeavesAGroup takes a backup of a cluster with two
+// shards and, while the backup has read the first shard's part and not
+// yet the second's, dead-letters messages from a queue in the second
+// shard to its dead-letter queue in the first, and moves a queue from the
+// second shard to the first. Each leaves the second shard only after the
+// first took it, so without a hold (engine/hold.go) both would be in
+// neither part: the restored cluster would lack the moved queue and the
+// dead-lettered messages. The backup is paused by reading it slowly: the
+// first shard's part is made larger than what the sockets buffer.
+func TestBackupKeepsWhatLeavesAGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short mode")
+	}
+	bin := faultyBinary(t)
+	c := newClusterWith(t, 3, func(_ int, nd *node) {
+		nd.bin, nd.args = bin, []string{"--shards", "2"}
+		nd.env = []string{"FIFOQ_TEST_QUEUE_BALANCE=1h"} // no move but the test's
+	})
+	waitShards(t, c, 3)
+	ctx := context.Background()
+	via := c.nodes[0]
+	client := newClient(via.httpAddr, 10*time.Second)
+	fifo := map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+	dead := c.createQueue("dead.fifo", fifo)
+	arn, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(dead), AttributeNames: []types.QueueAttributeName{"QueueArn"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := c.createQueue("src.fifo", map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true", "VisibilityTimeout": "0",
+		"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, arn.Attributes["QueueArn"])})
+	moving := c.createQueue("moving.fifo", fifo)
+	pad := c.createQueue("pad", nil)
+	// The first shard's part is backed up first (shards in order, the
+	// first group last): the destinations go there.
+	for _, p := range []struct {
+		name, url string
+		shard     int
+	}{{"dead.fifo", dead, 1}, {"pad", pad, 1}, {"src.fifo", src, 2}, {"moving.fifo", moving, 2}} {
+		if waitPlaced(t, c, p.name)[p.name] != p.shard {
+			runVia(t, via, "cluster", "move", p.url, strconv.Itoa(p.shard))
+		}
+	}
+	send := func(url string, body string) {
+		t.Helper()
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body)}
+		if strings.HasSuffix(url, ".fifo") {
+			in.MessageGroupId = aws.String("g")
+		}
+		retrying(t, "send", func() error { _, err := client.SendMessage(ctx, in); return err })
+	}
+	const padMessages, numbered = 40, 5
+	big := strings.Repeat("p", 1000_000)
+	for i := range padMessages {
+		send(pad, strconv.Itoa(i)+" "+big)
+	}
+	for i := range numbered {
+		send(src, strconv.Itoa(i))
+		send(moving, strconv.Itoa(i))
+	}
+	waitShardsApplied(t, c)
+
+	resp, err := http.Get("http://" + via.httpAddr + server.BackupPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("backup: %s: %s", resp.Status, body)
+	}
+	file := filepath.Join(t.TempDir(), "held.backup")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Well into the first shard's part: its state is read, the second
+	// shard's not yet.
+	if _, err := io.CopyN(f, resp.Body, 2<<20); err != nil {
+		t.Fatal(err)
+	}
+
+	// Dead-letter src.fifo's messages: received once (maxReceiveCount 1)
+	// and visible at once (its VisibilityTimeout is 0), the next receive
+	// sends them to dead.fifo.
+	for range 2 {
+		retrying(t, "receive", func() error {
+			_, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(src), MaxNumberOfMessages: 10})
+			return err
+		})
+	}
+	waitCount(t, client, dead, numbered, 20*time.Second) // taken by dead.fifo, whatever the source does
+	// And move moving.fifo to the first shard: a backup may hold the move
+	// back (refused, the queue served where it is); without a hold it
+	// goes through.
+	out, err := exec.Command(binary, "cluster", "move", moving, "1", "--endpoint", "http://"+via.httpAddr).CombinedOutput()
+	t.Logf("fifoq cluster move during the backup: %v: %s", err, strings.TrimSpace(string(out)))
+	time.Sleep(2 * time.Second) // time for a relay to settle, as it would without a hold
+
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		t.Fatalf("reading the rest of the backup: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Once the backup ended, departures go on: the move goes through.
+	retrying(t, "move after the backup", func() error {
+		out, err := exec.Command(binary, "cluster", "move", moving, "1", "--endpoint", "http://"+via.httpAddr).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+
+	dir := filepath.Join(t.TempDir(), "restored")
+	runVia(t, via, "restore", "--data-dir", dir, "--node-id", "r1", file)
+	r1 := &node{id: "r1", httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: dir, bin: binary}
+	r1.logPath = filepath.Join(t.TempDir(), "r1.log")
+	restored := &cluster{t: t, nodes: []*node{r1}}
+	t.Cleanup(restored.stopAll)
+	defer func() {
+		if t.Failed() {
+			t.Logf("log of the restored node:\n%s", r1.tail(100))
+		}
+	}()
+	restored.start(r1, "")
+	waitReady(t, r1)
+	waitShards(t, restored, 3)
+	rc := newClient(r1.httpAddr, 10*time.Second)
+	at := func(url string) string { return "http://" + r1.httpAddr + url[strings.Index(url[len("http://"):], "/")+len("http://"):] }
+	if _, err := rc.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("moving.fifo")}); err != nil {
+		t.Fatalf("the restored cluster lacks moving.fifo, moved during the backup: %v", err)
+	}
+	if got := drainNumberedRetrying(t, r1, at(moving), numbered); !slices.Equal(got, numbers(numbered)) {
+		t.Fatalf("moving.fifo, moved during the backup, gave %v from the restored node, want 0..%d in order", got, numbered-1)
+	}
+	waitCount(t, rc, at(dead), numbered, 30*time.Second)
+	if got := drainNumberedRetrying(t, r1, at(dead), numbered); !slices.Equal(got, numbers(numbered)) {
+		t.Fatalf("dead.fifo gave %v from the restored node, want the %d messages dead-lettered during the backup, once each, in order", got, numbered)
+	}
+}
+
+// waitCount waits until queue url's ApproximateNumberOfMessages is want.
+func waitCount(t *testing.T, client *sqs.Client, url string, want int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+			AttributeNames: []types.QueueAttributeName{"ApproximateNumberOfMessages"}})
+		if err == nil {
+			last = out.Attributes["ApproximateNumberOfMessages"]
+			if last == strconv.Itoa(want) {
+				return
+			}
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s holds %s messages after %v, want %d", url, last, within, want)
 }

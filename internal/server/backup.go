@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/backup"
+	"github.com/fifoq/fifoq/internal/engine"
 	"github.com/fifoq/fifoq/internal/replog"
 )
 
@@ -90,9 +92,12 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 // (format 2): each shard's state, from this node's replica or else from
 // one of the shard's replicas (serveClusterBackup), then the first
 // group's, taken last so that its map names every queue the shards' parts
-// hold. Each part is its group's state as of one of its entries.
+// hold. Each part is its group's state as of one of its entries; what
+// leaves one group for another meanwhile is held in its source until the
+// last part is read (holdDepartures), so that it is in one part or both.
 func (s *Server) backupGroups(ctx context.Context, w io.Writer, first backupLog) ([]uint32, error) {
 	groups := append(s.shards.Named(), 0)
+	defer s.holdDepartures(ctx, groups)()
 	hdr := backup.Header{Created: time.Now().UTC(), Node: s.cluster.NodeID(), Version: s.cfg.Version, Region: s.cfg.Region, Groups: groups}
 	if err := backup.WriteGroupsHeader(w, hdr); err != nil {
 		return groups, err
@@ -108,6 +113,67 @@ func (s *Server) backupGroups(ctx context.Context, w io.Writer, first backupLog)
 		return err
 	})
 	return groups, err
+}
+
+// holdLife is how long a backup's hold of departures lasts unless the
+// backup renews it, every holdRenew: a backup that dies leaves its hold
+// for at most that long.
+const (
+	holdLife  = 2 * time.Minute
+	holdRenew = 30 * time.Second
+)
+
+// holdDepartures holds, in every group of groups, what leaves it for
+// another group (engine/hold.go: an outbox's settle, a moved queue's drop,
+// a new move), until the returned function is called or the backup's
+// context ends. Every group is held before the first part is read: then
+// a source that forgets something only after its destination took it
+// cannot forget it between the destination's part and its own. A group
+// whose hold cannot be applied (no leader within stepWait, or a cluster
+// that does not write log entry format 13 yet: a rolling upgrade) is
+// backed up without one, and the log says what that risks.
+func (s *Server) holdDepartures(ctx context.Context, groups []uint32) (lift func()) {
+	id := "backup-" + newUUID()
+	steps := moveSteps{s}
+	hold := func(ctx context.Context, until time.Time) {
+		for _, g := range groups {
+			req := &engine.HoldDeparturesRequest{ID: id}
+			if !until.IsZero() {
+				req.Until = until.UnixNano()
+			}
+			if err := steps.Step(ctx, g, api.QueueKey{}, req); err != nil && !until.IsZero() && ctx.Err() == nil {
+				s.logger.Warn("backup: could not hold what leaves a group during the backup: a message dead-lettered, or a queue moved, from it to another group meanwhile may be in neither part",
+					"group", g, "err", err)
+			}
+		}
+	}
+	hold(ctx, s.now().Add(holdLife))
+	done := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		tick := time.NewTicker(holdRenew)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				hold(ctx, s.now().Add(holdLife))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-renewed
+		// Lifted even if the backup's request ended: its hold would
+		// otherwise hold moves and dead letters for holdLife more.
+		lctx, cancel := context.WithTimeout(context.Background(), stepWait)
+		defer cancel()
+		hold(lctx, time.Time{})
+	}
 }
 
 // groupReplica is a node's replica of one group, as catchUp reads it.

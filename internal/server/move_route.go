@@ -321,7 +321,8 @@ func (s *Server) serveMoveStep(w http.ResponseWriter, r *http.Request) {
 	switch d.Action {
 	case engine.ActionFenceQueue, engine.ActionUnfenceQueue, engine.ActionInstallQueue, engine.ActionDropQueue,
 		engine.ActionTakeMessages, engine.ActionSettleOutbox, // the outbox relay's (outbox_relay.go)
-		engine.ActionSplitQueue, engine.ActionMergeQueue: // a split's (shards/partitions.go)
+		engine.ActionSplitQueue, engine.ActionMergeQueue, // a split's (shards/partitions.go)
+		engine.ActionHoldDepartures: // a backup's (backup.go)
 	default:
 		ok = false
 	}

@@ -207,7 +207,10 @@ func (s *Set) Move(ctx context.Context, q api.QueueKey, to uint32) (uint32, erro
 	if got, ok := parseMove(v); !ok || got.id != m.id {
 		return from, ErrMoveUnderWay
 	}
-	if err := s.drive(ctx, *st, q, m); err != nil {
+	if err := s.drive(ctx, *st, q, m); errors.Is(err, errDropHeld) {
+		s.noteMoved(q, time.Now())
+		return from, nil // moved; its old copy goes after the backup
+	} else if err != nil {
 		// An abandoned move is finished (its fence lifted) at once.
 		if errors.Is(err, errAbandoned) {
 			s.drive(ctx, *st, q, m)
@@ -291,7 +294,7 @@ func (s *Set) resumeMoves() {
 		}
 		ctx, cancel := s.untilQuit(30 * time.Second)
 		err := s.drive(ctx, *st, r.q, m)
-		if err != nil && !errors.Is(err, errNotLeading) && ctx.Err() == nil {
+		if err != nil && !errors.Is(err, errNotLeading) && !errors.Is(err, errDropHeld) && ctx.Err() == nil {
 			s.cfg.Logger.Warn("shards: a queue's move did not finish yet", "queue", r.q, "move", m.id, "from", m.from, "to", m.to, "err", err)
 		}
 		cancel()
@@ -335,6 +338,11 @@ func (s *Set) untilQuit(timeout time.Duration) (context.Context, context.CancelF
 
 // errAbandoned says a move was given up, and why.
 var errAbandoned = errors.New("shards: the move was abandoned")
+
+// errDropHeld is a drive's end when a backup holds the dropping of the
+// moved queue's old copy: the map names its new shard, and the record
+// stays for the next drive to drop the copy.
+var errDropHeld = errors.New("shards: the moved queue's old copy is held by a backup")
 
 // errNotLeading stops a driver whose node no longer leads the first
 // group: the new leader drives the move on from its record.
@@ -471,7 +479,12 @@ func (s *Set) drive(ctx context.Context, st Steps, q api.QueueKey, m moveRecord)
 	}
 	took.flip = took.lap()
 	s.Forget(q)
-	if err := step(m.from, &engine.DropQueueRequest{Move: m.id}); err != nil {
+	if err := step(m.from, &engine.DropQueueRequest{Move: m.id}); engine.IsHeld(err) {
+		// A backup holds the old copy (engine/hold.go): the queue is
+		// served from its new shard, and the next drive, from the
+		// record, drops the copy once the backup ends.
+		return errDropHeld
+	} else if err != nil {
 		return fmt.Errorf("drop from shard %d: %w", m.from, err)
 	}
 	if _, err := s.host.Apply(ctx, &engine.Command{Request: &engine.SetMetaRequest{Key: moveKey(q)}}); err != nil {
@@ -533,11 +546,16 @@ func (s *Set) abandon(ctx context.Context, q api.QueueKey, m moveRecord, why err
 
 // abandon reports whether a step's error means the move cannot go on:
 // the engine refused it for good (the queue is gone, or not movable, or
-// its image was refused), not for now.
+// its image was refused), not for now; or a backup holds it (a fence or
+// an install, engine/hold.go), which the queue, fenced, would otherwise
+// wait out unserved.
 func abandon(err error) bool {
 	var ae *api.Error
 	if !errors.As(err, &ae) {
 		return false
+	}
+	if engine.IsHeld(err) {
+		return true
 	}
 	switch ae.Code {
 	case "QueueDoesNotExist", "UnsupportedOperation", "InvalidParameterValue", "QueueNameExists":
