@@ -456,7 +456,9 @@ func TestBackupKeepsWhatLeavesAGroup(t *testing.T) {
 	waitReady(t, r1)
 	waitShards(t, restored, 3)
 	rc := newClient(r1.httpAddr, 10*time.Second)
-	at := func(url string) string { return "http://" + r1.httpAddr + url[strings.Index(url[len("http://"):], "/")+len("http://"):] }
+	at := func(url string) string {
+		return "http://" + r1.httpAddr + url[strings.Index(url[len("http://"):], "/")+len("http://"):]
+	}
 	if _, err := rc.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("moving.fifo")}); err != nil {
 		t.Fatalf("the restored cluster lacks moving.fifo, moved during the backup: %v", err)
 	}
