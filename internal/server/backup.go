@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -135,8 +136,12 @@ const (
 func (s *Server) holdDepartures(ctx context.Context, groups []uint32) (lift func()) {
 	id := "backup-" + newUUID()
 	steps := moveSteps{s}
+	// The first group first: where the cluster's record of its format is
+	// not yet 13, its hold raises it (every member reads it), and the
+	// shards' holds, which may not raise it themselves, then go through.
+	order := append([]uint32{0}, slices.DeleteFunc(slices.Clone(groups), func(g uint32) bool { return g == 0 })...)
 	hold := func(ctx context.Context, until time.Time) {
-		for _, g := range groups {
+		for _, g := range order {
 			req := &engine.HoldDeparturesRequest{ID: id}
 			if !until.IsZero() {
 				req.Until = until.UnixNano()
