@@ -173,6 +173,12 @@ func (r *outboxRelay) relayGroup(g *group) {
 			// The next pass, or the next leader, sends the entries
 			// again, and the destination takes nothing twice.
 			s.logger.Debug("outbox relay: settling", "queue", b.Source, "err", err)
+			if engine.IsHeld(err) {
+				// A backup holds the outbox (engine/hold.go): sending
+				// the entries again meanwhile would only log takes of
+				// nothing at the destination.
+				d.next = time.Now().Add(relayBackoff)
+			}
 		}
 		cancel()
 	}
