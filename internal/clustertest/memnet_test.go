@@ -202,6 +202,8 @@ type memCluster struct {
 	logs   string // the members' logs' directory
 	// spread is the members' fifoqnode.Config.PartitionSpread.
 	spread time.Duration
+	// configure, if set, changes each member's config before it opens.
+	configure func(*fifoqnode.Config)
 }
 
 // memNode is one in-process member: its SQS endpoint listens on loopback
@@ -236,11 +238,17 @@ func newHandSplitCluster(t *testing.T, n, shards int, seed int64) *memCluster {
 // startMemCluster starts n members with the given shards, spreading
 // high-throughput queues as spread says (fifoqnode.Config.PartitionSpread).
 func startMemCluster(t *testing.T, n, shards int, seed int64, spread time.Duration) *memCluster {
+	return startMemClusterWith(t, n, shards, seed, spread, nil)
+}
+
+// startMemClusterWith is startMemCluster with each member's config
+// changed by configure (if not nil) before it opens.
+func startMemClusterWith(t *testing.T, n, shards int, seed int64, spread time.Duration, configure func(*fifoqnode.Config)) *memCluster {
 	logs := *flagMemLogs
 	if logs == "" {
 		logs = t.TempDir()
 	}
-	c := &memCluster{t: t, net: memnet.New(seed), shards: shards, logs: logs, spread: spread}
+	c := &memCluster{t: t, net: memnet.New(seed), shards: shards, logs: logs, spread: spread, configure: configure}
 	for i := range n {
 		nd := &memNode{id: fmt.Sprintf("m%d", i+1), raftAddr: fmt.Sprintf("10.77.0.%d:9325", i+1), httpAddr: freeAddr(t),
 			dir: t.TempDir(), logPath: filepath.Join(logs, fmt.Sprintf("m%d.log", i+1))}
@@ -299,8 +307,12 @@ func (c *memCluster) startErr(nd *memNode) error {
 	if nd.join {
 		rc.Peers, rc.Join = nil, true
 	}
-	n, err := fifoqnode.Open(fifoqnode.Config{DataDir: nd.dir, NodeID: nd.id, Logger: logger, Shards: c.shards, PartitionSpread: c.spread,
-		Cluster: &fifoqnode.Cluster{AdvertiseURL: "http://" + nd.httpAddr, Raft: rc}})
+	cfg := fifoqnode.Config{DataDir: nd.dir, NodeID: nd.id, Logger: logger, Shards: c.shards, PartitionSpread: c.spread,
+		Cluster: &fifoqnode.Cluster{AdvertiseURL: "http://" + nd.httpAddr, Raft: rc}}
+	if c.configure != nil {
+		c.configure(&cfg)
+	}
+	n, err := fifoqnode.Open(cfg)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", nd.id, err)
 	}

@@ -1,8 +1,24 @@
 package engine
 
 import (
+	"errors"
+	"strings"
+
 	"github.com/fifoq/fifoq/internal/api"
 )
+
+// missingTargetReason is the reason SQS gives for a RedrivePolicy naming
+// a queue that does not exist.
+const missingTargetReason = "Dead letter target does not exist."
+
+// IsMissingDeadLetterTarget reports whether err is the engine's refusal
+// of a RedrivePolicy naming a queue this engine does not hold: a router
+// that knows the queue lives in another engine (a shard) can bring the
+// two together and try again.
+func IsMissingDeadLetterTarget(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae.Code == "InvalidParameterValue" && strings.HasSuffix(ae.Message, "Reason: "+missingTargetReason)
+}
 
 // checkRedrive enforces, when a queue's RedrivePolicy is set, what depends
 // on the dead-letter queue it names: it must exist in the same account and
@@ -21,14 +37,10 @@ func (e *Engine) checkRedrive(src api.QueueKey, srcArn string, fifo bool, raw st
 	rp.key = key
 	d := e.queues[key]
 	if key.Region != src.Region || d == nil {
-		return invalid("Dead letter target does not exist.")
+		return invalid(missingTargetReason)
 	}
 	if d.fence != "" {
 		return errQueueMoving()
-	}
-	if d.split {
-		// What is dead-lettered goes by key, not yet by group (split.go).
-		return invalid("Dead letter target is split into partitions.")
 	}
 	if key.Account != src.Account {
 		return invalid("Dead-letter target owner should be same as the source.")
@@ -51,6 +63,17 @@ func (e *Engine) checkRedrive(src api.QueueKey, srcArn string, fifo bool, raw st
 		if !allowed {
 			return invalid("Queue " + rp.arn + " does not allow this queue as a dead-letter queue source by its RedriveAllowPolicy.")
 		}
+	}
+	if d.split {
+		// What is dead-lettered goes by key, not by group (split.go), so
+		// a split queue cannot be a dead-letter queue. A cluster gathers
+		// the target into one partition before the request comes here
+		// (shards.MakeWhole); finding it split again means the spread
+		// raced the request (a new first-group leader knows nothing of
+		// the gather), or the router's map lagged the split. Either way
+		// a retry gathers it: the answer is the retryable one of a
+		// moving queue, which the server routes anew.
+		return errQueueMoving()
 	}
 	return nil
 }

@@ -275,10 +275,26 @@ func TestSplitRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatalf("split of partition 5 inside its range: %v", err)
 	}
-	// A split queue is no dead-letter queue.
+	// A split queue is no dead-letter queue: a policy naming one is
+	// answered as if the queue were moving (a cluster gathers it into one
+	// partition before the request comes, and again when it retries),
+	// after every check that would refuse it for good (here, a standard
+	// source naming a FIFO queue).
+	htPolicy := `{"deadLetterTargetArn":"` + ht.ARN(testRegion) + `","maxReceiveCount":"2"}`
 	_, err = h.do(std, &api.SetQueueAttributesRequest{QueueUrl: std.Path(), Attributes: map[string]string{
-		api.AttrRedrivePolicy: `{"deadLetterTargetArn":"` + ht.ARN(testRegion) + `","maxReceiveCount":"2"}`}})
+		api.AttrRedrivePolicy: htPolicy}})
 	wantCode(t, err, "InvalidParameterValue")
+	src := h.fifoQueue("src-of-split.fifo", nil)
+	_, err = h.do(src, &api.SetQueueAttributesRequest{QueueUrl: src.Path(), Attributes: map[string]string{
+		api.AttrRedrivePolicy: htPolicy}})
+	if !IsQueueMoving(err) {
+		t.Fatalf("a FIFO queue's redrive policy naming a split queue: got %v, want the retryable answer of a moving queue", err)
+	}
+	_, err = h.raw(api.QueueKey{Account: ht.Account, Region: ht.Region, Name: "new-of-split.fifo"}, &api.CreateQueueRequest{QueueName: "new-of-split.fifo",
+		Attributes: map[string]string{api.AttrFifoQueue: "true", api.AttrRedrivePolicy: htPolicy}})
+	if !IsQueueMoving(err) {
+		t.Fatalf("a new FIFO queue whose redrive policy names a split queue: got %v, want the retryable answer of a moving queue", err)
+	}
 	// It may turn to the queue's deduplication scope, as SQS lets any
 	// high-throughput queue (localstack test_sqs.snapshot.json:
 	// test_fifo_change_to_regular_throughput_after_creation): by group

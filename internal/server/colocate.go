@@ -7,9 +7,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
+	"github.com/fifoq/fifoq/internal/engine"
 )
 
 // Bringing together the queues a request joins. SetQueueAttributes
@@ -58,6 +60,70 @@ func (s *Server) partnerOf(req api.Request) (api.QueueKey, bool) {
 	}
 	k, ok := api.QueueOfARN(arn, s.cfg.Region)
 	return s.placed(k), ok
+}
+
+// joinDeadLetterQueue brings a queue and the dead-letter queue its
+// request names (CreateQueue or SetQueueAttributes with a RedrivePolicy)
+// together when the engine refused the request only because they are
+// apart, and reports whether it did, for the request to be served again.
+// Routing colocates them before such a request (routeShard), but not
+// always:
+//   - a queue created again keeps its name's shard (its cool-down was
+//     kept there), so CreateQueue finds it placed, not beside its
+//     dead-letter queue; the engine finds no such dead-letter queue.
+//     The dead-letter queue moves beside it.
+//   - a dead-letter queue gathered into one partition for the request
+//     may be spread again before the request reaches it (a new
+//     first-group leader knows nothing of the gather), or this node's
+//     map lagged its split; the engine answers as for a moving queue.
+//     It is gathered again.
+//
+// A dead-letter queue that truly does not exist, or cannot move, gets the
+// engine's answer on the second try (having cost a question to the first
+// group's leader).
+func (s *Server) joinDeadLetterQueue(ctx context.Context, in api.Scope, req api.Request, err error) bool {
+	if err == nil || s.shards == nil {
+		return false
+	}
+	var dlq api.QueueKey
+	switch r := req.(type) {
+	case *api.CreateQueueRequest:
+		k := s.deadLetterQueueOf(r)
+		if k == nil {
+			return false
+		}
+		dlq = *k
+	case *api.SetQueueAttributesRequest:
+		k, ok := s.partnerOf(r)
+		if !ok {
+			return false
+		}
+		dlq = k
+	default:
+		return false
+	}
+	q, named := s.queueOfRequest(in, req)
+	if !named {
+		return false
+	}
+	var cerr error
+	switch {
+	case engine.IsMissingDeadLetterTarget(err):
+		// Whether the dead-letter queue exists, and where, is the
+		// first group leader's to say: this node's map may not show it
+		// yet.
+		s.shards.Forget(dlq)
+		cerr = s.colocate(ctx, dlq, q, false)
+	case engine.IsQueueMoving(err) && strings.HasSuffix(q.Name, ".fifo") && s.shards.IsSplit(dlq):
+		cerr = s.colocate(ctx, q, dlq, true)
+	default:
+		return false
+	}
+	if cerr != nil {
+		s.logger.Warn("could not bring a queue and its dead-letter queue into one shard", "queue", q, "dead_letter_queue", dlq, "err", cerr)
+		return false
+	}
+	return true
 }
 
 // colocateRequest is the body of POST /cluster/colocate.

@@ -148,6 +148,7 @@ var errMovedOn = errors.New("the queue is moving, split or merged")
 // is answered under hdrMoving, for its forwarder to do the same.
 func (s *Server) serveInShards(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte, rec *requestRecord) (api.Response, bool, error) {
 	ctx, deadline := movingDeadline(ctx)
+	joined := false // joinDeadLetterQueue tried
 	for again := false; ; again = true {
 		epoch := s.shards.Epoch()
 		if again && !fromPeer(r) {
@@ -182,6 +183,10 @@ func (s *Server) serveInShards(ctx context.Context, w http.ResponseWriter, r *ht
 		}
 		resp, err := s.doOrFault(gctx, rec.scope, rec.req)
 		err = s.misrouted(gctx, rec.scope, rec.req, err)
+		if !joined && s.joinDeadLetterQueue(gctx, rec.scope, rec.req, err) {
+			joined = true
+			continue
+		}
 		if err != nil && engine.IsQueueMoving(err) {
 			if fromPeer(r) {
 				w.Header().Set(hdrMoving, "1")
