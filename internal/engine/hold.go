@@ -83,12 +83,6 @@ func (e *Engine) holdDepartures(r *HoldDeparturesRequest, now int64) (api.Respon
 	case r.Until > now+maxHoldLife:
 		return nil, api.ErrInvalidParameterValue("A hold ends within an hour.")
 	}
-	// Holds of backups that died ended by themselves; their keys go now.
-	for k, v := range e.meta {
-		if until, _ := strconv.ParseInt(v, 10, 64); strings.HasPrefix(k, HoldPrefix) && until <= now {
-			delete(e.meta, k)
-		}
-	}
 	if r.Until <= now {
 		delete(e.meta, key)
 	} else {
@@ -97,7 +91,19 @@ func (e *Engine) holdDepartures(r *HoldDeparturesRequest, now int64) (api.Respon
 		}
 		e.meta[key] = strconv.FormatInt(r.Until, 10)
 	}
-	e.heldUntil = e.holdsEnd()
+	// Holds of backups that died ended by themselves; their keys go now,
+	// in the same pass that finds when the others end.
+	e.heldUntil = 0
+	for k, v := range e.meta {
+		if !strings.HasPrefix(k, HoldPrefix) {
+			continue
+		}
+		if until, _ := strconv.ParseInt(v, 10, 64); until <= now {
+			delete(e.meta, k)
+		} else {
+			e.heldUntil = max(e.heldUntil, until)
+		}
+	}
 	return api.Empty{}, nil
 }
 
