@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/auth"
@@ -332,15 +333,36 @@ func restoreGroup(dir, nodeID, region string, hdr backup.Header, snap io.Reader,
 		return err
 	}
 	err := n.Raft.RestoreBackup(hdr, snap, timeout)
-	if err == nil && adopt {
+	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		err = shards.Adopt(ctx, n.Raft)
+		err = liftHolds(ctx, n.Raft)
+		if err == nil && adopt {
+			err = shards.Adopt(ctx, n.Raft)
+		}
 		cancel()
 	}
 	if cerr := n.Raft.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// liftHolds lifts the holds of departures that a restored group's state
+// carries: a backup of a cluster with shards holds every group while it
+// reads them (engine.HoldDeparturesRequest), so each part holds it too,
+// for up to two minutes after it was read. That backup is over; the
+// restored cluster need not wait out its hold before it relays messages
+// between shards and moves queues.
+func liftHolds(ctx context.Context, l *replog.Raft) error {
+	var keys []string
+	l.Read(func(e *engine.Engine) { keys = e.MetaKeys(engine.HoldPrefix) })
+	for _, k := range keys {
+		id := strings.TrimPrefix(k, engine.HoldPrefix)
+		if _, err := l.Apply(ctx, &engine.Command{Request: &engine.HoldDeparturesRequest{ID: id}}); err != nil {
+			return fmt.Errorf("lift the backup's hold %s: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // serverConfig is the server's part of cfg, over n's log.
