@@ -36,14 +36,22 @@ import (
 
 // shardCommitTimeout is a shard's Raft CommitTimeout: how long a leader
 // that has sent every entry waits before it sends each follower an empty
-// append anyway, to tell it the commit index. At Raft's default, 50 ms,
-// these appends cost an idle shard more than its heartbeats do, and
-// CommitTimeout cannot be reloaded as a shard goes idle. What the longer
-// wait costs is how soon a follower applies the last entries of a burst
-// (up to twice this after them): fifoq serves from leaders, and a backup
-// read through a follower first waits until it has applied what its
-// leader committed (the server's catchUp).
-const shardCommitTimeout = 250 * time.Millisecond
+// append anyway, to tell it the commit index. These appends are not
+// heartbeats (a heartbeat carries no commit index, and cannot safely:
+// it skips the log's consistency check) and are not coalesced, so at
+// Raft's default, 50 ms, they cost an idle shard more than its
+// heartbeats do, and at 250 ms still a quarter to a half of what is left
+// of its CPU (docs/benchmarks.md, "A longer CommitTimeout").
+// CommitTimeout cannot be reloaded as a shard goes idle, so it is long
+// for every shard; a busy one never waits on it, as each new entry sends
+// at once. What it costs is how soon a follower learns that the last
+// entries of a burst are committed and applies them (one to two of it
+// after them): fifoq serves from leaders, and a backup read through a
+// follower first waits until it has applied what its leader committed
+// (the server's catchUp); and how soon a new replica that caught up by a
+// snapshot alone is seen to hold the leader's last entry and made a
+// voter (replicaMatch), one such append later.
+const shardCommitTimeout = time.Second
 
 // idleAfter is how long a shard's log must not grow before its replica
 // slows its heartbeats. It is a variable for tests.

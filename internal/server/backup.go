@@ -196,7 +196,7 @@ const backupCatchUp = 5 * time.Second
 // so that a backup read through a follower holds every write acknowledged
 // before it began, as one read through the leader does: a follower
 // learns that the last entries of a burst are committed only with the
-// leader's next append (a shard's CommitTimeout, 250 ms, later). A
+// leader's next append (a shard's CommitTimeout, 1 s, later). A
 // leader, or a follower whose leader does not answer, is backed up as it
 // is; so is one that has not caught up within backupCatchUp.
 func (s *Server) catchUp(ctx context.Context, id uint32, g groupReplica) {
