@@ -22,8 +22,7 @@ func (mv Move) String() string {
 }
 
 // Rebalance returns the moves that bring m to a cluster of the given nodes,
-// in the order to make them, and the map they lead to (its Version one
-// more than m's if there is any move). In order:
+// in the order to make them, and the map they lead to. In order:
 //
 //  1. a replica on a node that is no longer a member is replaced by one on
 //     the member holding the fewest replicas (or only removed, if every
@@ -96,9 +95,6 @@ func Rebalance(m Map, nodes []NodeID) ([]Move, Map, error) {
 			break
 		}
 		move(&next.Shards[mv.shard], mv.add, mv.remove)
-	}
-	if len(moves) > 0 {
-		next.Version++
 	}
 	return moves, next, nil
 }

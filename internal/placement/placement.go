@@ -1,32 +1,32 @@
 // Package placement decides where a cluster's shards and queues live:
-// which nodes hold each shard's replicas, which shard a new queue goes to,
-// which node should lead each shard, and which replica moves bring a
-// cluster whose nodes changed back into balance.
+// which nodes hold each shard's replicas (and which of them is preferred
+// to lead it), which shard a new queue goes to, which replica moves bring
+// a cluster whose nodes changed back into balance, and which queue moves
+// even out the shards' queues and loads.
 //
-// A shard is one Raft group over a set of queues (docs/cluster.md, "Past
-// one leader's machine"). Every decision here is a pure function of a Map
-// and the cluster's nodes: the same input gives the same answer on every
-// node and in every run, so the meta group's leader can decide, write the
-// decision to its log as a new Map, and any node can check it. Nothing
-// here talks to Raft, the network or the engine; the meta group applies
-// the moves (add the new replica as a non-voter, let it catch up, promote
-// it, remove the old one), and Raft reports the leaders.
+// A shard is one Raft group over a set of queues (docs/cluster.md,
+// "Shards"). Every decision here is a pure function of its input: the
+// same input gives the same answer on every node and in every run, so
+// the first group's leader decides and writes the decision into the
+// shard map (internal/shards), and any node could check it. Nothing here
+// talks to Raft, the network or the engine; internal/shards applies the
+// moves (add the new replica as a non-voter, let it catch up, promote
+// it, remove the old one) and the queue moves (fence, install, flip,
+// drop).
 //
 // The rules, each as CockroachDB's allocator and NATS JetStream's peer
 // selection do in their own terms:
 //
 //   - A shard has min(3, nodes) replicas, on distinct nodes.
 //   - Replicas are spread so that no node holds more than one replica more
-//     than another, and so are the leaders, where the replicas allow it.
+//     than another, and so are the preferred leaders.
 //   - A change moves as few replicas as that takes, one at a time, each
 //     move keeping every shard at its full count of replicas.
-//   - A new queue goes to the shard holding the fewest queues.
+//   - A new queue goes to a shard holding the fewest queues, then one of
+//     the least load.
 //
 // Ties are broken by the lowest shard number or node id, never by a map's
 // order or a clock, so that decisions are reproducible.
-//
-// A Map travels in the meta log in the binary form of Encode and Decode
-// (codec.go), one encoding per map, versioned by its first byte.
 package placement
 
 import (
@@ -54,24 +54,9 @@ type Shard struct {
 	Replicas []NodeID
 }
 
-// Map says where every shard's replicas and every queue live. Version grows
-// by one with every change, so that a node can tell which of two maps is
-// newer and a request routed by a stale one can be told so.
+// Map says where every shard's replicas live.
 type Map struct {
-	Version uint64
-	Shards  []Shard            // by ID, ascending; IDs 0..len-1
-	Queues  map[string]ShardID // queue (by its account-qualified name) → shard
-}
-
-// ShardCount is the number of shards a cluster of nodes runs: configured
-// if the operator set it (more than 0), else one per node, so that each
-// node leads one shard and holds MaxReplicas of them on average, and the
-// shards' leaders, which do the writing, use every node.
-func ShardCount(nodes, configured int) int {
-	if configured > 0 {
-		return configured
-	}
-	return max(nodes, 1)
+	Shards []Shard // by ID, ascending; IDs 0..len-1
 }
 
 // ReplicaCount is how many replicas each shard has in a cluster of nodes.
@@ -96,7 +81,7 @@ func Initial(nodes []NodeID, shards int) (Map, error) {
 		return Map{}, fmt.Errorf("placement: %d shards; a cluster has at least one", shards)
 	}
 	rf := ReplicaCount(len(ns))
-	m := Map{Version: 1, Shards: make([]Shard, shards), Queues: map[string]ShardID{}}
+	m := Map{Shards: make([]Shard, shards)}
 	count := make(map[NodeID]int, len(ns))
 	first := make(map[NodeID]int, len(ns))
 	for i := range m.Shards {
@@ -118,24 +103,6 @@ func Initial(nodes []NodeID, shards int) (Map, error) {
 		m.Shards[i] = s
 	}
 	return m, nil
-}
-
-// PlaceQueue returns the shard a new queue goes to: the one holding the
-// fewest queues, the lowest numbered of those tied (QueueShard, with no
-// loads and no origin).
-func PlaceQueue(m Map) (ShardID, error) {
-	if len(m.Shards) == 0 {
-		return 0, fmt.Errorf("placement: the map has no shards")
-	}
-	count := map[ShardID]int{}
-	ids := make([]ShardID, len(m.Shards))
-	for i, s := range m.Shards {
-		ids[i] = s.ID
-	}
-	for _, s := range m.Queues {
-		count[s]++
-	}
-	return QueueShard(ids, count, Loads{}, nil, ""), nil
 }
 
 // Loads is how busy each shard's leader has been lately, in commands
@@ -215,12 +182,9 @@ func sortedNodes(nodes []NodeID) ([]NodeID, error) {
 
 // clone returns a deep copy of m.
 func (m Map) clone() Map {
-	c := Map{Version: m.Version, Shards: make([]Shard, len(m.Shards)), Queues: make(map[string]ShardID, len(m.Queues))}
+	c := Map{Shards: make([]Shard, len(m.Shards))}
 	for i, s := range m.Shards {
 		c.Shards[i] = Shard{ID: s.ID, Replicas: slices.Clone(s.Replicas)}
-	}
-	for q, s := range m.Queues {
-		c.Queues[q] = s
 	}
 	return c
 }

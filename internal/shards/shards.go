@@ -861,7 +861,7 @@ func (s *Set) rebalance() error {
 		return err
 	}
 	// placement numbers a map's shards from 0: shard ids[i] is its i.
-	m := placement.Map{Version: 1, Queues: map[string]placement.ShardID{}}
+	m := placement.Map{}
 	for i, id := range ids {
 		var reps []placement.NodeID
 		for _, p := range s.Replicas(id) {
