@@ -150,11 +150,6 @@ func ErrBatchRequestTooLong(total, max int) *Error {
 	return kindBatchRequestTooLong.with("Batch requests cannot be longer than %d bytes. You have sent %d bytes.", max, total)
 }
 
-// ErrEmptyBatchRequest: a batch without entries.
-func ErrEmptyBatchRequest() *Error {
-	return kindEmptyBatchRequest.with("There should be at least one SendMessageBatchRequestEntry in the request.")
-}
-
 // ErrEmptyBatchRequestFor: a batch without entries, naming the entry shape
 // of the action (SendMessageBatchRequestEntry, DeleteMessageBatchRequestEntry, ...).
 func ErrEmptyBatchRequestFor(entry string) *Error {

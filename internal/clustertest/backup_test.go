@@ -105,19 +105,6 @@ func runVia(t *testing.T, via *node, args ...string) string {
 	return string(out)
 }
 
-// waitApplied waits until follower has applied the leader's last entry.
-func waitApplied(t *testing.T, follower, leader *node) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if a, l := appliedIndex(follower), appliedIndex(leader); a > 0 && a >= l {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s did not catch up with %s within 10 s", follower.id, leader.id)
-}
-
 // TestBackupAndExportOfShards runs a 4-node cluster with four shards.
 // Through a node that holds no replica of one of them, it exports a queue
 // of that shard and lists its messages at the developer endpoint (a

@@ -12,17 +12,6 @@ import (
 	"github.com/fifoq/fifoq/internal/testenv"
 )
 
-// node returns the member named id.
-func (c *memCluster) node(id string) *memNode {
-	for _, nd := range c.nodes {
-		if nd.id == id {
-			return nd
-		}
-	}
-	c.t.Fatalf("no member %s", id)
-	return nil
-}
-
 // holds reports whether nd's data dir holds a replica of shard id.
 func (nd *memNode) holds(id uint32) bool {
 	_, err := os.Stat(filepath.Join(nd.dir, "shards", strconv.FormatUint(uint64(id), 10)))

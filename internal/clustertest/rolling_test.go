@@ -220,16 +220,9 @@ func entryFormat(nd *node) int {
 	return st.EntryFormat
 }
 
-// appliedIndex is the last log entry a node says it applied, or 0.
-func appliedIndex(nd *node) uint64 {
-	st, _ := nodeStatus(nd)
-	return st.AppliedIndex
-}
-
 // nodeStatus is what a node says of itself in GET /cluster/node.
 func nodeStatus(nd *node) (st struct {
-	EntryFormat  int    `json:"entry_format"`
-	AppliedIndex uint64 `json:"applied_index"`
+	EntryFormat int `json:"entry_format"`
 }, ok bool) {
 	hc := &http.Client{Timeout: time.Second}
 	resp, err := hc.Get("http://" + nd.httpAddr + "/cluster/node")

@@ -190,15 +190,6 @@ func leaderContext(quit <-chan struct{}, c RaftLog) context.Context {
 	return ctx
 }
 
-// leading reports whether this server may run the leader's periodic work:
-// it leads its cluster (a cluster of one always does while it runs).
-func (s *Server) leading() bool {
-	if s.cluster == nil {
-		return true
-	}
-	return s.cluster.Leading()
-}
-
 // readBarrier makes an API read linearizable in a cluster: it returns once
 // this leader's state holds every write acknowledged before the read
 // began. Reads that do not come over the API (the console's views, the
