@@ -417,6 +417,24 @@ func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 		}
 	}
 
+	// A queue is listed as soon as its creation is answered, through
+	// every node: ListQueues is answered by the first group's leader,
+	// whose replica of a shard another node leads learns that the
+	// creation committed only with that leader's next append, up to two
+	// of a shard's CommitTimeout (1 s) later.
+	for i, via := range c.nodes {
+		name := fmt.Sprintf("fresh%d", i)
+		retrying(t, "create "+name+" through "+via.id, func() error {
+			_, err := newClient(via.httpAddr, 5*time.Second).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+			return err
+		})
+		for _, nd := range c.nodes {
+			if got := listQueuesVia(t, nd, name); len(got) != 1 {
+				t.Fatalf("ListQueues through %s right after %s was created through %s: %v, want it", nd.id, name, via.id, got)
+			}
+		}
+	}
+
 	// A queue with a redrive policy goes beside its dead-letter queue,
 	// and a message received twice moves there.
 	dlq := c.createQueue("dead.fifo", map[string]string{"FifoQueue": "true"})

@@ -558,10 +558,11 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request) {
 
 // listQueuesOfAllGroups answers ListQueues from every shard's engine, as
 // one list: each shard's page after the token, merged by name and cut to
-// the page size. A shard this node holds a replica of is read here once
-// that replica has applied what it knows committed (replog.Raft.CaughtUp);
-// another is read so by one of its replicas (POST /cluster/list). SQS's
-// own ListQueues is eventually consistent; so is this, by a heartbeat.
+// the page size. Each shard is read by its leader where it answers
+// (listOfShard; POST /cluster/list where that is another node), once
+// the replica read has applied what it knows committed
+// (replog.Raft.CaughtUp), so that a queue whose creation was answered
+// is listed.
 func (s *Server) listQueuesOfAllGroups(ctx context.Context, cmd *engine.Command, r *api.ListQueuesRequest) (api.Response, error) {
 	var urls []string
 	more := false
@@ -575,11 +576,7 @@ func (s *Server) listQueuesOfAllGroups(ctx context.Context, cmd *engine.Command,
 	}
 	add(res)
 	for _, id := range s.shards.Named() {
-		if g, ok := s.groupByID(id); ok {
-			res, err = s.listLocal(ctx, g, cmd)
-		} else {
-			res, err = s.askList(ctx, id, listRequest{Shard: id, Time: cmd.Time, Caller: cmd.Caller, Region: cmd.Region, Request: *r})
-		}
+		res, err = s.listOfShard(ctx, id, cmd, listRequest{Shard: id, Time: cmd.Time, Caller: cmd.Caller, Region: cmd.Region, Request: *r})
 		if err != nil {
 			return nil, err
 		}
@@ -602,6 +599,39 @@ func (s *Server) listQueuesOfAllGroups(ctx context.Context, cmd *engine.Command,
 	}
 	return out, nil
 }
+
+// listOfShard answers shard id's page of a ListQueues: from this node's
+// replica where it leads the shard, else from the shard's leader, else
+// from this node's replica or, without one, any replica that answers. A
+// follower's replica would do for an answer as eventually consistent as
+// SQS's, but it learns that the creation of a queue committed only with
+// its leader's next append, up to two of a shard's CommitTimeout later,
+// so a queue just created would be missing from the list for seconds;
+// the leader answered the creation once it had applied it.
+func (s *Server) listOfShard(ctx context.Context, id uint32, cmd *engine.Command, lr listRequest) (*api.ListQueuesResult, error) {
+	g, held := s.groupByID(id)
+	if held && g.leads() {
+		return s.listLocal(ctx, g, cmd)
+	}
+	b, _ := json.Marshal(lr)
+	if _, addr := s.leaderOf(id, held, g, 0); addr != "" {
+		ask, cancel := context.WithTimeout(ctx, listLeaderWait)
+		res, err := s.askListOf(ask, addr, b)
+		cancel()
+		if err == nil {
+			return res, nil
+		}
+	}
+	if held {
+		return s.listLocal(ctx, g, cmd)
+	}
+	return s.askList(ctx, id, b)
+}
+
+// listLeaderWait bounds how long a ListQueues waits for a shard's leader
+// before it reads a replica instead: a leader that has just failed is
+// replaced within seconds, and the list should not wait for that.
+const listLeaderWait = 2 * time.Second
 
 // listLocal answers a ListQueues command from group g's replica here,
 // once it has applied what it knows committed.
@@ -634,8 +664,7 @@ type listRequest struct {
 
 // askList asks the replicas of shard id, in turn, for the shard's page of
 // a ListQueues.
-func (s *Server) askList(ctx context.Context, id uint32, lr listRequest) (*api.ListQueuesResult, error) {
-	b, _ := json.Marshal(lr)
+func (s *Server) askList(ctx context.Context, id uint32, b []byte) (*api.ListQueuesResult, error) {
 	var last error = errors.New("no replica")
 	for _, p := range s.shards.Replicas(id) {
 		res, err := s.askListOf(ctx, p.Addr, b)
