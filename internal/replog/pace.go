@@ -43,8 +43,8 @@ import (
 // heartbeats do, and at 250 ms still a quarter to a half of what is left
 // of its CPU (docs/benchmarks.md, "A longer CommitTimeout").
 // CommitTimeout cannot be reloaded as a shard goes idle, so it is long
-// for every shard; a busy one never waits on it, as each new entry sends
-// at once. What it costs is how soon a follower learns that the last
+// for every shard; a busy one never waits on it, as each new entry is
+// sent at once. What it costs is how soon a follower learns that the last
 // entries of a burst are committed and applies them (one to two of it
 // after them): fifoq serves from leaders, and a backup read through a
 // follower first waits until it has applied what its leader committed
