@@ -601,8 +601,10 @@ func (s *Server) listQueuesOfAllGroups(ctx context.Context, cmd *engine.Command,
 }
 
 // listOfShard answers shard id's page of a ListQueues: from this node's
-// replica where it leads the shard, else from the shard's leader, else
-// from this node's replica or, without one, any replica that answers. A
+// replica where it leads the shard, else from the shard's leader (for a
+// shard this node holds no replica of, the leader it last learnt of,
+// else its first replica: leaderOf), else from this node's replica or,
+// without one, any other replica that answers. A
 // follower's replica would do for an answer as eventually consistent as
 // SQS's, but it learns that the creation of a queue committed only with
 // its leader's next append, up to two of a shard's CommitTimeout later,
@@ -614,9 +616,10 @@ func (s *Server) listOfShard(ctx context.Context, id uint32, cmd *engine.Command
 		return s.listLocal(ctx, g, cmd)
 	}
 	b, _ := json.Marshal(lr)
-	if _, addr := s.leaderOf(id, held, g, 0); addr != "" {
+	_, asked := s.leaderOf(id, held, g, 0)
+	if asked != "" {
 		ask, cancel := context.WithTimeout(ctx, listLeaderWait)
-		res, err := s.askListOf(ask, addr, b)
+		res, err := s.askListOf(ask, asked, b)
 		cancel()
 		if err == nil {
 			return res, nil
@@ -625,7 +628,7 @@ func (s *Server) listOfShard(ctx context.Context, id uint32, cmd *engine.Command
 	if held {
 		return s.listLocal(ctx, g, cmd)
 	}
-	return s.askList(ctx, id, b)
+	return s.askList(ctx, id, b, asked)
 }
 
 // listLeaderWait bounds how long a ListQueues waits for a shard's leader
@@ -662,11 +665,14 @@ type listRequest struct {
 	Request api.ListQueuesRequest `json:"request"`
 }
 
-// askList asks the replicas of shard id, in turn, for the shard's page of
-// a ListQueues.
-func (s *Server) askList(ctx context.Context, id uint32, b []byte) (*api.ListQueuesResult, error) {
+// askList asks the replicas of shard id but the one at raftAddr asked,
+// which did not answer, in turn, for the shard's page of a ListQueues.
+func (s *Server) askList(ctx context.Context, id uint32, b []byte, asked string) (*api.ListQueuesResult, error) {
 	var last error = errors.New("no replica")
 	for _, p := range s.shards.Replicas(id) {
+		if p.Addr == asked {
+			continue
+		}
 		res, err := s.askListOf(ctx, p.Addr, b)
 		if err == nil {
 			return res, nil
