@@ -83,8 +83,8 @@ func (s *Server) peerHandler() http.Handler {
 		}
 		s.serveRouted(w, r)
 	})
-	// Reads of a queue's state that a member holding no replica of the
-	// queue's shard forwards (readElsewhere).
+	// Reads of a queue's messages that another member forwards to a
+	// replica of a partition's shard (read_parts.go).
 	forwarded := func(h http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get(hdrForwardedBy) == "" {

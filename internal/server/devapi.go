@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -50,8 +51,10 @@ import (
 // Nothing changes: no receive count, visibility or group lock. With
 // credentials configured the request must be signed like any other, and
 // it needs the right to receive from the queue. It lists at most
-// engine.MaxListMessages messages, and a cluster member answers from its
-// own state (a follower's may be a few milliseconds behind).
+// engine.MaxListMessages messages. A cluster member reads the queue at the
+// leader of its shard (of each of its shards, for a high-throughput queue
+// split into partitions: read_parts.go), so that every message whose send
+// was answered is listed.
 //
 // The same test file's TestSqsOverrideHeaders is about ReceiveMessage
 // itself, not this endpoint: see receive_override.go.
@@ -95,35 +98,24 @@ func (s *Server) serveDevMessages(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
-	if handled, err := s.readElsewhere(w, r, body, key); handled {
-		if err != nil {
-			fail(err)
-		}
+	if fromPeer(r) && r.Header.Get(hdrReadPart) != "" {
+		s.answerPartRead(w, r, caller, key, false)
 		return
 	}
-	if err := s.authorizeOn(nil, caller, api.ActionReceiveMessage, key); err != nil {
+	var parts [][]engine.ListedMessage
+	last := uint32(0)
+	err = s.readParts(r.Context(), key, partRead{r: r, body: body, caller: caller, emit: func(part uint32, lm engine.ListedMessage) error {
+		if len(parts) == 0 || part != last {
+			parts, last = append(parts, nil), part
+		}
+		parts[len(parts)-1] = append(parts[len(parts)-1], lm)
+		return nil
+	}})
+	if err != nil {
 		fail(err)
 		return
 	}
-
-	now := s.now().UnixNano()
-	var listed []engine.ListedMessage
-	found := false
-	s.logOf(key).Read(func(e *engine.Engine) {
-		listed, found, err = e.ListMessages(key, now, engine.MaxListMessages, devReceiptHandle)
-		// The attribute maps are the engine's: copy them under the lock.
-		for i := range listed {
-			listed[i].MessageAttributes = maps.Clone(listed[i].MessageAttributes)
-		}
-	})
-	switch {
-	case !found:
-		fail(api.ErrQueueDoesNotExist())
-		return
-	case err != nil:
-		fail(api.ErrInternalFailure("A message's body could not be read: %v", err))
-		return
-	}
+	listed := oldestFirst(parts)
 	res := devListing(listed, devFlag(params, "ShowInvisible"), devFlag(params, "ShowDelayed"))
 	s.writeDev(w, proto, asJSON, res, nil, id)
 }
@@ -318,4 +310,32 @@ func xmlValue(dec *xml.Decoder) (any, error) {
 			return nil, nil
 		}
 	}
+}
+
+// oldestFirst returns the messages of a queue's partitions, each list
+// oldest first, as one list oldest first, cut at engine.MaxListMessages:
+// merged by the time each was sent, each partition's own order kept.
+func oldestFirst(parts [][]engine.ListedMessage) []engine.ListedMessage {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	sent := func(lm engine.ListedMessage) int64 {
+		n, _ := strconv.ParseInt(lm.Attributes[api.MsgAttrSentTimestamp], 10, 64)
+		return n
+	}
+	var out []engine.ListedMessage
+	for len(out) < engine.MaxListMessages {
+		next := -1
+		for i, p := range parts {
+			if len(p) > 0 && (next < 0 || sent(p[0]) < sent(parts[next][0])) {
+				next = i
+			}
+		}
+		if next < 0 {
+			break
+		}
+		out = append(out, parts[next][0])
+		parts[next] = parts[next][1:]
+	}
+	return out
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"encoding/json"
-	"maps"
 	"net/http"
 	"time"
 
@@ -37,71 +36,46 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 	// write timeout, made for API answers, would cut it.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	key, err := s.resolve(r.URL.Query().Get("QueueUrl"), s.scopeOf(r, caller))
-	if err == nil {
-		var handled bool
-		if handled, err = s.readElsewhere(w, r, nil, key); handled && err == nil {
-			return
-		}
-	}
-	if err == nil {
-		err = s.authorizeOn(nil, caller, api.ActionReceiveMessage, key)
-	}
 	if err != nil {
 		e := api.AsError(err)
 		writeJSONError(w, e.Status, e.Code+": "+e.Message)
 		return
 	}
-	var cur engine.ExportCursor
+	if fromPeer(r) && r.Header.Get(hdrReadPart) != "" {
+		s.answerPartRead(w, r, caller, key, true)
+		return
+	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	for first := true; ; first = false {
-		var page []engine.ListedMessage
-		var done, found bool
-		now := s.now().UnixNano()
-		s.logOf(key).Read(func(e *engine.Engine) {
-			page, done, found, err = e.ExportPage(key, now, &cur, exportPage, "")
-			for i := range page {
-				page[i].MessageAttributes = maps.Clone(page[i].MessageAttributes)
-			}
-		})
-		switch {
-		case !found && first:
-			e := api.ErrQueueDoesNotExist()
-			writeJSONError(w, e.Status, e.Code+": "+e.Message)
-			return
-		case !found:
-			err = engine.ErrExportQueueGone
-		}
-		if err != nil {
-			// The export is cut short; the client sees no final line.
-			s.logger.Error("export failed", "queue", key.String(), "err", err)
-			if first {
-				writeJSONError(w, http.StatusInternalServerError, err.Error())
-			}
-			return
-		}
-		if first {
+	started := false
+	// Each partition of a split queue in turn (read_parts.go): a message
+	// group lives in one, so each group's messages keep their order.
+	err = s.readParts(r.Context(), key, partRead{r: r, caller: caller, export: true, emit: func(_ uint32, lm engine.ListedMessage) error {
+		if !started {
+			started = true
 			w.Header().Set("Content-Type", "application/x-ndjson")
 			w.Header().Set("Cache-Control", "no-store")
 		}
-		for _, lm := range page {
-			if err := enc.Encode(lm.Message); err != nil {
-				return
-			}
-		}
-		if done {
-			// The last line says the export is whole, so that a client
-			// can tell it from one cut short.
-			_ = enc.Encode(map[string]bool{"ExportComplete": true})
-			_ = bw.Flush()
+		return enc.Encode(lm.Message)
+	}})
+	if err != nil {
+		if !started {
+			e := api.AsError(err)
+			writeJSONError(w, e.Status, e.Code+": "+e.Message)
 			return
 		}
-		if err := bw.Flush(); err != nil {
-			return
-		}
-		if r.Context().Err() != nil {
-			return
-		}
+		// The export is cut short; the client sees no final line.
+		s.logger.Error("export failed", "queue", key.String(), "err", err)
+		_ = bw.Flush()
+		return
 	}
+	if !started {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	// The last line says the export is whole, so that a client can tell
+	// it from one cut short.
+	_ = enc.Encode(map[string]bool{"ExportComplete": true})
+	_ = bw.Flush()
 }

@@ -440,36 +440,6 @@ func (s *Server) askShardLeader(ctx context.Context, raftAddr string, id uint32)
 	return "", 0, false
 }
 
-// readElsewhere serves a request that reads queue q's state outside the
-// SQS API (an export, the developer endpoint's listing) where q's shard
-// has a replica, when this node holds none: it forwards the signed
-// request to one of the shard's replicas and relays the answer (handled
-// true; err, if not nil, is to be answered instead). The replica verifies
-// the request again and authorizes it against the queue's policy, which
-// only a replica holds. A replica's state is as of the entries it has
-// applied, as a read through any member is. A request another node
-// forwarded is never forwarded again.
-func (s *Server) readElsewhere(w http.ResponseWriter, r *http.Request, body []byte, q api.QueueKey) (handled bool, err error) {
-	if !s.sharded() {
-		return false, nil
-	}
-	id := s.shards.Of(q)
-	if _, held := s.groupByID(id); held {
-		return false, nil
-	}
-	if fromPeer(r) {
-		return true, api.ErrServiceUnavailable("This node holds no replica of the queue's shard %d now; retry.", id)
-	}
-	for _, p := range s.shards.Replicas(id) {
-		err := s.sendForward(r.Context(), w, r, body, id, p.Addr)
-		if errors.Is(err, errNotSent) {
-			continue
-		}
-		return true, err
-	}
-	return true, api.ErrServiceUnavailable("No replica of the queue's shard %d could be reached; retry.", id)
-}
-
 // placeQueue returns the shard of the new queue q, placing it on the
 // first group's leader: here, or asked over the node-to-node port.
 func (s *Server) placeQueue(ctx context.Context, q api.QueueKey, near *api.QueueKey) (uint32, error) {

@@ -1,0 +1,140 @@
+package clustertest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/fifoq/fifoq/internal/server"
+)
+
+// TestExportReadsEveryPartitionAtOnce sends messages to a high-throughput
+// FIFO queue spread over three partitions and to a plain FIFO queue
+// beside it, and at once, through every member, exports each queue
+// (`fifoq export`'s GET /admin/export) and lists it at the developer
+// endpoint (/_aws/sqs/messages): each must hold every message whose send
+// was answered, whichever member is asked and whichever partition holds
+// the message. A member that is not its shard's leader learns that the
+// last entries committed only with its leader's next append, so a read of
+// its own replica would miss the last sends for a second or two.
+func TestExportReadsEveryPartitionAtOnce(t *testing.T) {
+	c := splitAndPlainCluster(t)
+	htURL, plainURL := c.splitAndPlain("export")
+	clients := c.memberClients()
+	const groups, perGroup = 30, 2
+	for _, queueURL := range []string{htURL, plainURL} {
+		var want []string
+		for b := range groups * perGroup / 10 {
+			var entries []types.SendMessageBatchRequestEntry
+			for i := range 10 {
+				n := b*10 + i
+				body := "m" + strconv.Itoa(n)
+				want = append(want, body)
+				entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body),
+					MessageGroupId: aws.String("g" + strconv.Itoa(n%groups)), MessageDeduplicationId: aws.String(body)})
+			}
+			c.retrying("send a batch", func() error {
+				out, err := clients[b%len(clients)].SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+				if err == nil && len(out.Failed) > 0 {
+					err = fmt.Errorf("%d entries failed: %s %s", len(out.Failed), aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
+				}
+				return err
+			})
+		}
+		slices.Sort(want)
+		name := queueURL[strings.LastIndex(queueURL, "/")+1:]
+		for _, nd := range c.nodes {
+			at := "http://" + nd.httpAddr + "/000000000000/" + name
+			if got := exportBodies(t, nd.httpAddr, at); !slices.Equal(got, want) {
+				t.Errorf("the export of %s through %s right after its sends holds %d messages, want %d: %v", name, nd.id, len(got), len(want), missing(want, got))
+			}
+			if got := listedIDs(t, nd.httpAddr, at); got != len(want) {
+				t.Errorf("the developer listing of %s through %s right after its sends holds %d messages, want %d", name, nd.id, got, len(want))
+			}
+		}
+	}
+	// A queue that does not exist is answered so wherever it is asked
+	// for: by its shard's leader, through any other member.
+	for _, nd := range c.nodes {
+		resp, err := http.Get("http://" + nd.httpAddr + server.ExportPath + "?" + url.Values{"QueueUrl": {"http://" + nd.httpAddr + "/000000000000/none.fifo"}}.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "QueueDoesNotExist") {
+			t.Errorf("the export of a queue that does not exist through %s: %s %s, want 400 QueueDoesNotExist", nd.id, resp.Status, b)
+		}
+	}
+}
+
+// exportBodies exports the queue at queueURL through the member at addr
+// and returns its messages' bodies, sorted; the export must end whole.
+func exportBodies(t *testing.T, addr, queueURL string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+server.ExportPath+"?"+url.Values{"QueueUrl": {queueURL}}.Encode(), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("export through %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("export through %s: %s %s", addr, resp.Status, b)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if lines[len(lines)-1] != `{"ExportComplete":true}` {
+		t.Fatalf("the export through %s did not end whole: %q", addr, lines[len(lines)-1])
+	}
+	var bodies []string
+	for _, l := range lines[:len(lines)-1] {
+		var m struct{ Body string }
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("an export line through %s: %v: %s", addr, err, l)
+		}
+		bodies = append(bodies, m.Body)
+	}
+	slices.Sort(bodies)
+	return bodies
+}
+
+// listedIDs lists the queue at queueURL at the developer endpoint of the
+// member at addr and returns how many messages it lists.
+func listedIDs(t *testing.T, addr, queueURL string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/_aws/sqs/messages?QueueUrl=" + url.QueryEscape(queueURL))
+	if err != nil {
+		t.Fatalf("the developer listing through %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the developer listing through %s: %s %.300s", addr, resp.Status, b)
+	}
+	return strings.Count(string(b), "<MessageId>")
+}
+
+// missing returns what want holds and got does not, both sorted.
+func missing(want, got []string) []string {
+	var out []string
+	for _, w := range want {
+		if _, found := slices.BinarySearch(got, w); !found {
+			out = append(out, w)
+		}
+	}
+	return out
+}
