@@ -138,3 +138,46 @@ func missing(want, got []string) []string {
 	}
 	return out
 }
+
+// TestExportLargerThanAForwardedAnswer exports a queue of 70 MB (70
+// messages of 1,000,000 bytes) through every member of a cluster of four
+// with four shards, one of which holds no replica of the queue's shard:
+// the partition's leader streams the messages to the member asked, which
+// must not hold them to the bound of an SQS answer it relays (64 MiB).
+func TestExportLargerThanAForwardedAnswer(t *testing.T) {
+	c := newMemCluster(t, 4, 4, 41)
+	c.logTailsOnFailure(40)
+	c.waitShards(5)
+	queueURL := c.createQueue("large.fifo", map[string]string{"FifoQueue": "true"})
+	clients := c.memberClients()
+	const messages, size = 70, 1_000_000
+	for i := range messages {
+		body := fmt.Sprintf("%03d", i) + strings.Repeat("x", size-3)
+		c.retrying("send 1,000,000 bytes", func() error {
+			_, err := clients[i%len(clients)].SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(queueURL),
+				MessageBody: aws.String(body), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String(strconv.Itoa(i))})
+			return err
+		})
+	}
+	shard := c.shardOf("large.fifo")
+	elsewhere := false
+	for _, nd := range c.nodes {
+		held := false
+		for _, sh := range nd.shards().Shards {
+			held = held || int(sh.Shard) == shard && sh.Held
+		}
+		elsewhere = elsewhere || !held
+		got := exportBodies(t, nd.httpAddr, "http://"+nd.httpAddr+"/000000000000/large.fifo")
+		if len(got) != messages {
+			t.Fatalf("the export through %s (replica of shard %d held: %v) holds %d messages, want %d", nd.id, shard, held, len(got), messages)
+		}
+		for i, b := range got {
+			if len(b) != size || b[:3] != fmt.Sprintf("%03d", i) {
+				t.Fatalf("the export through %s: message %d is %d bytes beginning %q", nd.id, i, len(b), b[:min(len(b), 3)])
+			}
+		}
+	}
+	if !elsewhere {
+		t.Fatal("every member holds a replica of the queue's shard: the test needs one that does not")
+	}
+}
