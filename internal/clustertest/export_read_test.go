@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,8 +61,18 @@ func TestExportReadsEveryPartitionAtOnce(t *testing.T) {
 			if got := exportBodies(t, nd.httpAddr, at); !slices.Equal(got, want) {
 				t.Errorf("the export of %s through %s right after its sends holds %d messages, want %d: %v", name, nd.id, len(got), len(want), missing(want, got))
 			}
-			if got := listedIDs(t, nd.httpAddr, at); got != len(want) {
-				t.Errorf("the developer listing of %s through %s right after its sends holds %d messages, want %d", name, nd.id, got, len(want))
+			listed := listedBodies(t, nd.httpAddr, at)
+			if len(listed) != len(want) {
+				t.Errorf("the developer listing of %s through %s right after its sends holds %d messages, want %d", name, nd.id, len(listed), len(want))
+			}
+			// Oldest first: each group's messages in the order sent.
+			last := map[int]int{}
+			for _, b := range listed {
+				n, _ := strconv.Atoi(strings.TrimPrefix(b, "m"))
+				if prev, ok := last[n%groups]; ok && prev > n {
+					t.Errorf("the developer listing of %s through %s lists m%d after m%d, of the same group", name, nd.id, n, prev)
+				}
+				last[n%groups] = n
 			}
 		}
 	}
@@ -112,9 +123,10 @@ func exportBodies(t *testing.T, addr, queueURL string) []string {
 	return bodies
 }
 
-// listedIDs lists the queue at queueURL at the developer endpoint of the
-// member at addr and returns how many messages it lists.
-func listedIDs(t *testing.T, addr, queueURL string) int {
+// listedBodies lists the queue at queueURL at the developer endpoint of
+// the member at addr and returns the listed messages' bodies, in the
+// listing's order.
+func listedBodies(t *testing.T, addr, queueURL string) []string {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/_aws/sqs/messages?QueueUrl=" + url.QueryEscape(queueURL))
 	if err != nil {
@@ -125,8 +137,15 @@ func listedIDs(t *testing.T, addr, queueURL string) int {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the developer listing through %s: %s %.300s", addr, resp.Status, b)
 	}
-	return strings.Count(string(b), "<MessageId>")
+	var bodies []string
+	for _, m := range listedBody.FindAllStringSubmatch(string(b), -1) {
+		bodies = append(bodies, m[1])
+	}
+	return bodies
 }
+
+// listedBody matches a message body in the developer listing's XML.
+var listedBody = regexp.MustCompile(`<Body>([^<]*)</Body>`)
 
 // missing returns what want holds and got does not, both sorted.
 func missing(want, got []string) []string {

@@ -312,22 +312,23 @@ func xmlValue(dec *xml.Decoder) (any, error) {
 	}
 }
 
-// oldestFirst returns the messages of a queue's partitions, each list
-// oldest first, as one list oldest first, cut at engine.MaxListMessages:
-// merged by the time each was sent, each partition's own order kept.
+// oldestFirst returns the messages of a split queue's partitions, each
+// list oldest first, as one list in sequence order (sequence numbers are
+// unique in the queue, and the console's peek merges partitions so too),
+// each partition's own order kept, cut at engine.MaxListMessages.
 func oldestFirst(parts [][]engine.ListedMessage) []engine.ListedMessage {
 	if len(parts) == 1 {
 		return parts[0]
 	}
-	sent := func(lm engine.ListedMessage) int64 {
-		n, _ := strconv.ParseInt(lm.Attributes[api.MsgAttrSentTimestamp], 10, 64)
+	seq := func(lm engine.ListedMessage) uint64 {
+		n, _ := strconv.ParseUint(lm.Attributes[api.MsgAttrSequenceNumber], 10, 64)
 		return n
 	}
 	var out []engine.ListedMessage
 	for len(out) < engine.MaxListMessages {
 		next := -1
 		for i, p := range parts {
-			if len(p) > 0 && (next < 0 || sent(p[0]) < sent(parts[next][0])) {
+			if len(p) > 0 && (next < 0 || seq(p[0]) < seq(parts[next][0])) {
 				next = i
 			}
 		}
