@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
+	"sync/atomic"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -101,7 +101,14 @@ func (s *Server) readPart(ctx context.Context, q api.QueueKey, rd partRead) erro
 	var lastErr error
 	member, asked := s.leaderOf(id, held, g, 0)
 	if asked != "" && member != s.cluster.NodeID() {
-		err, final := s.askPartAtLeader(ctx, id, held, g, member, asked, q, rd)
+		// A leader that answers goes on answering (it read the
+		// partition as the leader, and its stream would be cut for
+		// nothing); one that does not is given up once the shard names
+		// another.
+		var answering atomic.Bool
+		ask, stop := s.whileLeads(ctx, id, held, g, member, &answering)
+		final, err := s.askPart(ask, asked, q, rd, &answering)
+		stop()
 		if err == nil || final {
 			return err
 		}
@@ -114,7 +121,7 @@ func (s *Server) readPart(ctx context.Context, q api.QueueKey, rd partRead) erro
 		if p.Addr == asked {
 			continue
 		}
-		err, final := s.askPart(ctx, p.Addr, q, rd)
+		final, err := s.askPart(ctx, p.Addr, q, rd, nil)
 		if err == nil || final {
 			return err
 		}
@@ -123,34 +130,19 @@ func (s *Server) readPart(ctx context.Context, q api.QueueKey, rd partRead) erro
 	return api.ErrServiceUnavailable("No replica of the queue's shard %d answered (%v); retry.", id, lastErr)
 }
 
-// askPartAtLeader is askPart of the member taken for shard id's leader,
-// given up on if the shard is found to be led by another meanwhile (a
-// leader cut off or frozen answers nothing), as askLeader does.
-func (s *Server) askPartAtLeader(ctx context.Context, id uint32, held bool, g *group, member, raftAddr string, q api.QueueKey, rd partRead) (err error, final bool) {
-	ctx, cancelCause := context.WithCancelCause(ctx)
-	defer cancelCause(nil)
-	changed := func() { cancelCause(errLeaderChanged) }
-	if held && g.raft != nil {
-		go watchForwardTarget(ctx, changed, g.raft, member)
-	} else {
-		watch := time.AfterFunc(remoteLeaderCheck, func() { s.watchRemoteLeader(ctx, changed, id, member) })
-		defer watch.Stop()
-	}
-	return s.askPart(ctx, raftAddr, q, rd)
-}
-
 // askPart forwards rd's request to the member at raftAddr as a read of
 // partition q, and hands the messages it answers to rd.emit. final says
 // that err is the read's outcome: an answer of the member's (the queue's
 // policy denies the caller, the queue does not exist) or a failure once
 // messages were handed on; otherwise nothing was handed on, and another
-// replica may be asked.
-func (s *Server) askPart(ctx context.Context, raftAddr string, q api.QueueKey, rd partRead) (err error, final bool) {
+// replica may be asked. answering, if not nil, is set once the member has
+// begun its answer.
+func (s *Server) askPart(ctx context.Context, raftAddr string, q api.QueueKey, rd partRead, answering *atomic.Bool) (final bool, err error) {
 	r := rd.r
 	u := &url.URL{Scheme: "http", Host: raftAddr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(rd.body))
 	if err != nil {
-		return err, true
+		return true, err
 	}
 	for k, vs := range r.Header {
 		if hopHeader(k) || connectionHeader(r.Header, k) {
@@ -167,11 +159,14 @@ func (s *Server) askPart(ctx context.Context, raftAddr string, q api.QueueKey, r
 	out.Header.Set(hdrReadPart, "1")
 	resp, err := s.fwd.client.Do(out)
 	if err != nil {
-		return err, false
+		return false, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || resp.Header.Get(hdrReadPart) != "1" {
-		return fmt.Errorf("the member at %s answered %s, not a partition's messages", raftAddr, resp.Status), false
+		return false, fmt.Errorf("the member at %s answered %s, not a partition's messages", raftAddr, resp.Status)
+	}
+	if answering != nil {
+		answering.Store(true)
 	}
 	dec := json.NewDecoder(bufio.NewReaderSize(resp.Body, 64<<10))
 	for emitted := false; ; emitted = true {
@@ -180,16 +175,16 @@ func (s *Server) askPart(ctx context.Context, raftAddr string, q api.QueueKey, r
 			if errors.Is(context.Cause(ctx), errLeaderChanged) {
 				err = fmt.Errorf("the shard is now led by another member: %w", err)
 			}
-			return fmt.Errorf("the read at %s was cut off: %w", raftAddr, err), emitted
+			return emitted, fmt.Errorf("the read at %s was cut off: %w", raftAddr, err)
 		}
 		switch {
 		case l.Error != nil:
-			return l.Error, true
+			return true, l.Error
 		case l.Complete:
-			return nil, true
+			return true, nil
 		case l.Message != nil:
 			if err := rd.emit(q.Part, *l.Message); err != nil {
-				return err, true
+				return true, err
 			}
 		}
 	}
@@ -286,6 +281,9 @@ func (s *Server) answerPartRead(w http.ResponseWriter, r *http.Request, caller s
 	w.Header().Set(hdrReadPart, "1")
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
+	// The header at once: the member that asked knows this one answers.
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)

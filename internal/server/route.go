@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -330,22 +331,10 @@ func (s *Server) watchRemoteLeader(ctx context.Context, cancel context.CancelFun
 
 // askLeader sends a request for group id to member, which this node takes
 // for its leader, at raftAddr, as askPeer does, and hands the answer to
-// read. A leader cut off or frozen answers nothing until the request's
-// deadline, while its group elects another within seconds: once this
-// node's replica of the group (g, if held: watchForwardTarget, as a
-// forwarded SQS request), or if it holds none one of the group's other
-// replicas (watchRemoteLeader), names another leader, the request is
-// given up, for the caller to send it again there.
+// read; given up on once the group is found led by another (whileLeads).
 func (s *Server) askLeader(ctx context.Context, id uint32, held bool, g *group, member, raftAddr, method, path string, body []byte, read func(*http.Response) error) error {
-	ctx, cancelCause := context.WithCancelCause(ctx)
-	defer cancelCause(nil)
-	changed := func() { cancelCause(errLeaderChanged) }
-	if held && g.raft != nil {
-		go watchForwardTarget(ctx, changed, g.raft, member)
-	} else {
-		watch := time.AfterFunc(remoteLeaderCheck, func() { s.watchRemoteLeader(ctx, changed, id, member) })
-		defer watch.Stop()
-	}
+	ctx, stop := s.whileLeads(ctx, id, held, g, member, nil)
+	defer stop()
 	resp, err := s.askPeer(ctx, method, raftAddr, path, bytes.NewReader(body))
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errLeaderChanged) {
@@ -355,6 +344,31 @@ func (s *Server) askLeader(ctx context.Context, id uint32, held bool, g *group, 
 	}
 	defer resp.Body.Close()
 	return read(resp)
+}
+
+// whileLeads returns ctx, ended (with the cause errLeaderChanged) once
+// group id is found led by another member than member, and the function
+// that stops watching. A leader cut off or frozen answers nothing until
+// a request's deadline, while its group elects another within seconds:
+// this node's replica of the group (g, if held: watchForwardTarget, as
+// for a forwarded SQS request), or if it holds none one of the group's
+// other replicas (watchRemoteLeader), names the new one, and a request
+// to the old is given up, for the caller to send it again there. Once
+// answering (if not nil) is set, a change of leader no longer ends ctx:
+// the member answers, as the leader it was when asked.
+func (s *Server) whileLeads(ctx context.Context, id uint32, held bool, g *group, member string, answering *atomic.Bool) (context.Context, func()) {
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	changed := func() {
+		if answering == nil || !answering.Load() {
+			cancelCause(errLeaderChanged)
+		}
+	}
+	if held && g.raft != nil {
+		go watchForwardTarget(ctx, changed, g.raft, member)
+		return ctx, func() { cancelCause(nil) }
+	}
+	watch := time.AfterFunc(remoteLeaderCheck, func() { s.watchRemoteLeader(ctx, changed, id, member) })
+	return ctx, func() { watch.Stop(); cancelCause(nil) }
 }
 
 // errLeaderChanged is why askLeader gave a request up.
