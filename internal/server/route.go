@@ -587,7 +587,8 @@ func (s *Server) listQueuesOfAllGroups(ctx context.Context, cmd *engine.Command,
 // listOfShard answers shard id's page of a ListQueues: from this node's
 // replica where it leads the shard, else from the shard's leader (for a
 // shard this node holds no replica of, the leader it last learnt of,
-// else its first replica: leaderOf), else from this node's replica or,
+// else its first replica: leaderOf, which passes the list on to its
+// leader if it follows: listAtLeader), else from this node's replica or,
 // without one, any other replica that answers. A
 // follower's replica would do for an answer as eventually consistent as
 // SQS's, but it learns that the creation of a queue committed only with
@@ -647,6 +648,10 @@ type listRequest struct {
 	Caller  string                `json:"caller"`
 	Region  string                `json:"region,omitempty"`
 	Request api.ListQueuesRequest `json:"request"`
+	// Relayed marks a list that a follower of the shard passed on to its
+	// leader (serveClusterList): answered from the replica asked, never
+	// passed on again.
+	Relayed bool `json:"relayed,omitempty"`
 }
 
 // askList asks the replicas of shard id but the one at raftAddr asked,
@@ -699,6 +704,10 @@ func (s *Server) serveClusterList(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, fmt.Sprintf("this node holds no replica of shard %d", lr.Shard))
 		return
 	}
+	if res, ok := s.listAtLeader(r.Context(), g, lr); ok {
+		writeJSON(w, http.StatusOK, res)
+		return
+	}
 	res, err := s.listLocal(r.Context(), g, &engine.Command{Time: lr.Time, Caller: lr.Caller, Region: lr.Region, Request: &lr.Request})
 	if err != nil {
 		e := api.AsError(err)
@@ -706,4 +715,27 @@ func (s *Server) serveClusterList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// listAtLeader passes a member's list of shard g, which this node follows,
+// on to the shard's leader, once: the member that asked holds no replica
+// of the shard, and knew no leader of it (listOfShard), and this
+// follower's replica may not yet have applied a queue's creation that its
+// leader answered (listOfShard says why). ok is false if this node leads,
+// knows no other leader, or the leader did not answer within
+// listLeaderWait: the list is then this replica's.
+func (s *Server) listAtLeader(ctx context.Context, g *group, lr listRequest) (*api.ListQueuesResult, bool) {
+	if lr.Relayed || g.raft == nil || g.leads() {
+		return nil, false
+	}
+	member, addr := g.raft.Leader()
+	if addr == "" || member == s.cluster.NodeID() {
+		return nil, false
+	}
+	lr.Relayed = true
+	b, _ := json.Marshal(lr)
+	ask, cancel := context.WithTimeout(ctx, listLeaderWait)
+	defer cancel()
+	res, err := s.askListOf(ask, addr, b)
+	return res, err == nil
 }
