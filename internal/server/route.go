@@ -719,11 +719,12 @@ func (s *Server) serveClusterList(w http.ResponseWriter, r *http.Request) {
 
 // listAtLeader passes a member's list of shard g, which this node follows,
 // on to the shard's leader, once: the member that asked holds no replica
-// of the shard, and knew no leader of it (listOfShard), and this
+// of the shard and took this node for its leader (listOfShard), and this
 // follower's replica may not yet have applied a queue's creation that its
 // leader answered (listOfShard says why). ok is false if this node leads,
-// knows no other leader, or the leader did not answer within
-// listLeaderWait: the list is then this replica's.
+// knows no other leader, or the leader did not answer within half of
+// listLeaderWait (the member that asked waits listLeaderWait for this
+// one): the list is then this replica's.
 func (s *Server) listAtLeader(ctx context.Context, g *group, lr listRequest) (*api.ListQueuesResult, bool) {
 	if lr.Relayed || g.raft == nil || g.leads() {
 		return nil, false
@@ -734,7 +735,7 @@ func (s *Server) listAtLeader(ctx context.Context, g *group, lr listRequest) (*a
 	}
 	lr.Relayed = true
 	b, _ := json.Marshal(lr)
-	ask, cancel := context.WithTimeout(ctx, listLeaderWait)
+	ask, cancel := context.WithTimeout(ctx, listLeaderWait/2)
 	defer cancel()
 	res, err := s.askListOf(ask, addr, b)
 	return res, err == nil
