@@ -238,26 +238,10 @@ func watchForwardTarget(ctx context.Context, cancel context.CancelFunc, c RaftLo
 // sendForward sends the request to the node at leaderAddr for group id
 // and relays its answer (forwardIn).
 func (s *Server) sendForward(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte, id uint32, leaderAddr string) error {
-	u := &url.URL{Scheme: "http", Host: leaderAddr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
-	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
+	out, err := s.forwardedRequest(ctx, r, body, leaderAddr)
 	if err != nil {
 		return api.ErrInternalFailure("Could not forward the request: %v", err)
 	}
-	for k, vs := range r.Header {
-		if hopHeader(k) || connectionHeader(r.Header, k) {
-			continue
-		}
-		out.Header[k] = vs
-	}
-	out.Host = r.Host
-	out.ContentLength = int64(len(body))
-	out.Header.Set(hdrForwardedBase, baseURL(r))
-	if r.TLS != nil {
-		out.Header.Set(hdrForwardedSecure, "true")
-	} else {
-		out.Header.Set(hdrForwardedSecure, "false")
-	}
-	out.Header.Set(hdrForwardedBy, s.cluster.NodeID())
 	if s.sharded() {
 		out.Header.Set(hdrGroup, strconv.FormatUint(uint64(id), 10))
 	}
@@ -290,6 +274,31 @@ func (s *Server) sendForward(ctx context.Context, w http.ResponseWriter, r *http
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(answer)
 	return nil
+}
+
+// forwardedRequest returns client request r, with its body, as this node
+// sends it on to the member at raftAddr over the node-to-node port: the
+// client's headers but those of the hop, its Host (which its signature
+// covers), and the address and transport it came by, which the member
+// answers as if it had been reached itself.
+func (s *Server) forwardedRequest(ctx context.Context, r *http.Request, body []byte, raftAddr string) (*http.Request, error) {
+	u := &url.URL{Scheme: "http", Host: raftAddr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range r.Header {
+		if hopHeader(k) || connectionHeader(r.Header, k) {
+			continue
+		}
+		out.Header[k] = vs
+	}
+	out.Host = r.Host
+	out.ContentLength = int64(len(body))
+	out.Header.Set(hdrForwardedBase, baseURL(r))
+	out.Header.Set(hdrForwardedSecure, strconv.FormatBool(r.TLS != nil))
+	out.Header.Set(hdrForwardedBy, s.cluster.NodeID())
+	return out, nil
 }
 
 // doForwarded sends out, a request forwarded to a leader, and returns the

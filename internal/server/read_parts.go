@@ -2,14 +2,12 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync/atomic"
 
@@ -138,23 +136,10 @@ func (s *Server) readPart(ctx context.Context, q api.QueueKey, rd partRead) erro
 // replica may be asked. answering, if not nil, is set once the member has
 // begun its answer.
 func (s *Server) askPart(ctx context.Context, raftAddr string, q api.QueueKey, rd partRead, answering *atomic.Bool) (final bool, err error) {
-	r := rd.r
-	u := &url.URL{Scheme: "http", Host: raftAddr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
-	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(rd.body))
+	out, err := s.forwardedRequest(ctx, rd.r, rd.body, raftAddr)
 	if err != nil {
 		return true, err
 	}
-	for k, vs := range r.Header {
-		if hopHeader(k) || connectionHeader(r.Header, k) {
-			continue
-		}
-		out.Header[k] = vs
-	}
-	out.Host = r.Host
-	out.ContentLength = int64(len(rd.body))
-	out.Header.Set(hdrForwardedBase, baseURL(r))
-	out.Header.Set(hdrForwardedSecure, strconv.FormatBool(r.TLS != nil))
-	out.Header.Set(hdrForwardedBy, s.cluster.NodeID())
 	out.Header.Set(hdrPart, strconv.FormatUint(uint64(q.Part), 10))
 	out.Header.Set(hdrReadPart, "1")
 	resp, err := s.fwd.client.Do(out)
@@ -193,11 +178,9 @@ func (s *Server) askPart(ctx context.Context, raftAddr string, q api.QueueKey, r
 // readPartHere reads partition q from group g's replica on this member:
 // once it has applied what it knows committed, if it does not lead g.
 func (s *Server) readPartHere(ctx context.Context, g *group, q api.QueueKey, rd partRead) error {
-	if !g.leads() && g != s.first {
-		if l, ok := s.shards.Shard(g.id); ok {
-			if err := l.CaughtUp(ctx); err != nil {
-				return err
-			}
+	if !g.leads() {
+		if err := s.caughtUp(ctx, g); err != nil {
+			return err
 		}
 	}
 	if err := s.authorizeIn(g.log, nil, rd.caller, api.ActionReceiveMessage, q); err != nil {

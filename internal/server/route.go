@@ -624,12 +624,8 @@ const listLeaderWait = 2 * time.Second
 // listLocal answers a ListQueues command from group g's replica here,
 // once it has applied what it knows committed.
 func (s *Server) listLocal(ctx context.Context, g *group, cmd *engine.Command) (*api.ListQueuesResult, error) {
-	if g != s.first {
-		if l, ok := s.shards.Shard(g.id); ok {
-			if err := l.CaughtUp(ctx); err != nil {
-				return nil, err
-			}
-		}
+	if err := s.caughtUp(ctx, g); err != nil {
+		return nil, err
 	}
 	var resp api.Response
 	var err error
@@ -638,6 +634,19 @@ func (s *Server) listLocal(ctx context.Context, g *group, cmd *engine.Command) (
 		return nil, err
 	}
 	return resp.(*api.ListQueuesResult), nil
+}
+
+// caughtUp waits until this node's replica of shard g has applied what it
+// knows committed (replog.Raft.CaughtUp); the first group's reads do not
+// wait.
+func (s *Server) caughtUp(ctx context.Context, g *group) error {
+	if g == s.first {
+		return nil
+	}
+	if l, ok := s.shards.Shard(g.id); ok {
+		return l.CaughtUp(ctx)
+	}
+	return nil
 }
 
 // listRequest is the body of POST /cluster/list: a ListQueues of one
