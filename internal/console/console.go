@@ -29,11 +29,11 @@ type Backend interface {
 	// Statuses returns the summary and counters of each of the queues, in
 	// their order, leaving out those that no longer exist or that account
 	// may not read the attributes of.
-	Statuses(account string, queues []api.QueueKey) []QueueStatus
+	Statuses(ctx context.Context, account string, queues []api.QueueKey) []QueueStatus
 	// Groups returns a page of the message groups of queue q.
-	Groups(account string, q api.QueueKey, opts engine.GroupsOptions) (engine.GroupsPage, error)
+	Groups(ctx context.Context, account string, q api.QueueKey, opts engine.GroupsOptions) (engine.GroupsPage, error)
 	// Peek returns the first messages of queue q without receiving them.
-	Peek(account string, q api.QueueKey, opts engine.PeekOptions) ([]engine.PeekedMessage, error)
+	Peek(ctx context.Context, account string, q api.QueueKey, opts engine.PeekOptions) ([]engine.PeekedMessage, error)
 }
 
 // QueueStatus is a queue's summary with its counters since the server

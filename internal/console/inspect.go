@@ -83,7 +83,7 @@ func (c *Console) listGroups(r *http.Request, a *actor) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page, err := c.cfg.Backend.Groups(a.account, k, engine.GroupsOptions{Limit: limit, After: r.URL.Query().Get("after"), Group: queryGroup(r)})
+	page, err := c.cfg.Backend.Groups(r.Context(), a.account, k, engine.GroupsOptions{Limit: limit, After: r.URL.Query().Get("after"), Group: queryGroup(r)})
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func (c *Console) peek(r *http.Request, a *actor) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := c.cfg.Backend.Peek(a.account, k, engine.PeekOptions{Limit: limit, Group: queryGroup(r), MaxBodyBytes: peekBodyBytes})
+	msgs, err := c.cfg.Backend.Peek(r.Context(), a.account, k, engine.PeekOptions{Limit: limit, Group: queryGroup(r), MaxBodyBytes: peekBodyBytes})
 	if err != nil {
 		return nil, err
 	}

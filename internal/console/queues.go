@@ -120,7 +120,7 @@ func (c *Console) listQueues(r *http.Request, a *actor) (any, error) {
 	}
 	now := c.cfg.Now()
 	out := queuesJSON{Now: now.UnixMilli(), Queues: []queueJSON{}, Truncated: truncated}
-	for _, st := range c.cfg.Backend.Statuses(a.account, keys) {
+	for _, st := range c.cfg.Backend.Statuses(r.Context(), a.account, keys) {
 		out.Queues = append(out.Queues, c.queueOf(st, now.UnixNano()))
 	}
 	slices.SortFunc(out.Queues, func(x, y queueJSON) int { return strings.Compare(x.Name, y.Name) })
@@ -208,7 +208,7 @@ func (c *Console) getQueue(r *http.Request, a *actor) (any, error) {
 		}
 	}
 	now := c.cfg.Now()
-	sts := c.cfg.Backend.Statuses(a.account, []api.QueueKey{k})
+	sts := c.cfg.Backend.Statuses(r.Context(), a.account, []api.QueueKey{k})
 	if len(sts) == 0 {
 		return nil, api.ErrQueueDoesNotExist() // deleted meanwhile
 	}

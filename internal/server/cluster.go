@@ -306,6 +306,7 @@ func (s *Server) registerCluster(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+clusterDoPath, s.serveClusterDo)
 	mux.HandleFunc("POST "+moveStepPath, s.serveMoveStep)
 	mux.HandleFunc("GET "+exportQueuePath, s.serveExportQueue)
+	mux.HandleFunc("POST "+consoleReadPath, s.serveConsoleRead)
 	mux.HandleFunc("POST "+installQueuePath, s.serveInstallQueue)
 	mux.HandleFunc("POST /cluster/moves", s.serveClusterMove)
 	mux.HandleFunc("POST /cluster/colocate", s.serveColocate)

@@ -3,10 +3,10 @@ package server
 import (
 	"cmp"
 	"context"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/console"
@@ -45,68 +45,86 @@ func (b consoleBackend) Do(ctx context.Context, account string, req api.Request)
 }
 
 // Statuses implements console.Backend: queues whose attributes account may
-// not read (GetQueueAttributes) are left out, as are deleted ones.
-func (b consoleBackend) Statuses(account string, queues []api.QueueKey) []console.QueueStatus {
-	allowed := make([]api.QueueKey, 0, len(queues))
-	for _, q := range queues {
-		if b.s.authorizeOn(nil, account, api.ActionGetQueueAttributes, q) == nil {
-			allowed = append(allowed, q)
-		}
-	}
+// not read (GetQueueAttributes) are left out, as are deleted ones. A queue
+// split into partitions is one queue to the console, as to
+// GetQueueAttributes: partition 0's summary, with the message and group
+// counts and the oldest message of every partition. Each is read from a
+// replica of its shard (readConsole), the shards at once; the partitions
+// of a shard that no replica of answered are left out of the counts, and
+// a queue whose partition 0 is among them is left out.
+func (b consoleBackend) Statuses(ctx context.Context, account string, queues []api.QueueKey) []console.QueueStatus {
 	now := b.s.now().UnixNano()
-	sums := make([]engine.QueueSummary, 0, len(allowed))
-	for _, q := range allowed {
-		if sum, ok := b.summary(q, now); ok {
-			sums = append(sums, sum)
+	// place is a partition read: the queue's index in queues, and the
+	// partition's in the queue's partitions.
+	type place struct{ queue, part int }
+	parts := make([][]api.QueueKey, len(queues))
+	sums := make([][]*engine.QueueSummary, len(queues))
+	byShard := map[uint32][]place{}
+	for i, q := range queues {
+		parts[i], _ = b.consoleParts(q, nil)
+		sums[i] = make([]*engine.QueueSummary, len(parts[i]))
+		for j, key := range parts[i] {
+			id := b.shardOf(key)
+			byShard[id] = append(byShard[id], place{i, j})
 		}
 	}
-	out := make([]console.QueueStatus, len(sums))
-	for i, sum := range sums {
+	var wg sync.WaitGroup
+	for id, places := range byShard {
+		wg.Go(func() {
+			keys := make([]api.QueueKey, len(places))
+			for k, p := range places {
+				keys[k] = parts[p.queue][p.part]
+			}
+			reply, err := b.s.readConsole(ctx, consoleQuery{Kind: consoleSummaries, Caller: account, Shard: id, Queues: keys, Now: now})
+			if err != nil {
+				b.s.logger.Warn("the console could not read a shard's queues", "shard", id, "err", err)
+				return
+			}
+			for k, p := range places {
+				if k < len(reply.Summaries) {
+					sums[p.queue][p.part] = reply.Summaries[k] // each place is one goroutine's
+				}
+			}
+		})
+	}
+	wg.Wait()
+	out := make([]console.QueueStatus, 0, len(queues))
+	for i := range queues {
+		if sums[i][0] == nil {
+			continue
+		}
+		sum := *sums[i][0]
+		for _, part := range sums[i][1:] {
+			if part != nil {
+				sum.QueueStats.Add(part.QueueStats)
+				sum.Groups += part.Groups
+			}
+		}
 		c := b.s.stats.snapshot(sum.Queue)
-		out[i] = console.QueueStatus{QueueSummary: sum, Counters: console.Counters{
+		st := console.QueueStatus{QueueSummary: sum, Counters: console.Counters{
 			Sent: c.Sent, SentBytes: c.SentBytes, Received: c.Received, Deleted: c.Deleted, EmptyReceives: c.EmptyReceives,
 		}}
 		if b.s.sharded() {
 			shard := b.s.shards.Of(sum.Queue)
-			out[i].Shard = &shard
+			st.Shard = &shard
 		}
+		out = append(out, st)
 	}
 	return out
 }
 
-// summary returns queue q's summary as this node's replicas hold it. A
-// queue split into partitions is one queue to the console, as to its
-// metrics: partition 0's summary, with the message and group counts and
-// the oldest message of every partition this node holds a replica of.
-func (b consoleBackend) summary(q api.QueueKey, now int64) (sum engine.QueueSummary, ok bool) {
-	b.s.logOf(q).Read(func(e *engine.Engine) { sum, ok = e.QueueSummary(q, now) })
-	if !ok || !b.s.sharded() {
-		return sum, ok
+// shardOf returns the shard that holds queue or partition key by this
+// node's map: 0, the first group, on a server without shards.
+func (b consoleBackend) shardOf(key api.QueueKey) uint32 {
+	if !b.s.sharded() {
+		return 0
 	}
-	for _, p := range b.s.shards.Parts(q) {
-		if p == 0 {
-			continue
-		}
-		key := q
-		key.Part = p
-		var part engine.QueueSummary
-		var held bool
-		b.s.logOf(key).Read(func(e *engine.Engine) { part, held = e.QueueSummary(key, now) })
-		if !held {
-			continue // in a shard this node holds no replica of
-		}
-		sum.QueueStats.Add(part.QueueStats)
-		sum.Groups += part.Groups
-	}
-	return sum, true
+	return b.s.shards.Of(key)
 }
 
 // consoleParts returns the partitions of queue q the console reads, and
 // whether q is split: partition 0 (q itself) first; only the one holding
-// group if group is set; just q for a queue never split. Like the
-// summary, the console's pages of a split queue show what this node holds
-// replicas of, which on a node with a replica of every shard is all, and
-// nothing (not an error) where it holds none of them.
+// group if group is set; just q for a queue never split.
 func (b consoleBackend) consoleParts(q api.QueueKey, group *string) (keys []api.QueueKey, split bool) {
 	if !b.s.sharded() || !b.s.shards.IsSplit(q) {
 		return []api.QueueKey{q}, false
@@ -128,20 +146,19 @@ func (b consoleBackend) consoleParts(q api.QueueKey, group *string) (keys []api.
 // partitions': the cursor, a head's sequence number, orders groups across
 // partitions as within one, since sequence numbers are unique in the
 // queue.
-func (b consoleBackend) Groups(account string, q api.QueueKey, opts engine.GroupsOptions) (page engine.GroupsPage, err error) {
-	if err := b.s.authorizeOn(nil, account, api.ActionGetQueueAttributes, q); err != nil {
-		return page, err
-	}
+func (b consoleBackend) Groups(ctx context.Context, account string, q api.QueueKey, opts engine.GroupsOptions) (page engine.GroupsPage, err error) {
 	now := b.s.now().UnixNano()
 	keys, split := b.consoleParts(q, opts.Group)
 	found, more := false, false
 	for _, key := range keys {
-		var part engine.GroupsPage
-		ok := false
-		b.s.logOf(key).Read(func(e *engine.Engine) { part, ok = e.Groups(key, now, opts) })
-		if !ok {
-			continue // in a shard this node holds no replica of
+		reply, err := b.readOne(ctx, consoleQuery{Kind: consoleGroups, Caller: account, Queues: []api.QueueKey{key}, Now: now, Groups: &opts})
+		if err != nil {
+			return engine.GroupsPage{}, err
 		}
+		if !reply.Found || reply.Groups == nil {
+			continue
+		}
+		part := *reply.Groups
 		if len(keys) == 1 {
 			return part, nil
 		}
@@ -168,27 +185,17 @@ func (b consoleBackend) Groups(account string, q api.QueueKey, opts engine.Group
 // needs the right to receive from the queue, though it receives nothing.
 // A split queue's first messages are merged from its partitions' in
 // sequence order.
-func (b consoleBackend) Peek(account string, q api.QueueKey, opts engine.PeekOptions) (msgs []engine.PeekedMessage, err error) {
-	if err := b.s.authorizeOn(nil, account, api.ActionReceiveMessage, q); err != nil {
-		return nil, err
-	}
+func (b consoleBackend) Peek(ctx context.Context, account string, q api.QueueKey, opts engine.PeekOptions) (msgs []engine.PeekedMessage, err error) {
 	now := b.s.now().UnixNano()
 	found := false
 	keys, split := b.consoleParts(q, opts.Group)
 	for _, key := range keys {
-		ok := false
-		b.s.logOf(key).Read(func(e *engine.Engine) {
-			var part []engine.PeekedMessage
-			part, ok = e.Peek(key, now, opts)
-			// Message attribute maps are shared with the engine; copy
-			// them while the lock is held, so that nothing of the
-			// engine's is read after it is released.
-			for i := range part {
-				part[i].MessageAttributes = maps.Clone(part[i].MessageAttributes)
-			}
-			msgs = append(msgs, part...)
-		})
-		found = found || ok
+		reply, err := b.readOne(ctx, consoleQuery{Kind: consolePeek, Caller: account, Queues: []api.QueueKey{key}, Now: now, Peek: &opts})
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, reply.Messages...)
+		found = found || reply.Found
 	}
 	if !found && !split {
 		return nil, api.ErrQueueDoesNotExist()
@@ -198,4 +205,16 @@ func (b consoleBackend) Peek(account string, q api.QueueKey, opts engine.PeekOpt
 		msgs = msgs[:min(len(msgs), min(max(opts.Limit, 1), engine.MaxPeekMessages))]
 	}
 	return msgs, nil
+}
+
+// readOne carries out a groups or peek read of one queue or partition,
+// q.Queues[0], at a replica of its shard; a refusal there (access denied)
+// is its error.
+func (b consoleBackend) readOne(ctx context.Context, q consoleQuery) (consoleReply, error) {
+	q.Shard = b.shardOf(q.Queues[0])
+	reply, err := b.s.readConsole(ctx, q)
+	if err == nil && reply.Error != nil {
+		err = reply.Error
+	}
+	return reply, err
 }

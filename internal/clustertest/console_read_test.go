@@ -1,0 +1,140 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// TestConsoleShowsEveryQueueThroughEveryMember fills four FIFO queues
+// and a high-throughput one spread over four partitions, in a cluster of
+// four members with four shards (each shard on three of them, so each
+// member holds no replica of one shard), and reads them through every
+// member's web console: the list of queues, a queue's page, its messages
+// and its groups. Each member shows every queue whole, also those it
+// holds no replica of, which it reads from a member that does.
+func TestConsoleShowsEveryQueueThroughEveryMember(t *testing.T) {
+	c := newMemCluster(t, 4, 4, 47)
+	c.logTailsOnFailure(40)
+	c.waitShards(5)
+	clients := c.memberClients()
+	ctx := context.Background()
+	const groups, perGroup = 4, 2
+	names := []string{"a.fifo", "b.fifo", "c.fifo", "d.fifo", "wide.fifo"}
+	for i, name := range names {
+		attrs := map[string]string{"FifoQueue": "true"}
+		if name == "wide.fifo" {
+			attrs = highThroughputFIFO
+		}
+		url := c.createQueue(name, attrs)
+		cl := clients[i%len(clients)]
+		for g := range groups {
+			for k := range perGroup {
+				body := fmt.Sprintf("g%d-%d", g, k)
+				c.retrying("SendMessage", func() error {
+					_, err := cl.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body),
+						MessageGroupId: aws.String("g" + strconv.Itoa(g)), MessageDeduplicationId: aws.String(body)})
+					return err
+				})
+			}
+		}
+		// One message in flight, for the counts to tell the states apart.
+		c.retrying("ReceiveMessage", func() error {
+			out, err := cl.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 1,
+				VisibilityTimeout: 600, ReceiveRequestAttemptId: aws.String("console-" + name)})
+			if err == nil && len(out.Messages) != 1 {
+				err = fmt.Errorf("received %d messages, want 1", len(out.Messages))
+			}
+			return err
+		})
+	}
+	const total = groups * perGroup
+	for _, nd := range c.nodes {
+		base := "http://" + nd.httpAddr + "/console/api/queues"
+		c.retrying("the console's queues on "+nd.id, func() error {
+			var list struct {
+				Queues []struct {
+					Name       string `json:"name"`
+					Visible    int    `json:"visible"`
+					NotVisible int    `json:"notVisible"`
+					Groups     int    `json:"groups"`
+				} `json:"queues"`
+			}
+			if err := getJSON(base, &list); err != nil {
+				return err
+			}
+			seen := map[string]bool{}
+			for _, q := range list.Queues {
+				if q.Visible != total-1 || q.NotVisible != 1 || q.Groups != groups {
+					return fmt.Errorf("%s's console lists %s with %d visible, %d in flight, %d groups; want %d, 1 and %d",
+						nd.id, q.Name, q.Visible, q.NotVisible, q.Groups, total-1, groups)
+				}
+				seen[q.Name] = true
+			}
+			for _, name := range names {
+				if !seen[name] {
+					return fmt.Errorf("%s's console does not list %s (shard %d): %+v", nd.id, name, c.shardOf(name), list.Queues)
+				}
+			}
+			return nil
+		})
+		for _, name := range names {
+			c.retrying("the console's pages of "+name+" on "+nd.id, func() error {
+				var page struct {
+					Queue struct {
+						Visible    int `json:"visible"`
+						NotVisible int `json:"notVisible"`
+					} `json:"queue"`
+				}
+				if err := getJSON(base+"/"+name, &page); err != nil {
+					return err
+				}
+				if page.Queue.Visible != total-1 || page.Queue.NotVisible != 1 {
+					return fmt.Errorf("%s's console's page of %s: %d visible, %d in flight", nd.id, name, page.Queue.Visible, page.Queue.NotVisible)
+				}
+				var peek struct {
+					Messages []struct {
+						Body  string `json:"body"`
+						State string `json:"state"`
+					} `json:"messages"`
+				}
+				if err := getJSON(base+"/"+name+"/messages?limit=100", &peek); err != nil {
+					return err
+				}
+				inflight := 0
+				for _, m := range peek.Messages {
+					if m.State == "inflight" {
+						inflight++
+					}
+				}
+				if len(peek.Messages) != total || inflight != 1 {
+					return fmt.Errorf("%s's console peeks %d messages of %s, %d in flight; want %d and 1", nd.id, len(peek.Messages), name, inflight, total)
+				}
+				if err := getJSON(base+"/"+name+"/messages?group=g1", &peek); err != nil {
+					return err
+				}
+				if len(peek.Messages) != perGroup || peek.Messages[0].Body != "g1-0" {
+					return fmt.Errorf("%s's console peeks %+v of %s's group g1", nd.id, peek.Messages, name)
+				}
+				var gp struct {
+					Total    int `json:"total"`
+					InFlight int `json:"inFlight"`
+					Groups   []struct {
+						ID string `json:"id"`
+					} `json:"groups"`
+				}
+				if err := getJSON(base+"/"+name+"/groups?limit=100", &gp); err != nil {
+					return err
+				}
+				if gp.Total != groups || gp.InFlight != 1 || len(gp.Groups) != groups {
+					return fmt.Errorf("%s's console's groups of %s: %d groups (%d listed), %d in flight; want %d and 1", nd.id, name, gp.Total, len(gp.Groups), gp.InFlight, groups)
+				}
+				return nil
+			})
+		}
+	}
+}
