@@ -3,6 +3,8 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"testing"
 
@@ -16,7 +18,9 @@ import (
 // member holds no replica of one shard), and reads them through every
 // member's web console: the list of queues, a queue's page, its messages
 // and its groups. Each member shows every queue whole, also those it
-// holds no replica of, which it reads from a member that does.
+// holds no replica of, which it reads from a member that does; and a
+// queue whose policy denies receiving is peeked through none of them,
+// the member that reads it checking the policy it holds.
 func TestConsoleShowsEveryQueueThroughEveryMember(t *testing.T) {
 	c := newMemCluster(t, 4, 4, 47)
 	c.logTailsOnFailure(40)
@@ -53,6 +57,23 @@ func TestConsoleShowsEveryQueueThroughEveryMember(t *testing.T) {
 		})
 	}
 	const total = groups * perGroup
+	guarded := c.createQueue("guarded.fifo", map[string]string{"FifoQueue": "true",
+		"Policy": `{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":"*","Action":"sqs:ReceiveMessage","Resource":"*"}]}`})
+	t.Logf("guarded.fifo (%s) is in shard %d", guarded, c.shardOf("guarded.fifo"))
+	for _, nd := range c.nodes {
+		c.retrying("the console's peek of guarded.fifo on "+nd.id, func() error {
+			resp, err := http.Get("http://" + nd.httpAddr + "/console/api/queues/guarded.fifo/messages")
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				b, _ := io.ReadAll(resp.Body)
+				return fmt.Errorf("%s's console peeks guarded.fifo: %s %s, want 403", nd.id, resp.Status, b)
+			}
+			return nil
+		})
+	}
 	for _, nd := range c.nodes {
 		base := "http://" + nd.httpAddr + "/console/api/queues"
 		c.retrying("the console's queues on "+nd.id, func() error {
@@ -69,6 +90,9 @@ func TestConsoleShowsEveryQueueThroughEveryMember(t *testing.T) {
 			}
 			seen := map[string]bool{}
 			for _, q := range list.Queues {
+				if q.Name == "guarded.fifo" {
+					continue
+				}
 				if q.Visible != total-1 || q.NotVisible != 1 || q.Groups != groups {
 					return fmt.Errorf("%s's console lists %s with %d visible, %d in flight, %d groups; want %d, 1 and %d",
 						nd.id, q.Name, q.Visible, q.NotVisible, q.Groups, total-1, groups)
