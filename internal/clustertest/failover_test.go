@@ -389,6 +389,10 @@ func runFailover(t *testing.T, r *run) {
 				t.Logf("log tail of %s:\n%s", nd.id, nd.tail(30))
 			}
 		}
+		if t.Failed() || len(r.problems) > 0 {
+			// The caller reports the history's problems after this.
+			saveNodeLogs(t, c)
+		}
 	}()
 	attrs := map[string]string{"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))}
 	maps.Copy(attrs, r.queueAttrs)
@@ -558,6 +562,16 @@ func checkFailoverHistory(t *testing.T, r *run, w *workload, drainedAt time.Time
 	r.report = historycheck.Check(ops, historycheck.CheckConfig{DedupInterval: 5 * time.Minute, Slack: 20 * time.Millisecond, Timeout: timeout,
 		DrainedAt: drainedAt, VisualizeDir: *flagVisualize})
 	r.problems = r.report.Problems
+	if dir := artifactDir(t); dir != "" && len(r.problems) > 0 {
+		// The history a failed check read, for TestCheckHistoryFile
+		// (-cluster.check-history) to check again where it can be studied.
+		path := filepath.Join(dir, "history.json")
+		if err := writeHistory(path, ops, drainedAt); err != nil {
+			t.Logf("write the history to %s: %v", path, err)
+		} else {
+			t.Logf("the history is in %s", path)
+		}
+	}
 	for _, e := range w.clientErrors {
 		r.problems = append(r.problems, "a request refused as the client's fault, which no SQS client retries: "+e)
 	}
