@@ -74,8 +74,9 @@ func TestConsoleShowsEveryQueueThroughEveryMember(t *testing.T) {
 			return nil
 		})
 	}
-	for _, nd := range c.nodes {
-		base := "http://" + nd.httpAddr + "/console/api/queues"
+	// listsAll checks nd's console's list of queues.
+	listsAll := func(nd *memNode) {
+		t.Helper()
 		c.retrying("the console's queues on "+nd.id, func() error {
 			var list struct {
 				Queues []struct {
@@ -85,7 +86,7 @@ func TestConsoleShowsEveryQueueThroughEveryMember(t *testing.T) {
 					Groups     int    `json:"groups"`
 				} `json:"queues"`
 			}
-			if err := getJSON(base, &list); err != nil {
+			if err := getJSON("http://"+nd.httpAddr+"/console/api/queues", &list); err != nil {
 				return err
 			}
 			seen := map[string]bool{}
@@ -106,6 +107,10 @@ func TestConsoleShowsEveryQueueThroughEveryMember(t *testing.T) {
 			}
 			return nil
 		})
+	}
+	for _, nd := range c.nodes {
+		base := "http://" + nd.httpAddr + "/console/api/queues"
+		listsAll(nd)
 		for _, name := range names {
 			c.retrying("the console's pages of "+name+" on "+nd.id, func() error {
 				var page struct {
@@ -159,6 +164,14 @@ func TestConsoleShowsEveryQueueThroughEveryMember(t *testing.T) {
 				}
 				return nil
 			})
+		}
+	}
+	// With a member down, each shard it held a replica of is read from
+	// another of its replicas.
+	c.crash(c.nodes[1])
+	for _, nd := range c.nodes {
+		if nd != c.nodes[1] {
+			listsAll(nd)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -82,16 +83,20 @@ func (s *Server) readConsole(ctx context.Context, q consoleQuery) (consoleReply,
 	if err != nil {
 		return consoleReply{}, err
 	}
-	replicas := s.shards.Replicas(q.Shard)
+	replicas := slices.Clone(s.shards.Replicas(q.Shard))
+	if v, ok := s.leaders.Load(q.Shard); ok {
+		// Its leader first: a follower's replica may lag it by a
+		// commit timeout or two.
+		if i := slices.IndexFunc(replicas, func(p replog.Peer) bool { return p.ID == v.(string) }); i > 0 {
+			replicas[0], replicas[i] = replicas[i], replicas[0]
+		}
+	}
 	var lastErr error = fmt.Errorf("the map names no replica of shard %d", q.Shard)
-	asked := map[string]bool{}
-	for try := range len(replicas) + 1 {
-		member, addr := s.leaderOf(q.Shard, false, nil, try)
-		if addr == "" || asked[addr] || member == s.cluster.NodeID() {
+	for _, p := range replicas {
+		if p.ID == s.cluster.NodeID() {
 			continue
 		}
-		asked[addr] = true
-		reply, err := s.askConsole(ctx, addr, body)
+		reply, err := s.askConsole(ctx, p.Addr, body)
 		if err == nil {
 			return reply, nil
 		}
