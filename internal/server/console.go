@@ -77,7 +77,7 @@ func (b consoleBackend) Statuses(ctx context.Context, account string, queues []a
 			}
 			reply, err := b.s.readConsole(ctx, consoleQuery{Kind: consoleSummaries, Caller: account, Shard: id, Queues: keys, Now: now})
 			if err != nil {
-				b.s.logger.Warn("the console could not read a shard's queues", "shard", id, "err", err)
+				b.s.logger.Debug("the console could not read a shard's queues", "shard", id, "err", err)
 				return
 			}
 			for k, p := range places {
