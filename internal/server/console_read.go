@@ -19,8 +19,8 @@ import (
 // The web console's reads of queues. The console shows a queue as one of
 // its replicas holds it: this node's, where it holds one; else another
 // member's, asked over the node-to-node port (POST /cluster/console-read),
-// for a cluster whose shards are each on three of its members shows every
-// member's console every queue. The member that holds the replica checks
+// so that in a cluster whose shards are each on three of its members every
+// member's console shows every queue. The member that holds the replica checks
 // the caller's right to the read against the queue's policy as it holds
 // it: a member without the queue has no policy to check.
 
