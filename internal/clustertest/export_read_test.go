@@ -95,21 +95,29 @@ func TestExportReadsEveryPartitionAtOnce(t *testing.T) {
 // and returns its messages' bodies, sorted; the export must end whole.
 func exportBodies(t *testing.T, addr, queueURL string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Generous: a large export under the race detector, on a machine
+	// that runs other tests' clusters too, has taken over half a minute.
+	const wait = 3 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
+	start := time.Now()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+server.ExportPath+"?"+url.Values{"QueueUrl": {queueURL}}.Encode(), nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("export through %s: %v", addr, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		// Cut off: by the server, or by the deadline above.
+		t.Fatalf("reading the export through %s, %v after it was asked for (%d bytes read): %v", addr, time.Since(start).Round(time.Millisecond), len(b), err)
+	}
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("export through %s: %s %s", addr, resp.Status, b)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if lines[len(lines)-1] != `{"ExportComplete":true}` {
-		t.Fatalf("the export through %s did not end whole: %q", addr, lines[len(lines)-1])
+	if last := lines[len(lines)-1]; last != `{"ExportComplete":true}` {
+		t.Fatalf("the export through %s did not end whole, %v after it was asked for: %q", addr, time.Since(start).Round(time.Millisecond), last[:min(len(last), 300)])
 	}
 	var bodies []string
 	for _, l := range lines[:len(lines)-1] {
@@ -120,6 +128,7 @@ func exportBodies(t *testing.T, addr, queueURL string) []string {
 		bodies = append(bodies, m.Body)
 	}
 	slices.Sort(bodies)
+	t.Logf("the export through %s: %d messages, %d bytes, in %v", addr, len(bodies), len(b), time.Since(start).Round(time.Millisecond))
 	return bodies
 }
 
