@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/fifoq/fifoq/internal/server"
+	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // TestExportReadsEveryPartitionAtOnce sends messages to a high-throughput
@@ -173,6 +174,7 @@ func missing(want, got []string) []string {
 // the partition's leader streams the messages to the member asked, which
 // must not hold them to the bound of an SQS answer it relays (64 MiB).
 func TestExportLargerThanAForwardedAnswer(t *testing.T) {
+	testenv.Long(t, "four exports of 70 MB, about three and a half minutes under -race")
 	c := newMemCluster(t, 4, 4, 41)
 	c.logTailsOnFailure(40)
 	c.waitShards(5)
