@@ -274,6 +274,7 @@ func retrying(t *testing.T, what string, fn func() error) {
 // which then move beside each other), and the
 // loss of a shard's leader (SIGKILL) loses nothing acknowledged.
 func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
+	testenv.Long(t, "three real nodes with three shards, about 70 s under -race")
 	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "3"} })
 	waitShards(t, c, 4)
 	ctx := context.Background()
@@ -637,6 +638,7 @@ func drainNumberedRetrying(t *testing.T, nd *node, queueURL string, want int) []
 // right after the other have their replicas moved to the others first,
 // each shard keeping three, while nothing acknowledged is lost.
 func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
+	testenv.Long(t, "five real nodes through membership changes, about 65 s under -race")
 	c := newClusterWith(t, 5, func(i int, nd *node) { nd.args = []string{"--shards", "5"} })
 	five := &cluster{t: t, nodes: c.nodes}
 	waitShards(t, five, 6)
