@@ -175,3 +175,47 @@ func TestConsoleShowsEveryQueueThroughEveryMember(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleShowsWhatWasJustSent sends a message to a queue through each
+// member in turn, in a cluster of three members with three shards (each
+// member holds a replica of every shard, and leads about a third), and
+// reads the queue's page through that member's console at once: it
+// counts every message acknowledged so far, on the shard's followers too.
+// A follower learns that its leader committed an entry with the leader's
+// next message, up to a commit timeout or two later (a shard's is 1 s):
+// a console that read its own follower replica showed a send that had
+// just been acknowledged a second or two late, and one whose replica of
+// the first group did not yet have the new queue's record answered that
+// the queue did not exist.
+func TestConsoleShowsWhatWasJustSent(t *testing.T) {
+	c := newMemCluster(t, 3, 3, 53)
+	c.logTailsOnFailure(40)
+	c.waitShards(4)
+	clients := c.memberClients()
+	ctx := context.Background()
+	url := c.createQueue("fresh.fifo", map[string]string{"FifoQueue": "true"})
+	t.Logf("fresh.fifo is in shard %d", c.shardOf("fresh.fifo"))
+	sent := 0
+	for round := range 2 {
+		for i, nd := range c.nodes {
+			body := fmt.Sprintf("m%d-%d", round, i)
+			c.retrying("SendMessage", func() error {
+				_, err := clients[i].SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body),
+					MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String(body)})
+				return err
+			})
+			sent++
+			var page struct {
+				Queue struct {
+					Visible int `json:"visible"`
+				} `json:"queue"`
+			}
+			if err := getJSON("http://"+nd.httpAddr+"/console/api/queues/fresh.fifo", &page); err != nil {
+				t.Fatalf("%s's console's page of fresh.fifo: %v", nd.id, err)
+			}
+			if page.Queue.Visible != sent {
+				t.Errorf("%s's console shows %d visible messages of fresh.fifo right after %d sends were acknowledged", nd.id, page.Queue.Visible, sent)
+			}
+		}
+	}
+}

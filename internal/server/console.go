@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/console"
@@ -53,6 +54,7 @@ func (b consoleBackend) Do(ctx context.Context, account string, req api.Request)
 // of a shard that no replica of answered are left out of the counts, and
 // a queue whose partition 0 is among them is left out.
 func (b consoleBackend) Statuses(ctx context.Context, account string, queues []api.QueueKey) []console.QueueStatus {
+	b.awaitMapped(ctx, queues)
 	now := b.s.now().UnixNano()
 	// place is a partition read: the queue's index in queues, and the
 	// partition's in the queue's partitions.
@@ -113,6 +115,46 @@ func (b consoleBackend) Statuses(ctx context.Context, account string, queues []a
 	return out
 }
 
+// mapWait bounds how long the console waits for this node's map to name
+// the shard of a queue it was handed.
+const mapWait = time.Second
+
+// awaitMapped waits, up to mapWait in all, until this node's map names
+// the shard of each of queues, or its replica of the first group holds
+// the queue (one created before the cluster had shards lives there,
+// without a record). The console is handed names that a routed request
+// has just found (ListQueues, GetQueueAttributes), and a follower of the
+// first group learns that a new queue's record committed up to a commit
+// timeout after its creation was acknowledged: read before that, the
+// queue seems not to exist, or not to be split. A name never mapped, a
+// queue deleted meanwhile, costs the wait once.
+func (b consoleBackend) awaitMapped(ctx context.Context, queues []api.QueueKey) {
+	if !b.s.sharded() || b.s.first.leads() {
+		return // the leader applied every record it acknowledged
+	}
+	deadline := time.Now().Add(mapWait)
+	for _, q := range queues {
+		for !b.mapped(q) && time.Now().Before(deadline) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// mapped reports whether this node's map names queue q's shard, or its
+// replica of the first group holds q.
+func (b consoleBackend) mapped(q api.QueueKey) bool {
+	if b.s.shards.Of(q) != 0 {
+		return true
+	}
+	held := false
+	b.s.first.log.Read(func(e *engine.Engine) { _, held = e.QueuePolicy(q) })
+	return held
+}
+
 // shardOf returns the shard that holds queue or partition key by this
 // node's map: 0, the first group, on a server without shards.
 func (b consoleBackend) shardOf(key api.QueueKey) uint32 {
@@ -147,6 +189,7 @@ func (b consoleBackend) consoleParts(q api.QueueKey, group *string) (keys []api.
 // partitions as within one, since sequence numbers are unique in the
 // queue.
 func (b consoleBackend) Groups(ctx context.Context, account string, q api.QueueKey, opts engine.GroupsOptions) (page engine.GroupsPage, err error) {
+	b.awaitMapped(ctx, []api.QueueKey{q})
 	now := b.s.now().UnixNano()
 	keys, split := b.consoleParts(q, opts.Group)
 	found, more := false, false
@@ -186,6 +229,7 @@ func (b consoleBackend) Groups(ctx context.Context, account string, q api.QueueK
 // A split queue's first messages are merged from its partitions' in
 // sequence order.
 func (b consoleBackend) Peek(ctx context.Context, account string, q api.QueueKey, opts engine.PeekOptions) (msgs []engine.PeekedMessage, err error) {
+	b.awaitMapped(ctx, []api.QueueKey{q})
 	now := b.s.now().UnixNano()
 	found := false
 	keys, split := b.consoleParts(q, opts.Group)

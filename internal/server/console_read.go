@@ -16,11 +16,13 @@ import (
 	"github.com/fifoq/fifoq/internal/replog"
 )
 
-// The web console's reads of queues. The console shows a queue as one of
-// its replicas holds it: this node's, where it holds one; else another
-// member's, asked over the node-to-node port (POST /cluster/console-read),
-// so that in a cluster whose shards are each on three of its members every
-// member's console shows every queue. The member that holds the replica checks
+// The web console's reads of queues. The console shows a queue as its
+// shard's leader holds it: this node's replica where it leads the shard;
+// else the leader's, asked over the node-to-node port (POST
+// /cluster/console-read), so that every member's console shows every
+// queue as clients were last answered, in a cluster whose shards are each
+// on three of its members too. Where the leader does not answer, another
+// replica does, this node's first. The member that holds the replica checks
 // the caller's right to the read against the queue's policy as it holds
 // it: a member without the queue has no policy to check.
 
@@ -68,31 +70,42 @@ type consoleReply struct {
 	Error *api.Error `json:"error,omitempty"`
 }
 
-// readConsole carries q out on a replica of shard q.Shard: this node's if
-// it holds one, else the first other member's that answers, its leader's
-// first.
+// readConsole carries q out on a replica of shard q.Shard: this node's
+// if it leads the shard; else its leader's, then, if that does not
+// answer, this node's replica, or without one every other replica's in
+// turn. A follower learns that its leader committed an entry only with
+// the leader's next message, up to a commit timeout or two later, so its
+// replica may lack what a client was just told succeeded.
 func (s *Server) readConsole(ctx context.Context, q consoleQuery) (consoleReply, error) {
+	if !s.sharded() {
+		return s.answerConsole(s.first.log, q), nil
+	}
 	g, held := s.groupByID(q.Shard)
-	if held || !s.sharded() {
-		if !held {
-			g = s.first
-		}
+	if held && g.leads() {
 		return s.answerConsole(g.log, q), nil
 	}
 	body, err := json.Marshal(q)
 	if err != nil {
 		return consoleReply{}, err
 	}
-	replicas := slices.Clone(s.shards.Replicas(q.Shard))
-	if v, ok := s.leaders.Load(q.Shard); ok {
-		// Its leader first: a follower's replica may lag it by a
-		// commit timeout or two.
-		if i := slices.IndexFunc(replicas, func(p replog.Peer) bool { return p.ID == v.(string) }); i > 0 {
-			replicas[0], replicas[i] = replicas[i], replicas[0]
-		}
+	// The members asked, in turn: the leader, as this node knows it;
+	// then, without a replica here, every other replica.
+	leader := ""
+	if held {
+		leader, _ = g.raft.Leader()
+	} else if v, ok := s.leaders.Load(q.Shard); ok {
+		leader = v.(string)
+	}
+	var ask []replog.Peer
+	replicas := s.shards.Replicas(q.Shard)
+	if i := slices.IndexFunc(replicas, func(p replog.Peer) bool { return p.ID == leader }); i >= 0 {
+		ask = append(ask, replicas[i])
+	}
+	if !held {
+		ask = append(ask, slices.DeleteFunc(slices.Clone(replicas), func(p replog.Peer) bool { return p.ID == leader })...)
 	}
 	var lastErr error = fmt.Errorf("the map names no replica of shard %d", q.Shard)
-	for _, p := range replicas {
+	for _, p := range ask {
 		if p.ID == s.cluster.NodeID() {
 			continue
 		}
@@ -104,6 +117,9 @@ func (s *Server) readConsole(ctx context.Context, q consoleQuery) (consoleReply,
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	if held {
+		return s.answerConsole(g.log, q), nil
 	}
 	return consoleReply{}, api.ErrServiceUnavailable("No replica of shard %d answered the console: %v", q.Shard, lastErr)
 }
@@ -117,6 +133,12 @@ func (s *Server) askConsole(ctx context.Context, raftAddr string, body []byte) (
 		return consoleReply{}, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		// No replica there, or no trust in this node: another replica
+		// may answer.
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		return consoleReply{}, fmt.Errorf("the member at %s answered %s: %s", raftAddr, resp.Status, bytes.TrimSpace(b))
+	}
 	var reply consoleReply
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&reply); err != nil {
 		return consoleReply{}, err
