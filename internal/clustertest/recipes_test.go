@@ -150,6 +150,7 @@ func (ns *recipeNS) waitForCluster(flags string) {
 // machine, then fifoq bench through a node that need not lead, which
 // verifies every message came back once and in order.
 func TestDocsOneMachineCluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a cluster of real processes")
 	}
@@ -170,6 +171,7 @@ func TestDocsOneMachineCluster(t *testing.T) {
 // (--ca-bundle). A queue created through one node must then be listed
 // through another, over HTTPS.
 func TestDocsCertificatesAndTLSCluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a cluster of real processes")
 	}
@@ -205,7 +207,7 @@ func TestDocsCertificatesAndTLSCluster(t *testing.T) {
 	listed := ns.run("AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1 " +
 		"aws --endpoint-url https://127.0.0.1:9326 --ca-bundle ca.pem sqs list-queues")
 	if !strings.Contains(listed, "https://127.0.0.1:9326/000000000000/q") {
-		t.Fatalf("list-queues through n3 does not show the queue made through n2:\n%s", listed)
+		t.Fatalf("list-queues through n3 does not show the queue made through n2:\n%s\n--- logs:\n%s", listed, ns.logs())
 	}
 	// Without the CA, a client refuses the nodes' certificates.
 	cmd := exec.Command("ip", "netns", "exec", ns.name, filepath.Join(binDir, "fifoq"), "cluster", "status", "--endpoint", "https://127.0.0.1:9324")
