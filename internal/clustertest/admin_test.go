@@ -20,6 +20,7 @@ import (
 // admin key and another key of the same account: only the admin key
 // changes the membership, or moves a queue (fifoq cluster move).
 func TestMembershipNeedsAdminKey(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
@@ -110,6 +111,7 @@ func TestMembershipNeedsAdminKey(t *testing.T) {
 // them and take writes, and the removed node's incarnation record is gone
 // (so that it can be added again later with a new data dir).
 func TestRemoveTheLeader(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
@@ -171,6 +173,7 @@ func TestRemoveTheLeader(t *testing.T) {
 // cluster still declares its config file's queues, in the first group, as
 // it did before requests were routed.
 func TestRoutedRequestNeedsMutualTLSWithCredentials(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}

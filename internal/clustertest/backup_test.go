@@ -28,6 +28,7 @@ import (
 // of one: it holds every message the cluster acknowledged before the
 // backup began, in order.
 func TestBackupThroughFollower(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
@@ -114,6 +115,7 @@ func runVia(t *testing.T, via *node, args ...string) string {
 // of every shard with every message in order, and a node that joins it is
 // given the shards' replicas.
 func TestBackupAndExportOfShards(t *testing.T) {
+	t.Parallel()
 	c := newClusterWith(t, 4, func(_ int, nd *node) { nd.args = []string{"--shards", "4"} })
 	waitShards(t, c, 5)
 	ctx := context.Background()
@@ -276,6 +278,7 @@ func waitShardsApplied(t *testing.T, c *cluster) {
 // that met either failed, and one that met it after its first part was
 // out was cut short ("backup damaged").
 func TestBackupWhileShardsForm(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, nil, nil)
 	via := c.nodes[1]
 	for deadline := time.Now().Add(30 * time.Second); !via.answers(); time.Sleep(20 * time.Millisecond) {
@@ -324,6 +327,7 @@ func TestBackupWhileShardsForm(t *testing.T) {
 // dead-lettered messages. The backup is paused by reading it slowly: the
 // first shard's part is made larger than what the sockets buffer.
 func TestBackupKeepsWhatLeavesAGroup(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}

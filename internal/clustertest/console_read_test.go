@@ -22,6 +22,7 @@ import (
 // queue whose policy denies receiving is peeked through none of them,
 // the member that reads it checking the policy it holds.
 func TestConsoleShowsEveryQueueThroughEveryMember(t *testing.T) {
+	t.Parallel()
 	c := newMemCluster(t, 4, 4, 47)
 	c.logTailsOnFailure(40)
 	c.waitShards(5)
@@ -188,6 +189,7 @@ func TestConsoleShowsEveryQueueThroughEveryMember(t *testing.T) {
 // the first group did not yet have the new queue's record answered that
 // the queue did not exist.
 func TestConsoleShowsWhatWasJustSent(t *testing.T) {
+	t.Parallel()
 	c := newMemCluster(t, 3, 3, 53)
 	c.logTailsOnFailure(40)
 	c.waitShards(4)

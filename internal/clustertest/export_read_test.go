@@ -32,6 +32,7 @@ import (
 // last entries committed only with its leader's next append, so a read of
 // its own replica would miss the last sends for a second or two.
 func TestExportReadsEveryPartitionAtOnce(t *testing.T) {
+	t.Parallel()
 	c := splitAndPlainCluster(t)
 	htURL, plainURL := c.splitAndPlain("export")
 	clients := c.memberClients()

@@ -594,6 +594,7 @@ func indexOf(c *cluster, nd *node) int {
 // TestFailover is the cluster's failover test: leader kills, a follower
 // kill and a frozen node under load, and the history checked.
 func TestFailover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the failover test runs real processes; skipped in -short mode")
 	}
@@ -623,6 +624,7 @@ func runFailoverTest(t *testing.T, shards int) {
 // request is routed to, or forwarded to, that shard's leader, which is
 // the one the test kills and freezes.
 func TestFailoverWithShards(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the failover test runs real processes; skipped in -short mode")
 	}

@@ -27,6 +27,7 @@ import (
 // it exits non-zero saying to remove it and add it anew, and the other two
 // go on.
 func TestWipedMemberRestartedIsFenced(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}

@@ -19,6 +19,7 @@ import (
 // joining node trusts its --raft-tls-ca too, and joins with no
 // SSL_CERT_FILE or AWS_CA_BUNDLE set.
 func TestJoinOverHTTPSWithTheClusterCA(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}

@@ -22,6 +22,7 @@ import (
 // queue to a shard of no load, and then leaves the shards be; every
 // message sent is received, in order, across the move.
 func TestBusyQueuesPartedByLoad(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}

@@ -28,6 +28,7 @@ import (
 // then received, once. (Refusals of other kinds are allowed: the
 // producers send again, as an SDK's retries would.)
 func TestSendsWaitOutMovingPartitions(t *testing.T) {
+	t.Parallel()
 	c, url, q := handSplitQueue(t, 44, "moving.fifo")
 	clients := c.memberClients()
 
@@ -144,6 +145,7 @@ func TestSendsWaitOutMovingPartitions(t *testing.T) {
 // retryable refusal of a change while a split is under way is allowed,
 // as a client retries it.)
 func TestQueueWideRequestsWaitOutMovingPartitions(t *testing.T) {
+	t.Parallel()
 	c, url, q := handSplitQueue(t, 45, "wide.fifo")
 	clients := c.memberClients()
 

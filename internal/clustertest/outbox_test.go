@@ -26,6 +26,7 @@ import (
 //   - a message move task on the dead-letter queue returns every message
 //     to the queue, across the shards again.
 func TestDeadLetterQueueInAnotherShard(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}

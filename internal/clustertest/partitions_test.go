@@ -91,6 +91,7 @@ func (c *memCluster) splitHTQueue(name string, before func(url string)) (url str
 // the member it arrived at is, so that every send and delete succeeds and
 // each partition holds exactly its groups' messages.
 func TestSplitQueueRoutesByGroup(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}
@@ -245,6 +246,7 @@ func TestSplitQueueRoutesByGroup(t *testing.T) {
 // retry of its ReceiveRequestAttemptId, and a long poll is woken by a
 // message sent to any partition.
 func TestSplitQueueReceivesFromEveryPartition(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}
@@ -419,6 +421,7 @@ func firstGroupIn(low bool) string {
 // every partition, PurgeQueue empties them all (and is refused as in
 // progress right after), and DeleteQueue deletes them all.
 func TestSplitQueueWideActions(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}

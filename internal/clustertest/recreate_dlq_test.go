@@ -24,6 +24,7 @@ import (
 // dead-letter queue. Its message is then dead-lettered there. A
 // dead-letter queue that does not exist is still refused with SQS's 400.
 func TestRecreatedQueueJoinsItsDeadLetterQueue(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}

@@ -20,6 +20,7 @@ import (
 // through every member and gives them back in order, once each: nothing
 // of the deleted queue's partitions is left to route a request to.
 func TestSplitQueueDeletedAndCreatedAgain(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}

@@ -27,6 +27,7 @@ import (
 // one of them to lead, and starts the third, named in the same --peers,
 // with --region eu-west-1.
 func TestPeerOfAnotherRegionStops(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
@@ -67,6 +68,7 @@ func TestPeerOfAnotherRegionStops(t *testing.T) {
 // --join to a member of us-east-1 that holds a queue: the member refuses
 // it before adding it, and the joiner exits saying which region to use.
 func TestJoinerOfAnotherRegionIsRefused(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}

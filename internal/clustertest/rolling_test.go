@@ -28,6 +28,7 @@ import (
 // sends, for docs/benchmarks.md: a stopping leader hands its leadership
 // over, so the gap is not an election timeout.
 func TestRollingRestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real processes; skipped in -short mode")
 	}

@@ -819,6 +819,7 @@ func TestShardLeadershipNotHandedToSkewedClock(t *testing.T) {
 // request to a frozen leader does on a node that holds a replica), not
 // wait on the frozen one for as long as its client waits.
 func TestFrozenShardLeaderSeenFromANodeWithoutReplica(t *testing.T) {
+	t.Parallel()
 	c := newClusterWith(t, 5, func(_ int, nd *node) { nd.args = []string{"--shards", "5"} })
 	waitShards(t, c, 6)
 	url := createNumberedQueues(t, c, 1)[0]
@@ -868,6 +869,7 @@ func TestFrozenShardLeaderSeenFromANodeWithoutReplica(t *testing.T) {
 // group, whose writes every node carries; and they work through every
 // node.
 func TestConfigQueuesPlacedInShards(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "fifoq.yaml")
 	yaml := "queues:\n  - name: orders-dlq.fifo\n    attributes:\n      FifoQueue: true\n" +
 		"  - name: orders.fifo\n    attributes:\n      FifoQueue: true\n      ContentBasedDeduplication: true\n" +
@@ -965,6 +967,7 @@ func TestShardsAutoFollowTheNodes(t *testing.T) {
 // routed to, not from the group this node's map would have it in (where
 // the queue does not exist).
 func TestNewQueueServedThroughEveryNodeAtOnce(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, nil, nil)
 	waitShards(t, c, 4)
 	ctx := context.Background()

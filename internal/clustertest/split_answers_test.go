@@ -160,6 +160,7 @@ func compareTranscripts(t *testing.T, split, plain []string) {
 // one cluster. A machine without python3 and boto3, or the AWS CLI, skips
 // their parts, and fails them in CI (testenv.ClientMissing).
 func TestSplitQueueAnswersAsPlain(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}

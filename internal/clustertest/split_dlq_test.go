@@ -27,6 +27,7 @@ import (
 // map and stays so, each source's message is dead-lettered into it, and
 // ListDeadLetterSourceQueues names both sources.
 func TestSplitQueueNamedAsDeadLetterQueue(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}

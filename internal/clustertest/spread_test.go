@@ -88,6 +88,7 @@ func (c *memCluster) drainGroups(clients []*sqs.Client, url string, got map[stri
 // the queue is gathered back into one partition, with the messages it
 // held. A plain FIFO queue beside it stays whole.
 func TestHighThroughputQueueSpreadsAndGathers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}
@@ -204,6 +205,7 @@ func TestHighThroughputQueueSpreadsAndGathers(t *testing.T) {
 // partition's, not partition 0's, and the move must end with the
 // partition's messages in its new shard.
 func TestPartitionMovesFromAShardTheLeaderDoesNotHold(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("four in-process members; skipped in -short mode")
 	}
@@ -284,6 +286,7 @@ func TestPartitionMovesFromAShardTheLeaderDoesNotHold(t *testing.T) {
 // group's order. Twice: back to the messages' source (no DestinationArn),
 // then to the queue named as the destination.
 func TestHighThroughputQueueDeadLettersAndRedrivesBack(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three in-process members; skipped in -short mode")
 	}
