@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -219,5 +220,66 @@ func TestConsoleShowsWhatWasJustSent(t *testing.T) {
 				t.Errorf("%s's console shows %d visible messages of fresh.fifo right after %d sends were acknowledged", nd.id, page.Queue.Visible, sent)
 			}
 		}
+	}
+}
+
+// TestConsoleShowsASendAfterItsShardLeaderFailed sends a message through
+// the member that leads its queue's shard, crashes that member as soon as
+// the send is answered, and reads the queue's page through each other
+// member's console at once. The send is on a majority of the shard's
+// replicas, so the shard's next leader holds it; a follower that has not
+// yet learnt that it committed (it learns it with its leader's next
+// append, which never came) does not, and must not be the one that
+// answers while the shard elects.
+func TestConsoleShowsASendAfterItsShardLeaderFailed(t *testing.T) {
+	t.Parallel()
+	c := newMemCluster(t, 3, 3, 73)
+	c.logTailsOnFailure(40)
+	ctx := context.Background()
+	for round := range 3 {
+		c.waitShards(4)
+		name := fmt.Sprintf("last-%d.fifo", round)
+		url := c.createQueue(name, map[string]string{"FifoQueue": "true"})
+		var victim *memNode
+		c.retrying("the leader of "+name+"'s shard", func() error {
+			if victim = c.leaderOf(uint32(c.shardOf(name))); victim == nil {
+				return fmt.Errorf("no leader")
+			}
+			return nil
+		})
+		c.retrying("SendMessage through "+victim.id, func() error {
+			_, err := newClient(victim.httpAddr, 10*time.Second).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url),
+				MessageBody: aws.String("last"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("last")})
+			return err
+		})
+		c.crash(victim)
+		// The groups page first: it reads the shard's replicas and
+		// nothing else, where the queue's page first asks the leader for
+		// the queue's attributes, and so waits out the election.
+		for _, nd := range c.running() {
+			var groups struct {
+				Total int `json:"total"`
+			}
+			if err := getJSON("http://"+nd.httpAddr+"/console/api/queues/"+name+"/groups", &groups); err != nil {
+				t.Fatalf("round %d: %s's console's groups of %s: %v", round, nd.id, name, err)
+			}
+			if groups.Total != 1 {
+				t.Errorf("round %d: %s's console shows %d message groups of %s right after %s, which took the send, failed; want 1", round, nd.id, groups.Total, name, victim.id)
+			}
+		}
+		for _, nd := range c.running() {
+			var page struct {
+				Queue struct {
+					Visible int `json:"visible"`
+				} `json:"queue"`
+			}
+			if err := getJSON("http://"+nd.httpAddr+"/console/api/queues/"+name, &page); err != nil {
+				t.Fatalf("round %d: %s's console's page of %s: %v", round, nd.id, name, err)
+			}
+			if page.Queue.Visible != 1 {
+				t.Errorf("round %d: %s's console shows %d visible messages of %s right after %s, which took the send, failed; want 1", round, nd.id, page.Queue.Visible, name, victim.id)
+			}
+		}
+		c.start(victim)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
@@ -53,6 +52,9 @@ type consoleQuery struct {
 	Now    int64                 `json:"now"`
 	Groups *engine.GroupsOptions `json:"groups,omitempty"`
 	Peek   *engine.PeekOptions   `json:"peek,omitempty"`
+	// Relayed marks a read that a follower passed on to its shard's
+	// leader: it is answered where it arrives, never passed on again.
+	Relayed bool `json:"relayed,omitempty"`
 }
 
 // consoleReply answers a consoleQuery.
@@ -70,43 +72,39 @@ type consoleReply struct {
 	Error *api.Error `json:"error,omitempty"`
 }
 
-// readConsole carries q out on a replica of shard q.Shard: this node's
-// if it leads the shard; else its leader's, then, if that does not
-// answer, this node's replica, or without one every other replica's in
-// turn. A follower learns that its leader committed an entry only with
-// the leader's next message, up to a commit timeout or two later, so its
-// replica may lack what a client was just told succeeded.
+// readConsole carries q out on a replica of shard q.Shard: its leader's
+// (readAtLeader, which says why; this node's own replica where it leads),
+// waited for up to consoleReadWait while the shard elects one; then, if no
+// leader answered, this node's replica, or without one every other
+// replica's in turn.
 func (s *Server) readConsole(ctx context.Context, q consoleQuery) (consoleReply, error) {
 	if !s.sharded() {
 		return s.answerConsole(s.first.log, q), nil
-	}
-	g, held := s.groupByID(q.Shard)
-	if held && g.leads() {
-		return s.answerConsole(g.log, q), nil
 	}
 	body, err := json.Marshal(q)
 	if err != nil {
 		return consoleReply{}, err
 	}
-	// The members asked, in turn: the leader, as this node knows it;
-	// then, without a replica here, every other replica.
-	leader := ""
-	if held {
-		leader, _ = g.raft.Leader()
-	} else if v, ok := s.leaders.Load(q.Shard); ok {
-		leader = v.(string)
+	var reply consoleReply
+	_, done, asked := s.readAtLeader(ctx, q.Shard, consoleReadWait, func(ctx context.Context, addr string) (err error) {
+		reply, err = s.askConsole(ctx, addr, body)
+		return err
+	})
+	if done {
+		return reply, nil
 	}
-	var ask []replog.Peer
-	replicas := s.shards.Replicas(q.Shard)
-	if i := slices.IndexFunc(replicas, func(p replog.Peer) bool { return p.ID == leader }); i >= 0 {
-		ask = append(ask, replicas[i])
+	if g, held := s.groupByID(q.Shard); held {
+		return s.answerConsole(g.log, q), nil
 	}
-	if !held {
-		ask = append(ask, slices.DeleteFunc(slices.Clone(replicas), func(p replog.Peer) bool { return p.ID == leader })...)
+	if err := ctx.Err(); err != nil {
+		return consoleReply{}, api.ErrServiceUnavailable("The request ended while shard %d's leader was asked for the console's read; retry.", q.Shard)
 	}
 	var lastErr error = fmt.Errorf("the map names no replica of shard %d", q.Shard)
-	for _, p := range ask {
-		if p.ID == s.cluster.NodeID() {
+	if asked != "" {
+		lastErr = fmt.Errorf("its leader, as this node knows it, did not answer")
+	}
+	for _, p := range s.shards.Replicas(q.Shard) {
+		if p.ID == s.cluster.NodeID() || p.Addr == asked {
 			continue
 		}
 		reply, err := s.askConsole(ctx, p.Addr, body)
@@ -117,9 +115,6 @@ func (s *Server) readConsole(ctx context.Context, q consoleQuery) (consoleReply,
 		if ctx.Err() != nil {
 			break
 		}
-	}
-	if held {
-		return s.answerConsole(g.log, q), nil
 	}
 	return consoleReply{}, api.ErrServiceUnavailable("No replica of shard %d answered the console: %v", q.Shard, lastErr)
 }
@@ -161,6 +156,25 @@ func (s *Server) serveConsoleRead(w http.ResponseWriter, r *http.Request) {
 		// a read back and forth.
 		writeJSONError(w, http.StatusNotFound, fmt.Sprintf("this node holds no replica of shard %d", q.Shard))
 		return
+	}
+	if !q.Relayed && !g.leads() {
+		// The asking member took this follower for the shard's leader
+		// (it holds no replica of the shard to know better), and this
+		// replica may lack what the leader answered: the read goes on to
+		// the leader, once, for up to half of what the asking member
+		// waits for this one.
+		q.Relayed = true
+		body, err := json.Marshal(q)
+		if err == nil {
+			var reply consoleReply
+			if _, done, _ := s.readAtLeader(r.Context(), q.Shard, consoleReadWait/2, func(ctx context.Context, addr string) (err error) {
+				reply, err = s.askConsole(ctx, addr, body)
+				return err
+			}); done {
+				writeJSON(w, http.StatusOK, reply)
+				return
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, s.answerConsole(g.log, q))
 }

@@ -152,6 +152,11 @@ func (s *Server) doAt(ctx context.Context, held bool, g *group, member, raftAddr
 	switch {
 	case errors.As(err, &refused):
 		return nil, api.ErrServiceUnavailable("The member asked to carry the request out refused it: %v", refused)
+	case dialFailed(err):
+		// The leader this node knew is down and nothing reached it: the
+		// caller waits for the next one, as a forwarded request does.
+		s.leaders.CompareAndDelete(id, member)
+		return nil, &misdirectedError{group: id}
 	case err != nil:
 		return nil, api.ErrServiceUnavailable("The leader of the queue's shard could not be reached (%v); the request may or may not have been carried out: retry.", err)
 	case undecoded != nil:

@@ -247,8 +247,7 @@ func (s *Server) sendForward(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	resp, answer, err := doForwarded(ctx, s.fwd.client, out)
 	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
+		if dialFailed(err) {
 			// Nothing was sent: the request can go to the next leader.
 			return errNotSent
 		}
@@ -352,6 +351,14 @@ const maxForwardConns = 512
 
 // errNotSent is a forward that failed before anything reached the leader.
 var errNotSent = errors.New("the leader could not be reached")
+
+// dialFailed reports whether err is a request's failure to connect: a
+// member that is down or gone refused it before any of it was sent, so it
+// may go to the next leader without having been carried out twice.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
 
 // hopHeader reports the headers that belong to one connection and are not
 // passed on (RFC 9110, 7.6.1).

@@ -585,42 +585,25 @@ func (s *Server) listQueuesOfAllGroups(ctx context.Context, cmd *engine.Command,
 }
 
 // listOfShard answers shard id's page of a ListQueues at the shard's
-// leader: this node's replica where it leads the shard, else the leader's
-// (for a shard this node holds no replica of, the leader it last learnt
-// of, else one of its replicas: leaderOf, which passes the list on to its
-// leader if it follows: listAtLeader). A follower's replica would do for
-// an answer as eventually consistent as SQS's, but it learns that the
-// creation of a queue committed only with its leader's next append, up to
-// two of a shard's CommitTimeout later, or, where that leader has just
-// failed, once the next one is elected: a queue whose creation was
-// answered would be missing from the list for seconds. So a shard that
-// has no leader, or whose leader does not answer, is asked again as
-// Raft elects the next, for up to listLeaderWait; only then is the list
-// this node's replica's or, without one, any replica's that answers.
+// leader (readAtLeader, which says why): this node's replica where it
+// leads the shard, else the leader's, asked with POST /cluster/list; for
+// a shard this node holds no replica of, the leader it last learnt of,
+// else one of its replicas, which passes the list on to its leader if it
+// follows (listAtLeader). Where no leader answers within listLeaderWait,
+// the list is this node's replica's or, without one, any replica's that
+// answers.
 func (s *Server) listOfShard(ctx context.Context, id uint32, cmd *engine.Command, lr listRequest) (*api.ListQueuesResult, error) {
 	b, _ := json.Marshal(lr)
-	deadline := time.Now().Add(listLeaderWait)
-	var asked string
-	for try := 0; ; try++ {
-		g, held := s.groupByID(id)
-		if held && g.leads() {
-			return s.listLocal(ctx, g, cmd)
-		}
-		if _, addr := s.leaderOf(id, held, g, try); addr != "" {
-			asked = addr
-			ask, cancel := context.WithDeadline(ctx, deadline)
-			res, err := s.askListOf(ask, addr, b)
-			cancel()
-			if err == nil {
-				return res, nil
-			}
-		}
-		if !sleepUntil(ctx, deadline, listRetryGap) {
-			break
-		}
+	var res *api.ListQueuesResult
+	_, done, asked := s.readAtLeader(ctx, id, listLeaderWait, func(ctx context.Context, addr string) (err error) {
+		res, err = s.askListOf(ctx, addr, b)
+		return err
+	})
+	if done {
+		return res, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, api.ErrServiceUnavailable("The request ended while shard %d's leader was found; retry.", id)
+		return nil, api.ErrServiceUnavailable("The request ended while shard %d's leader was asked for its queues; retry.", id)
 	}
 	if g, held := s.groupByID(id); held {
 		return s.listLocal(ctx, g, cmd)
@@ -630,28 +613,8 @@ func (s *Server) listOfShard(ctx context.Context, id uint32, cmd *engine.Command
 
 // listLeaderWait bounds how long a ListQueues waits for a shard's leader
 // before it reads a replica instead: a leader that has just failed is
-// replaced within a second or two (a 300 ms heartbeat timeout, then an
-// election), and the list should not wait longer than that.
+// replaced within a second or two, and the list should not wait longer.
 const listLeaderWait = 3 * time.Second
-
-// listRetryGap is how long a ListQueues waits before it asks a shard
-// without a leader, or whose leader did not answer, again.
-const listRetryGap = 100 * time.Millisecond
-
-// sleepUntil waits gap, or until deadline or the end of ctx if sooner,
-// and reports whether there is time left after it.
-func sleepUntil(ctx context.Context, deadline time.Time, gap time.Duration) bool {
-	wait := min(gap, time.Until(deadline))
-	if wait <= 0 {
-		return false
-	}
-	select {
-	case <-time.After(wait):
-		return time.Now().Before(deadline)
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // listLocal answers a ListQueues command from group g's replica here,
 // once it has applied what it knows committed.
@@ -759,35 +722,23 @@ func (s *Server) serveClusterList(w http.ResponseWriter, r *http.Request) {
 }
 
 // listAtLeader passes a member's list of shard g, which this node follows,
-// on to the shard's leader, once: the member that asked holds no replica
-// of the shard and took this node for its leader (listOfShard), and this
-// follower's replica may not yet have applied a queue's creation that its
-// leader answered (listOfShard says why). A shard without a leader, or
-// whose leader does not answer, is asked again as it elects the next, for
-// up to half of listLeaderWait (the member that asked waits
-// listLeaderWait for this one). ok is false if this node leads, or no
-// leader answered in that time: the list is then this replica's.
+// on to the shard's leader, once (readAtLeader, for up to half of
+// listLeaderWait, which the member that asked waits for this one): the
+// member that asked holds no replica of the shard and took this node for
+// its leader (listOfShard), and this follower's replica may not yet have
+// applied a queue's creation that its leader answered. ok is false if
+// this node leads, or no leader answered in that time: the list is then
+// this replica's.
 func (s *Server) listAtLeader(ctx context.Context, g *group, lr listRequest) (*api.ListQueuesResult, bool) {
 	if lr.Relayed || g.raft == nil {
 		return nil, false
 	}
 	lr.Relayed = true
 	b, _ := json.Marshal(lr)
-	deadline := time.Now().Add(listLeaderWait / 2)
-	for {
-		if g.leads() {
-			return nil, false
-		}
-		if member, addr := g.raft.Leader(); addr != "" && member != s.cluster.NodeID() {
-			ask, cancel := context.WithDeadline(ctx, deadline)
-			res, err := s.askListOf(ask, addr, b)
-			cancel()
-			if err == nil {
-				return res, true
-			}
-		}
-		if !sleepUntil(ctx, deadline, listRetryGap) {
-			return nil, false
-		}
-	}
+	var res *api.ListQueuesResult
+	_, done, _ := s.readAtLeader(ctx, g.id, listLeaderWait/2, func(ctx context.Context, addr string) (err error) {
+		res, err = s.askListOf(ctx, addr, b)
+		return err
+	})
+	return res, done
 }
