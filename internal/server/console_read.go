@@ -20,8 +20,9 @@ import (
 // else the leader's, asked over the node-to-node port (POST
 // /cluster/console-read), so that every member's console shows every
 // queue as clients were last answered, in a cluster whose shards are each
-// on three of its members too. Where the leader does not answer, another
-// replica does, this node's first. The member that holds the replica checks
+// on three of its members too. A shard without a leader is asked again as
+// it elects one (readAtLeader); where none answers, another replica does,
+// this node's first. The member that holds the replica checks
 // the caller's right to the read against the queue's policy as it holds
 // it: a member without the queue has no policy to check.
 
