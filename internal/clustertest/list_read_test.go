@@ -24,28 +24,7 @@ func TestListQueuesAtOnceThroughEveryMember(t *testing.T) {
 	c := newMemCluster(t, 4, 4, 43)
 	c.logTailsOnFailure(40)
 	c.waitShards(5)
-	clients := c.memberClients()
-	ctx := context.Background()
-	for i := range 12 {
-		name := fmt.Sprintf("listed-%02d", i)
-		c.retrying("CreateQueue "+name, func() error {
-			_, err := clients[i%len(clients)].CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
-			return err
-		})
-		for j, cl := range clients {
-			var urls []string
-			c.retrying("ListQueues", func() error {
-				out, err := cl.ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String(name)})
-				if err == nil {
-					urls = out.QueueUrls
-				}
-				return err
-			})
-			if !slices.ContainsFunc(urls, func(u string) bool { return strings.HasSuffix(u, "/"+name) }) {
-				t.Errorf("ListQueues through %s right after %s was created through %s: %v, want it", c.nodes[j].id, name, c.nodes[i%len(clients)].id, urls)
-			}
-		}
-	}
+	createAndListEverywhere(t, c, "listed-%02d", 12)
 }
 
 // TestListQueuesAtOnceWhileShardsForm is TestListQueuesAtOnceThroughEveryMember
@@ -60,10 +39,18 @@ func TestListQueuesAtOnceWhileShardsForm(t *testing.T) {
 	t.Parallel()
 	c := newMemCluster(t, 3, 3, 61)
 	c.logTailsOnFailure(40)
+	createAndListEverywhere(t, c, "early-%02d", 9)
+}
+
+// createAndListEverywhere creates n queues, named by format and a count,
+// through each member of c in turn, and lists each through every member
+// as soon as its creation is answered, wanting it there.
+func createAndListEverywhere(t *testing.T, c *memCluster, format string, n int) {
+	t.Helper()
 	clients := c.memberClients()
 	ctx := context.Background()
-	for i := range 9 {
-		name := fmt.Sprintf("early-%02d", i)
+	for i := range n {
+		name := fmt.Sprintf(format, i)
 		c.retrying("CreateQueue "+name, func() error {
 			_, err := clients[i%len(clients)].CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
 			return err
