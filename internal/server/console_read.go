@@ -87,7 +87,7 @@ func (s *Server) readConsole(ctx context.Context, q consoleQuery) (consoleReply,
 		return consoleReply{}, err
 	}
 	var reply consoleReply
-	_, done, asked := s.readAtLeader(ctx, q.Shard, consoleReadWait, func(ctx context.Context, addr string) (err error) {
+	done, asked := s.readAtLeader(ctx, q.Shard, consoleReadWait, func(ctx context.Context, addr string) (err error) {
 		reply, err = s.askConsole(ctx, addr, body)
 		return err
 	})
@@ -168,7 +168,7 @@ func (s *Server) serveConsoleRead(w http.ResponseWriter, r *http.Request) {
 		body, err := json.Marshal(q)
 		if err == nil {
 			var reply consoleReply
-			if _, done, _ := s.readAtLeader(r.Context(), q.Shard, consoleReadWait/2, func(ctx context.Context, addr string) (err error) {
+			if done, _ := s.readAtLeader(r.Context(), q.Shard, consoleReadWait/2, func(ctx context.Context, addr string) (err error) {
 				reply, err = s.askConsole(ctx, addr, body)
 				return err
 			}); done {

@@ -22,17 +22,18 @@ const leaderRetryGap = 100 * time.Millisecond
 // the address of the leader as this node knows it (leaderOf; for a shard
 // this node holds no replica of, a replica, which may pass the read on),
 // and again every leaderRetryGap as the shard elects another, until ask
-// succeeds (done) or wait runs out. It stops at once, with local, when
-// this node leads the shard: the read is then this node's own. Otherwise,
-// when wait runs out (a shard without a majority, or ctx ended), the
-// caller may read a replica: as eventually consistent as SQS's own reads.
+// succeeds (done) or wait runs out. It stops at once, not done, when this
+// node leads the shard: the read is then the caller's own, of its own
+// replica. Otherwise, when wait runs out (a shard without a majority, or
+// ctx ended), the caller may read a replica: as eventually consistent as
+// SQS's own reads.
 // asked is the address of the last member asked, "" if none.
-func (s *Server) readAtLeader(ctx context.Context, id uint32, wait time.Duration, ask func(ctx context.Context, addr string) error) (local, done bool, asked string) {
+func (s *Server) readAtLeader(ctx context.Context, id uint32, wait time.Duration, ask func(ctx context.Context, addr string) error) (done bool, asked string) {
 	deadline := time.Now().Add(wait)
 	for try := 0; ; try++ {
 		g, held := s.groupByID(id)
 		if held && g.leads() {
-			return true, false, asked
+			return false, asked
 		}
 		if member, addr := s.leaderOf(id, held, g, try); addr != "" && member != s.cluster.NodeID() {
 			asked = addr
@@ -40,11 +41,11 @@ func (s *Server) readAtLeader(ctx context.Context, id uint32, wait time.Duration
 			err := ask(actx, addr)
 			cancel()
 			if err == nil {
-				return false, true, asked
+				return true, asked
 			}
 		}
 		if !sleepUntil(ctx, deadline, leaderRetryGap) {
-			return false, false, asked
+			return false, asked
 		}
 	}
 }

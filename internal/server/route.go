@@ -595,7 +595,7 @@ func (s *Server) listQueuesOfAllGroups(ctx context.Context, cmd *engine.Command,
 func (s *Server) listOfShard(ctx context.Context, id uint32, cmd *engine.Command, lr listRequest) (*api.ListQueuesResult, error) {
 	b, _ := json.Marshal(lr)
 	var res *api.ListQueuesResult
-	_, done, asked := s.readAtLeader(ctx, id, listLeaderWait, func(ctx context.Context, addr string) (err error) {
+	done, asked := s.readAtLeader(ctx, id, listLeaderWait, func(ctx context.Context, addr string) (err error) {
 		res, err = s.askListOf(ctx, addr, b)
 		return err
 	})
@@ -736,7 +736,7 @@ func (s *Server) listAtLeader(ctx context.Context, g *group, lr listRequest) (*a
 	lr.Relayed = true
 	b, _ := json.Marshal(lr)
 	var res *api.ListQueuesResult
-	_, done, _ := s.readAtLeader(ctx, g.id, listLeaderWait/2, func(ctx context.Context, addr string) (err error) {
+	done, _ := s.readAtLeader(ctx, g.id, listLeaderWait/2, func(ctx context.Context, addr string) (err error) {
 		res, err = s.askListOf(ctx, addr, b)
 		return err
 	})
