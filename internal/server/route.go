@@ -542,11 +542,11 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request) {
 
 // listQueuesOfAllGroups answers ListQueues from every shard's engine, as
 // one list: each shard's page after the token, merged by name and cut to
-// the page size. Each shard is read by its leader where it answers
-// (listOfShard; POST /cluster/list where that is another node), once
-// the replica read has applied what it knows committed
-// (replog.Raft.CaughtUp), so that a queue whose creation was answered
-// is listed.
+// the page size. The shards are read at once, each by its leader where it
+// answers (listOfShard; POST /cluster/list where that is another node),
+// once the replica read has applied what it knows committed
+// (replog.Raft.CaughtUp), so that a queue whose creation was answered is
+// listed.
 func (s *Server) listQueuesOfAllGroups(ctx context.Context, cmd *engine.Command, r *api.ListQueuesRequest) (api.Response, error) {
 	var urls []string
 	more := false
@@ -554,17 +554,29 @@ func (s *Server) listQueuesOfAllGroups(ctx context.Context, cmd *engine.Command,
 		urls = append(urls, res.QueueUrls...)
 		more = more || res.NextToken != ""
 	}
+	// The shards are asked at once: a list waits for the slowest shard,
+	// not for the sum of them (each up to listLeaderWait where a shard
+	// has no leader).
+	ids := s.shards.Named()
+	pages := make([]*api.ListQueuesResult, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			pages[i], errs[i] = s.listOfShard(ctx, id, cmd, listRequest{Shard: id, Time: cmd.Time, Caller: cmd.Caller, Region: cmd.Region, Request: *r})
+		})
+	}
 	res, err := s.listLocal(ctx, s.first, cmd)
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
 	add(res)
-	for _, id := range s.shards.Named() {
-		res, err = s.listOfShard(ctx, id, cmd, listRequest{Shard: id, Time: cmd.Time, Caller: cmd.Caller, Region: cmd.Region, Request: *r})
-		if err != nil {
-			return nil, err
+	for i := range ids {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		add(res)
+		add(pages[i])
 	}
 	// A queue moving between shards is in both for a moment.
 	slices.Sort(urls)
