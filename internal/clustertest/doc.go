@@ -25,7 +25,10 @@
 // took 446 s of go test's 600 under -race on two cores, against about
 // 230 s two at a time. Every test makes its own cluster, data dirs and
 // ports, so none depends on another. The second tier's long tests
-// (testenv.Long) run one at a time, before them: some take machine-wide
-// things (network namespaces, cgroups, a tmpfs) or load the machine on
-// purpose, and each is long enough alone.
+// (testenv.Long) run two at a time too, with the first tier's, but for
+// those that take machine-wide things (network namespaces, a tmpfs they
+// fill), inject disk or clock faults whose timing another test's load
+// would blur, or prove a broken build wrong with porcupine (a search
+// whose CPU another test would slow): these run one at a time, before
+// the others.
 package clustertest

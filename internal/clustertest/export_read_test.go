@@ -176,6 +176,7 @@ func missing(want, got []string) []string {
 // must not hold them to the bound of an SQS answer it relays (64 MiB).
 func TestExportLargerThanAForwardedAnswer(t *testing.T) {
 	testenv.Long(t, "four exports of 70 MB, about three and a half minutes under -race")
+	t.Parallel()
 	c := newMemCluster(t, 4, 4, 41)
 	c.logTailsOnFailure(40)
 	c.waitShards(5)

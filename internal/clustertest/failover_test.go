@@ -710,6 +710,7 @@ func TestReplicaMovesUnderLoad(t *testing.T) {
 		t.Skip("the failover test runs real processes; skipped in -short mode")
 	}
 	testenv.Long(t, "three joins and removals of a node under load, with the shard's leader killed during each move, about two minutes")
+	t.Parallel()
 	r := &run{
 		sendGap: 50 * time.Millisecond,
 		shards:  3,

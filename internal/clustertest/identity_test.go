@@ -43,6 +43,7 @@ func TestWipedMemberRestartedIsFencedWithShards(t *testing.T) {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
 	testenv.Long(t, "the fenced-member test again, with shards")
+	t.Parallel()
 	wipedMemberIsFenced(t, 3)
 }
 
@@ -144,6 +145,7 @@ func TestMemberThatLostItsShardLogStops(t *testing.T) {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
 	testenv.Long(t, "a member that lost its shards' log, stopped, removed and joined again")
+	t.Parallel()
 	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "3"} })
 	waitShards(t, c, 4)
 	q := c.createQueue("lostlog", nil)

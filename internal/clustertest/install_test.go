@@ -34,6 +34,7 @@ func TestFollowerKilledDuringSnapshotInstall(t *testing.T) {
 		t.Skip("runs a cluster of real processes")
 	}
 	testenv.Long(t, "fills a snapshot and kills a follower while it installs it, most of a minute")
+	t.Parallel()
 	env := []string{"FIFOQ_MAX_MEMORY=64MiB", "FIFOQ_BODY_FILE_SIZE=1MiB"}
 	// One group (--shards 1): the test watches the first group's
 	// snapshots, and its queue must be in that group.

@@ -70,6 +70,7 @@ func TestMovesOverFaultyNetwork(t *testing.T) {
 		t.Skip("five members in one process under load; skipped in -short mode")
 	}
 	testenv.Long(t, "five in-process members over a faulty network, a queue moved under load many times, about two minutes")
+	t.Parallel()
 	seed := *flagSeed
 	if seed == 0 {
 		seed = time.Now().UnixNano()

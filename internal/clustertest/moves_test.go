@@ -29,6 +29,7 @@ func TestQueueMovesUnderLoad(t *testing.T) {
 		t.Skip("the failover test runs real processes; skipped in -short mode")
 	}
 	testenv.Long(t, "a dozen moves of a queue under load, some with a leader killed, about a minute")
+	t.Parallel()
 	r := &run{
 		sendGap: 50 * time.Millisecond,
 		shards:  3,

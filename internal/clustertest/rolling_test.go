@@ -72,6 +72,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
 	testenv.Long(t, "a rolling upgrade across log entry formats; TestRollingRestart is the first tier's rolling restart")
+	t.Parallel()
 	bin := faultyBinary(t)
 	older := []string{olderFormat}
 	c := newClusterWith(t, 3, func(i int, nd *node) { nd.bin, nd.env, nd.args = bin, older, []string{"--shards", "3"} })

@@ -275,6 +275,7 @@ func retrying(t *testing.T, what string, fn func() error) {
 // loss of a shard's leader (SIGKILL) loses nothing acknowledged.
 func TestShardsSpreadQueuesAndLeaders(t *testing.T) {
 	testenv.Long(t, "three real nodes with three shards, about 70 s under -race")
+	t.Parallel()
 	c := newClusterWith(t, 3, func(_ int, nd *node) { nd.args = []string{"--shards", "3"} })
 	waitShards(t, c, 4)
 	ctx := context.Background()
@@ -639,6 +640,7 @@ func drainNumberedRetrying(t *testing.T, nd *node, queueURL string, want int) []
 // each shard keeping three, while nothing acknowledged is lost.
 func TestShardsOnFiveNodesFollowTheMembership(t *testing.T) {
 	testenv.Long(t, "five real nodes through membership changes, about 65 s under -race")
+	t.Parallel()
 	c := newClusterWith(t, 5, func(i int, nd *node) { nd.args = []string{"--shards", "5"} })
 	five := &cluster{t: t, nodes: c.nodes}
 	waitShards(t, five, 6)
@@ -917,6 +919,7 @@ func TestConfigQueuesPlacedInShards(t *testing.T) {
 // its message.
 func TestShardsAutoFollowTheNodes(t *testing.T) {
 	testenv.Long(t, "a fourth node joins a cluster with --shards auto, and queues move into its shard: about two minutes")
+	t.Parallel()
 	c := newCluster(t, 3, nil, nil)
 	waitShards(t, c, 4)
 	urls := createNumberedQueues(t, c, 6)

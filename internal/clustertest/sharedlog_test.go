@@ -53,6 +53,7 @@ func TestSharedLogWaitsForTheFormat(t *testing.T) {
 		t.Skip("runs real processes; skipped in -short mode")
 	}
 	testenv.Long(t, "a cluster upgraded to the shared log, and a node that joins it")
+	t.Parallel()
 	bin := faultyBinary(t)
 	c := newClusterWith(t, 3, func(i int, nd *node) {
 		nd.bin, nd.args = bin, []string{"--shards", "3"}

@@ -41,6 +41,7 @@ func TestSplitQueueUnderLoad(t *testing.T) {
 		t.Skip("the failover test runs real processes; skipped in -short mode")
 	}
 	testenv.Long(t, "a queue spread and gathered again under load, some rounds with a leader killed, about two minutes")
+	t.Parallel()
 	var nodes []*node // the cluster's, for their logs
 	r := &run{
 		sendGap:    50 * time.Millisecond,
