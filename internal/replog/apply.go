@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -337,7 +338,13 @@ func (l *Raft) awaitEntry(e *entry, fut raft.ApplyFuture) {
 	}
 	l.fsm.release(e)
 	if err != nil {
-		l.logger.Error("log append failed", "err", err)
+		if refusedUnappended(err) {
+			// A leadership lost or handed over: nothing of the entry was
+			// done, and its callers carry it to the next leader.
+			l.logger.Info("log append refused: this node no longer leads", "err", err)
+		} else {
+			l.logger.Error("log append failed", "err", err)
+		}
 		l.answer(e, nil, unavailable(err))
 		return
 	}
@@ -427,7 +434,9 @@ func unavailable(err error) error {
 		// The disk failed the entry's write: it may be there after a
 		// restart, or not.
 		return api.ErrServiceUnavailable("The server's disk failed while this request was being made durable (%v); the server stops. The request may or may not have been applied.", fault)
-	case errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrRaftShutdown):
+	case refusedUnappended(err):
+		return api.ErrServiceUnavailable(notLeadingPrefix+" (%v); it was not applied: retry.", err)
+	case errors.Is(err, raft.ErrRaftShutdown):
 		// Refused before it was appended.
 		return api.ErrServiceUnavailable("The server cannot accept writes now (%v); retry.", err)
 	case errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, errRaftStopped):
@@ -435,6 +444,28 @@ func unavailable(err error) error {
 		return api.ErrServiceUnavailable("The command log stopped before this request's outcome was known (%v): it may or may not have been applied.", err)
 	}
 	return api.ErrServiceUnavailable("The write could not be made durable (%v); retry.", err)
+}
+
+// refusedUnappended reports whether Raft refused an entry before it was
+// appended because this node does not lead its group, or is handing its
+// leadership to another member (a balancer's move, a node that stops).
+func refusedUnappended(err error) bool {
+	return errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipTransferInProgress)
+}
+
+// notLeadingPrefix begins the refusal of a write that Raft refused before
+// it was appended because this node no longer leads its group, or is
+// handing its leadership over (refusedUnappended).
+const notLeadingPrefix = "This node no longer leads the request's group"
+
+// IsNotLeading reports whether err refused a write before it was
+// appended because this node no longer leads the write's group, or is
+// handing its leadership over: nothing of it was done, so the node that
+// took the request may carry it to the group's next leader instead of
+// answering the client a 503.
+func IsNotLeading(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae.Code == "ServiceUnavailable" && strings.HasPrefix(ae.Message, notLeadingPrefix)
 }
 
 // approxSize estimates a command's encoded size, to bound batches in bytes.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
+	"github.com/fifoq/fifoq/internal/replog"
 )
 
 // Do's routing on a node with shards. A request that Do carries out for
@@ -115,6 +116,9 @@ func (s *Server) doOnPart(ctx context.Context, in api.Scope, q api.QueueKey, par
 		if held && g.leads() {
 			gctx := withPart(withGroup(ctx, g), q.Part)
 			resp, err := s.do(gctx, in, req)
+			if replog.IsNotLeading(err) {
+				continue // refused unappended: to the next leader
+			}
 			return resp, s.misrouted(gctx, in, req, err)
 		}
 		member, addr := s.leaderOf(id, held, g, route)
@@ -167,6 +171,11 @@ func (s *Server) doAt(ctx context.Context, held bool, g *group, member, raftAddr
 		return nil, &misdirectedError{group: a.Group, leader: a.Leader}
 	case a.Receivable:
 		return receivable{}, nil
+	case a.Error != nil && replog.IsNotLeading(a.Error):
+		// The member stopped leading the group, or was handing its
+		// leadership over, and did nothing: the caller waits for the next
+		// leader, as for a member that answers it does not lead.
+		return nil, &misdirectedError{group: id}
 	case a.Error != nil:
 		return nil, a.Error
 	}

@@ -203,30 +203,43 @@ func (s *Server) forwardTo(w http.ResponseWriter, r *http.Request, body []byte, 
 }
 
 // watchForwardTarget cancels a forward to target, the leader c knew when
-// it was sent, once c learns of another leader, or knows none for
-// forwardGrace. A leader that dies or is frozen answers nothing: give up
-// on it then. A moment without a known leader (this node's heartbeat
-// timeout ran out during a pause, say) is not enough: the leader may be
-// answering, and giving up turns a request that succeeds into one whose
-// outcome is unknown.
+// it was sent, once c has known another leader for handOverGrace, or
+// known none for forwardGrace. A leader that dies or is frozen answers
+// nothing: give up on it then. A leader that handed its leadership over
+// is alive and answers: a request it had not carried out it sends on to
+// the group's new leader, or answers 421 for this node to (serveInShards),
+// so the forward waits a moment for that answer rather than give the
+// client a 503 whose outcome it cannot know. A moment without a known
+// leader (this node's heartbeat timeout ran out during a pause, say) is
+// not enough either: the leader may be answering, and giving up turns a
+// request that succeeds into one whose outcome is unknown.
 func watchForwardTarget(ctx context.Context, cancel context.CancelFunc, c RaftLog, target string) {
-	var blank <-chan time.Time
+	var blank, moved <-chan time.Time
 	for {
 		changed := c.LeadershipChanged()
 		switch id, _ := c.Leader(); {
-		case id != "" && id != target:
-			cancel()
-			return
-		case id == "" && blank == nil:
-			t := time.NewTimer(forwardGrace)
-			defer t.Stop()
-			blank = t.C
-		case id != "":
+		case id == "":
+			if blank == nil {
+				t := time.NewTimer(forwardGrace)
+				defer t.Stop()
+				blank = t.C
+			}
+		case id == target:
+			blank, moved = nil, nil
+		default:
 			blank = nil
+			if moved == nil {
+				t := time.NewTimer(handOverGrace)
+				defer t.Stop()
+				moved = t.C
+			}
 		}
 		select {
 		case <-changed:
 		case <-blank:
+			cancel()
+			return
+		case <-moved:
 			cancel()
 			return
 		case <-ctx.Done():
@@ -344,6 +357,11 @@ const maxForwardedAnswer = 64 << 20
 // this node knows no leader at all: about three election timeouts, time
 // for an election to name a new one.
 const forwardGrace = time.Second
+
+// handOverGrace is how long a forwarded request waits on its leader once
+// this node knows another: a leader that handed its leadership over
+// learns it no later than this node, and answers within a moment.
+const handOverGrace = 500 * time.Millisecond
 
 // maxForwardConns bounds the connections a follower opens to its leader,
 // so that a burst of clients on a follower cannot exhaust the leader's.

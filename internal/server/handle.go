@@ -17,6 +17,7 @@ import (
 	"github.com/fifoq/fifoq/internal/memguard"
 	"github.com/fifoq/fifoq/internal/metrics"
 	"github.com/fifoq/fifoq/internal/protocol"
+	"github.com/fifoq/fifoq/internal/replog"
 )
 
 // serveAPI answers one SQS API request in either wire protocol, and
@@ -194,8 +195,28 @@ func (s *Server) serveInShards(ctx context.Context, w http.ResponseWriter, r *ht
 				continue
 			}
 		}
+		if replog.IsNotLeading(err) && awaitLeaderMove(ctx, deadline) {
+			// Raft refused the write before appending it: this node no
+			// longer leads the group, or is handing its leadership over
+			// (the balancer spreading leaders, a node that stops).
+			// Nothing was done, so it is routed again, to the next
+			// leader once there is one, as a client's retry would be.
+			continue
+		}
 		return resp, false, err
 	}
+}
+
+// leaderMoveGap is how long a write refused because its group's
+// leadership is moving waits before it is routed again: a handover takes
+// a few heartbeats, an election after a lost leadership a second or so.
+const leaderMoveGap = 50 * time.Millisecond
+
+// awaitLeaderMove waits leaderMoveGap, or until ctx ends, and reports
+// whether a write refused because its group's leadership is moving may be
+// routed again before deadline.
+func awaitLeaderMove(ctx context.Context, deadline time.Time) bool {
+	return sleepUntil(ctx, deadline, leaderMoveGap)
 }
 
 // rerouteEvery bounds how long a request refused because its queue is
