@@ -28,7 +28,9 @@
 // (testenv.Long) run two at a time too, with the first tier's, but for
 // those that take machine-wide things (network namespaces, a tmpfs they
 // fill), inject disk or clock faults whose timing another test's load
-// would blur, or prove a broken build wrong with porcupine (a search
+// would blur, cut a member off in process and time its return (another
+// test's load starved the in-memory network's timeouts: every member
+// stepped down), or prove a broken build wrong with porcupine (a search
 // whose CPU another test would slow): these run one at a time, before
 // the others.
 package clustertest

@@ -31,7 +31,6 @@ func TestReplicaRemovedWhileCutOffIsClosed(t *testing.T) {
 		t.Skip("four members in one process; skipped in -short mode")
 	}
 	testenv.Long(t, "four in-process members, one cut off while the map moves its replicas away, about 40 s")
-	t.Parallel()
 	c := newMemCluster(t, 4, 4, 38)
 	c.logTailsOnFailure(30)
 	c.waitShards(5)
