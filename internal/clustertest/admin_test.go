@@ -197,6 +197,7 @@ func TestRoutedRequestNeedsMutualTLSWithCredentials(t *testing.T) {
 	for _, nd := range c.nodes {
 		for _, ask := range []struct{ method, path, body string }{
 			{http.MethodPost, "/cluster/do", doBody},
+			{http.MethodPost, "/cluster/do?shard=1&account=000000000000&action=CreateQueue", `{"QueueName":"through-cluster-do"}`},
 			{http.MethodPost, "/cluster/install-queue?shard=1&queue=000000000000/taken&move=m", "an image"},
 			{http.MethodGet, "/cluster/backup?shard=1", ""},
 		} {

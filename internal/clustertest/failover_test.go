@@ -69,7 +69,14 @@ type workload struct {
 	// client's fault (4xx) when it was not: an SDK does not retry them,
 	// so an application would have failed where the test retried.
 	clientErrors []string
+	// peerRefusals are the answers that passed on a member's refusal of
+	// a request another member routed to it (POST /cluster/do).
+	peerRefusals []string
 }
+
+// peerRefusal is what a client is answered when a member refused a part
+// of its request routed to it (internal/server, doAt).
+const peerRefusal = "asked to carry the request out refused it"
 
 // noteClientError records err, node's answer to op, if it blames the
 // client (a 4xx the request did not earn): the workload sends only
@@ -107,6 +114,11 @@ func (w *workload) attempt(ctx context.Context, preferred int, op *historycheck.
 		}
 		op.Err = err.Error()
 		w.noteClientError(op, w.ids[i], err)
+		if strings.Contains(op.Err, peerRefusal) {
+			w.mu.Lock()
+			w.peerRefusals = append(w.peerRefusals, fmt.Sprintf("%s through %s at %s: %v", op.Kind, w.ids[i], time.Now().Format("15:04:05.000"), err))
+			w.mu.Unlock()
+		}
 		if ctx.Err() != nil {
 			op.Outcome = historycheck.Unknown
 			return
@@ -369,6 +381,9 @@ type run struct {
 	failovers    []time.Duration
 	seed         int64
 	problems     []string
+	// peerRefusals are the workload's answers that passed on a member's
+	// refusal of a routed request (workload.peerRefusals).
+	peerRefusals []string
 	report       historycheck.Report
 }
 
@@ -572,6 +587,7 @@ func checkFailoverHistory(t *testing.T, r *run, w *workload, drainedAt time.Time
 			t.Logf("the history is in %s", path)
 		}
 	}
+	r.peerRefusals = w.peerRefusals
 	for _, e := range w.clientErrors {
 		r.problems = append(r.problems, "a request refused as the client's fault, which no SQS client retries: "+e)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -30,8 +29,10 @@ import (
 // Do routed to it (serveClusterDo).
 const clusterDoPath = "/cluster/do"
 
-// doRouted is the body of POST /cluster/do: a typed request of account's,
-// for the group shard, in the AWS JSON form of its action.
+// doRouted is a request of POST /cluster/do: a typed request of
+// account's, for the group shard, in the AWS JSON form of its action. Its
+// envelope form is this, as JSON; its query form (do_wire.go) names the
+// rest in the URL's query and sends Request as the body.
 type doRouted struct {
 	Shard uint32 `json:"shard"`
 	// Part is the partition of a split queue it is for (0: the queue's
@@ -145,13 +146,28 @@ func (s *Server) doAt(ctx context.Context, held bool, g *group, member, raftAddr
 	if err != nil {
 		return nil, api.ErrInternalFailure("Could not encode the request: %v", err)
 	}
-	routed, _ := json.Marshal(doRouted{Shard: id, Part: part, Peek: peeking(ctx), Account: account, Action: req.Action(), Request: body})
+	d := doRouted{Shard: id, Part: part, Peek: peeking(ctx), Account: account, Action: req.Action(), Request: body}
 	var a doAnswer
 	var undecoded error
-	err = s.askLeader(ctx, id, held, g, member, raftAddr, http.MethodPost, clusterDoPath, routed, func(resp *http.Response) error {
-		undecoded = json.NewDecoder(resp.Body).Decode(&a)
+	read := func(resp *http.Response) error {
+		undecoded = readDoAnswer(resp, &a)
 		return nil
-	})
+	}
+	envelope := faultEnvelopesOnly || s.sendsEnvelopes(member)
+	if !envelope {
+		err = s.askLeader(ctx, id, held, g, member, raftAddr, http.MethodPost, doQuery(d), body, read)
+		if legacyDoRefusal(err) {
+			// A fifoq from before the query form, which did nothing.
+			if _, known := s.legacyDo.Swap(member, time.Now()); !known {
+				s.logger.Info("a member reads only the envelope form of routed requests (an older fifoq): sending it envelopes", "member", member)
+			}
+			envelope = true
+		}
+	}
+	if envelope {
+		routed, _ := json.Marshal(d)
+		err = s.askLeader(ctx, id, held, g, member, raftAddr, http.MethodPost, clusterDoPath, routed, read)
+	}
 	var refused *peerRefusal
 	switch {
 	case errors.As(err, &refused):
@@ -238,9 +254,12 @@ func (s *Server) serveClusterDo(w http.ResponseWriter, r *http.Request) {
 	if !s.trustedPeerEndpoint(w, r, "a request carried out for another member") {
 		return
 	}
-	var d doRouted
-	if err := json.NewDecoder(io.LimitReader(r.Body, MaxRequestBodyBytes+64<<10)).Decode(&d); err != nil || d.Account == "" {
-		writeJSONError(w, http.StatusBadRequest, "want a routed request")
+	if faultEnvelopesOnly {
+		r.URL.RawQuery = "" // as a fifoq from before the query form
+	}
+	d, query, err := readRouted(r)
+	if err != nil {
+		writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	req, ok := api.NewRequest(d.Action)
@@ -285,6 +304,9 @@ func (s *Server) serveClusterDo(w http.ResponseWriter, r *http.Request) {
 		a.Error = api.AsError(err)
 	} else if a.Result, err = json.Marshal(resp); err != nil {
 		a.Error = api.ErrInternalFailure("Could not encode the result: %v", err)
+	} else if query {
+		writeDoResult(w, a.Result)
+		return
 	}
 	writeJSON(w, http.StatusOK, a)
 }

@@ -64,13 +64,7 @@ var answersEmpty = map[api.Action]bool{
 // server answers with, or a request a node routes for itself would act,
 // or answer, differently from one it carries out itself.
 func TestRoutedRequestsAndResultsRoundTrip(t *testing.T) {
-	for _, action := range []api.Action{
-		api.ActionAddPermission, api.ActionCancelMessageMoveTask, api.ActionChangeMessageVisibility, api.ActionChangeMessageVisibilityBatch,
-		api.ActionCreateQueue, api.ActionDeleteMessage, api.ActionDeleteMessageBatch, api.ActionDeleteQueue, api.ActionGetQueueAttributes,
-		api.ActionGetQueueUrl, api.ActionListDeadLetterSourceQueues, api.ActionListMessageMoveTasks, api.ActionListQueueTags,
-		api.ActionListQueues, api.ActionPurgeQueue, api.ActionReceiveMessage, api.ActionRemovePermission, api.ActionSendMessage,
-		api.ActionSendMessageBatch, api.ActionSetQueueAttributes, api.ActionStartMessageMoveTask, api.ActionTagQueue, api.ActionUntagQueue,
-	} {
+	for _, action := range routedActions {
 		req, ok := api.NewRequest(action)
 		if !ok {
 			t.Fatalf("no request type for %s", action)

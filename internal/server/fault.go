@@ -20,6 +20,13 @@ var faultHook func(req api.Request) (resp api.Response, ok bool)
 // cluster tests' member with a skewed clock.
 var faultClockSkew time.Duration
 
+// faultEnvelopesOnly, when true, makes the server route requests to other
+// members as a fifoq from before POST /cluster/do's query form did: it
+// sends envelopes only, and reads a routed request's body as an envelope
+// whatever its query says (do_wire.go). Only a fifoq_faults build sets it
+// (fault_inject.go), for the cluster test of a rolling upgrade over it.
+var faultEnvelopesOnly bool
+
 // doOrFault carries out a client's request, unless a test build's fault
 // answers it instead.
 func (s *Server) doOrFault(ctx context.Context, in api.Scope, req api.Request) (api.Response, error) {

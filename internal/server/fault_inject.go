@@ -26,7 +26,12 @@ import (
 //
 // FIFOQ_TEST_CLOCK_SKEW, a duration, sets the server's wall clock that far
 // off the machine's, as a node whose NTP failed would be.
+//
+// FIFOQ_TEST_DO_ENVELOPES=1 makes the node route requests to other members
+// as a fifoq from before POST /cluster/do's query form did (envelopes
+// only), as the older version of a rolling upgrade.
 func init() {
+	faultEnvelopesOnly = os.Getenv("FIFOQ_TEST_DO_ENVELOPES") == "1"
 	if d, err := time.ParseDuration(os.Getenv("FIFOQ_TEST_CLOCK_SKEW")); err == nil {
 		faultClockSkew = d
 	}

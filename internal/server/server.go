@@ -211,6 +211,9 @@ type Server struct {
 	// leaders are the leaders 421 answers named, by shard, for the
 	// shards this node holds no replica of (route.go).
 	leaders sync.Map
+	// legacyDo holds, by member, when it last refused POST /cluster/do's
+	// query form: a fifoq from before it, sent envelopes (do_wire.go).
+	legacyDo sync.Map
 	// remoteViews are the shards' leaders as their replicas last named
 	// them to this node (watchRemoteLeader), shared by the forwards that
 	// wait on one leader.
