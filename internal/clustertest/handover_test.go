@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/fifoq/fifoq/internal/replog"
 )
 
 // TestSendsWaitOutLeadershipHandOvers sends to a FIFO queue through every
@@ -29,6 +31,40 @@ func TestSendsWaitOutLeadershipHandOvers(t *testing.T) {
 	c := newMemCluster(t, 3, 3, 89)
 	c.logTailsOnFailure(40)
 	c.waitShards(4)
+	sendThroughHandOvers(t, c, func() (*replog.Raft, *memNode) {
+		shard := uint32(c.shardOf("handover.fifo"))
+		lead := c.leaderOf(shard)
+		if lead == nil {
+			return nil, nil
+		}
+		l, _ := lead.node().Shards.Shard(shard)
+		return l, lead
+	})
+}
+
+// TestSendsWaitOutLeadershipHandOversInOneGroup is the test above on a
+// cluster of one group (--shards 1), whose queues are all in the group
+// the members forward every request to the leader of: a write refused
+// because the leadership is being handed over, as when the leader is
+// stopped, is carried on to the next leader by the member it reached,
+// whether a client or another member sent it there.
+func TestSendsWaitOutLeadershipHandOversInOneGroup(t *testing.T) {
+	t.Parallel()
+	c := newMemCluster(t, 3, 1, 90)
+	c.logTailsOnFailure(40)
+	sendThroughHandOvers(t, c, func() (*replog.Raft, *memNode) {
+		for _, nd := range c.running() {
+			if l := nd.node().Raft; l.Leading() {
+				return l, nd
+			}
+		}
+		return nil, nil
+	})
+}
+
+// sendThroughHandOvers runs the handover test on c, whose queue's group's
+// leader, and its log there, leading returns (nil while there is none).
+func sendThroughHandOvers(t *testing.T, c *memCluster, leading func() (*replog.Raft, *memNode)) {
 	ctx := context.Background()
 	clients := c.memberClients()
 	var url string
@@ -40,7 +76,6 @@ func TestSendsWaitOutLeadershipHandOvers(t *testing.T) {
 		}
 		return err
 	})
-	shard := uint32(c.shardOf("handover.fifo"))
 
 	var sent atomic.Int64
 	var mu sync.Mutex
@@ -71,17 +106,13 @@ func TestSendsWaitOutLeadershipHandOvers(t *testing.T) {
 	handOvers := 0
 	for round := range 6 {
 		time.Sleep(300 * time.Millisecond)
-		lead := c.leaderOf(shard)
-		if lead == nil {
+		l, lead := leading()
+		if l == nil {
 			continue
 		}
 		to := c.nodes[(slices.Index(c.nodes, lead)+1+round%2)%len(c.nodes)]
-		l, ok := lead.node().Shards.Shard(shard)
-		if !ok {
-			continue
-		}
 		err := l.HandLeadershipTo(to.id, 5*time.Second)
-		t.Logf("shard %d's leadership from %s to %s: %v", shard, lead.id, to.id, err)
+		t.Logf("the queue's group's leadership from %s to %s: %v", lead.id, to.id, err)
 		if err == nil {
 			handOvers++
 		}

@@ -307,8 +307,10 @@ func (s *Server) forwardedRequest(ctx context.Context, r *http.Request, body []b
 	}
 	out.Host = r.Host
 	out.ContentLength = int64(len(body))
-	out.Header.Set(hdrForwardedBase, baseURL(r))
-	out.Header.Set(hdrForwardedSecure, strconv.FormatBool(r.TLS != nil))
+	// A request another member forwarded here (serveInOneGroup sends one
+	// on) keeps the address and transport its client came by.
+	out.Header.Set(hdrForwardedBase, forwardedBase(r))
+	out.Header.Set(hdrForwardedSecure, strconv.FormatBool(forwardedSecure(r)))
 	out.Header.Set(hdrForwardedBy, s.cluster.NodeID())
 	return out, nil
 }

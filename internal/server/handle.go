@@ -108,7 +108,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else {
-		resp, err = s.doOrFault(ctx, rec.scope, req)
+		var done bool
+		if resp, done, err = s.serveInOneGroup(ctx, sw, r, body, &rec); done {
+			return
+		}
 	}
 	if err != nil {
 		fail(api.AsError(err))
@@ -205,6 +208,44 @@ func (s *Server) serveInShards(ctx context.Context, w http.ResponseWriter, r *ht
 		}
 		return resp, false, err
 	}
+}
+
+// serveInOneGroup serves a request on a node of one group: a cluster
+// without shards, or a server alone. It returns the answer of one served
+// here, or done once another member's answer is written. A write Raft
+// refused before appending it, because this node no longer leads the
+// group or is handing its leadership over (a node that stops does), was
+// not carried out: it is forwarded to the next leader once there is one,
+// for up to movingWait, as serveInShards carries a shard's, instead of
+// answered with a 503. This node forwards it itself even when another
+// member forwarded it here: that member relays whatever it is answered,
+// and a member from before this answered the refusal 503.
+func (s *Server) serveInOneGroup(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte, rec *requestRecord) (api.Response, bool, error) {
+	resp, err := s.doOrFault(ctx, rec.scope, rec.req)
+	if s.cluster == nil || s.first == nil || s.first.raft == nil {
+		return resp, false, err
+	}
+	ctx, deadline := movingDeadline(ctx)
+	for replog.IsNotLeading(err) && awaitLeaderMove(ctx, deadline) {
+		c := s.first.raft
+		if c.Leading() {
+			resp, err = s.doOrFault(ctx, rec.scope, rec.req)
+			continue
+		}
+		id, addr := c.Leader()
+		if id == "" || id == c.NodeID() || addr == "" {
+			continue // an election, or a leader not yet ready
+		}
+		ferr := s.forwardLoop(w, r, body, s.first, addr)
+		if errors.Is(ferr, errServeHere) {
+			resp, err = s.doOrFault(ctx, rec.scope, rec.req)
+			continue
+		}
+		// The leader answered, and metered it.
+		rec.forwarded = ferr == nil
+		return nil, ferr == nil, ferr
+	}
+	return resp, false, err
 }
 
 // leaderMoveGap is how long a write refused because its group's
