@@ -65,15 +65,7 @@ var answersEmpty = map[api.Action]bool{
 // or answer, differently from one it carries out itself.
 func TestRoutedRequestsAndResultsRoundTrip(t *testing.T) {
 	for _, action := range routedActions {
-		req, ok := api.NewRequest(action)
-		if !ok {
-			t.Fatalf("no request type for %s", action)
-		}
-		fill(reflect.ValueOf(req).Elem(), 0)
-		b, err := json.Marshal(req)
-		if err != nil {
-			t.Fatalf("%s: encode the request: %v", action, err)
-		}
+		req, b := filledRequest(t, action)
 		back, _ := api.NewRequest(action)
 		if err := json.Unmarshal(b, back); err != nil {
 			t.Fatalf("%s: decode the request: %v", action, err)
@@ -98,7 +90,7 @@ func TestRoutedRequestsAndResultsRoundTrip(t *testing.T) {
 			t.Fatalf("%s's result is a %T: the server answers with pointers", action, result)
 		}
 		fill(reflect.ValueOf(result).Elem(), 0)
-		b, err = json.Marshal(result)
+		b, err := json.Marshal(result)
 		if err != nil {
 			t.Fatalf("%s: encode the result: %v", action, err)
 		}

@@ -22,9 +22,9 @@ var routedActions = []api.Action{
 	api.ActionSendMessageBatch, api.ActionSetQueueAttributes, api.ActionStartMessageMoveTask, api.ActionTagQueue, api.ActionUntagQueue,
 }
 
-// filledRequestJSON returns action's request with every field set, as
+// filledRequest returns action's request with every field set, and its
 // AWS JSON.
-func filledRequestJSON(t *testing.T, action api.Action) []byte {
+func filledRequest(t *testing.T, action api.Action) (api.Request, []byte) {
 	t.Helper()
 	req, ok := api.NewRequest(action)
 	if !ok {
@@ -33,8 +33,15 @@ func filledRequestJSON(t *testing.T, action api.Action) []byte {
 	fill(reflect.ValueOf(req).Elem(), 0)
 	b, err := json.Marshal(req)
 	if err != nil {
-		t.Fatalf("%s: %v", action, err)
+		t.Fatalf("%s: encode the request: %v", action, err)
 	}
+	return req, b
+}
+
+// filledRequestJSON is filledRequest's JSON alone.
+func filledRequestJSON(t *testing.T, action api.Action) []byte {
+	t.Helper()
+	_, b := filledRequest(t, action)
 	return b
 }
 
