@@ -65,7 +65,29 @@ const (
 	hdrForwardedSecure = "X-Fifoq-Forwarded-Secure"
 	// hdrForwardedBy names the follower, for the leader's request log.
 	hdrForwardedBy = "X-Fifoq-Forwarded-By"
+	// hdrForwardHops counts the members a forwarded request has passed
+	// through, believed only from a member (forwardHops).
+	hdrForwardHops = "X-Fifoq-Forward-Hops"
 )
+
+// maxForwardHops bounds how many times a request is forwarded: a member
+// that is sent a request after it stopped leading sends it on to the
+// leader it knows, and members whose views of the leader lag each other
+// for a moment must not pass a request round.
+const maxForwardHops = 3
+
+// forwardHops returns how many members r passed through before this one:
+// 0 for a client's request.
+func forwardHops(r *http.Request) int {
+	if !fromPeer(r) {
+		return 0
+	}
+	n, err := strconv.Atoi(r.Header.Get(hdrForwardHops))
+	if err != nil || n < 1 {
+		return 1 // a member from before hops were counted
+	}
+	return n
+}
 
 // leaderWait is how long a node without a known leader holds a request,
 // waiting for an election, before it answers a retryable error.
@@ -125,8 +147,8 @@ func (f *forwarder) close() { f.client.CloseIdleConnections() }
 
 // route decides where a request is answered: here (local is true) when
 // this node leads, else by the leader whose Raft address it returns. With
-// no leader after leaderWait, or when the request came from another node
-// (which never forwards twice) and this node does not lead, it returns a
+// no leader after leaderWait, or when the request has been forwarded
+// maxForwardHops times already and this node does not lead, it returns a
 // retryable error.
 func (s *Server) route(r *http.Request) (local bool, leaderAddr string, err error) {
 	return s.routeIn(r, s.cluster)
@@ -141,13 +163,15 @@ func (s *Server) routeIn(r *http.Request, c RaftLog) (local bool, leaderAddr str
 			return true, "", nil
 		}
 		id, addr := c.Leader()
-		if fromPeer(r) {
-			// A forwarded request is never forwarded again: the leader
-			// that sent it here no longer leads.
+		switch {
+		case fromPeer(r) && forwardHops(r) >= maxForwardHops:
 			if id != c.NodeID() {
 				return false, "", api.ErrServiceUnavailable("The leadership moved while the request was forwarded; retry.")
 			}
-		} else if id != "" && id != c.NodeID() && addr != "" {
+		case id != "" && id != c.NodeID() && addr != "":
+			// A request another member forwarded here after this node
+			// stopped leading (a handover, an election) goes on to the
+			// leader: the member relays whatever it is answered.
 			return false, addr, nil
 		}
 		wait := time.Until(deadline)
@@ -312,6 +336,7 @@ func (s *Server) forwardedRequest(ctx context.Context, r *http.Request, body []b
 	out.Header.Set(hdrForwardedBase, forwardedBase(r))
 	out.Header.Set(hdrForwardedSecure, strconv.FormatBool(forwardedSecure(r)))
 	out.Header.Set(hdrForwardedBy, s.cluster.NodeID())
+	out.Header.Set(hdrForwardHops, strconv.Itoa(forwardHops(r)+1))
 	return out, nil
 }
 
