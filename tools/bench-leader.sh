@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Measures one shard against one node (docs/benchmarks.md, "A cluster's
+# leader: fewer, larger entries"): FIFO batch sends through a single
+# durable server, through the leader of a 3-node cluster of one group
+# (--shards 1), and through one of its followers.
+#
+#   tools/bench-leader.sh [QUOTA_PERCENT] [SECONDS] [ROUNDS] [CLIENTS]
+#
+# Starts four fifoq servers on loopback, each in a cgroup-v1 CPU quota of
+# QUOTA_PERCENT of one core (default 30), so that the cluster's three
+# processes are not compared with one on the same two cores. Then runs
+# one uncounted run on each server, and ROUNDS rounds (default 5), each
+# one `fifoq bench` of SECONDS (default 5) against the single node, the
+# leader and a follower in turn: FIFO, batches of 10, CLIENTS producers
+# and CLIENTS consumers (default 4), 16 message groups, the SDK client,
+# verified. Prints each run's sends a second, the ratios the issue asks
+# of them (leader ÷ single node, follower ÷ leader, per round), and the
+# CPU the server the bench talked to spent from the bench's start to its
+# end (its sends, and the receives and deletes that drain the queue
+# after them) over the messages sent.
+# Needs root (cgroups) and a built fifoq on PATH or in $FIFOQ. With
+# PROFILE set to a directory (and a fifoq built with -tags fifoq_pprof),
+# a CPU profile of the single node and of the leader is taken over one
+# more run each and written there.
+set -euo pipefail
+quota=${1:-30}
+secs=${2:-5}
+rounds=${3:-5}
+clients=${4:-4}
+bin=${FIFOQ:-fifoq}
+work=$(mktemp -d)
+base=23000
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  for n in s n1 n2 n3; do rmdir "/sys/fs/cgroup/cpu/fq-lead-$n" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+# start NAME HTTP_PORT PPROF_PORT ARGS...: a server in a quota of its own.
+start() {
+  local name=$1 port=$2 pport=$3
+  shift 3
+  local cg=/sys/fs/cgroup/cpu/fq-lead-$name
+  mkdir -p "$cg"
+  echo 100000 > "$cg/cpu.cfs_period_us"
+  echo $((quota * 1000)) > "$cg/cpu.cfs_quota_us"
+  local pprof_env=""
+  if [ -n "${PROFILE:-}" ]; then pprof_env="FIFOQ_PPROF_ADDR=127.0.0.1:$pport"; fi
+  bash -c "echo \$\$ > $cg/cgroup.procs; exec env $pprof_env $bin serve --listen 127.0.0.1:$port --data-dir $work/$name $*" > "$work/$name.log" 2>&1 &
+  pids+=($!)
+}
+peers="n1=127.0.0.1:$((base + 101)),n2=127.0.0.1:$((base + 102)),n3=127.0.0.1:$((base + 103))"
+start s "$base" "$((base + 200))"
+for i in 1 2 3; do
+  start "n$i" "$((base + i))" "$((base + 200 + i))" --node-id "n$i" --raft-addr "127.0.0.1:$((base + 100 + i))" --peers "$peers" --shards 1
+done
+sleep 8
+# The leader and a follower, from the first group's status.
+leader=""
+for _ in $(seq 1 30); do
+  leader=$(curl -s "http://127.0.0.1:$((base + 1))/cluster/shards" | python3 -c '
+import json,sys
+d=json.load(sys.stdin)
+print(next(s["leader_id"] for s in d["shards"] if s["shard"] == 0))' 2>/dev/null || true)
+  [ -n "$leader" ] && break
+  sleep 1
+done
+[ -n "$leader" ] || { echo "no leader" >&2; exit 1; }
+li=${leader#n}
+fi_=$((li % 3 + 1))
+echo "leader n$li, follower n$fi_"
+# cpu PORT: the server's CPU seconds so far, from its /metrics.
+cpu() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^process_cpu_seconds_total/ {print $2}'; }
+# run NAME PORT QUEUE: one bench; prints "SENDS CPU_US_PER_SEND OK".
+run() {
+  local port=$2 queue=$3 c0 c1
+  c0=$(cpu "$port")
+  "$bin" bench --endpoint "http://127.0.0.1:$port" --queue "$queue" --duration "${secs}s" --batch 10 \
+    --producers "$clients" --consumers "$clients" --groups 16 --metrics off --json --quiet > "$work/$1.json" 2> "$work/$1.err" || true
+  c1=$(cpu "$port")
+  python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+sent=max(d["sent"], 1)
+ok=d["verification"]["ok"] and d["send_errors"] + d["receive_errors"] == 0
+print(round(d["send_per_second"]), round((float(sys.argv[3]) - float(sys.argv[2])) * 1e6 / sent), ok)' "$work/$1.json" "$c0" "$c1" 2>/dev/null || echo "0 0 False"
+}
+# One run on each server first, not counted: a new log's first segment
+# is zeroed in place as it fills (internal/walfs), which slows whichever
+# round comes first.
+run ws "$base" lead-ws.fifo > /dev/null
+run wl "$((base + li))" lead-wl.fifo > /dev/null
+run wf "$((base + fi_))" lead-wf.fifo > /dev/null
+printf "%-6s %8s %8s %8s %14s %16s %12s %12s %12s\n" round single leader follower "leader/single" "follower/leader" "us/msg s" "us/msg ldr" "us/msg fol"
+for r in $(seq 1 "$rounds"); do
+  read -r s s_us s_ok < <(run "s$r" "$base" "lead-s$r.fifo")
+  read -r l l_us l_ok < <(run "l$r" "$((base + li))" "lead-l$r.fifo")
+  read -r f f_us f_ok < <(run "f$r" "$((base + fi_))" "lead-f$r.fifo")
+  python3 -c 'import sys
+s, l, f = (float(x) for x in sys.argv[2:5])
+print("%-6s %8d %8d %8d %14.2f %16.2f %12s %12s %12s%s" % (sys.argv[1], s, l, f, l / max(s, 1), f / max(l, 1), sys.argv[5], sys.argv[6], sys.argv[7],
+  "" if sys.argv[8:] == ["True"] * 3 else "  (not verified: %s)" % " ".join(sys.argv[8:])))' \
+    "$r" "$s" "$l" "$f" "$s_us" "$l_us" "$f_us" "$s_ok" "$l_ok" "$f_ok"
+done
+echo "(us/msg: the CPU the server the bench talked to spent a message sent, received and deleted)"
+if [ -n "${PROFILE:-}" ]; then
+  mkdir -p "$PROFILE"
+  curl -s -o "$PROFILE/single.pprof" "http://127.0.0.1:$((base + 200))/debug/pprof/profile?seconds=$((secs - 1))" &
+  p=$!
+  read -r sp_sent sp_us _ < <(run sp "$base" lead-sp.fifo)
+  wait "$p"
+  curl -s -o "$PROFILE/leader.pprof" "http://127.0.0.1:$((base + 200 + li))/debug/pprof/profile?seconds=$((secs - 1))" &
+  p=$!
+  read -r lp_sent lp_us _ < <(run lp "$((base + li))" lead-lp.fifo)
+  wait "$p"
+  # The rates let the two profiles be compared per message.
+  echo "profiles in $PROFILE: single node $sp_sent sends/s ($sp_us us/msg), leader $lp_sent sends/s ($lp_us us/msg)"
+fi
