@@ -87,9 +87,9 @@ sent=max(d["sent"], 1)
 ok=d["verification"]["ok"] and d["send_errors"] + d["receive_errors"] == 0
 print(round(d["send_per_second"]), round((float(sys.argv[3]) - float(sys.argv[2])) * 1e6 / sent), ok)' "$work/$1.json" "$c0" "$c1" 2>/dev/null || echo "0 0 False"
 }
-# One run on each server first, not counted: a new log's first segment
-# is zeroed in place as it fills (internal/walfs), which slows whichever
-# round comes first.
+# One run on each server first, not counted: a server's first run, on a
+# new process and a new log (whose first segment is zeroed in place as
+# it fills, internal/walfs), is slower than the rest.
 run ws "$base" lead-ws.fifo > /dev/null
 run wl "$((base + li))" lead-wl.fifo > /dev/null
 run wf "$((base + fi_))" lead-wf.fifo > /dev/null
