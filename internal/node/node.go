@@ -341,6 +341,14 @@ func restoreGroup(dir, nodeID, region string, hdr backup.Header, snap io.Reader,
 		}
 		cancel()
 	}
+	if err == nil {
+		// What the restore applied after installing the backup (the
+		// forgotten incarnations, the lifted holds, the adopted map) goes
+		// into the snapshot the node starts from: a node serves its
+		// newest snapshot's state until it leads again, and the backup's
+		// map routes requests to the cluster the backup was taken of.
+		err = n.Raft.SnapshotNow()
+	}
 	if cerr := n.Raft.Close(); err == nil {
 		err = cerr
 	}

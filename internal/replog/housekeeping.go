@@ -47,6 +47,21 @@ func (l *Raft) snapshot(why string) {
 	l.tidyBodies()
 }
 
+// SnapshotNow takes a snapshot of everything applied so far, unless the
+// newest one holds it already. A data dir just restored from a backup
+// takes one before it is served: Raft applies the entries after its
+// newest snapshot only once the node leads again, and until then the
+// node would serve the backup's state as the snapshot installed it (its
+// map naming the original cluster's members), not what the restore
+// applied after it.
+func (l *Raft) SnapshotNow() error {
+	if err := l.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return err
+	}
+	l.tidyBodies()
+	return nil
+}
+
 // tidyBodies removes the body files nothing refers to and reports the
 // store (with no apply to do either, on a quiet node), and says whether
 // the files kept only for the newest snapshot are worth a new one. A
