@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Measures one shard against one node (docs/benchmarks.md, "A cluster's
-# leader: fewer, larger entries"): FIFO batch sends through a single
+# leader: fewer, larger entries" and "The script, a warm-up, and one
+# entry until it commits"): FIFO batch sends through a single
 # durable server, through the leader of a 3-node cluster of one group
 # (--shards 1), and through one of its followers.
 #

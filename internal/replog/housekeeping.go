@@ -35,16 +35,12 @@ func (l *Raft) snapshotLoop() {
 	}
 }
 
-// snapshot takes a snapshot, and then removes the body files the one
-// before needed: on a quiet node no apply would come to remove them.
+// snapshot takes a snapshot (SnapshotNow), logging a failure with why it
+// was asked for.
 func (l *Raft) snapshot(why string) {
-	if err := l.raft.Snapshot().Error(); err != nil {
-		if !errors.Is(err, raft.ErrNothingNewToSnapshot) {
-			l.logger.Warn("snapshot failed", "for", why, "err", err)
-		}
-		return
+	if err := l.SnapshotNow(); err != nil {
+		l.logger.Warn("snapshot failed", "for", why, "err", err)
 	}
-	l.tidyBodies()
 }
 
 // SnapshotNow takes a snapshot of everything applied so far, unless the
@@ -54,8 +50,14 @@ func (l *Raft) snapshot(why string) {
 // node would serve the backup's state as the snapshot installed it (its
 // map naming the original cluster's members), not what the restore
 // applied after it.
+//
+// Once one is taken, the body files only the one before needed are
+// removed: on a quiet node no apply would come to remove them.
 func (l *Raft) SnapshotNow() error {
-	if err := l.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+	if err := l.raft.Snapshot().Error(); err != nil {
+		if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			return nil
+		}
 		return err
 	}
 	l.tidyBodies()
