@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures one shard against one node (docs/benchmarks.md, "A cluster's
-# leader: fewer, larger entries" and "The script, a warm-up, and one
-# entry until it commits"): FIFO batch sends through a single
+# leader: fewer, larger entries", "The script, a warm-up, and one entry
+# until it commits" and "Sixteen clients, sends alone, and the commit
+# wait again"): FIFO batch sends through a single
 # durable server, through the leader of a 3-node cluster of one group
 # (--shards 1), and through one of its followers.
 #
@@ -19,15 +20,21 @@
 # CPU the server the bench talked to spent from the bench's start to its
 # end (its sends, and the receives and deletes that drain the queue
 # after them) over the messages sent.
+# CONSUMERS, if set, is the number of consumers instead of CLIENTS: with
+# few, the rounds measure sends with little else beside them, and the
+# receives and deletes mostly come in the drain after them.
 # Needs root (cgroups) and a built fifoq on PATH or in $FIFOQ. With
 # PROFILE set to a directory (and a fifoq built with -tags fifoq_pprof),
 # a CPU profile of the single node and of the leader is taken over one
-# more run each and written there.
+# more run each and written there. With KEEP set to a directory, the
+# servers' logs, the benches' JSON results and each round's start time
+# (rounds.log) are copied there at the end.
 set -euo pipefail
 quota=${1:-30}
 secs=${2:-5}
 rounds=${3:-5}
 clients=${4:-4}
+consumers=${CONSUMERS:-$clients}
 bin=${FIFOQ:-fifoq}
 work=$(mktemp -d)
 base=23000
@@ -35,6 +42,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.json "$work"/*.log "$work"/*.err "$KEEP"/ 2>/dev/null || true; fi
   for n in s n1 n2 n3; do rmdir "/sys/fs/cgroup/cpu/fq-lead-$n" 2>/dev/null || true; done
   rm -rf "$work"
 }
@@ -79,7 +87,7 @@ run() {
   local port=$2 queue=$3 c0 c1
   c0=$(cpu "$port")
   "$bin" bench --endpoint "http://127.0.0.1:$port" --queue "$queue" --duration "${secs}s" --batch 10 \
-    --producers "$clients" --consumers "$clients" --groups 16 --metrics off --json --quiet > "$work/$1.json" 2> "$work/$1.err" || true
+    --producers "$clients" --consumers "$consumers" --groups 16 --metrics off --json --quiet > "$work/$1.json" 2> "$work/$1.err" || true
   c1=$(cpu "$port")
   python3 -c '
 import json,sys
@@ -96,6 +104,7 @@ run wl "$((base + li))" lead-wl.fifo > /dev/null
 run wf "$((base + fi_))" lead-wf.fifo > /dev/null
 printf "%-6s %8s %8s %8s %14s %16s %12s %12s %12s\n" round single leader follower "leader/single" "follower/leader" "us/msg s" "us/msg ldr" "us/msg fol"
 for r in $(seq 1 "$rounds"); do
+  echo "round $r starts $(date +%T.%N)" >> "$work/rounds.log"
   read -r s s_us s_ok < <(run "s$r" "$base" "lead-s$r.fifo")
   read -r l l_us l_ok < <(run "l$r" "$((base + li))" "lead-l$r.fifo")
   read -r f f_us f_ok < <(run "f$r" "$((base + fi_))" "lead-f$r.fifo")
