@@ -289,7 +289,13 @@ func getJSON(ctx context.Context, client *http.Client, url string, v any) ([]byt
 
 // printStatus prints a cluster status as a table.
 func printStatus(w io.Writer, st server.ClusterStatus) {
-	fmt.Fprintf(w, "leader: %s (asked %s)\n", orNone(st.LeaderID), st.Node)
+	clusterID := ""
+	for _, m := range st.Members {
+		if m.ID == st.Node && m.Status != nil {
+			clusterID = m.Status.ClusterID
+		}
+	}
+	fmt.Fprintf(w, "leader: %s (asked %s), cluster id: %s\n", orNone(st.LeaderID), st.Node, orNone(clusterID))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tRAFT ADDR\tVOTER\tSTATE\tTERM\tAPPLIED\tCOMMIT\tLAG\tLAST CONTACT\tFORMAT\tINCARNATION\tSQS ENDPOINT")
 	for _, m := range st.Members {

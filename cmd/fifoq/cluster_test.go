@@ -111,17 +111,21 @@ func TestServeRefusesUnreadableRaftTLS(t *testing.T) {
 // TestStatusTableShowsIncarnations: fifoq cluster status's table has a
 // column of the members' recorded incarnations (their first 12 hex
 // digits), "-" for a member whose incarnation is not yet recorded, the
-// unreachable included.
+// unreachable included; its first line names the cluster's id as the
+// node asked records it.
 func TestStatusTableShowsIncarnations(t *testing.T) {
 	st := server.ClusterStatus{Node: "n1", LeaderID: "n1", Members: []server.ClusterMember{
 		{Member: replog.Member{ID: "n1", Addr: "127.0.0.1:9425", Incarnation: "0123456789abcdef0123456789abcdef", Voter: true}, Leader: true,
-			Status: &server.NodeInfo{NodeStatus: replog.NodeStatus{State: "Leader"}}},
+			Status: &server.NodeInfo{NodeStatus: replog.NodeStatus{State: "Leader", ClusterID: "00112233445566778899aabbccddeeff"}}},
 		{Member: replog.Member{ID: "n2", Addr: "127.0.0.1:9426", Voter: true}, Status: &server.NodeInfo{NodeStatus: replog.NodeStatus{State: "Follower"}}},
 		{Member: replog.Member{ID: "n3", Addr: "127.0.0.1:9427", Incarnation: "fedcba9876543210fedcba9876543210", Voter: true}, Error: "connection refused"},
 	}}
 	var out bytes.Buffer
 	printStatus(&out, st)
 	lines := strings.Split(out.String(), "\n")
+	if !strings.Contains(lines[0], "cluster id: 00112233445566778899aabbccddeeff") {
+		t.Errorf("the first line does not show the asked node's cluster id: %q", lines[0])
+	}
 	if !strings.Contains(lines[1], "INCARNATION") {
 		t.Fatalf("the header has no INCARNATION column:\n%s", out.String())
 	}

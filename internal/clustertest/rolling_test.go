@@ -153,8 +153,8 @@ func TestRollingUpgrade(t *testing.T) {
 }
 
 // newestFormat is the newest log entry format of the fifoq under test
-// (replog's entryFormatVersion): 13, a backup's hold of departures.
-const newestFormat = 13
+// (replog's entryFormatVersion): 14, the cluster's id asked at a hello.
+const newestFormat = 14
 
 // createInRegion creates a standard queue through nd with a client that
 // signs for region, and returns its URL.

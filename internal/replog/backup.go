@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -159,16 +158,20 @@ func (l *Raft) RestoreBackup(hdr backup.Header, snap io.Reader, timeout time.Dur
 		return fmt.Errorf("install the backup: %w", err)
 	}
 	l.refreshFormat()
-	// The incarnations the backup records are another cluster's.
+	// The incarnations the backup records are another cluster's, and so
+	// is its id: the restored cluster's first leader records its own.
 	var stale []string
 	l.Read(func(e *engine.Engine) { stale = e.MetaKeys(memberKey("")) })
 	slices.Sort(stale)
+	if l.clusterID() != "" {
+		stale = append(stale, clusterIDKey)
+	}
 	for _, key := range stale {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		err := l.setMeta(ctx, key, "")
 		cancel()
 		if err != nil {
-			return fmt.Errorf("forget the incarnation of the backup's member %s: %w", strings.TrimPrefix(key, memberKey("")), err)
+			return fmt.Errorf("forget the backup's %s: %w", key, err)
 		}
 	}
 	return nil

@@ -60,18 +60,21 @@ import (
 //   - Version 13: version 12, and a command may be a fifoq:HoldDepartures
 //     (engine.HoldDeparturesRequest): how a backup of a cluster with
 //     shards keeps what leaves one group for another in one of its parts.
+//   - Version 14: version 13, the same layout. It says that the member
+//     asks and answers the cluster's id at a hello (cluster_id.go), so
+//     that two members that read it refuse a node of another cluster.
 //
 // Every version is still read, so that older logs replay. Which version a
 // node writes is the cluster's choice, not the binary's: see format.go.
 //
 // An entry is one group commit: many commands made durable by one write.
 //
-//	byte     version (1 to 13)
+//	byte     version (1 to 14)
 //	uvarint  number of commands
 //	per command:
 //	  uvarint  length of the command
 //	  bytes    the command as JSON (wireCommand, codec_v1to3.go; versions 1 to 3) or in
-//	           the binary layout of versions 4 to 13
+//	           the binary layout of versions 4 to 14
 //	4 bytes  CRC-32C of everything before it, big-endian
 //
 // Every version, present and future, keeps the first byte as the version
@@ -87,7 +90,11 @@ import (
 //
 // raft-wal checks a checksum only over the last batch when it recovers a
 // segment's tail; the entry's own CRC catches damage anywhere else.
-const entryFormatVersion = 13
+const entryFormatVersion = 14
+
+// minVersionClusterID is the first version whose fifoq asks and answers
+// the cluster's id at a hello.
+const minVersionClusterID = 14
 
 // minVersionSetMeta is the first version in which a command may be a
 // fifoq:SetMeta.

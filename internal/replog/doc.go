@@ -16,10 +16,10 @@
 // group-commit batcher), fsm.go the state machine that applies entries,
 // read.go the read path, housekeeping.go the snapshot loop. cluster.go,
 // leadership.go, membership.go, transport.go, identity.go, format.go and
-// clamp.go are what a member of a networked cluster adds (sessions.go, the
-// one connection a peer for many groups, is built for shards and not yet
-// used), and
-// cluster_region.go keeps its members in one region; bodies.go,
+// clamp.go are what a member of a networked cluster adds (sessions.go is
+// the one connection a peer that carries the shards' Raft traffic),
+// cluster_region.go keeps its members in one region and cluster_id.go
+// tells its nodes from another cluster's; bodies.go,
 // snapshot_store.go, store_gate.go and recent_logs.go sit between Raft and
 // the disk, and fault.go stops the node when the disk fails; codec*.go
 // encode entries. region.go holds a data dir to its region, and backup.go
@@ -54,7 +54,7 @@
 //     NetworkTransport runs its own listener and connection goroutines
 //     over it; its dials run the dialer's side of the hello, with the
 //     same calls. The sessions that carry many groups' streams
-//     (sessions.go, not yet used by the log itself) add one goroutine per
+//     (sessions.go, the shards' Raft traffic) add one goroutine per
 //     session (peerSessions.serve, in peerSessions.wg) and one per stream
 //     until its group's transport takes it (route). walfs runs one
 //     goroutine that prepares the next segment.

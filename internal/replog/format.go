@@ -165,8 +165,10 @@ func (l *Raft) keepFormat() {
 				l.raiseFormat(target)
 			}
 			// A cluster whose members did not all read the record when
-			// this node came to lead records its region once they do.
+			// this node came to lead records its region and id once
+			// they do.
 			l.recordRegion()
+			l.recordClusterID()
 		}
 		select {
 		case <-tick.C:

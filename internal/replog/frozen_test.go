@@ -181,7 +181,7 @@ func genEmptyDedupID(t0 int64) *engine.Command {
 // version 11 a command on a partition of a split queue, the split, and a
 // fence of a queue whose move tasks ended; version 12 writes the move's
 // install in its binary layout; version 13 adds a backup's hold of
-// departures, set and lifted.
+// departures, set and lifted; version 14 adds nothing to the layout.
 func writeCurrentEntryFixture(t *testing.T) {
 	const t0 = 1764400000_000000000
 	eu := api.QueueKey{Region: "eu-west-1", Account: genAccount, Name: "jobs.fifo"}

@@ -1,6 +1,7 @@
 package replog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -224,4 +225,77 @@ func TestLaggingMemberCatchesUpFromAReplacedLeader(t *testing.T) {
 			t.Fatalf("%s stopped: %v", nd.id, err)
 		}
 	}
+}
+
+// TestRestoredCopyIsAnotherCluster: a backup restored into a new data dir
+// is another cluster, whatever its node ids. Its node n1 has the id of a
+// member of the cluster the backup came from, and replicated state further
+// along than that cluster's (the backup's, and what it applied since). A
+// member must not take it for a newer incarnation of its n1, nor reach it
+// as one of its own: the two refuse each other at the hello, and neither
+// stops for it.
+func TestRestoredCopyIsAnotherCluster(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	c := newClock()
+	leader := waitLeader(t, nodes)
+	createFIFO(t, leader.log, c)
+	send(t, leader.log, c, 0)
+	waitIncarnations(t, leader)
+	for _, nd := range nodes {
+		waitApplied(t, nd, leader.log.raft.LastIndex())
+	}
+	var file bytes.Buffer
+	if _, err := leader.log.Backup(&file, "test"); err != nil {
+		t.Fatal(err)
+	}
+
+	// The restore, then the restored node started alone as n1.
+	dir := t.TempDir()
+	r, _ := openTest(t, dir, RaftConfig{NodeID: "n1", MinFreeBytes: -1})
+	if err := restoreFrom(r, file.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restored := &testNode{id: "n1", dir: dir}
+	restored.cfg = RaftConfig{NodeID: "n1", MinFreeBytes: -1, Cluster: &ClusterConfig{RaftAddr: freeAddrs(t, 1)[0]}}
+	restored.log, restored.eng = openTest(t, dir, restored.cfg)
+	defer restored.log.Close()
+	waitLeader(t, []*testNode{restored})
+	send(t, restored.log, c, 1)
+	waitIncarnations(t, restored)
+	for _, nd := range nodes {
+		if restored.log.stateIndex() <= nd.log.stateIndex() {
+			t.Fatalf("the restored node's state is at %d, %s's at %d: the test shows nothing", restored.log.stateIndex(), nd.id, nd.log.stateIndex())
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, nd := range nodes {
+		if nd.id == "n1" {
+			continue
+		}
+		if conn, err := restored.log.cluster.mux.dial(ctx, nd.cfg.Cluster.RaftAddr, muxHTTP); err == nil {
+			conn.Close()
+			t.Errorf("%s accepted the restored copy's n1 as its member n1", nd.id)
+		} else if !errors.Is(err, errOtherCluster) {
+			t.Errorf("%s refused the restored copy's n1 with %v; want errOtherCluster", nd.id, err)
+		}
+		if conn, err := nd.log.cluster.mux.dial(ctx, restored.cfg.Cluster.RaftAddr, muxHTTP); err == nil {
+			conn.Close()
+			t.Errorf("%s reached the restored copy's n1", nd.id)
+		} else if !errors.Is(err, errOtherCluster) {
+			t.Errorf("%s was refused by the restored copy's n1 with %v; want errOtherCluster", nd.id, err)
+		}
+	}
+	for _, nd := range append(nodes, restored) {
+		if err := nd.log.Fault(); err != nil {
+			t.Fatalf("%s stopped: %v", nd.id, err)
+		}
+	}
+	// Both clusters go on.
+	send(t, leader.log, c, 2)
+	send(t, restored.log, c, 3)
 }

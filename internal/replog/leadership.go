@@ -79,7 +79,7 @@ func (l *Raft) watchLeadership() {
 			continue
 		}
 		l.fixOwnAddress()
-		if !l.recordRegion() {
+		if !l.recordRegion() || !l.recordClusterID() {
 			continue
 		}
 		if l.raft.State() == raft.Leader && l.raft.CurrentTerm() == term {

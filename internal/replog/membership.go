@@ -222,6 +222,9 @@ type NodeStatus struct {
 	// member reads it.
 	EntryFormat int `json:"entry_format"`
 	ReadsFormat int `json:"reads_format"`
+	// ClusterID is the id this node's state records for its cluster
+	// (cluster_id.go), "" if none yet.
+	ClusterID string `json:"cluster_id,omitempty"`
 }
 
 // Status returns this node's view of the log.
@@ -236,6 +239,7 @@ func (l *Raft) Status() NodeStatus {
 	if l.cluster != nil {
 		st.RaftAddr = l.cluster.cfg.RaftAddr
 		st.LeaderChanges = l.cluster.leaderChanges.Load()
+		st.ClusterID = l.clusterID()
 		if l.raft.State() != raft.Leader {
 			st.LastContact = l.raft.LastContact()
 		}

@@ -357,7 +357,7 @@ func (l *Raft) run() {
 	}
 	if c := l.cluster; c != nil {
 		c.mux.checks.Store(&peerChecks{recorded: l.recordedIncarnation, expectedAt: l.expectedAt, memberAt: l.memberAt, learned: l.learned, fence: l.fence,
-			tooOld: l.tooOld, outdated: l.outdated, stateIndex: l.stateIndex})
+			tooOld: l.tooOld, outdated: l.outdated, stateIndex: l.stateIndex, clusterID: l.clusterID})
 		l.wg.Add(3)
 		go l.leaveOnFatal()
 		go l.recordIncarnations()

@@ -28,7 +28,10 @@ import (
 // each way before the kind's traffic (see identity.go and format.go): the
 // dialer sends "ID INCARNATION EXPECTED FORMAT\n" (EXPECTED: the
 // incarnation the membership records for the node it dials, or "-";
-// FORMAT: the newest log entry format the dialer reads), the acceptor
+// FORMAT: the newest log entry format the dialer reads). When both read
+// format minVersionClusterID, the acceptor first asks "cluster? ID\n" and
+// the dialer answers "cluster ID\n", and two nodes of different clusters
+// part there (cluster_id.go: "other-cluster REASON\n"). The acceptor
 // answers "ok ID INCARNATION FORMAT\n", or "fenced-you REASON\n" when the
 // dialer is not the incarnation the membership records for its id, or
 // "fenced-me REASON\n" when it is not itself the incarnation the dialer
@@ -136,6 +139,61 @@ type peerChecks struct {
 	// stateIndex is the index of the log entry that this node's
 	// replicated state, whose records recorded reads, holds up to.
 	stateIndex func() uint64
+	// clusterID returns the id this node's state records for its
+	// cluster, "" if none (cluster_id.go).
+	clusterID func() string
+}
+
+// ownClusterID is what this node says of its cluster's id in a hello.
+func (m *peerMux) ownClusterID() string {
+	if c := m.checks.Load(); c != nil && c.clusterID != nil {
+		if id := c.clusterID(); id != "" {
+			return id
+		}
+	}
+	return noClusterID
+}
+
+// asksClusterID reports whether a hello between this node and one that
+// reads entry formats up to format carries the cluster ids.
+func asksClusterID(format byte) bool {
+	return format >= minVersionClusterID && maxEntryFormat >= minVersionClusterID
+}
+
+// validClusterID reports whether s may stand for a cluster id in a hello.
+func validClusterID(s string) bool { return s == noClusterID || validIncarnation(s) }
+
+// askClusterID asks the dialer on conn its cluster's id, saying this
+// node's.
+func (m *peerMux) askClusterID(conn net.Conn) (string, bool) {
+	if _, err := io.WriteString(conn, "cluster? "+m.ownClusterID()+"\n"); err != nil {
+		return "", false
+	}
+	line, err := readLine(conn)
+	if err != nil {
+		return "", false
+	}
+	f := strings.Fields(line)
+	if len(f) != 2 || f[0] != "cluster" || !validClusterID(f[1]) {
+		return "", false
+	}
+	return f[1], true
+}
+
+// otherCluster returns why a dialer that said its cluster's id is theirs
+// is not of this node's cluster, or "" if it may be: a dialer whose state
+// records no id yet may be only as a member (cluster_id.go).
+func (m *peerMux) otherCluster(theirs string, member bool) string {
+	mine := m.ownClusterID()
+	switch {
+	case mine == noClusterID || theirs == mine:
+		return ""
+	case theirs == noClusterID && member:
+		return ""
+	case theirs == noClusterID:
+		return fmt.Sprintf("it records no cluster id and is not a member of this node's cluster %s", mine)
+	}
+	return fmt.Sprintf("it is a node of cluster %s, and this node's cluster is %s", theirs, mine)
 }
 
 // helloFormat reads the format field of a hello, which a fifoq from before
@@ -313,12 +371,28 @@ func (m *peerMux) answerHello(conn net.Conn) (id string, ok bool) {
 		return "", false
 	}
 	id, inc, expected := f[0], f[1], f[2]
+	// theirCluster is "" when not asked: a fifoq from before cluster ids.
+	var theirCluster string
+	if asksClusterID(format) {
+		if theirCluster, ok = m.askClusterID(conn); !ok {
+			return "", false
+		}
+	}
 	c := m.checks.Load()
 	var rec string
 	var member bool
 	if c != nil {
 		rec, member = c.recorded(id)
 	}
+	if theirCluster != "" {
+		if why := m.otherCluster(theirCluster, member); why != "" {
+			_, _ = io.WriteString(conn, "other-cluster "+why+"\n")
+			return "", false
+		}
+	}
+	// A state further along than this node's records the cluster's id
+	// if this one does: a dialer that says none is not believed ahead.
+	unproven := theirCluster == noClusterID && m.ownClusterID() != noClusterID
 	meStale := expected != "-" && expected != m.selfInc
 	youStale := rec != "" && rec != inc
 	meDetail := fmt.Sprintf("member %s expects incarnation %s of it, and its data dir is incarnation %s", id, expected, m.selfInc)
@@ -334,7 +408,7 @@ func (m *peerMux) answerHello(conn net.Conn) (id string, ok bool) {
 		// Only a member's word is weighed: an unknown dialer is not
 		// believed behind, whatever it says.
 		meStale = meStale && !(meBehind && member)
-		youStale = youStale && !youBehind
+		youStale = youStale && !(youBehind && !unproven)
 	}
 	if meStale {
 		_, _ = io.WriteString(conn, "fenced-me "+meDetail+"\n")
@@ -381,6 +455,10 @@ func readLine(conn net.Conn) (string, error) {
 // errFenced is a dial refused because the node dialed is not the
 // incarnation the membership records.
 var errFenced = errors.New("refused: not the incarnation the cluster records")
+
+// errOtherCluster is a connection refused because the two nodes are of
+// different clusters (cluster_id.go).
+var errOtherCluster = errors.New("refused: a node of another cluster")
 
 // errTooOld is a connection refused because one side does not read the
 // cluster's entry format (format.go).
@@ -436,6 +514,15 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 		return nil, "", err
 	}
 	verb, rest, _ := strings.Cut(reply, " ")
+	asked := verb == "cluster?"
+	if asked {
+		reply, err = m.answerClusterID(conn, hostPort, rest)
+		if err != nil {
+			conn.Close()
+			return nil, "", err
+		}
+		verb, rest, _ = strings.Cut(reply, " ")
+	}
 	vouched := false
 	if verb == "applied?" {
 		// The node found one of the two not to be the incarnation the
@@ -453,7 +540,9 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 	case "ok":
 		f := strings.Fields(rest)
 		format, ok := helloFormat(f, 2)
-		if !ok {
+		if !ok || asksClusterID(format) && !asked {
+			// A node that reads the cluster ids and did not ask has
+			// not checked that this node is of its cluster.
 			conn.Close()
 			return nil, "", fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
 		}
@@ -488,9 +577,29 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 	case "fenced-me":
 		conn.Close()
 		return nil, "", fmt.Errorf("%w: the node at %s is stale: %s", errFenced, hostPort, rest)
+	case "other-cluster":
+		conn.Close()
+		return nil, "", fmt.Errorf("%w: node at %s refused this one: %s", errOtherCluster, hostPort, rest)
 	}
 	conn.Close()
 	return nil, "", fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
+}
+
+// answerClusterID answers an acceptor's question of this node's cluster
+// id, whose own is theirs, and returns its next line; two different ids
+// end the hello here.
+func (m *peerMux) answerClusterID(conn net.Conn, hostPort, theirs string) (string, error) {
+	mine := m.ownClusterID()
+	if !validClusterID(theirs) {
+		return "", fmt.Errorf("node %s asked its cluster id with %q", hostPort, theirs)
+	}
+	if theirs != noClusterID && mine != noClusterID && theirs != mine {
+		return "", fmt.Errorf("%w: the node at %s is of cluster %s, and this node's is %s", errOtherCluster, hostPort, theirs, mine)
+	}
+	if _, err := io.WriteString(conn, "cluster "+mine+"\n"); err != nil {
+		return "", err
+	}
+	return readLine(conn)
 }
 
 // meant reports whether id is the member this node's membership puts at
