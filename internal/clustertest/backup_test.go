@@ -92,6 +92,25 @@ func TestBackupThroughFollower(t *testing.T) {
 	}
 }
 
+// serveRestored serves the restored data dir dir as the first member, id,
+// of a cluster of its own, and waits until it is ready; the test's
+// failure shows its log.
+func serveRestored(t *testing.T, id, dir string) (*cluster, *node) {
+	t.Helper()
+	nd := &node{id: id, httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: dir, bin: binary}
+	nd.logPath = filepath.Join(t.TempDir(), "restored-"+id+".log")
+	restored := &cluster{t: t, nodes: []*node{nd}}
+	t.Cleanup(restored.stopAll)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log of the restored node:\n%s", nd.tail(100))
+		}
+	})
+	restored.start(nd, "")
+	waitReady(t, nd)
+	return restored, nd
+}
+
 // runVia runs the fifoq command args against the node via
 // (FIFOQ_ENDPOINT) and returns what it said; it fails the test if the
 // command fails.
@@ -204,12 +223,7 @@ func TestBackupAndExportOfShards(t *testing.T) {
 		t.Fatalf("a restored data dir with shards served alone: %v\n%s", err, out)
 	}
 
-	r1 := &node{id: "r1", httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: dir, bin: binary}
-	r1.logPath = filepath.Join(t.TempDir(), "r1.log")
-	restored := &cluster{t: t, nodes: []*node{r1}}
-	t.Cleanup(restored.stopAll)
-	restored.start(r1, "")
-	waitReady(t, r1)
+	restored, r1 := serveRestored(t, "r1", dir)
 	waitShards(t, restored, 5)
 	if got := listQueuesVia(t, r1, "q"); len(got) != queues {
 		t.Fatalf("the restored node lists %d queues, want %d: %v", len(got), queues, got)
@@ -434,17 +448,7 @@ func TestBackupKeepsWhatLeavesAGroup(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "restored")
 	runVia(t, via, "restore", "--data-dir", dir, "--node-id", "r1", file)
-	r1 := &node{id: "r1", httpAddr: freeAddr(t), raftAddr: freeAddr(t), dataDir: dir, bin: binary}
-	r1.logPath = filepath.Join(t.TempDir(), "r1.log")
-	restored := &cluster{t: t, nodes: []*node{r1}}
-	t.Cleanup(restored.stopAll)
-	defer func() {
-		if t.Failed() {
-			t.Logf("log of the restored node:\n%s", r1.tail(100))
-		}
-	}()
-	restored.start(r1, "")
-	waitReady(t, r1)
+	restored, r1 := serveRestored(t, "r1", dir)
 	waitShards(t, restored, 3)
 	rc := newClient(r1.httpAddr, 10*time.Second)
 	at := func(url string) string {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/fifoq/fifoq/internal/server"
 	"github.com/fifoq/fifoq/internal/testenv"
 )
 
@@ -205,4 +206,142 @@ func TestMemberThatLostItsShardLogStops(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("drained through the member joined again: %v; want 0..%d once each", got, sends)
 	}
+}
+
+// TestRestoredCopyKeepsToItself restores a backup of a running cluster
+// beside it, its node given the id of one of the original's (n1), as
+// people do, and lets its log run ahead of the original's. Then an
+// operator's mistake: `fifoq cluster add` on the restored node names a
+// member of the original (n2, at its Raft address). The two clusters must
+// not mix: n2 refuses the restored node at the hello (another cluster),
+// and keeps its leader, its membership and its queue; the restored node
+// goes on alone, saying why it cannot reach n2.
+func TestRestoredCopyKeepsToItself(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short mode")
+	}
+	c := newCluster(t, 3, nil, nil)
+	q := c.createQueue("original", nil)
+	for i := range 5 {
+		if _, err := sendVia(c.nodes[0], q, strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Not in the first second of the original, before its leader has
+	// recorded its id and its members' incarnations (docs/cluster.md,
+	// "Members have identities": not covered).
+	deadline := time.Now().Add(10 * time.Second)
+	for !recordsIdentities(c) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the original cluster recorded no id or not every incarnation in 10 s: %s", clusterStatus(c.nodes[1]))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	file := filepath.Join(t.TempDir(), "cluster.backup")
+	runVia(t, c.nodes[0], "backup", file)
+	dir := filepath.Join(t.TempDir(), "restored")
+	runVia(t, c.nodes[0], "restore", "--data-dir", dir, "--node-id", "n1", file)
+	defer func() {
+		if t.Failed() {
+			t.Logf("log of n2:\n%s", c.nodes[1].tail(60))
+		}
+	}()
+	_, r1 := serveRestored(t, "n1", dir)
+
+	// Queues made on the restored node take its first group's log past
+	// the original's.
+	ahead := func() bool {
+		mine := nodeInfo(t, r1).AppliedIndex
+		for _, nd := range c.nodes {
+			if nodeInfo(t, nd).AppliedIndex+5 >= mine {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; !ahead(); i++ {
+		if i == 300 {
+			t.Fatal("300 queues made on the restored node did not take its log past the original's")
+		}
+		if _, err := newClient(r1.httpAddr, 5*time.Second).CreateQueue(context.Background(),
+			&sqs.CreateQueueInput{QueueName: aws.String(fmt.Sprintf("restored-%d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	n2 := c.nodes[1]
+	before := nodeInfo(t, n2)
+	add := exec.Command(binary, "cluster", "add", n2.id, n2.raftAddr)
+	add.Env = append(os.Environ(), "FIFOQ_ENDPOINT=http://"+r1.httpAddr)
+	out, err := add.CombinedOutput()
+	t.Logf("fifoq cluster add %s %s on the restored node: %v\n%s", n2.id, n2.raftAddr, err, out)
+	// The restored node, which leads its cluster, tries to reach its new
+	// member for a while.
+	deadline = time.Now().Add(30 * time.Second)
+	for !strings.Contains(r1.tail(200), "another cluster") {
+		if time.Now().After(deadline) {
+			t.Fatal("the restored node's log does not say that n2 is of another cluster")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second)
+
+	after := nodeInfo(t, n2)
+	if after.LeaderAddr != before.LeaderAddr || after.ClusterID != before.ClusterID || after.ClusterID == "" {
+		t.Errorf("n2 followed %s of cluster %s before and %s of cluster %s after", before.LeaderAddr, before.ClusterID, after.LeaderAddr, after.ClusterID)
+	}
+	if id := nodeInfo(t, r1).ClusterID; id == "" || id == before.ClusterID {
+		t.Errorf("the restored node's cluster id is %q, the original's %q: want a new one", id, before.ClusterID)
+	}
+	var st server.ClusterStatus
+	if err := getJSON("http://"+n2.httpAddr+"/cluster/status", &st); err != nil {
+		t.Fatal(err)
+	}
+	var members []string
+	for _, m := range st.Members {
+		members = append(members, m.ID+"@"+m.Addr)
+	}
+	want := []string{"n1@" + c.nodes[0].raftAddr, "n2@" + n2.raftAddr, "n3@" + c.nodes[2].raftAddr}
+	if slices.Sort(members); !slices.Equal(members, want) {
+		t.Errorf("n2's cluster has members %v, want %v", members, want)
+	}
+	for _, nd := range append(c.nodes, r1) {
+		if !nd.running() {
+			t.Errorf("%s stopped; its log ends:\n%s", nd.id, nd.tail(10))
+		}
+	}
+	if _, err := sendVia(n2, q, "5"); err != nil {
+		t.Fatalf("send through n2: %v", err)
+	}
+	if got := drainNumbered(t, n2, q); !slices.Equal(got, numbers(6)) {
+		t.Fatalf("the original's queue gave %v through n2, want 0..5", got)
+	}
+}
+
+// recordsIdentities reports whether every node of c records one cluster
+// id, and its status three incarnations.
+func recordsIdentities(c *cluster) bool {
+	ids := map[string]bool{}
+	for _, nd := range c.nodes {
+		var info server.NodeInfo
+		if err := getJSON("http://"+nd.httpAddr+"/cluster/node", &info); err != nil || info.ClusterID == "" {
+			return false
+		}
+		ids[info.ClusterID] = true
+		if strings.Count(clusterStatus(nd), `"incarnation"`) < len(c.nodes) {
+			return false
+		}
+	}
+	return len(ids) == 1
+}
+
+// nodeInfo is a node's GET /cluster/node.
+func nodeInfo(t *testing.T, nd *node) server.NodeInfo {
+	t.Helper()
+	var info server.NodeInfo
+	if err := getJSON("http://"+nd.httpAddr+"/cluster/node", &info); err != nil {
+		t.Fatalf("GET /cluster/node of %s: %v", nd.id, err)
+	}
+	return info
 }

@@ -53,7 +53,9 @@ import (
 // The output is a function of the state alone (queues, tags, attributes and
 // tenants are written in sorted order, never by map iteration; see also
 // init), so two replicas of the same binary in the same state write the
-// same bytes.
+// same bytes, but for the header's Meta: gob writes a map in Go's
+// iteration order, so the order of its keys differs from one snapshot to
+// the next once it holds two.
 const (
 	snapMagic      = "FIFOQSNP"
 	snapVersion    = 2 // written

@@ -159,13 +159,11 @@ func (l *Raft) RestoreBackup(hdr backup.Header, snap io.Reader, timeout time.Dur
 	}
 	l.refreshFormat()
 	// The incarnations the backup records are another cluster's, and so
-	// is its id: the restored cluster's first leader records its own.
+	// is its id: the restored data dir is a new cluster's from its start
+	// (cluster_id.go).
 	var stale []string
 	l.Read(func(e *engine.Engine) { stale = e.MetaKeys(memberKey("")) })
 	slices.Sort(stale)
-	if l.clusterID() != "" {
-		stale = append(stale, clusterIDKey)
-	}
 	for _, key := range stale {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		err := l.setMeta(ctx, key, "")
@@ -173,6 +171,15 @@ func (l *Raft) RestoreBackup(hdr backup.Header, snap io.Reader, timeout time.Dur
 		if err != nil {
 			return fmt.Errorf("forget the backup's %s: %w", key, err)
 		}
+	}
+	id, err := newClusterID()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := l.setMeta(ctx, clusterIDKey, id); err != nil {
+		return fmt.Errorf("record a new cluster id: %w", err)
 	}
 	return nil
 }

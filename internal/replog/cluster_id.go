@@ -23,8 +23,8 @@ import (
 // So, as etcd gives each cluster an id that every message between members
 // carries, a fifoq cluster has one: a random id its first leader records
 // in the replicated state (the engine's metadata, key clusterIDKey) before
-// it serves, that never changes, and that a restore replaces (the restored
-// cluster's first leader records a new one). At every hello between two
+// it serves, that never changes but at a restore, which gives the restored
+// data dir a new one before it serves. At every hello between two
 // members that read entry format minVersionClusterID, the acceptor asks
 // "cluster? ID\n" (ID: its own cluster's, "-" if none is recorded yet)
 // before anything else, and the dialer answers "cluster ID\n". Two ids

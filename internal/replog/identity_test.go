@@ -34,6 +34,20 @@ func waitIncarnations(t *testing.T, leader *testNode) {
 	}
 }
 
+// startRecorded starts a cluster of n nodes whose leader has a FIFO
+// queue with one message and records every member's incarnation, and
+// returns its nodes, its leader and the clock of its commands.
+func startRecorded(t *testing.T, n int) ([]*testNode, *testNode, *clock) {
+	t.Helper()
+	nodes := startCluster(t, n, nil)
+	c := newClock()
+	leader := waitLeader(t, nodes)
+	createFIFO(t, leader.log, c)
+	send(t, leader.log, c, 0)
+	waitIncarnations(t, leader)
+	return nodes, leader, c
+}
+
 // joinAnew removes nd through leader, wipes its data dir, and starts it
 // empty with --join, added anew under its new incarnation.
 func joinAnew(t *testing.T, leader, nd *testNode) {
@@ -62,12 +76,7 @@ func joinAnew(t *testing.T, leader, nd *testNode) {
 // cluster goes on. Adding its id again is refused until it is removed;
 // once removed, it joins anew under a new incarnation and catches up.
 func TestWipedMemberIsFenced(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	c := newClock()
-	leader := waitLeader(t, nodes)
-	createFIFO(t, leader.log, c)
-	send(t, leader.log, c, 0)
-	waitIncarnations(t, leader)
+	nodes, leader, c := startRecorded(t, 3)
 
 	var wiped *testNode
 	for _, nd := range nodes {
@@ -127,12 +136,7 @@ func TestWipedMemberIsFenced(t *testing.T) {
 // not caught up past. Nor may the leader, which knows better, be told it is
 // stale by it.
 func TestLaggingMemberCatchesUpFromAReplacedLeader(t *testing.T) {
-	nodes := startCluster(t, 5, nil)
-	c := newClock()
-	leader := waitLeader(t, nodes)
-	createFIFO(t, leader.log, c)
-	send(t, leader.log, c, 0)
-	waitIncarnations(t, leader)
+	nodes, leader, c := startRecorded(t, 5)
 
 	var others []*testNode
 	for _, nd := range nodes {
@@ -235,12 +239,7 @@ func TestLaggingMemberCatchesUpFromAReplacedLeader(t *testing.T) {
 // as one of its own: the two refuse each other at the hello, and neither
 // stops for it.
 func TestRestoredCopyIsAnotherCluster(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	c := newClock()
-	leader := waitLeader(t, nodes)
-	createFIFO(t, leader.log, c)
-	send(t, leader.log, c, 0)
-	waitIncarnations(t, leader)
+	nodes, leader, c := startRecorded(t, 3)
 	for _, nd := range nodes {
 		waitApplied(t, nd, leader.log.raft.LastIndex())
 	}
@@ -254,6 +253,9 @@ func TestRestoredCopyIsAnotherCluster(t *testing.T) {
 	r, _ := openTest(t, dir, RaftConfig{NodeID: "n1", MinFreeBytes: -1})
 	if err := restoreFrom(r, file.Bytes()); err != nil {
 		t.Fatal(err)
+	}
+	if id, orig := r.clusterID(), leader.log.clusterID(); id == "" || orig == "" || id == orig {
+		t.Fatalf("the restored data dir's cluster id is %q, the original's %q: want a new one from the restore on", id, orig)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
