@@ -159,8 +159,9 @@ func TestHelloClusterIDs(t *testing.T) {
 	})
 
 	// acceptorSaying listens for one connection and answers its hello
-	// with reply, as a node of whatever fifoq reply is of.
-	acceptorSaying := func(t *testing.T, reply string) string {
+	// with reply, as a node of whatever fifoq reply is of; with hangUp,
+	// it then reads one line and closes the connection.
+	acceptorSaying := func(t *testing.T, reply string, hangUp bool) string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -180,6 +181,10 @@ func TestHelloClusterIDs(t *testing.T) {
 				return
 			}
 			_, _ = io.WriteString(conn, reply)
+			if hangUp {
+				_, _ = readLine(conn)
+				return
+			}
 			_, _ = io.Copy(io.Discard, conn)
 		}()
 		return ln.Addr().String()
@@ -187,7 +192,7 @@ func TestHelloClusterIDs(t *testing.T) {
 	t.Run("an acceptor of an older format does not ask", func(t *testing.T) {
 		var fenced atomic.Int32
 		dialer := node(t, "node-2", idA, members, &fenced)
-		addr := acceptorSaying(t, fmt.Sprintf("ok node-1 %s %d\n", members["node-1"], minVersionClusterID-1))
+		addr := acceptorSaying(t, fmt.Sprintf("ok node-1 %s %d\n", members["node-1"], minVersionClusterID-1), false)
 		conn, err := dialer.mux.dial(ctx, addr, muxHTTP)
 		if err != nil {
 			t.Fatalf("a node of an older fifoq, which cannot ask, was refused: %v", err)
@@ -197,10 +202,24 @@ func TestHelloClusterIDs(t *testing.T) {
 	t.Run("an acceptor that reads the ids must ask", func(t *testing.T) {
 		var fenced atomic.Int32
 		dialer := node(t, "node-2", idA, members, &fenced)
-		addr := acceptorSaying(t, fmt.Sprintf("ok node-1 %s %d\n", members["node-1"], minVersionClusterID))
+		addr := acceptorSaying(t, fmt.Sprintf("ok node-1 %s %d\n", members["node-1"], minVersionClusterID), false)
 		if conn, err := dialer.mux.dial(ctx, addr, muxHTTP); err == nil {
 			conn.Close()
 			t.Fatal("a node that reads cluster ids said ok without asking, and was believed")
+		}
+	})
+	t.Run("a node that asked is never dialed without a hello", func(t *testing.T) {
+		var fenced atomic.Int32
+		dialer := node(t, "node-2", idA, members, &fenced)
+		addr := acceptorSaying(t, "cluster? "+idA+"\n", true)
+		if conn, err := dialer.mux.dial(ctx, addr, muxHTTP); err == nil || errors.Is(err, io.EOF) {
+			if conn != nil {
+				conn.Close()
+			}
+			t.Fatalf("dial: %v; want an error that does not take the node for a fifoq from before hellos", err)
+		}
+		if _, legacy := dialer.mux.legacy.Load(addr); legacy {
+			t.Fatal("a node that asked the cluster's id is dialed without a hello from now on")
 		}
 	})
 }

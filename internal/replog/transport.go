@@ -599,7 +599,13 @@ func (m *peerMux) answerClusterID(conn net.Conn, hostPort, theirs string) (strin
 	if _, err := io.WriteString(conn, "cluster "+mine+"\n"); err != nil {
 		return "", err
 	}
-	return readLine(conn)
+	line, err := readLine(conn)
+	if err != nil {
+		// Not io.EOF, which would take the node for a fifoq from before
+		// hellos (dial): one that asked this is not.
+		return "", fmt.Errorf("node %s closed the hello after asking its cluster id: %v", hostPort, err)
+	}
+	return line, nil
 }
 
 // meant reports whether id is the member this node's membership puts at
