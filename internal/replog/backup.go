@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -169,7 +170,7 @@ func (l *Raft) RestoreBackup(hdr backup.Header, snap io.Reader, timeout time.Dur
 		err := l.setMeta(ctx, key, "")
 		cancel()
 		if err != nil {
-			return fmt.Errorf("forget the backup's %s: %w", key, err)
+			return fmt.Errorf("forget the incarnation of the backup's member %s: %w", strings.TrimPrefix(key, memberKey("")), err)
 		}
 	}
 	id, err := newClusterID()
