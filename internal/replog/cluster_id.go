@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/fifoq/fifoq/internal/engine"
@@ -93,4 +95,24 @@ func (l *Raft) recordClusterID() bool {
 	}
 	l.logger.Info("recorded the cluster's id", "cluster_id", l.clusterID())
 	return true
+}
+
+// refuseOtherCluster returns an ErrOtherCluster if the node at addr, about
+// to be added as id, answers a hello as a node of another cluster: a node
+// started with a data dir it kept from another cluster, or an address
+// given by mistake, which the hello would refuse for good once it is a
+// member. A node that does not answer (not started yet) or answers
+// otherwise is not refused here: its hellos judge it once it is added.
+func (l *Raft) refuseOtherCluster(ctx context.Context, id, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := l.cluster.mux.dial(ctx, addr, muxHTTP)
+	if err == nil {
+		conn.Close()
+		return nil
+	}
+	if errors.Is(err, ErrOtherCluster) {
+		return fmt.Errorf("cannot add %s at %s, which is not of this cluster (%w); a node joins with an empty data dir", id, addr, err)
+	}
+	return nil
 }

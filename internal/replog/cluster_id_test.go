@@ -73,18 +73,18 @@ func TestHelloClusterIDs(t *testing.T) {
 				conn.Close()
 			}
 			switch {
-			case tc.wantOther && !errors.Is(err, errOtherCluster):
-				t.Fatalf("dial: %v; want errOtherCluster", err)
+			case tc.wantOther && !errors.Is(err, ErrOtherCluster):
+				t.Fatalf("dial: %v; want ErrOtherCluster", err)
 			case !tc.wantOther && err != nil:
 				t.Fatalf("dial: %v; want a connection", err)
 			}
 			if tc.dialer != "" && tc.acceptor != "" && tc.dialer != tc.acceptor {
 				// And the other way.
-				if conn, err := acceptor.mux.dial(ctx, dialer.mux.advert.String(), muxHTTP); !errors.Is(err, errOtherCluster) {
+				if conn, err := acceptor.mux.dial(ctx, dialer.mux.advert.String(), muxHTTP); !errors.Is(err, ErrOtherCluster) {
 					if err == nil {
 						conn.Close()
 					}
-					t.Fatalf("the dial back: %v; want errOtherCluster", err)
+					t.Fatalf("the dial back: %v; want ErrOtherCluster", err)
 				}
 			}
 			if fenced.Load() != 0 {

@@ -282,15 +282,19 @@ func TestRestoredCopyIsAnotherCluster(t *testing.T) {
 		if conn, err := restored.log.cluster.mux.dial(ctx, nd.cfg.Cluster.RaftAddr, muxHTTP); err == nil {
 			conn.Close()
 			t.Errorf("%s accepted the restored copy's n1 as its member n1", nd.id)
-		} else if !errors.Is(err, errOtherCluster) {
-			t.Errorf("%s refused the restored copy's n1 with %v; want errOtherCluster", nd.id, err)
+		} else if !errors.Is(err, ErrOtherCluster) {
+			t.Errorf("%s refused the restored copy's n1 with %v; want ErrOtherCluster", nd.id, err)
 		}
 		if conn, err := nd.log.cluster.mux.dial(ctx, restored.cfg.Cluster.RaftAddr, muxHTTP); err == nil {
 			conn.Close()
 			t.Errorf("%s reached the restored copy's n1", nd.id)
-		} else if !errors.Is(err, errOtherCluster) {
-			t.Errorf("%s was refused by the restored copy's n1 with %v; want errOtherCluster", nd.id, err)
+		} else if !errors.Is(err, ErrOtherCluster) {
+			t.Errorf("%s was refused by the restored copy's n1 with %v; want ErrOtherCluster", nd.id, err)
 		}
+	}
+	// Nor is one added to the other.
+	if err := restored.log.AddVoter(ctx, nodes[1].id, nodes[1].cfg.Cluster.RaftAddr, ""); !errors.Is(err, ErrOtherCluster) {
+		t.Errorf("adding the original's %s to the restored copy: %v; want ErrOtherCluster", nodes[1].id, err)
 	}
 	for _, nd := range append(nodes, restored) {
 		if err := nd.log.Fault(); err != nil {

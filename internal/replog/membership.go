@@ -120,6 +120,9 @@ func (l *Raft) AddVoter(ctx context.Context, id, addr, incarnation string) error
 		}
 		return fmt.Errorf("%w: node %s is a member already; to add it anew (its data dir replaced), remove it first with `fifoq cluster remove %s`", ErrAlreadyMember, id, id)
 	}
+	if err := l.refuseOtherCluster(ctx, id, addr); err != nil {
+		return err
+	}
 	// It joins without a vote, and the leader makes it a voter once it
 	// has caught up (Promote).
 	if err := l.membershipChange(ctx, l.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeoutOf(ctx))); err != nil {

@@ -456,9 +456,10 @@ func readLine(conn net.Conn) (string, error) {
 // incarnation the membership records.
 var errFenced = errors.New("refused: not the incarnation the cluster records")
 
-// errOtherCluster is a connection refused because the two nodes are of
-// different clusters (cluster_id.go).
-var errOtherCluster = errors.New("refused: a node of another cluster")
+// ErrOtherCluster is a connection refused because the two nodes are of
+// different clusters (cluster_id.go), and AddVoter's refusal of a node
+// that answers as one.
+var ErrOtherCluster = errors.New("refused: a node of another cluster")
 
 // errTooOld is a connection refused because one side does not read the
 // cluster's entry format (format.go).
@@ -579,7 +580,7 @@ func (m *peerMux) hello(ctx context.Context, conn net.Conn, hostPort, expected s
 		return nil, "", fmt.Errorf("%w: the node at %s is stale: %s", errFenced, hostPort, rest)
 	case "other-cluster":
 		conn.Close()
-		return nil, "", fmt.Errorf("%w: node at %s refused this one: %s", errOtherCluster, hostPort, rest)
+		return nil, "", fmt.Errorf("%w: node at %s refused this one: %s", ErrOtherCluster, hostPort, rest)
 	}
 	conn.Close()
 	return nil, "", fmt.Errorf("node %s answered a hello with %q", hostPort, reply)
@@ -594,7 +595,7 @@ func (m *peerMux) answerClusterID(conn net.Conn, hostPort, theirs string) (strin
 		return "", fmt.Errorf("node %s asked its cluster id with %q", hostPort, theirs)
 	}
 	if theirs != noClusterID && mine != noClusterID && theirs != mine {
-		return "", fmt.Errorf("%w: the node at %s is of cluster %s, and this node's is %s", errOtherCluster, hostPort, theirs, mine)
+		return "", fmt.Errorf("%w: the node at %s is of cluster %s, and this node's is %s", ErrOtherCluster, hostPort, theirs, mine)
 	}
 	if _, err := io.WriteString(conn, "cluster "+mine+"\n"); err != nil {
 		return "", err

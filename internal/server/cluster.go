@@ -809,6 +809,9 @@ func (s *Server) serveAdminChange(w http.ResponseWriter, r *http.Request, what s
 		writeJSONError(w, http.StatusServiceUnavailable, err.Error()+"; retry")
 	case errors.Is(err, replog.ErrAlreadyMember):
 		writeJSONError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, replog.ErrOtherCluster):
+		// Asking again cannot help: the node must be started anew.
+		writeJSONError(w, http.StatusBadRequest, err.Error())
 	default:
 		writeJSONError(w, http.StatusServiceUnavailable, "could not "+what+": "+err.Error())
 	}
