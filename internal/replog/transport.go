@@ -181,10 +181,10 @@ func (m *peerMux) askClusterID(conn net.Conn) (string, bool) {
 }
 
 // otherCluster returns why a dialer that said its cluster's id is theirs
-// is not of this node's cluster, or "" if it may be: a dialer whose state
-// records no id yet may be only as a member (cluster_id.go).
-func (m *peerMux) otherCluster(theirs string, member bool) string {
-	mine := m.ownClusterID()
+// is not of this node's cluster, whose id is mine, or "" if it may be: a
+// dialer whose state records no id yet may be only as a member
+// (cluster_id.go).
+func otherCluster(mine, theirs string, member bool) string {
 	switch {
 	case mine == noClusterID || theirs == mine:
 		return ""
@@ -384,15 +384,16 @@ func (m *peerMux) answerHello(conn net.Conn) (id string, ok bool) {
 	if c != nil {
 		rec, member = c.recorded(id)
 	}
+	myCluster := m.ownClusterID()
 	if theirCluster != "" {
-		if why := m.otherCluster(theirCluster, member); why != "" {
+		if why := otherCluster(myCluster, theirCluster, member); why != "" {
 			_, _ = io.WriteString(conn, "other-cluster "+why+"\n")
 			return "", false
 		}
 	}
 	// A state further along than this node's records the cluster's id
 	// if this one does: a dialer that says none is not believed ahead.
-	unproven := theirCluster == noClusterID && m.ownClusterID() != noClusterID
+	unproven := theirCluster == noClusterID && myCluster != noClusterID
 	meStale := expected != "-" && expected != m.selfInc
 	youStale := rec != "" && rec != inc
 	meDetail := fmt.Sprintf("member %s expects incarnation %s of it, and its data dir is incarnation %s", id, expected, m.selfInc)
