@@ -508,20 +508,29 @@
 
   // ------------------------------------------------------------- cluster
 
-  // showCluster shows the cluster's members and leader, from the server's
-  // GET /cluster/status (outside the console's API), refreshed every 2 s.
+  // showCluster shows the cluster's id, members, leader and shards, from
+  // the server's GET /cluster/status (outside the console's API), refreshed
+  // every 2 s. The cluster id is the asked node's, as `fifoq cluster status`
+  // prints it: two clusters restored from one backup differ in it.
   let clusterTimer = 0;
   function showCluster() {
-    const note = h("div", { class: "sub" }, "");
+    const note = h("div", { class: "sub", id: "cluster-note" }, "");
     const tbody = h("tbody");
     const table = h("table", { class: "data", id: "cluster-table" },
       h("thead", {}, h("tr", {},
         h("th", {}, "Node"), h("th", {}, "Raft address"), h("th", {}, "State"), h("th", { class: "num" }, "Term"),
         h("th", { class: "num" }, "Applied"), h("th", { class: "num" }, "Lag"), h("th", {}, "Last contact"), h("th", {}, "SQS endpoint"))),
       tbody);
+    const shardBody = h("tbody");
+    const shardPanel = h("section", { class: "panel", id: "shards-panel", hidden: true },
+      h("div", { class: "panel-head" }, h("h2", {}, "Shards")),
+      h("div", { class: "table-wrap" }, h("table", { class: "data", id: "shards-table" },
+        h("thead", {}, h("tr", {}, h("th", { class: "num" }, "Shard"), h("th", {}, "Leader"), h("th", {}, "Replicas (state, lag)"))),
+        shardBody)));
     put(clear(main),
       h("div", { class: "page-head" }, h("div", { class: "titles" }, h("h1", {}, "Cluster"), note)),
-      h("section", { class: "panel" }, h("div", { class: "table-wrap" }, table)));
+      h("section", { class: "panel" }, h("div", { class: "table-wrap" }, table)),
+      shardPanel);
     async function load() {
       let data;
       try {
@@ -533,13 +542,22 @@
         clear(tbody);
         return;
       }
-      note.textContent = "leader: " + (data.leader_id || "none") + " · asked node " + data.node_id;
+      const asked = data.members.find((m) => m.id === data.node_id);
+      const clusterID = asked && asked.status && asked.status.cluster_id;
+      note.textContent = "leader: " + (data.leader_id || "none") + " · asked node " + data.node_id + " · cluster id: " + (clusterID || "none");
+      const shards = data.shards || [];
+      shardPanel.hidden = shards.length === 0;
+      put(clear(shardBody), shards.map((sh) =>
+        h("tr", { "data-shard": sh.shard },
+          h("td", { class: "num" }, String(sh.shard)),
+          h("td", { class: "name" }, sh.leader_id || "none"),
+          h("td", {}, (sh.replicas || []).map((r) => r.id + " (" + r.state + ", " + fmtInt(r.lag) + ")").join(" · ")))));
       put(clear(tbody), data.members.map((m) => {
         const st = m.status;
         let contact = "";
         if (m.leader) contact = "leader";
         else if (st && st.last_contact && !st.last_contact.startsWith("0001")) contact = fmtInt(Math.max(0, Date.now() - Date.parse(st.last_contact))) + " ms ago";
-        return h("tr", { class: m.leader ? "open" : null },
+        return h("tr", { class: m.leader ? "open" : null, "data-node": m.id },
           h("td", { class: "name" }, h("b", {}, m.id), m.voter ? null : " (non-voter)"),
           h("td", { class: "mono" }, m.raft_addr || ""),
           h("td", {}, st ? st.state : "unreachable" + (m.error ? " (" + m.error + ")" : "")),
