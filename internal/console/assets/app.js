@@ -511,7 +511,7 @@
   // showCluster shows the cluster's id, members, leader and shards, from
   // the server's GET /cluster/status (outside the console's API), refreshed
   // every 2 s. The cluster id is the asked node's, as `fifoq cluster status`
-  // prints it: two clusters restored from one backup differ in it.
+  // prints it: a restored copy and its original differ in it.
   let clusterTimer = 0;
   function showCluster() {
     const note = h("div", { class: "sub", id: "cluster-note" }, "");
