@@ -14,10 +14,11 @@
 # consumers (default 12) spread over all the nodes: 256 message groups,
 # batches of 10, send-receive-delete, verified (nothing lost, nothing
 # twice, order kept per group). Needs root (cgroups) and a built fifoq on
-# PATH or in $FIFOQ. With KEEP set to a directory, the bench's JSON result
-# and the servers' logs are copied there. SPLIT_RATE, if set, is the
-# servers' --partition-split-rate (a low one makes busy partitions split
-# during the bench, whose send latencies then show the pause); CLIENT is
+# PATH or in $FIFOQ. With KEEP set to a directory, the bench's JSON result,
+# the servers' logs and their /metrics at the bench's end are copied
+# there. SPLIT_RATE, if set, is the servers' --partition-split-rate (a
+# low one makes busy partitions split during the bench, whose send
+# latencies then show the pause); CLIENT is
 # the bench's client, lean by default (sdk retries what a split refuses,
 # as an application's SDK does). GROUP_RUN, if set, is the bench's
 # --group-run: 10 makes each batch one group's messages.
@@ -103,6 +104,10 @@ $bin bench --endpoint "$endpoints" --queue "$queue" "${ht[@]}" --duration "${sec
   --groups 256 --client "${CLIENT:-lean}" --metrics off --json --quiet > "$work/bench.json" 2> "$work/bench.err" || true
 cpu_after=$(cpu)
 t1=$(date +%s.%N)
+if [ -n "${KEEP:-}" ]; then
+  mkdir -p "$KEEP"
+  for i in $(seq 1 "$nodes"); do curl -s -o "$KEEP/metrics-n$i.txt" "http://127.0.0.1:$((base + i))/metrics"; done
+fi
 python3 -c 'import sys
 b, a, secs = sys.argv[1].split(), sys.argv[2].split(), float(sys.argv[4]) - float(sys.argv[3])
 print("server cpu (share of a core over the bench): " + " ".join("n%d:%.2f" % (i + 1, (float(y) - float(x)) / secs) for i, (x, y) in enumerate(zip(b, a))))' "$cpu_before" "$cpu_after" "$t0" "$t1" || true

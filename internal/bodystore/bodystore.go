@@ -106,6 +106,9 @@ type Store struct {
 	// TruncateAfter(p), p.File, so that appends stay after p.
 	minNext uint32
 	closed  bool
+	// appends counts Append's records, and appendsSeen is its value at
+	// the last ReleaseIfIdle; only the appender uses them.
+	appends, appendsSeen uint64
 
 	// handles keeps the files open; a file closed to keep their number
 	// down opens again on its next use (handles.go).
@@ -232,6 +235,7 @@ func (s *Store) Append(body string) (Ref, error) {
 	a.size += need
 	a.live += need
 	a.dirty = true
+	s.appends++
 	full := len(s.buf) >= bufSize
 	s.mu.Unlock()
 	if full {
@@ -267,6 +271,39 @@ func (s *Store) Flush() error {
 	s.recentFile, s.recentAt = a.id, at
 	s.mu.Unlock()
 	return nil
+}
+
+// ReleaseIfIdle gives the gathering buffers back to the heap if nothing
+// was appended since its last call: it writes what they gather to the
+// file, and the next append starts small again. A store that was busy
+// holds up to two buffers of bufSize; a node of many shards, most of them
+// quiet most of the time, would otherwise keep that for each shard that
+// was once busy. Reads of the records they held go to the file (and the
+// page cache) instead. Only the appender may call it, at intervals long
+// enough to tell a quiet store from a busy one (the log calls it every
+// few seconds).
+func (s *Store) ReleaseIfIdle() error {
+	if s.appends != s.appendsSeen {
+		s.appendsSeen = s.appends
+		return nil
+	}
+	if s.BufferBytes() == 0 {
+		return nil
+	}
+	if err := s.Flush(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.buf, s.recent, s.recentFile = nil, nil, 0
+	s.mu.Unlock()
+	return nil
+}
+
+// BufferBytes returns the bytes of memory the store's buffers hold.
+func (s *Store) BufferBytes() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return cap(s.buf) + cap(s.recent)
 }
 
 var errClosed = errors.New("body store: closed")

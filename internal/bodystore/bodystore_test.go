@@ -440,3 +440,55 @@ func TestRecentRecordsFromMemory(t *testing.T) {
 		mustRead(t, s, ref, bodies[i])
 	}
 }
+
+// TestReleaseIfIdle checks that a store keeps its buffers while it is
+// appended to, gives them back once a look finds nothing appended since
+// the one before, and reads the records they held from the file after.
+func TestReleaseIfIdle(t *testing.T) {
+	s := open(t, t.TempDir(), 0)
+	var refs []Ref
+	var bodies [][]byte
+	add := func(n int) {
+		for range n {
+			b := body(len(refs), 4<<10)
+			ref, err := s.Append(string(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs, bodies = append(refs, ref), append(bodies, b)
+		}
+	}
+	buffers := s.BufferBytes
+	// Past one buffer's worth: one written and kept, one gathering.
+	add(bufSize/(4<<10) + 100)
+	if err := s.ReleaseIfIdle(); err != nil {
+		t.Fatal(err)
+	}
+	if buffers() < bufSize {
+		t.Fatalf("a store appended to since the last look holds %d bytes of buffers: it gave them back", buffers())
+	}
+	if err := s.ReleaseIfIdle(); err != nil {
+		t.Fatal(err)
+	}
+	if n := buffers(); n != 0 {
+		t.Fatalf("a store idle since the last look still holds %d bytes of buffers", n)
+	}
+	for i, ref := range refs {
+		mustRead(t, s, ref, bodies[i])
+	}
+	// Appended to again, it gathers again, and keeps what it gathers
+	// until a look finds it idle once more.
+	add(10)
+	if err := s.ReleaseIfIdle(); err != nil {
+		t.Fatal(err)
+	}
+	if buffers() == 0 {
+		t.Fatal("a store appended to since the last look gave its buffers back")
+	}
+	for i, ref := range refs {
+		mustRead(t, s, ref, bodies[i])
+	}
+	if _, err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -522,3 +522,33 @@ func TestMostlyDeadFilesCompacted(t *testing.T) {
 		}
 	}
 }
+
+// TestQuietStoreGivesItsBuffersBack checks that the log's housekeeping
+// gives the body store's buffers back once a look finds it quiet since the
+// one before, and that the bodies they held are served from the files.
+func TestQuietStoreGivesItsBuffersBack(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, t.TempDir(), RaftConfig{})
+	defer l.Close()
+	apply(t, l, c, api.QueueKey{Account: bodyQueue.Account}, &api.CreateQueueRequest{QueueName: bodyQueue.Name})
+	const size = 100_000
+	for i := range 20 {
+		sendBody(t, l, c, i, size)
+	}
+	store := l.fsm.bodies.store
+	if store.BufferBytes() < 20*size {
+		t.Fatalf("the store's buffers hold %d bytes after 20 bodies of %d", store.BufferBytes(), size)
+	}
+	l.tidyBodies() // appended to since the last look (there was none): kept
+	if store.BufferBytes() == 0 {
+		t.Fatal("the first look gave the buffers of a store just appended to back")
+	}
+	l.tidyBodies()
+	if n := store.BufferBytes(); n != 0 {
+		t.Fatalf("a store quiet since the last look holds %d bytes of buffers", n)
+	}
+	if err := l.fsm.bodies.failure(); err != nil {
+		t.Fatal(err)
+	}
+	receiveExactly(t, l, c, 20, size)
+}

@@ -64,8 +64,10 @@ func (l *Raft) SnapshotNow() error {
 	return nil
 }
 
-// tidyBodies removes the body files nothing refers to and reports the
-// store (with no apply to do either, on a quiet node), and says whether
+// tidyBodies removes the body files nothing refers to, gives the store's
+// buffers back if it was quiet since the last look (every
+// snapshotForSpaceEvery), and reports the store (with no apply to do
+// either, on a quiet node), and says whether
 // the files kept only for the newest snapshot are worth a new one. A
 // failure to remove a file stops the node as a failed body write does.
 func (l *Raft) tidyBodies() (worth bool) {
@@ -75,6 +77,11 @@ func (l *Raft) tidyBodies() (worth bool) {
 	}
 	l.fsm.mu.Lock()
 	worth, err := b.heldForSnapshot()
+	if err == nil {
+		// Holding the fsm's write lock, this goroutine is the store's
+		// appender for the moment.
+		err = b.store.ReleaseIfIdle()
+	}
 	b.report()
 	l.fsm.mu.Unlock()
 	if err != nil {
