@@ -368,7 +368,7 @@ type memCgroup struct {
 // newMemoryCgroup makes a memory cgroup limited to limit bytes, without
 // swap, beside this process's: a child of its memory cgroup, or on cgroup
 // v2 a sibling where the child cannot have the memory controller (see
-// memoryCgroupParent). The test ends through unavailable if it cannot.
+// cgroupParent). The test ends through unavailable if it cannot.
 // The cgroup is removed when the test ends, after the processes in it,
 // whose cleanups are registered later and so run first.
 func newMemoryCgroup(t *testing.T, limit int64) *memCgroup {
@@ -380,7 +380,7 @@ func newMemoryCgroup(t *testing.T, limit int64) *memCgroup {
 	parent, v2 := own.Dir, own.V2
 	if v2 {
 		var err error
-		if parent, err = memoryCgroupParent(own.Mount, parent); err != nil {
+		if parent, err = cgroupParent(own.Mount, parent, "memory"); err != nil {
 			unavailable(t, "cannot make a cgroup v2 with the memory controller: %v", err)
 		}
 	}
@@ -408,31 +408,31 @@ func newMemoryCgroup(t *testing.T, limit int64) *memCgroup {
 	return cg
 }
 
-// memoryCgroupParent chooses where to make a v2 cgroup with the memory
-// controller, given this process's own cgroup directory. A child needs
-// "memory" in its parent's cgroup.subtree_control, and v2 lets a cgroup
-// other than the root enable a controller there only while no process is
-// in it: but this process is in its own. So the child goes into its own
-// cgroup if memory is enabled there or can be (the root), and otherwise
-// beside it, into its parent, if the parent already enables memory for
-// its children (which is what gives this process's cgroup its memory
+// cgroupParent chooses where to make a v2 cgroup with the controller
+// (memory, cpu), given this process's own cgroup directory. A child needs
+// the controller in its parent's cgroup.subtree_control, and v2 lets a
+// cgroup other than the root enable a controller there only while no
+// process is in it: but this process is in its own. So the child goes into
+// its own cgroup if the controller is enabled there or can be (the root),
+// and otherwise beside it, into its parent, if the parent already enables
+// it for its children (which is what gives this process's cgroup the
 // controller). The parent's settings are not changed.
-func memoryCgroupParent(mount, own string) (string, error) {
+func cgroupParent(mount, own, controller string) (string, error) {
 	enabled := func(dir string) bool {
 		data, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
-		return err == nil && slices.Contains(strings.Fields(string(data)), "memory")
+		return err == nil && slices.Contains(strings.Fields(string(data)), controller)
 	}
 	if enabled(own) {
 		return own, nil
 	}
-	werr := os.WriteFile(filepath.Join(own, "cgroup.subtree_control"), []byte("+memory"), 0)
+	werr := os.WriteFile(filepath.Join(own, "cgroup.subtree_control"), []byte("+"+controller), 0)
 	if werr == nil {
 		return own, nil
 	}
 	if own != filepath.Clean(mount) && enabled(filepath.Dir(own)) {
 		return filepath.Dir(own), nil
 	}
-	return "", fmt.Errorf("enable memory in %s/cgroup.subtree_control (a cgroup with processes cannot): %v; and its parent does not enable memory for its children", own, werr)
+	return "", fmt.Errorf("enable %s in %s/cgroup.subtree_control (a cgroup with processes cannot): %v; and its parent does not enable it for its children", controller, own, werr)
 }
 
 // setLimit limits the cgroup's memory to limit bytes and its swap to none,

@@ -1,0 +1,217 @@
+package crashtest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fifoq/fifoq/internal/testbin"
+	"github.com/fifoq/fifoq/internal/testenv"
+)
+
+// TestGOMAXPROCSFollowsTheCPULimit starts fifoq in a cgroup whose CPU
+// quota is 30 % of a core: it runs on one P (GOMAXPROCS 1, which its
+// /metrics report), where Go's own default would be 2, and says so at
+// start. GOMAXPROCS set in its environment is kept as given; and a limit
+// of one and a half cores leaves Go's default (the limit rounded up, no
+// more than the CPUs there are).
+func TestGOMAXPROCSFollowsTheCPULimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped in -short mode")
+	}
+	for _, tc := range []struct {
+		name  string
+		quota float64 // cores
+		env   []string
+		want  int
+		logs  bool // whether fifoq says it chose one P
+	}{
+		{name: "below one core", quota: 0.3, want: 1, logs: true},
+		{name: "GOMAXPROCS set", quota: 0.3, env: []string{"GOMAXPROCS=2"}, want: 2},
+		{name: "above one core", quota: 1.5, want: min(2, runtime.NumCPU())},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := newCPUCgroup(t, tc.quota)
+			addr := freeAddr(t)
+			proc := startInCPUCgroup(t, dir, tc.env, "serve", "--listen", addr, "--in-memory")
+			if got := gomaxprocs(t, addr); got != tc.want {
+				t.Fatalf("GOMAXPROCS %d under a limit of %.1f cores (env %v), want %d\n%s", got, tc.quota, tc.env, tc.want, proc.out)
+			}
+			if line := logLine(proc.out.String(), "GOMAXPROCS 1"); (line != "") != tc.logs {
+				t.Fatalf("fifoq's start, which should say it chose one P: %v:\n%s", tc.logs, proc.out)
+			}
+		})
+	}
+}
+
+// gomaxprocs reads go_sched_gomaxprocs_threads from the server's /metrics.
+func gomaxprocs(t *testing.T, addr string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_sched_gomaxprocs_threads "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatalf("go_sched_gomaxprocs_threads %q", v)
+			}
+			return n
+		}
+	}
+	t.Fatalf("/metrics has no go_sched_gomaxprocs_threads:\n%s", body)
+	return 0
+}
+
+// startInCPUCgroup starts fifoq with args in the cgroup at dir, with the
+// test's environment less its FIFOQ_ variables and GOMAXPROCS, plus env,
+// and waits until it answers.
+func startInCPUCgroup(t *testing.T, dir string, env []string, args ...string) *fifoqProc {
+	t.Helper()
+	testbin.Track(t)
+	cmd := exec.Command("sh", append([]string{"-c", `echo $$ > "$1" && shift && exec "$@"`, "sh",
+		filepath.Join(dir, "cgroup.procs"), binary}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FIFOQ_") && !strings.HasPrefix(kv, "GOMAXPROCS=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	p := &fifoqProc{cmd: cmd, out: &testenv.SyncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start fifoq in cgroup %s: %v", dir, err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.stop)
+	addr := args[slices.Index(args, "--listen")+1]
+	p.waitReady(t, func() error {
+		resp, err := http.Get("http://" + addr + "/?Action=ListQueues")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	})
+	return p
+}
+
+// newCPUCgroup makes a cgroup whose CPU quota is cores of a core (over a
+// period of 100 ms), beside this process's: in cgroup v1's cpu hierarchy,
+// or in v2 where cgroupParent finds room for the cpu controller. The test
+// ends through unavailable if it cannot. The cgroup is removed when the
+// test ends, after the processes in it.
+func newCPUCgroup(t *testing.T, cores float64) string {
+	t.Helper()
+	parent, v2, err := ownCPUCgroup()
+	if err != nil {
+		unavailable(t, "no CPU cgroup to put fifoq in: %v", err)
+	}
+	dir, err := os.MkdirTemp(parent, "fifoq-cputest-")
+	if err != nil {
+		unavailable(t, "cannot make a CPU cgroup (needs root): %v", err)
+	}
+	t.Cleanup(func() {
+		var err error
+		for range 50 {
+			if err = os.Remove(dir); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("remove the test's cgroup: %v", err)
+	})
+	const period = 100000
+	quota := strconv.Itoa(int(cores * period))
+	write := func(name, value string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(value), 0); err != nil {
+			unavailable(t, "cannot set the CPU quota of cgroup %s: write %s to %s: %v", dir, value, name, err)
+		}
+	}
+	if v2 {
+		write("cpu.max", quota+" "+strconv.Itoa(period))
+	} else {
+		write("cpu.cfs_period_us", strconv.Itoa(period))
+		write("cpu.cfs_quota_us", quota)
+	}
+	return dir
+}
+
+// ownCPUCgroup returns where to make a cgroup with the cpu controller
+// beside this process's, from /proc/self/mountinfo and /proc/self/cgroup:
+// in cgroup v1's cpu hierarchy where one is mounted, else in v2.
+func ownCPUCgroup() (dir string, v2 bool, err error) {
+	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", false, err
+	}
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", false, err
+	}
+	var v1Root, v1Point, v2Root, v2Point string
+	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
+	for sc.Scan() {
+		// ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
+		f := strings.Fields(sc.Text())
+		sep := slices.Index(f, "-")
+		if sep < 6 || len(f) < sep+3 {
+			continue
+		}
+		switch {
+		case f[sep+1] == "cgroup2" && v2Point == "":
+			v2Root, v2Point = f[3], f[4]
+		case f[sep+1] == "cgroup" && v1Point == "" && len(f) > sep+3 && slices.Contains(strings.Split(f[sep+3], ","), "cpu"):
+			v1Root, v1Point = f[3], f[4]
+		}
+	}
+	pathOf := func(v1 bool) string {
+		sc := bufio.NewScanner(bytes.NewReader(self))
+		for sc.Scan() {
+			parts := strings.SplitN(sc.Text(), ":", 3)
+			if len(parts) == 3 && (v1 && slices.Contains(strings.Split(parts[1], ","), "cpu") || !v1 && parts[0] == "0" && parts[1] == "") {
+				return parts[2]
+			}
+		}
+		return ""
+	}
+	join := func(root, point, p string) string {
+		if root != "/" {
+			p = strings.TrimPrefix(p, root)
+		}
+		return path.Join(point, p)
+	}
+	if v1Point != "" {
+		if p := pathOf(true); p != "" {
+			return join(v1Root, v1Point, p), false, nil
+		}
+	}
+	if v2Point != "" {
+		if p := pathOf(false); p != "" {
+			parent, err := cgroupParent(v2Point, join(v2Root, v2Point, p), "cpu")
+			return parent, true, err
+		}
+	}
+	return "", false, fmt.Errorf("no cgroup file system with the cpu controller in /proc/self/mountinfo")
+}
