@@ -314,9 +314,9 @@ const minBufCap = 16 << 10
 // growBuf returns buf with room for need more bytes. It doubles the
 // capacity, where append would grow a large slice by a quarter at a time:
 // the buffer reaches megabytes in a store's first seconds of load, and
-// each step copies it into memory freshly taken from the system, so a
-// quarter at a time copied and faulted in about four times its final size
-// (most of the body store's CPU in a new cluster's first minute).
+// each step copies what it holds into a new one, so that a quarter at a
+// time copied about four times the buffer's final size where doubling
+// copies about once (docs/benchmarks.md, "A body store's buffers").
 func growBuf(buf []byte, need int) []byte {
 	n := len(buf)
 	if n+need <= cap(buf) {

@@ -66,10 +66,10 @@ func (l *Raft) SnapshotNow() error {
 
 // tidyBodies removes the body files nothing refers to, gives the store's
 // buffers back if it was quiet since the last look (every
-// snapshotForSpaceEvery), and reports the store (with no apply to do
-// either, on a quiet node), and says whether
-// the files kept only for the newest snapshot are worth a new one. A
-// failure to remove a file stops the node as a failed body write does.
+// snapshotForSpaceEvery), reports the store (with no apply to do either,
+// on a quiet node), and says whether the files kept only for the newest
+// snapshot are worth a new one. A failure to remove a file or to write
+// what the buffers gathered stops the node as a failed body write does.
 func (l *Raft) tidyBodies() (worth bool) {
 	b := l.fsm.bodies
 	if b == nil {
