@@ -116,25 +116,43 @@ func (b consoleBackend) Statuses(ctx context.Context, account string, queues []a
 }
 
 // mapWait bounds how long the console waits for this node's map to name
-// the shard of a queue it was handed.
+// the shard of a queue it was handed, while the first group has a leader;
+// an election of the first group's lengthens the wait, up to
+// mapWait+consoleReadWait in all.
 const mapWait = time.Second
 
-// awaitMapped waits, up to mapWait in all, until this node's map names
-// the shard of each of queues, or its replica of the first group holds
+// awaitMapped waits, for up to mapWait (longer while the first group
+// elects a leader, below), until this node's map names the shard of each
+// of queues, or its replica of the first group holds
 // the queue (one created before the cluster had shards lives there,
 // without a record). The console is handed names that a routed request
 // has just found (ListQueues, GetQueueAttributes), and a follower of the
 // first group learns that a new queue's record committed up to a commit
 // timeout after its creation was acknowledged: read before that, the
-// queue seems not to exist, or not to be split. A name never mapped, a
-// queue deleted meanwhile, costs the wait once.
+// queue seems not to exist, or not to be split. Where the first group's
+// leader failed right after the record committed, the follower learns it
+// only from the next leader, once elected: while the group knows no
+// leader, the wait is kept to at least mapWait from the moment, up to
+// mapWait+consoleReadWait in all. A name never mapped, a queue deleted
+// meanwhile, costs the wait once.
 func (b consoleBackend) awaitMapped(ctx context.Context, queues []api.QueueKey) {
 	if !b.s.sharded() || b.s.first.leads() {
 		return // the leader applied every record it acknowledged
 	}
-	deadline := time.Now().Add(mapWait)
+	start := time.Now()
+	deadline, limit := start.Add(mapWait), start.Add(mapWait+consoleReadWait)
 	for _, q := range queues {
-		for !b.mapped(q) && time.Now().Before(deadline) {
+		for !b.mapped(q) {
+			now := time.Now()
+			if b.firstElects() && now.Add(mapWait).After(deadline) {
+				deadline = now.Add(mapWait)
+				if deadline.After(limit) {
+					deadline = limit
+				}
+			}
+			if !now.Before(deadline) {
+				return
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -142,6 +160,16 @@ func (b consoleBackend) awaitMapped(ctx context.Context, queues []api.QueueKey) 
 			}
 		}
 	}
+}
+
+// firstElects reports whether this node's replica of the first group
+// knows no leader of it: one is being elected.
+func (b consoleBackend) firstElects() bool {
+	if b.s.first.raft == nil {
+		return false
+	}
+	id, _ := b.s.first.raft.Leader()
+	return id == ""
 }
 
 // mapped reports whether this node's map names queue q's shard, or its
