@@ -123,9 +123,9 @@ const mapWait = time.Second
 
 // awaitMapped waits, for up to mapWait (longer while the first group
 // elects a leader, below), until this node's map names the shard of each
-// of queues, or its replica of the first group holds
-// the queue (one created before the cluster had shards lives there,
-// without a record). The console is handed names that a routed request
+// of queues, or its replica of the first group holds the queue (one
+// created before the cluster had shards lives there, without a record).
+// The console is handed names that a routed request
 // has just found (ListQueues, GetQueueAttributes), and a follower of the
 // first group learns that a new queue's record committed up to a commit
 // timeout after its creation was acknowledged: read before that, the
