@@ -166,6 +166,56 @@ func TestClusterReplicatesAndFailsOver(t *testing.T) {
 	}
 }
 
+// TestLeaderSilentOnceTheLeaderFails: a follower of a live leader does not
+// call it silent, nor does a leader itself; once the leader's Raft stops
+// without handing its leadership over, its followers do within a few
+// heartbeat timeouts, and no longer once the next leader is elected and
+// heard from.
+func TestLeaderSilentOnceTheLeaderFails(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	c := newClock()
+	createFIFO(t, leader.log, c)
+	var followers []*testNode
+	for _, nd := range nodes {
+		if nd != leader {
+			followers = append(followers, nd)
+		}
+	}
+	for _, nd := range followers {
+		waitApplied(t, nd, leader.log.raft.LastIndex())
+	}
+	for _, nd := range nodes {
+		if nd.log.LeaderSilent() {
+			t.Fatalf("%s calls a live leader silent", nd.id)
+		}
+	}
+	// Raft stops as in a crash: Close would hand the leadership over first.
+	if err := leader.log.raft.Shutdown().Error(); err != nil {
+		t.Fatalf("stop the leader's Raft: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, nd := range followers {
+		for !nd.log.LeaderSilent() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not call its stopped leader silent", nd.id)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	next := waitLeader(t, nodes)
+	send(t, next.log, c, 0) // the follower hears from the new leader
+	deadline = time.Now().Add(10 * time.Second)
+	for _, nd := range followers {
+		for nd.log.LeaderSilent() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s calls its new leader (%s) silent", nd.id, next.id)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
 // TestReadBarrierWaitsForTheEngine holds the leader's engine while a write
 // commits. Raft then counts the entry applied, as it does once it has
 // handed the entry to the goroutine that applies entries; the engine does

@@ -180,6 +180,23 @@ func (l *Raft) followerReady() error {
 	return nil
 }
 
+// LeaderSilent reports whether this follower knows no leader, or has not
+// heard from the one it knows for a heartbeat timeout, in which a live
+// leader sends it about ten heartbeats: the leader has most likely failed
+// and an election is under way or about to be. Raft itself clears the
+// leader it knows only once its own, randomized, timer runs out, later.
+// Always false on a leader and on a node alone.
+func (l *Raft) LeaderSilent() bool {
+	if l.cluster == nil || l.raft.State() == raft.Leader {
+		return false
+	}
+	if _, id := l.raft.LeaderWithID(); id == "" {
+		return true
+	}
+	last := l.raft.LastContact()
+	return last.IsZero() || time.Since(last) > l.raft.ReloadableConfig().HeartbeatTimeout
+}
+
 // transferLeadership hands this leader's leadership to another member and
 // waits for it, up to timeout, or until the log closes.
 //

@@ -132,9 +132,10 @@ const mapWait = time.Second
 // queue seems not to exist, or not to be split. Where the first group's
 // leader failed right after the record committed, the follower learns it
 // only from the next leader, once elected: while the group knows no
-// leader, the wait is kept to at least mapWait from the moment, up to
-// mapWait+consoleReadWait in all. A name never mapped, a queue deleted
-// meanwhile, costs the wait once.
+// leader, or has not heard from it for a heartbeat timeout, the wait is
+// kept to at least mapWait from the moment, up to mapWait+consoleReadWait
+// in all. A name never mapped, a queue deleted meanwhile, costs the wait
+// once.
 func (b consoleBackend) awaitMapped(ctx context.Context, queues []api.QueueKey) {
 	if !b.s.sharded() || b.s.first.leads() {
 		return // the leader applied every record it acknowledged
@@ -163,13 +164,10 @@ func (b consoleBackend) awaitMapped(ctx context.Context, queues []api.QueueKey) 
 }
 
 // firstElects reports whether this node's replica of the first group
-// knows no leader of it: one is being elected.
+// knows no leader of it, or has not heard from the one it knows for a
+// heartbeat timeout: one is being, or is about to be, elected.
 func (b consoleBackend) firstElects() bool {
-	if b.s.first.raft == nil {
-		return false
-	}
-	id, _ := b.s.first.raft.Leader()
-	return id == ""
+	return b.s.first.raft != nil && b.s.first.raft.LeaderSilent()
 }
 
 // mapped reports whether this node's map names queue q's shard, or its

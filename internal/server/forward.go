@@ -29,6 +29,7 @@ type RaftLog interface {
 	Leading() bool
 	LeadershipChanged() <-chan struct{}
 	Leader() (id, raftAddr string)
+	LeaderSilent() bool
 	NodeID() string
 	ReadBarrier(ctx context.Context) error
 	PeerListener() net.Listener
