@@ -492,3 +492,37 @@ func TestReleaseIfIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGrowBuf: the gathering buffer starts at minBufCap, doubles, keeps
+// what it held, and never grows past bufSize plus one record's room
+// unless a single record needs more.
+func TestGrowBuf(t *testing.T) {
+	buf := growBuf(nil, 10)
+	if cap(buf) != minBufCap || len(buf) != 0 {
+		t.Fatalf("a new buffer: len %d cap %d, want 0 and %d", len(buf), cap(buf), minBufCap)
+	}
+	buf = append(buf, "kept"...)
+	if got := growBuf(buf, 100); cap(got) != cap(buf) || &got[0] != &buf[0] {
+		t.Fatal("a buffer with room was copied")
+	}
+	caps := []int{}
+	for cap(buf) < bufSize+minBufCap && len(caps) < 40 {
+		buf = growBuf(buf, cap(buf)-len(buf)+1)
+		buf = buf[:cap(buf)/2+1]
+		caps = append(caps, cap(buf))
+	}
+	for i := 1; i < len(caps); i++ {
+		if caps[i] != 2*caps[i-1] && caps[i] != bufSize+minBufCap {
+			t.Fatalf("capacities %v: %d follows %d, neither its double nor the cap", caps, caps[i], caps[i-1])
+		}
+	}
+	if c := caps[len(caps)-1]; c != bufSize+minBufCap {
+		t.Fatalf("capacities %v: the last is not bufSize plus one record's room", caps)
+	}
+	if string(buf[:4]) != "kept" {
+		t.Fatalf("growing lost what the buffer held: %q", buf[:4])
+	}
+	if got := growBuf(buf[:bufSize], 2*bufSize); cap(got) < 3*bufSize {
+		t.Fatalf("room for a record of %d past %d bytes: cap %d", 2*bufSize, bufSize, cap(got))
+	}
+}

@@ -528,7 +528,7 @@ func TestMostlyDeadFilesCompacted(t *testing.T) {
 // one before, and that the bodies they held are served from the files.
 func TestQuietStoreGivesItsBuffersBack(t *testing.T) {
 	c := newClock()
-	l, _ := openTest(t, t.TempDir(), RaftConfig{})
+	l, _ := openTest(t, t.TempDir(), RaftConfig{tidyEvery: time.Hour})
 	defer l.Close()
 	apply(t, l, c, api.QueueKey{Account: bodyQueue.Account}, &api.CreateQueueRequest{QueueName: bodyQueue.Name})
 	const size = 100_000
@@ -539,11 +539,16 @@ func TestQuietStoreGivesItsBuffersBack(t *testing.T) {
 	if store.BufferBytes() < 20*size {
 		t.Fatalf("the store's buffers hold %d bytes after 20 bodies of %d", store.BufferBytes(), size)
 	}
-	l.tidyBodies() // appended to since the last look (there was none): kept
+	l.tidyBodies(false) // a snapshot's tidying: no look
+	l.tidyBodies(true)  // appended to since the last look (there was none): kept
 	if store.BufferBytes() == 0 {
 		t.Fatal("the first look gave the buffers of a store just appended to back")
 	}
-	l.tidyBodies()
+	l.tidyBodies(false)
+	if store.BufferBytes() == 0 {
+		t.Fatal("a snapshot's tidying gave the buffers back")
+	}
+	l.tidyBodies(true)
 	if n := store.BufferBytes(); n != 0 {
 		t.Fatalf("a store quiet since the last look holds %d bytes of buffers", n)
 	}

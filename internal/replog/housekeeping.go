@@ -19,14 +19,18 @@ import (
 // the body store (bodies.heldForSnapshot), so that their space comes back.
 func (l *Raft) snapshotLoop() {
 	defer l.wg.Done()
-	tick := time.NewTicker(snapshotForSpaceEvery)
+	every := l.cfg.tidyEvery
+	if every == 0 {
+		every = snapshotForSpaceEvery
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
 		case <-l.snapReq:
 			l.snapshot("size")
 		case <-tick.C:
-			if l.tidyBodies() {
+			if l.tidyBodies(true) {
 				l.snapshot("body store space")
 			}
 		case <-l.quit:
@@ -60,24 +64,26 @@ func (l *Raft) SnapshotNow() error {
 		}
 		return err
 	}
-	l.tidyBodies()
+	l.tidyBodies(false)
 	return nil
 }
 
-// tidyBodies removes the body files nothing refers to, gives the store's
-// buffers back if it was quiet since the last look (every
-// snapshotForSpaceEvery), reports the store (with no apply to do either,
-// on a quiet node), and says whether the files kept only for the newest
-// snapshot are worth a new one. A failure to remove a file or to write
-// what the buffers gathered stops the node as a failed body write does.
-func (l *Raft) tidyBodies() (worth bool) {
+// tidyBodies removes the body files nothing refers to, reports the store
+// (with no apply to do either, on a quiet node), and says whether the
+// files kept only for the newest snapshot are worth a new one. With look,
+// the loop's look every snapshotForSpaceEvery, it also gives the store's
+// buffers back if the store was quiet since the last look; a snapshot's
+// tidying is no look, so that the buffers of a store appended to a moment
+// ago stay. A failure to remove a file or to write what the buffers
+// gathered is a storage fault: the node stops.
+func (l *Raft) tidyBodies(look bool) (worth bool) {
 	b := l.fsm.bodies
 	if b == nil {
 		return false
 	}
 	l.fsm.mu.Lock()
 	worth, err := b.heldForSnapshot()
-	if err == nil {
+	if err == nil && look {
 		// Holding the fsm's write lock, this goroutine is the store's
 		// appender for the moment.
 		err = b.store.ReleaseIfIdle()
@@ -86,6 +92,7 @@ func (l *Raft) tidyBodies() (worth bool) {
 	l.fsm.mu.Unlock()
 	if err != nil {
 		b.failed.CompareAndSwap(nil, &err)
+		l.fsm.faults.fail("write the body store", err)
 		return false
 	}
 	return worth

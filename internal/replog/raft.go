@@ -68,6 +68,10 @@ type RaftConfig struct {
 	// to make a disk write hang, which a real disk cannot be made to do
 	// on demand.
 	wrapStore func(raft.LogStore) raft.LogStore
+	// tidyEvery, if not 0, is how often the log tidies its body store
+	// (snapshotForSpaceEvery if 0): a test that looks itself sets it
+	// beyond its own length, so that no look of the loop's comes between.
+	tidyEvery time.Duration
 	// sharedLog, if set, is a shared log a log that is not a shard keeps
 	// its entries in, as a shard given ShardConfig.Log does: tests and
 	// benchmarks use it to share one among single-node logs.
