@@ -181,9 +181,10 @@ func (l *Raft) followerReady() error {
 }
 
 // LeaderSilent reports whether this follower knows no leader, or has not
-// heard from the one it knows for a heartbeat timeout, in which a live
-// leader sends it about ten heartbeats: the leader has most likely failed
-// and an election is under way or about to be. Raft itself clears the
+// heard from the one it knows for its heartbeat timeout, in which a live
+// leader sends it several heartbeats (about ten; one or two where the
+// leader's shard is idle and paced, pace.go): the leader has most likely
+// failed and an election is under way or about to be. Raft itself clears the
 // leader it knows only once its own, randomized, timer runs out, later.
 // Always false on a leader and on a node alone.
 func (l *Raft) LeaderSilent() bool {
