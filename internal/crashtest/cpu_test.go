@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -16,9 +15,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/fifoq/fifoq/internal/testbin"
-	"github.com/fifoq/fifoq/internal/testenv"
 )
 
 // TestGOMAXPROCSFollowsTheCPULimit starts fifoq in a cgroup whose CPU
@@ -86,38 +82,11 @@ func gomaxprocs(t *testing.T, addr string) int {
 
 // startInCPUCgroup starts fifoq with args in the cgroup at dir, with the
 // test's environment less its FIFOQ_ variables and GOMAXPROCS, plus env,
-// and waits until it answers.
+// and waits until it answers on the address after --listen.
 func startInCPUCgroup(t *testing.T, dir string, env []string, args ...string) *fifoqProc {
 	t.Helper()
-	testbin.Track(t)
-	cmd := exec.Command("sh", append([]string{"-c", `echo $$ > "$1" && shift && exec "$@"`, "sh",
-		filepath.Join(dir, "cgroup.procs"), binary}, args...)...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "FIFOQ_") && !strings.HasPrefix(kv, "GOMAXPROCS=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
-	p := &fifoqProc{cmd: cmd, out: &testenv.SyncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start fifoq in cgroup %s: %v", dir, err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(p.stop)
 	addr := args[slices.Index(args, "--listen")+1]
-	p.waitReady(t, func() error {
-		resp, err := http.Get("http://" + addr + "/?Action=ListQueues")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		return nil
-	})
-	return p
+	return startJoined(t, dir, []string{"FIFOQ_", "GOMAXPROCS="}, env, nil, addr, args...)
 }
 
 // newCPUCgroup makes a cgroup whose CPU quota is cores of a core (over a

@@ -616,30 +616,43 @@ func (cg *memCgroup) resetPeak() {
 }
 
 // startInCgroup starts "fifoq serve" on addr and dataDir in the cgroup,
-// with no --max-memory, and waits until it answers over HTTP. It cannot
-// use launch, which starts the binary itself: a process moved into the
-// cgroup once started would have allocated outside the limit first, and
-// the test could miss its start-up. So a shell joins the cgroup and then
-// execs fifoq, which keeps the shell's pid (the one the test signals) and
-// is charged for every byte it allocates. The output goes both to logs
-// (dumped if the test fails) and to the process's out.
+// with no --max-memory, and waits until it answers over HTTP (startJoined:
+// the budget must come from the cgroup, so neither the test's FIFOQ_
+// variables, which could set one, nor a GOMEMLIMIT are passed on). The
+// output goes both to logs (dumped if the test fails) and to the
+// process's out.
 func startInCgroup(t *testing.T, cg *memCgroup, logs *os.File, addr, dataDir string) *fifoqProc {
 	t.Helper()
+	return startJoined(t, cg.dir, []string{"FIFOQ_", "GOMEMLIMIT="}, nil, logs, addr, "serve", "--listen", addr, "--data-dir", dataDir)
+}
+
+// startJoined starts fifoq with args in the cgroup at dir and waits until
+// it answers on addr. It cannot use launch, which starts the binary
+// itself: a process moved into the cgroup once started would have run
+// outside its limits first, and the test could miss its start-up. So a
+// shell joins the cgroup and then execs fifoq, which keeps the shell's
+// pid (the one the test signals). Its environment is the test's less the
+// variables whose names begin with one of drop, plus env; its output goes
+// to the process's out and, if logs is not nil, to logs too.
+func startJoined(t *testing.T, dir string, drop, env []string, logs io.Writer, addr string, args ...string) *fifoqProc {
+	t.Helper()
 	testbin.Track(t)
-	cmd := exec.Command("sh", "-c", `echo $$ > "$1" && shift && exec "$@"`, "sh",
-		filepath.Join(cg.dir, "cgroup.procs"), binary, "serve", "--listen", addr, "--data-dir", dataDir)
-	// As launch, without the test's own FIFOQ_ variables (they could set a
-	// budget), nor a GOMEMLIMIT: the budget must come from the cgroup.
+	cmd := exec.Command("sh", append([]string{"-c", `echo $$ > "$1" && shift && exec "$@"`, "sh",
+		filepath.Join(dir, "cgroup.procs"), binary}, args...)...)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "FIFOQ_") && !strings.HasPrefix(kv, "GOMEMLIMIT=") {
+		if !slices.ContainsFunc(drop, func(prefix string) bool { return strings.HasPrefix(kv, prefix) }) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, env...)
 	p := &fifoqProc{cmd: cmd, out: &testenv.SyncBuffer{}, done: make(chan struct{})}
-	out := io.MultiWriter(logs, p.out)
+	var out io.Writer = p.out
+	if logs != nil {
+		out = io.MultiWriter(logs, p.out)
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start fifoq in cgroup %s: %v", cg.dir, err)
+		t.Fatalf("start fifoq in cgroup %s: %v", dir, err)
 	}
 	go func() {
 		p.err = cmd.Wait()
