@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -247,6 +249,26 @@ func (b *browser) click(sel string) {
 			b.t.Fatalf("click %s: %v%s", sel, err, b.pageErrors())
 		}
 	}
+}
+
+// holdClick clicks sel as a person does, only slower: the pointer pressed
+// on the element's middle, held for hold (past the page's next live
+// refresh, where hold is longer than its interval), then released there.
+// A page that rebuilt the element meanwhile, rather than keeping it, gets
+// no click at all.
+func (b *browser) holdClick(sel string, hold time.Duration) {
+	b.t.Helper()
+	b.do(chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.ScrollIntoView(chromedp.CSS(sel)))
+	var xy []float64
+	if err := json.Unmarshal([]byte(b.eval(fmt.Sprintf(`(() => {
+		const r = document.querySelector(%q).getBoundingClientRect();
+		return JSON.stringify([r.x + r.width / 2, r.y + r.height / 2]);
+	})()`, sel))), &xy); err != nil || len(xy) != 2 {
+		b.t.Fatalf("the middle of %s: %v %v", sel, xy, err)
+	}
+	b.do(chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	time.Sleep(hold)
+	b.do(chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
 }
 
 // fill replaces the value of an input, select or textarea as typing

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/chromedp/cdproto/network"
@@ -253,7 +254,9 @@ func browseRedrive(t *testing.T, b *browser, s *sqsClient) {
 	}
 	b.shot("redrive")
 
-	b.click(`#tasks-table tr[data-status="RUNNING"] .cancel-task`)
+	// Held past the page's refreshes (every 300 ms here), as a slow
+	// click is: the table, rebuilt at each, once lost such clicks.
+	b.holdClick(`#tasks-table tr[data-status="RUNNING"] .cancel-task`, time.Second)
 	b.waitText("#toasts", "Redrive cancelled")
 	b.waitFor("the cancelled task", `document.querySelector('#tasks-table tr[data-status="CANCELLED"]')`)
 	if tasks := s.moveTasks(qOrdersDLQ); len(tasks) != 1 || aws.ToString(tasks[0].Status) != "CANCELLED" {

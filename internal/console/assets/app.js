@@ -32,7 +32,10 @@
     if (!attrs) return;
     for (const [k, v] of Object.entries(attrs)) {
       if (v === null || v === undefined || v === false) continue;
-      if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
+      if (k.startsWith("on") && typeof v === "function") {
+        el.addEventListener(k.slice(2), v);
+        (el._on ||= {})[k.slice(2)] = v;
+      }
       else if (k === "text") el.textContent = v;
       else if (k === "value") el.value = v;
       else el.setAttribute(k, v === true ? "" : String(v));
@@ -55,6 +58,40 @@
   // and false skipped) and returns el.
   function put(el, ...kids) {
     append(el, kids);
+    return el;
+  }
+
+  // patch makes el's children kids, as put(clear(el), ...kids) would, but
+  // keeps each node already in a place whose new node is of the same kind
+  // and brings its attributes, listeners (those given to h) and children up
+  // to date. A view that a live refresh rebuilds so keeps its elements: a
+  // click whose press and release straddle a refresh (a person holds a
+  // button about a tenth of a second; the page may refresh every 0.3 s)
+  // still reaches the element pressed, where a new one in its place would
+  // get no click at all. For views without form fields: a field's typed
+  // value is not an attribute, and is left as it is.
+  function patch(el, ...kids) {
+    const want = [];
+    for (const k of kids.flat(Infinity)) {
+      if (k === null || k === undefined || k === false) continue;
+      want.push(k instanceof Node ? k : document.createTextNode(String(k)));
+    }
+    want.forEach((next, i) => {
+      const old = el.childNodes[i];
+      if (!old) el.appendChild(next);
+      else if (old.nodeName !== next.nodeName || old.namespaceURI !== next.namespaceURI) el.replaceChild(next, old);
+      else if (old.nodeType !== Node.ELEMENT_NODE) {
+        if (old.nodeValue !== next.nodeValue) old.nodeValue = next.nodeValue;
+      } else {
+        for (const a of [...old.attributes]) if (!next.hasAttribute(a.name)) old.removeAttribute(a.name);
+        for (const a of next.attributes) if (old.getAttribute(a.name) !== a.value) old.setAttribute(a.name, a.value);
+        for (const [type, fn] of Object.entries(old._on || {})) old.removeEventListener(type, fn);
+        for (const [type, fn] of Object.entries(next._on || {})) old.addEventListener(type, fn);
+        old._on = next._on;
+        patch(old, [...next.childNodes]);
+      }
+    });
+    while (el.childNodes.length > want.length) el.removeChild(el.lastChild);
     return el;
   }
 
@@ -681,20 +718,19 @@
 
       const f = filter.value.trim().toLowerCase();
       const shown = qs.filter((q) => !f || q.name.toLowerCase().includes(f));
-      clear(tbody);
       if (!qs.length) {
-        put(tbody, h("tr", {}, h("td", { colspan: 9 }, emptyQueues())));
+        patch(tbody, h("tr", {}, h("td", { colspan: 9 }, emptyQueues())));
         return;
       }
       if (!shown.length) {
-        put(tbody, h("tr", {}, h("td", { colspan: 9, class: "empty-state" }, "No queue matches “" + filter.value + "”.")));
+        patch(tbody, h("tr", {}, h("td", { colspan: 9, class: "empty-state" }, "No queue matches “" + filter.value + "”.")));
         return;
       }
-      for (const q of shown) {
+      patch(tbody, shown.map((q) => {
         const r = latestRates(q.name);
         const href = "#/queues/" + encodeURIComponent(q.name);
         const isDLQ = q.deadLetterSources > 0;
-        put(tbody, h("tr", { class: "link", "data-queue": q.name, onclick: (e) => { if (!e.target.closest("a")) location.hash = href; } },
+        return h("tr", { class: "link", "data-queue": q.name, onclick: (e) => { if (!e.target.closest("a")) location.hash = href; } },
           h("td", { class: "name" }, h("a", { href }, q.name), " ", isDLQ ? h("span", { class: "badge dlq", title: "Dead-letter queue of " + q.deadLetterSources + " queue(s)" }, "DLQ") : null, q.moveTaskRunning ? h("span", { class: "badge running" }, "redriving") : null),
           h("td", {}, h("span", { class: "badge" + (q.fifo ? " fifo" : "") }, q.fifo ? "FIFO" : "Standard")),
           h("td", { class: "num", "data-col": "visible" }, isDLQ && q.visible > 0 ? h("span", { class: "badge danger" }, fmtInt(q.visible)) : zeroOr(q.visible)),
@@ -703,8 +739,8 @@
           h("td", { class: "num" }, q.oldestAgeMs ? fmtDur(q.oldestAgeMs) : h("span", { class: "zero" }, "–")),
           h("td", { class: "num" }, r ? zeroOr(r.sent, fmtRate(r.sent)) : "–"),
           h("td", { class: "num" }, r ? zeroOr(r.received, fmtRate(r.received)) : "–"),
-          h("td", {}, q.deadLetterTargetArn ? dlqLink(q) : h("span", { class: "faint" }, "–"))));
-      }
+          h("td", {}, q.deadLetterTargetArn ? dlqLink(q) : h("span", { class: "faint" }, "–")));
+      }));
     }
 
     filter.addEventListener("input", render);
@@ -789,7 +825,7 @@
       // A standard queue has tenants only when messages carry group ids.
       if (qq.fifo || qq.groups > 0 || tab === "groups") want.push(["groups", qq.fifo ? "Groups" : "Tenants", qq.groups]);
       if (dlTab) want.push(["dead-letter", qq.deadLetterSources > 0 ? "Redrive" : "Dead-letter", qq.deadLetterSources > 0 ? qq.visible : null]);
-      put(clear(tabs), want.map(([id, label, n]) => h("a", { href: "#/queues/" + encodeURIComponent(name) + (id === "overview" ? "" : "/" + id), class: id === tab ? "active" : null, "data-tab": id }, label, n !== undefined && n !== null ? h("span", { class: "count" }, fmtCompact(n)) : null)));
+      patch(tabs, want.map(([id, label, n]) => h("a", { href: "#/queues/" + encodeURIComponent(name) + (id === "overview" ? "" : "/" + id), class: id === tab ? "active" : null, "data-tab": id }, label, n !== undefined && n !== null ? h("span", { class: "count" }, fmtCompact(n)) : null)));
       if (!tabView) {
         const make = { overview: overviewTab, messages: messagesTab, groups: groupsTab, "dead-letter": deadLetterTab }[tab] || overviewTab;
         tabView = make(q, body, params, load);
@@ -1212,6 +1248,7 @@
         h("label", { class: "field" }, "Maximum messages per second", rate, h("span", { class: "hint" }, "Leave empty for the system-optimised rate."))),
       h("div", {}, start));
     const tasksBody = h("tbody");
+    const cancelling = new Set(); // the handles of the tasks whose cancel is on its way
     const tasks = h("table", { class: "data", id: "tasks-table" }, h("thead", {}, h("tr", {}, h("th", {}, "Status"), h("th", {}, "Started"), h("th", {}, "Progress"), h("th", { class: "num" }, "Moved"), h("th", { class: "num" }, "Rate"), h("th", {}, "Destination"), h("th", {}))), tasksBody);
     let builtFor = null;
 
@@ -1242,32 +1279,40 @@
       const running = d.moveTasks.some((t) => t.status === "RUNNING");
       start.disabled = running;
       start.title = running ? "A redrive is running; cancel it to start another." : "";
-      clear(tasksBody);
-      if (!d.moveTasks.length) put(tasksBody, h("tr", {}, h("td", { colspan: 7 }, h("div", { class: "empty-state" }, "No redrive yet. ", qq.visible ? fmtInt(qq.visible) + " message(s) wait here." : "The queue is empty."))));
-      for (const t of d.moveTasks) {
+      if (!d.moveTasks.length) {
+        patch(tasksBody, h("tr", {}, h("td", { colspan: 7 }, h("div", { class: "empty-state" }, "No redrive yet. ", qq.visible ? fmtInt(qq.visible) + " message(s) wait here." : "The queue is empty."))));
+        return;
+      }
+      patch(tasksBody, d.moveTasks.map((t) => {
         const total = t.toMove || 0;
         const pct = total ? Math.min(100, (t.moved / total) * 100) : t.status === "COMPLETED" ? 100 : 0;
         const bar = h("span");
         bar.style.width = pct.toFixed(1) + "%";
-        put(tasksBody, h("tr", { "data-status": t.status },
+        return h("tr", { "data-status": t.status },
           h("td", {}, h("span", { class: "pill " + t.status }, t.status.charAt(0) + t.status.slice(1).toLowerCase()), t.failureReason ? h("div", { class: "faint" }, t.failureReason) : null),
           h("td", { class: "nowrap", title: fmtDate(t.startedAt) }, fmtDur(d.now - t.startedAt) + " ago"),
           h("td", {}, h("div", { class: "bar" }, bar)),
           h("td", { class: "num" }, fmtInt(t.moved) + (t.toMove !== undefined ? " / " + fmtInt(t.toMove) : "")),
           h("td", { class: "num" }, t.maxNumberOfMessagesPerSecond ? t.maxNumberOfMessagesPerSecond + "/s" : h("span", { class: "faint" }, "optimised")),
           h("td", {}, t.destinationArn ? h("span", { class: "mono" }, t.destinationName || t.destinationArn) : h("span", { class: "muted" }, "source queues")),
-          h("td", { class: "num" }, t.status === "RUNNING" && t.taskHandle ? h("button", { class: "btn small danger cancel-task", type: "button", onclick: async (e) => {
-            e.target.disabled = true;
+          h("td", { class: "num" }, t.status === "RUNNING" && t.taskHandle ? h("button", { class: "btn small danger cancel-task", type: "button", disabled: cancelling.has(t.taskHandle), onclick: async (e) => {
+            // A refresh while the cancel is on its way keeps the button
+            // disabled (patch brings its attributes up to date).
+            const button = e.currentTarget;
+            cancelling.add(t.taskHandle);
+            button.disabled = true;
             try {
               const r = await call("POST", "move-tasks/cancel", { taskHandle: t.taskHandle });
               toast("Redrive cancelled", fmtInt(r.approximateNumberOfMessagesMoved) + " message(s) had moved.");
               reloadDetail();
             } catch (err) {
               toastError("Cancel failed", err);
-              e.target.disabled = false;
+              button.disabled = false;
+            } finally {
+              cancelling.delete(t.taskHandle);
             }
-          } }, "Cancel") : null)));
-      }
+          } }, "Cancel") : null));
+      }));
     }
     refresh(q.detail);
     return { refresh };
