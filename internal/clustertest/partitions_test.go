@@ -20,6 +20,7 @@ import (
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
 	fifoqnode "github.com/fifoq/fifoq/internal/node"
+	"github.com/fifoq/fifoq/internal/replog"
 )
 
 // node returns nd's running node, or nil.
@@ -476,7 +477,10 @@ func TestSplitQueueWideActions(t *testing.T) {
 				return fmt.Errorf("%s holds no replica of shard %d", lead.id, partsOf[part])
 			}
 			resp, err = l.Apply(context.Background(), &engine.Command{Time: time.Now().UnixNano(), Caller: q.Account, Queue: key, Request: req})
-			if engine.IsQueueMoving(err) {
+			// A partition moving, or a leadership the balancer hands
+			// over between leaderOf and Apply, refuses the command
+			// unapplied: ask again.
+			if engine.IsQueueMoving(err) || replog.IsNotLeading(err) {
 				return err
 			}
 			return nil
