@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestGOMAXPROCSFollowsTheCPULimit starts fifoq in a cgroup whose CPU
@@ -104,16 +103,7 @@ func newCPUCgroup(t *testing.T, cores float64) string {
 	if err != nil {
 		unavailable(t, "cannot make a CPU cgroup (needs root): %v", err)
 	}
-	t.Cleanup(func() {
-		var err error
-		for range 50 {
-			if err = os.Remove(dir); err == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Errorf("remove the test's cgroup: %v", err)
-	})
+	removeCgroupAtCleanup(t, dir)
 	const period = 100000
 	quota := strconv.Itoa(int(cores * period))
 	write := func(name, value string) {

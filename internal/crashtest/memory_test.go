@@ -393,9 +393,16 @@ func newMemoryCgroup(t *testing.T, limit int64) *memCgroup {
 		_ = os.Remove(dir)
 		unavailable(t, "cannot limit the memory of cgroup %s: %v", dir, err)
 	}
+	removeCgroupAtCleanup(t, dir)
+	return cg
+}
+
+// removeCgroupAtCleanup removes the cgroup at dir when the test ends. The
+// kernel may still be finishing the exit of the cgroup's last process, and
+// rmdir fails with EBUSY until it has, so the removal is tried for up to
+// five seconds.
+func removeCgroupAtCleanup(t *testing.T, dir string) {
 	t.Cleanup(func() {
-		// The kernel may still be finishing the exit of the last process;
-		// rmdir fails with EBUSY until it has.
 		var err error
 		for range 50 {
 			if err = os.Remove(dir); err == nil {
@@ -405,7 +412,6 @@ func newMemoryCgroup(t *testing.T, limit int64) *memCgroup {
 		}
 		t.Errorf("remove the test's cgroup: %v", err)
 	})
-	return cg
 }
 
 // cgroupParent chooses where to make a v2 cgroup with the controller
