@@ -113,7 +113,10 @@ func serveParsed(fs *flag.FlagSet, o *serveOptions, stdout, stderr io.Writer) in
 		handler = slog.NewJSONHandler(stderr, nil)
 	}
 	logger := slog.New(handler)
-	setMaxProcs(logger)
+	cpuLimit := setMaxProcs(logger)
+	limitCtx, stopFollowingLimit := context.WithCancel(context.Background())
+	defer stopFollowingLimit()
+	go cpuLimit.run(limitCtx)
 	if opts.cluster.exposed() {
 		logger.Warn("--raft-insecure: node-to-node traffic beyond loopback has no TLS; anyone who can reach the port can send Raft messages that rewrite every node's state, read the messages the nodes exchange, and pass for a member forwarding requests", "raft_addr", opts.cluster.raftAddr)
 	}

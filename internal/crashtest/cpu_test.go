@@ -14,14 +14,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGOMAXPROCSFollowsTheCPULimit starts fifoq in a cgroup whose CPU
 // quota is 30 % of a core: it runs on one P (GOMAXPROCS 1, which its
 // /metrics report), where Go's own default would be 2, and says so at
-// start; so too at exactly one core. GOMAXPROCS set in its environment is kept as given; and a limit
-// of one and a half cores leaves Go's default (the limit rounded up, no
-// more than the CPUs there are).
+// start; so too at exactly one core. GOMAXPROCS set in its environment
+// is kept as given; and a limit of one and a half cores gives what Go's
+// default would (the limit rounded up, no more than the CPUs there are).
 func TestGOMAXPROCSFollowsTheCPULimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real binary; skipped in -short mode")
@@ -51,6 +52,51 @@ func TestGOMAXPROCSFollowsTheCPULimit(t *testing.T) {
 				t.Fatalf("fifoq's start, which should say it chose one P: %v:\n%s", tc.logs, proc.out)
 			}
 		})
+	}
+}
+
+// TestGOMAXPROCSFollowsALimitChangedWhileRunning changes the CPU quota of
+// a running fifoq's cgroup, as a pod resized in place has it changed:
+// from 30 % of a core to one and a half cores, and back. GOMAXPROCS
+// follows each change within a few seconds (the server reads its limit
+// every 5 s), from 1 to Go's default for the larger limit and back to 1,
+// and the server logs each change. Go's own default, which fifoq set
+// once at start before, stays at 2 across both changes on a machine of
+// two CPUs or more.
+func TestGOMAXPROCSFollowsALimitChangedWhileRunning(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped in -short mode")
+	}
+	dir := newCPUCgroup(t, 0.3)
+	_, statErr := os.Stat(filepath.Join(dir, "cpu.max"))
+	v2 := statErr == nil
+	addr := freeAddr(t)
+	proc := startInCPUCgroup(t, dir, nil, "serve", "--listen", addr, "--in-memory")
+	if got := gomaxprocs(t, addr); got != 1 {
+		t.Fatalf("GOMAXPROCS %d under a limit of 0.3 cores, want 1\n%s", got, proc.out)
+	}
+	for _, step := range []struct {
+		cores float64
+		want  int
+	}{
+		{1.5, min(2, runtime.NumCPU())},
+		{0.3, 1},
+	} {
+		setCPUQuota(t, dir, v2, step.cores)
+		deadline := time.Now().Add(20 * time.Second)
+		got := gomaxprocs(t, addr)
+		for got != step.want && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+			got = gomaxprocs(t, addr)
+		}
+		if got != step.want {
+			t.Fatalf("GOMAXPROCS %d 20 s after the limit became %.1f cores, want %d\n%s", got, step.cores, step.want, proc.out)
+		}
+	}
+	if runtime.NumCPU() > 1 {
+		if n := strings.Count(proc.out.String(), "GOMAXPROCS follows a changed CPU limit"); n != 2 {
+			t.Fatalf("the server logged %d changes of GOMAXPROCS, want 2:\n%s", n, proc.out)
+		}
 	}
 }
 
@@ -104,6 +150,15 @@ func newCPUCgroup(t *testing.T, cores float64) string {
 		unavailable(t, "cannot make a CPU cgroup (needs root): %v", err)
 	}
 	removeCgroupAtCleanup(t, dir)
+	setCPUQuota(t, dir, v2, cores)
+	return dir
+}
+
+// setCPUQuota sets the CPU quota of the cgroup at dir (made by
+// newCPUCgroup; v2 says which hierarchy) to cores of a core, over a period
+// of 100 ms.
+func setCPUQuota(t *testing.T, dir string, v2 bool, cores float64) {
+	t.Helper()
 	const period = 100000
 	quota := strconv.Itoa(int(cores * period))
 	write := func(name, value string) {
@@ -117,7 +172,6 @@ func newCPUCgroup(t *testing.T, cores float64) string {
 		write("cpu.cfs_period_us", strconv.Itoa(period))
 		write("cpu.cfs_quota_us", quota)
 	}
-	return dir
 }
 
 // ownCPUCgroup returns where to make a cgroup with the cpu controller
