@@ -30,8 +30,10 @@
 # PROFILE set to a directory (and a fifoq built with -tags fifoq_pprof),
 # a CPU profile of the single node and of the leader is taken over one
 # more run each and written there. With KEEP set to a directory, the
-# servers' logs, the benches' JSON results and each round's start time
-# (rounds.log) are copied there at the end.
+# servers' logs, the benches' JSON results, each round's start time
+# (rounds.log) and the requests each bench's server counted before and
+# after it (NAME.requests-before, NAME.requests-after: fifoq_requests_total
+# by action) are copied there at the end.
 set -euo pipefail
 quota=${1:-30}
 secs=${2:-5}
@@ -45,7 +47,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.json "$work"/*.log "$work"/*.err "$KEEP"/ 2>/dev/null || true; fi
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.json "$work"/*.log "$work"/*.err "$work"/*.requests-* "$KEEP"/ 2>/dev/null || true; fi
   for n in s n1 n2 n3; do rmdir "/sys/fs/cgroup/cpu/fq-lead-$n" 2>/dev/null || true; done
   rm -rf "$work"
 }
@@ -85,15 +87,20 @@ fi_=$((li % 3 + 1))
 echo "leader n$li, follower n$fi_"
 # cpu PORT: the server's CPU seconds so far, from its /metrics.
 cpu() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^process_cpu_seconds_total/ {print $2}'; }
+# requests PORT: the server's fifoq_requests_total lines (requests by
+# action and outcome), none before its first request.
+requests() { curl -s "http://127.0.0.1:$1/metrics" | { grep '^fifoq_requests_total' || true; }; }
 # run NAME PORT QUEUE: one bench; prints "SENDS CPU_US_PER_SEND OK".
 run() {
   local port=$2 queue=$3 c0 c1
   c0=$(cpu "$port")
+  requests "$port" > "$work/$1.requests-before"
   (sleep "$secs"; cpu "$port" > "$work/$1.cpu") &
   local sampler=$!
   "$bin" bench --endpoint "http://127.0.0.1:$port" --queue "$queue" --duration "${secs}s" --batch 10 \
     --producers "$clients" --consumers "$consumers" --groups 16 --metrics off --json --quiet > "$work/$1.json" 2> "$work/$1.err" || true
   wait "$sampler"
+  requests "$port" > "$work/$1.requests-after"
   c1=$(cat "$work/$1.cpu")
   python3 -c '
 import json,sys
