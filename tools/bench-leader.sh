@@ -29,11 +29,13 @@
 # Needs root (cgroups) and a built fifoq on PATH or in $FIFOQ. With
 # PROFILE set to a directory (and a fifoq built with -tags fifoq_pprof),
 # a CPU profile of the single node and of the leader is taken over one
-# more run each and written there. With KEEP set to a directory, the
-# servers' logs, the benches' JSON results, each round's start time
-# (rounds.log) and the requests each bench's server counted before and
-# after it (NAME.requests-before, NAME.requests-after: fifoq_requests_total
-# by action) are copied there at the end.
+# more run each and written there, and one of the follower over a run
+# through it, with its leader's over the same run (leader-behind.pprof).
+# With KEEP set to a directory, the servers' logs, the benches' JSON
+# results, each round's start time (rounds.log) and what each bench's
+# server counted before and after it (NAME.requests-before,
+# NAME.requests-after: fifoq_requests_total by action, the log's entries
+# and commands, GC cycles) are copied there at the end.
 set -euo pipefail
 quota=${1:-30}
 secs=${2:-5}
@@ -88,8 +90,10 @@ echo "leader n$li, follower n$fi_"
 # cpu PORT: the server's CPU seconds so far, from its /metrics.
 cpu() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^process_cpu_seconds_total/ {print $2}'; }
 # requests PORT: the server's fifoq_requests_total lines (requests by
-# action and outcome), none before its first request.
-requests() { curl -s "http://127.0.0.1:$1/metrics" | { grep '^fifoq_requests_total' || true; }; }
+# action and outcome), none before its first request, with the log's
+# entries and the commands they carried (fifoq_log_commands_per_entry's
+# sum and count), their commit time, and the GC cycles so far.
+requests() { curl -s "http://127.0.0.1:$1/metrics" | { grep -E '^fifoq_requests_total|^fifoq_log_(commands_per_entry|commit_duration_seconds)_(sum|count)|^go_gc_duration_seconds_count' || true; }; }
 # run NAME PORT QUEUE: one bench; prints "SENDS CPU_US_PER_SEND OK".
 run() {
   local port=$2 queue=$3 c0 c1
@@ -138,6 +142,13 @@ if [ -n "${PROFILE:-}" ]; then
   p=$!
   read -r lp_sent lp_us _ < <(run lp "$((base + li))" lead-lp.fifo)
   wait "$p"
-  # The rates let the two profiles be compared per message.
-  echo "profiles in $PROFILE: single node $sp_sent sends/s ($sp_us us/msg), leader $lp_sent sends/s ($lp_us us/msg)"
+  # The follower and, at the same time, the leader it forwards to.
+  curl -s -o "$PROFILE/follower.pprof" "http://127.0.0.1:$((base + 200 + fi_))/debug/pprof/profile?seconds=$((secs - 1))" &
+  p=$!
+  curl -s -o "$PROFILE/leader-behind.pprof" "http://127.0.0.1:$((base + 200 + li))/debug/pprof/profile?seconds=$((secs - 1))" &
+  p2=$!
+  read -r fp_sent fp_us _ < <(run fp "$((base + fi_))" lead-fp.fifo)
+  wait "$p" "$p2"
+  # The rates let the profiles be compared per message.
+  echo "profiles in $PROFILE: single node $sp_sent sends/s ($sp_us us/msg), leader $lp_sent sends/s ($lp_us us/msg), follower $fp_sent sends/s ($fp_us us/msg; leader-behind.pprof is its leader meanwhile)"
 fi
