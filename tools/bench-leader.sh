@@ -31,6 +31,12 @@
 # a CPU profile of the single node and of the leader is taken over one
 # more run each and written there, and one of the follower over a run
 # through it, with its leader's over the same run (leader-behind.pprof).
+# With SYSCALLS set (and perf, with the kernel's syscall tracepoints),
+# each counted run also counts, with `perf stat`, the system calls by kind
+# and the context switches of the server the bench talks to while it
+# sends, and reads its user and system CPU (/proc/PID/stat); they are
+# printed per 100 messages sent after the rounds (docs/benchmarks.md,
+# "System calls a message"): steadier than rates on a shared machine.
 # With KEEP set to a directory, the servers' logs, the benches' JSON
 # results, each round's start time (rounds.log) and what each bench's
 # server counted before and after it (NAME.requests-before,
@@ -94,6 +100,40 @@ cpu() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^process_cpu_seconds_total
 # entries and the commands they carried (fifoq_log_commands_per_entry's
 # sum and count), their commit time, and the GC cycles so far.
 requests() { curl -s "http://127.0.0.1:$1/metrics" | { grep -E '^fifoq_requests_total|^fifoq_log_(commands_per_entry|commit_duration_seconds)_(sum|count)|^go_gc_duration_seconds_count' || true; }; }
+# The system calls SYSCALLS counts, by kind, beside all of them.
+kinds="write read fdatasync pwrite64 pread64 futex epoll_pwait nanosleep"
+events="context-switches,raw_syscalls:sys_enter"
+for k in $kinds; do events="$events,syscalls:sys_enter_$k"; done
+# pid PORT: the server listening on PORT (pids is in port order).
+pid() { echo "${pids[$(($1 - base))]}"; }
+# ticks PID: the process's user and system CPU so far, in clock ticks.
+ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
+# syscalls NAME PID: counts PID's system calls and context switches for
+# $secs into NAME.perf, and its CPU ticks before and after into NAME.ticks.
+syscalls() {
+  ticks "$2" > "$work/$1.ticks"
+  perf stat -x, -e "$events" -p "$2" -o "$work/$1.perf" -- sleep "$secs"
+  ticks "$2" >> "$work/$1.ticks"
+}
+# syscalls_line NAME: NAME's counts per 100 messages sent, and its user
+# and system CPU a message sent.
+syscalls_line() {
+  python3 - "$work/$1.json" "$work/$1.perf" "$work/$1.ticks" "$1" "$(getconf CLK_TCK)" $kinds <<'PY'
+import json, sys
+sent = max(json.load(open(sys.argv[1]))["sent"], 1)
+(u0, s0), (u1, s1) = [map(int, l.split()) for l in open(sys.argv[3])]
+tick_us = 1e6 / float(sys.argv[5])
+counts = {}
+for line in open(sys.argv[2]):
+    f = line.strip().split(",")
+    if len(f) > 2 and f[0][:1].isdigit():
+        counts[f[2].replace("syscalls:sys_enter_", "").replace("raw_syscalls:sys_enter", "all")] = float(f[0])
+line = "%-4s user %5.1f sys %5.1f us/msg | per 100 msgs:" % (sys.argv[4], (u1 - u0) * tick_us / sent, (s1 - s0) * tick_us / sent)
+for k in ["all"] + sys.argv[6:] + ["context-switches"]:
+    line += " %s %.1f" % (k, counts.get(k, 0) * 100 / sent)
+print(line)
+PY
+}
 # run NAME PORT QUEUE: one bench; prints "SENDS CPU_US_PER_SEND OK".
 run() {
   local port=$2 queue=$3 c0 c1
@@ -101,9 +141,14 @@ run() {
   requests "$port" > "$work/$1.requests-before"
   (sleep "$secs"; cpu "$port" > "$work/$1.cpu") &
   local sampler=$!
+  local counter=""
+  if [ -n "${SYSCALLS:-}" ]; then
+    syscalls "$1" "$(pid "$port")" &
+    counter=$!
+  fi
   "$bin" bench --endpoint "http://127.0.0.1:$port" --queue "$queue" --duration "${secs}s" --batch 10 \
     --producers "$clients" --consumers "$consumers" --groups 16 --metrics off --json --quiet > "$work/$1.json" 2> "$work/$1.err" || true
-  wait "$sampler"
+  wait "$sampler" $counter
   requests "$port" > "$work/$1.requests-after"
   c1=$(cat "$work/$1.cpu")
   python3 -c '
@@ -130,8 +175,15 @@ s, l, f = (float(x) for x in sys.argv[2:5])
 print("%-6s %8d %8d %8d %14.2f %16.2f %12s %12s %12s%s" % (sys.argv[1], s, l, f, l / max(s, 1), f / max(l, 1), sys.argv[5], sys.argv[6], sys.argv[7],
   "" if sys.argv[8:] == ["True"] * 3 else "  (not verified: %s)" % " ".join(sys.argv[8:])))' \
     "$r" "$s" "$l" "$f" "$s_us" "$l_us" "$f_us" "$s_ok" "$l_ok" "$f_ok"
+  if [ -n "${SYSCALLS:-}" ]; then
+    for n in s l f; do syscalls_line "$n$r" >> "$work/syscalls.txt"; done
+  fi
 done
 echo "(us/msg: the CPU the server the bench talked to spent while it sent, a message sent)"
+if [ -n "${SYSCALLS:-}" ]; then
+  echo "system calls, context switches and CPU while each bench sent (s: single node, l: leader, f: follower):"
+  cat "$work/syscalls.txt"
+fi
 if [ -n "${PROFILE:-}" ]; then
   mkdir -p "$PROFILE"
   curl -s -o "$PROFILE/single.pprof" "http://127.0.0.1:$((base + 200))/debug/pprof/profile?seconds=$((secs - 1))" &
