@@ -400,7 +400,8 @@ const maxForwardConns = 512
 // forwards over. net/http's default, 4 KiB, split a batch of ten 256-byte
 // messages with its signed headers into two writes to the leader; 16 KiB
 // sends a batch of ten 1-KiB messages in one. A larger request is written
-// in pieces of this size, and there are at most maxForwardConns of them.
+// in pieces of this size. A node holds at most maxForwardConns such
+// connections to each member it forwards to.
 const forwardWriteBuffer = 16 << 10
 
 // errNotSent is a forward that failed before anything reached the leader.
