@@ -213,3 +213,72 @@ func TestExportLargerThanAForwardedAnswer(t *testing.T) {
 		t.Fatal("every member holds a replica of the queue's shard: the test needs one that does not")
 	}
 }
+
+// TestExportRightAfterItsShardLeaderFailed sends messages through the
+// leader of their queue's shard, crashes it as soon as it has answered,
+// and at once exports and lists the queue through each other member: both
+// must hold every message whose send was answered. The followers learn
+// that their leader's last entries committed only with its next append,
+// which a crashed leader never sends; an export that found the leader
+// gone read a follower's replica at once, and missed the last sends.
+// It must wait for the next leader, as ListQueues does
+// (TestListQueuesRightAfterItsShardLeaderFailed).
+func TestExportRightAfterItsShardLeaderFailed(t *testing.T) {
+	t.Parallel()
+	c := newMemCluster(t, 3, 3, 73)
+	c.logTailsOnFailure(40)
+	ctx := context.Background()
+	for round := range 3 {
+		c.waitShards(4)
+		name := fmt.Sprintf("orphan-export-%d", round)
+		c.createQueue(name, nil)
+		// Every member knows the queue before the sends: an export
+		// right after the queue's creation is not what is tested here.
+		c.retrying("every member exports "+name, func() error {
+			for _, nd := range c.running() {
+				resp, err := http.Get("http://" + nd.httpAddr + server.ExportPath + "?" +
+					url.Values{"QueueUrl": {"http://" + nd.httpAddr + "/000000000000/" + name}}.Encode())
+				if err != nil {
+					return err
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					return fmt.Errorf("the export through %s: %s", nd.id, resp.Status)
+				}
+			}
+			return nil
+		})
+		shard := uint32(c.shardOf(name))
+		var victim *memNode
+		c.retrying(fmt.Sprintf("a leader of shard %d", shard), func() error {
+			if victim = c.leaderOf(shard); victim == nil {
+				return fmt.Errorf("shard %d has no leader", shard)
+			}
+			return nil
+		})
+		client := newClient(victim.httpAddr, 10*time.Second)
+		queueURL := "http://" + victim.httpAddr + "/000000000000/" + name
+		var want []string
+		for i := range 5 {
+			body := fmt.Sprintf("r%d-m%d", round, i)
+			if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(body)}); err != nil {
+				t.Fatalf("round %d: send %s through %s: %v", round, body, victim.id, err)
+			}
+			want = append(want, body)
+		}
+		c.crash(victim)
+		slices.Sort(want)
+		for _, nd := range c.running() {
+			at := "http://" + nd.httpAddr + "/000000000000/" + name
+			if m := missing(want, exportBodies(t, nd.httpAddr, at)); len(m) > 0 {
+				t.Errorf("round %d: the export through %s right after %s, the leader of shard %d, failed misses %v", round, nd.id, victim.id, shard, m)
+			}
+			listed := listedBodies(t, nd.httpAddr, at)
+			slices.Sort(listed)
+			if m := missing(want, listed); len(m) > 0 {
+				t.Errorf("round %d: the developer listing through %s right after %s, the leader of shard %d, failed misses %v", round, nd.id, victim.id, shard, m)
+			}
+		}
+		c.start(victim)
+	}
+}

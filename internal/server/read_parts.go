@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/fifoq/fifoq/internal/api"
 	"github.com/fifoq/fifoq/internal/engine"
@@ -31,15 +32,27 @@ import (
 // hdrReadPart and the partition (hdrPart). The leader checks the
 // signature and the queue's policy as for any request, and answers with
 // the partition's messages as partLines, streamed, so that an export of
-// any length passes. Where no leader answers, a replica does (this
-// member's, once it has applied what it knows committed, else each other
-// in turn), as current as what it has applied.
+// any length passes. A leader, here or there, first confirms that it
+// still leads (a round of heartbeats), and a shard without a leader, or
+// whose leader does not answer, is asked again every leaderRetryGap as it
+// elects the next. Only where no leader answers within leaderWait (a
+// shard without a majority) does a replica answer (this member's, once it
+// has applied what it knows committed, else each other in turn), as
+// current as what it has applied.
 
 // hdrReadPart asks a member, on the node-to-node port, for one partition's
 // messages as partLines in place of the answer a client gets; the member
 // sets it on such an answer, so that one from a member of a version that
 // does not know it (which answers as to a client) is told apart.
 const hdrReadPart = "X-Fifoq-Read-Part"
+
+// hdrReadAtLeader, on a partition read, asks the member as the leader of
+// the partition's shard: one that does not lead it, or cannot confirm
+// that it does, answers 503 rather than its replica's messages, and the
+// asker tries the shard's next leader. Without it (a replica read once no
+// leader answers, or an asker of a version without it) the member reads
+// its replica.
+const hdrReadAtLeader = "X-Fifoq-Read-At-Leader"
 
 // partLine is one line of a member's answer to a partition read: a message,
 // the error that ends the read, or the mark that the read is whole.
@@ -86,46 +99,96 @@ func (s *Server) readPart(ctx context.Context, q api.QueueKey, rd partRead) erro
 	if s.sharded() {
 		id = s.shards.Of(q)
 	}
-	g, held := s.groupByID(id)
 	if fromPeer(rd.r) {
+		g, held := s.groupByID(id)
 		if !held {
 			return api.ErrServiceUnavailable("This node holds no replica of the queue's shard %d now; retry.", id)
 		}
 		return s.readPartHere(ctx, g, q, rd)
 	}
-	if held && g.leads() {
-		return s.readPartHere(ctx, g, q, rd)
-	}
+	// The shard's leader, this member or another, and the next one while
+	// the shard elects it, for up to leaderWait: a replica read at once
+	// would miss what its leader committed last.
+	deadline := time.Now().Add(leaderWait)
 	var lastErr error
-	member, asked := s.leaderOf(id, held, g, 0)
-	if asked != "" && member != s.cluster.NodeID() {
-		// A leader that answers goes on answering (it read the
-		// partition as the leader, and its stream would be cut for
-		// nothing); one that does not is given up once the shard names
-		// another.
-		var answering atomic.Bool
-		ask, stop := s.whileLeads(ctx, id, held, g, member, &answering)
-		final, err := s.askPart(ask, asked, q, rd, &answering)
-		stop()
-		if err == nil || final {
-			return err
+	asked := ""
+	for try := 0; ; try++ {
+		// The map again each time: this member's copy may have lagged
+		// (its first group's leader failed before it learnt that the
+		// queue's record committed), and the next leader brings it up.
+		if s.sharded() {
+			id = s.shards.Of(q)
 		}
-		lastErr = err
+		g, held := s.groupByID(id)
+		if held && g.leads() {
+			err := confirmLeads(ctx, g)
+			if err == nil {
+				return s.readPartHere(ctx, g, q, rd)
+			}
+			lastErr = err
+		} else if member, addr := s.leaderOf(id, held, g, try); addr != "" && member != s.cluster.NodeID() {
+			asked = addr
+			// A leader that answers goes on answering (it read the
+			// partition as the leader, and its stream would be cut for
+			// nothing); one that does not is given up once the shard
+			// names another.
+			var answering atomic.Bool
+			ask, stop := s.whileLeads(ctx, id, held, g, member, &answering)
+			final, err := s.askPart(ask, addr, q, rd, true, &answering)
+			stop()
+			if err == nil || final {
+				return err
+			}
+			lastErr = err
+		}
+		if !sleepUntil(ctx, deadline, leaderRetryGap) {
+			break
+		}
 	}
-	if held {
+	if ctx.Err() != nil {
+		return api.ErrServiceUnavailable("The read ended before the shard's leader answered (%v); retry.", lastErr)
+	}
+	// No leader answered within leaderWait (a shard without a majority):
+	// a replica answers, as of what it has applied.
+	if g, held := s.groupByID(id); held {
 		return s.readPartHere(ctx, g, q, rd)
 	}
 	for _, p := range s.shards.Replicas(id) {
 		if p.Addr == asked {
 			continue
 		}
-		final, err := s.askPart(ctx, p.Addr, q, rd, nil)
+		final, err := s.askPart(ctx, p.Addr, q, rd, false, nil)
 		if err == nil || final {
 			return err
 		}
 		lastErr = err
 	}
 	return api.ErrServiceUnavailable("No replica of the queue's shard %d answered (%v); retry.", id, lastErr)
+}
+
+// confirmLeadsPart checks that this member leads the shard of partition
+// q, as confirmLeads does.
+func (s *Server) confirmLeadsPart(ctx context.Context, q api.QueueKey) error {
+	id := uint32(0)
+	if s.sharded() {
+		id = s.shards.Of(q)
+	}
+	g, held := s.groupByID(id)
+	if !held || !g.leads() {
+		return api.ErrServiceUnavailable("This node does not lead the queue's shard %d now; retry.", id)
+	}
+	return confirmLeads(ctx, g)
+}
+
+// confirmLeads checks that this member still leads group g, with a round
+// of heartbeats, and has applied what was committed before: a leader cut
+// off from the others believes it leads until its lease runs out, while
+// the others may already have elected another and committed more.
+func confirmLeads(ctx context.Context, g *group) error {
+	if g.raft == nil || !g.raft.Clustered() {
+		return nil
+	}
+	return g.raft.ReadBarrier(ctx)
 }
 
 // askPart forwards rd's request to the member at raftAddr as a read of
@@ -135,13 +198,17 @@ func (s *Server) readPart(ctx context.Context, q api.QueueKey, rd partRead) erro
 // messages were handed on; otherwise nothing was handed on, and another
 // replica may be asked. answering, if not nil, is set once the member has
 // begun its answer.
-func (s *Server) askPart(ctx context.Context, raftAddr string, q api.QueueKey, rd partRead, answering *atomic.Bool) (final bool, err error) {
+func (s *Server) askPart(ctx context.Context, raftAddr string, q api.QueueKey, rd partRead, atLeader bool, answering *atomic.Bool) (final bool, err error) {
 	out, err := s.forwardedRequest(ctx, rd.r, rd.body, raftAddr)
 	if err != nil {
 		return true, err
 	}
 	out.Header.Set(hdrPart, strconv.FormatUint(uint64(q.Part), 10))
 	out.Header.Set(hdrReadPart, "1")
+	out.Header.Del(hdrReadAtLeader)
+	if atLeader {
+		out.Header.Set(hdrReadAtLeader, "1")
+	}
 	resp, err := s.fwd.client.Do(out)
 	if err != nil {
 		return false, err
@@ -261,6 +328,16 @@ func partMissing(q api.QueueKey) error {
 // partition's messages from this member's replica, as partLines.
 func (s *Server) answerPartRead(w http.ResponseWriter, r *http.Request, caller string, q api.QueueKey, export bool) {
 	q.Part = hintPart(r)
+	if r.Header.Get(hdrReadAtLeader) != "" {
+		// Asked as the shard's leader: a member that does not lead it,
+		// or cannot confirm that it does, says so before it answers, so
+		// that the asker finds the next leader.
+		if err := s.confirmLeadsPart(r.Context(), q); err != nil {
+			e := api.AsError(err)
+			writeJSONError(w, e.Status, e.Code+": "+e.Message)
+			return
+		}
+	}
 	w.Header().Set(hdrReadPart, "1")
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
